@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand. Each lives in its own file and adds itself to
+// the table with register, so the dispatcher never changes when one is added.
+type command struct {
+	name    string
+	usage   string // one line: arguments
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+// cliEnv is what every subcommand gets: the global -config value and the
+// streams (stdout for results and run logs, stderr for the process log).
+type cliEnv struct {
+	configPath string
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+// exitError carries a specific exit code (e.g. 1 for a failed run) without
+// printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// usageError marks bad command-line input: the message is printed with the
+// command's usage and the exit code is 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("executor: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+func checkCommands() error {
+	if _, ok := commands["serve"]; !ok {
+		return errors.New("executor: no serve command linked in")
+	}
+	return nil
+}
+
+// run parses the global flags, picks the subcommand (serve by default) and
+// maps its error to an exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	env := &cliEnv{stdout: stdout, stderr: stderr}
+	global := flag.NewFlagSet("executor", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	global.StringVar(&env.configPath, "config", "", "YAML config file (optional; environment variables win over it)")
+	global.Usage = func() { printUsage(stderr, global) }
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := global.Args()
+	name := "serve"
+	if len(rest) > 0 {
+		name, rest = rest[0], rest[1:]
+	}
+	if name == "help" {
+		printUsage(stdout, global)
+		return 0
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "executor: unknown command %q\n\n", name)
+		printUsage(stderr, global)
+		return 2
+	}
+	err := c.run(ctx, env, rest)
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "executor %s: %s\nusage: executor [-config FILE] %s %s\n", c.name, ue.msg, c.name, c.usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "executor %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+func printUsage(w io.Writer, global *flag.FlagSet) {
+	fmt.Fprintln(w, "usage: executor [-config FILE] [command] [flags]")
+	fmt.Fprintln(w, "\ncommands (default serve):")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(w, "  %-12s %s\n               %s\n", n, c.summary, strings.TrimSpace(n+" "+c.usage))
+	}
+	fmt.Fprintln(w, "\nglobal flags:")
+	global.SetOutput(w)
+	global.PrintDefaults()
+}
+
+// newFlagSet makes a subcommand's flag set that reports errors instead of
+// exiting, and accepts -config there too (so it may follow the command).
+func newFlagSet(env *cliEnv, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("executor "+name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.StringVar(&env.configPath, "config", env.configPath, "YAML config file")
+	return fs
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments (`run demoJob -param 2` and `run -param 2 demoJob`).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

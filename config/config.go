@@ -1,0 +1,127 @@
+// Package config loads the executor's configuration: a YAML file laid out like
+// the Java executor's application.yml, then environment variables, which win
+// over the file. Every key has a documented default, so no file is needed to
+// start. Load reports every problem at once.
+//
+// The table of keys lives in the struct tags below: `yaml` is the key's name in
+// its section, `env` the environment variable, `default` the value used when
+// neither sets it. Keys() lists them all, for docs and for tests that keep
+// docker-compose.yml in step with the loader.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration. Sections mirror the YAML layout.
+type Config struct {
+	XXL   XXL   `yaml:"xxl"`
+	MySQL MySQL `yaml:"mysql"`
+	Redis Redis `yaml:"redis"`
+	API   API   `yaml:"api"`
+	Log   Log   `yaml:"log"`
+	Order Order `yaml:"order"`
+	Delay Delay `yaml:"delay"`
+}
+
+// XXL is the `xxl:` section; only `xxl.job` lives in it, as in the Java executor.
+type XXL struct {
+	Job XXLJob `yaml:"job"`
+}
+
+// XXLJob is `xxl.job`: the admin, the token and this executor.
+type XXLJob struct {
+	Admin       Admin    `yaml:"admin"`
+	AccessToken string   `yaml:"accessToken" env:"XXL_JOB_ACCESS_TOKEN" secret:"true" doc:"shared secret with the admin; empty disables the check (a loud warning at start)"`
+	Executor    Executor `yaml:"executor"`
+}
+
+// Admin is `xxl.job.admin`: where the admin is, and the console user that
+// `executor provision` and `executor trigger` log in with.
+type Admin struct {
+	// Addresses are admin base URLs including the context path, tried in order.
+	Addresses []string      `yaml:"addresses" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080/xxl-job-admin" doc:"admin base URLs (with context path), comma-separated, tried in order"`
+	Timeout   time.Duration `yaml:"timeout" env:"XXL_JOB_ADMIN_TIMEOUT" default:"3s" doc:"timeout of each call to the admin"`
+	Username  string        `yaml:"username" env:"XXL_JOB_ADMIN_USERNAME" default:"admin" doc:"console user for provision and trigger (needs the admin role)"`
+	Password  string        `yaml:"password" env:"XXL_JOB_ADMIN_PASSWORD" secret:"true" doc:"console password; prefer the environment variable"`
+	Version   string        `yaml:"version" env:"XXL_JOB_ADMIN_VERSION" default:"auto" doc:"console API generation: auto, 2.4 or 3.4"`
+	JobsFile  string        `yaml:"jobsFile" env:"XXL_JOB_ADMIN_JOBSFILE" default:"config/jobs.yml" doc:"declarative jobs file used by provision and trigger"`
+}
+
+// Executor is `xxl.job.executor`.
+type Executor struct {
+	AppName          string        `yaml:"appname" env:"XXL_JOB_EXECUTOR_APPNAME" default:"order-job-executor" doc:"executor group AppName in the admin (4-64 chars)"`
+	Address          string        `yaml:"address" env:"XXL_JOB_EXECUTOR_ADDRESS" doc:"address advertised to the admin; empty means http://{ip}:{port}/"`
+	IP               string        `yaml:"ip" env:"XXL_JOB_EXECUTOR_IP" doc:"IP advertised when address is empty; empty means the first non-loopback address"`
+	Port             int           `yaml:"port" env:"XXL_JOB_EXECUTOR_PORT" default:"9999" doc:"port of the XXL-JOB protocol server"`
+	BindAddr         string        `yaml:"bindAddr" env:"XXL_JOB_EXECUTOR_BINDADDR" doc:"listen address; empty means :{port} (all interfaces, as the Java executor)"`
+	LogPath          string        `yaml:"logpath" env:"XXL_JOB_EXECUTOR_LOGPATH" default:"./logs/xxl-job" doc:"folder of run logs and the callback spool"`
+	LogRetentionDays int           `yaml:"logretentiondays" env:"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS" default:"30" doc:"days run logs are kept; below 3 disables cleanup"`
+	ShutdownTimeout  time.Duration `yaml:"shutdownTimeout" env:"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT" default:"30s" doc:"how long a graceful shutdown waits for running jobs before cancelling them"`
+}
+
+// MySQL is `mysql`.
+type MySQL struct {
+	DSN          string `yaml:"dsn" env:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/test" secret:"true" doc:"go-sql-driver DSN; parseTime and loc are added when missing"`
+	TimeZone     string `yaml:"timeZone" env:"MYSQL_TIME_ZONE" doc:"session time_zone, e.g. '+08:00'; must be the zone order_info.create_time is written in; empty keeps the server's default"`
+	MaxOpenConns int    `yaml:"maxOpenConns" env:"MYSQL_MAX_OPEN_CONNS" default:"16" doc:"connection pool size"`
+}
+
+// Redis is `redis`: one address, a Sentinel group or a Cluster, plus optional
+// independent nodes for a Redlock quorum.
+type Redis struct {
+	Addr       []string `yaml:"addr" env:"REDIS_ADDR" default:"127.0.0.1:6379" doc:"address, or comma-separated seed addresses of a Cluster or Sentinels"`
+	Mode       string   `yaml:"mode" env:"REDIS_MODE" default:"auto" doc:"auto, single, sentinel or cluster (auto: sentinel when masterName is set, cluster when several addresses)"`
+	MasterName string   `yaml:"masterName" env:"REDIS_MASTER_NAME" doc:"Sentinel master name"`
+	Username   string   `yaml:"username" env:"REDIS_USERNAME" doc:"ACL user"`
+	Password   string   `yaml:"password" env:"REDIS_PASSWORD" secret:"true" doc:"password"`
+	DB         int      `yaml:"db" env:"REDIS_DB" default:"0" doc:"database number (single and sentinel modes)"`
+	LockNodes  []string `yaml:"lockNodes" env:"REDIS_LOCK_NODES" doc:"independent Redis nodes for order locks (Redlock quorum); empty locks on the client above"`
+}
+
+// API is `api`: the executor's own HTTP port (health, metrics, delayed tasks,
+// dead letters), separate from the XXL-JOB port.
+type API struct {
+	Addr        string `yaml:"addr" env:"EXECUTOR_API_ADDR" default:"127.0.0.1:9998" doc:"listen address of the API port; empty disables it"`
+	Token       string `yaml:"token" env:"EXECUTOR_API_TOKEN" secret:"true" doc:"token required on the API port except /healthz, /readyz, /metrics; empty disables the check (loud warning)"`
+	TokenHeader string `yaml:"tokenHeader" env:"EXECUTOR_API_TOKEN_HEADER" default:"X-Executor-Token" doc:"header carrying the API token"`
+	Pprof       bool   `yaml:"pprof" env:"EXECUTOR_API_PPROF" default:"false" doc:"serve Go pprof under /debug/pprof/ (token protected)"`
+}
+
+// Log is `log`: the process log (run logs are separate, under logpath).
+type Log struct {
+	Level  string `yaml:"level" env:"LOG_LEVEL" default:"info" doc:"debug, info, warn or error"`
+	Format string `yaml:"format" env:"LOG_FORMAT" default:"json" doc:"json or text"`
+}
+
+// Order is `order`: the order jobs.
+type Order struct {
+	Timeout OrderTimeout `yaml:"timeout"`
+	Close   OrderClose   `yaml:"close"`
+}
+
+// OrderTimeout is `order.timeout`, with the seed article's keys and defaults.
+type OrderTimeout struct {
+	PaymentTimeoutMinutes  int `yaml:"payment_timeout_minutes" env:"ORDER_TIMEOUT_PAYMENT_TIMEOUT_MINUTES" default:"30" doc:"default timeout_minutes of new orders (demo data, column default); never shortens an existing order"`
+	FulfillmentTimeoutDays int `yaml:"fulfillment_timeout_days" env:"ORDER_TIMEOUT_FULFILLMENT_TIMEOUT_DAYS" default:"7" doc:"paid orders not shipped within this many days are flagged"`
+	AutoConfirmDays        int `yaml:"auto_confirm_days" env:"ORDER_TIMEOUT_AUTO_CONFIRM_DAYS" default:"14" doc:"shipped orders are completed after this many days"`
+}
+
+// OrderClose is `order.close`: the close job's tuning.
+type OrderClose struct {
+	LockKeyPrefix string        `yaml:"lockKeyPrefix" env:"ORDER_CLOSE_LOCK_KEY_PREFIX" doc:"prefix before order:close:{orderNo} lock keys"`
+	LockTTL       time.Duration `yaml:"lockTTL" env:"ORDER_CLOSE_LOCK_TTL" default:"10s" doc:"per-order lock expiry; well above a page's close transaction"`
+	PageSize      int           `yaml:"pageSize" env:"ORDER_CLOSE_PAGE_SIZE" default:"500" doc:"orders per scan page and close batch (job param pageSize overrides)"`
+}
+
+// Delay is `delay`: durable delayed tasks and their dispatcher.
+type Delay struct {
+	Enabled           bool          `yaml:"enabled" env:"DELAY_ENABLED" default:"true" doc:"run the delayed-task dispatcher in serve mode"`
+	RunningTimeout    time.Duration `yaml:"runningTimeout" env:"DELAY_RUNNING_TIMEOUT" default:"120s" doc:"a task RUNNING longer than this is recovered to PENDING"`
+	HandlerTimeout    time.Duration `yaml:"handlerTimeout" env:"DELAY_HANDLER_TIMEOUT" default:"60s" doc:"each task handler's timeout; must be below runningTimeout"`
+	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the Redis timer is refilled from the table"`
+	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" default:"168h" doc:"DONE and CANCELLED tasks older than this are purged"`
+	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys"`
+	Services          []string      `yaml:"services" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
+	ServiceToken      string        `yaml:"serviceToken" env:"DELAY_SERVICE_TOKEN" secret:"true" doc:"token sent to HTTP task targets"`
+}
