@@ -1,0 +1,109 @@
+// Package dbtest gives tests a real MariaDB/MySQL database of their own:
+// created on the server named by TEST_MYSQL_DSN (default root on
+// 127.0.0.1:3306), migrated with the embedded migrations, and dropped when the
+// test ends. Packages and tests therefore run in parallel without sharing rows.
+//
+// A server that does not answer fails the test: a silently skipped
+// integration test looks green.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/sql/migrations"
+)
+
+// ServerDSN is the DSN of the test server without a database.
+func ServerDSN() string {
+	if v := os.Getenv("TEST_MYSQL_DSN"); v != "" {
+		return v
+	}
+	return "root@tcp(127.0.0.1:3306)/"
+}
+
+// DB is a migrated database that lives as long as the test.
+type DB struct {
+	*sqlx.DB
+	Name string // database name
+	DSN  string // DSN that opens it, with parseTime, loc=UTC, interpolateParams
+}
+
+// New creates, migrates and returns a fresh database for t.
+func New(t testing.TB) *DB {
+	t.Helper()
+	d := NewEmpty(t)
+	if _, err := migrations.Apply(context.Background(), d.DB.DB); err != nil {
+		t.Fatalf("dbtest: migrate %s: %v", d.Name, err)
+	}
+	return d
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// NewEmpty creates a fresh database without applying migrations.
+func NewEmpty(t testing.TB) *DB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(ServerDSN())
+	if err != nil {
+		t.Fatalf("dbtest: TEST_MYSQL_DSN: %v", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	cfg.DBName = ""
+	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("dbtest: open: %v", err)
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := admin.PingContext(ctx); err != nil {
+		t.Fatalf("dbtest: MySQL at %s does not answer (%v); start MariaDB (see README) or set TEST_MYSQL_DSN", cfg.Addr, err)
+	}
+
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	label := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "_"), "_")
+	if len(label) > 40 {
+		label = label[:40]
+	}
+	name := fmt.Sprintf("test_%s_%s", label, hex.EncodeToString(b))
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("dbtest: create database %s: %v", name, err)
+	}
+	cfg.DBName = name
+	dsn := cfg.FormatDSN()
+	db, err := sqlx.Open("mysql", dsn)
+	if err != nil {
+		t.Fatalf("dbtest: open %s: %v", name, err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	t.Cleanup(func() {
+		db.Close()
+		a, err := sqlx.Open("mysql", ServerDSN())
+		if err != nil {
+			t.Errorf("dbtest: reopen to drop %s: %v", name, err)
+			return
+		}
+		defer a.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := a.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			t.Errorf("dbtest: drop database %s: %v", name, err)
+		}
+	})
+	return &DB{DB: db, Name: name, DSN: dsn}
+}
