@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/orderjob/executor/handlers"
+	"github.com/orderjob/executor/xxljob"
+)
+
+func init() {
+	register(command{
+		name:    "run",
+		usage:   "HANDLER [-param P] [-shard I/N]",
+		summary: "run one handler once in-process, print its run log, exit 0 on success and 1 otherwise",
+		run:     cmdRun,
+	})
+}
+
+func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "run")
+	param := fs.String("param", "", "job param, as typed in the console")
+	shard := fs.String("shard", "0/1", "shard index/total, 0 <= index < total")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want exactly one HANDLER, got %d", len(pos))
+	}
+	idx, total, err := parseShard(*shard)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, env.stderr) // stdout carries the run log here
+	name := pos[0]
+
+	var deps *handlers.Deps
+	if name != handlers.DemoJob {
+		d, err := openDeps(ctx, cfg, logger)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		deps = d.handlerDeps()
+	}
+	exec, err := xxljob.New(executorConfig(cfg, logger))
+	if err != nil {
+		return err
+	}
+	if err := handlers.Register(exec, deps); err != nil {
+		return err
+	}
+	res, err := exec.RunOnce(ctx, name, *param, idx, total, env.stdout)
+	if err != nil {
+		return err
+	}
+	if res.Code != xxljob.CodeSuccess {
+		fmt.Fprintf(env.stderr, "executor run: %s ended with code %d: %s\n", name, res.Code, firstLine(res.Msg))
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// parseShard parses "I/N" with 0 <= I < N.
+func parseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("-shard %q: want I/N, e.g. 0/1", s)
+	}
+	if n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("-shard %q: need 0 <= I < N", s)
+	}
+	return i, n, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/handlers"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob"
+)
+
+// services are the connections and domain objects a process shares.
+type services struct {
+	db        *sqlx.DB
+	rdb       redis.UniversalClient
+	lockNodes []redis.UniversalClient
+	locker    *orders.Locker
+	closer    *orders.Closer
+}
+
+// openDeps connects to MySQL and Redis and builds the order closer.
+func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*services, error) {
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &services{db: db}
+	rdb, err := newRedis(cfg.Redis)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.rdb = rdb
+	s.lockNodes = newLockNodes(cfg.Redis)
+	s.locker, err = orders.NewLocker(orders.LockerConfig{
+		Client: rdb,
+		Nodes:  s.lockNodes,
+		Prefix: cfg.Order.Close.LockKeyPrefix,
+		TTL:    cfg.Order.Close.LockTTL,
+	})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("order locks: %w", err)
+	}
+	s.closer, err = orders.NewCloser(db, s.locker, orders.CloserConfig{
+		Logger: logger.With("component", "orders.closer"),
+	})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("order closer: %w", err)
+	}
+	return s, nil
+}
+
+func (s *services) handlerDeps() *handlers.Deps {
+	return &handlers.Deps{Closer: s.closer}
+}
+
+// Close closes Redis, then the database.
+func (s *services) Close() error {
+	var errs []error
+	for _, n := range s.lockNodes {
+		errs = append(errs, n.Close())
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// executorConfig copies the XXL-JOB part of the configuration.
+func executorConfig(cfg *config.Config, logger *slog.Logger) xxljob.Config {
+	x := cfg.XXL.Job
+	return xxljob.Config{
+		AdminAddresses:    x.Admin.Addresses,
+		AccessToken:       x.AccessToken,
+		AppName:           x.Executor.AppName,
+		Address:           x.Executor.Address,
+		IP:                x.Executor.IP,
+		Port:              x.Executor.Port,
+		ListenAddr:        x.Executor.BindAddr,
+		LogPath:           x.Executor.LogPath,
+		LogRetentionDays:  x.Executor.LogRetentionDays,
+		ShutdownTimeout:   x.Executor.ShutdownTimeout,
+		HTTPClientTimeout: x.Admin.Timeout,
+		Logger:            logger.With("component", "xxljob"),
+	}
+}

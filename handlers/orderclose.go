@@ -1,0 +1,83 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob"
+)
+
+// OrderTimeoutCloseJob closes unpaid orders past their payment deadline.
+const OrderTimeoutCloseJob = "orderTimeoutCloseJob"
+
+// Job param keys of orderTimeoutCloseJob.
+const (
+	paramPageSize     = "pageSize"
+	paramMaxOrders    = "maxOrders"
+	paramMaxPerSecond = "maxPerSecond"
+	paramDryRun       = "dryRun"
+)
+
+// closeOptions parses the job param of orderTimeoutCloseJob.
+func closeOptions(param string) (orders.RunOptions, error) {
+	p, err := parseParams(param, paramPageSize, paramMaxOrders, paramMaxPerSecond, paramDryRun)
+	if err != nil {
+		return orders.RunOptions{}, err
+	}
+	var o orders.RunOptions
+	if o.PageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
+		return o, err
+	}
+	if o.MaxOrders, err = p.intKey(paramMaxOrders, 0, 0, 1<<30); err != nil {
+		return o, err
+	}
+	if o.MaxPerSecond, err = p.floatKey(paramMaxPerSecond, 0, 0, 1e6); err != nil {
+		return o, err
+	}
+	if o.DryRun, err = p.boolKey(paramDryRun, false); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// OrderTimeoutClose returns the orderTimeoutCloseJob handler. It logs one
+// progress line per page (the admin UI shows them while it runs) and ends
+// with the summary line, which is also the result message. A run that
+// dead-lettered orders finishes the rest and then fails, so the admin's
+// alarm fires; a run that only skipped succeeds.
+func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
+	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
+		opt, err := closeOptions(req.Param)
+		if err != nil {
+			return err
+		}
+		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
+		opt.Progress = func(p orders.PageStats) {
+			req.Logf("page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
+				p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
+		}
+		mode := ""
+		if opt.DryRun {
+			mode = " (dry run: nothing is changed)"
+		}
+		req.Logf("orderTimeoutCloseJob shard %d/%d pageSize=%d maxOrders=%d maxPerSecond=%g%s",
+			opt.ShardIndex, opt.ShardTotal, opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, mode)
+
+		stats, err := c.Run(ctx, opt)
+		summary := stats.String()
+		if stats.LockErrors > 0 {
+			req.Logf("could not reach Redis for %d order lock(s): those orders were skipped, not closed; the next run retries them", stats.LockErrors)
+			summary += fmt.Sprintf(" lock_errors=%d", stats.LockErrors)
+		}
+		req.Logf("%s", stats.String())
+		if err != nil {
+			return fmt.Errorf("%s: %w", summary, err)
+		}
+		if stats.DeadLettered > 0 {
+			return fmt.Errorf("%s: %d order(s) could not be closed and went to order_dead_letter", summary, stats.DeadLettered)
+		}
+		req.SetResult(summary)
+		return nil
+	})
+}

@@ -1,0 +1,205 @@
+// Package api is the executor's own HTTP port, separate from the XXL-JOB
+// protocol port: health and readiness probes, metrics, and the operator and
+// service endpoints that later parts mount (delayed tasks, dead letters).
+//
+// Everything is behind a token header except /healthz, /readyz and /metrics,
+// which probes and scrapers reach without one. Bind it to loopback or a
+// private network: it is an operator's interface, not a public one.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sort"
+	"sync"
+	"time"
+)
+
+// MaxBodyBytes bounds request bodies on protected routes.
+const MaxBodyBytes = 1 << 20
+
+// Config configures the server.
+type Config struct {
+	Addr        string       // listen address, e.g. 127.0.0.1:9998
+	Token       string       // "" disables the check (New's caller warns)
+	TokenHeader string       // default X-Executor-Token
+	Pprof       bool         // serve /debug/pprof/ (protected)
+	Logger      *slog.Logger // nil discards
+}
+
+// ReadyCheck reports whether one dependency is usable.
+type ReadyCheck func(ctx context.Context) error
+
+// Server is the API port.
+type Server struct {
+	cfg    Config
+	mux    *http.ServeMux
+	log    *slog.Logger
+	mu     sync.Mutex
+	checks map[string]ReadyCheck
+	srv    *http.Server
+	ln     net.Listener
+}
+
+// New builds the server with /healthz and /readyz mounted.
+func New(cfg Config) *Server {
+	if cfg.TokenHeader == "" {
+		cfg.TokenHeader = "X-Executor-Token"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, checks: map[string]ReadyCheck{}}
+	s.HandlePublic("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}))
+	s.HandlePublic("GET /readyz", http.HandlerFunc(s.readyz))
+	if cfg.Pprof {
+		s.Handle("GET /debug/pprof/", http.HandlerFunc(pprof.Index))
+		s.Handle("GET /debug/pprof/cmdline", http.HandlerFunc(pprof.Cmdline))
+		s.Handle("GET /debug/pprof/profile", http.HandlerFunc(pprof.Profile))
+		s.Handle("GET /debug/pprof/symbol", http.HandlerFunc(pprof.Symbol))
+		s.Handle("GET /debug/pprof/trace", http.HandlerFunc(pprof.Trace))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			s.deny(w)
+			return
+		}
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// Handle mounts h behind the token check and the body limit. Patterns are
+// http.ServeMux patterns ("POST /api/delay-tasks").
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			s.deny(w)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// HandlePublic mounts h without the token check (probes, metrics).
+func (s *Server) HandlePublic(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// AddReadyCheck adds a dependency that /readyz checks.
+func (s *Server) AddReadyCheck(name string, c ReadyCheck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = c
+}
+
+// ServeHTTP serves the API (for tests and embedding).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	got := r.Header.Get(s.cfg.TokenHeader)
+	// Constant time in the token's content; the length is not secret.
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+}
+
+func (s *Server) deny(w http.ResponseWriter) {
+	WriteError(w, http.StatusUnauthorized, "missing or wrong token in header "+s.cfg.TokenHeader)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.checks))
+	for n := range s.checks {
+		names = append(names, n)
+	}
+	checks := make(map[string]ReadyCheck, len(s.checks))
+	for n, c := range s.checks {
+		checks[n] = c
+	}
+	s.mu.Unlock()
+	sort.Strings(names)
+
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	results := make(map[string]string, len(names))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, n := range names {
+		wg.Go(func() {
+			msg := "ok"
+			if err := checks[n](ctx); err != nil {
+				msg = err.Error()
+			}
+			mu.Lock()
+			results[n] = msg
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	status := http.StatusOK
+	for _, m := range results {
+		if m != "ok" {
+			status = http.StatusServiceUnavailable
+		}
+	}
+	WriteJSON(w, status, map[string]any{"ready": status == http.StatusOK, "checks": results})
+}
+
+// Start listens and serves in the background until Shutdown.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second, // pprof profiles run 30 s by default
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("api server stopped", "err", err)
+		}
+	}()
+	s.log.Info("api port listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the bound address (after Start).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Shutdown stops accepting and waits for requests in flight, up to ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.srv == nil {
+		return nil
+	}
+	return s.srv.Shutdown(ctx)
+}
+
+// WriteJSON writes v with the status code.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// WriteError writes {"error": msg} with the status code.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	WriteJSON(w, status, map[string]string{"error": msg})
+}

@@ -1,0 +1,308 @@
+package xxljob
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures an Executor. Zero values mean "use the default".
+type Config struct {
+	// AdminAddresses are the admin base URLs including the context path,
+	// e.g. "http://admin:8080/xxl-job-admin". They are tried in order; the
+	// first that accepts a call wins. Required.
+	AdminAddresses []string
+	// AccessToken is the shared secret of the admin and its executors.
+	// "" disables the checks (Start then logs a warning).
+	AccessToken string
+	// AppName is the executor group's AppName in the admin (registryKey).
+	// Required, at most 64 characters.
+	AppName string
+	// Address is the URL the admin uses to reach this executor
+	// (registryValue). Default "http://{IP}:{Port}/". It must stay stable
+	// across restarts: the admin matches it as a plain string.
+	Address string
+	// IP is used for the default Address. Default: the host's first
+	// non-loopback IPv4 address (127.0.0.1 if there is none).
+	IP string
+	// Port is used for the default Address and ListenAddr. Default 9999.
+	Port int
+	// ListenAddr is where the executor's HTTP server binds. Default
+	// ":{Port}". It may differ from Address (containers, port 0 in tests).
+	ListenAddr string
+	// LogPath is the root of the run logs and the callback spool.
+	// Default "./logs/xxl-job".
+	LogPath string
+	// LogRetentionDays is how many days of run logs to keep. Default 30;
+	// values from 1 to 2 (or negative) disable the cleanup, as in Java.
+	LogRetentionDays int
+	// ShutdownTimeout is how long Shutdown waits for running and queued runs
+	// before cancelling them. Default 30s.
+	ShutdownTimeout time.Duration
+	// RegistryInterval is the heartbeat period. Default 30s; keep it well
+	// below the admin's 90s dead timeout.
+	RegistryInterval time.Duration
+	// CallbackRetryInterval is the retry period of spooled callbacks.
+	// Default 30s.
+	CallbackRetryInterval time.Duration
+	// HTTPClientTimeout bounds each executor → admin request. Default 3s.
+	HTTPClientTimeout time.Duration
+	// Logger receives the process log. Default: discard.
+	Logger *slog.Logger
+	// Observer receives events for metrics. Default: none.
+	Observer Observer
+}
+
+// LogValue implements slog.LogValuer and redacts the access token.
+func (c Config) LogValue() slog.Value {
+	token := ""
+	if c.AccessToken != "" {
+		token = "REDACTED"
+	}
+	return slog.GroupValue(
+		slog.Any("admin_addresses", c.AdminAddresses), slog.String("access_token", token),
+		slog.String("app_name", c.AppName), slog.String("address", c.Address),
+		slog.String("listen_addr", c.ListenAddr), slog.String("log_path", c.LogPath),
+	)
+}
+
+// Executor is an XXL-JOB executor: it registers with the admin, serves the
+// admin's calls, runs handlers and reports their results. Create it with New,
+// Register handlers, then Start; end it with Shutdown.
+type Executor struct {
+	cfg      Config
+	log      *slog.Logger
+	obs      Observer
+	logs     *logStore
+	client   *adminClient
+	runner   *runner
+	callback *callbacker
+	ipGuess  bool // IP fell back to 127.0.0.1
+
+	// goroutine owners, each waited for by Shutdown
+	handlers      tracker // handler calls (may outlive their run after a kill or timeout)
+	registryLoops tracker // heartbeat
+	workLoops     tracker // callback sender, spool retry, log cleanup
+	serving       tracker // HTTP server
+
+	cleanupInterval time.Duration
+	nowFunc         func() time.Time
+
+	runOnceMu   sync.Mutex
+	runOnceLast int64
+
+	mu           sync.Mutex
+	state        int
+	ln           net.Listener
+	srv          *http.Server
+	baseCancel   context.CancelCauseFunc
+	regCancel    context.CancelFunc
+	stopWork     chan struct{}
+	shutdownDone chan struct{}
+	shutdownErr  error
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopping
+)
+
+// New checks cfg, fills its defaults and returns an Executor. All problems
+// with cfg are reported at once.
+func New(cfg Config) (*Executor, error) {
+	cfg.Port = cmp.Or(cfg.Port, 9999)
+	cfg.LogPath = cmp.Or(cfg.LogPath, "./logs/xxl-job")
+	cfg.LogRetentionDays = cmp.Or(cfg.LogRetentionDays, 30)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 30*time.Second)
+	cfg.RegistryInterval = cmp.Or(cfg.RegistryInterval, 30*time.Second)
+	cfg.CallbackRetryInterval = cmp.Or(cfg.CallbackRetryInterval, 30*time.Second)
+	cfg.HTTPClientTimeout = cmp.Or(cfg.HTTPClientTimeout, 3*time.Second)
+	cfg.ListenAddr = cmp.Or(cfg.ListenAddr, ":"+strconv.Itoa(cfg.Port))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	ipGuess := false
+	if cfg.Address == "" {
+		if cfg.IP == "" {
+			cfg.IP, ipGuess = hostIPv4()
+		}
+		cfg.Address = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)) + "/"
+	}
+
+	var errs []error
+	if len(cfg.AdminAddresses) == 0 {
+		errs = append(errs, errors.New("AdminAddresses: at least one admin address is required"))
+	}
+	for _, a := range cfg.AdminAddresses {
+		if err := checkHTTPURL(a); err != nil {
+			errs = append(errs, fmt.Errorf("AdminAddresses: %w", err))
+		}
+	}
+	if cfg.AccessToken != "" && strings.TrimSpace(cfg.AccessToken) == "" {
+		errs = append(errs, errors.New("AccessToken: only whitespace (the admin would treat it as no token)"))
+	}
+	if cfg.AppName == "" || len(cfg.AppName) > 64 || strings.ContainsAny(cfg.AppName, " \t\r\n") {
+		errs = append(errs, fmt.Errorf("AppName: required, 1 to 64 characters without spaces, got %q", cfg.AppName))
+	}
+	if err := checkHTTPURL(cfg.Address); err != nil {
+		errs = append(errs, fmt.Errorf("Address: %w", err))
+	}
+	if cfg.Port < 1 || cfg.Port > 65535 {
+		errs = append(errs, fmt.Errorf("Port: %d out of range 1-65535", cfg.Port))
+	}
+	for name, d := range map[string]time.Duration{
+		"ShutdownTimeout": cfg.ShutdownTimeout, "RegistryInterval": cfg.RegistryInterval,
+		"CallbackRetryInterval": cfg.CallbackRetryInterval, "HTTPClientTimeout": cfg.HTTPClientTimeout,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: negative duration %s", name, d))
+		}
+	}
+	logs, err := newLogStore(cfg.LogPath)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("LogPath: %w", err))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("xxljob: invalid config: %w", errors.Join(errs...))
+	}
+
+	e := &Executor{
+		cfg:             cfg,
+		log:             cfg.Logger.With("component", "xxljob"),
+		obs:             cfg.Observer,
+		logs:            logs,
+		client:          newAdminClient(cfg.AdminAddresses, cfg.AccessToken, cfg.HTTPClientTimeout),
+		runner:          newRunner(),
+		ipGuess:         ipGuess,
+		cleanupInterval: 24 * time.Hour,
+		nowFunc:         time.Now,
+		stopWork:        make(chan struct{}),
+		shutdownDone:    make(chan struct{}),
+	}
+	e.callback = newCallbacker(e.client, newSpool(logs.root), logs, e.obs, cfg.Logger, cfg.CallbackRetryInterval)
+	e.runner.execFunc = e.runTrigger
+	e.runner.callbackFunc = e.callback.push
+	return e, nil
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+// hostIPv4 returns the first non-loopback IPv4 address of the host.
+func hostIPv4() (ip string, guessed bool) {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				return n.IP.String(), false
+			}
+		}
+	}
+	return "127.0.0.1", true
+}
+
+// Register binds a handler name (the admin's "JobHandler") to h. It must be
+// called before Start; an empty or duplicate name is an error.
+func (e *Executor) Register(name string, h Handler) error {
+	if name == "" || h == nil {
+		return errors.New("xxljob: register: empty handler name or nil handler")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != stateNew {
+		return fmt.Errorf("xxljob: register %q: executor already started", name)
+	}
+	e.runner.mu.Lock()
+	defer e.runner.mu.Unlock()
+	if _, dup := e.runner.handlers[name]; dup {
+		return fmt.Errorf("xxljob: register %q: duplicate handler name", name)
+	}
+	e.runner.handlers[name] = h
+	return nil
+}
+
+// Start binds the listener and starts serving the admin, the registry
+// heartbeat, the callback sender, the spool retry and the log cleanup. It
+// returns once the server accepts connections. Runs inherit ctx's values but
+// not its cancellation: stop the executor with Shutdown.
+func (e *Executor) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state != stateNew {
+		return errors.New("xxljob: start: executor already started or shut down")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("xxljob: start: %w", err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", e.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("xxljob: start: listen %s: %w", e.cfg.ListenAddr, err)
+	}
+	e.state, e.ln = stateStarted, ln
+	if e.cfg.AccessToken == "" {
+		e.log.WarnContext(ctx, "XXL-JOB ACCESS TOKEN IS EMPTY: anyone who can reach this port can run and kill jobs; set AccessToken")
+	}
+	if e.ipGuess {
+		e.log.WarnContext(ctx, "no non-loopback IPv4 address found, advertising 127.0.0.1", "address", e.cfg.Address)
+	}
+
+	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	e.baseCancel = cancel
+	regCtx, regCancel := context.WithCancel(base)
+	e.regCancel = regCancel
+	e.srv = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second, // as the Java executor
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
+	}
+	e.runner.start(base)
+	srv := e.srv
+	e.serving.goFunc(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("executor HTTP server stopped", "error", err)
+		}
+	})
+	e.workLoops.goFunc(func() { e.callback.run(base, e.stopWork) })
+	e.workLoops.goFunc(func() { e.callback.spoolLoop(base, e.stopWork) })
+	e.workLoops.goFunc(func() { e.cleanupLoop(base, e.stopWork) })
+	e.registryLoops.goFunc(func() { e.registryLoop(regCtx) })
+	e.log.InfoContext(ctx, "xxl-job executor started", "listen", ln.Addr().String(),
+		"config", e.cfg)
+	return nil
+}
+
+// Addr returns the address the server is bound to, or nil before Start.
+func (e *Executor) Addr() net.Addr {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ln == nil {
+		return nil
+	}
+	return e.ln.Addr()
+}

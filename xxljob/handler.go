@@ -1,0 +1,96 @@
+package xxljob
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Handler runs one trigger of a job. The context is cancelled when the admin
+// kills the job, when the job's executorTimeout expires, when a COVER_EARLY
+// trigger replaces the run, or when the executor shuts down; a handler should
+// return soon after. Returning nil reports success (CodeSuccess), an error
+// reports CodeFail with err.Error() as the message (CodeTimeout if the error
+// is context.DeadlineExceeded). A panic is recovered and reported as CodeFail
+// with its stack.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) error
+
+// Handle calls f(ctx, req).
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) error { return f(ctx, req) }
+
+// Request describes one trigger. Each run gets its own Request, so handlers
+// may keep per-run state here without locking against other runs.
+type Request struct {
+	JobID       int       // the admin's job id (0 for RunOnce)
+	LogID       int64     // the admin's job log id, unique per trigger
+	LogDateTime time.Time // trigger time sent by the admin (millisecond precision)
+	Param       string    // executorParams, "" if absent
+	ShardIndex  int       // broadcastIndex, 0 unless SHARDING_BROADCAST
+	ShardTotal  int       // broadcastTotal, at least 1
+	Handler     string    // handler name the trigger asked for
+
+	// Log writes human-readable lines into this run's log file, the log the
+	// admin UI shows for this trigger. It is not the process log.
+	Log *slog.Logger
+
+	rl     *runLog
+	mu     sync.Mutex
+	result string
+}
+
+// Logf writes one formatted line into this run's log.
+func (r *Request) Logf(format string, args ...any) {
+	r.rl.entry(time.Now(), slog.LevelInfo, fmt.Sprintf(format, args...))
+}
+
+// SetResult sets the message reported to the admin (handleMsg) when the run
+// succeeds; the admin shows it in its job log list. A failed run reports its
+// error instead.
+func (r *Request) SetResult(msg string) {
+	r.mu.Lock()
+	r.result = msg
+	r.mu.Unlock()
+}
+
+func (r *Request) resultMsg() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.result
+}
+
+// Result is the outcome of a run as reported to the admin.
+type Result struct {
+	Code int    // CodeSuccess, CodeFail or CodeTimeout
+	Msg  string // handleMsg; may be empty on success
+}
+
+// Observer receives events for metrics. The executor calls its methods
+// synchronously from its own goroutines: they must be cheap and never block.
+type Observer interface {
+	// RunStarted is called when a trigger is taken from its job's queue.
+	RunStarted(handler string, jobID int, logID int64)
+	// RunFinished is called when a started run has its result.
+	RunFinished(handler string, jobID int, logID int64, code int, d time.Duration)
+	// CallbackSent is called after each attempt to deliver a batch of results.
+	CallbackSent(items int, err error)
+	// CallbackSpool is called with the number of spooled batch files after
+	// the spool changed (or was first read).
+	CallbackSpool(files int)
+	// Registered is called after each registry round.
+	Registered(err error)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RunStarted(string, int, int64)                        {}
+func (nopObserver) RunFinished(string, int, int64, int, time.Duration) {}
+func (nopObserver) CallbackSent(int, error)                            {}
+func (nopObserver) CallbackSpool(int)                                  {}
+func (nopObserver) Registered(error)                                   {}

@@ -1,0 +1,273 @@
+package xxljob
+
+// This file holds everything that is fixed by the XXL-JOB wire protocol
+// (admin 2.4.x, see doc.go): routes, header names, wire structs, codes and the
+// exact messages the admin UI shows. A protocol revision (3.5 renames /run to
+// /trigger, for example) should only need changes here.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Result codes of a run, as the admin understands them (handleCode).
+const (
+	CodeSuccess = 200 // the run succeeded
+	CodeFail    = 500 // the run failed, was killed or was discarded
+	CodeTimeout = 502 // the run exceeded the job's executorTimeout
+)
+
+// Executor endpoints (admin → executor). The raw request path must match
+// exactly: "/run?x" and "//run" are unknown paths, as in the Java executor.
+const (
+	pathBeat     = "/beat"
+	pathIdleBeat = "/idleBeat"
+	pathRun      = "/run"
+	pathKill     = "/kill"
+	pathLog      = "/log"
+)
+
+// Admin endpoints (executor → admin), appended to each admin base URL with
+// exactly one "/".
+const (
+	adminRegistry       = "api/registry"
+	adminRegistryRemove = "api/registryRemove"
+	adminCallback       = "api/callback"
+)
+
+const (
+	headerAccessToken = "XXL-JOB-ACCESS-TOKEN"
+	contentTypeJSON   = "application/json;charset=UTF-8"
+
+	maxRequestBody  = 5 << 20 // request body limit of the executor server
+	maxAdminAnswer  = 1 << 20 // what we read of an admin's answer
+	maxHandleMsg    = 50000   // handleMsg longer than this is cut and gets "..."
+	maxLogDateMilli = 253402300799999 // 9999-12-31T23:59:59.999Z: keeps log folder names sane
+
+	registryGroupExecutor = "EXECUTOR"
+	glueTypeBean          = "BEAN"
+
+	blockSerial       = "SERIAL_EXECUTION"
+	blockDiscardLater = "DISCARD_LATER"
+	blockCoverEarly   = "COVER_EARLY"
+)
+
+// Messages shown in the admin UI; keep them byte-for-byte (note the
+// full-width colon U+FF1A in the block strategy messages).
+const (
+	msgMethodNotSupported = "invalid request, HttpMethod not support."
+	msgURIEmpty           = "invalid request, uri-mapping empty."
+	msgTokenWrong         = "The access token is wrong."
+	msgBusy               = "job thread is running or has trigger queue."
+	msgAlreadyKilled      = "job thread already killed."
+	msgDiscardLater       = "block strategy effect：Discard Later"
+	msgTimeout            = "job execute timeout "
+	msgLogNotFound        = "readLog fail, logFile not exists"
+	msgRefuseShutdown     = "executor is shutting down, trigger refused"
+	msgRefuseNotStarted   = "executor is not started, trigger refused"
+
+	reasonCoverEarly    = "block strategy effect：Cover Early"
+	reasonChangeHandler = "change jobhandler or glue type, and terminate the old job thread."
+	reasonKill          = "scheduling center kill job."
+	reasonShutdown      = "web container destroy and kill the job."
+	reasonIdle          = "excutor idel times over limit."
+
+	suffixRunningKilled = " [job running, killed]"
+	suffixQueuedKilled  = " [job not executed, in the job queue, killed.]"
+)
+
+func msgURINotFound(uri string) string { return "invalid request, uri-mapping(" + uri + ") not found." }
+func msgGlueInvalid(glue string) string { return "glueType[" + glue + "] is not valid." }
+func msgHandlerNotFound(name string) string { return "job handler [" + name + "] not found." }
+func msgRepeatTrigger(logID int64) string {
+	return "repeate trigger job, logId:" + strconv.FormatInt(logID, 10)
+}
+func msgRequestError(err error) string { return "request error:" + err.Error() }
+
+// Lines the runner and the callback sender write into a run's log. Java puts
+// "<br>" in front; admins from 2.4.2 escape HTML, so we write plain lines.
+const (
+	lineExecStart      = "----------- xxl-job job execute start -----------"
+	lineParamPrefix    = "----------- Param:"
+	lineExecEnd        = "----------- xxl-job job execute end(finish) -----------"
+	lineExecEndError   = "----------- xxl-job job execute end(error) -----------"
+	lineExceptionPfx   = "----------- JobThread Exception:"
+	lineTimeout        = "----------- xxl-job job execute timeout"
+	lineToStopPfx      = "----------- JobThread toStop, stopReason:"
+	lineCallbackFinish = "----------- xxl-job job callback finish."
+	lineCallbackFail   = "----------- xxl-job job callback fail, callbackResult:"
+)
+
+func lineResult(code int, msg string) string {
+	return "----------- Result: handleCode=" + strconv.Itoa(code) + ", handleMsg = " + msg
+}
+
+// route returns the handler of an executor endpoint.
+func (e *Executor) route(path string) (func(body []byte) returnT, bool) {
+	switch path {
+	case pathBeat:
+		return e.beat, true
+	case pathIdleBeat:
+		return e.idleBeat, true
+	case pathRun:
+		return e.run, true
+	case pathKill:
+		return e.kill, true
+	case pathLog:
+		return e.readLog, true
+	}
+	return nil, false
+}
+
+// returnT is the response envelope. Nulls are omitted like Gson does on the
+// Java executor, so success is literally {"code":200}. The /log result goes
+// under both content (2.x admins) and data (3.3+ admins).
+type returnT struct {
+	Code    int    `json:"code"`
+	Msg     string `json:"msg,omitempty"`
+	Content any    `json:"content,omitempty"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func success() returnT            { return returnT{Code: CodeSuccess} }
+func failure(msg string) returnT  { return returnT{Code: CodeFail, Msg: msg} }
+func successMsg(m string) returnT { return returnT{Code: CodeSuccess, Msg: m} }
+
+// writeReturn answers with HTTP 200 and the envelope, as the Java executor does
+// for every outcome.
+func writeReturn(w http.ResponseWriter, rt returnT) {
+	b, err := json.Marshal(rt)
+	if err != nil { // only reachable with an unencodable payload: still answer an object
+		b = []byte(`{"code":500,"msg":"response encoding error"}`)
+	}
+	w.Header().Set("Content-Type", contentTypeJSON)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// adminReturn is what we read of an admin's answer. Both 2.x (content) and
+// 3.3+ (data) envelopes carry the code; everything else is ignored.
+type adminReturn struct {
+	Code int     `json:"code"`
+	Msg  *string `json:"msg"`
+}
+
+// triggerParam is the /run body, field order as the admin's Gson writes it.
+type triggerParam struct {
+	JobID                 int32  `json:"jobId"`
+	ExecutorHandler       string `json:"executorHandler"`
+	ExecutorParams        string `json:"executorParams"`
+	ExecutorBlockStrategy string `json:"executorBlockStrategy"`
+	ExecutorTimeout       int32  `json:"executorTimeout"` // seconds, <= 0: no limit
+	LogID                 int64  `json:"logId"`
+	LogDateTime           int64  `json:"logDateTime"` // epoch ms
+	GlueType              string `json:"glueType"`
+	GlueSource            string `json:"glueSource"`
+	GlueUpdatetime        int64  `json:"glueUpdatetime"`
+	BroadcastIndex        int32  `json:"broadcastIndex"`
+	BroadcastTotal        int32  `json:"broadcastTotal"`
+}
+
+// jobIDParam is the body of /idleBeat and /kill.
+type jobIDParam struct {
+	JobID int32 `json:"jobId"`
+}
+
+// logParam is the /log body. logDateTim is spelled so on the wire.
+type logParam struct {
+	LogDateTim  int64 `json:"logDateTim"`
+	LogID       int64 `json:"logId"`
+	FromLineNum int32 `json:"fromLineNum"`
+}
+
+// logResult is the /log payload.
+type logResult struct {
+	FromLineNum int32  `json:"fromLineNum"`
+	ToLineNum   int32  `json:"toLineNum"`
+	LogContent  string `json:"logContent"`
+	IsEnd       bool   `json:"isEnd"`
+}
+
+// registryParam is the body of /api/registry and /api/registryRemove.
+type registryParam struct {
+	RegistryGroup string `json:"registryGroup"`
+	RegistryKey   string `json:"registryKey"`
+	RegistryValue string `json:"registryValue"`
+}
+
+// callbackParam is one element of the /api/callback array. It is also the
+// format of the on-disk callback spool.
+type callbackParam struct {
+	LogID      int64  `json:"logId"`
+	LogDateTim int64  `json:"logDateTim"`
+	HandleCode int    `json:"handleCode"`
+	HandleMsg  string `json:"handleMsg,omitempty"`
+}
+
+var (
+	errEmptyBody = errors.New("empty request body")
+	errNotObject = errors.New("request body is not a JSON object")
+)
+
+// decodeObject decodes a request body that must be one JSON object. An empty
+// body or null is an error, as on the Java executor (it parses to null).
+func decodeObject(body []byte, v any) error {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 {
+		return errEmptyBody
+	}
+	if b[0] != '{' {
+		return errNotObject
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return nil
+}
+
+func decodeTrigger(body []byte) (triggerParam, error) {
+	var p triggerParam
+	if err := decodeObject(body, &p); err != nil {
+		return p, err
+	}
+	if err := checkLogRef(p.LogID, p.LogDateTime, "logDateTime"); err != nil {
+		return p, err
+	}
+	if p.BroadcastTotal < 1 {
+		p.BroadcastTotal = 1
+	}
+	return p, nil
+}
+
+func decodeJobID(body []byte) (jobIDParam, error) {
+	var p jobIDParam
+	err := decodeObject(body, &p)
+	return p, err
+}
+
+func decodeLogParam(body []byte) (logParam, error) {
+	var p logParam
+	if err := decodeObject(body, &p); err != nil {
+		return p, err
+	}
+	return p, checkLogRef(p.LogID, p.LogDateTim, "logDateTim")
+}
+
+// checkLogRef validates the two numbers a log file path is built from.
+func checkLogRef(logID, logDateMilli int64, field string) error {
+	if logID <= 0 {
+		return fmt.Errorf("logId must be > 0, got %d", logID)
+	}
+	if logDateMilli < 0 || logDateMilli > maxLogDateMilli {
+		return fmt.Errorf("%s out of range: %d", field, logDateMilli)
+	}
+	return nil
+}
+
+// logTime converts an epoch-ms wire time to a time.Time.
+func logTime(ms int64) time.Time { return time.UnixMilli(ms) }

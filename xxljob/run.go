@@ -1,0 +1,191 @@
+package xxljob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+		"time"
+	"unicode/utf8"
+)
+
+// Run states (one trigger):
+//
+//	/run ──accepted──▶ queued ──dequeued──▶ running ──▶ finished ──▶ callback
+//	   │                 │                    │
+//	   └─rejected        └─kill/cover/        └─kill/cover/timeout/shutdown:
+//	     (no callback)     shutdown: 500        500 or 502, without waiting
+//	                       "[job not executed…]" for a handler that ignores ctx
+
+// errExecTimeout is the cancellation cause when executorTimeout expires.
+var errExecTimeout = errors.New("xxljob: job execute timeout")
+
+// runTrigger is the runner's execFunc: it builds the Request of a dequeued
+// trigger and executes it under the job's executorTimeout.
+func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam) Result {
+	rl, err := e.logs.open(p.LogID, p.LogDateTime, e.logWriteError(p.LogID))
+	if err != nil { // unreachable: decodeTrigger validated both numbers
+		e.log.Error("run log path", "log_id", p.LogID, "error", err)
+	}
+	req := newRequest(rl)
+	req.JobID, req.LogID, req.LogDateTime = int(p.JobID), p.LogID, logTime(p.LogDateTime)
+	req.Param, req.Handler = p.ExecutorParams, t.name
+	req.ShardIndex, req.ShardTotal = int(p.BroadcastIndex), int(p.BroadcastTotal)
+	timeout := time.Duration(p.ExecutorTimeout) * time.Second
+	return e.execute(ctx, t.handler, req, timeout)
+}
+
+func newRequest(rl *runLog) *Request {
+	return &Request{rl: rl, Log: slog.New(&runLogHandler{rl: rl})}
+}
+
+func (e *Executor) logWriteError(logID int64) func(error) {
+	return func(err error) {
+		e.log.Warn("write run log", "log_id", logID, "error", err)
+	}
+}
+
+type outcome struct {
+	err   error
+	panic string // value and stack of a recovered panic
+}
+
+// execute runs one handler call and maps its outcome to a Result. It returns
+// when the handler returns or, if ctx ends first (kill, cover, timeout,
+// shutdown), at once: such a handler keeps running in the background,
+// tracked so Shutdown can wait for it.
+func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout time.Duration) Result {
+	rl := req.rl
+	start := time.Now()
+	rl.entry(start, slog.LevelInfo, lineExecStart)
+	rl.entry(start, slog.LevelInfo, lineParamPrefix+req.Param)
+	e.obs.RunStarted(req.Handler, req.JobID, req.LogID)
+
+	if timeout > 0 { // counted from dequeue, as in Java
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errExecTimeout)
+		defer cancel()
+	}
+	done := make(chan outcome, 1)
+	e.handlers.goFunc(func() { done <- callHandler(ctx, h, req) })
+	var o outcome
+	returned := false
+	select {
+	case o = <-done:
+		returned = true
+	case <-ctx.Done():
+	}
+
+	var res Result
+	var se *stopError
+	handlerFailed := false
+	cause := context.Cause(ctx)
+	switch {
+	case ctx.Err() != nil && errors.As(cause, &se):
+		res = Result{Code: CodeFail, Msg: se.reason + suffixRunningKilled}
+		rl.entry(time.Now(), slog.LevelWarn, lineToStopPfx+se.reason)
+	case ctx.Err() != nil && errors.Is(cause, errExecTimeout):
+		res = Result{Code: CodeTimeout, Msg: msgTimeout}
+		rl.entry(time.Now(), slog.LevelWarn, lineTimeout+" after "+timeout.String())
+	case !returned: // the parent context ended: RunOnce's caller or the executor itself
+		res = Result{Code: CodeFail, Msg: "job cancelled: " + cause.Error()}
+		if errors.Is(cause, context.DeadlineExceeded) {
+			res.Code = CodeTimeout
+		}
+	case o.panic != "":
+		res, handlerFailed = Result{Code: CodeFail, Msg: o.panic}, true
+	case o.err != nil:
+		res, handlerFailed = Result{Code: CodeFail, Msg: o.err.Error()}, true
+		if errors.Is(o.err, context.DeadlineExceeded) {
+			res.Code = CodeTimeout
+		}
+	default:
+		res = Result{Code: CodeSuccess, Msg: req.resultMsg()}
+	}
+	res.Msg = truncateMsg(res.Msg)
+
+	now := time.Now()
+	if handlerFailed {
+		rl.entry(now, slog.LevelError, lineExceptionPfx+res.Msg)
+		rl.entry(now, slog.LevelError, lineExecEndError)
+	} else {
+		rl.entry(now, slog.LevelInfo, lineExecEnd)
+	}
+	rl.entry(now, slog.LevelInfo, lineResult(res.Code, res.Msg))
+
+	d := time.Since(start)
+	e.obs.RunFinished(req.Handler, req.JobID, req.LogID, res.Code, d)
+	level := slog.LevelInfo
+	if res.Code != CodeSuccess {
+		level = slog.LevelWarn
+	}
+	e.log.Log(ctx, level, "job run finished", "handler", req.Handler, "job_id", req.JobID,
+		"log_id", req.LogID, "code", res.Code, "duration", d)
+	return res
+}
+
+func callHandler(ctx context.Context, h Handler, req *Request) (o outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			o = outcome{panic: fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())}
+		}
+	}()
+	return outcome{err: h.Handle(ctx, req)}
+}
+
+// truncateMsg cuts handleMsg at maxHandleMsg characters plus "...", as Java
+// does (the admin stores at most 15000 anyway).
+func truncateMsg(s string) string {
+	if len(s) <= maxHandleMsg || utf8.RuneCountInString(s) <= maxHandleMsg {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == maxHandleMsg {
+			return s[:i] + "..."
+		}
+		n++
+	}
+	return s
+}
+
+// RunOnce runs the named handler once and returns its result, through the
+// same execution and run-log code as a trigger from the admin.
+// The run log is written to its file under LogPath and, as it is written, to
+// logOut (if not nil). No admin is involved and no callback is sent; Start is
+// not needed. The run uses a synthetic log id (epoch milliseconds, unique in
+// this process) and job id 0. Cancelling ctx ends the run (CodeFail, or
+// CodeTimeout for a deadline). The error reports only what prevented the run,
+// such as an unknown handler; a failed run is a Result with CodeFail.
+func (e *Executor) RunOnce(ctx context.Context, handler, param string, shardIndex, shardTotal int, logOut io.Writer) (Result, error) {
+	h, ok := e.runner.handler(handler)
+	if !ok {
+		return Result{}, errors.New("xxljob: " + msgHandlerNotFound(handler))
+	}
+	shardTotal = max(shardTotal, 1)
+	if shardIndex < 0 || shardIndex >= shardTotal {
+		return Result{}, fmt.Errorf("xxljob: shard index %d out of range [0,%d)", shardIndex, shardTotal)
+	}
+	now := time.Now()
+	logID := e.nextRunOnceID(now)
+	rl, err := e.logs.open(logID, now.UnixMilli(), e.logWriteError(logID))
+	if err != nil {
+		return Result{}, fmt.Errorf("xxljob: run log: %w", err)
+	}
+	if logOut != nil {
+		rl.tee = logOut
+	}
+	req := newRequest(rl)
+	req.LogID, req.LogDateTime, req.Param, req.Handler = logID, time.UnixMilli(now.UnixMilli()), param, handler
+	req.ShardIndex, req.ShardTotal = shardIndex, shardTotal
+	return e.execute(ctx, h, req, 0), nil
+}
+
+func (e *Executor) nextRunOnceID(now time.Time) int64 {
+	e.runOnceMu.Lock()
+	defer e.runOnceMu.Unlock()
+	e.runOnceLast = max(e.runOnceLast+1, now.UnixMilli())
+	return e.runOnceLast
+}

@@ -1,0 +1,326 @@
+package xxljob
+
+import (
+	"cmp"
+	"context"
+	"sync"
+	"time"
+)
+
+// runner keeps one goroutine ("job thread") per jobId with a FIFO queue of
+// triggers, applies the block strategies and kills. Different jobIds run in
+// parallel. All state is guarded by mu; nothing under mu blocks.
+type runner struct {
+	execFunc     func(ctx context.Context, t *jobThread, p triggerParam) Result
+	callbackFunc func(callbackParam)
+	idleTimeout  time.Duration // a job thread idle this long exits (Java ~90 s)
+
+	mu       sync.Mutex
+	base     context.Context // parent of every run's context; set by start
+	handlers map[string]Handler
+	threads  map[int32]*jobThread
+	refuse   string             // non-empty: /run answers this failure
+	active   map[int64]struct{} // logIds queued or running
+	recent   recentIDs          // logIds that finished lately
+	live     tracker            // job thread goroutines
+}
+
+// jobThread is the state of one job's goroutine.
+type jobThread struct {
+	jobID   int32
+	name    string
+	handler Handler
+	wake    chan struct{} // cap 1
+
+	// guarded by runner.mu
+	queue      []triggerParam
+	running    bool
+	cancelRun  context.CancelCauseFunc
+	stopReason string // non-empty once stopped
+}
+
+func (t *jobThread) busy() bool { return t.running || len(t.queue) > 0 }
+
+func (t *jobThread) signal() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stopError is the cancellation cause of a run whose job thread was stopped.
+type stopError struct{ reason string }
+
+func (e *stopError) Error() string { return "job thread stopped: " + e.reason }
+
+const recentLogIDs = 4096
+
+func newRunner() *runner {
+	return &runner{
+		handlers:    make(map[string]Handler),
+		threads:     make(map[int32]*jobThread),
+		active:      make(map[int64]struct{}),
+		refuse:      msgRefuseNotStarted,
+		idleTimeout: 90 * time.Second,
+		recent:      recentIDs{set: make(map[int64]struct{})},
+	}
+}
+
+func (r *runner) handler(name string) (Handler, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.handlers[name]
+	return h, ok
+}
+
+// start opens the runner for triggers; runs derive from base.
+func (r *runner) start(base context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.base, r.refuse = base, ""
+}
+
+// trigger handles /run. It only enqueues and never waits for a handler.
+func (r *runner) trigger(p triggerParam) returnT {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refuse != "" {
+		return failure(r.refuse)
+	}
+	if glue := cmp.Or(p.GlueType, glueTypeBean); glue != glueTypeBean {
+		return failure(msgGlueInvalid(p.GlueType)) // no code sent over the wire ever runs here
+	}
+	h, ok := r.handlers[p.ExecutorHandler]
+	if !ok {
+		return failure(msgHandlerNotFound(p.ExecutorHandler))
+	}
+	if _, dup := r.active[p.LogID]; dup || r.recent.has(p.LogID) {
+		return failure(msgRepeatTrigger(p.LogID))
+	}
+	t := r.threads[p.JobID]
+	if t != nil && t.name != p.ExecutorHandler {
+		r.stopLocked(t, reasonChangeHandler)
+		t = nil
+	}
+	if t != nil && t.busy() {
+		switch p.ExecutorBlockStrategy {
+		case blockDiscardLater:
+			return failure(msgDiscardLater)
+		case blockCoverEarly:
+			r.stopLocked(t, reasonCoverEarly)
+			t = nil
+		}
+	}
+	if t == nil {
+		t = &jobThread{jobID: p.JobID, name: p.ExecutorHandler, handler: h, wake: make(chan struct{}, 1)}
+		r.threads[p.JobID] = t
+		r.live.goFunc(func() { r.loop(t) })
+	}
+	t.queue = append(t.queue, p)
+	r.active[p.LogID] = struct{}{}
+	t.signal()
+	return success()
+}
+
+// loop is a job thread: it runs the queue in order until stopped, idle for
+// idleTimeout, or drained during shutdown.
+func (r *runner) loop(t *jobThread) {
+	idle := time.NewTimer(r.idleTimeout)
+	defer idle.Stop()
+	for {
+		r.mu.Lock()
+		if t.stopReason != "" {
+			r.mu.Unlock()
+			return
+		}
+		if len(t.queue) == 0 {
+			if r.refuse != "" { // shutting down and nothing left to do
+				r.removeLocked(t, reasonShutdown)
+				r.mu.Unlock()
+				return
+			}
+			r.mu.Unlock()
+			idle.Reset(r.idleTimeout)
+			select {
+			case <-t.wake:
+			case <-idle.C:
+				r.mu.Lock()
+				if len(t.queue) == 0 && t.stopReason == "" {
+					r.removeLocked(t, reasonIdle)
+				}
+				r.mu.Unlock()
+			}
+			continue
+		}
+		p := t.queue[0]
+		t.queue[0] = triggerParam{}
+		t.queue = t.queue[1:]
+		ctx, cancel := context.WithCancelCause(r.base)
+		t.running, t.cancelRun = true, cancel
+		r.mu.Unlock()
+
+		res := r.execFunc(ctx, t, p)
+		cancel(nil)
+
+		r.mu.Lock()
+		t.running, t.cancelRun = false, nil
+		r.finishLocked(p.LogID)
+		r.mu.Unlock()
+		r.callbackFunc(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: res.Code, HandleMsg: res.Msg})
+	}
+}
+
+// stopLocked stops a job thread: queued triggers are reported killed at
+// once, the running one is cancelled and reports when execFunc returns.
+func (r *runner) stopLocked(t *jobThread, reason string) {
+	if t.stopReason != "" {
+		return
+	}
+	r.removeLocked(t, reason)
+	for _, q := range t.queue {
+		r.finishLocked(q.LogID)
+		r.callbackFunc(callbackParam{LogID: q.LogID, LogDateTim: q.LogDateTime, HandleCode: CodeFail, HandleMsg: reason + suffixQueuedKilled})
+	}
+	t.queue = nil
+	if t.cancelRun != nil {
+		t.cancelRun(&stopError{reason: reason})
+	}
+	t.signal()
+}
+
+func (r *runner) removeLocked(t *jobThread, reason string) {
+	t.stopReason = reason
+	if r.threads[t.jobID] == t {
+		delete(r.threads, t.jobID)
+	}
+}
+
+func (r *runner) finishLocked(logID int64) {
+	delete(r.active, logID)
+	r.recent.add(logID)
+}
+
+// kill handles /kill; false means no thread existed for the job.
+func (r *runner) kill(jobID int32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.threads[jobID]
+	if t == nil {
+		return false
+	}
+	r.stopLocked(t, reasonKill)
+	return true
+}
+
+// busy handles /idleBeat.
+func (r *runner) busy(jobID int32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.threads[jobID]
+	return t != nil && t.busy()
+}
+
+// close refuses new triggers; job threads exit once their queue is empty.
+func (r *runner) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refuse = msgRefuseShutdown
+	for _, t := range r.threads {
+		t.signal()
+	}
+}
+
+// stopAll stops every job thread with reason (shutdown timeout reached).
+func (r *runner) stopAll(reason string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.threads)
+	for _, t := range r.threads {
+		r.stopLocked(t, reason)
+	}
+	return n
+}
+
+func (r *runner) threadCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.threads)
+}
+
+// recentIDs is a bounded set of the last finished logIds, so a trigger
+// repeated shortly after its run still counts as a repeat.
+type recentIDs struct {
+	ring []int64
+	next int
+	set  map[int64]struct{}
+}
+
+func (s *recentIDs) has(id int64) bool { _, ok := s.set[id]; return ok }
+
+func (s *recentIDs) add(id int64) {
+	if s.has(id) {
+		return
+	}
+	if len(s.ring) < recentLogIDs {
+		s.ring = append(s.ring, id)
+	} else {
+		delete(s.set, s.ring[s.next])
+		s.ring[s.next] = id
+		s.next = (s.next + 1) % recentLogIDs
+	}
+	s.set[id] = struct{}{}
+}
+
+// tracker counts goroutines it started and waits for them with a deadline,
+// which a sync.WaitGroup cannot do without leaking a waiter.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+func (t *tracker) goFunc(f func()) {
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+	go func() {
+		defer t.done()
+		f()
+	}()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 && t.zero != nil {
+		close(t.zero)
+		t.zero = nil
+	}
+}
+
+func (t *tracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// wait returns nil once no goroutine is left, or ctx's error.
+func (t *tracker) wait(ctx context.Context) error {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	if t.zero == nil {
+		t.zero = make(chan struct{})
+	}
+	z := t.zero
+	t.mu.Unlock()
+	select {
+	case <-z:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,125 @@
+package xxljob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errShutdown is the cancellation cause of whatever still runs when the
+// executor has shut down.
+var errShutdown = errors.New("xxljob: executor shut down")
+
+// Shutdown stops the executor in order:
+//
+//  1. registryRemove, so the admin stops routing triggers here;
+//  2. /run is refused while /log, /kill, /beat and /idleBeat keep working;
+//  3. running and queued runs get up to ShutdownTimeout (or until ctx ends)
+//     to finish; the rest are cancelled and report CodeFail with reason
+//     "web container destroy and kill the job.";
+//  4. queued callbacks are flushed under their own deadline, to the disk
+//     spool if no admin accepts them;
+//  5. the HTTP server is closed and every goroutine has stopped.
+//
+// A handler that ignores cancellation is waited for until ctx ends; the
+// error then says so. Shutdown is safe to call more than once and before
+// Start; later calls wait for the first one and return its result.
+func (e *Executor) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	switch e.state {
+	case stateNew:
+		e.state = stateStopping
+		close(e.shutdownDone)
+		e.mu.Unlock()
+		return nil
+	case stateStopping:
+		e.mu.Unlock()
+		select {
+		case <-e.shutdownDone:
+			return e.shutdownErr
+		case <-ctx.Done():
+			return fmt.Errorf("xxljob: shutdown: %w", ctx.Err())
+		}
+	}
+	e.state = stateStopping
+	e.mu.Unlock()
+
+	e.shutdownErr = e.shutdown(ctx)
+	close(e.shutdownDone)
+	return e.shutdownErr
+}
+
+func (e *Executor) shutdown(ctx context.Context) error {
+	log := e.log
+	start := time.Now()
+	// A fresh deadline for steps that must happen even when ctx is already
+	// over (they are quick or bounded by the HTTP client timeout).
+	grace := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HTTPClientTimeout*time.Duration(len(e.cfg.AdminAddresses))+2*time.Second)
+	}
+	var errs []error
+
+	// (1) Deregister, after the heartbeat stopped so it cannot re-register.
+	e.regCancel()
+	rctx, cancel := grace()
+	if err := e.registryLoops.wait(rctx); err != nil {
+		errs = append(errs, fmt.Errorf("registry loop did not stop: %w", err))
+	}
+	if err := e.client.post(rctx, adminRegistryRemove, e.registryParam()); err != nil {
+		log.WarnContext(ctx, "registryRemove failed", "error", err)
+	} else {
+		log.InfoContext(ctx, "registryRemove done")
+	}
+	cancel()
+
+	// (2) Refuse new triggers; idle job threads exit.
+	e.runner.close()
+
+	// (3) Let runs finish, then cancel what is left.
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.ShutdownTimeout)
+	err := e.runner.live.wait(wctx)
+	cancel()
+	if err != nil {
+		n := e.runner.stopAll(reasonShutdown)
+		log.WarnContext(ctx, "shutdown timeout reached, cancelling runs", "num_jobs", n)
+		// Stopped job threads report at once without waiting for handlers.
+		sctx, cancel := grace()
+		if err := e.runner.live.wait(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("job threads did not stop: %w", err))
+		}
+		cancel()
+	}
+
+	// (4) Stop the sender, spool retry and cleanup, then flush what is left.
+	close(e.stopWork)
+	fctx, cancel := grace()
+	if err := e.workLoops.wait(fctx); err != nil {
+		errs = append(errs, fmt.Errorf("background loops did not stop: %w", err))
+	}
+	e.callback.flush(fctx)
+	cancel()
+
+	// (5) Close the HTTP server.
+	sctx, cancel := grace()
+	if ctx.Err() == nil {
+		sctx, cancel = ctx, func() {}
+	}
+	if err := e.srv.Shutdown(sctx); err != nil {
+		_ = e.srv.Close()
+	}
+	cancel()
+	e.baseCancel(errShutdown)
+	if err := e.serving.wait(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := e.handlers.wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("%d handlers still running after cancellation: %w", e.handlers.count(), err))
+	}
+	e.client.close()
+	log.InfoContext(ctx, "xxl-job executor stopped", "duration", time.Since(start))
+	if len(errs) > 0 {
+		return fmt.Errorf("xxljob: shutdown: %w", errors.Join(errs...))
+	}
+	return nil
+}
