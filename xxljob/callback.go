@@ -93,8 +93,10 @@ func (c *callbacker) flush(ctx context.Context) {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	failed := false // after one failure the admins are down: spool the rest at once
 	for batch := c.take(); batch != nil; batch = c.take() {
-		if ctx.Err() != nil || !c.deliver(ctx, batch) {
+		if failed || ctx.Err() != nil || !c.deliver(ctx, batch) {
+			failed = true
 			c.spoolBatch(batch)
 		}
 	}

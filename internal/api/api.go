@@ -46,6 +46,7 @@ type Server struct {
 	checks map[string]ReadyCheck
 	srv    *http.Server
 	ln     net.Listener
+	done   chan struct{} // closed when the serving goroutine has returned
 }
 
 // New builds the server with /healthz and /readyz mounted.
@@ -172,7 +173,9 @@ func (s *Server) Start() error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.done = make(chan struct{})
 	go func() {
+		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("api server stopped", "err", err)
 		}
@@ -189,7 +192,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.srv == nil {
 		return nil
 	}
-	return s.srv.Shutdown(ctx)
+	err := s.srv.Shutdown(ctx)
+	<-s.done // Serve returns as soon as the listener is closed
+	return err
 }
 
 // WriteJSON writes v with the status code.

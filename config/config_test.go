@@ -1,0 +1,175 @@
+package config_test
+
+import (
+	"flag"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/orderjob/executor/config"
+)
+
+var update = flag.Bool("update", false, "rewrite config/executor.example.yml")
+
+func noEnv(string) (string, bool) { return "", false }
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestDefaultsMatchTheIssueTable(t *testing.T) {
+	t.Parallel()
+	c, err := config.LoadWith(nil, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://127.0.0.1:8080/xxl-job-admin"}, c.XXL.Job.Admin.Addresses)
+	require.Equal(t, "", c.XXL.Job.AccessToken)
+	require.Equal(t, "order-job-executor", c.XXL.Job.Executor.AppName)
+	require.Equal(t, "", c.XXL.Job.Executor.Address)
+	require.Equal(t, "", c.XXL.Job.Executor.IP)
+	require.Equal(t, 9999, c.XXL.Job.Executor.Port)
+	require.Equal(t, "./logs/xxl-job", c.XXL.Job.Executor.LogPath)
+	require.Equal(t, 30, c.XXL.Job.Executor.LogRetentionDays)
+	require.Equal(t, "root@tcp(127.0.0.1:3306)/test", c.MySQL.DSN)
+	require.Equal(t, []string{"127.0.0.1:6379"}, c.Redis.Addr)
+	require.Equal(t, "127.0.0.1:9998", c.API.Addr)
+	require.Equal(t, "", c.API.Token)
+	require.Equal(t, "info", c.Log.Level)
+	require.Equal(t, 30, c.Order.Timeout.PaymentTimeoutMinutes)
+	require.Equal(t, 7, c.Order.Timeout.FulfillmentTimeoutDays)
+	require.Equal(t, 14, c.Order.Timeout.AutoConfirmDays)
+}
+
+func TestFileThenEnvironment(t *testing.T) {
+	t.Parallel()
+	file := `
+xxl:
+  job:
+    admin:
+      addresses: http://a:8080/xxl-job-admin,http://b:8080/xxl-job-admin
+    accessToken: file-token
+    executor:
+      appname: shop-orders
+      port: 9000
+      logRetentionDays: 7      # relaxed spelling, as Spring accepts
+mysql.dsn: u:p@tcp(db:3306)/shop   # dotted key, as in application.properties
+order:
+  timeout:
+    auto_confirm_days: 10
+`
+	c, err := config.LoadWith([]byte(file), envOf(map[string]string{
+		"XXL_JOB_EXECUTOR_PORT": "9100",
+		"XXL_JOB_ACCESS_TOKEN":  "env-token",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://a:8080/xxl-job-admin", "http://b:8080/xxl-job-admin"}, c.XXL.Job.Admin.Addresses)
+	require.Equal(t, "env-token", c.XXL.Job.AccessToken, "environment wins over the file")
+	require.Equal(t, 9100, c.XXL.Job.Executor.Port)
+	require.Equal(t, "shop-orders", c.XXL.Job.Executor.AppName)
+	require.Equal(t, 7, c.XXL.Job.Executor.LogRetentionDays)
+	require.Equal(t, "u:p@tcp(db:3306)/shop", c.MySQL.DSN)
+	require.Equal(t, 10, c.Order.Timeout.AutoConfirmDays)
+	require.Equal(t, 30*time.Second, c.XXL.Job.Executor.ShutdownTimeout)
+}
+
+func TestEveryProblemIsListed(t *testing.T) {
+	t.Parallel()
+	file := `
+xxl:
+  job:
+    executor:
+      port: 70000
+      appname: ab
+      colour: blue
+`
+	_, err := config.LoadWith([]byte(file), envOf(map[string]string{
+		"LOG_LEVEL":             "loud",
+		"XXL_JOB_ADMIN_TIMEOUT": "soon",
+		"REDIS_MODE":            "ring",
+	}))
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{"unknown key xxl.job.executor.colour", "port: 70000", "appname", "log.level", "XXL_JOB_ADMIN_TIMEOUT", "redis.mode"} {
+		require.Contains(t, msg, want)
+	}
+}
+
+func TestSecretsNeverLogged(t *testing.T) {
+	t.Parallel()
+	c, err := config.LoadWith(nil, envOf(map[string]string{
+		"XXL_JOB_ACCESS_TOKEN":   "tok-SECRET-1",
+		"EXECUTOR_API_TOKEN":     "tok-SECRET-2",
+		"MYSQL_DSN":              "app:pw-SECRET-3@tcp(db:3306)/shop",
+		"REDIS_PASSWORD":         "pw-SECRET-4",
+		"XXL_JOB_ADMIN_PASSWORD": "pw-SECRET-5",
+		"DELAY_SERVICE_TOKEN":    "tok-SECRET-6",
+	}))
+	require.NoError(t, err)
+	var sb strings.Builder
+	slog.New(slog.NewJSONHandler(&sb, nil)).Info("start", "config", c)
+	require.NotContains(t, sb.String(), "SECRET")
+	require.Contains(t, sb.String(), "db:3306", "non-secret parts stay readable")
+}
+
+func TestNormalizedDSN(t *testing.T) {
+	t.Parallel()
+	dsn, err := config.MySQL{DSN: "root@tcp(127.0.0.1:3306)/test", TimeZone: "+08:00"}.NormalizedDSN()
+	require.NoError(t, err)
+	parsed, err := mysql.ParseDSN(dsn)
+	require.NoError(t, err)
+	require.True(t, parsed.ParseTime)
+	require.Equal(t, time.UTC, parsed.Loc, "DATETIME values round-trip unchanged")
+	require.True(t, parsed.InterpolateParams)
+	require.Equal(t, "'+08:00'", parsed.Params["time_zone"])
+}
+
+// The example file documents every key with its default, and loads.
+func TestExampleFile(t *testing.T) {
+	t.Parallel()
+	const path = "executor.example.yml"
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(config.Example()), 0o644))
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, config.Example(), string(got), "run: go test ./config -run TestExampleFile -update")
+	_, err = config.LoadWith(got, noEnv)
+	require.NoError(t, err)
+}
+
+// docker-compose.yml configures the executor through environment variables:
+// each one it sets must be a name the loader reads, so the two cannot drift.
+func TestComposeEnvironmentNamesAreKnown(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docker-compose.yml")
+	require.NoError(t, err)
+	var doc struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Build       any               `yaml:"build"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	known := map[string]bool{}
+	for _, k := range config.Keys() {
+		known[k.Env] = true
+	}
+	checked := 0
+	for name, svc := range doc.Services {
+		if svc.Image != "order-job-executor:local" {
+			continue
+		}
+		require.NotEmpty(t, svc.Environment, "service %s has no environment", name)
+		for env := range svc.Environment {
+			require.True(t, known[env], "docker-compose.yml service %s sets %s, which the config loader does not read", name, env)
+			checked++
+		}
+	}
+	require.Greater(t, checked, 10, "the executor services were found in the compose file")
+}

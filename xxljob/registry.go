@@ -1,0 +1,74 @@
+package xxljob
+
+import (
+	"context"
+	"time"
+)
+
+func (e *Executor) registryParam() registryParam {
+	return registryParam{
+		RegistryGroup: registryGroupExecutor,
+		RegistryKey:   e.cfg.AppName,
+		RegistryValue: e.cfg.Address,
+	}
+}
+
+// registryLoop registers at once and then every RegistryInterval until ctx
+// ends. Each round tries the admins in order and stops at the first that
+// accepts (they share one database). Failures are retried next round only:
+// the admin forgets an executor 90 s after its last successful beat.
+func (e *Executor) registryLoop(ctx context.Context) {
+	log := e.log.With("component", "xxljob.registry")
+	t := time.NewTimer(0)
+	defer t.Stop()
+	failing, ok := false, false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := e.client.post(ctx, adminRegistry, e.registryParam())
+		if ctx.Err() != nil {
+			return // interrupted by Shutdown: not a failure worth reporting
+		}
+		e.obs.Registered(err)
+		switch {
+		case err != nil && !failing:
+			log.WarnContext(ctx, "registry failed, will retry", "error", err, "interval", e.cfg.RegistryInterval)
+		case err != nil:
+			log.DebugContext(ctx, "registry still failing", "error", err)
+		case failing || !ok:
+			log.InfoContext(ctx, "registered with admin", "app_name", e.cfg.AppName, "address", e.cfg.Address)
+		default:
+			log.DebugContext(ctx, "registry succeeded", "address", e.cfg.Address)
+		}
+		failing, ok = err != nil, ok || err == nil
+		t.Reset(e.cfg.RegistryInterval)
+	}
+}
+
+// cleanupLoop removes old run log folders at start and every
+// cleanupInterval (24 h) until stop closes.
+func (e *Executor) cleanupLoop(ctx context.Context, stop <-chan struct{}) {
+	if e.cfg.LogRetentionDays < 3 {
+		return
+	}
+	log := e.log.With("component", "xxljob.logcleanup")
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		n, err := e.logs.cleanup(e.nowFunc(), e.cfg.LogRetentionDays)
+		if err != nil {
+			log.ErrorContext(ctx, "run log cleanup", "num_deleted", n, "error", err)
+		} else if n > 0 {
+			log.InfoContext(ctx, "run log cleanup", "num_deleted", n, "retention_days", e.cfg.LogRetentionDays)
+		}
+		t.Reset(e.cleanupInterval)
+	}
+}
