@@ -22,17 +22,19 @@ type callbacker struct {
 	log      *slog.Logger
 	interval time.Duration // spool retry period
 
-	mu     sync.Mutex
-	queue  []callbackParam
-	closed bool
-	notify chan struct{} // cap 1: queue became non-empty
+	mu        sync.Mutex
+	queue     []callbackParam
+	closed    bool
+	lastSpool int           // last count given to the observer, -1 before the first
+	notify    chan struct{} // cap 1: queue became non-empty
 }
 
 func newCallbacker(client *adminClient, sp *spool, logs *logStore, obs Observer, log *slog.Logger, interval time.Duration) *callbacker {
 	return &callbacker{
 		client: client, spool: sp, logs: logs, obs: obs, interval: interval,
-		log:    log.With("component", "xxljob.callback"),
-		notify: make(chan struct{}, 1),
+		log:       log.With("component", "xxljob.callback"),
+		notify:    make(chan struct{}, 1),
+		lastSpool: -1,
 	}
 }
 
@@ -80,8 +82,13 @@ func (c *callbacker) run(ctx context.Context, stop <-chan struct{}) {
 		case <-c.notify:
 		}
 		for batch := c.take(); batch != nil; batch = c.take() {
-			if !c.deliver(ctx, batch) {
+			if !c.deliver(ctx, batch, false) {
 				c.spoolBatch(batch)
+			}
+			select {
+			case <-stop:
+				return // flush takes the rest
+			default:
 			}
 		}
 	}
@@ -95,7 +102,7 @@ func (c *callbacker) flush(ctx context.Context) {
 	c.mu.Unlock()
 	failed := false // after one failure the admins are down: spool the rest at once
 	for batch := c.take(); batch != nil; batch = c.take() {
-		if failed || ctx.Err() != nil || !c.deliver(ctx, batch) {
+		if failed || ctx.Err() != nil || !c.deliver(ctx, batch, false) {
 			failed = true
 			c.spoolBatch(batch)
 		}
@@ -103,11 +110,17 @@ func (c *callbacker) flush(ctx context.Context) {
 }
 
 // deliver POSTs one batch and appends the outcome to each item's run log.
-func (c *callbacker) deliver(ctx context.Context, batch []callbackParam) bool {
+// Spool retries (retry) log only their success: one "callback fail" line per
+// run is enough during a long admin outage.
+func (c *callbacker) deliver(ctx context.Context, batch []callbackParam, retry bool) bool {
 	err := c.client.post(ctx, adminCallback, batch)
 	c.obs.CallbackSent(len(batch), err)
 	line := lineCallbackFinish
 	if err != nil {
+		if retry {
+			c.log.DebugContext(ctx, "spooled callbacks still not delivered", "batch_size", len(batch), "error", err)
+			return false
+		}
 		line = lineCallbackFail + err.Error()
 		c.log.WarnContext(ctx, "callback not delivered", "batch_size", len(batch), "error", err)
 	}
@@ -132,8 +145,18 @@ func (c *callbacker) spoolBatch(batch []callbackParam) {
 		c.log.Error("callback results lost: spool write failed", "log_ids", ids, "error", err)
 		return
 	}
-	c.obs.CallbackSpool(n)
+	c.reportSpool(n)
 	c.log.Warn("callback results spooled to disk", "batch_size", len(batch), "spool_files", n)
+}
+
+// reportSpool tells the observer the spool size when it changed.
+func (c *callbacker) reportSpool(n int) {
+	c.mu.Lock() // held while calling the observer so reports stay in order
+	defer c.mu.Unlock()
+	if n != c.lastSpool {
+		c.lastSpool = n
+		c.obs.CallbackSpool(n)
+	}
 }
 
 // spoolLoop retries the spool at start and every interval until stop closes.
@@ -160,7 +183,7 @@ func (c *callbacker) retrySpool(ctx context.Context, stop <-chan struct{}) {
 		c.log.ErrorContext(ctx, "read callback spool", "error", err)
 		return
 	}
-	c.obs.CallbackSpool(len(names))
+	c.reportSpool(len(names))
 	for _, name := range names {
 		select {
 		case <-stop:
@@ -173,7 +196,7 @@ func (c *callbacker) retrySpool(ctx context.Context, stop <-chan struct{}) {
 			c.spool.setAside(name)
 			continue
 		}
-		if len(batch) > 0 && !c.deliver(ctx, batch) {
+		if len(batch) > 0 && !c.deliver(ctx, batch, true) {
 			return
 		}
 		n, err := c.spool.remove(name)
@@ -181,7 +204,7 @@ func (c *callbacker) retrySpool(ctx context.Context, stop <-chan struct{}) {
 			c.log.ErrorContext(ctx, "remove delivered spool file", "file", name, "error", err)
 			continue
 		}
-		c.obs.CallbackSpool(n)
+		c.reportSpool(n)
 		c.log.InfoContext(ctx, "spooled callback results delivered", "batch_size", len(batch), "spool_files", n)
 	}
 }

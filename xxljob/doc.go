@@ -48,25 +48,22 @@
 //     up to ShutdownTimeout for runs, cancels the rest, flushes the
 //     callbacks and stops the server. See Executor.Shutdown.
 //
-// A run, from the admin's point of view:
+// A run (every outcome on the right is also a callback):
 //
-//	      /run
-//	        │ refused (unknown handler, GLUE, DISCARD_LATER busy,
-//	        │          repeated logId, shutting down): code 500, no callback
-//	        ▼
-//	   ┌─────────┐ kill / COVER_EARLY / shutdown   ┌──────────────────────┐
-//	   │ queued  │────────────────────────────────▶│ 500 "… [job not      │
-//	   └────┬────┘                                 │ executed, in the job │
-//	        │ dequeued (start line logged)         │ queue, killed.]"     │
-//	        ▼                                      └──────────┬───────────┘
-//	   ┌─────────┐ kill / COVER_EARLY / shutdown   ┌──────────┴───────────┐
-//	   │ running │────────────────────────────────▶│ 500 "… [job running, │
-//	   └────┬────┘ executorTimeout ──▶ 502         │ killed]"             │
-//	        │ handler returns: 200, error: 500,    └──────────┬───────────┘
-//	        ▼ panic: 500 with stack                           │
-//	   ┌──────────┐◀──────────────────────────────────────────┘
-//	   │ callback │ ──▶ admin, or disk spool until an admin accepts it
-//	   └──────────┘
+//	POST /run --refused--> code 500, no callback (unknown handler, GLUE,
+//	    |                  DISCARD_LATER while busy, repeated logId, shutdown)
+//	    | accepted: {"code":200}
+//	    v
+//	[queued] ---kill, COVER_EARLY, shutdown---> 500 "<reason> [job not executed, ...]"
+//	    |
+//	    | dequeued: start line written to the run log
+//	    v
+//	[running] --kill, COVER_EARLY, shutdown---> 500 "<reason> [job running, killed]"
+//	    |     --executorTimeout---------------> 502 "job execute timeout "
+//	    |
+//	    | handler returned: nil 200, error 500, panic 500 with stack
+//	    v
+//	[finished] --callback--> admin, or the disk spool until an admin accepts it
 //
 // # Run logs
 //

@@ -14,7 +14,8 @@ import (
 // return soon after. Returning nil reports success (CodeSuccess), an error
 // reports CodeFail with err.Error() as the message (CodeTimeout if the error
 // is context.DeadlineExceeded). A panic is recovered and reported as CodeFail
-// with its stack.
+// with its stack. Triggers of different jobs bound to the same handler run in
+// parallel, so Handle must be safe for concurrent use.
 type Handler interface {
 	Handle(ctx context.Context, req *Request) error
 }
@@ -25,8 +26,8 @@ type HandlerFunc func(ctx context.Context, req *Request) error
 // Handle calls f(ctx, req).
 func (f HandlerFunc) Handle(ctx context.Context, req *Request) error { return f(ctx, req) }
 
-// Request describes one trigger. Each run gets its own Request, so handlers
-// may keep per-run state here without locking against other runs.
+// Request describes one trigger. Each run gets its own Request; nothing in it
+// is shared with other runs, including concurrent runs of the same handler.
 type Request struct {
 	JobID       int       // the admin's job id (0 for RunOnce)
 	LogID       int64     // the admin's job log id, unique per trigger
@@ -40,6 +41,12 @@ type Request struct {
 	// admin UI shows for this trigger. It is not the process log.
 	Log *slog.Logger
 
+	run *runState // shared by copies of this Request
+}
+
+// runState is the mutable part of a run; Request points to it so that a
+// Request may be copied.
+type runState struct {
 	rl     *runLog
 	mu     sync.Mutex
 	result string
@@ -47,22 +54,31 @@ type Request struct {
 
 // Logf writes one formatted line into this run's log.
 func (r *Request) Logf(format string, args ...any) {
-	r.rl.entry(time.Now(), slog.LevelInfo, fmt.Sprintf(format, args...))
+	if r.run == nil { // a Request built by hand, e.g. in a unit test
+		if r.Log != nil {
+			r.Log.Info(fmt.Sprintf(format, args...))
+		}
+		return
+	}
+	r.run.rl.entry(time.Now(), slog.LevelInfo, fmt.Sprintf(format, args...))
 }
 
 // SetResult sets the message reported to the admin (handleMsg) when the run
 // succeeds; the admin shows it in its job log list. A failed run reports its
 // error instead.
 func (r *Request) SetResult(msg string) {
-	r.mu.Lock()
-	r.result = msg
-	r.mu.Unlock()
+	if r.run == nil {
+		r.run = &runState{}
+	}
+	r.run.mu.Lock()
+	r.run.result = msg
+	r.run.mu.Unlock()
 }
 
 func (r *Request) resultMsg() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.result
+	r.run.mu.Lock()
+	defer r.run.mu.Unlock()
+	return r.run.result
 }
 
 // Result is the outcome of a run as reported to the admin.
@@ -89,7 +105,7 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) RunStarted(string, int, int64)                        {}
+func (nopObserver) RunStarted(string, int, int64)                      {}
 func (nopObserver) RunFinished(string, int, int64, int, time.Duration) {}
 func (nopObserver) CallbackSent(int, error)                            {}
 func (nopObserver) CallbackSpool(int)                                  {}

@@ -44,9 +44,9 @@ const (
 	headerAccessToken = "XXL-JOB-ACCESS-TOKEN"
 	contentTypeJSON   = "application/json;charset=UTF-8"
 
-	maxRequestBody  = 5 << 20 // request body limit of the executor server
-	maxAdminAnswer  = 1 << 20 // what we read of an admin's answer
-	maxHandleMsg    = 50000   // handleMsg longer than this is cut and gets "..."
+	maxRequestBody  = 5 << 20         // request body limit of the executor server
+	maxAdminAnswer  = 1 << 20         // what we read of an admin's answer
+	maxHandleMsg    = 50000           // handleMsg longer than this is cut and gets "..."
 	maxLogDateMilli = 253402300799999 // 9999-12-31T23:59:59.999Z: keeps log folder names sane
 
 	registryGroupExecutor = "EXECUTOR"
@@ -81,8 +81,8 @@ const (
 	suffixQueuedKilled  = " [job not executed, in the job queue, killed.]"
 )
 
-func msgURINotFound(uri string) string { return "invalid request, uri-mapping(" + uri + ") not found." }
-func msgGlueInvalid(glue string) string { return "glueType[" + glue + "] is not valid." }
+func msgURINotFound(uri string) string      { return "invalid request, uri-mapping(" + uri + ") not found." }
+func msgGlueInvalid(glue string) string     { return "glueType[" + glue + "] is not valid." }
 func msgHandlerNotFound(name string) string { return "job handler [" + name + "] not found." }
 func msgRepeatTrigger(logID int64) string {
 	return "repeate trigger job, logId:" + strconv.FormatInt(logID, 10)
@@ -217,7 +217,7 @@ var (
 // decodeObject decodes a request body that must be one JSON object. An empty
 // body or null is an error, as on the Java executor (it parses to null).
 func decodeObject(body []byte, v any) error {
-	b := bytes.TrimSpace(body)
+	b := bytes.Trim(body, " \t\r\n") // JSON whitespace only
 	if len(b) == 0 {
 		return errEmptyBody
 	}

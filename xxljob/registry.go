@@ -18,7 +18,7 @@ func (e *Executor) registryParam() registryParam {
 // accepts (they share one database). Failures are retried next round only:
 // the admin forgets an executor 90 s after its last successful beat.
 func (e *Executor) registryLoop(ctx context.Context) {
-	log := e.log.With("component", "xxljob.registry")
+	log := e.cfg.Logger.With("component", "xxljob.registry")
 	t := time.NewTimer(0)
 	defer t.Stop()
 	failing, ok := false, false
@@ -54,7 +54,7 @@ func (e *Executor) cleanupLoop(ctx context.Context, stop <-chan struct{}) {
 	if e.cfg.LogRetentionDays < 3 {
 		return
 	}
-	log := e.log.With("component", "xxljob.logcleanup")
+	log := e.cfg.Logger.With("component", "xxljob.logcleanup")
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

@@ -7,17 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-		"time"
+	"time"
 	"unicode/utf8"
 )
-
-// Run states (one trigger):
-//
-//	/run ──accepted──▶ queued ──dequeued──▶ running ──▶ finished ──▶ callback
-//	   │                 │                    │
-//	   └─rejected        └─kill/cover/        └─kill/cover/timeout/shutdown:
-//	     (no callback)     shutdown: 500        500 or 502, without waiting
-//	                       "[job not executed…]" for a handler that ignores ctx
 
 // errExecTimeout is the cancellation cause when executorTimeout expires.
 var errExecTimeout = errors.New("xxljob: job execute timeout")
@@ -38,7 +30,7 @@ func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam)
 }
 
 func newRequest(rl *runLog) *Request {
-	return &Request{rl: rl, Log: slog.New(&runLogHandler{rl: rl})}
+	return &Request{run: &runState{rl: rl}, Log: slog.New(&runLogHandler{rl: rl})}
 }
 
 func (e *Executor) logWriteError(logID int64) func(error) {
@@ -57,7 +49,7 @@ type outcome struct {
 // shutdown), at once: such a handler keeps running in the background,
 // tracked so Shutdown can wait for it.
 func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout time.Duration) Result {
-	rl := req.rl
+	rl := req.run.rl
 	start := time.Now()
 	rl.entry(start, slog.LevelInfo, lineExecStart)
 	rl.entry(start, slog.LevelInfo, lineParamPrefix+req.Param)
@@ -174,9 +166,7 @@ func (e *Executor) RunOnce(ctx context.Context, handler, param string, shardInde
 	if err != nil {
 		return Result{}, fmt.Errorf("xxljob: run log: %w", err)
 	}
-	if logOut != nil {
-		rl.tee = logOut
-	}
+	rl.tee = logOut
 	req := newRequest(rl)
 	req.LogID, req.LogDateTime, req.Param, req.Handler = logID, time.UnixMilli(now.UnixMilli()), param, handler
 	req.ShardIndex, req.ShardTotal = shardIndex, shardTotal

@@ -92,11 +92,15 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	}
 
 	// (4) Stop the sender, spool retry and cleanup, then flush what is left.
+	// The sender may be in the middle of a delivery: wait for it first, so
+	// the flush gets a full deadline of its own.
 	close(e.stopWork)
-	fctx, cancel := grace()
-	if err := e.workLoops.wait(fctx); err != nil {
+	wctx, cancel = grace()
+	if err := e.workLoops.wait(wctx); err != nil {
 		errs = append(errs, fmt.Errorf("background loops did not stop: %w", err))
 	}
+	cancel()
+	fctx, cancel := grace()
 	e.callback.flush(fctx)
 	cancel()
 

@@ -25,6 +25,7 @@ type cliEnv struct {
 	configPath string
 	stdout     io.Writer
 	stderr     io.Writer
+	badFlags   bool // a flag set rejected its input (and printed its usage)
 }
 
 // exitError carries a specific exit code (e.g. 1 for a failed run) without
@@ -48,13 +49,6 @@ func register(c command) {
 		panic("executor: command registered twice: " + c.name)
 	}
 	commands[c.name] = c
-}
-
-func checkCommands() error {
-	if _, ok := commands["serve"]; !ok {
-		return errors.New("executor: no serve command linked in")
-	}
-	return nil
 }
 
 // run parses the global flags, picks the subcommand (serve by default) and
@@ -87,6 +81,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err := c.run(ctx, env, rest)
+	if err != nil && env.badFlags && !errors.Is(err, flag.ErrHelp) {
+		return 2 // the flag package has printed the problem and the usage
+	}
 	var ee exitError
 	var ue usageError
 	switch {
@@ -128,6 +125,11 @@ func newFlagSet(env *cliEnv, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("executor "+name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	fs.StringVar(&env.configPath, "config", env.configPath, "YAML config file")
+	fs.Usage = func() {
+		env.badFlags = true
+		fmt.Fprintf(env.stderr, "usage: executor [-config FILE] %s %s\n", name, commands[name].usage)
+		fs.PrintDefaults()
+	}
 	return fs
 }
 

@@ -46,22 +46,6 @@ type Client struct {
 	secrets []string // password and cookie values, scrubbed from any text we build
 }
 
-// RefusedError is a well-formed answer with a failure code: the admin
-// understood the call and said no. Msg is the admin's own text, shown as is
-// (it is localised, so it is never matched).
-type RefusedError struct {
-	Call string // e.g. "POST /jobinfo/add"
-	Msg  string
-}
-
-func (e *RefusedError) Error() string {
-	msg := e.Msg
-	if msg == "" {
-		msg = "(no message)"
-	}
-	return fmt.Sprintf("%s: the admin refused: %s", e.Call, msg)
-}
-
 // NewClient checks cfg and returns a client that has not logged in yet.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	var problems []error
@@ -95,8 +79,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return &Client{
 		cfg: cfg,
 		http: &http.Client{
-			Jar:     jar,
-			Timeout: cfg.Timeout,
+			// Its own transport, so Close drops exactly our connections.
+			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+			Jar:       jar,
+			Timeout:   cfg.Timeout,
 			// A redirect is the 2.x "not logged in" answer; following it
 			// would turn it into a 200 HTML login page.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -105,6 +91,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		secrets: []string{cfg.Password},
 	}, nil
 }
+
+// Close releases the client's idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // Version is the API generation in use ("2.4" or "3.4"); empty before Login.
 func (c *Client) Version() string {
@@ -123,13 +112,11 @@ func (c *Client) Login(ctx context.Context) error {
 	var errs []error
 	for _, addr := range c.cfg.Addresses {
 		base := strings.TrimRight(addr, "/")
-		err := c.loginAt(ctx, base)
+		err := c.loginAt(ctx, base, flavourByName(c.cfg.Version))
 		if err == nil {
 			return nil
 		}
-		var ne net.Error
-		var oe *net.OpError
-		if !errors.As(err, &oe) && !(errors.As(err, &ne) && ne.Timeout()) || ctx.Err() != nil {
+		if !unreachable(err) || ctx.Err() != nil {
 			return err // the admin answered: another address would not help
 		}
 		c.log.WarnContext(ctx, "admin unreachable, trying the next address", "admin", base, "err", err)
@@ -138,12 +125,12 @@ func (c *Client) Login(ctx context.Context) error {
 	return fmt.Errorf("provision: no admin address answered: %w", errors.Join(errs...))
 }
 
-func (c *Client) loginAt(ctx context.Context, base string) error {
+// loginAt logs in at base with api, or detects the generation when api is nil.
+func (c *Client) loginAt(ctx context.Context, base string, api *flavour) error {
 	if u, err := url.Parse(base); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
 		c.log.WarnContext(ctx, "admin address is plain http: the console password crosses the network unencrypted", "admin", base)
 	}
-	api := flavourByName(c.cfg.Version)
-	if api == nil { // auto
+	if api == nil {
 		detected, err := c.detect(ctx, base)
 		if err != nil {
 			return err
@@ -193,7 +180,7 @@ func (c *Client) detect(ctx context.Context, base string) (*flavour, error) {
 	obj, ok := jsonObject(b.body)
 	if ok && b.status == http.StatusOK {
 		if _, bare := obj["recordsTotal"]; bare {
-			return nil, errors.New("provision: the admin looks like XXL-JOB 3.0-3.2 (login at /auth/doLogin, bare list replies): " +
+			return nil, errors.New("provision: the admin looks like XXL-JOB 3.2 (login at /auth/doLogin, bare list replies): " +
 				"only 2.4.x and 3.3-3.4 are supported")
 		}
 		var payload struct {
@@ -304,7 +291,7 @@ func (c *Client) call(ctx context.Context, path string, form url.Values) (*answe
 		}
 		c.renewed = true
 		c.log.WarnContext(ctx, "admin session lost; logging in again", "path", path)
-		if err := c.loginAt(ctx, c.base); err != nil {
+		if err := c.loginAt(ctx, c.base, c.api); err != nil {
 			return nil, fmt.Errorf("renew the admin session: %w", err)
 		}
 	}
@@ -332,146 +319,12 @@ func (c *Client) sessionLost(a *answer) bool {
 	return ok && code != 200 && strings.Contains(msg, "not login")
 }
 
-// envelope calls path and returns the payload of a success envelope.
-func (c *Client) envelope(ctx context.Context, path string, form url.Values) (json.RawMessage, error) {
-	a, err := c.call(ctx, path, form)
-	if err != nil {
-		return nil, err
-	}
-	return c.decodeEnvelope("POST "+path, a)
-}
-
-func (c *Client) decodeEnvelope(call string, a *answer) (json.RawMessage, error) {
-	obj, ok := jsonObject(a.body)
-	if a.status != http.StatusOK || !ok {
-		return nil, c.notUnderstood(call, a)
-	}
-	code, msg, ok := envelopeCode(obj)
-	if !ok {
-		return nil, c.notUnderstood(call, a)
-	}
-	if code != 200 {
-		return nil, &RefusedError{Call: call, Msg: c.scrub(msg)}
-	}
-	return obj[c.api.payloadKey], nil
-}
-
-// list calls a list endpoint and returns one page of rows and the total.
-func (c *Client) list(ctx context.Context, path string, form url.Values) (json.RawMessage, int, error) {
-	call := "POST " + path
-	a, err := c.call(ctx, path, form)
-	if err != nil {
-		return nil, 0, err
-	}
-	var table struct {
-		Data  json.RawMessage `json:"data"`
-		Total *int            `json:"total"`
-	}
-	if c.api.wrappedLists {
-		payload, err := c.decodeEnvelope(call, a)
-		if err != nil {
-			return nil, 0, err
-		}
-		if json.Unmarshal(payload, &table) != nil || table.Total == nil || !isArray(table.Data) {
-			return nil, 0, c.notUnderstood(call, a)
-		}
-		return table.Data, *table.Total, nil
-	}
-	obj, ok := jsonObject(a.body)
-	if a.status != http.StatusOK || !ok {
-		return nil, 0, c.notUnderstood(call, a)
-	}
-	if _, bare := obj["recordsTotal"]; !bare {
-		// A failure (missing parameter, permission) comes as an envelope.
-		if code, msg, ok := envelopeCode(obj); ok && code != 200 {
-			return nil, 0, &RefusedError{Call: call, Msg: c.scrub(msg)}
-		}
-		return nil, 0, c.notUnderstood(call, a)
-	}
-	var total int
-	if json.Unmarshal(obj["recordsTotal"], &total) != nil || !isArray(obj["data"]) {
-		return nil, 0, c.notUnderstood(call, a)
-	}
-	return obj["data"], total, nil
-}
-
-// listAll pages through a list endpoint and decodes every row.
-func listAll[T any](ctx context.Context, c *Client, path string, filters url.Values) ([]T, error) {
-	const pageSize, maxPages = 200, 500
-	var all []T
-	for page := 0; page < maxPages; page++ {
-		form := url.Values{}
-		for k, v := range filters {
-			form[k] = v
-		}
-		rows, total, err := c.list(ctx, path, c.api.page(form, len(all), pageSize))
-		if err != nil {
-			return nil, err
-		}
-		var batch []T
-		if err := json.Unmarshal(rows, &batch); err != nil {
-			return nil, fmt.Errorf("provision: POST %s: rows not understood: %v", path, err)
-		}
-		all = append(all, batch...)
-		if len(batch) == 0 || len(all) >= total {
-			return all, nil
-		}
-	}
-	return nil, fmt.Errorf("provision: POST %s: more than %d pages", path, maxPages)
-}
-
-// notUnderstood describes an answer we cannot use: what was asked and what
-// came back (status, type and the start of the body, secrets scrubbed).
-func (c *Client) notUnderstood(call string, a *answer) error {
-	body := string(a.body)
-	if len(body) > 300 {
-		body = body[:300] + "..."
-	}
-	where := ""
-	if a.location != "" {
-		where = " to " + a.location
-	}
-	return fmt.Errorf("provision: %s: the admin's answer was not understood: HTTP %d%s, %q: %q",
-		call, a.status, where, a.contentType, c.scrub(body))
-}
-
-// scrub removes the password and session cookie values from s.
-func (c *Client) scrub(s string) string {
-	for _, v := range c.secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
-}
-
-func jsonObject(b []byte) (map[string]json.RawMessage, bool) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(b, &obj) != nil || obj == nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-func envelopeCode(obj map[string]json.RawMessage) (code int, msg string, ok bool) {
-	if json.Unmarshal(obj["code"], &code) != nil {
-		return 0, "", false
-	}
-	_ = json.Unmarshal(obj["msg"], &msg) // null or absent: empty
-	return code, msg, true
-}
-
-func isArray(b json.RawMessage) bool {
-	for _, ch := range b {
-		switch ch {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '[':
-			return true
-		}
-		return false
-	}
-	return false
+// unreachable reports a failure to reach the admin at all (refused, reset,
+// timed out), as opposed to an answer we did not like.
+func unreachable(err error) bool {
+	var oe *net.OpError
+	var ne net.Error
+	return errors.As(err, &oe) || errors.As(err, &ne) && ne.Timeout()
 }
 
 func isRedirect(status int) bool { return status >= 300 && status < 400 }

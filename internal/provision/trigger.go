@@ -230,7 +230,10 @@ func (w *waiter) runRows(ctx context.Context, baseline int64) ([]LogRow, error) 
 // waits for the result.
 func (w *waiter) followRow(ctx context.Context, r LogRow) (LogRow, error) {
 	for r.TriggerCode == 0 { // not sent to the executor yet
-		if err := w.refresh(ctx, &r); err != nil {
+		if err := w.pause(ctx); err != nil {
+			return r, err
+		}
+		if err := w.reload(ctx, &r); err != nil {
 			return r, err
 		}
 	}
@@ -259,19 +262,22 @@ func (w *waiter) followRow(ctx context.Context, r LogRow) (LogRow, error) {
 			}
 		}
 	}
-	for !ended(r) {
-		if err := w.refresh(ctx, &r); err != nil {
+	for !ended(r) { // the log has ended; the row may lag behind by a moment
+		if err := w.reload(ctx, &r); err != nil {
+			return r, err
+		}
+		if ended(r) {
+			break
+		}
+		if err := w.pause(ctx); err != nil {
 			return r, err
 		}
 	}
 	return r, nil
 }
 
-// refresh pauses, then reads row r again.
-func (w *waiter) refresh(ctx context.Context, r *LogRow) error {
-	if err := w.pause(ctx); err != nil {
-		return err
-	}
+// reload reads row r again.
+func (w *waiter) reload(ctx context.Context, r *LogRow) error {
 	rows, err := w.c.recentLogs(ctx, w.group, w.job, 50)
 	if err != nil {
 		return err

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orderjob/executor/orders"
+)
+
+func init() {
+	register(command{
+		name:    "demo-data",
+		usage:   "-orders N -skus N -due F -coupons F [-paid F] [-reset]",
+		summary: "create demo orders, stock and coupons so you can watch the job work",
+		run:     cmdDemoData,
+	})
+}
+
+func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "demo-data")
+	n := fs.Int("orders", 5000, "orders to create")
+	skus := fs.Int("skus", 200, "SKUs the items are drawn from")
+	due := fs.Float64("due", 0.8, "fraction of orders unpaid and past their deadline")
+	paid := fs.Float64("paid", 0.1, "fraction of orders already paid")
+	coupons := fs.Float64("coupons", 0.3, "fraction of orders holding a coupon")
+	reset := fs.Bool("reset", false, "empty the order tables first (order_info, order_item, inventory, user_coupon, order_close_log, order_dead_letter)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case *n < 1 || *n > 10_000_000:
+		return usagef("-orders %d: want 1 to 10000000", *n)
+	case *skus < 1:
+		return usagef("-skus %d: want at least 1", *skus)
+	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || *due+*paid > 1:
+		return usagef("-due, -paid and -coupons are fractions from 0 to 1, and -due + -paid must not exceed 1")
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := orders.GenerateDemo(ctx, db, orders.DemoSpec{
+		Orders:         *n,
+		SKUs:           *skus,
+		DueFraction:    *due,
+		PaidFraction:   *paid,
+		NotDueFraction: 1 - *due - *paid,
+		CouponFraction: *coupons,
+		Reset:          *reset,
+		TimeoutMinutes: cfg.Order.Timeout.PaymentTimeoutMinutes,
+	})
+	if err != nil {
+		return fmt.Errorf("demo data: %w", err)
+	}
+	fmt.Fprintf(env.stdout, "created %d orders (ids %d-%d): %d due, %d paid, %d not yet due; %d items over %d SKUs; %d with a coupon\n",
+		res.Orders, res.FirstID, res.LastID, res.Due, res.Paid, res.NotDue, res.Items, *skus, res.Coupons)
+	return nil
+}

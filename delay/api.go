@@ -1,0 +1,302 @@
+package delay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orderjob/executor/internal/api"
+)
+
+// MaxRequestBytes bounds a registration body.
+const MaxRequestBytes = 128 << 10
+
+// API serves delayed tasks over HTTP on the executor's API port (which adds
+// the token check). Mount it with Mount(srv.Handle).
+type API struct {
+	c   *Client
+	log *slog.Logger
+}
+
+// NewAPI builds the HTTP API over c (use Dispatcher.Client, so handler
+// names are checked against the dispatcher's). A nil logger discards.
+func NewAPI(c *Client, log *slog.Logger) *API {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &API{c: c, log: log.With("component", "delay.api")}
+}
+
+// Mount registers the routes with mount (e.g. (*api.Server).Handle):
+//
+//	POST   /api/delay-tasks                     register (201 new, 200 existing)
+//	GET    /api/delay-tasks?status=&handler=&before=&limit=   list, newest first
+//	GET    /api/delay-tasks/stats               counts, backlog, stuck
+//	GET    /api/delay-tasks/check               duplicates and stuck (200 ok, 409 problems)
+//	GET    /api/delay-tasks/{bizUuid}           one task
+//	DELETE /api/delay-tasks/{bizUuid}           cancel (409 if RUNNING or DONE)
+//	POST   /api/delay-tasks/{bizUuid}/requeue   requeue a FAILED task
+func (a *API) Mount(mount func(pattern string, h http.Handler)) {
+	mount("POST /api/delay-tasks", http.HandlerFunc(a.register))
+	mount("GET /api/delay-tasks", http.HandlerFunc(a.list))
+	mount("GET /api/delay-tasks/stats", http.HandlerFunc(a.stats))
+	mount("GET /api/delay-tasks/check", http.HandlerFunc(a.check))
+	mount("GET /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.get))
+	mount("DELETE /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.cancel))
+	mount("POST /api/delay-tasks/{bizUuid}/requeue", http.HandlerFunc(a.requeue))
+}
+
+// Handler returns the routes on a mux of their own, without a token check
+// (tests, embedding).
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	a.Mount(func(p string, h http.Handler) { mux.Handle(p, h) })
+	return mux
+}
+
+// RegisterRequest is the body of POST /api/delay-tasks.
+type RegisterRequest struct {
+	BizUUID     string          `json:"bizUuid"`
+	Handler     string          `json:"handler"`
+	ExecuteTime *string         `json:"executeTime,omitempty"` // RFC 3339
+	DelayMs     *int64          `json:"delayMs,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	MaxRetry    *int            `json:"maxRetry,omitempty"`
+}
+
+// errorBody is every error answer: what is wrong, and with which field.
+type errorBody struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+	Task  *Task  `json:"task,omitempty"`
+}
+
+func writeErr(w http.ResponseWriter, status int, field, msg string) {
+	api.WriteJSON(w, status, errorBody{Error: msg, Field: field})
+}
+
+// fail maps a Client error to an answer.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, t *Task, err error) {
+	var inv *InvalidError
+	switch {
+	case errors.As(err, &inv):
+		writeErr(w, http.StatusBadRequest, inv.Field, inv.Error())
+	case errors.Is(err, ErrNotFound):
+		writeErr(w, http.StatusNotFound, "bizUuid", "no task with bizUuid "+strconv.Quote(r.PathValue("bizUuid")))
+	case errors.Is(err, ErrConflict):
+		api.WriteJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Task: t})
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+	default:
+		a.log.ErrorContext(r.Context(), "delay API", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeErr(w, http.StatusInternalServerError, "", "internal error; see the executor log")
+	}
+}
+
+func (a *API) register(w http.ResponseWriter, r *http.Request) {
+	reg, field, err := decodeRegistration(w, r)
+	if err != nil {
+		status := http.StatusBadRequest
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			status = http.StatusRequestEntityTooLarge
+			err = fmt.Errorf("body is larger than %d bytes", tooBig.Limit)
+		}
+		writeErr(w, status, field, err.Error())
+		return
+	}
+	t, created, err := a.c.Register(r.Context(), reg)
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/api/delay-tasks/"+t.BizUUID)
+	}
+	w.Header().Set("X-Trace-Id", t.TraceID)
+	api.WriteJSON(w, status, t)
+}
+
+// decodeRegistration reads and checks a body; field names the input at
+// fault.
+func decodeRegistration(w http.ResponseWriter, r *http.Request) (Registration, string, error) {
+	var reg Registration
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	if err != nil {
+		return reg, "", err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req RegisterRequest
+	if err := dec.Decode(&req); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return reg, "", errors.New("body is empty; send a JSON object")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return reg, "", errors.New("body is not valid JSON: it ends too early")
+		case errors.As(err, &se):
+			return reg, "", fmt.Errorf("body is not valid JSON at byte %d: %v", se.Offset, err)
+		case errors.As(err, &te):
+			return reg, te.Field, fmt.Errorf("%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return reg, "", fmt.Errorf("%s (fields: bizUuid, handler, executeTime, delayMs, payload, maxRetry)",
+				strings.TrimPrefix(err.Error(), "json: "))
+		default:
+			return reg, "", fmt.Errorf("body: %v", err)
+		}
+	}
+	if dec.More() {
+		return reg, "", errors.New("body has data after the JSON object")
+	}
+	reg.BizUUID, reg.Handler = req.BizUUID, req.Handler
+	if req.BizUUID == "" {
+		return reg, "bizUuid", errors.New("bizUuid is required")
+	}
+	if req.Handler == "" {
+		return reg, "handler", errors.New("handler is required")
+	}
+	switch {
+	case req.ExecuteTime != nil && req.DelayMs != nil:
+		return reg, "executeTime", errors.New("give executeTime or delayMs, not both")
+	case req.ExecuteTime != nil:
+		at, err := time.Parse(time.RFC3339Nano, *req.ExecuteTime)
+		if err != nil {
+			return reg, "executeTime", fmt.Errorf("executeTime %q is not RFC 3339 (e.g. 2026-01-02T15:04:05+08:00)", *req.ExecuteTime)
+		}
+		reg.ExecuteTime = at
+	case req.DelayMs != nil:
+		if *req.DelayMs < 0 {
+			return reg, "delayMs", fmt.Errorf("delayMs %d is negative", *req.DelayMs)
+		}
+		if *req.DelayMs > MaxDelay.Milliseconds() {
+			return reg, "delayMs", fmt.Errorf("delayMs %d is more than %s", *req.DelayMs, MaxDelay)
+		}
+		reg.Delay = time.Duration(*req.DelayMs) * time.Millisecond
+	default:
+		return reg, "executeTime", errors.New("executeTime (RFC 3339) or delayMs is required")
+	}
+	if len(req.Payload) > 0 {
+		reg.Payload = req.Payload
+	}
+	if req.MaxRetry != nil {
+		switch m := *req.MaxRetry; {
+		case m < 0 || m > MaxMaxRetry:
+			return reg, "maxRetry", fmt.Errorf("maxRetry %d is not in 0..%d", m, MaxMaxRetry)
+		case m == 0:
+			reg.MaxRetry = -1 // Registration: negative means none
+		default:
+			reg.MaxRetry = m
+		}
+	}
+	return reg, "", nil
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	t, err := a.c.Get(r.Context(), r.PathValue("bizUuid"))
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, t)
+}
+
+func (a *API) cancel(w http.ResponseWriter, r *http.Request) {
+	t, err := a.c.Cancel(r.Context(), r.PathValue("bizUuid"))
+	if err != nil {
+		a.fail(w, r, t, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, t)
+}
+
+func (a *API) requeue(w http.ResponseWriter, r *http.Request) {
+	t, err := a.c.Requeue(r.Context(), r.PathValue("bizUuid"))
+	if err != nil {
+		a.fail(w, r, t, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, t)
+}
+
+// listAnswer is GET /api/delay-tasks: tasks newest first, and the "before"
+// value of the next page (0 when this is the last).
+type listAnswer struct {
+	Tasks      []*Task `json:"tasks"`
+	NextBefore int64   `json:"nextBefore"`
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "status", "handler", "before", "limit":
+		default:
+			writeErr(w, http.StatusBadRequest, k, fmt.Sprintf("unknown query parameter %q (status, handler, before, limit)", k))
+			return
+		}
+	}
+	f := ListFilter{Status: Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler")}
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeErr(w, http.StatusBadRequest, "before", fmt.Sprintf("before %q is not a non-negative integer", v))
+			return
+		}
+		f.BeforeID = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit %q is not a positive integer", v))
+			return
+		}
+		f.Limit = n
+	}
+	tasks, err := a.c.List(r.Context(), f)
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	ans := listAnswer{Tasks: tasks}
+	if f.Limit == 0 {
+		f.Limit = 50
+	}
+	if len(tasks) == f.Limit {
+		ans.NextBefore = tasks[len(tasks)-1].ID
+	}
+	api.WriteJSON(w, http.StatusOK, ans)
+}
+
+func (a *API) stats(w http.ResponseWriter, r *http.Request) {
+	s, err := a.c.Stats(r.Context())
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, s)
+}
+
+func (a *API) check(w http.ResponseWriter, r *http.Request) {
+	rep, err := a.c.Check(r.Context())
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	status := http.StatusOK
+	if !rep.OK {
+		status = http.StatusConflict
+	}
+	api.WriteJSON(w, status, rep)
+}

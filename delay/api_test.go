@@ -1,0 +1,189 @@
+package delay
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/api"
+)
+
+// apiServer mounts the API on the real API port (token check, body limit)
+// behind an httptest server.
+func apiServer(t *testing.T, b *testBundle) (*httptest.Server, *Dispatcher) {
+	t.Helper()
+	noop := func(context.Context, *Task) error { return nil }
+	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{"noop": noop, OrderTimeoutCloseHandler: noop}))
+	srv := api.New(api.Config{Token: "tok"})
+	NewAPI(d.Client(), b.log).Mount(srv.Handle)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		hs.Client().CloseIdleConnections()
+	})
+	return hs, d
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func call(t *testing.T, hs *httptest.Server, method, path, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("X-Executor-Token", "tok")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hs.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &a.body)
+	return a
+}
+
+func TestAPIRegisterGetCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hs, _ := apiServer(t, b)
+
+	body := `{"bizUuid":"order-timeout-1001","handler":"orderTimeoutClose","delayMs":60000,"payload":{"orderNo":"1001"},"maxRetry":5}`
+	a := call(t, hs, "POST", "/api/delay-tasks", body)
+	require.Equal(t, http.StatusCreated, a.status, a.raw)
+	trace := a.body["traceId"].(string)
+	require.Len(t, trace, 32)
+	require.Equal(t, trace, a.header.Get("X-Trace-Id"))
+	require.Equal(t, "/api/delay-tasks/order-timeout-1001", a.header.Get("Location"))
+	require.Equal(t, "PENDING", a.body["status"])
+	require.EqualValues(t, 5, a.body["maxRetry"])
+	require.Equal(t, map[string]any{"orderNo": "1001"}, a.body["payload"])
+
+	// Same bizUuid again: same task, same trace id, nothing changed.
+	again := call(t, hs, "POST", "/api/delay-tasks",
+		`{"bizUuid":"order-timeout-1001","handler":"noop","executeTime":"2027-01-02T15:04:05+08:00"}`)
+	require.Equal(t, http.StatusOK, again.status, again.raw)
+	require.Equal(t, trace, again.body["traceId"])
+	require.Equal(t, a.body["executeTime"], again.body["executeTime"])
+	require.Equal(t, "orderTimeoutClose", again.body["handler"])
+
+	got := call(t, hs, "GET", "/api/delay-tasks/order-timeout-1001", "")
+	require.Equal(t, http.StatusOK, got.status)
+	require.Equal(t, trace, got.body["traceId"])
+
+	// RFC 3339 with an offset is stored as the same instant (UTC).
+	at := call(t, hs, "POST", "/api/delay-tasks", `{"bizUuid":"abs-1","handler":"noop","executeTime":"2027-01-02T15:04:05.250+08:00"}`)
+	require.Equal(t, http.StatusCreated, at.status, at.raw)
+	require.Equal(t, "2027-01-02T07:04:05.25Z", at.body["executeTime"])
+
+	c := call(t, hs, "DELETE", "/api/delay-tasks/order-timeout-1001", "")
+	require.Equal(t, http.StatusOK, c.status, c.raw)
+	require.Equal(t, "CANCELLED", c.body["status"])
+
+	list := call(t, hs, "GET", "/api/delay-tasks?status=cancelled", "")
+	require.Equal(t, http.StatusOK, list.status, list.raw)
+	tasks := list.body["tasks"].([]any)
+	require.Len(t, tasks, 1)
+
+	stats := call(t, hs, "GET", "/api/delay-tasks/stats", "")
+	require.Equal(t, http.StatusOK, stats.status, stats.raw)
+	require.EqualValues(t, 1, stats.body["counts"].(map[string]any)["CANCELLED"])
+	require.Equal(t, "5s", stats.body["runningTimeout"])
+
+	check := call(t, hs, "GET", "/api/delay-tasks/check", "")
+	require.Equal(t, http.StatusOK, check.status, check.raw)
+	require.Equal(t, true, check.body["ok"])
+
+	rq := call(t, hs, "POST", "/api/delay-tasks/abs-1/requeue", "")
+	require.Equal(t, http.StatusConflict, rq.status, rq.raw)
+	require.Equal(t, "PENDING", rq.body["task"].(map[string]any)["status"])
+
+	// The port's token check applies.
+	resp, err := hs.Client().Get(hs.URL + "/api/delay-tasks/abs-1")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+func TestAPICancelAfterFiringConflicts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hs, d := apiServer(t, b)
+	start(t, d)
+	a := call(t, hs, "POST", "/api/delay-tasks", `{"bizUuid":"fired-1","handler":"noop","delayMs":0}`)
+	require.Equal(t, http.StatusCreated, a.status, a.raw)
+	b.waitStatus(t, "fired-1", StatusDone)
+	c := call(t, hs, "DELETE", "/api/delay-tasks/fired-1", "")
+	require.Equal(t, http.StatusConflict, c.status, c.raw)
+	require.Contains(t, c.body["error"], "DONE")
+	require.Equal(t, "DONE", c.body["task"].(map[string]any)["status"])
+}
+
+func TestAPIBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hs, _ := apiServer(t, b)
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		field, msg               string
+	}{
+		{"empty body", "POST", "/api/delay-tasks", ``, 400, "", "body is empty"},
+		{"not JSON", "POST", "/api/delay-tasks", `{"bizUuid":`, 400, "", "not valid JSON"},
+		{"trailing data", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1} {}`, 400, "", "after the JSON object"},
+		{"unknown field", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1,"delay":5}`, 400, "", `unknown field "delay"`},
+		{"missing bizUuid", "POST", "/api/delay-tasks", `{"handler":"noop","delayMs":1}`, 400, "bizUuid", "bizUuid is required"},
+		{"missing handler", "POST", "/api/delay-tasks", `{"bizUuid":"a","delayMs":1}`, 400, "handler", "handler is required"},
+		{"missing time", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop"}`, 400, "executeTime", "executeTime (RFC 3339) or delayMs is required"},
+		{"both times", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1,"executeTime":"2030-01-01T00:00:00Z"}`, 400, "executeTime", "not both"},
+		{"bad time", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","executeTime":"2030-01-01 00:00:00"}`, 400, "executeTime", "not RFC 3339"},
+		{"time without zone", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","executeTime":"2030-01-01T00:00:00"}`, 400, "executeTime", "not RFC 3339"},
+		{"delay as text", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":"5"}`, 400, "delayMs", "expected int64"},
+		{"negative delay", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":-1}`, 400, "delayMs", "negative"},
+		{"unknown handler", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"closeEverything","delayMs":1}`, 400, "handler", `unknown handler "closeEverything" (known: noop, orderTimeoutClose`},
+		{"unknown service", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"http:nowhere/x","delayMs":1}`, 400, "handler", `service "nowhere" is not configured`},
+		{"bad bizUuid", "POST", "/api/delay-tasks", `{"bizUuid":"a b","handler":"noop","delayMs":1}`, 400, "bizUuid", "characters outside"},
+		{"maxRetry too big", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1,"maxRetry":1000}`, 400, "maxRetry", "not in 0..100"},
+		{"too far ahead", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","executeTime":"2999-01-01T00:00:00Z"}`, 400, "executeTime", "ahead"},
+		{"body too large", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, 413, "", "larger than"},
+		{"body beyond the port limit", "POST", "/api/delay-tasks", `{"payload":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`, 413, "", "larger than"},
+		{"unknown task", "GET", "/api/delay-tasks/nope", ``, 404, "bizUuid", `no task with bizUuid "nope"`},
+		{"cancel unknown", "DELETE", "/api/delay-tasks/nope", ``, 404, "bizUuid", "no task"},
+		{"list bad status", "GET", "/api/delay-tasks?status=LOST", ``, 400, "status", "not one of"},
+		{"list bad limit", "GET", "/api/delay-tasks?limit=x", ``, 400, "limit", "not a positive integer"},
+		{"list unknown param", "GET", "/api/delay-tasks?state=FAILED", ``, 400, "state", "unknown query parameter"},
+	}
+	for _, tc := range cases {
+		a := call(t, hs, tc.method, tc.path, tc.body)
+		require.Equal(t, tc.status, a.status, "%s: %s", tc.name, a.raw)
+		require.Equal(t, "application/json; charset=utf-8", a.header.Get("Content-Type"), tc.name)
+		require.Contains(t, a.body["error"], tc.msg, tc.name)
+		if tc.field != "" {
+			require.Equal(t, tc.field, a.body["field"], tc.name)
+		}
+	}
+	require.Zero(t, b.countStatus(t, StatusPending), "nothing was registered")
+}
+
+func TestAPIRegistersWithoutRedis(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c, err := NewClient(ClientConfig{DB: b.db.DB})
+	require.NoError(t, err)
+	hs := httptest.NewServer(NewAPI(c, nil).Handler())
+	t.Cleanup(hs.Close)
+	a := call(t, hs, "POST", "/api/delay-tasks", `{"bizUuid":"r-1","handler":"anything","delayMs":10}`)
+	require.Equal(t, http.StatusCreated, a.status, a.raw)
+	require.WithinDuration(t, time.Now(), b.task(t, "r-1").ExecuteTime, 5*time.Second)
+}

@@ -1,0 +1,467 @@
+package delay
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a Dispatcher. Zero values take the defaults given.
+type Config struct {
+	// DB holds job_delay_task. Required.
+	DB *sqlx.DB
+	// Redis holds the timer. Required.
+	Redis redis.UniversalClient
+	// KeyPrefix starts the timer's keys. Default "delay:". Executors sharing
+	// tasks share the prefix.
+	KeyPrefix string
+	// Handlers are the in-process handlers by name (e.g.
+	// OrderTimeoutCloseHandler). Names are a letter then letters, digits,
+	// '.', '_', '-'.
+	Handlers map[string]HandlerFunc
+	// Services are HTTP task targets by name: a task with handler
+	// "http:{name}{path}" is POSTed to Services[name]+path. See
+	// ParseServices.
+	Services map[string]string
+	// ServiceToken, when set, is sent to HTTP targets as
+	// "Authorization: Bearer {token}".
+	ServiceToken string
+	// HTTPClient calls HTTP targets. Default: a client with keep-alive and
+	// no timeout of its own (HandlerTimeout bounds each call).
+	HTTPClient *http.Client
+	// Logger is the process log; nil discards.
+	Logger *slog.Logger
+
+	// RunningTimeout: a task RUNNING longer is recovered to PENDING (its
+	// dispatcher is presumed dead). Default 120s.
+	RunningTimeout time.Duration
+	// HandlerTimeout bounds each attempt; it must be at most 90% of
+	// RunningTimeout, so a slow handler is cancelled (and its result
+	// recorded) before its task can be recovered and run twice. Default 60s.
+	HandlerTimeout time.Duration
+	// ReconcileInterval is how often the timer is refilled from the table,
+	// stuck tasks recovered and the clock offset measured. Default 30s.
+	ReconcileInterval time.Duration
+	// ReconcileHorizon: the reconciler schedules PENDING tasks due within
+	// this much of now. Default 2 × ReconcileInterval.
+	ReconcileHorizon time.Duration
+	// Retention: DONE and CANCELLED tasks older than this are purged.
+	// Default 168h; negative disables purging.
+	Retention time.Duration
+	// PurgeInterval is how often purging runs. Default 10m.
+	PurgeInterval time.Duration
+	// PollInterval is the longest the poller waits between looks at the
+	// timer when nothing is due sooner (a task registered by another
+	// process due sooner than the earliest known is seen within it).
+	// Default 50ms.
+	PollInterval time.Duration
+	// BatchSize is the most tasks popped and claimed at once. Default 100.
+	BatchSize int
+	// Workers is how many handlers run at once. Default 32.
+	Workers int
+	// BackoffBase and BackoffMax shape retries: the n-th failure waits
+	// between half and all of min(BackoffBase × 2^(n-1), BackoffMax).
+	// Defaults 1s and 10m.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// SweepGrace: Sweep only takes tasks due for longer than this, leaving
+	// the timer's own work alone. Default 10s.
+	SweepGrace time.Duration
+}
+
+// ErrStopped is the cause given to handlers cancelled by Stop.
+var ErrStopped = errors.New("delay: dispatcher stopped")
+
+// Dispatcher runs due tasks: it pops the Redis timer, claims rows by CAS,
+// runs handlers under a timeout, records the result, retries with backoff,
+// recovers stuck claims and refills the timer from the table. Run one in
+// every executor; they share work through the timer and the table.
+type Dispatcher struct {
+	cfg      Config
+	client   *Client
+	timer    *timer
+	clock    *clock
+	log      *slog.Logger
+	handlers map[string]HandlerFunc
+	http     *http.Client
+
+	mu         sync.Mutex
+	started    bool
+	stopped    bool
+	loopCancel context.CancelCauseFunc
+	workCancel context.CancelCauseFunc
+	wg         sync.WaitGroup
+	done       chan struct{}
+
+	work     chan *Task
+	slots    chan struct{}
+	wake     chan struct{}
+	nextWake atomic.Int64 // Unix ms the poller plans to look next
+	lastPurg time.Time
+
+	counters counters
+}
+
+// NewDispatcher checks cfg, fills defaults and builds a Dispatcher (not
+// started).
+func NewDispatcher(cfg Config) (*Dispatcher, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("delay: Config.DB is required")
+	}
+	if cfg.Redis == nil {
+		return nil, errors.New("delay: Config.Redis is required")
+	}
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
+	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, 120*time.Second)
+	cfg.HandlerTimeout = cmp.Or(cfg.HandlerTimeout, 60*time.Second)
+	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, 30*time.Second)
+	cfg.ReconcileHorizon = cmp.Or(cfg.ReconcileHorizon, 2*cfg.ReconcileInterval)
+	cfg.Retention = cmp.Or(cfg.Retention, 168*time.Hour)
+	cfg.PurgeInterval = cmp.Or(cfg.PurgeInterval, 10*time.Minute)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, 50*time.Millisecond)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, 100)
+	cfg.Workers = cmp.Or(cfg.Workers, 32)
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, time.Second)
+	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, 10*time.Minute)
+	cfg.SweepGrace = cmp.Or(cfg.SweepGrace, 10*time.Second)
+
+	var problems []error
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf("delay: "+format, args...)) }
+	for name, d := range map[string]time.Duration{
+		"RunningTimeout": cfg.RunningTimeout, "HandlerTimeout": cfg.HandlerTimeout,
+		"ReconcileInterval": cfg.ReconcileInterval, "ReconcileHorizon": cfg.ReconcileHorizon,
+		"PurgeInterval": cfg.PurgeInterval, "PollInterval": cfg.PollInterval,
+		"BackoffBase": cfg.BackoffBase, "BackoffMax": cfg.BackoffMax, "SweepGrace": cfg.SweepGrace,
+	} {
+		if d < 0 {
+			bad("%s %s is negative", name, d)
+		}
+	}
+	// The margin leaves time to record the result of an attempt cut at
+	// HandlerTimeout before the task could count as stuck.
+	margin := cfg.RunningTimeout / 10
+	if cfg.HandlerTimeout > cfg.RunningTimeout-margin {
+		bad("HandlerTimeout %s must be at most RunningTimeout %s minus %s, or a slow handler's task is recovered and run twice",
+			cfg.HandlerTimeout, cfg.RunningTimeout, margin)
+	}
+	if cfg.BatchSize < 1 || cfg.BatchSize > 1000 {
+		bad("BatchSize %d is not in 1..1000", cfg.BatchSize)
+	}
+	if cfg.Workers < 1 {
+		bad("Workers %d is below 1", cfg.Workers)
+	}
+	for name := range cfg.Handlers {
+		if !handlerNameRe.MatchString(name) {
+			bad("handler name %q is not a letter then letters, digits, . _ -", name)
+		}
+		if cfg.Handlers[name] == nil {
+			bad("handler %q is nil", name)
+		}
+	}
+	services := make(map[string]string, len(cfg.Services))
+	for name, base := range cfg.Services {
+		u, err := parseService(name, base)
+		if err != nil {
+			bad("service %s: %v", name, err)
+		}
+		services[name] = u
+	}
+	cfg.Services = services
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+
+	d := &Dispatcher{
+		cfg:      cfg,
+		log:      cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "delay.dispatcher"),
+		handlers: cfg.Handlers,
+		http:     cfg.HTTPClient,
+		done:     make(chan struct{}),
+		work:     make(chan *Task),
+		slots:    make(chan struct{}, cfg.Workers),
+		wake:     make(chan struct{}, 1),
+		counters: counters{outcomes: map[string]int64{}},
+	}
+	if d.http == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = cfg.Workers
+		d.http = &http.Client{Transport: tr}
+	}
+	c, err := NewClient(ClientConfig{
+		DB: cfg.DB, Redis: cfg.Redis, KeyPrefix: cfg.KeyPrefix, RunningTimeout: cfg.RunningTimeout,
+		ValidateHandler: d.ValidateHandler, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.onSchedule = d.scheduled
+	d.client, d.timer, d.clock = c, c.timer, c.clock
+	return d, nil
+}
+
+// Client is the dispatcher's Client, which checks handler names against
+// this dispatcher's handlers and services and wakes it when a task
+// registered here is due sooner than it planned to look.
+func (d *Dispatcher) Client() *Client { return d.client }
+
+// ValidateHandler returns an *InvalidError unless the dispatcher can run
+// the handler name.
+func (d *Dispatcher) ValidateHandler(name string) error {
+	if err := checkHandlerSyntax(name); err != nil {
+		return err
+	}
+	if svc, _, ok := ParseHTTPHandler(name); ok {
+		if _, known := d.cfg.Services[svc]; !known {
+			return invalid("handler", "service %q is not configured (delay.services: %s)", svc, d.listServices())
+		}
+		return nil
+	}
+	if _, ok := d.handlers[name]; !ok {
+		return invalid("handler", "unknown handler %q (known: %s; or http:{service}/{path})", name, d.listHandlers())
+	}
+	return nil
+}
+
+func (d *Dispatcher) listHandlers() string {
+	names := make([]string, 0, len(d.handlers))
+	for n := range d.handlers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return cmp.Or(strings.Join(names, ", "), "none")
+}
+
+func (d *Dispatcher) listServices() string {
+	names := make([]string, 0, len(d.cfg.Services))
+	for n := range d.cfg.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return cmp.Or(strings.Join(names, ", "), "none")
+}
+
+// Start launches the poller, the workers and the maintenance loop and
+// returns. Cancelling ctx stops taking new tasks (as Stop does) but lets
+// handlers in flight finish; Stop waits for them. Start measures the
+// database clock first and fails if the database does not answer; a Redis
+// outage is only logged (the loops retry).
+func (d *Dispatcher) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return errors.New("delay: dispatcher already started")
+	}
+	if err := d.clock.Sync(ctx); err != nil {
+		return fmt.Errorf("delay: start: %w", err)
+	}
+	d.started = true
+	loopCtx, loopCancel := context.WithCancelCause(ctx)
+	workCtx, workCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	d.loopCancel, d.workCancel = loopCancel, workCancel
+
+	var workers sync.WaitGroup
+	for range d.cfg.Workers {
+		workers.Go(func() {
+			for t := range d.work {
+				d.run(workCtx, t)
+				<-d.slots
+			}
+		})
+	}
+	d.wg.Go(func() {
+		d.pollLoop(loopCtx) // closes d.work when it returns
+		workers.Wait()
+	})
+	d.wg.Go(func() { d.maintainLoop(loopCtx) })
+	go func() {
+		d.wg.Wait()
+		close(d.done)
+	}()
+	d.log.InfoContext(ctx, "delay dispatcher started", "workers", d.cfg.Workers,
+		"running_timeout", d.cfg.RunningTimeout.String(), "handler_timeout", d.cfg.HandlerTimeout.String(),
+		"reconcile_interval", d.cfg.ReconcileInterval.String(), "handlers", d.listHandlers(), "services", d.listServices())
+	return nil
+}
+
+// Stop stops taking tasks and waits for handlers in flight until ctx is
+// done; then it cancels them (with cause ErrStopped), gives their tasks back
+// as PENDING without spending a retry, and waits a few seconds more. It
+// returns ctx's error if it had to cancel. Safe to call twice, and before
+// Start.
+func (d *Dispatcher) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	if !d.started || d.stopped {
+		started := d.started
+		d.mu.Unlock()
+		if started {
+			<-d.done
+		}
+		return nil
+	}
+	d.stopped = true
+	d.mu.Unlock()
+
+	d.loopCancel(ErrStopped)
+	select {
+	case <-d.done:
+		d.log.InfoContext(ctx, "delay dispatcher stopped")
+		return nil
+	case <-ctx.Done():
+	}
+	d.workCancel(ErrStopped)
+	select {
+	case <-d.done:
+		d.log.WarnContext(ctx, "delay dispatcher stopped; handlers in flight were cancelled")
+		return fmt.Errorf("delay: stop: handlers cancelled: %w", ctx.Err())
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("delay: stop: handlers ignore cancellation and are still running: %w", ctx.Err())
+	}
+}
+
+// scheduled is the Client's hook: a task registered here is due at
+// earliest; wake the poller if it planned to look later.
+func (d *Dispatcher) scheduled(earliest time.Time) {
+	if earliest.UnixMilli() < d.nextWake.Load() {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// pollLoop pops due ids for free worker slots, claims them and hands them
+// to the workers; when nothing is due it sleeps until the earliest timer
+// entry, PollInterval at most, or a wake-up.
+func (d *Dispatcher) pollLoop(ctx context.Context) {
+	defer close(d.work)
+	sleep := time.NewTimer(time.Hour)
+	defer sleep.Stop()
+	failures := 0
+	for {
+		// Hold at least one slot before popping, so popped tasks never wait
+		// in memory while another executor idles.
+		select {
+		case d.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		held := 1
+	fill:
+		for held < d.cfg.BatchSize {
+			select {
+			case d.slots <- struct{}{}:
+				held++
+			default:
+				break fill
+			}
+		}
+		// While looking, any task scheduled meanwhile leaves a wake-up, so
+		// the sleep computed from this look cannot overshoot it.
+		d.nextWake.Store(math.MaxInt64)
+		now := d.clock.Now()
+		ids, next, err := d.timer.pop(ctx, now, held)
+		var tasks []*Task
+		if err == nil && len(ids) > 0 {
+			tasks = d.claim(ctx, ids, now)
+		}
+		for _, t := range tasks {
+			d.work <- t // a slot is held for each
+		}
+		for range held - len(tasks) {
+			<-d.slots
+		}
+
+		wait := d.cfg.PollInterval
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			if failures == 1 || failures%100 == 0 {
+				d.log.WarnContext(ctx, "delay timer unreachable; tasks wait for it or for the sweep", "failures", failures, "err", err)
+			}
+			wait = min(d.cfg.PollInterval*time.Duration(failures), time.Second)
+		case len(ids) == held:
+			failures = 0
+			continue // more may be due
+		default:
+			failures = 0
+			if !next.IsZero() {
+				wait = min(wait, max(next.Sub(d.clock.Now()), 0))
+			}
+		}
+		if wait <= 0 {
+			continue
+		}
+		d.nextWake.Store(time.Now().Add(wait).UnixMilli())
+		sleep.Reset(wait)
+		select {
+		case <-sleep.C:
+		case <-d.wake:
+			if !sleep.Stop() {
+				<-sleep.C
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// claim turns popped ids into claimed tasks. Ids that were not claimed are
+// dropped, except PENDING ones not yet due (a stale timer entry), which go
+// back with their true time; if the claim itself fails, all go back, due
+// now, for the next claim to sort out.
+func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time) []*Task {
+	// A claim must not be cut in half by shutdown: its rows would stay
+	// RUNNING until recovered.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	claimID := rand.Int64N(1<<62) + 1
+	tasks, err := storeClaim(cctx, d.cfg.DB, ids, claimID)
+	if err != nil {
+		d.log.ErrorContext(ctx, "claim delayed tasks", "batch_size", len(ids), "err", err)
+		back := make([]timerEntry, len(ids))
+		for i, id := range ids {
+			back[i] = timerEntry{ID: id, Time: now}
+		}
+		if _, err := d.timer.addMissing(cctx, back); err != nil {
+			d.log.WarnContext(ctx, "put unclaimed ids back on the timer; the reconciler will", "err", err)
+		}
+		return nil
+	}
+	d.counters.claimed.Add(int64(len(tasks)))
+	if len(tasks) < len(ids) {
+		got := make(map[int64]bool, len(tasks))
+		for _, t := range tasks {
+			got[t.ID] = true
+		}
+		var rest []int64
+		for _, id := range ids {
+			if !got[id] {
+				rest = append(rest, id)
+			}
+		}
+		pending, err := storePendingTimes(cctx, d.cfg.DB, rest)
+		if err == nil && len(pending) > 0 {
+			err = d.timer.add(cctx, pending...)
+		}
+		if err != nil {
+			d.log.WarnContext(ctx, "put not-yet-due tasks back on the timer; the reconciler will", "err", err)
+		}
+	}
+	return tasks
+}

@@ -1,0 +1,53 @@
+// Package delay runs durable delayed tasks: "close order X at time T",
+// registered when the order is placed and fired on time, with the cron
+// sweep kept as the safety net.
+//
+// # Pieces
+//
+//   - job_delay_task (MySQL) is the truth: one row per task, unique by the
+//     caller's bizUuid (so retried registrations never create twice) and by a
+//     generated trace id carried to the handler.
+//   - A Redis sorted set is the timer: members are task ids, scores next
+//     attempt times. Dispatchers pop due members with one Lua script
+//     (ZRANGEBYSCORE and ZREM atomically), so no member is handed out twice
+//     or dropped between read and removal. The set is only an index: a
+//     popped id is claimed in the table, and a PENDING row missing from the
+//     set is put back by the reconciler, so losing Redis loses time, never a
+//     task.
+//   - The claim is a CAS in the table: PENDING and due → RUNNING under a
+//     fresh claim_id. Every later write repeats the claim_id, so a runner
+//     whose task was recovered and claimed again writes nothing.
+//   - Handlers run under HandlerTimeout, shorter than RunningTimeout, after
+//     which a RUNNING task counts as stuck and is recovered.
+//
+// # States
+//
+//	            register
+//	               │
+//	               ▼      claim (CAS)        success
+//	   ┌──────► PENDING ───────────► RUNNING ─────────► DONE ──┐
+//	   │          │  ▲                 │  │                     │ purge after
+//	   │  cancel  │  └─ failure, retry ┘  │ failure, no retry   │ Retention
+//	   │          ▼     left (backoff) or │ left or Permanent   │
+//	   │      CANCELLED   recovery        ▼                     │
+//	   │          │   (stuck > limit)   FAILED ─── cancel ──► CANCELLED
+//	   └─ requeue ┴──────────────────────┘
+//
+// # Use
+//
+// An order service registers inside the transaction that creates the
+// order, so the task exists if and only if the order does, then tells the
+// timer after the commit:
+//
+//	t, _, err := client.RegisterTx(ctx, tx, delay.OrderTimeoutClose(orderNo, deadline))
+//	// ... commit ...
+//	_ = client.Schedule(ctx, t) // best effort; the reconciler covers a miss
+//
+// Others use Register (its own transaction), or POST /api/delay-tasks
+// (API). Every executor runs a Dispatcher (Start/Stop); the XXL-JOB job
+// delayTaskSweepJob calls Dispatcher.Sweep for tasks the timer missed.
+//
+// Times in the table are UTC and "due" is judged by the database's clock
+// (UTC_TIMESTAMP), which dispatchers estimate locally (offset measured at
+// each reconcile) to read the timer without a round trip.
+package delay

@@ -1,0 +1,200 @@
+package delay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietRedis{}) // tests stop Redis on purpose
+	goleak.VerifyTestMain(m)
+}
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+const waitLong = 15 * time.Second
+
+// testBundle is one test's database, Redis prefix and log.
+type testBundle struct {
+	db     *dbtest.DB
+	rdb    *redis.Client
+	prefix string
+	logBuf *syncBuffer
+	log    *slog.Logger
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// lines returns the JSON log records.
+func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+	var out []map[string]any
+	for _, l := range bytes.Split([]byte(s.String()), []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(l, &m))
+		out = append(out, m)
+	}
+	return out
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	db := dbtest.New(t)
+	rdb, prefix := redistest.Client(t)
+	buf := &syncBuffer{}
+	return &testBundle{
+		db: db, rdb: rdb, prefix: prefix, logBuf: buf,
+		log: slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+}
+
+// fastConfig has timings small enough for tests.
+func (b *testBundle) fastConfig(handlers map[string]HandlerFunc) Config {
+	return Config{
+		DB: b.db.DB, Redis: b.rdb, KeyPrefix: b.prefix, Handlers: handlers, Logger: b.log,
+		RunningTimeout: 5 * time.Second, HandlerTimeout: 2 * time.Second,
+		ReconcileInterval: time.Hour, PollInterval: 20 * time.Millisecond,
+		BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, SweepGrace: time.Millisecond,
+		Workers: 8,
+	}
+}
+
+func newDispatcher(t *testing.T, cfg Config) *Dispatcher {
+	t.Helper()
+	d, err := NewDispatcher(cfg)
+	require.NoError(t, err)
+	return d
+}
+
+// start starts d and stops it when the test ends.
+func start(t *testing.T, d *Dispatcher) {
+	t.Helper()
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, d.Stop(ctx))
+	})
+}
+
+// recorder is a handler that counts runs per bizUuid and records start times.
+type recorder struct {
+	mu     sync.Mutex
+	runs   map[string]int
+	starts map[string][]time.Time
+	traces map[string]string
+	fn     func(ctx context.Context, t *Task, n int) error // optional behaviour by run number (1-based)
+}
+
+func newRecorder() *recorder {
+	return &recorder{runs: map[string]int{}, starts: map[string][]time.Time{}, traces: map[string]string{}}
+}
+
+func (r *recorder) handle(ctx context.Context, t *Task) error {
+	r.mu.Lock()
+	r.runs[t.BizUUID]++
+	n := r.runs[t.BizUUID]
+	r.starts[t.BizUUID] = append(r.starts[t.BizUUID], time.Now())
+	r.traces[t.BizUUID] = TraceID(ctx)
+	r.mu.Unlock()
+	if r.fn != nil {
+		return r.fn(ctx, t, n)
+	}
+	return nil
+}
+
+func (r *recorder) count(biz string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[biz]
+}
+
+func (r *recorder) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, v := range r.runs {
+		n += v
+	}
+	return n
+}
+
+func (r *recorder) startTimes(biz string) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.starts[biz]...)
+}
+
+// statusOf reads a task's status straight from the table.
+func (b *testBundle) task(t *testing.T, biz string) *Task {
+	t.Helper()
+	tk, err := storeGet(context.Background(), b.db, biz, false)
+	require.NoError(t, err)
+	return tk
+}
+
+func (b *testBundle) waitStatus(t *testing.T, biz string, want Status) *Task {
+	t.Helper()
+	var last *Task
+	require.Eventually(t, func() bool {
+		last = b.task(t, biz)
+		return last.Status == want
+	}, waitLong, 10*time.Millisecond, "task %s never reached %s", biz, want)
+	return last
+}
+
+func (b *testBundle) countStatus(t *testing.T, st Status) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.Get(&n, `SELECT COUNT(*) FROM job_delay_task WHERE status = ?`, string(st)))
+	return n
+}
+
+// ageTask moves a task's updated_at back, as if time had passed.
+func (b *testBundle) ageTask(t *testing.T, biz string, d time.Duration) {
+	t.Helper()
+	_, err := b.db.Exec(`UPDATE job_delay_task SET updated_at = updated_at - INTERVAL ? MICROSECOND WHERE biz_uuid = ?`,
+		d.Microseconds(), biz)
+	require.NoError(t, err)
+}
+
+func bizN(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
+
+// waitCounters waits until cond holds for d's counters (they are updated
+// just after the row, so a test that saw the row may be a moment early).
+func waitCounters(t *testing.T, d *Dispatcher, cond func(c Counters) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool { return cond(d.Counters()) }, waitLong, 5*time.Millisecond, "counters: %+v", d.Counters())
+}

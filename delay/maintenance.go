@@ -1,0 +1,213 @@
+package delay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// maintainLoop runs maintainOnce at start and every ReconcileInterval.
+func (d *Dispatcher) maintainLoop(ctx context.Context) {
+	tick := time.NewTicker(d.cfg.ReconcileInterval)
+	defer tick.Stop()
+	for {
+		d.maintainOnce(ctx)
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// maintainOnce measures the clock, recovers stuck claims, refills the timer
+// and, every PurgeInterval, purges old tasks. Each step logs its own error
+// and the next tick tries again.
+func (d *Dispatcher) maintainOnce(ctx context.Context) {
+	if err := d.clock.Sync(ctx); err != nil && ctx.Err() == nil {
+		d.log.WarnContext(ctx, "measure database clock", "err", err)
+	}
+	if rec, failed, err := d.RecoverStuck(ctx); err != nil && ctx.Err() == nil {
+		d.log.ErrorContext(ctx, "recover stuck delayed tasks", "err", err)
+	} else if rec+failed > 0 {
+		d.log.WarnContext(ctx, "recovered delayed tasks stuck RUNNING", "num_recovered", rec, "num_failed", failed,
+			"running_timeout", d.cfg.RunningTimeout.String())
+	}
+	if n, err := d.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		d.log.WarnContext(ctx, "reconcile delay timer", "err", err)
+	} else if n > 0 {
+		d.log.InfoContext(ctx, "delay timer refilled from the table", "num_added", n)
+	}
+	if d.cfg.Retention > 0 && time.Since(d.lastPurg) >= d.cfg.PurgeInterval {
+		d.lastPurg = time.Now()
+		if n, err := d.client.Purge(ctx, d.cfg.Retention); err != nil && ctx.Err() == nil {
+			d.log.WarnContext(ctx, "purge delayed tasks", "err", err)
+		} else if n > 0 {
+			d.log.InfoContext(ctx, "purged delayed tasks", "num_deleted", n, "retention", d.cfg.Retention.String())
+		}
+	}
+}
+
+// Reconcile adds to the timer every PENDING task due within
+// ReconcileHorizon that it lacks, and returns how many it added. Entries
+// present are left alone (their score may be newer than this read). After
+// Redis lost its data, this is what brings the tasks back: they run late by
+// at most the time until the next Reconcile.
+func (d *Dispatcher) Reconcile(ctx context.Context) (int64, error) {
+	const page = 1000
+	now, err := d.clock.NowSynced(ctx)
+	if err != nil {
+		return 0, err
+	}
+	horizon := now.Add(d.cfg.ReconcileHorizon)
+	after := timerEntry{Time: time.Unix(0, 0)}
+	var added int64
+	for {
+		entries, err := storeTimerPage(ctx, d.cfg.DB, horizon, after, page)
+		if err != nil {
+			return added, err
+		}
+		n, err := d.timer.addMissing(ctx, entries)
+		added += n
+		if err != nil {
+			return added, err
+		}
+		if len(entries) < page {
+			return added, nil
+		}
+		after = entries[len(entries)-1]
+	}
+}
+
+// RecoverStuck ends claims RUNNING longer than RunningTimeout as failed
+// attempts: back to PENDING due now, or FAILED when out of retries. A claim
+// that finishes meanwhile is left alone (the write repeats its claim_id).
+func (d *Dispatcher) RecoverStuck(ctx context.Context) (recovered, failed int, err error) {
+	return d.recoverShard(ctx, 0, 1)
+}
+
+func (d *Dispatcher) recoverShard(ctx context.Context, shard, total int) (recovered, failed int, err error) {
+	stuck, err := storeStuck(ctx, d.cfg.DB, d.cfg.RunningTimeout, shard, total, 1000)
+	if err != nil {
+		return 0, 0, err
+	}
+	var errs []error
+	for _, t := range stuck {
+		log := d.log.With("trace_id", t.TraceID, "biz_uuid", t.BizUUID, "task_id", t.ID, "handler", t.Handler)
+		msg := fmt.Sprintf("recovered: RUNNING since %s, longer than %s (its dispatcher stopped or lost the database)",
+			t.UpdatedAt.Format(time.RFC3339Nano), d.cfg.RunningTimeout)
+		var ok bool
+		if retryAllowed(t.RetryCount+1, t.MaxRetry) {
+			next := d.clock.Now()
+			ok, err = storeRetry(ctx, d.cfg.DB, t, next, msg)
+			if ok {
+				recovered++
+				d.reschedule(ctx, log, timerEntry{ID: t.ID, Time: next})
+			}
+		} else {
+			ok, err = storeFailed(ctx, d.cfg.DB, t, msg+"; out of retries")
+			if ok {
+				failed++
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("recover task %d: %w", t.ID, err))
+			continue
+		}
+		if ok {
+			d.counters.recovered.Add(1)
+			log.WarnContext(ctx, "recovered a delayed task stuck RUNNING", "retry_count", t.RetryCount+1,
+				"max_retry", t.MaxRetry, "failed", !retryAllowed(t.RetryCount+1, t.MaxRetry))
+		}
+	}
+	return recovered, failed, errors.Join(errs...)
+}
+
+// SweepOptions shape one Sweep.
+type SweepOptions struct {
+	Limit      int // most tasks claimed; default 1000
+	ShardIndex int // this run's shard, 0-based
+	ShardTotal int // number of shards; 0 or 1 for all
+}
+
+// SweepResult counts what a Sweep did.
+type SweepResult struct {
+	Recovered int // stuck claims put back to PENDING
+	Failed    int // stuck claims out of retries, and attempts that failed for good
+	Found     int // due tasks missed by the timer
+	Claimed   int // of those, claimed by this sweep (the rest went to others)
+	Done      int
+	Retried   int
+	Released  int
+	Lost      int
+}
+
+// String is the summary line the sweep job reports.
+func (r SweepResult) String() string {
+	return fmt.Sprintf("found=%d claimed=%d done=%d retried=%d failed=%d released=%d lost=%d recovered=%d",
+		r.Found, r.Claimed, r.Done, r.Retried, r.Failed, r.Released, r.Lost, r.Recovered)
+}
+
+// Sweep is the safety net behind the timer: it recovers stuck claims, then
+// claims PENDING tasks due for longer than SweepGrace in its shard (MOD(id,
+// total) = index) and runs them, up to Workers at a time, and waits for
+// them. It needs no Start. Cancelling ctx gives unfinished claims back.
+func (d *Dispatcher) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, error) {
+	var res SweepResult
+	if opt.Limit <= 0 {
+		opt.Limit = 1000
+	}
+	if opt.ShardTotal <= 0 {
+		opt.ShardTotal = 1
+	}
+	if opt.ShardIndex < 0 || opt.ShardIndex >= opt.ShardTotal {
+		return res, fmt.Errorf("delay: sweep shard %d of %d is out of range", opt.ShardIndex, opt.ShardTotal)
+	}
+	if err := d.clock.Sync(ctx); err != nil {
+		return res, err
+	}
+	rec, failed, err := d.recoverShard(ctx, opt.ShardIndex, opt.ShardTotal)
+	res.Recovered, res.Failed = rec, failed
+	if err != nil {
+		return res, err
+	}
+	ids, err := storeDue(ctx, d.cfg.DB, d.cfg.SweepGrace, opt.ShardIndex, opt.ShardTotal, opt.Limit)
+	if err != nil {
+		return res, err
+	}
+	res.Found = len(ids)
+	var mu sync.Mutex
+	g := errgroup.Group{}
+	g.SetLimit(d.cfg.Workers)
+	for start := 0; start < len(ids) && ctx.Err() == nil; start += d.cfg.BatchSize {
+		batch := ids[start:min(start+d.cfg.BatchSize, len(ids))]
+		tasks := d.claim(ctx, batch, d.clock.Now())
+		res.Claimed += len(tasks)
+		for _, t := range tasks {
+			g.Go(func() error {
+				r := d.run(ctx, t)
+				mu.Lock()
+				defer mu.Unlock()
+				switch r {
+				case resultDone:
+					res.Done++
+				case resultRetry:
+					res.Retried++
+				case resultFailed:
+					res.Failed++
+				case resultReleased:
+					res.Released++
+				case resultLost:
+					res.Lost++
+				}
+				return nil
+			})
+		}
+	}
+	_ = g.Wait()
+	return res, ctx.Err()
+}

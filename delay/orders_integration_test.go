@@ -1,0 +1,177 @@
+package delay
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/orders"
+)
+
+// These tests run the real order close (orders.Closer.CloseOrder) behind
+// orderTimeoutClose, on orders placed and paid through orders.Service.
+
+type orderWorld struct {
+	svc    *orders.Service
+	closer *orders.Closer
+}
+
+// newOrderWorld builds the order service and a closer that sees orders as
+// due (NowOffset, the orders package's test hook) once their 1-minute
+// timeout would have passed.
+func newOrderWorld(t *testing.T, b *testBundle, db *sqlx.DB) *orderWorld {
+	t.Helper()
+	locker, err := orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix})
+	require.NoError(t, err)
+	svc, err := orders.NewService(db, locker, orders.ServiceConfig{})
+	require.NoError(t, err)
+	closer, err := orders.NewCloser(db, locker, orders.CloserConfig{NowOffset: 2 * time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, svc.AddStock(context.Background(), 1, 100))
+	return &orderWorld{svc: svc, closer: closer}
+}
+
+func (w *orderWorld) place(t *testing.T, no string) {
+	t.Helper()
+	_, err := w.svc.PlaceOrder(context.Background(), orders.NewOrder{OrderNo: no, UserID: 7,
+		Items: []orders.Item{{SKUID: 1, Quantity: 2}}, TimeoutMinutes: 1})
+	require.NoError(t, err)
+}
+
+func (b *testBundle) orderStatus(t *testing.T, no string) (status, closeLogs int) {
+	t.Helper()
+	require.NoError(t, b.db.Get(&status, `SELECT status FROM order_info WHERE order_no = ?`, no))
+	require.NoError(t, b.db.Get(&closeLogs, `SELECT COUNT(*) FROM order_close_log WHERE order_no = ?`, no))
+	return status, closeLogs
+}
+
+func TestOrderCloseClosesAndSkipsPaidOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newOrderWorld(t, b, b.db.DB)
+	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{
+		OrderTimeoutCloseHandler: OrderCloseHandler(w.closer.CloseOrder),
+	}))
+	start(t, d)
+	ctx := context.Background()
+	w.place(t, "REAL-1")
+	w.place(t, "REAL-PAID")
+	for _, no := range []string{"REAL-1", "REAL-PAID"} {
+		_, _, err := d.Client().Register(ctx, OrderTimeoutClose(no, time.Now().Add(300*time.Millisecond)))
+		require.NoError(t, err)
+	}
+	// Paid before its task fires.
+	out, err := w.svc.Pay(ctx, "REAL-PAID")
+	require.NoError(t, err)
+	require.Equal(t, orders.PayPaid, out)
+
+	b.waitStatus(t, "order-timeout-REAL-1", StatusDone)
+	b.waitStatus(t, "order-timeout-REAL-PAID", StatusDone)
+	st, logs := b.orderStatus(t, "REAL-1")
+	require.Equal(t, 2, st, "closed")
+	require.Equal(t, 1, logs)
+	st, logs = b.orderStatus(t, "REAL-PAID")
+	require.Equal(t, 1, st, "still paid: the close was a no-op")
+	require.Zero(t, logs)
+	waitCounters(t, d, func(c Counters) bool { return c.Outcomes["closed"] == 1 && c.Outcomes["skipped_paid"] == 1 })
+	var stock struct {
+		Available int64 `db:"available"`
+		Locked    int64 `db:"locked"`
+	}
+	require.NoError(t, b.db.Get(&stock, `SELECT available, locked FROM inventory WHERE sku_id = 1`))
+	require.Equal(t, struct {
+		Available int64 `db:"available"`
+		Locked    int64 `db:"locked"`
+	}{98, 0}, stock, "REAL-1's 2 units back, REAL-PAID's 2 consumed")
+}
+
+// The dispatcher dies after the order was closed but before the task's
+// result was recorded; after the RUNNING limit another dispatcher runs the
+// task again and the order-close CAS makes that a no-op.
+func TestOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dbA, err := sqlx.Open("mysql", b.db.DSN)
+	require.NoError(t, err)
+	wA := newOrderWorld(t, b, dbA)
+	w := newOrderWorld(t, b, b.db.DB)
+	w.place(t, "KILL-1")
+	acted := make(chan struct{})
+	cfgA := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: func(ctx context.Context, tk *Task) error {
+		err := OrderCloseHandler(wA.closer.CloseOrder)(ctx, tk)
+		dbA.Close() // dies before the result is written
+		close(acted)
+		return err
+	}})
+	cfgA.DB = dbA
+	a := newDispatcher(t, cfgA)
+	require.NoError(t, a.Start(context.Background()))
+	ctx := context.Background()
+	_, _, err = a.Client().Register(ctx, OrderTimeoutClose("KILL-1", time.Now()))
+	require.NoError(t, err)
+	<-acted
+	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, a.Stop(stopCtx))
+	require.Equal(t, StatusRunning, b.task(t, "order-timeout-KILL-1").Status)
+	st, logs := b.orderStatus(t, "KILL-1")
+	require.Equal(t, 2, st, "the first run closed it")
+	require.Equal(t, 1, logs)
+
+	cfgB := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: OrderCloseHandler(w.closer.CloseOrder)})
+	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
+	bd := newDispatcher(t, cfgB)
+	b.ageTask(t, "order-timeout-KILL-1", 4*time.Second)
+	start(t, bd)
+	tk := b.waitStatus(t, "order-timeout-KILL-1", StatusDone)
+	require.Equal(t, 1, tk.RetryCount)
+	waitCounters(t, bd, func(c Counters) bool { return c.Outcomes["skipped_closed"] == 1 })
+	st, logs = b.orderStatus(t, "KILL-1")
+	require.Equal(t, 2, st)
+	require.Equal(t, 1, logs, "closed once")
+}
+
+// A task that fires before its order's deadline does not close it; it
+// retries, and FAILS once out of retries, for an operator to see.
+func TestOrderCloseNotDueRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newOrderWorld(t, b, b.db.DB)
+	strict, err := orders.NewCloser(b.db.DB, mustLocker(t, b), orders.CloserConfig{}) // the real clock
+	require.NoError(t, err)
+	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: OrderCloseHandler(strict.CloseOrder)}))
+	start(t, d)
+	w.place(t, "EARLY-1")
+	r := OrderTimeoutClose("EARLY-1", time.Now())
+	r.MaxRetry = 1
+	_, _, err = d.Client().Register(context.Background(), r)
+	require.NoError(t, err)
+	tk := b.waitStatus(t, "order-timeout-EARLY-1", StatusFailed)
+	require.Equal(t, 2, tk.RetryCount)
+	require.Contains(t, tk.LastError, "not due yet")
+	st, _ := b.orderStatus(t, "EARLY-1")
+	require.Zero(t, st, "still unpaid and open")
+}
+
+func mustLocker(t *testing.T, b *testBundle) *orders.Locker {
+	t.Helper()
+	l, err := orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix})
+	require.NoError(t, err)
+	return l
+}
+
+// Outcome names are the contract between OrderCloseHandler and orders.
+func TestOrderOutcomeNamesMatch(t *testing.T) {
+	t.Parallel()
+	for o, want := range map[orders.Outcome]string{
+		orders.OutcomeClosed: "closed", orders.OutcomeNotDue: "not_due", orders.OutcomeSkippedPaid: "skipped_paid",
+		orders.OutcomeSkippedClosed: "skipped_closed", orders.OutcomeSkippedLocked: "skipped_locked",
+		orders.OutcomeDeadLettered: "dead_lettered", orders.OutcomeNotFound: "not_found", orders.OutcomeParked: "parked",
+	} {
+		require.Equal(t, want, o.String(), fmt.Sprint(int(o)))
+	}
+}

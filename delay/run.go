@@ -1,0 +1,232 @@
+package delay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Counters are the dispatcher's running totals since it was built.
+type Counters struct {
+	Claimed   int64            // claims taken (timer and sweep)
+	Done      int64            // attempts that succeeded and were recorded DONE
+	Retried   int64            // failed attempts rescheduled with backoff
+	Failed    int64            // tasks moved to FAILED
+	Released  int64            // claims given back by shutdown
+	Lost      int64            // results discarded: the claim had been recovered
+	Recovered int64            // stuck claims recovered (to PENDING or FAILED)
+	Outcomes  map[string]int64 // successful attempts by ReportOutcome name ("" if none)
+}
+
+type counters struct {
+	claimed, done, retried, failed, released, lost, recovered atomic.Int64
+
+	mu       sync.Mutex
+	outcomes map[string]int64
+}
+
+// Counters returns a snapshot of the totals.
+func (d *Dispatcher) Counters() Counters {
+	c := &d.counters
+	out := Counters{
+		Claimed: c.claimed.Load(), Done: c.done.Load(), Retried: c.retried.Load(),
+		Failed: c.failed.Load(), Released: c.released.Load(), Lost: c.lost.Load(),
+		Recovered: c.recovered.Load(), Outcomes: map[string]int64{},
+	}
+	c.mu.Lock()
+	for k, v := range c.outcomes {
+		out.Outcomes[k] = v
+	}
+	c.mu.Unlock()
+	return out
+}
+
+// result is what one attempt came to.
+type result int
+
+const (
+	resultDone result = iota
+	resultRetry
+	resultFailed
+	resultReleased
+	resultLost // the write found the claim gone, or could not be made
+)
+
+// run performs one claimed attempt and records its result. ctx is the
+// worker's (or the sweep's) context: when it is cancelled during the
+// attempt, the claim is given back instead of spending a retry.
+func (d *Dispatcher) run(ctx context.Context, t *Task) result {
+	log := d.log.With("trace_id", t.TraceID, "biz_uuid", t.BizUUID, "task_id", t.ID,
+		"handler", t.Handler, "attempt", t.RetryCount+1)
+	tc := &taskCtx{traceID: t.TraceID, log: log}
+	hctx, cancel := context.WithTimeout(withTask(ctx, tc), d.cfg.HandlerTimeout)
+	start := time.Now()
+	err := d.call(hctx, t)
+	if err != nil && hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		err = fmt.Errorf("handler timed out after %s: %w", d.cfg.HandlerTimeout, err)
+	}
+	cancel()
+	elapsed := time.Since(start)
+
+	// Results are written even when ctx is cancelled: losing the write
+	// would leave the task RUNNING until recovered.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer fcancel()
+	switch {
+	case err == nil:
+		outcome := tc.getOutcome()
+		if !d.finish(fctx, log, t, "done", func() (bool, error) { return storeDone(fctx, d.cfg.DB, t) }) {
+			return resultLost
+		}
+		d.counters.done.Add(1)
+		d.counters.mu.Lock()
+		d.counters.outcomes[outcome]++
+		d.counters.mu.Unlock()
+		log.DebugContext(ctx, "delayed task done", "outcome", outcome, "duration_ms", elapsed.Milliseconds(),
+			"lateness_ms", start.Sub(t.NextAttemptTime).Milliseconds())
+		return resultDone
+
+	case ctx.Err() != nil:
+		why := fmt.Sprintf("released: %v (attempt cut short: %v)", context.Cause(ctx), err)
+		if !d.finish(fctx, log, t, "release", func() (bool, error) { return storeRelease(fctx, d.cfg.DB, t, why) }) {
+			return resultLost
+		}
+		d.counters.released.Add(1)
+		d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: d.clock.Now()})
+		log.InfoContext(ctx, "delayed task released by shutdown", "err", err)
+		return resultReleased
+	}
+
+	msg := err.Error()
+	var perm *PermanentError
+	if errors.As(err, &perm) || !retryAllowed(t.RetryCount+1, t.MaxRetry) {
+		if !d.finish(fctx, log, t, "fail", func() (bool, error) { return storeFailed(fctx, d.cfg.DB, t, msg) }) {
+			return resultLost
+		}
+		d.counters.failed.Add(1)
+		log.ErrorContext(ctx, "delayed task failed for good", "retry_count", t.RetryCount+1,
+			"max_retry", t.MaxRetry, "err", err)
+		return resultFailed
+	}
+	wait := d.backoff(t.RetryCount + 1)
+	var ra *RetryAfterError
+	if errors.As(err, &ra) && ra.After >= 0 {
+		wait = ra.After
+	}
+	next := d.clock.Now().Add(wait)
+	if !d.finish(fctx, log, t, "retry", func() (bool, error) { return storeRetry(fctx, d.cfg.DB, t, next, msg) }) {
+		return resultLost
+	}
+	d.counters.retried.Add(1)
+	d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: next})
+	log.WarnContext(ctx, "delayed task attempt failed; will retry", "retry_count", t.RetryCount+1,
+		"max_retry", t.MaxRetry, "next_attempt_time", next, "err", err)
+	return resultRetry
+}
+
+// finish makes a result write, retrying a failed write twice. false means
+// the result was not recorded: the claim was lost (the task was recovered,
+// someone else owns it now) or the database did not take the write (the
+// task stays RUNNING until recovered).
+func (d *Dispatcher) finish(ctx context.Context, log *slog.Logger, t *Task, what string, write func() (bool, error)) bool {
+	var err error
+	for i := range 3 {
+		var ok bool
+		ok, err = write()
+		if err == nil {
+			if !ok {
+				d.counters.lost.Add(1)
+				log.WarnContext(ctx, "delayed task result discarded: the claim was recovered and belongs to another run", "result", what)
+			}
+			return ok
+		}
+		if i < 2 {
+			select {
+			case <-time.After(time.Duration(100*(i+1)) * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+	}
+	d.counters.lost.Add(1)
+	log.ErrorContext(ctx, "record delayed task result; it stays RUNNING until recovered", "result", what, "err", err)
+	return false
+}
+
+func (d *Dispatcher) reschedule(ctx context.Context, log *slog.Logger, e timerEntry) {
+	if err := d.timer.add(ctx, e); err != nil {
+		log.WarnContext(ctx, "timer not told of a rescheduled task; the reconciler will", "err", err)
+	}
+}
+
+// backoff is the wait after the n-th failure: min(base × 2^(n-1), max), of
+// which the second half is random ("equal jitter"), so retries of tasks that
+// failed together spread out but never come sooner than half the step.
+func (d *Dispatcher) backoff(failures int) time.Duration {
+	step := d.cfg.BackoffBase
+	for i := 1; i < failures && step < d.cfg.BackoffMax; i++ {
+		step *= 2
+	}
+	step = min(step, d.cfg.BackoffMax)
+	half := step / 2
+	return half + rand.N(step-half+1)
+}
+
+// call runs the task's handler, turning a panic into an error.
+func (d *Dispatcher) call(ctx context.Context, t *Task) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler %s panicked: %v\n%s", t.Handler, r, debug.Stack())
+		}
+	}()
+	if h, ok := d.handlers[t.Handler]; ok {
+		return h(ctx, t)
+	}
+	if svc, path, ok := ParseHTTPHandler(t.Handler); ok {
+		return d.callHTTP(ctx, t, svc, path)
+	}
+	// Possibly registered through an executor that has it: retrying lets
+	// the task reach one (or FAIL with this message).
+	return fmt.Errorf("no handler %q in this executor", t.Handler)
+}
+
+// callHTTP POSTs the payload to a configured service. 2xx is success.
+func (d *Dispatcher) callHTTP(ctx context.Context, t *Task, svc, path string) error {
+	base, ok := d.cfg.Services[svc]
+	if !ok {
+		return fmt.Errorf("service %q is not configured in this executor", svc)
+	}
+	url := base + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(t.Payload))
+	if err != nil {
+		return Permanent(fmt.Errorf("build request to %s: %w", url, err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Trace-Id", t.TraceID)
+	req.Header.Set("X-Biz-Uuid", t.BizUUID)
+	req.Header.Set("X-Delay-Attempt", strconv.Itoa(t.RetryCount+1))
+	req.Header.Set("X-Delay-Execute-Time", t.ExecuteTime.Format(time.RFC3339Nano))
+	if d.cfg.ServiceToken != "" {
+		req.Header.Set("Authorization", "Bearer "+d.cfg.ServiceToken)
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: status %d: %s", url, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return nil
+}

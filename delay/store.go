@@ -1,0 +1,422 @@
+package delay
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+)
+
+// All SQL of the package lives here. Times in job_delay_task are UTC wall
+// clock: the database's clock is UTC_TIMESTAMP(3) (independent of the
+// session time_zone), and Go times are written as UTC text (dbTime) and read
+// back as UTC whatever the DSN's loc (utcWall). Every state change is a
+// conditional UPDATE whose WHERE repeats the expected state; finishing a
+// claim also repeats its claim_id, so a runner whose task was recovered and
+// claimed again writes nothing.
+
+const taskColumns = `id, trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
+	status, retry_count, max_retry, last_error, claim_id, created_at, updated_at`
+
+const timeLayout = "2006-01-02 15:04:05.000"
+
+// dbTime renders t as the UTC wall clock the table stores.
+func dbTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// utcWall reads a DATETIME scanned in the DSN's loc as the UTC wall clock
+// it is.
+func utcWall(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	return time.Date(y, mo, d, h, mi, s, t.Nanosecond(), time.UTC)
+}
+
+func (t *Task) normalize() {
+	t.ExecuteTime = utcWall(t.ExecuteTime)
+	t.NextAttemptTime = utcWall(t.NextAttemptTime)
+	t.CreatedAt = utcWall(t.CreatedAt)
+	t.UpdatedAt = utcWall(t.UpdatedAt)
+}
+
+func isDuplicateKey(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}
+
+// selectNow reads the database clock. One row.
+const selectNow = `SELECT UTC_TIMESTAMP(3)`
+
+func dbNow(ctx context.Context, q sqlx.QueryerContext) (time.Time, error) {
+	var t time.Time
+	if err := sqlx.GetContext(ctx, q, &t, selectNow); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return utcWall(t), nil
+}
+
+// insertTask adds a PENDING task; every value comes from Go so the caller
+// knows the row without reading it back. Error 1062 on uk_biz_uuid means the
+// task exists. Locks: the new row (and, in the caller's transaction, its
+// unique-key entries until commit).
+const insertTask = `INSERT INTO job_delay_task
+	(trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
+	 status, retry_count, max_retry, last_error, claim_id, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, 'PENDING', 0, ?, '', 0, ?, ?)`
+
+func storeInsert(ctx context.Context, ext sqlx.ExtContext, t *Task) error {
+	res, err := ext.ExecContext(ctx, insertTask, t.TraceID, t.BizUUID, t.Handler,
+		dbTime(t.ExecuteTime), dbTime(t.NextAttemptTime), string(t.Payload), t.MaxRetry,
+		dbTime(t.CreatedAt), dbTime(t.UpdatedAt))
+	if err != nil {
+		return err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert task %s: %w", t.BizUUID, err)
+	}
+	t.ID = id
+	return nil
+}
+
+// selectByBizUUID reads one task; selectByBizUUIDShared does it as a locking
+// read, which sees the latest committed row even inside a REPEATABLE READ
+// transaction whose snapshot predates it (after a duplicate-key error).
+const (
+	selectByBizUUID       = `SELECT ` + taskColumns + ` FROM job_delay_task WHERE biz_uuid = ?`
+	selectByBizUUIDShared = selectByBizUUID + ` LOCK IN SHARE MODE`
+)
+
+func storeGet(ctx context.Context, q sqlx.QueryerContext, bizUUID string, locking bool) (*Task, error) {
+	query := selectByBizUUID
+	if locking {
+		query = selectByBizUUIDShared
+	}
+	var t Task
+	if err := sqlx.GetContext(ctx, q, &t, query, bizUUID); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("read task %s: %w", bizUUID, err)
+	}
+	t.normalize()
+	return &t, nil
+}
+
+// cancelTask moves a PENDING or FAILED task to CANCELLED. 0 or 1 row; the
+// caller reads the row to tell "not found" from "not cancellable".
+const cancelTask = `UPDATE job_delay_task
+	SET status = 'CANCELLED', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE biz_uuid = ? AND status IN ('PENDING', 'FAILED')`
+
+func storeCancel(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool, error) {
+	return execOne(ctx, ext, cancelTask, bizUUID)
+}
+
+// requeueTask gives a FAILED task a fresh set of retries, due now. 0 or 1 row.
+const requeueTask = `UPDATE job_delay_task
+	SET status = 'PENDING', retry_count = 0, next_attempt_time = UTC_TIMESTAMP(3),
+	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE biz_uuid = ? AND status = 'FAILED'`
+
+func storeRequeue(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool, error) {
+	return execOne(ctx, ext, requeueTask, bizUUID)
+}
+
+// claimTasks is the claim: PENDING and due → RUNNING under a fresh claim_id,
+// one statement for a batch of ids. Rows locked in primary-key order (so two
+// claimers never deadlock); a row another claimer took first no longer
+// matches and is skipped. The due check stops a stale timer entry from
+// running a task early.
+const claimTasks = `UPDATE job_delay_task
+	SET status = 'RUNNING', claim_id = ?, updated_at = UTC_TIMESTAMP(3)
+	WHERE id IN (?) AND status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`
+
+// selectClaimed reads back the rows a claim took.
+const selectClaimed = `SELECT ` + taskColumns + ` FROM job_delay_task
+	WHERE id IN (?) AND claim_id = ? AND status = 'RUNNING'`
+
+func storeClaim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) ([]*Task, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q, args, err := sqlx.In(claimTasks, claimID, ids)
+	if err != nil {
+		return nil, err
+	}
+	res, err := db.ExecContext(ctx, db.Rebind(q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim %d tasks: %w", len(ids), err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return nil, err
+	}
+	q, args, err = sqlx.In(selectClaimed, ids, claimID)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []*Task
+	if err := db.SelectContext(ctx, &tasks, db.Rebind(q), args...); err != nil {
+		return nil, fmt.Errorf("read claimed tasks: %w", err)
+	}
+	for _, t := range tasks {
+		t.normalize()
+	}
+	return tasks, nil
+}
+
+// selectPendingTimes reads when PENDING tasks among ids are due, to put a
+// timer entry back after a claim found one not yet due.
+const selectPendingTimes = `SELECT id, next_attempt_time FROM job_delay_task
+	WHERE id IN (?) AND status = 'PENDING'`
+
+type timerEntry struct {
+	ID   int64     `db:"id"`
+	Time time.Time `db:"next_attempt_time"`
+}
+
+func storePendingTimes(ctx context.Context, db *sqlx.DB, ids []int64) ([]timerEntry, error) {
+	q, args, err := sqlx.In(selectPendingTimes, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []timerEntry
+	if err := db.SelectContext(ctx, &out, db.Rebind(q), args...); err != nil {
+		return nil, fmt.Errorf("read pending times: %w", err)
+	}
+	for i := range out {
+		out[i].Time = utcWall(out[i].Time)
+	}
+	return out, nil
+}
+
+// finishDone ends a successful claim. 1 row, or 0 if the claim was lost
+// (recovered and claimed again): then someone else owns the task.
+const finishDone = `UPDATE job_delay_task
+	SET status = 'DONE', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+
+// finishRetry ends a failed claim with another attempt due later; it also
+// recovers a stuck claim. 0 or 1 row, as finishDone.
+const finishRetry = `UPDATE job_delay_task
+	SET status = 'PENDING', retry_count = retry_count + 1, next_attempt_time = ?,
+	    last_error = ?, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+
+// finishFailed ends a claim out of retries (or with a permanent error).
+const finishFailed = `UPDATE job_delay_task
+	SET status = 'FAILED', retry_count = retry_count + 1, last_error = ?,
+	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+
+// releaseClaim gives back a claim cut short by shutdown: due now, no retry
+// spent.
+const releaseClaim = `UPDATE job_delay_task
+	SET status = 'PENDING', next_attempt_time = UTC_TIMESTAMP(3), last_error = ?,
+	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+
+func storeDone(ctx context.Context, ext sqlx.ExecerContext, t *Task) (bool, error) {
+	return execOne(ctx, ext, finishDone, t.ID, t.ClaimID)
+}
+
+func storeRetry(ctx context.Context, ext sqlx.ExecerContext, t *Task, next time.Time, lastErr string) (bool, error) {
+	return execOne(ctx, ext, finishRetry, dbTime(next), truncate(lastErr, 2000), t.ID, t.ClaimID)
+}
+
+func storeFailed(ctx context.Context, ext sqlx.ExecerContext, t *Task, lastErr string) (bool, error) {
+	return execOne(ctx, ext, finishFailed, truncate(lastErr, 2000), t.ID, t.ClaimID)
+}
+
+func storeRelease(ctx context.Context, ext sqlx.ExecerContext, t *Task, why string) (bool, error) {
+	return execOne(ctx, ext, releaseClaim, truncate(why, 2000), t.ID, t.ClaimID)
+}
+
+// selectStuck finds claims RUNNING longer than the limit, in one shard
+// (MOD(id, total) = index; 1 and 0 for all). Consistent read, no locks: each
+// is then recovered by finishRetry/finishFailed with its claim_id, so one
+// finishing meanwhile is left alone.
+const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task
+	WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
+	  AND MOD(id, ?) = ?
+	ORDER BY updated_at LIMIT ?`
+
+func storeStuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard, total, n int) ([]*Task, error) {
+	var tasks []*Task
+	if err := db.SelectContext(ctx, &tasks, selectStuck, limit.Microseconds(), total, shard, n); err != nil {
+		return nil, fmt.Errorf("find stuck tasks: %w", err)
+	}
+	for _, t := range tasks {
+		t.normalize()
+	}
+	return tasks, nil
+}
+
+// selectDue finds PENDING tasks due for longer than grace (missed by the
+// timer), oldest first, in one shard. Consistent read over
+// idx_status_next_attempt; the claim that follows is the CAS.
+const selectDue = `SELECT id FROM job_delay_task
+	WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
+	  AND MOD(id, ?) = ?
+	ORDER BY next_attempt_time LIMIT ?`
+
+func storeDue(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {
+	var ids []int64
+	if err := db.SelectContext(ctx, &ids, selectDue, grace.Microseconds(), total, shard, n); err != nil {
+		return nil, fmt.Errorf("find due tasks: %w", err)
+	}
+	return ids, nil
+}
+
+// selectTimerPage pages PENDING tasks due before a horizon, in
+// (next_attempt_time, id) order, after a keyset position, for the
+// reconciler. Consistent read over idx_status_next_attempt (whose entries
+// carry the id, so the order needs no sort).
+const selectTimerPage = `SELECT id, next_attempt_time FROM job_delay_task
+	WHERE status = 'PENDING' AND next_attempt_time < ?
+	  AND next_attempt_time >= ? AND (next_attempt_time > ? OR id > ?)
+	ORDER BY next_attempt_time, id LIMIT ?`
+
+func storeTimerPage(ctx context.Context, db *sqlx.DB, horizon time.Time, after timerEntry, n int) ([]timerEntry, error) {
+	var out []timerEntry
+	at := dbTime(after.Time)
+	if err := db.SelectContext(ctx, &out, selectTimerPage, dbTime(horizon), at, at, after.ID, n); err != nil {
+		return nil, fmt.Errorf("page pending tasks: %w", err)
+	}
+	for i := range out {
+		out[i].Time = utcWall(out[i].Time)
+	}
+	return out, nil
+}
+
+// purgeTasks deletes up to n DONE or CANCELLED tasks untouched for longer
+// than the retention, over idx_status_updated.
+const purgeTasks = `DELETE FROM job_delay_task
+	WHERE status IN ('DONE', 'CANCELLED') AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
+	LIMIT ?`
+
+func storePurge(ctx context.Context, db *sqlx.DB, retention time.Duration, n int) (int64, error) {
+	res, err := db.ExecContext(ctx, purgeTasks, retention.Microseconds(), n)
+	if err != nil {
+		return 0, fmt.Errorf("purge tasks: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// Operator queries: counts by status (a scan of idx_status_updated), the
+// backlog due now, stuck claims, duplicates.
+const (
+	countByStatus = `SELECT status, COUNT(*) AS n FROM job_delay_task GROUP BY status`
+	countDue      = `SELECT COUNT(*) AS n, MIN(next_attempt_time) AS oldest FROM job_delay_task
+		WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`
+	countStuck = `SELECT COUNT(*) FROM job_delay_task
+		WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND`
+	duplicateBizUUIDs = `SELECT biz_uuid AS value, COUNT(*) AS n FROM job_delay_task
+		GROUP BY biz_uuid HAVING COUNT(*) > 1 ORDER BY n DESC LIMIT 100`
+	duplicateTraceIDs = `SELECT trace_id AS value, COUNT(*) AS n FROM job_delay_task
+		GROUP BY trace_id HAVING COUNT(*) > 1 ORDER BY n DESC LIMIT 100`
+)
+
+func storeStats(ctx context.Context, db *sqlx.DB, runningLimit time.Duration) (*Stats, error) {
+	s := &Stats{Counts: map[Status]int64{}, RunningTimeout: Duration(runningLimit)}
+	for _, st := range Statuses {
+		s.Counts[st] = 0
+	}
+	now, err := dbNow(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	s.DBTime = now
+	var rows []struct {
+		Status Status `db:"status"`
+		N      int64  `db:"n"`
+	}
+	if err := db.SelectContext(ctx, &rows, countByStatus); err != nil {
+		return nil, fmt.Errorf("count tasks: %w", err)
+	}
+	for _, r := range rows {
+		s.Counts[r.Status] = r.N
+		s.Total += r.N
+	}
+	var due struct {
+		N      int64        `db:"n"`
+		Oldest sql.NullTime `db:"oldest"`
+	}
+	if err := db.GetContext(ctx, &due, countDue); err != nil {
+		return nil, fmt.Errorf("count due tasks: %w", err)
+	}
+	s.DueNow = due.N
+	if due.Oldest.Valid {
+		t := utcWall(due.Oldest.Time)
+		s.OldestDue = &t
+		s.OldestDueAge = Duration(now.Sub(t))
+	}
+	if err := db.GetContext(ctx, &s.StuckRunning, countStuck, runningLimit.Microseconds()); err != nil {
+		return nil, fmt.Errorf("count stuck tasks: %w", err)
+	}
+	return s, nil
+}
+
+func storeDuplicates(ctx context.Context, db *sqlx.DB) (biz, trace []Duplicate, err error) {
+	if err := db.SelectContext(ctx, &biz, duplicateBizUUIDs); err != nil {
+		return nil, nil, fmt.Errorf("find duplicate bizUuids: %w", err)
+	}
+	if err := db.SelectContext(ctx, &trace, duplicateTraceIDs); err != nil {
+		return nil, nil, fmt.Errorf("find duplicate trace ids: %w", err)
+	}
+	return biz, trace, nil
+}
+
+// listTasks pages tasks newest first (id DESC) with optional filters; the
+// status filter uses idx_status_updated's leading column.
+const listTasksBase = `SELECT ` + taskColumns + ` FROM job_delay_task`
+
+func storeList(ctx context.Context, db *sqlx.DB, f ListFilter) ([]*Task, error) {
+	var where []string
+	var args []any
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	if f.Handler != "" {
+		where = append(where, "handler = ?")
+		args = append(args, f.Handler)
+	}
+	if f.BeforeID > 0 {
+		where = append(where, "id < ?")
+		args = append(args, f.BeforeID)
+	}
+	q := listTasksBase
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, f.Limit)
+	tasks := []*Task{}
+	if err := db.SelectContext(ctx, &tasks, q, args...); err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	for _, t := range tasks {
+		t.normalize()
+	}
+	return tasks, nil
+}
+
+func execOne(ctx context.Context, ext sqlx.ExecerContext, query string, args ...any) (bool, error) {
+	res, err := ext.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,260 @@
+// Package ordertest checks the invariants of the order tables after closes,
+// payments and failures: the orders tests, the fault suite and the bench use
+// it. Take a Baseline before the work, then Check after it:
+//
+//   - stock: per SKU, available + locked + the quantities of paid orders'
+//     items equals the baseline's total; locked equals the quantities of
+//     unpaid orders' items (all locked stock is accounted for by unpaid
+//     orders); neither is negative;
+//   - every closed order has exactly one order_close_log row, a close time
+//     and a reason; every close-log row's order is closed;
+//   - a closed order's coupon is no longer held by it (back to unused:
+//     status 0, order_no NULL, unless another order took it since); no
+//     coupon stays locked (status 1) or used (status 2) by an order that is
+//     not unpaid or paid respectively; unpaid and paid orders hold their
+//     coupons;
+//   - no order paid at the baseline is anything but paid now.
+//
+// It only reads; it never imports test-only packages, so a binary (the
+// bench) can use it.
+package ordertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Baseline is what the invariants compare with.
+type Baseline struct {
+	// Stock is each SKU's total: available + locked + quantities of paid
+	// orders' items.
+	Stock map[int64]int64
+	// PaidIDs are the orders paid at the baseline.
+	PaidIDs []int64
+}
+
+// Snapshot takes the baseline of db's current state. Take it while nothing
+// else changes the tables.
+func Snapshot(ctx context.Context, db sqlx.QueryerContext) (*Baseline, error) {
+	b := &Baseline{Stock: map[int64]int64{}}
+	var inv []stockRow
+	if err := sqlx.SelectContext(ctx, db, &inv, inventorySQL); err != nil {
+		return nil, fmt.Errorf("ordertest: read inventory: %w", err)
+	}
+	for _, r := range inv {
+		b.Stock[r.SKUID] = r.Available + r.Locked
+	}
+	qty, err := itemQuantities(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	for sku, q := range qty {
+		if _, ok := b.Stock[sku]; ok {
+			b.Stock[sku] += q[1]
+		}
+	}
+	if err := sqlx.SelectContext(ctx, db, &b.PaidIDs, paidIDsSQL); err != nil {
+		return nil, fmt.Errorf("ordertest: read paid orders: %w", err)
+	}
+	return b, nil
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	Rule   string // short name, e.g. "stock_total"
+	Detail string
+}
+
+// ViolationsError lists what Check found.
+type ViolationsError struct {
+	Violations []Violation
+}
+
+func (e *ViolationsError) Error() string {
+	rules := map[string]int{}
+	for _, v := range e.Violations {
+		rules[v.Rule]++
+	}
+	names := make([]string, 0, len(rules))
+	for r := range rules {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "ordertest: %d invariant violations (", len(e.Violations))
+	for i, r := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %d", r, rules[r])
+	}
+	b.WriteString(")")
+	for i, v := range e.Violations {
+		if i == 10 {
+			fmt.Fprintf(&b, "\n  ... %d more", len(e.Violations)-10)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", v.Rule, v.Detail)
+	}
+	return b.String()
+}
+
+// Rules returns the distinct rule names violated, sorted.
+func (e *ViolationsError) Rules() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range e.Violations {
+		if !seen[v.Rule] {
+			seen[v.Rule] = true
+			out = append(out, v.Rule)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxPerRule caps the violations listed per rule (counts stay exact).
+const maxPerRule = 20
+
+// Check verifies the invariants against base. It returns nil when all hold, a
+// *ViolationsError listing what does not, or another error if the database
+// could not be read.
+func Check(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
+	if base == nil {
+		return errors.New("ordertest: Check needs a baseline")
+	}
+	var vs []Violation
+	add := func(rule, format string, args ...any) {
+		vs = append(vs, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	// Stock.
+	var inv []stockRow
+	if err := sqlx.SelectContext(ctx, db, &inv, inventorySQL); err != nil {
+		return fmt.Errorf("ordertest: read inventory: %w", err)
+	}
+	qty, err := itemQuantities(ctx, db)
+	if err != nil {
+		return err
+	}
+	now := map[int64]stockRow{}
+	perRule := map[string]int{}
+	limited := func(rule, format string, args ...any) {
+		if perRule[rule]++; perRule[rule] <= maxPerRule {
+			add(rule, format, args...)
+		}
+	}
+	for _, r := range inv {
+		now[r.SKUID] = r
+		want, ok := base.Stock[r.SKUID]
+		if !ok {
+			continue // created after the baseline: nothing to compare
+		}
+		q := qty[r.SKUID]
+		if got := r.Available + r.Locked + q[1]; got != want {
+			limited("stock_total", "sku %d: available %d + locked %d + paid %d = %d, baseline %d", r.SKUID, r.Available, r.Locked, q[1], got, want)
+		}
+		if r.Locked != q[0] {
+			limited("stock_locked", "sku %d: locked %d, unpaid orders hold %d", r.SKUID, r.Locked, q[0])
+		}
+		if r.Available < 0 || r.Locked < 0 {
+			limited("stock_negative", "sku %d: available %d, locked %d", r.SKUID, r.Available, r.Locked)
+		}
+	}
+	for sku := range base.Stock {
+		if _, ok := now[sku]; !ok {
+			limited("stock_missing", "sku %d: inventory row gone", sku)
+		}
+	}
+
+	// Order, close log and coupon rules, each a count plus a few examples.
+	for _, r := range orderRules {
+		var n int
+		if err := sqlx.GetContext(ctx, db, &n, "SELECT COUNT(*) FROM ("+r.query+") v"); err != nil {
+			return fmt.Errorf("ordertest: rule %s: %w", r.name, err)
+		}
+		if n == 0 {
+			continue
+		}
+		var examples []string
+		if err := sqlx.SelectContext(ctx, db, &examples, "SELECT v.order_no FROM ("+r.query+") v LIMIT 5"); err != nil {
+			return fmt.Errorf("ordertest: rule %s: %w", r.name, err)
+		}
+		add(r.name, "%d: %s (e.g. %s)", n, r.what, strings.Join(examples, ", "))
+	}
+
+	// Orders paid at the baseline are still paid.
+	for ids := base.PaidIDs; len(ids) > 0; {
+		chunk := ids[:min(len(ids), 5000)]
+		ids = ids[len(chunk):]
+		var bad []string
+		q, args, err := sqlx.In(paidNoLongerPaidSQL, chunk)
+		if err != nil {
+			return err
+		}
+		if err := sqlx.SelectContext(ctx, db, &bad, q, args...); err != nil {
+			return fmt.Errorf("ordertest: read paid orders: %w", err)
+		}
+		for _, no := range bad {
+			limited("paid_changed", "order %s was paid at the baseline and is not now", no)
+		}
+	}
+
+	if len(vs) == 0 {
+		return nil
+	}
+	return &ViolationsError{Violations: vs}
+}
+
+// StatusCounts counts orders by status.
+type StatusCounts struct {
+	Unpaid, Paid, Closed int
+	// Due are unpaid orders whose timeout has passed by the database clock.
+	Due int
+}
+
+// Counts counts db's orders by status.
+func Counts(ctx context.Context, db sqlx.QueryerContext) (StatusCounts, error) {
+	var c StatusCounts
+	err := sqlx.GetContext(ctx, db, &c, countsSQL)
+	if err != nil {
+		return c, fmt.Errorf("ordertest: count orders: %w", err)
+	}
+	return c, nil
+}
+
+// itemQuantities sums item quantities per SKU: [0] unpaid orders', [1] paid
+// orders'.
+func itemQuantities(ctx context.Context, db sqlx.QueryerContext) (map[int64][2]int64, error) {
+	var rows []struct {
+		SKUID  int64 `db:"sku_id"`
+		Status int   `db:"status"`
+		Qty    int64 `db:"qty"`
+	}
+	if err := sqlx.SelectContext(ctx, db, &rows, itemQuantitiesSQL); err != nil {
+		return nil, fmt.Errorf("ordertest: sum item quantities: %w", err)
+	}
+	out := map[int64][2]int64{}
+	for _, r := range rows {
+		q := out[r.SKUID]
+		switch r.Status {
+		case 0:
+			q[0] += r.Qty
+		case 1:
+			q[1] += r.Qty
+		}
+		out[r.SKUID] = q
+	}
+	return out, nil
+}
+
+type stockRow struct {
+	SKUID     int64 `db:"sku_id"`
+	Available int64 `db:"available"`
+	Locked    int64 `db:"locked"`
+}

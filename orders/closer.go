@@ -1,0 +1,406 @@
+package orders
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// CloserConfig configures a Closer. Zero values take the defaults given.
+type CloserConfig struct {
+	// Logger receives one info line per run, debug lines per page and
+	// warnings for degraded states. Default: discard.
+	Logger *slog.Logger
+	// Reason is written to order_info.close_reason and order_close_log.reason.
+	// Default "payment_timeout"; at most 32 characters.
+	Reason string
+	// NowOffset is added to the database time a run reads. TEST ONLY: it
+	// moves "now" for tests that must see orders become due; production
+	// leaves it zero.
+	NowOffset time.Duration
+	// DeadLetterBackoff says when a failed close is retried.
+	DeadLetterBackoff DeadLetterBackoff
+	// PageSize is the default scan page and close batch size, used when
+	// RunOptions.PageSize is zero. Default 500, at most 5000.
+	PageSize int
+	// LockAttempts is how often a transaction aborted by a deadlock (1213) or
+	// lock wait timeout (1205) is run, in all, before the page falls back to
+	// one transaction per order, or the order is dead-lettered. Default 3.
+	LockAttempts int
+	// CommitMargin is how long the locks must stay valid after the last
+	// statement for the transaction to be committed; otherwise it rolls back
+	// and the orders wait for the next pass. Default 200ms.
+	CommitMargin time.Duration
+}
+
+// Closer closes unpaid orders whose payment timeout has passed: the sweep
+// (Run) and the one-order entry point (CloseOrder). See the package doc for
+// the rules. A Closer is safe for concurrent use; runs on the same or other
+// shards may overlap, in this process or others.
+type Closer struct {
+	db     *sqlx.DB
+	locker *Locker
+	store  store
+	cfg    CloserConfig
+	log    *slog.Logger
+}
+
+// DefaultReason is the close reason when CloserConfig.Reason is empty.
+const DefaultReason = "payment_timeout"
+
+// NewCloser checks cfg and returns a Closer over db (a DSN with
+// parseTime=true&loc=UTC; interpolateParams=true saves a round trip per
+// statement) and locker.
+func NewCloser(db *sqlx.DB, locker *Locker, cfg CloserConfig) (*Closer, error) {
+	if db == nil || locker == nil {
+		return nil, errors.New("orders: NewCloser needs a database and a locker")
+	}
+	cfg.Reason = cmp.Or(cfg.Reason, DefaultReason)
+	if len(cfg.Reason) > 32 {
+		return nil, fmt.Errorf("orders: close reason %q is longer than 32 characters", cfg.Reason)
+	}
+	cfg.PageSize = cmp.Or(cfg.PageSize, 500)
+	if cfg.PageSize < 1 || cfg.PageSize > maxPageSize {
+		return nil, fmt.Errorf("orders: page size %d out of [1, %d]", cfg.PageSize, maxPageSize)
+	}
+	cfg.LockAttempts = cmp.Or(cfg.LockAttempts, 3)
+	cfg.CommitMargin = cmp.Or(cfg.CommitMargin, 200*time.Millisecond)
+	var err error
+	if cfg.DeadLetterBackoff, err = cfg.DeadLetterBackoff.withDefaults(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Closer{db: db, locker: locker, cfg: cfg, log: log.With("component", "orders.closer")}, nil
+}
+
+const maxPageSize = 5000
+
+// RunOptions are one run's parameters (the XXL-JOB job param and sharding).
+type RunOptions struct {
+	// ShardIndex and ShardTotal select the orders with id % total = index.
+	// Total 0 or 1 takes every order.
+	ShardIndex, ShardTotal int
+	// PageSize is the scan page and close batch size. 0: the Closer's.
+	PageSize int
+	// MaxOrders caps the due orders handled (scanned) in this run. 0: no cap.
+	MaxOrders int
+	// MaxPerSecond caps the close rate, averaged from the run's start. Pages
+	// are cut to a tenth of a second's worth. 0: no cap.
+	MaxPerSecond float64
+	// DryRun scans and counts the orders that would be closed (in
+	// RunStats.Closed) without locking or changing anything.
+	DryRun bool
+	// Progress, if set, is called after each page, on the run's goroutine.
+	Progress func(PageStats)
+}
+
+// PageStats is what one page did; the counts are this page's.
+type PageStats struct {
+	Page    int           // 1-based page number
+	Scanned int           // due orders the page's scan returned
+	Closed  int           // closed (dry run: would be closed)
+	Skipped int           // paid, already closed, locked elsewhere or not due
+	Failed  int           // dead-lettered
+	Elapsed time.Duration // since the run started
+}
+
+// RunStats is what a run did. Every scanned order is counted in exactly one
+// of Closed, SkippedPaid, SkippedLocked, DeadLettered, SkippedClosed and
+// SkippedNotDue.
+type RunStats struct {
+	Scanned       int // due orders the scan returned
+	Closed        int // closed (dry run: would be closed)
+	SkippedPaid   int // paid between the scan and the lock
+	SkippedLocked int // lock held elsewhere, Redis failing, or lease lost
+	DeadLettered  int // close failed; recorded in order_dead_letter
+	Elapsed       time.Duration
+
+	// Not in String():
+	SkippedClosed int   // closed (or deleted) by someone else before we locked it
+	SkippedNotDue int   // no longer due when re-read under lock (timeout changed)
+	LockErrors    int   // of SkippedLocked: orders whose lock failed because Redis failed
+	LockErr       error // first Redis error behind LockErrors
+	LeaseLost     int   // of SkippedLocked: rolled back because the lease ran out before commit
+	Pages         int   // scan pages read
+	DryRun        bool
+}
+
+// String renders the fixed summary line:
+// scanned=N closed=N skipped_paid=N skipped_locked=N dead_lettered=N seconds=S.
+func (s RunStats) String() string {
+	return fmt.Sprintf("scanned=%d closed=%d skipped_paid=%d skipped_locked=%d dead_lettered=%d seconds=%.3f",
+		s.Scanned, s.Closed, s.SkippedPaid, s.SkippedLocked, s.DeadLettered, s.Elapsed.Seconds())
+}
+
+func (s *RunStats) add(p pageResult) {
+	s.Closed += p.closed
+	s.SkippedPaid += p.paid
+	s.SkippedLocked += p.locked
+	s.DeadLettered += p.deadLettered
+	s.SkippedClosed += p.gone
+	s.SkippedNotDue += p.notDue
+	s.LockErrors += p.lockErrors
+	s.LeaseLost += p.leaseLost
+	if s.LockErr == nil {
+		s.LockErr = p.lockErr
+	}
+}
+
+// Run closes the due orders of one shard, page by page, and returns what it
+// did. "Now" is the database clock read once at the start (plus the test-only
+// NowOffset); an order counts as due when status = 0 and create_time +
+// timeout_minutes is at or before it.
+//
+// Cancellation is checked between pages: a page in progress is finished (its
+// transaction commits or rolls back whole), then Run returns ctx.Err() with
+// the stats so far. Redis failures do not fail the run: the orders concerned
+// are skipped and counted in SkippedLocked and LockErrors (LockErr says why).
+// Run returns an error for a database that fails beyond single statements
+// (connection lost, dead letters cannot be written).
+func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
+	start := time.Now()
+	st := RunStats{DryRun: opt.DryRun}
+	opt, err := c.normalize(opt)
+	if err != nil {
+		return st, err
+	}
+	dbNow, err := c.store.dbNow(ctx, c.db)
+	if err != nil {
+		return st, err
+	}
+	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+	pace := pacer{rate: opt.MaxPerSecond, start: time.Now()}
+	cur := firstCursor
+
+	finish := func(err error) (RunStats, error) {
+		st.Elapsed = time.Since(start)
+		attrs := []any{"shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal, "dry_run", opt.DryRun,
+			"num_scanned", st.Scanned, "num_closed", st.Closed, "num_skipped_paid", st.SkippedPaid,
+			"num_skipped_locked", st.SkippedLocked, "num_dead_lettered", st.DeadLettered,
+			"num_lock_errors", st.LockErrors, "seconds", st.Elapsed.Seconds()}
+		if st.LockErr != nil {
+			attrs = append(attrs, "lock_error", st.LockErr.Error())
+		}
+		if err == nil {
+			c.log.InfoContext(ctx, "close run finished", attrs...)
+		}
+		return st, err
+	}
+
+	for {
+		if err := ctx.Err(); err != nil {
+			return finish(err)
+		}
+		limit := opt.PageSize
+		if opt.MaxOrders > 0 {
+			limit = min(limit, opt.MaxOrders-st.Scanned)
+			if limit <= 0 {
+				break
+			}
+		}
+		if err := pace.wait(ctx, st.Closed); err != nil {
+			return finish(err)
+		}
+		rows, err := c.store.scanPage(ctx, c.db, cur, clock.now, opt.ShardIndex, opt.ShardTotal, limit)
+		if err != nil {
+			if ctx.Err() != nil {
+				return finish(ctx.Err())
+			}
+			return finish(err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		st.Pages++
+		last := rows[len(rows)-1]
+		cur = scanCursor{CreateTime: last.CreateTime, ID: last.ID}
+		full := len(rows) == limit
+		if rows, err = c.skipDeadLetters(ctx, rows, clock.now); err != nil {
+			return finish(err)
+		}
+		st.Scanned += len(rows)
+
+		var pr pageResult
+		if opt.DryRun {
+			pr.closed = len(rows)
+		} else if len(rows) > 0 {
+			pr, err = c.closePage(ctx, clock, rows)
+		}
+		st.add(pr)
+		c.log.DebugContext(ctx, "close page", "page", st.Pages, "batch_size", len(rows), "num_closed", pr.closed,
+			"num_skipped", pr.skipped(), "num_dead_lettered", pr.deadLettered)
+		if opt.Progress != nil {
+			opt.Progress(PageStats{Page: st.Pages, Scanned: len(rows), Closed: pr.closed, Skipped: pr.skipped(),
+				Failed: pr.deadLettered, Elapsed: time.Since(start)})
+		}
+		if err != nil {
+			return finish(err)
+		}
+		if !full {
+			break // the keyset range is exhausted
+		}
+	}
+	return finish(nil)
+}
+
+// skipDeadLetters drops the orders whose close dead letter waits for its
+// retry time or is parked: the sweep leaves them alone.
+func (c *Closer) skipDeadLetters(ctx context.Context, rows []scanRow, now time.Time) ([]scanRow, error) {
+	nos := make([]string, len(rows))
+	for i, r := range rows {
+		nos[i] = r.OrderNo
+	}
+	blocked, err := c.store.blocked(ctx, c.db, nos, now)
+	if err != nil || len(blocked) == 0 {
+		return rows, err
+	}
+	out := rows[:0:0]
+	for _, r := range rows {
+		if !blocked[r.OrderNo] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (c *Closer) normalize(opt RunOptions) (RunOptions, error) {
+	if opt.ShardTotal <= 0 {
+		opt.ShardTotal = 1
+	}
+	if opt.ShardIndex < 0 || opt.ShardIndex >= opt.ShardTotal {
+		return opt, fmt.Errorf("orders: shard index %d out of [0, %d)", opt.ShardIndex, opt.ShardTotal)
+	}
+	opt.PageSize = cmp.Or(opt.PageSize, c.cfg.PageSize)
+	if opt.PageSize < 1 || opt.PageSize > maxPageSize {
+		return opt, fmt.Errorf("orders: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
+	}
+	if opt.MaxOrders < 0 {
+		return opt, fmt.Errorf("orders: maxOrders %d is negative", opt.MaxOrders)
+	}
+	if opt.MaxPerSecond < 0 || math.IsNaN(opt.MaxPerSecond) || math.IsInf(opt.MaxPerSecond, 0) {
+		return opt, fmt.Errorf("orders: maxPerSecond %v is not a rate", opt.MaxPerSecond)
+	}
+	if opt.MaxPerSecond > 0 {
+		opt.PageSize = min(opt.PageSize, max(1, int(math.Ceil(opt.MaxPerSecond/10))))
+	}
+	return opt, nil
+}
+
+// runClock is a run's view of time: the database time read at its start (plus
+// NowOffset) decides what is due; close timestamps advance from it by the
+// local monotonic clock, so they are on the database's clock too.
+type runClock struct {
+	now  time.Time // database time at the start of the run
+	read time.Time // local (monotonic) time when it was read
+}
+
+func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)) }
+
+// CloseOrder closes exactly one order, with the same lock, status CAS,
+// compensation and dead-letter rules as Run (the delayed-task dispatcher's
+// entry point). An order not due yet returns OutcomeNotDue and is left as it
+// is; a paid or closed one is skipped. A close that fails is dead-lettered and
+// returned as OutcomeDeadLettered with the cause. A parked dead letter is
+// respected (OutcomeParked); a waiting one is retried now, since the caller
+// asked for this order explicitly. If Redis fails, the order is not closed:
+// OutcomeSkippedLocked with the Redis error.
+func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (Outcome, error) {
+	dbNow, err := c.store.dbNow(ctx, c.db)
+	if err != nil {
+		return 0, err
+	}
+	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+	o, ok, err := c.store.orderByNo(ctx, c.db, orderNo)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return OutcomeNotFound, nil
+	case o.Status == statusPaid:
+		return OutcomeSkippedPaid, nil
+	case o.Status != statusUnpaid:
+		return OutcomeSkippedClosed, nil
+	case !o.due(clock.now):
+		return OutcomeNotDue, nil
+	}
+	dl, err := c.store.deadLetterStatus(ctx, c.db, orderNo)
+	if err != nil {
+		return 0, err
+	}
+	if dl == "parked" {
+		return OutcomeParked, nil
+	}
+
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.pageTimeout())
+	defer cancel()
+	lease, lerr := c.locker.Acquire(wctx, []string{orderNo})
+	defer c.release(wctx, lease)
+	if !lease.Held(orderNo) {
+		if lease.Failed(orderNo) {
+			return OutcomeSkippedLocked, fmt.Errorf("close order %s: %w", orderNo, lerr)
+		}
+		return OutcomeSkippedLocked, nil
+	}
+	res, err := c.closeOne(wctx, clock, scanRow{ID: o.ID, OrderNo: o.OrderNo, CreateTime: o.CreateTime}, lease)
+	if err != nil {
+		return 0, err
+	}
+	if res.outcome == OutcomeDeadLettered {
+		return res.outcome, res.cause
+	}
+	return res.outcome, nil
+}
+
+// pageTimeout bounds the database and Redis work of one page (or one
+// CloseOrder), which runs without the caller's cancellation so that it
+// finishes whole. Past the lock TTL the page could not commit anyway.
+func (c *Closer) pageTimeout() time.Duration { return 2*c.locker.TTL() + 5*time.Second }
+
+// release gives the lease back without the caller's cancellation, so a
+// cancelled run still frees its locks; a failure only delays other holders
+// until the TTL, so it is logged, not returned.
+func (c *Closer) release(ctx context.Context, lease *Lease) {
+	if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
+		c.log.WarnContext(ctx, "release order locks", "num_locks", lease.Len(), "error", err.Error())
+	}
+}
+
+// inTx runs fn in a READ COMMITTED transaction and commits it if fn returns
+// nil; any error or panic rolls back. READ COMMITTED: every read that matters
+// is a locking read of rows by key, so the level changes no result, but it
+// takes no gap locks (REPEATABLE READ would lock index gaps next to missing
+// dead letters and inventory keys and make concurrent closes wait).
+func (c *Closer) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
+	return inTx(ctx, c.db, fn)
+}
+
+func inTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

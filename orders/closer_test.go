@@ -1,0 +1,297 @@
+package orders_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orderjob/executor/orders"
+)
+
+func TestRunClosesDueOrders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	require.Positive(t, res.Due)
+
+	var pages, progressClosed int
+	st := b.run(t, orders.RunOptions{PageSize: 250, Progress: func(p orders.PageStats) {
+		pages++
+		progressClosed += p.Closed
+		require.Equal(t, pages, p.Page)
+	}})
+	require.Equal(t, res.Due, st.Scanned)
+	require.Equal(t, res.Due, st.Closed)
+	require.Zero(t, st.SkippedPaid+st.SkippedLocked+st.DeadLettered+st.SkippedClosed+st.SkippedNotDue)
+	require.Equal(t, st.Closed, progressClosed)
+	require.Equal(t, st.Pages, pages)
+	b.check(t, base)
+
+	c := b.counts(t)
+	require.Equal(t, res.Due, c.Closed)
+	require.Equal(t, res.Paid, c.Paid)
+	require.Equal(t, res.NotDue, c.Unpaid, "orders within their timeout are untouched")
+	require.Equal(t, res.Due, b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE reason = 'payment_timeout'`))
+	require.Zero(t, b.redisKeys(t), "every lock released")
+
+	again := b.run(t, orders.RunOptions{})
+	require.Zero(t, again.Scanned, "a second run finds nothing")
+}
+
+func TestRunStatsString(t *testing.T) {
+	t.Parallel()
+	st := orders.RunStats{Scanned: 10, Closed: 7, SkippedPaid: 1, SkippedLocked: 1, DeadLettered: 1,
+		Elapsed: 1234567 * time.Microsecond, LockErrors: 3, SkippedClosed: 2}
+	require.Equal(t, "scanned=10 closed=7 skipped_paid=1 skipped_locked=1 dead_lettered=1 seconds=1.235", st.String())
+}
+
+func TestConcurrentRunsSameShard(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("runs=%d", n), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			res, base := b.seed(t, orders.DemoSpec{Orders: 3000, CouponFraction: 0.3})
+			stats := make([]orders.RunStats, n)
+			var g errgroup.Group
+			for i := range n {
+				g.Go(func() error {
+					var err error
+					stats[i], err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 100})
+					return err
+				})
+			}
+			require.NoError(t, g.Wait())
+			closed := 0
+			for _, st := range stats {
+				closed += st.Closed
+				require.Zero(t, st.DeadLettered)
+			}
+			require.Equal(t, res.Due, closed, "every due order closed exactly once")
+			require.Equal(t, res.Due, b.counts(t).Closed)
+			b.check(t, base)
+		})
+	}
+}
+
+func TestShardsConcurrently(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 3000, DueFraction: 0.85, PaidFraction: 0.05, NotDueFraction: 0.1, CouponFraction: 0.3})
+	const total = 3
+	stats := make([]orders.RunStats, total)
+	var g errgroup.Group
+	for i := range total {
+		g.Go(func() error {
+			var err error
+			stats[i], err = b.closer.Run(b.ctx, orders.RunOptions{ShardIndex: i, ShardTotal: total, PageSize: 100})
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	sum := 0
+	for i, st := range stats {
+		require.Equal(t, st.Scanned, st.Closed, "shard %d", i)
+		mine := b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 2 AND id % ? = ?`, total, i)
+		require.Equal(t, mine, st.Closed, "shard %d closed only its own orders", i)
+		sum += st.Closed
+	}
+	require.Equal(t, res.Due, sum)
+	c := b.counts(t)
+	require.Equal(t, res.Due, c.Closed, "every due order closed once")
+	require.Equal(t, res.NotDue, c.Unpaid, "no not-due order touched")
+	b.check(t, base)
+}
+
+func TestPayRacesClose(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
+	var nos []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
+	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+
+	var paid, tooLate atomic.Int64
+	var g errgroup.Group
+	var st orders.RunStats
+	g.Go(func() error {
+		var err error
+		// Paced so the run overlaps the payers for most of its length.
+		st, err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 40, MaxPerSecond: 1500})
+		return err
+	})
+	const payers = 4
+	for w := range payers {
+		g.Go(func() error {
+			for i := w; i < len(nos); i += payers {
+				out, err := b.svc.Pay(b.ctx, nos[i])
+				if err != nil {
+					return err
+				}
+				switch out {
+				case orders.PayPaid:
+					paid.Add(1)
+				case orders.PayAlreadyClosed:
+					tooLate.Add(1)
+				default:
+					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	c := b.counts(t)
+	require.Equal(t, res.Orders, c.Paid+c.Closed, "each order ends paid or closed")
+	require.Equal(t, int(paid.Load()), c.Paid)
+	require.Equal(t, int(tooLate.Load()), c.Closed)
+	require.Equal(t, st.Closed, c.Closed)
+	t.Logf("paid %d, closed %d, close run skipped %d locked", c.Paid, c.Closed, st.SkippedLocked)
+	b.check(t, base)
+}
+
+func TestRerunAfterCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 1, CouponFraction: 0.3})
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	var once sync.Once
+	st, err := b.closer.Run(ctx, orders.RunOptions{PageSize: 100, Progress: func(p orders.PageStats) {
+		// Cancel while the next page is being worked on.
+		once.Do(func() { time.AfterFunc(time.Millisecond, cancel) })
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, st.Closed, res.Due)
+	require.Equal(t, st.Closed, b.counts(t).Closed, "the stats match what was committed: nothing half-done")
+	b.check(t, base)
+
+	again := b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, res.Due, st.Closed+again.Closed)
+	require.Equal(t, res.Due, b.counts(t).Closed)
+	b.check(t, base)
+}
+
+func TestDryRunChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 1000, CouponFraction: 0.3})
+	before := b.counts(t)
+	sum := func() int {
+		return b.count(t, `SELECT COALESCE(SUM(available * 3 + locked), 0) FROM inventory`) +
+			b.count(t, `SELECT COALESCE(SUM(status * 7 + id), 0) FROM user_coupon`)
+	}
+	sumBefore := sum()
+
+	st := b.run(t, orders.RunOptions{DryRun: true, PageSize: 100})
+	require.True(t, st.DryRun)
+	require.Equal(t, res.Due, st.Scanned)
+	require.Equal(t, res.Due, st.Closed, "counts what it would close")
+	require.Equal(t, before, b.counts(t))
+	require.Equal(t, sumBefore, sum())
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_close_log`))
+	require.Zero(t, b.redisKeys(t), "no locks taken")
+	b.check(t, base)
+}
+
+func TestMaxOrders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, base := b.seed(t, orders.DemoSpec{Orders: 1000, DueFraction: 1})
+	st := b.run(t, orders.RunOptions{MaxOrders: 250, PageSize: 100})
+	require.Equal(t, 250, st.Scanned)
+	require.Equal(t, 250, st.Closed)
+	require.Equal(t, 3, st.Pages)
+	b.check(t, base)
+}
+
+func TestMaxPerSecond(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, base := b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 1})
+	const rate = 500.0
+	st := b.run(t, orders.RunOptions{MaxPerSecond: rate})
+	require.Equal(t, 2000, st.Closed)
+	got := float64(st.Closed) / st.Elapsed.Seconds()
+	t.Logf("closed %d in %v: %.0f/s (cap %.0f/s)", st.Closed, st.Elapsed, got, rate)
+	require.LessOrEqual(t, got, rate*1.10, "the cap holds within 10%")
+	// Below the cap only when the machine cannot keep up; a wide margin,
+	// since other tests share it.
+	require.GreaterOrEqual(t, got, rate*0.5)
+	b.check(t, base)
+}
+
+func TestRunOptionsValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, opt := range []orders.RunOptions{
+		{ShardIndex: 2, ShardTotal: 2},
+		{ShardIndex: -1},
+		{PageSize: 100_000},
+		{MaxOrders: -1},
+		{MaxPerSecond: -5},
+	} {
+		_, err := b.closer.Run(b.ctx, opt)
+		require.Error(t, err, "%+v", opt)
+	}
+}
+
+// A lease that cannot stay valid until commit makes every page roll back.
+func TestLeaseExpiredRollsBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withLocker(orders.LockerConfig{TTL: 20 * time.Millisecond}))
+	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.5})
+	st := b.run(t, orders.RunOptions{PageSize: 100})
+	require.Zero(t, st.Closed)
+	require.Equal(t, res.Due, st.SkippedLocked)
+	require.Equal(t, res.Due, st.LeaseLost)
+	require.Zero(t, b.counts(t).Closed)
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_close_log`))
+	b.check(t, base)
+}
+
+func TestCloseReasonAndTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.newCloser(t, orders.CloserConfig{Reason: "test_reason"})
+	b.seed(t, orders.DemoSpec{Orders: 50, DueFraction: 1})
+	var dbNow time.Time
+	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT NOW(3)`))
+	_, err := c.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	var rows []struct {
+		CloseTime time.Time `db:"close_time"`
+		Reason    string    `db:"close_reason"`
+		ClosedAt  time.Time `db:"closed_at"`
+		LogReason string    `db:"reason"`
+	}
+	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT o.close_time, o.close_reason, l.closed_at, l.reason
+		FROM order_info o JOIN order_close_log l ON l.order_no = o.order_no`))
+	require.Len(t, rows, 50)
+	for _, r := range rows {
+		require.Equal(t, "test_reason", r.Reason)
+		require.Equal(t, "test_reason", r.LogReason)
+		require.Equal(t, r.CloseTime, r.ClosedAt)
+		require.WithinDuration(t, dbNow, r.CloseTime, time.Minute, "close time is on the database clock")
+	}
+}
+
+var stringForm = regexp.MustCompile(`^scanned=\d+ closed=\d+ skipped_paid=\d+ skipped_locked=\d+ dead_lettered=\d+ seconds=\d+\.\d{3}$`)
+
+func TestRunStatsStringForm(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, orders.DemoSpec{Orders: 10})
+	st := b.run(t, orders.RunOptions{})
+	require.Regexp(t, stringForm, st.String())
+	require.False(t, errors.Is(st.LockErr, context.Canceled))
+}

@@ -1,0 +1,429 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// pageResult counts what closing one page did.
+type pageResult struct {
+	closed, paid, locked, deadLettered, gone, notDue int
+	lockErrors, leaseLost                            int
+	lockErr                                          error
+}
+
+func (p pageResult) skipped() int { return p.paid + p.locked + p.gone + p.notDue }
+
+func (p *pageResult) count(o Outcome) {
+	switch o {
+	case OutcomeClosed:
+		p.closed++
+	case OutcomeSkippedPaid:
+		p.paid++
+	case OutcomeSkippedLocked:
+		p.locked++
+	case OutcomeDeadLettered:
+		p.deadLettered++
+	case OutcomeNotDue:
+		p.notDue++
+	default: // closed before, not found
+		p.gone++
+	}
+}
+
+// closePage locks the page's orders in Redis (one pipeline), closes the
+// locked ones in one transaction and releases the locks. The work runs
+// without ctx's cancellation (bounded by pageTimeout) so that a cancelled run
+// never leaves a page half done. If the batch transaction fails for a reason
+// other than lock contention, it is rolled back and every order is closed in
+// a transaction of its own, so one bad order cannot hold back the others.
+// The error is fatal for the run (database unreachable, dead letter not
+// written).
+func (c *Closer) closePage(ctx context.Context, clock runClock, rows []scanRow) (pageResult, error) {
+	var res pageResult
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.pageTimeout())
+	defer cancel()
+
+	nos := make([]string, len(rows))
+	for i, r := range rows {
+		nos[i] = r.OrderNo
+	}
+	lease, lerr := c.locker.Acquire(ctx, nos)
+	defer c.release(ctx, lease)
+	held := make([]scanRow, 0, len(rows))
+	for _, r := range rows {
+		switch {
+		case lease.Held(r.OrderNo):
+			held = append(held, r)
+		case lease.Failed(r.OrderNo):
+			res.locked++
+			res.lockErrors++
+		default:
+			res.locked++
+		}
+	}
+	if res.lockErrors > 0 {
+		res.lockErr = lerr
+		c.log.WarnContext(ctx, "order locks failed; orders skipped", "num_orders", res.lockErrors, "error", lerr.Error())
+	}
+	if len(held) == 0 {
+		return res, nil
+	}
+
+	for attempt := 1; ; attempt++ {
+		var tr txResult
+		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
+			var err error
+			tr, err = c.closeTx(ctx, tx, clock, held, lease, false)
+			return err
+		})
+		switch {
+		case err == nil:
+			for _, o := range tr.outcomes {
+				res.count(o)
+			}
+			// Orders that failed validation were left out of the batch; each
+			// now gets its own transaction, which records why it fails.
+			for _, r := range held {
+				if _, bad := tr.bad[r.OrderNo]; bad {
+					one, err := c.closeOne(ctx, clock, r, lease)
+					if err != nil {
+						return res, err
+					}
+					res.add(one)
+				}
+			}
+			return res, nil
+		case errors.Is(err, ErrLeaseExpired):
+			c.log.WarnContext(ctx, "order locks ran out before commit; page left to the next pass",
+				"batch_size", len(held), "ttl", c.locker.TTL().String())
+			res.locked += len(held)
+			res.leaseLost += len(held)
+			return res, nil
+		case retryable(err) && attempt < c.cfg.LockAttempts:
+			if werr := backoff(ctx, attempt); werr != nil {
+				return res, werr
+			}
+			continue
+		case !statementError(err):
+			return res, fmt.Errorf("close page of %d orders: %w", len(held), err)
+		}
+		c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
+			"batch_size", len(held), "error", err.Error())
+		for _, r := range held {
+			one, err := c.closeOne(ctx, clock, r, lease)
+			if err != nil {
+				return res, err
+			}
+			res.add(one)
+		}
+		return res, nil
+	}
+}
+
+// oneResult is what closing a single order did.
+type oneResult struct {
+	outcome   Outcome
+	cause     error // why it was dead-lettered
+	leaseLost bool
+}
+
+func (p *pageResult) add(o oneResult) {
+	p.count(o.outcome)
+	if o.leaseLost {
+		p.leaseLost++
+	}
+}
+
+// closeOne closes one locked order in its own transaction, retrying lock
+// contention, and dead-letters it if it still fails. The returned error is
+// fatal (the database is unreachable or the dead letter cannot be written).
+func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease *Lease) (oneResult, error) {
+	for attempt := 1; ; attempt++ {
+		var tr txResult
+		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
+			var err error
+			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, lease, true)
+			return err
+		})
+		switch {
+		case err == nil:
+			return oneResult{outcome: tr.outcomes[r.OrderNo]}, nil
+		case errors.Is(err, ErrLeaseExpired):
+			c.log.WarnContext(ctx, "order lock ran out before commit", "order_no", r.OrderNo)
+			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}, nil
+		case retryable(err) && attempt < c.cfg.LockAttempts:
+			if werr := backoff(ctx, attempt); werr != nil {
+				return oneResult{}, werr
+			}
+			continue
+		case !statementError(err):
+			return oneResult{}, fmt.Errorf("close order %s: %w", r.OrderNo, err)
+		}
+		if dlErr := c.deadLetter(ctx, r.OrderNo, clock.now, err); dlErr != nil {
+			return oneResult{}, errors.Join(dlErr, err)
+		}
+		c.log.WarnContext(ctx, "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
+		return oneResult{outcome: OutcomeDeadLettered, cause: err}, nil
+	}
+}
+
+// backoff waits a little before a transaction that lost a deadlock runs again.
+func backoff(ctx context.Context, attempt int) error {
+	t := time.NewTimer(time.Duration(attempt*attempt) * 10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// txResult is what one close transaction decided, per order number.
+type txResult struct {
+	outcomes map[string]Outcome // every order handled (closed or skipped)
+	bad      map[string]error   // orders left out because their data is wrong (batch mode)
+}
+
+// candidate is an order being closed in a transaction, with its lines.
+type candidate struct {
+	orderRow
+	items []itemRow
+}
+
+// closeTx closes the given orders inside tx: lock them, skip those no longer
+// unpaid and due, lock their stock and coupons, validate, then the status CAS,
+// the stock release, the coupon restore, the close log and the dead-letter
+// resolution, and last the lease check. Locks are taken in one global order:
+// orders (by id), inventory (by sku_id), coupons (by id).
+//
+// In batch mode (single false) an order whose data is wrong is moved out into
+// txResult.bad and the rest go on; in single mode its CompensationError is
+// returned. Any error means the caller must roll back.
+func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, lease *Lease, single bool) (txResult, error) {
+	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+		tr.outcomes[r.OrderNo] = OutcomeNotFound // until the row is seen
+	}
+	slices.Sort(ids)
+	locked, err := c.store.lockOrders(ctx, tx, ids)
+	if err != nil {
+		return tr, err
+	}
+	var cands []*candidate
+	for _, o := range locked {
+		switch {
+		case o.Status == statusPaid:
+			tr.outcomes[o.OrderNo] = OutcomeSkippedPaid
+		case o.Status != statusUnpaid:
+			tr.outcomes[o.OrderNo] = OutcomeSkippedClosed
+		case !o.due(clock.now):
+			tr.outcomes[o.OrderNo] = OutcomeNotDue
+		default:
+			cands = append(cands, &candidate{orderRow: o})
+		}
+	}
+	if len(cands) == 0 {
+		return tr, nil
+	}
+
+	// Lines, then stock rows in sku order.
+	nos := make([]string, len(cands))
+	byNo := make(map[string]*candidate, len(cands))
+	for i, cd := range cands {
+		nos[i] = cd.OrderNo
+		byNo[cd.OrderNo] = cd
+	}
+	items, err := c.store.orderItems(ctx, tx, nos)
+	if err != nil {
+		return tr, err
+	}
+	skuSet := map[int64]bool{}
+	for _, it := range items {
+		if cd := byNo[it.OrderNo]; cd != nil {
+			cd.items = append(cd.items, it)
+			skuSet[it.SKUID] = true
+		}
+	}
+	stock := map[int64]stockRow{}
+	if len(skuSet) > 0 {
+		skus := sortedKeys(skuSet)
+		rows, err := c.store.lockStock(ctx, tx, skus)
+		if err != nil {
+			return tr, err
+		}
+		for _, s := range rows {
+			stock[s.SKUID] = s
+		}
+	}
+	// Coupons, in id order.
+	coupons := map[int64]couponRow{}
+	var couponIDs []int64
+	for _, cd := range cands {
+		if cd.CouponID.Valid {
+			couponIDs = append(couponIDs, cd.CouponID.Int64)
+		}
+	}
+	if len(couponIDs) > 0 {
+		slices.Sort(couponIDs)
+		rows, err := c.store.lockCoupons(ctx, tx, slices.Compact(couponIDs))
+		if err != nil {
+			return tr, err
+		}
+		for _, cp := range rows {
+			coupons[cp.ID] = cp
+		}
+	}
+
+	// Validate each order against what is locked; move bad ones out.
+	markBad := func(cd *candidate, reason string) {
+		if _, dup := tr.bad[cd.OrderNo]; !dup {
+			tr.bad[cd.OrderNo] = &CompensationError{OrderNo: cd.OrderNo, Reason: reason}
+		}
+	}
+	for _, cd := range cands {
+		for _, it := range cd.items {
+			if it.Quantity <= 0 {
+				markBad(cd, fmt.Sprintf("item of sku %d has quantity %d", it.SKUID, it.Quantity))
+			} else if _, ok := stock[it.SKUID]; !ok {
+				markBad(cd, fmt.Sprintf("inventory row of sku %d is missing", it.SKUID))
+			}
+		}
+		if cd.CouponID.Valid {
+			cp, ok := coupons[cd.CouponID.Int64]
+			switch {
+			case !ok:
+				markBad(cd, fmt.Sprintf("coupon %d is missing", cd.CouponID.Int64))
+			case cp.Status != 1 || !cp.OrderNo.Valid || cp.OrderNo.String != cd.OrderNo:
+				markBad(cd, fmt.Sprintf("coupon %d is status %d for order %q, not locked by this order",
+					cp.ID, cp.Status, cp.OrderNo.String))
+			}
+		}
+	}
+	good := keep(cands, tr.bad)
+	// Summed deltas must fit in locked; when a SKU's do not, every order on
+	// that SKU is moved out (one by one they close until locked runs out, and
+	// the rest are dead-lettered). Removing them only lowers other SKUs'
+	// deltas, so one pass settles it.
+	deltas := sumDeltas(good)
+	for _, d := range deltas {
+		if s := stock[d.SKUID]; s.Locked < d.Qty {
+			for _, cd := range good {
+				for _, it := range cd.items {
+					if it.SKUID == d.SKUID {
+						markBad(cd, fmt.Sprintf("locked stock of sku %d is %d, below the %d to release", d.SKUID, s.Locked, d.Qty))
+					}
+				}
+			}
+		}
+	}
+	good = keep(good, tr.bad)
+	if single && len(tr.bad) > 0 {
+		for _, err := range tr.bad {
+			return tr, err
+		}
+	}
+	for no := range tr.bad {
+		delete(tr.outcomes, no)
+	}
+	if len(good) == 0 {
+		return tr, nil
+	}
+
+	// The writes.
+	closeTime := clock.closeTime()
+	goodIDs := make([]int64, len(good))
+	goodNos := make([]string, len(good))
+	var goodCoupons []int64
+	var couponNos []string
+	for i, cd := range good {
+		goodIDs[i], goodNos[i] = cd.ID, cd.OrderNo
+		if cd.CouponID.Valid {
+			goodCoupons = append(goodCoupons, cd.CouponID.Int64)
+			couponNos = append(couponNos, cd.OrderNo)
+		}
+	}
+	n, err := c.store.closeOrders(ctx, tx, goodIDs, closeTime, c.cfg.Reason)
+	if err != nil {
+		return tr, err
+	}
+	if n != int64(len(goodIDs)) {
+		return tr, fmt.Errorf("close %d orders: %d rows changed", len(goodIDs), n)
+	}
+	if deltas = sumDeltas(good); len(deltas) > 0 {
+		n, err := c.store.releaseStock(ctx, tx, deltas)
+		if err != nil {
+			return tr, err
+		}
+		if n != int64(len(deltas)) {
+			return tr, fmt.Errorf("release stock of %d skus: %d rows changed", len(deltas), n)
+		}
+	}
+	if len(goodCoupons) > 0 {
+		slices.Sort(goodCoupons)
+		n, err := c.store.restoreCoupons(ctx, tx, goodCoupons, couponNos)
+		if err != nil {
+			return tr, err
+		}
+		if n != int64(len(goodCoupons)) {
+			return tr, fmt.Errorf("restore %d coupons: %d rows changed", len(goodCoupons), n)
+		}
+	}
+	if err := c.store.insertCloseLogs(ctx, tx, goodNos, closeTime, c.cfg.Reason); err != nil {
+		return tr, err
+	}
+	if err := c.store.resolveDeadLetters(ctx, tx, goodNos); err != nil {
+		return tr, err
+	}
+	// Last: commit only while every lock is surely still ours. A lock that
+	// may have expired means another holder may be acting on the order.
+	if !lease.ValidFor(c.cfg.CommitMargin) {
+		return tr, ErrLeaseExpired
+	}
+	for _, no := range goodNos {
+		tr.outcomes[no] = OutcomeClosed
+	}
+	return tr, nil
+}
+
+func keep(cands []*candidate, bad map[string]error) []*candidate {
+	out := cands[:0:0]
+	for _, cd := range cands {
+		if _, b := bad[cd.OrderNo]; !b {
+			out = append(out, cd)
+		}
+	}
+	return out
+}
+
+// sumDeltas sums the orders' quantities per SKU, in ascending sku_id order.
+func sumDeltas(cands []*candidate) []skuDelta {
+	sum := map[int64]int64{}
+	for _, cd := range cands {
+		for _, it := range cd.items {
+			sum[it.SKUID] += it.Quantity
+		}
+	}
+	out := make([]skuDelta, 0, len(sum))
+	for _, sku := range sortedKeys(sum) {
+		out = append(out, skuDelta{SKUID: sku, Qty: sum[sku]})
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[int64]V) []int64 {
+	ks := make([]int64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

@@ -1,0 +1,53 @@
+package orders
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// DeadLetterBackoff says when a failed close is tried again. Zero fields take
+// the defaults given.
+type DeadLetterBackoff struct {
+	// Base is the wait after the first failure; it doubles with each further
+	// failure. Default 1m.
+	Base time.Duration
+	// Max caps the wait. Default 1h.
+	Max time.Duration
+	// ParkAfter parks a dead letter once it has failed this many times, so
+	// the sweep stops retrying it until an operator acts. Default 0: never.
+	ParkAfter int
+}
+
+func (b DeadLetterBackoff) withDefaults() (DeadLetterBackoff, error) {
+	b.Base = cmp.Or(b.Base, time.Minute)
+	b.Max = cmp.Or(b.Max, time.Hour)
+	if b.Base < 0 || b.Max < b.Base {
+		return b, fmt.Errorf("orders: dead-letter backoff base %v, max %v: need 0 < base <= max", b.Base, b.Max)
+	}
+	if b.ParkAfter < 0 {
+		return b, fmt.Errorf("orders: dead-letter parkAfter %d is negative", b.ParkAfter)
+	}
+	return b, nil
+}
+
+// maxErrorLen is order_dead_letter.last_error's width.
+const maxErrorLen = 2000
+
+// deadLetter records cause for orderNo in its own statement. now is the run's
+// database time, so next_retry_at is on the same clock the scan compares it
+// with.
+func (c *Closer) deadLetter(ctx context.Context, orderNo string, now time.Time, cause error) error {
+	return c.store.upsertDeadLetter(ctx, c.db, orderNo, truncate(cause.Error(), maxErrorLen), now, c.cfg.DeadLetterBackoff)
+}
+
+// truncate cuts s to at most n characters (runes: the column is utf8mb4).
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-3]) + "..."
+}

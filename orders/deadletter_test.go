@@ -1,0 +1,220 @@
+package orders_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+type deadLetter struct {
+	OrderNo     string    `db:"order_no"`
+	Stage       string    `db:"stage"`
+	Status      string    `db:"status"`
+	LastError   string    `db:"last_error"`
+	Attempts    int       `db:"attempts"`
+	NextRetryAt time.Time `db:"next_retry_at"`
+}
+
+func (b *testBundle) deadLetters(t *testing.T) map[string]deadLetter {
+	t.Helper()
+	var rows []deadLetter
+	require.NoError(t, b.db.SelectContext(b.ctx, &rows,
+		`SELECT order_no, stage, status, last_error, attempts, next_retry_at FROM order_dead_letter`))
+	out := map[string]deadLetter{}
+	for _, r := range rows {
+		out[r.OrderNo] = r
+	}
+	return out
+}
+
+func (b *testBundle) dbNow(t *testing.T) time.Time {
+	t.Helper()
+	var now time.Time
+	require.NoError(t, b.db.GetContext(b.ctx, &now, `SELECT NOW(3)`))
+	return now
+}
+
+// An inventory row deleted under due orders: those orders land in the dead
+// letter table with the error, the others close; the sweep leaves them alone
+// until next_retry_at, counts attempts on each retry, and closes and resolves
+// them once the row is back.
+func TestDeadLetterMissingSKU(t *testing.T) {
+	t.Parallel()
+	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: 10 * time.Minute}
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
+	res, _ := b.seed(t, orders.DemoSpec{Orders: 600, DueFraction: 1, SKUs: 50, CouponFraction: 0.3})
+
+	const sku = 7
+	var victims []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &victims, `SELECT DISTINCT order_no FROM order_item WHERE sku_id = ?`, sku))
+	require.NotEmpty(t, victims)
+	var saved struct {
+		Available int64 `db:"available"`
+		Locked    int64 `db:"locked"`
+	}
+	require.NoError(t, b.db.GetContext(b.ctx, &saved, `SELECT available, locked FROM inventory WHERE sku_id = ?`, sku))
+	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = ?`, sku)
+	require.NoError(t, err)
+	base, err := ordertest.Snapshot(b.ctx, b.db)
+	require.NoError(t, err)
+
+	now := b.dbNow(t)
+	st := b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, len(victims), st.DeadLettered)
+	require.Equal(t, res.Due-len(victims), st.Closed)
+	dls := b.deadLetters(t)
+	require.Len(t, dls, len(victims))
+	for _, no := range victims {
+		dl := dls[no]
+		require.Equal(t, "close", dl.Stage)
+		require.Equal(t, "waiting", dl.Status)
+		require.Equal(t, 1, dl.Attempts)
+		require.Contains(t, dl.LastError, "inventory row of sku 7 is missing")
+		require.WithinDuration(t, now.Add(time.Minute), dl.NextRetryAt, 30*time.Second)
+	}
+	b.check(t, base)
+
+	// Before next_retry_at: left alone.
+	st = b.run(t, orders.RunOptions{})
+	require.Zero(t, st.Scanned)
+	require.Equal(t, 1, b.deadLetters(t)[victims[0]].Attempts)
+
+	// After it: retried, still failing, attempts counted, backoff doubled.
+	later := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 2 * time.Minute})
+	st, err = later.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, len(victims), st.Scanned)
+	require.Equal(t, len(victims), st.DeadLettered)
+	for _, no := range victims {
+		dl := b.deadLetters(t)[no]
+		require.Equal(t, 2, dl.Attempts)
+		require.Equal(t, "waiting", dl.Status)
+		require.WithinDuration(t, now.Add(2*time.Minute+2*time.Minute), dl.NextRetryAt, 30*time.Second)
+	}
+
+	// The row is back: the next retry closes them and resolves the letters.
+	_, err = b.db.ExecContext(b.ctx, `INSERT INTO inventory (sku_id, available, locked) VALUES (?, ?, ?)`, sku, saved.Available, saved.Locked)
+	require.NoError(t, err)
+	base, err = ordertest.Snapshot(b.ctx, b.db)
+	require.NoError(t, err)
+	muchLater := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 10 * time.Minute})
+	st, err = muchLater.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, len(victims), st.Closed)
+	for _, no := range victims {
+		require.Equal(t, "resolved", b.deadLetters(t)[no].Status)
+	}
+	require.Equal(t, res.Due, b.counts(t).Closed)
+	b.check(t, base)
+}
+
+// A statement failing for the whole batch (here a duplicate close-log row)
+// rolls the batch back; the page is then closed order by order and only the
+// culprit is dead-lettered.
+func TestBatchFailureFallsBackPerOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
+	var victim string
+	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 17`))
+	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'planted')`, victim)
+	require.NoError(t, err)
+
+	st := b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, 1, st.DeadLettered)
+	require.Equal(t, res.Due-1, st.Closed)
+	dl := b.deadLetters(t)[victim]
+	require.Contains(t, dl.LastError, "Duplicate entry")
+	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 0`))
+
+	_, err = b.db.ExecContext(b.ctx, `DELETE FROM order_close_log WHERE order_no = ?`, victim)
+	require.NoError(t, err)
+	b.check(t, base)
+}
+
+// A coupon not locked by its order is an error for that order alone.
+func TestDeadLetterCouponMismatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 200, DueFraction: 1, CouponFraction: 1})
+	var victim string
+	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 5`))
+	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
+	require.NoError(t, err)
+
+	st := b.run(t, orders.RunOptions{})
+	require.Equal(t, 1, st.DeadLettered)
+	require.Equal(t, res.Due-1, st.Closed)
+	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
+
+	_, err = b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
+	require.NoError(t, err)
+	b.check(t, base)
+}
+
+// Locked stock short of what a SKU's orders hold: the page's other orders
+// close in the batch, those on that SKU one by one until locked runs out, and
+// the order that would drive it negative is dead-lettered.
+func TestDeadLetterLockedStockShort(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, _ := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, SKUs: 40})
+	const sku = 3
+	_, err := b.db.ExecContext(b.ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = ?`, sku)
+	require.NoError(t, err)
+	base, err := ordertest.Snapshot(b.ctx, b.db)
+	require.NoError(t, err)
+
+	st := b.run(t, orders.RunOptions{})
+	require.Equal(t, 1, st.DeadLettered)
+	require.Equal(t, res.Due-1, st.Closed)
+	var locked int64
+	require.NoError(t, b.db.GetContext(b.ctx, &locked, `SELECT locked FROM inventory WHERE sku_id = ?`, sku))
+	require.GreaterOrEqual(t, locked, int64(0))
+	for _, dl := range b.deadLetters(t) {
+		require.Contains(t, dl.LastError, "locked stock of sku 3")
+	}
+	// Only the planted shortfall remains: the unpaid order holds one unit
+	// more than is locked.
+	var ve *ordertest.ViolationsError
+	require.True(t, errors.As(ordertest.Check(b.ctx, b.db, base), &ve))
+	require.Equal(t, []string{"stock_locked"}, ve.Rules())
+	require.Len(t, ve.Violations, 1)
+}
+
+// After ParkAfter failures a dead letter is parked: the sweep never takes the
+// order again, and CloseOrder says so.
+func TestDeadLetterParkAfter(t *testing.T) {
+	t.Parallel()
+	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, ParkAfter: 2}
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
+	b.seed(t, orders.DemoSpec{Orders: 100, DueFraction: 1, SKUs: 20})
+	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 4`)
+	require.NoError(t, err)
+
+	st := b.run(t, orders.RunOptions{})
+	require.Positive(t, st.DeadLettered)
+	n := st.DeadLettered
+	later := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 5 * time.Minute})
+	st, err = later.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, n, st.DeadLettered)
+	var victim string
+	for no, dl := range b.deadLetters(t) {
+		require.Equal(t, "parked", dl.Status)
+		require.Equal(t, 2, dl.Attempts)
+		victim = no
+	}
+	much := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 100 * time.Hour})
+	st, err = much.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Zero(t, st.Scanned, "parked orders are left alone")
+	out, err := much.CloseOrder(b.ctx, victim)
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeParked, out)
+}

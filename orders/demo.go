@@ -1,0 +1,260 @@
+package orders
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"golang.org/x/sync/errgroup"
+)
+
+// DemoSpec describes demo data: orders as the order service would have left
+// them (quantities moved from available to locked stock, coupons locked by
+// unpaid orders, paid orders' stock consumed and coupons used).
+type DemoSpec struct {
+	// Orders to create.
+	Orders int
+	// SKUs is the number of SKUs (ids 1..SKUs) items are drawn from. Default
+	// 10,000.
+	SKUs int
+	// DueFraction of the orders are unpaid and past their timeout,
+	// PaidFraction are paid, NotDueFraction are unpaid within their timeout;
+	// any remainder up to 1 is not due either. All zero: 0.9, 0.05, 0.05.
+	DueFraction, PaidFraction, NotDueFraction float64
+	// CouponFraction of the orders use a coupon. Default 0 (none).
+	CouponFraction float64
+	// Reset empties order_info, order_item, inventory, user_coupon,
+	// order_close_log and order_dead_letter first (TRUNCATE). Otherwise rows
+	// are added after the existing ones and stock is added to existing SKUs.
+	Reset bool
+	// TimeoutMinutes of every order. Default 30.
+	TimeoutMinutes int
+	// StockPerSKU is each SKU's total stock (available + locked + consumed by
+	// paid orders) added by this call. Default 1,000,000.
+	StockPerSKU int64
+	// Seed makes the data reproducible. Default 1.
+	Seed uint64
+	// OrderNoPrefix goes before the order id in order_no. Default "DEMO";
+	// letters, digits, '-' and '_' only.
+	OrderNoPrefix string
+	// Parallel is the number of connections inserting at once. Default 3.
+	Parallel int
+}
+
+// DemoResult says what GenerateDemo created.
+type DemoResult struct {
+	Orders, Due, Paid, NotDue, Items, Coupons int
+	// FirstID and LastID are the range of order ids created.
+	FirstID, LastID int64
+	// Now is the database time the create times were computed from.
+	Now time.Time
+}
+
+var safePrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
+
+// GenerateDemo inserts demo orders with multi-row statements on a few
+// connections (200,000 orders in a few seconds). Create times come from the
+// database clock: due orders were created between their timeout plus one
+// minute and a day before now, not-due ones within the first half of their
+// timeout (so they stay not due for at least half of it), paid ones within
+// the last two days. Each order has 1-3 items of distinct SKUs, 1-3 units
+// each. Not safe to run twice at once on the same database.
+func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, error) {
+	var res DemoResult
+	spec, err := spec.withDefaults()
+	if err != nil {
+		return res, err
+	}
+	var st store
+	if spec.Reset {
+		if err := st.demoReset(ctx, db); err != nil {
+			return res, err
+		}
+	}
+	start, err := st.demoStart(ctx, db)
+	if err != nil {
+		return res, err
+	}
+	res.Now = start.Now
+	res.FirstID = start.MaxOrder + 1
+	res.LastID = start.MaxOrder + int64(spec.Orders)
+	timeoutSec := int64(spec.TimeoutMinutes) * 60
+
+	rng := rand.New(rand.NewPCG(spec.Seed, spec.Seed^0x9e3779b97f4a7c15))
+	locked := make([]int64, spec.SKUs+1)
+	consumed := make([]int64, spec.SKUs+1)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(spec.Parallel)
+	submit := func(stmt []byte) {
+		g.Go(func() error { return st.demoExec(gctx, db, stmt) })
+	}
+
+	const chunk = 2000
+	couponID := start.MaxCoupon
+	var orders, items, coupons []byte
+	var nOrders, nItems, nCoupons int
+	flush := func(force bool) {
+		if nOrders > 0 && (force || nOrders >= chunk) {
+			submit(orders)
+			orders, nOrders = nil, 0
+		}
+		if nItems > 0 && (force || nItems >= 2*chunk) {
+			submit(items)
+			items, nItems = nil, 0
+		}
+		if nCoupons > 0 && (force || nCoupons >= chunk) {
+			submit(coupons)
+			coupons, nCoupons = nil, 0
+		}
+	}
+	skus := make([]int64, 0, 3)
+	for i := range spec.Orders {
+		if gctx.Err() != nil {
+			break
+		}
+		id := start.MaxOrder + 1 + int64(i)
+		no := spec.OrderNoPrefix + strconv.FormatInt(id, 10)
+		userID := 1 + rng.Int64N(100_000)
+
+		var status int
+		var age int64 // seconds before now
+		switch r := rng.Float64(); {
+		case r < spec.DueFraction:
+			res.Due++
+			age = timeoutSec + 60 + rng.Int64N(86_400)
+		case r < spec.DueFraction+spec.PaidFraction:
+			res.Paid++
+			status = statusPaid
+			age = rng.Int64N(2 * 86_400)
+		default:
+			res.NotDue++
+			age = rng.Int64N(max(1, timeoutSec/2))
+		}
+		created := start.Now.Add(-time.Duration(age) * time.Second)
+
+		coupon := "NULL"
+		if rng.Float64() < spec.CouponFraction {
+			couponID++
+			res.Coupons++
+			coupon = strconv.FormatInt(couponID, 10)
+			cstatus := 1
+			if status == statusPaid {
+				cstatus = 2
+			}
+			coupons = appendRow(coupons, demoInsertCouponsSQL, nCoupons,
+				strconv.FormatInt(couponID, 10), strconv.FormatInt(userID, 10), strconv.Itoa(cstatus), "'"+no+"'")
+			nCoupons++
+		}
+		orders = appendRow(orders, demoInsertOrdersSQL, nOrders,
+			strconv.FormatInt(id, 10), "'"+no+"'", strconv.FormatInt(userID, 10), strconv.Itoa(status),
+			"'"+created.Format(time.DateTime)+"'", strconv.Itoa(spec.TimeoutMinutes), coupon)
+		nOrders++
+
+		skus = skus[:0]
+		for n := 1 + rng.IntN(min(3, spec.SKUs)); len(skus) < n; {
+			sku := 1 + rng.Int64N(int64(spec.SKUs))
+			dup := false
+			for _, s := range skus {
+				dup = dup || s == sku
+			}
+			if dup {
+				continue
+			}
+			skus = append(skus, sku)
+			qty := 1 + rng.Int64N(3)
+			if status == statusPaid {
+				consumed[sku] += qty
+			} else {
+				locked[sku] += qty
+			}
+			items = appendRow(items, demoInsertItemsSQL, nItems, "'"+no+"'", strconv.FormatInt(sku, 10), strconv.FormatInt(qty, 10))
+			nItems++
+			res.Items++
+		}
+		flush(false)
+	}
+	flush(true)
+
+	var stock []byte
+	n := 0
+	for sku := 1; sku <= spec.SKUs && gctx.Err() == nil; sku++ {
+		avail := spec.StockPerSKU - locked[sku] - consumed[sku]
+		if avail < 0 {
+			_ = g.Wait()
+			return res, fmt.Errorf("orders: demo stock per sku %d is below the %d units of sku %d's orders", spec.StockPerSKU, locked[sku]+consumed[sku], sku)
+		}
+		stock = appendRow(stock, demoUpsertStockSQL, n, strconv.Itoa(sku), strconv.FormatInt(avail, 10), strconv.FormatInt(locked[sku], 10))
+		if n++; n == chunk {
+			submit(append(stock, demoUpsertStockTail...))
+			stock, n = nil, 0
+		}
+	}
+	if n > 0 {
+		submit(append(stock, demoUpsertStockTail...))
+	}
+	if err := g.Wait(); err != nil {
+		return res, fmt.Errorf("orders: generate demo data: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	res.Orders = spec.Orders
+	return res, nil
+}
+
+func (spec DemoSpec) withDefaults() (DemoSpec, error) {
+	if spec.Orders < 0 {
+		return spec, errors.New("orders: demo orders is negative")
+	}
+	spec.SKUs = cmp.Or(spec.SKUs, 10_000)
+	spec.TimeoutMinutes = cmp.Or(spec.TimeoutMinutes, 30)
+	spec.StockPerSKU = cmp.Or(spec.StockPerSKU, 1_000_000)
+	spec.Seed = cmp.Or(spec.Seed, 1)
+	spec.Parallel = cmp.Or(spec.Parallel, 3)
+	if spec.OrderNoPrefix == "" {
+		spec.OrderNoPrefix = "DEMO"
+	}
+	if !safePrefix.MatchString(spec.OrderNoPrefix) {
+		return spec, fmt.Errorf("orders: demo order number prefix %q: use letters, digits, '-' and '_' (at most 40)", spec.OrderNoPrefix)
+	}
+	if spec.DueFraction == 0 && spec.PaidFraction == 0 && spec.NotDueFraction == 0 {
+		spec.DueFraction, spec.PaidFraction, spec.NotDueFraction = 0.9, 0.05, 0.05
+	}
+	for _, f := range []float64{spec.DueFraction, spec.PaidFraction, spec.NotDueFraction, spec.CouponFraction} {
+		if f < 0 || f > 1 {
+			return spec, fmt.Errorf("orders: demo fraction %v out of [0, 1]", f)
+		}
+	}
+	if s := spec.DueFraction + spec.PaidFraction + spec.NotDueFraction; s > 1+1e-9 {
+		return spec, fmt.Errorf("orders: demo fractions add up to %v, above 1", s)
+	}
+	if spec.SKUs < 1 || spec.TimeoutMinutes < 1 || spec.StockPerSKU < 1 || spec.Parallel < 1 {
+		return spec, errors.New("orders: demo SKUs, timeout, stock and parallel must be positive")
+	}
+	return spec, nil
+}
+
+// appendRow appends "(v1,v2,...)" to a multi-row INSERT, starting it with head
+// when it is the statement's first row.
+func appendRow(b []byte, head string, n int, vals ...string) []byte {
+	if n == 0 {
+		b = append(b, head...)
+	} else {
+		b = append(b, ',')
+	}
+	b = append(b, '(')
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return append(b, ')')
+}

@@ -1,0 +1,97 @@
+// Package orders closes unpaid orders whose payment timeout has passed, and
+// holds the order service's side of the same rules (placing and paying an
+// order), so both sides share one lock key and one lock order.
+//
+// # When an order has expired
+//
+// An order is due for closing when it is unpaid (order_info.status = 0) and
+// its own deadline, create_time + timeout_minutes (the row's value, not a
+// global setting), is at or before "now". "Now" is the DATABASE's clock, read
+// once per run with SELECT NOW(3), never the executor's: executors' clocks
+// drift apart, and the database is the one referee both the order service
+// and every executor see. A test may shift it with CloserConfig.NowOffset;
+// production leaves that zero.
+//
+// # Time zone
+//
+// create_time is a DATETIME: a wall-clock time without a zone, written by the
+// order service in its session time zone. The close job compares it, in SQL
+// and in Go, with NOW() read in the same session time zone, so both sides
+// must use the same one (config mysql.timeZone sets the session's; empty
+// keeps the server's default). The DSN carries parseTime=true&loc=UTC, which
+// makes the driver hand DATETIME values back and forth with their wall clock
+// unchanged (the "UTC" label is only a container), so no conversion ever
+// happens in the executor.
+//
+// # What closing changes
+//
+// In one transaction per order (or per page of orders, see below):
+//
+//   - order_info: status 0 → 2, close_time (database time), close_reason
+//     ("payment_timeout" by default). The UPDATE repeats status = 0 in its
+//     WHERE and checks the rows affected: an order paid in the meantime is
+//     never closed, even by a holder whose Redis lock has expired. The
+//     database is the fence; the lock only keeps payers and closers apart.
+//   - inventory: each item's quantity moves from locked back to available,
+//     summed per SKU and applied in ascending sku_id order (every
+//     transaction here locks stock rows in that order, so hot SKUs do not
+//     deadlock). A missing inventory row, or locked stock below what is to be
+//     released, is an error for the orders concerned: the close never creates
+//     stock rows or drives locked negative.
+//   - user_coupon: the order's coupon goes from locked by this order
+//     (status 1, order_no = the order) back to unused (status 0, order_no
+//     NULL). A coupon in any other state is an error for that order.
+//   - order_close_log: one row per closed order; its unique key makes a
+//     second close of an order impossible.
+//   - order_dead_letter: a waiting close dead letter of the order is
+//     resolved.
+//
+// Either all of it commits or none of it does. Before COMMIT the transaction
+// checks that the order locks are still valid (their validity window has not
+// passed); if not, it rolls back and the orders are left to the next pass.
+//
+// # A run
+//
+// Run walks idx_status_create_time in keyset pages ((create_time, id) after
+// the last row of the previous page, never OFFSET) over status = 0 AND
+// create_time <= now, keeping the rows of its shard (id % total = index) whose
+// own deadline has passed. So its cost grows with the number of due orders
+// (plus the unpaid orders still within their timeout), not with the size of
+// the table. For each page it takes the orders' Redis locks in one pipeline
+// (a lock held elsewhere, e.g. by a payment in progress, means skip the order
+// and count it as skipped_locked), then closes the locked orders in one
+// transaction: lock the order rows, skip those paid or closed meanwhile, lock
+// stock and coupons, validate, and apply the changes above with one
+// multi-row statement per table. MaxPerSecond paces closes, MaxOrders caps a
+// run, DryRun only counts. Cancellation is checked between pages; a page in
+// progress finishes whole.
+//
+// # Failures: compensation and dead letters
+//
+// An order whose data is wrong (missing stock row, coupon not locked by it,
+// too little locked stock) is moved out of its page's batch before any write,
+// and the rest of the page closes. If the batch transaction still fails, it
+// is rolled back and every order of the page is closed in a transaction of
+// its own. Deadlocks (1213) and lock wait timeouts (1205) are retried a few
+// times first. An order whose own transaction fails is recorded in
+// order_dead_letter (stage "close") by a separate statement after the
+// rollback: attempts counted, last_error kept, next_retry_at pushed back
+// exponentially (DeadLetterBackoff), status back to "waiting" unless an
+// operator (or ParkAfter) parked it. The sweep leaves the order alone until
+// next_retry_at, and for good once parked; a later successful close resolves
+// the dead letter in the same transaction. One bad order never blocks or
+// rolls back the others.
+//
+// Redis failures never close an order without its lock and never
+// dead-letter it: the order is skipped (skipped_locked, RunStats.LockErrors)
+// and the next pass tries again.
+//
+// # Locks
+//
+// Locker takes the per-order locks ({prefix}order:close:{orderNo}) with one
+// pipelined SET NX PX per key and releases them with redsync's
+// compare-and-delete script, so they interoperate with redsync mutexes on
+// the same keys (Pay uses one). It works with a single Redis, Sentinel or a
+// Cluster (only single-key commands), or as Redlock over several independent
+// nodes (a key is held when a majority set it within the validity window).
+package orders

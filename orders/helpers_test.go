@@ -1,0 +1,129 @@
+package orders_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+// testBundle is what most tests need: a fresh database, the shared Redis
+// with a key prefix of the test's own, and the package's parts over them.
+type testBundle struct {
+	ctx    context.Context
+	db     *dbtest.DB
+	rdb    *redis.Client
+	prefix string
+	locker *orders.Locker
+	closer *orders.Closer
+	svc    *orders.Service
+}
+
+type setupOpts struct {
+	lockerCfg orders.LockerConfig
+	closerCfg orders.CloserConfig
+}
+
+func setup(t *testing.T, opts ...func(*setupOpts)) *testBundle {
+	t.Helper()
+	var o setupOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	b := &testBundle{ctx: context.Background(), db: dbtest.New(t)}
+	b.rdb, b.prefix = redistest.Client(t)
+	cfg := o.lockerCfg
+	if cfg.Client == nil && len(cfg.Nodes) == 0 {
+		cfg.Client = b.rdb
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = b.prefix
+	}
+	var err error
+	b.locker, err = orders.NewLocker(cfg)
+	require.NoError(t, err)
+	b.closer, err = orders.NewCloser(b.db.DB, b.locker, o.closerCfg)
+	require.NoError(t, err)
+	b.svc, err = orders.NewService(b.db.DB, b.locker, orders.ServiceConfig{})
+	require.NoError(t, err)
+	return b
+}
+
+func withCloser(cfg orders.CloserConfig) func(*setupOpts) {
+	return func(o *setupOpts) { o.closerCfg = cfg }
+}
+
+func withLocker(cfg orders.LockerConfig) func(*setupOpts) {
+	return func(o *setupOpts) { o.lockerCfg = cfg }
+}
+
+// seed generates demo data (few SKUs, so pages share stock rows) and takes
+// the invariants' baseline.
+func (b *testBundle) seed(t *testing.T, spec orders.DemoSpec) (orders.DemoResult, *ordertest.Baseline) {
+	t.Helper()
+	if spec.SKUs == 0 {
+		spec.SKUs = 200
+	}
+	res, err := orders.GenerateDemo(b.ctx, b.db.DB, spec)
+	require.NoError(t, err)
+	base, err := ordertest.Snapshot(b.ctx, b.db)
+	require.NoError(t, err)
+	return res, base
+}
+
+func (b *testBundle) check(t *testing.T, base *ordertest.Baseline) {
+	t.Helper()
+	require.NoError(t, ordertest.Check(b.ctx, b.db, base))
+}
+
+func (b *testBundle) counts(t *testing.T) ordertest.StatusCounts {
+	t.Helper()
+	c, err := ordertest.Counts(b.ctx, b.db)
+	require.NoError(t, err)
+	return c
+}
+
+func (b *testBundle) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.GetContext(b.ctx, &n, query, args...))
+	return n
+}
+
+// newCloser makes another Closer over the bundle's database and locker.
+func (b *testBundle) newCloser(t *testing.T, cfg orders.CloserConfig) *orders.Closer {
+	t.Helper()
+	c, err := orders.NewCloser(b.db.DB, b.locker, cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// redisKeys counts the test's keys in the shared Redis.
+func (b *testBundle) redisKeys(t *testing.T) int {
+	t.Helper()
+	keys, err := b.rdb.Keys(b.ctx, b.prefix+"*").Result()
+	require.NoError(t, err)
+	return len(keys)
+}
+
+// run runs the bundle's closer and fails the test on an error.
+func (b *testBundle) run(t *testing.T, opt orders.RunOptions) orders.RunStats {
+	t.Helper()
+	st, err := b.closer.Run(b.ctx, opt)
+	require.NoError(t, err)
+	return st
+}
+
+
+func snapshot(t *testing.T, b *testBundle) *ordertest.Baseline {
+	t.Helper()
+	base, err := ordertest.Snapshot(b.ctx, b.db)
+	require.NoError(t, err)
+	return base
+}

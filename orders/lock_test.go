@@ -1,0 +1,240 @@
+package orders_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+func TestNewLockerValidation(t *testing.T) {
+	t.Parallel()
+	_, err := orders.NewLocker(orders.LockerConfig{})
+	require.Error(t, err, "no Redis")
+	c, _ := redistest.Client(t)
+	_, err = orders.NewLocker(orders.LockerConfig{Client: c, TTL: time.Millisecond})
+	require.Error(t, err, "TTL too short")
+	l, err := orders.NewLocker(orders.LockerConfig{Client: c, Prefix: "shop:"})
+	require.NoError(t, err)
+	require.Equal(t, "shop:order:close:NO-1", l.KeyFor("NO-1"))
+	require.Equal(t, 10*time.Second, l.TTL())
+	l, err = orders.NewLocker(orders.LockerConfig{Client: c})
+	require.NoError(t, err)
+	require.Equal(t, "order:close:NO-1", l.KeyFor("NO-1"), "empty prefix by default")
+}
+
+// One pipelined acquire: keys already held elsewhere are skipped, the rest
+// are set with the TTL; release deletes only keys that still carry our token.
+func TestLockerAcquireRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, prefix := redistest.Client(t)
+	l, err := orders.NewLocker(orders.LockerConfig{Client: c, Prefix: prefix, TTL: 5 * time.Second})
+	require.NoError(t, err)
+
+	var nos []string
+	for i := range 100 {
+		nos = append(nos, fmt.Sprintf("L%03d", i))
+	}
+	for i := 0; i < 100; i += 10 {
+		require.NoError(t, c.Set(ctx, l.KeyFor(nos[i]), "someone-else", time.Minute).Err())
+	}
+	start := time.Now()
+	lease, err := l.Acquire(ctx, append(nos, nos[1])) // a duplicate is ignored
+	require.NoError(t, err)
+	require.Equal(t, 90, lease.Len())
+	require.WithinDuration(t, start.Add(5*time.Second), lease.Until(), 200*time.Millisecond)
+	require.True(t, lease.ValidFor(time.Second))
+	for i, no := range nos {
+		require.Equal(t, i%10 != 0, lease.Held(no), no)
+		require.False(t, lease.Failed(no))
+	}
+	ttl, err := c.PTTL(ctx, l.KeyFor(nos[1])).Result()
+	require.NoError(t, err)
+	require.InDelta(t, 5*time.Second, ttl, float64(time.Second))
+
+	// Someone overwrote one of ours after it expired: release leaves it.
+	require.NoError(t, c.Set(ctx, l.KeyFor(nos[2]), "new-holder", time.Minute).Err())
+	require.NoError(t, lease.Release(ctx))
+	require.NoError(t, lease.Release(ctx), "twice is fine")
+	for i, no := range nos {
+		v, err := c.Get(ctx, l.KeyFor(no)).Result()
+		switch {
+		case i%10 == 0:
+			require.Equal(t, "someone-else", v)
+		case i == 2:
+			require.Equal(t, "new-holder", v)
+		default:
+			require.ErrorIs(t, err, redis.Nil, no)
+		}
+	}
+}
+
+// The release script must run even where it was never loaded.
+func TestLockerReleaseAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.StartServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	l, err := orders.NewLocker(orders.LockerConfig{Client: c})
+	require.NoError(t, err)
+	lease, err := l.Acquire(ctx, []string{"A", "B"})
+	require.NoError(t, err)
+	require.NoError(t, c.ScriptFlush(ctx).Err())
+	require.NoError(t, lease.Release(ctx))
+	n, err := c.Exists(ctx, l.KeyFor("A"), l.KeyFor("B")).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+// A redsync mutex and a Locker lease on the same key exclude each other.
+func TestLockerRedsyncInterop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 100, DueFraction: 1})
+	var held string
+	require.NoError(t, b.db.GetContext(b.ctx, &held, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 10`))
+
+	// A redsync mutex (as a payment holds) makes the close skip the order.
+	m := b.locker.Redsync().NewMutex(b.locker.KeyFor(held), redsync.WithTries(1))
+	require.NoError(t, m.LockContext(b.ctx))
+	st := b.run(t, orders.RunOptions{})
+	require.Equal(t, res.Due-1, st.Closed)
+	require.Equal(t, 1, st.SkippedLocked)
+	require.Zero(t, st.LockErrors, "held elsewhere is not a Redis error")
+	ok, err := m.UnlockContext(b.ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	st = b.run(t, orders.RunOptions{})
+	require.Equal(t, 1, st.Closed)
+	b.check(t, base)
+
+	// A close lease makes redsync's TryLock fail with ErrTaken, until released.
+	lease, err := b.locker.Acquire(b.ctx, []string{"X-1"})
+	require.NoError(t, err)
+	require.True(t, lease.Held("X-1"))
+	m = b.locker.Redsync().NewMutex(b.locker.KeyFor("X-1"))
+	var taken *redsync.ErrTaken
+	require.ErrorAs(t, m.TryLockContext(b.ctx), &taken)
+	require.NoError(t, lease.Release(b.ctx))
+	require.NoError(t, m.TryLockContext(b.ctx))
+	_, err = m.UnlockContext(b.ctx)
+	require.NoError(t, err)
+}
+
+// Redlock over three independent nodes: one down still gives a quorum; two
+// down leaves every order skipped (not closed unlocked, not dead-lettered).
+func TestRedlockQuorum(t *testing.T) {
+	t.Parallel()
+	servers := []*redistest.Server{redistest.StartServer(t), redistest.StartServer(t), redistest.StartServer(t)}
+	var nodes []redis.UniversalClient
+	for _, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { c.Close() })
+		nodes = append(nodes, c)
+	}
+	b := setup(t, withLocker(orders.LockerConfig{Nodes: nodes, Timeout: 300 * time.Millisecond}))
+	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
+
+	// All three up: keys are set on every node while held, released after.
+	lease, err := b.locker.Acquire(b.ctx, []string{"Q1"})
+	require.NoError(t, err)
+	for _, n := range nodes {
+		require.Equal(t, int64(1), n.Exists(b.ctx, b.locker.KeyFor("Q1")).Val())
+	}
+	require.NoError(t, lease.Release(b.ctx))
+	for _, n := range nodes {
+		require.Zero(t, n.Exists(b.ctx, b.locker.KeyFor("Q1")).Val())
+	}
+
+	// A key held on two nodes by someone else is taken, not failed.
+	for _, n := range nodes[:2] {
+		require.NoError(t, n.Set(b.ctx, b.locker.KeyFor("Q2"), "other", time.Minute).Err())
+	}
+	lease, err = b.locker.Acquire(b.ctx, []string{"Q2"})
+	require.NoError(t, err)
+	require.False(t, lease.Held("Q2"))
+	require.False(t, lease.Failed("Q2"))
+	require.Zero(t, nodes[2].Exists(b.ctx, b.locker.KeyFor("Q2")).Val(), "the minority key is released")
+
+	servers[0].Stop()
+	st := b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, res.Due, st.Closed, "two of three nodes are a quorum")
+	require.Zero(t, st.LockErrors)
+	b.check(t, base)
+
+	more, err := orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 200, DueFraction: 1, SKUs: 200})
+	require.NoError(t, err)
+	base2 := snapshot(t, b)
+	servers[1].Stop()
+	start := time.Now()
+	st = b.run(t, orders.RunOptions{PageSize: 100})
+	require.Zero(t, st.Closed)
+	require.Equal(t, more.Due, st.SkippedLocked)
+	require.Equal(t, more.Due, st.LockErrors)
+	require.Error(t, st.LockErr)
+	require.Zero(t, st.DeadLettered)
+	require.Less(t, time.Since(start), 5*time.Second, "fails fast")
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	require.Zero(t, nodes[2].DBSize(b.ctx).Val(), "the minority locks are released")
+	b.check(t, base2)
+
+	servers[0].Start()
+	st = b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, more.Due, st.Closed, "quorum again once a node is back")
+	b.check(t, base2)
+}
+
+// Redis down: orders are skipped and counted, never closed without their
+// lock nor dead-lettered; CloseOrder returns the Redis error.
+func TestRedisDownSkipsOrders(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	b := setup(t, withLocker(orders.LockerConfig{Client: c, Timeout: 300 * time.Millisecond}))
+	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
+
+	srv.Stop()
+	start := time.Now()
+	st := b.run(t, orders.RunOptions{PageSize: 100})
+	require.Less(t, time.Since(start), 5*time.Second, "fails fast")
+	require.Zero(t, st.Closed)
+	require.Equal(t, res.Due, st.SkippedLocked)
+	require.Equal(t, res.Due, st.LockErrors)
+	require.Error(t, st.LockErr)
+	require.Zero(t, st.DeadLettered)
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	require.Zero(t, b.counts(t).Closed)
+
+	var no string
+	require.NoError(t, b.db.GetContext(b.ctx, &no, `SELECT order_no FROM order_info LIMIT 1`))
+	out, err := b.closer.CloseOrder(b.ctx, no)
+	require.Error(t, err)
+	require.Equal(t, orders.OutcomeSkippedLocked, out)
+	b.check(t, base)
+
+	srv.Start()
+	st = b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, res.Due, st.Closed)
+	b.check(t, base)
+}
+
+func TestLeaseNil(t *testing.T) {
+	t.Parallel()
+	var l *orders.Lease
+	require.False(t, l.Held("x"))
+	require.Zero(t, l.Len())
+	require.False(t, l.ValidFor(0))
+	require.NoError(t, l.Release(context.Background()))
+	require.False(t, errors.Is(nil, orders.ErrLeaseExpired))
+}

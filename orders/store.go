@@ -1,0 +1,459 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL of the close path (scan, close transaction, dead
+// letters). store_pay.go holds the order service's, store_demo.go the demo
+// generator's. Integer lists (ids, sku ids, quantities) are rendered as
+// literals: they come from the database as int64, so they cannot carry
+// anything but digits, and a page of 500 orders would otherwise bind
+// thousands of placeholders. Strings (order numbers, reasons, errors) are
+// always bound.
+
+// Order statuses of order_info.status.
+const (
+	statusUnpaid = 0
+	statusPaid   = 1
+	statusClosed = 2
+)
+
+// store runs the package's statements on a *sqlx.DB or *sqlx.Tx.
+type store struct{}
+
+// dbNowSQL reads the database clock in the session time zone, the zone
+// create_time is written in. No locks; one row.
+const dbNowSQL = `SELECT NOW(3)`
+
+func (store) dbNow(ctx context.Context, q sqlx.QueryerContext) (time.Time, error) {
+	var now time.Time
+	if err := sqlx.GetContext(ctx, q, &now, dbNowSQL); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return now, nil
+}
+
+// scanRow is one due order found by a scan page.
+type scanRow struct {
+	ID         int64     `db:"id"`
+	OrderNo    string    `db:"order_no"`
+	CreateTime time.Time `db:"create_time"`
+}
+
+// scanPageSQL reads the next keyset page of due orders of one shard.
+//
+// Params: cursor create_time, cursor create_time, cursor id (the last row of
+// the previous page; the first page passes year 1000 and id -1), now (upper
+// bound of the index range), now (due: create_time + timeout <= now), shard
+// total, shard index, limit.
+//
+// A plain consistent read: no row or gap locks, so concurrent runs and shards
+// never block each other here; the close transaction re-reads the rows with
+// FOR UPDATE. It walks idx_status_create_time from the cursor over
+// status = 0 AND create_time <= now, so rows already passed are never read
+// again and closed or paid orders are never read at all; per index entry it
+// checks the shard (id is the index's suffix) and, with one primary-key
+// lookup, the row's own timeout. Not-yet-due unpaid orders are the only rows
+// read and not returned. Returns up to limit rows in key order.
+const scanPageSQL = `
+SELECT o.id, o.order_no, o.create_time
+FROM order_info o FORCE INDEX (idx_status_create_time)
+WHERE o.status = 0
+  AND (o.create_time > ? OR (o.create_time = ? AND o.id > ?))
+  AND o.create_time <= ?
+  AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= ?
+  AND o.id % ? = ?
+ORDER BY o.create_time, o.id
+LIMIT ?`
+
+// scanCursor is the keyset position of a scan: the last row returned.
+type scanCursor struct {
+	CreateTime time.Time
+	ID         int64
+}
+
+// firstCursor sorts before every row.
+var firstCursor = scanCursor{CreateTime: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), ID: -1}
+
+func (store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor, now time.Time, shardIndex, shardTotal, limit int) ([]scanRow, error) {
+	var rows []scanRow
+	err := sqlx.SelectContext(ctx, q, &rows, scanPageSQL,
+		cur.CreateTime, cur.CreateTime, cur.ID, now, now, shardTotal, shardIndex, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scan due orders after (%s, %d): %w", cur.CreateTime.Format(time.DateTime), cur.ID, err)
+	}
+	return rows, nil
+}
+
+// blockedSQL finds which orders of a scan page the sweep must leave alone:
+// those whose close dead letter waits for its retry time, or is parked.
+//
+// Params: the order_no list (bound, sqlx.In), now. Probes uk_order_stage once
+// per order of the page (forced: with a subquery in the scan instead, MariaDB
+// materialises the whole dead-letter table per page, and resolved letters
+// pile up there). No locks. Returns the blocked order numbers.
+const blockedSQL = `
+SELECT order_no FROM order_dead_letter FORCE INDEX (uk_order_stage)
+WHERE order_no IN (?) AND stage = 'close'
+  AND (status = 'parked' OR (status = 'waiting' AND next_retry_at > ?))`
+
+func (store) blocked(ctx context.Context, q sqlx.QueryerContext, orderNos []string, now time.Time) (map[string]bool, error) {
+	query, args, err := sqlx.In(blockedSQL, orderNos, now)
+	if err != nil {
+		return nil, err
+	}
+	var nos []string
+	if err := sqlx.SelectContext(ctx, q, &nos, query, args...); err != nil {
+		return nil, fmt.Errorf("read dead letters of %d orders: %w", len(orderNos), err)
+	}
+	if len(nos) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]bool, len(nos))
+	for _, no := range nos {
+		out[no] = true
+	}
+	return out, nil
+}
+
+// orderRow is an order as the close transaction sees it.
+type orderRow struct {
+	ID             int64         `db:"id"`
+	OrderNo        string        `db:"order_no"`
+	Status         int           `db:"status"`
+	CreateTime     time.Time     `db:"create_time"`
+	TimeoutMinutes int           `db:"timeout_minutes"`
+	CouponID       sql.NullInt64 `db:"coupon_id"`
+}
+
+// due reports whether the order's own deadline has passed at now. Both times
+// are wall clocks of the session time zone (see doc.go).
+func (o orderRow) due(now time.Time) bool {
+	return !o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute).After(now)
+}
+
+// lockOrdersSQL locks the given orders' rows for the close transaction.
+//
+// Params: the id list (literal). Takes a record lock on each primary-key entry
+// in ascending id order (every close transaction locks orders in that order,
+// then stock, then coupons, so two closes cannot deadlock on them). Returns one
+// row per id that exists, whatever its status: the caller skips those no
+// longer unpaid.
+const lockOrdersSQL = `
+SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
+FROM order_info WHERE id IN (%s) ORDER BY id FOR UPDATE`
+
+func (store) lockOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
+	var rows []orderRow
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockOrdersSQL, intList(ids))); err != nil {
+		return nil, fmt.Errorf("lock %d orders: %w", len(ids), err)
+	}
+	return rows, nil
+}
+
+// orderByNoSQL reads one order without locking it (CloseOrder's first look).
+// Params: order_no. Zero or one row.
+const orderByNoSQL = `
+SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
+FROM order_info WHERE order_no = ?`
+
+func (store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo string) (orderRow, bool, error) {
+	var o orderRow
+	err := sqlx.GetContext(ctx, q, &o, orderByNoSQL, orderNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, fmt.Errorf("read order %s: %w", orderNo, err)
+	}
+	return o, true, nil
+}
+
+// itemRow is one order line.
+type itemRow struct {
+	OrderNo  string `db:"order_no"`
+	SKUID    int64  `db:"sku_id"`
+	Quantity int64  `db:"quantity"`
+}
+
+// orderItemsSQL reads the lines of the given orders through idx_order_no.
+// Params: the order_no list (bound, expanded by sqlx.In). No locks: lines of
+// an order never change after it is placed, and the order row is locked.
+const orderItemsSQL = `SELECT order_no, sku_id, quantity FROM order_item WHERE order_no IN (?)`
+
+func (store) orderItems(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]itemRow, error) {
+	query, args, err := sqlx.In(orderItemsSQL, orderNos)
+	if err != nil {
+		return nil, err
+	}
+	var rows []itemRow
+	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
+		return nil, fmt.Errorf("read items of %d orders: %w", len(orderNos), err)
+	}
+	return rows, nil
+}
+
+// stockRow is one inventory row.
+type stockRow struct {
+	SKUID     int64 `db:"sku_id"`
+	Available int64 `db:"available"`
+	Locked    int64 `db:"locked"`
+}
+
+// lockStockSQL locks inventory rows before they are changed.
+//
+// Params: the sku_id list (literal). Record locks on the primary key in
+// ascending sku_id order (InnoDB walks an IN list on the key in key order),
+// the order every transaction of this package takes stock locks in, so hot
+// SKUs shared by many orders never deadlock. Returns the rows that exist; a
+// missing SKU is an error for the orders that have it.
+const lockStockSQL = `
+SELECT sku_id, available, locked FROM inventory
+WHERE sku_id IN (%s) ORDER BY sku_id FOR UPDATE`
+
+func (store) lockStock(ctx context.Context, q sqlx.QueryerContext, skus []int64) ([]stockRow, error) {
+	var rows []stockRow
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockStockSQL, intList(skus))); err != nil {
+		return nil, fmt.Errorf("lock stock of %d skus: %w", len(skus), err)
+	}
+	return rows, nil
+}
+
+// couponRow is one coupon.
+type couponRow struct {
+	ID      int64          `db:"id"`
+	Status  int            `db:"status"`
+	OrderNo sql.NullString `db:"order_no"`
+}
+
+// lockCouponsSQL locks the coupons of the orders being closed.
+// Params: the id list (literal). Record locks in ascending id order, after
+// the stock locks. Returns the rows that exist.
+const lockCouponsSQL = `
+SELECT id, status, order_no FROM user_coupon
+WHERE id IN (%s) ORDER BY id FOR UPDATE`
+
+func (store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]couponRow, error) {
+	var rows []couponRow
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockCouponsSQL, intList(ids))); err != nil {
+		return nil, fmt.Errorf("lock %d coupons: %w", len(ids), err)
+	}
+	return rows, nil
+}
+
+// closeOrdersSQL is the status CAS of a close: unpaid to closed.
+//
+// Params: close_time, close_reason, then the id list (literal). The WHERE
+// repeats status = 0, so an order paid in between is never closed even if the
+// Redis lock was lost: the database is the fence. The rows are already locked
+// by lockOrdersSQL; the caller expects exactly len(ids) rows affected.
+const closeOrdersSQL = `
+UPDATE order_info SET status = 2, close_time = ?, close_reason = ?
+WHERE id IN (%s) AND status = 0`
+
+func (store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string) (int64, error) {
+	res, err := e.ExecContext(ctx, fmt.Sprintf(closeOrdersSQL, intList(ids)), closeTime, reason)
+	if err != nil {
+		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
+	}
+	return res.RowsAffected()
+}
+
+// skuDelta is a stock change of one SKU.
+type skuDelta struct {
+	SKUID int64
+	Qty   int64
+}
+
+// releaseStockSQL moves the closed orders' quantities from locked back to
+// available, for all SKUs of a page in one statement.
+//
+// %[1]s is a CASE giving each sku_id its summed quantity (see deltaCase),
+// %[2]s the sku_id list; both literal. The rows are already locked (ascending
+// sku_id) by lockStockSQL, so this takes no new locks. `locked >= delta`
+// repeats the pre-check, so locked can never go negative: a row that fails it
+// is not updated and the caller, expecting one row per SKU, rolls back.
+const releaseStockSQL = `
+UPDATE inventory
+SET available = available + %[1]s, locked = locked - %[1]s
+WHERE sku_id IN (%[2]s) AND locked >= %[1]s`
+
+func (store) releaseStock(ctx context.Context, e sqlx.ExecerContext, deltas []skuDelta) (int64, error) {
+	res, err := e.ExecContext(ctx, fmt.Sprintf(releaseStockSQL, deltaCase(deltas), deltaSKUs(deltas)))
+	if err != nil {
+		return 0, fmt.Errorf("release stock of %d skus: %w", len(deltas), err)
+	}
+	return res.RowsAffected()
+}
+
+// restoreCouponsSQL gives the closed orders' coupons back to their users.
+//
+// Params: the id list (literal), then the order_no list (bound, sqlx.In). The
+// WHERE repeats the expected state (locked by one of these orders); the
+// caller checked each coupon's order_no under lock and expects one row per id.
+const restoreCouponsSQL = `
+UPDATE user_coupon SET status = 0, order_no = NULL
+WHERE id IN (%s) AND status = 1 AND order_no IN (?)`
+
+func (store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
+	query, args, err := sqlx.In(fmt.Sprintf(restoreCouponsSQL, intList(ids)), orderNos)
+	if err != nil {
+		return 0, err
+	}
+	res, err := e.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("restore %d coupons: %w", len(ids), err)
+	}
+	return res.RowsAffected()
+}
+
+// insertCloseLogSQL records the closes, one row per order. Params per row:
+// order_no, closed_at, reason. uk_order_no makes a second close of an order
+// fail with a duplicate-key error (the whole transaction then rolls back).
+const insertCloseLogSQL = `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES `
+
+func (store) insertCloseLogs(ctx context.Context, e sqlx.ExecerContext, orderNos []string, closedAt time.Time, reason string) error {
+	var b strings.Builder
+	b.WriteString(insertCloseLogSQL)
+	args := make([]any, 0, 3*len(orderNos))
+	for i, no := range orderNos {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?)")
+		args = append(args, no, closedAt, reason)
+	}
+	if _, err := e.ExecContext(ctx, b.String(), args...); err != nil {
+		return fmt.Errorf("log %d closes: %w", len(orderNos), err)
+	}
+	return nil
+}
+
+// resolveDeadLettersSQL marks the waiting close dead letters of orders that
+// have now been closed as resolved, inside the close transaction.
+// Params: the order_no list (bound, sqlx.In). Uses uk_order_stage; under READ
+// COMMITTED it locks only the rows it changes. Zero rows is the usual case.
+const resolveDeadLettersSQL = `
+UPDATE order_dead_letter SET status = 'resolved'
+WHERE stage = 'close' AND status = 'waiting' AND order_no IN (?)`
+
+func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos []string) error {
+	query, args, err := sqlx.In(resolveDeadLettersSQL, orderNos)
+	if err != nil {
+		return err
+	}
+	if _, err := e.ExecContext(ctx, query, args...); err != nil {
+		return fmt.Errorf("resolve dead letters of %d orders: %w", len(orderNos), err)
+	}
+	return nil
+}
+
+// upsertDeadLetterSQL records a failed close of one order, in its own
+// autocommit statement after the order's transaction rolled back.
+//
+// Params: order_no, status of a first failure ('waiting', or 'parked' when
+// park-after is 1), last_error, now, first delay (µs); then for an existing
+// row: park-after (0 = never), park-after, last_error, now, base delay (µs),
+// max delay (µs). The retry delay doubles per attempt up to the maximum
+// (base * 2^(attempts-1)). A row that is parked stays parked; any other
+// (waiting or resolved) goes back to waiting, or to parked once attempts
+// reach park-after. Assignments run left to right, so status and
+// next_retry_at see attempts before it is incremented. One row per (order_no,
+// stage) via uk_order_stage.
+const upsertDeadLetterSQL = `
+INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
+VALUES (?, 'close', ?, ?, 1, ? + INTERVAL ? MICROSECOND)
+ON DUPLICATE KEY UPDATE
+  status = IF(status = 'parked' OR (? > 0 AND attempts + 1 >= ?), 'parked', 'waiting'),
+  last_error = ?,
+  next_retry_at = ? + INTERVAL FLOOR(LEAST(? * POW(2, LEAST(attempts, 40)), ?)) MICROSECOND,
+  attempts = attempts + 1`
+
+func (store) upsertDeadLetter(ctx context.Context, e sqlx.ExecerContext, orderNo, lastErr string, now time.Time, b DeadLetterBackoff) error {
+	base, maxd := b.Base.Microseconds(), b.Max.Microseconds()
+	first := "waiting"
+	if b.ParkAfter == 1 {
+		first = "parked"
+	}
+	_, err := e.ExecContext(ctx, upsertDeadLetterSQL,
+		orderNo, first, lastErr, now, min(base, maxd),
+		b.ParkAfter, b.ParkAfter, lastErr, now, base, maxd)
+	if err != nil {
+		return fmt.Errorf("dead-letter order %s: %w", orderNo, err)
+	}
+	return nil
+}
+
+// deadLetterStatusSQL reads the state of one order's close dead letter.
+// Params: order_no. No locks; zero or one row.
+const deadLetterStatusSQL = `
+SELECT status FROM order_dead_letter WHERE order_no = ? AND stage = 'close'`
+
+func (store) deadLetterStatus(ctx context.Context, q sqlx.QueryerContext, orderNo string) (string, error) {
+	var status string
+	err := sqlx.GetContext(ctx, q, &status, deadLetterStatusSQL, orderNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read dead letter of %s: %w", orderNo, err)
+	}
+	return status, nil
+}
+
+// intList renders ids as a comma-separated literal list.
+func intList(ids []int64) string {
+	b := make([]byte, 0, len(ids)*8)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(b)
+}
+
+func deltaSKUs(deltas []skuDelta) string {
+	ids := make([]int64, len(deltas))
+	for i, d := range deltas {
+		ids[i] = d.SKUID
+	}
+	return intList(ids)
+}
+
+// deltaCase renders `CASE WHEN sku_id IN (...) THEN q ... END`, one branch per
+// distinct quantity. Quantities repeat a lot (most SKUs of a page move 1-3
+// units), so a page's ~1,000 SKUs make a handful of branches, and MySQL tests
+// a constant IN list by binary search: each row costs a few lookups, not a
+// walk over 1,000 `WHEN sku_id = ?` branches.
+func deltaCase(deltas []skuDelta) string {
+	byQty := map[int64][]int64{}
+	for _, d := range deltas {
+		byQty[d.Qty] = append(byQty[d.Qty], d.SKUID)
+	}
+	qtys := make([]int64, 0, len(byQty))
+	for q := range byQty {
+		qtys = append(qtys, q)
+	}
+	slices.Sort(qtys)
+	var b strings.Builder
+	b.WriteString("CASE")
+	for _, q := range qtys {
+		b.WriteString(" WHEN sku_id IN (")
+		b.WriteString(intList(byQty[q]))
+		b.WriteString(") THEN ")
+		b.WriteString(strconv.FormatInt(q, 10))
+	}
+	b.WriteString(" END")
+	return b.String()
+}

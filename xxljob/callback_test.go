@@ -1,0 +1,234 @@
+package xxljob_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob"
+)
+
+func spoolFiles(t *testing.T, root string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(root, "callbacklog", "xxl-job-callback-*.json"))
+	require.NoError(t, err)
+	return m
+}
+
+func TestCallbackBatchesAndExactlyOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("fine")}})
+	var ids []int64
+	for i := range 20 {
+		p := fakeadmin.Trigger(i+1, "ok", nextLogID())
+		b.run(t, p)
+		ids = append(ids, p.LogID)
+	}
+	for _, id := range ids {
+		cb := b.callback(t, id)
+		require.Equal(t, 200, cb.HandleCode)
+		require.Equal(t, "fine", cb.HandleMsg)
+		require.Zero(t, b.admin.Repeats(id))
+	}
+	require.LessOrEqual(t, b.admin.CallbackBatches(), 20)
+}
+
+func TestCallbackAdminDownThenBack(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []fakeadmin.Mode{fakeadmin.Down503, fakeadmin.DownClose} {
+		b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("late")}})
+		b.admin.SetMode(mode)
+		p := fakeadmin.Trigger(1, "ok", nextLogID())
+		b.run(t, p)
+		waitFor(t, func() bool { return len(spoolFiles(t, b.logPath)) > 0 }, "result spooled to disk")
+		_, ok := b.admin.Callback(p.LogID)
+		require.False(t, ok)
+		require.Contains(t, b.runLog(t, p), "----------- xxl-job job callback fail, callbackResult:")
+
+		b.admin.SetMode(fakeadmin.Up)
+		cb := b.callback(t, p.LogID)
+		require.Equal(t, 200, cb.HandleCode)
+		require.Equal(t, "late", cb.HandleMsg)
+		require.Equal(t, p.LogDateTime, cb.LogDateTim)
+		waitFor(t, func() bool { return len(spoolFiles(t, b.logPath)) == 0 }, "spool file removed after delivery")
+		waitFor(t, func() bool {
+			return strings.Contains(b.runLog(t, p), "----------- xxl-job job callback finish.")
+		}, "callback finish line")
+	}
+}
+
+func TestCallbackSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	admin := fakeadmin.New(t, fakeadmin.Options{Token: "T"})
+	admin.SetMode(fakeadmin.Down503)
+	root := t.TempDir()
+	g := newGate()
+	handlers := map[string]xxljob.Handler{"ok": okHandler("before restart"), "block": g.handler()}
+
+	// First executor: one result while the admin is down, one flushed by Shutdown.
+	first := setup(t, opts{token: "T", admin: admin, logPath: root, handlers: handlers,
+		cfg: func(c *xxljob.Config) { c.CallbackRetryInterval = time.Hour }})
+	p1 := fakeadmin.Trigger(1, "ok", nextLogID())
+	first.run(t, p1)
+	p2 := fakeadmin.Trigger(2, "block", nextLogID())
+	first.run(t, p2)
+	g.waitStarted(t, p2.LogID)
+	waitFor(t, func() bool { return len(spoolFiles(t, root)) > 0 }, "first result spooled")
+	g.open()
+	ctx, cancel := context.WithTimeout(t.Context(), waitLong)
+	defer cancel()
+	require.NoError(t, first.exec.Shutdown(ctx))
+	require.Empty(t, admin.Callbacks())
+	require.NotEmpty(t, spoolFiles(t, root))
+
+	// Second executor on the same LogPath, admin back.
+	admin.SetMode(fakeadmin.Up)
+	second := setup(t, opts{token: "T", admin: admin, logPath: root, handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+	require.Equal(t, "before restart", second.callback(t, p1.LogID).HandleMsg)
+	require.Equal(t, "released", second.callback(t, p2.LogID).HandleMsg)
+	waitFor(t, func() bool { return len(spoolFiles(t, root)) == 0 }, "spool emptied")
+	require.Zero(t, admin.Repeats(p1.LogID))
+}
+
+func TestCallbackCorruptSpoolFileSetAside(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "callbacklog")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	bad := filepath.Join(dir, "xxl-job-callback-1.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{not json"), 0o644))
+	good := filepath.Join(dir, "xxl-job-callback-2.json")
+	require.NoError(t, os.WriteFile(good, []byte(`[{"logId":77,"logDateTim":1700000000123,"handleCode":500,"handleMsg":"x"}]`), 0o644))
+
+	b := setup(t, opts{logPath: root})
+	cb := b.callback(t, 77)
+	require.Equal(t, 500, cb.HandleCode)
+	waitFor(t, func() bool { return len(spoolFiles(t, root)) == 0 }, "spool emptied")
+	require.FileExists(t, bad+".bad")
+}
+
+// recorder is an Observer for tests.
+type recorder struct {
+	mu       sync.Mutex
+	started  []int64
+	finished map[int64]int
+	sent     int
+	sentErrs int
+	spool    []int
+	regs     int
+	regErrs  int
+}
+
+func (r *recorder) RunStarted(_ string, _ int, logID int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = append(r.started, logID)
+}
+
+func (r *recorder) RunFinished(_ string, _ int, logID int64, code int, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finished[logID] = code
+}
+
+func (r *recorder) CallbackSent(items int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent += items
+	if err != nil {
+		r.sentErrs++
+	}
+}
+
+func (r *recorder) CallbackSpool(files int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spool = append(r.spool, files)
+}
+
+func (r *recorder) Registered(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.regs++
+	if err != nil {
+		r.regErrs++
+	}
+}
+
+func (r *recorder) snapshot(f func(*recorder) bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return f(r)
+}
+
+func TestObserver(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{finished: map[int64]int{}}
+	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("")},
+		cfg: func(c *xxljob.Config) { c.Observer = rec }})
+	b.admin.SetMode(fakeadmin.Down503)
+	p := fakeadmin.Trigger(1, "ok", nextLogID())
+	b.run(t, p)
+	waitFor(t, func() bool {
+		return rec.snapshot(func(r *recorder) bool { return r.sentErrs > 0 && len(r.spool) > 0 && r.regErrs > 0 })
+	}, "failed callback, spool and registry seen")
+	b.admin.SetMode(fakeadmin.Up)
+	b.callback(t, p.LogID)
+	waitFor(t, func() bool {
+		return rec.snapshot(func(r *recorder) bool { return r.spool[len(r.spool)-1] == 0 && r.regs > r.regErrs })
+	}, "spool emptied and registry recovered")
+	rec.snapshot(func(r *recorder) bool {
+		require.Equal(t, []int64{p.LogID}, r.started)
+		require.Equal(t, map[int64]int{p.LogID: 200}, r.finished)
+		require.GreaterOrEqual(t, r.sent, 2) // one failed attempt, one delivery
+		return true
+	})
+}
+
+func TestAdminAnswers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		ok     bool
+	}{
+		{"2.x", 200, `{"code":200,"msg":null,"content":null}`, true},
+		{"3.4", 200, `{"code":200,"msg":null,"data":null,"extra":[1]}`, true},
+		{"gson", 200, `{"code":200}`, true},
+		{"code 500", 200, `{"code":500,"msg":"The access token is wrong.","content":null}`, false},
+		{"no code", 200, `{}`, false},
+		{"array", 200, `[{"code":200}]`, false},
+		{"garbage", 200, `<html>oops</html>`, false},
+		{"empty", 200, ``, false},
+		{"http 500", 500, `{"code":200}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer admin.Close()
+			rec := &recorder{finished: map[int64]int{}}
+			e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{admin.URL}, AppName: "x", ListenAddr: "127.0.0.1:0",
+				LogPath: t.TempDir(), Observer: rec, RegistryInterval: time.Hour})
+			require.NoError(t, err)
+			require.NoError(t, e.Start(t.Context()))
+			waitFor(t, func() bool { return rec.snapshot(func(r *recorder) bool { return r.regs == 1 }) }, "one registry round")
+			require.NoError(t, e.Shutdown(t.Context()))
+			require.Equal(t, tc.ok, rec.regErrs == 0)
+		})
+	}
+}

@@ -1,0 +1,120 @@
+package xxljob
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Seeds: the doc's bodies and a few broken ones.
+var fuzzSeeds = []string{
+	`{"jobId":7,"executorHandler":"orderTimeoutCloseJob","executorParams":"","executorBlockStrategy":"SERIAL_EXECUTION","executorTimeout":0,"logId":1021,"logDateTime":1700000000123,"glueType":"BEAN","glueSource":"","glueUpdatetime":1699990000000,"broadcastIndex":0,"broadcastTotal":1}`,
+	`{"logDateTim":1700000000123,"logId":1021,"fromLineNum":1}`,
+	`{"jobId":1}`, `""`, ``, `null`, `{`, `[]`, `{"logId":-1}`, `{"logId":1,"logDateTim":253402300800000}`,
+	`{"jobId":"1"}`, `{"jobId":2147483648}`, `{"executorHandler":"\u003cscript\u003e","logId":9}`,
+	`{"logId":1,"fromLineNum":-2147483648}`, `{"logId":9223372036854775807,"logDateTime":0}`,
+}
+
+func addSeeds(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzDecodeTrigger(f *testing.F) {
+	addSeeds(f)
+	store, err := newLogStore(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := decodeTrigger(body)
+		if err != nil {
+			if !strings.HasPrefix(msgRequestError(err), "request error:") {
+				t.Fatal("bad message")
+			}
+			return
+		}
+		if p.LogID <= 0 || p.BroadcastTotal < 1 || p.LogDateTime < 0 {
+			t.Fatalf("accepted invalid trigger %+v", p)
+		}
+		path, err := store.path(p.LogID, p.LogDateTime)
+		if err != nil {
+			t.Fatalf("valid trigger without log path: %v", err)
+		}
+		if rel, err := filepath.Rel(store.root, path); err != nil || strings.HasPrefix(rel, "..") || filepath.Dir(filepath.Dir(rel)) != "." {
+			t.Fatalf("log path %s outside %s", path, store.root)
+		}
+	})
+}
+
+func FuzzDecodeLogParam(f *testing.F) {
+	addSeeds(f)
+	root := f.TempDir()
+	store, err := newLogStore(root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	// One real log for the paging code.
+	p, _ := store.path(1021, 1700000000123)
+	_ = os.MkdirAll(filepath.Dir(p), 0o755)
+	_ = os.WriteFile(p, []byte("a\r\nb\nc"), 0o644)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		lp, err := decodeLogParam(body)
+		if err != nil {
+			return
+		}
+		res, err := store.read(lp)
+		if err != nil {
+			t.Fatalf("read %+v: %v", lp, err)
+		}
+		if res.FromLineNum != lp.FromLineNum {
+			t.Fatal("fromLineNum not echoed")
+		}
+		if !res.IsEnd && strings.Count(res.LogContent, "\n") != int(max(0, res.ToLineNum-max(lp.FromLineNum, 1)+1)) {
+			t.Fatalf("content %q does not match lines %d..%d", res.LogContent, lp.FromLineNum, res.ToLineNum)
+		}
+	})
+}
+
+func FuzzDecodeKill(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := decodeJobID(body)
+		if err == nil && !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q as %+v", body, p)
+		}
+	})
+}
+
+// FuzzServeHTTP checks the envelope rule: whatever comes in, the answer is
+// HTTP 200 with a JSON object carrying an integer code.
+func FuzzServeHTTP(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		for _, path := range []string{"/run", "/log", "/kill", "/idleBeat", "/beat", "/x"} {
+			f.Add(path, []byte(s))
+		}
+	}
+	e, err := New(Config{AdminAddresses: []string{"http://127.0.0.1:1/a"}, AppName: "fuzz", LogPath: f.TempDir()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, path string, body []byte) {
+		if _, err := url.ParseRequestURI(path); err != nil || strings.ContainsAny(path, " #") {
+			return // not a request line httptest can build
+		}
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body))))
+		var rt struct {
+			Code *int `json:"code"`
+		}
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &rt) != nil || rt.Code == nil || rec.Body.Bytes()[0] != '{' {
+			t.Fatalf("%s %q: answer %d %q", path, body, rec.Code, rec.Body.String())
+		}
+	})
+}

@@ -1,0 +1,227 @@
+package xxljob_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const waitLong = 5 * time.Second
+
+// nextLogID hands out logIds unique across the test binary.
+var logIDs atomic.Int64
+
+func nextLogID() int64 { return logIDs.Add(1) + 1000 }
+
+type opts struct {
+	token    string
+	handlers map[string]xxljob.Handler
+	cfg      func(*xxljob.Config)
+	before   func(*xxljob.Executor) // after New, before Start
+	admin    *fakeadmin.Admin       // reuse an admin (restart tests)
+	logPath  string                 // reuse a log path (restart tests)
+
+	shutdownErrOK bool // the test checks Shutdown's error itself
+}
+
+type bundle struct {
+	admin   *fakeadmin.Admin
+	exec    *xxljob.Executor
+	client  *fakeadmin.Client
+	logPath string
+	logs    *syncBuffer // process log
+}
+
+// setup starts a fake admin and an executor on a random port, shut down at
+// the end of the test (before the admin closes).
+func setup(t *testing.T, o opts) *bundle {
+	t.Helper()
+	b := &bundle{admin: o.admin, logPath: o.logPath, logs: &syncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("process log:\n%s", b.logs.String())
+		}
+	})
+	if b.admin == nil {
+		b.admin = fakeadmin.New(t, fakeadmin.Options{Token: o.token})
+	}
+	if b.logPath == "" {
+		b.logPath = t.TempDir()
+	}
+	cfg := xxljob.Config{
+		AdminAddresses:        []string{b.admin.URL},
+		AccessToken:           o.token,
+		AppName:               "test-executor",
+		Address:               "http://127.0.0.1:9999/",
+		ListenAddr:            "127.0.0.1:0",
+		LogPath:               b.logPath,
+		ShutdownTimeout:       5 * time.Second,
+		RegistryInterval:      50 * time.Millisecond,
+		CallbackRetryInterval: 50 * time.Millisecond,
+		HTTPClientTimeout:     2 * time.Second,
+		Logger:                slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	exec, err := xxljob.New(cfg)
+	require.NoError(t, err)
+	for name, h := range o.handlers {
+		require.NoError(t, exec.Register(name, h))
+	}
+	if o.before != nil {
+		o.before(exec)
+	}
+	require.NoError(t, exec.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := exec.Shutdown(ctx); !o.shutdownErrOK {
+			require.NoError(t, err)
+		}
+	})
+	b.exec = exec
+	b.client = fakeadmin.NewClient("http://"+exec.Addr().String()+"/", o.token, fakeadmin.V24)
+	t.Cleanup(b.client.Close)
+	return b
+}
+
+// run triggers p and requires it to be accepted.
+func (b *bundle) run(t *testing.T, p fakeadmin.TriggerParam) {
+	t.Helper()
+	env, err := b.client.Run(t.Context(), p)
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw), "trigger logId %d", p.LogID)
+}
+
+// callback waits for the callback of logID.
+func (b *bundle) callback(t *testing.T, logID int64) fakeadmin.Callback {
+	t.Helper()
+	c, err := b.admin.WaitCallback(logID, waitLong)
+	require.NoError(t, err)
+	return c
+}
+
+// runLog returns the content of a run's log file.
+func (b *bundle) runLog(t *testing.T, p fakeadmin.TriggerParam) string {
+	t.Helper()
+	data, err := os.ReadFile(logFile(b.logPath, p.LogDateTime, p.LogID))
+	require.NoError(t, err)
+	return string(data)
+}
+
+func logFile(root string, logDateTime, logID int64) string {
+	day := time.UnixMilli(logDateTime).Format("2006-01-02")
+	return filepath.Join(root, day, strconv.FormatInt(logID, 10)+".log")
+}
+
+// gate is a handler that blocks until opened or cancelled.
+type gate struct {
+	started chan int64 // logId of each run that started
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate() *gate {
+	return &gate{started: make(chan int64, 100), release: make(chan struct{})}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// handler honours cancellation.
+func (g *gate) handler() xxljob.Handler {
+	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
+		g.started <- req.LogID
+		select {
+		case <-g.release:
+			req.SetResult("released")
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+}
+
+// stubborn ignores cancellation.
+func (g *gate) stubborn() xxljob.Handler {
+	return xxljob.HandlerFunc(func(_ context.Context, req *xxljob.Request) error {
+		g.started <- req.LogID
+		<-g.release
+		return nil
+	})
+}
+
+func (g *gate) waitStarted(t *testing.T, logID int64) {
+	t.Helper()
+	select {
+	case got := <-g.started:
+		require.Equal(t, logID, got)
+	case <-time.After(waitLong):
+		t.Fatalf("run %d did not start", logID)
+	}
+}
+
+func okHandler(msg string) xxljob.Handler {
+	return xxljob.HandlerFunc(func(_ context.Context, req *xxljob.Request) error {
+		req.SetResult(msg)
+		return nil
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, waitLong, 5*time.Millisecond, msg)
+}
+
+// jsonKeys returns the keys of a JSON object in wire order.
+func jsonKeys(t *testing.T, raw []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	require.NoError(t, err)
+	require.Equal(t, json.Delim('{'), tok, "not an object: %s", raw)
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		require.NoError(t, err)
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		require.NoError(t, dec.Decode(&skip))
+	}
+	return keys
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}

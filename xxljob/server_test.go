@@ -1,0 +1,212 @@
+package xxljob_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob"
+)
+
+func TestRegistration(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{})
+	regs, err := b.admin.WaitRegistrations(3, waitLong) // at start, then every RegistryInterval
+	require.NoError(t, err)
+	for _, r := range regs {
+		require.Equal(t, fakeadmin.Registry{RegistryGroup: "EXECUTOR", RegistryKey: "test-executor", RegistryValue: "http://127.0.0.1:9999/"}, r)
+	}
+	require.Empty(t, b.admin.Removals())
+}
+
+func TestRegistrationTriesAdminsInOrder(t *testing.T) {
+	t.Parallel()
+	down := fakeadmin.New(t, fakeadmin.Options{})
+	down.SetMode(fakeadmin.Down503)
+	b := setup(t, opts{cfg: func(c *xxljob.Config) {
+		c.AdminAddresses = []string{down.URL, c.AdminAddresses[0]}
+	}})
+	_, err := b.admin.WaitRegistrations(2, waitLong)
+	require.NoError(t, err)
+	require.Empty(t, down.Registrations())
+}
+
+func TestBeat(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{})
+	for _, body := range []string{`""`, ``, `{}`} {
+		env, err := b.client.Post(t.Context(), "beat", []byte(body))
+		require.NoError(t, err)
+		require.Equal(t, `{"code":200}`, string(env.Raw), "body %q", body)
+	}
+	v34 := fakeadmin.NewClient("http://"+b.exec.Addr().String(), "", fakeadmin.V34)
+	defer v34.Close()
+	env, err := v34.Beat(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code)
+}
+
+func TestIdleBeat(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
+	t.Cleanup(g.open)
+
+	env, err := b.client.IdleBeat(t.Context(), 1)
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw), "unknown job is idle")
+
+	p := fakeadmin.Trigger(1, "block", nextLogID())
+	b.run(t, p)
+	g.waitStarted(t, p.LogID)
+	env, err = b.client.IdleBeat(t.Context(), 1)
+	require.NoError(t, err)
+	require.Equal(t, `{"code":500,"msg":"job thread is running or has trigger queue."}`, string(env.Raw))
+	env, err = b.client.IdleBeat(t.Context(), 2)
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code, "other job is idle")
+
+	g.open()
+	b.callback(t, p.LogID)
+	waitFor(t, func() bool {
+		env, err := b.client.IdleBeat(t.Context(), 1)
+		return err == nil && env.Code == 200
+	}, "job 1 idle again after its run")
+}
+
+func TestAccessToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{token: "s3cret", handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+	addr := "http://" + b.exec.Addr().String()
+	const wrong = `{"code":500,"msg":"The access token is wrong."}`
+
+	for _, token := range []string{"", "nope", "S3CRET", "s3cret2"} {
+		c := fakeadmin.NewClient(addr, token, fakeadmin.V24)
+		env, err := c.Beat(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, wrong, string(env.Raw), "token %q", token)
+		p := fakeadmin.Trigger(1, "ok", nextLogID())
+		env, err = c.Run(t.Context(), p)
+		require.NoError(t, err)
+		require.Equal(t, wrong, string(env.Raw))
+		env, err = c.Post(t.Context(), "nope", nil)
+		require.NoError(t, err)
+		require.Equal(t, wrong, string(env.Raw), "token is checked before the path")
+		c.Close()
+	}
+	env, err := b.client.Beat(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw))
+}
+
+func TestUnknownPathAndMethod(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{token: "T"})
+	base := "http://" + b.exec.Addr().String()
+
+	for _, path := range []string{"/nope", "/run?x=1", "//run", "/RUN", "/run/", "/"} {
+		env, err := b.client.Post(t.Context(), strings.TrimPrefix(path, "/"), []byte(`{}`))
+		require.NoError(t, err)
+		require.Equal(t, `{"code":500,"msg":"invalid request, uri-mapping(`+path+`) not found."}`, string(env.Raw))
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPut, "PATCH"} {
+		req, err := http.NewRequestWithContext(t.Context(), method, base+"/beat", nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, `{"code":500,"msg":"invalid request, HttpMethod not support."}`, string(body), method)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestMalformedBodies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+	common := []string{"", "  ", "null", `""`, "{", "[]", `[{"jobId":1}]`, `{"jobId":"x"}`, `{"jobId":1}garbage`, `{"jobId":1.5}`}
+	specific := map[string][]string{
+		"idleBeat": {`{"jobId":99999999999}`},
+		"kill":     {`{"jobId":99999999999}`},
+		"run":      {`{"jobId":1,"executorHandler":"ok"}`, `{"logId":-1}`, `{"logId":1,"logDateTime":-5}`, `{"logId":1,"executorTimeout":"1"}`},
+		"log":      {`{"logDateTim":1}`, `{"logId":1,"logDateTim":-1}`, `{"logId":1,"fromLineNum":"x"}`, `{"logId":1,"logDateTim":1e300}`},
+	}
+	for path, extra := range specific {
+		for _, body := range append(extra, common...) {
+			env, err := b.client.Post(t.Context(), path, []byte(body))
+			require.NoError(t, err)
+			require.Equal(t, 500, env.Code, "%s %q", path, body)
+			require.True(t, strings.HasPrefix(env.MsgString(), "request error:"), "%s %q: %s", path, body, env.Raw)
+		}
+	}
+	env, err := b.client.Beat(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code, "still serving")
+}
+
+func TestOversizedBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+	big := `{"jobId":1,"executorHandler":"ok","logId":1,"executorParams":"` + strings.Repeat("a", 5<<20) + `"}`
+
+	// Through ServeHTTP, deterministic.
+	rec := httptest.NewRecorder()
+	b.exec.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/run", strings.NewReader(big)))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, `{"code":500,"msg":"request error:http: request body too large"}`, rec.Body.String())
+
+	// Over HTTP, then the executor keeps serving.
+	resp, err := http.Post("http://"+b.exec.Addr().String()+"/kill", "application/json", bytes.NewReader([]byte(big)))
+	if err == nil { // the server may close the connection before the client finished writing
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Contains(t, string(body), "request body too large")
+	}
+	http.DefaultClient.CloseIdleConnections()
+	env, err := b.client.Beat(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code)
+	require.Empty(t, b.admin.Callbacks(), "nothing ran")
+}
+
+func TestServeHTTPBeforeStart(t *testing.T) {
+	t.Parallel()
+	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, e.Register("ok", okHandler("")))
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/run", strings.NewReader(`{"jobId":1,"executorHandler":"ok","logId":5}`)))
+	require.Equal(t, `{"code":500,"msg":"executor is not started, trigger refused"}`, rec.Body.String())
+	rec = httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/beat", nil))
+	require.Equal(t, `{"code":200}`, rec.Body.String())
+	require.Nil(t, e.Addr())
+	require.NoError(t, e.Shutdown(t.Context()))
+	require.Error(t, e.Start(t.Context()), "no start after shutdown")
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	_, err := xxljob.New(xxljob.Config{AccessToken: "  ", Port: 70000, AdminAddresses: []string{"ftp://x"}, ShutdownTimeout: -1})
+	require.Error(t, err)
+	for _, want := range []string{"AppName", "AdminAddresses", "AccessToken", "Port", "ShutdownTimeout"} {
+		require.Contains(t, err.Error(), want)
+	}
+	_, err = xxljob.New(xxljob.Config{AppName: "x"})
+	require.ErrorContains(t, err, "at least one admin address")
+
+	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://a/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
+	require.NoError(t, err)
+	require.Error(t, e.Register("", okHandler("")))
+	require.Error(t, e.Register("h", nil))
+	require.NoError(t, e.Register("h", okHandler("")))
+	require.ErrorContains(t, e.Register("h", okHandler("")), "duplicate")
+}
