@@ -85,6 +85,10 @@ func NewCloser(db *sqlx.DB, locker *Locker, cfg CloserConfig) (*Closer, error) {
 
 const maxPageSize = 5000
 
+// maxLockFailedPages consecutive pages whose every lock failed on Redis
+// errors stop a run.
+const maxLockFailedPages = 3
+
 // RunOptions are one run's parameters (the XXL-JOB job param and sharding).
 type RunOptions struct {
 	// ShardIndex and ShardTotal select the orders with id % total = index.
@@ -164,7 +168,10 @@ func (s *RunStats) add(p pageResult) {
 // Cancellation is checked between pages: a page in progress is finished (its
 // transaction commits or rolls back whole), then Run returns ctx.Err() with
 // the stats so far. Redis failures do not fail the run: the orders concerned
-// are skipped and counted in SkippedLocked and LockErrors (LockErr says why).
+// are skipped and counted in SkippedLocked and LockErrors (LockErr says why),
+// never closed without their lock nor dead-lettered; after three consecutive
+// pages whose locks all failed, the run stops early (the rest waits for the
+// next run). Callers that want such a run reported as failed check LockErr.
 // Run returns an error for a database that fails beyond single statements
 // (connection lost, dead letters cannot be written).
 func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
@@ -181,6 +188,7 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
 	pace := pacer{rate: opt.MaxPerSecond, start: time.Now()}
 	cur := firstCursor
+	redisDown := 0 // consecutive pages whose locks all failed on Redis errors
 
 	finish := func(err error) (RunStats, error) {
 		st.Elapsed = time.Since(start)
@@ -245,6 +253,18 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 		}
 		if err != nil {
 			return finish(err)
+		}
+		if pr.lockErrors > 0 && pr.lockErrors == len(rows) {
+			redisDown++
+		} else {
+			redisDown = 0
+		}
+		if redisDown == maxLockFailedPages {
+			// Redis is down: every further page would only wait for the
+			// lock timeout and skip its orders. Stop; the next run retries.
+			c.log.WarnContext(ctx, "order locks failing; run stopped early", "pages", redisDown,
+				"error", st.LockErr.Error())
+			break
 		}
 		if !full {
 			break // the keyset range is exhausted

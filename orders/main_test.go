@@ -1,11 +1,20 @@
 package orders_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
+// quiet drops go-redis's own log lines (dial failures in the Redis-down
+// tests are expected).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	goleak.VerifyTestMain(m)
 }

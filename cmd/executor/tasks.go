@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/orderjob/executor/delay"
+)
+
+func init() {
+	register(command{
+		name:    "tasks",
+		usage:   "stats|list|show|requeue|cancel|check|purge [flags] [BIZUUID]",
+		summary: "inspect and operate delayed tasks (job_delay_task); -json for machines",
+		run:     cmdTasks,
+	})
+}
+
+// tasksSubcommands maps `executor tasks X` to its function and one usage line.
+var tasksSubcommands = map[string]struct {
+	usage string
+	run   func(ctx context.Context, tc *tasksCtx, args []string) error
+}{
+	"stats":   {"stats [-json]", tasksStats},
+	"list":    {"list [-status S] [-handler H] [-limit N] [-before ID] [-json]", tasksList},
+	"show":    {"show BIZUUID [-json]", tasksShow},
+	"requeue": {"requeue BIZUUID [-json]", tasksRequeue},
+	"cancel":  {"cancel BIZUUID [-json]", tasksCancel},
+	"check":   {"check [-json]   (exit 1 when a bizUuid is duplicated or a task is stuck)", tasksCheck},
+	"purge":   {"purge [-retention D]   (DONE and CANCELLED older than delay.retention)", tasksPurge},
+}
+
+const tasksOrder = "stats, list, show, requeue, cancel, check, purge"
+
+// tasksCtx is what every tasks subcommand gets.
+type tasksCtx struct {
+	env       *cliEnv
+	client    *delay.Client
+	retention time.Duration
+	jsonOut   bool
+}
+
+func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usagef("want a subcommand: %s", tasksOrder)
+	}
+	sub, ok := tasksSubcommands[args[0]]
+	if !ok {
+		return usagef("unknown subcommand %q (%s)", args[0], tasksOrder)
+	}
+	tc := &tasksCtx{env: env}
+	return sub.run(ctx, tc, args[1:])
+}
+
+// open loads the config and builds a Client on the configured database and
+// Redis (Redis only tells the timer of requeued tasks; without it the
+// dispatchers' reconciler does).
+func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
+	cfg, err := loadConfig(tc.env)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := newRedis(cfg.Redis)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tc.client, err = delay.NewClient(delay.ClientConfig{DB: db, Redis: rdb, KeyPrefix: cfg.Delay.KeyPrefix,
+		RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
+	if err != nil {
+		db.Close()
+		rdb.Close()
+		return nil, err
+	}
+	tc.retention = cfg.Delay.Retention
+	return func() { db.Close(); rdb.Close() }, nil
+}
+
+// parse parses flags (before or after positionals) and checks the number
+// of positionals.
+func (tc *tasksCtx) parse(fs *flag.FlagSet, args []string, positionals int, what string) ([]string, error) {
+	fs.BoolVar(&tc.jsonOut, "json", false, "print JSON instead of a table")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != positionals {
+		if positionals == 0 {
+			return nil, usagef("unexpected argument %q", pos[0])
+		}
+		return nil, usagef("want exactly one %s", what)
+	}
+	return pos, nil
+}
+
+func (tc *tasksCtx) printJSON(v any) error {
+	enc := json.NewEncoder(tc.env.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
+	if _, err := tc.parse(newFlagSet(tc.env, "tasks stats"), args, 0, ""); err != nil {
+		return err
+	}
+	closeAll, err := tc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	s, err := tc.client.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if tc.jsonOut {
+		return tc.printJSON(s)
+	}
+	w := tabwriter.NewWriter(tc.env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "STATUS\tTASKS")
+	for _, st := range delay.Statuses {
+		fmt.Fprintf(w, "%s\t%d\n", st, s.Counts[st])
+	}
+	fmt.Fprintf(w, "total\t%d\n", s.Total)
+	fmt.Fprintln(w, "\t")
+	due := fmt.Sprint(s.DueNow)
+	if s.OldestDue != nil {
+		due += fmt.Sprintf(" (oldest due %s, %s ago)", s.OldestDue.Format(time.RFC3339Nano), time.Duration(s.OldestDueAge).Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "due now (backlog)\t%s\n", due)
+	fmt.Fprintf(w, "stuck RUNNING > %s\t%d\n", s.RunningTimeout, s.StuckRunning)
+	if s.TimerSize != nil {
+		fmt.Fprintf(w, "Redis timer entries\t%d\n", *s.TimerSize)
+	} else {
+		fmt.Fprintf(w, "Redis timer entries\tunknown (Redis unreachable)\n")
+	}
+	fmt.Fprintf(w, "database time (UTC)\t%s\n", s.DBTime.Format(time.RFC3339Nano))
+	return w.Flush()
+}
+
+func tasksList(ctx context.Context, tc *tasksCtx, args []string) error {
+	fs := newFlagSet(tc.env, "tasks list")
+	status := fs.String("status", "", "only this status: PENDING, RUNNING, DONE, FAILED or CANCELLED")
+	handler := fs.String("handler", "", "only this handler")
+	limit := fs.Int("limit", 50, "most tasks shown (1-1000)")
+	before := fs.Int64("before", 0, "page: tasks with id below this")
+	if _, err := tc.parse(fs, args, 0, ""); err != nil {
+		return err
+	}
+	st := delay.Status(strings.ToUpper(*status))
+	if st != "" && !st.Valid() {
+		return usagef("-status %q is not PENDING, RUNNING, DONE, FAILED or CANCELLED", *status)
+	}
+	if *limit < 1 || *limit > 1000 {
+		return usagef("-limit %d is not in 1..1000", *limit)
+	}
+	closeAll, err := tc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	tasks, err := tc.client.List(ctx, delay.ListFilter{Status: st, Handler: *handler, Limit: *limit, BeforeID: *before})
+	if err != nil {
+		return err
+	}
+	if tc.jsonOut {
+		return tc.printJSON(tasks)
+	}
+	w := tabwriter.NewWriter(tc.env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tBIZ_UUID\tHANDLER\tSTATUS\tNEXT_ATTEMPT (UTC)\tRETRIES\tLAST_ERROR")
+	for _, t := range tasks {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", t.ID, t.BizUUID, t.Handler, t.Status,
+			t.NextAttemptTime.Format("2006-01-02 15:04:05.000"), t.RetryCount, t.MaxRetry, oneLine(t.LastError, 80))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(tasks) == *limit {
+		fmt.Fprintf(tc.env.stdout, "(more: -before %d)\n", tasks[len(tasks)-1].ID)
+	}
+	return nil
+}
+
+// oneLine keeps the first line of s, cut to n characters.
+func oneLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func printTask(w io.Writer, t *delay.Task) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
+	for _, kv := range [][2]string{
+		{"id", fmt.Sprint(t.ID)}, {"bizUuid", t.BizUUID}, {"traceId", t.TraceID}, {"handler", t.Handler},
+		{"status", string(t.Status)}, {"executeTime", ts(t.ExecuteTime)}, {"nextAttemptTime", ts(t.NextAttemptTime)},
+		{"retries", fmt.Sprintf("%d of %d", t.RetryCount, t.MaxRetry)}, {"createdAt", ts(t.CreatedAt)},
+		{"updatedAt", ts(t.UpdatedAt)}, {"payload", string(t.Payload)}, {"lastError", oneLine(t.LastError, 1000)},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+// oneTask runs a single-task subcommand and prints the task.
+func oneTask(ctx context.Context, tc *tasksCtx, name string, args []string, op func(context.Context, string) (*delay.Task, error)) error {
+	pos, err := tc.parse(newFlagSet(tc.env, "tasks "+name), args, 1, "BIZUUID")
+	if err != nil {
+		return err
+	}
+	closeAll, err := tc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	t, err := op(ctx, pos[0])
+	if errors.Is(err, delay.ErrNotFound) {
+		return fmt.Errorf("no task with bizUuid %q", pos[0])
+	}
+	if err != nil && t == nil {
+		return err
+	}
+	if tc.jsonOut {
+		if perr := tc.printJSON(t); perr != nil {
+			return perr
+		}
+	} else if perr := printTask(tc.env.stdout, t); perr != nil {
+		return perr
+	}
+	return err // a conflict still shows the task
+}
+
+func tasksShow(ctx context.Context, tc *tasksCtx, args []string) error {
+	return oneTask(ctx, tc, "show", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+		return tc.client.Get(ctx, biz)
+	})
+}
+
+func tasksRequeue(ctx context.Context, tc *tasksCtx, args []string) error {
+	return oneTask(ctx, tc, "requeue", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+		return tc.client.Requeue(ctx, biz)
+	})
+}
+
+func tasksCancel(ctx context.Context, tc *tasksCtx, args []string) error {
+	return oneTask(ctx, tc, "cancel", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+		return tc.client.Cancel(ctx, biz)
+	})
+}
+
+func tasksCheck(ctx context.Context, tc *tasksCtx, args []string) error {
+	if _, err := tc.parse(newFlagSet(tc.env, "tasks check"), args, 0, ""); err != nil {
+		return err
+	}
+	closeAll, err := tc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	rep, err := tc.client.Check(ctx)
+	if err != nil {
+		return err
+	}
+	if tc.jsonOut {
+		if err := tc.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		out := tc.env.stdout
+		for _, d := range rep.DuplicateBizUUIDs {
+			fmt.Fprintf(out, "DUPLICATE bizUuid %q held by %d tasks\n", d.Value, d.N)
+		}
+		for _, d := range rep.DuplicateTraceIDs {
+			fmt.Fprintf(out, "DUPLICATE trace id %q held by %d tasks\n", d.Value, d.N)
+		}
+		fmt.Fprintf(out, "duplicated bizUuids: %d\n", len(rep.DuplicateBizUUIDs))
+		fmt.Fprintf(out, "stuck RUNNING: %d\n", rep.StuckRunning)
+		fmt.Fprintf(out, "FAILED (see tasks list -status FAILED): %d\n", rep.Failed)
+		fmt.Fprintf(out, "due now: %d (oldest %s late)\n", rep.DueNow, time.Duration(rep.OldestDueAge).Round(time.Millisecond))
+		if rep.OK {
+			fmt.Fprintln(out, "ok")
+		} else {
+			fmt.Fprintf(out, "PROBLEMS: %s\n", strings.Join(rep.Problems, "; "))
+		}
+	}
+	if !rep.OK {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+func tasksPurge(ctx context.Context, tc *tasksCtx, args []string) error {
+	fs := newFlagSet(tc.env, "tasks purge")
+	retention := fs.Duration("retention", 0, "keep tasks changed within this (default: delay.retention)")
+	if _, err := tc.parse(fs, args, 0, ""); err != nil {
+		return err
+	}
+	closeAll, err := tc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	keep := tc.retention
+	if *retention > 0 {
+		keep = *retention
+	}
+	n, err := tc.client.Purge(ctx, keep)
+	if err != nil {
+		return err
+	}
+	if tc.jsonOut {
+		return tc.printJSON(map[string]any{"deleted": n, "retention": keep.String()})
+	}
+	fmt.Fprintf(tc.env.stdout, "deleted %d DONE/CANCELLED tasks older than %s\n", n, keep)
+	return nil
+}
