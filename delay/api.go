@@ -175,6 +175,9 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (Registration, s
 		if err != nil {
 			return reg, "executeTime", fmt.Errorf("executeTime %q is not RFC 3339 (e.g. 2026-01-02T15:04:05+08:00)", *req.ExecuteTime)
 		}
+		if at.IsZero() { // Registration reads a zero time as "not given": now
+			return reg, "executeTime", fmt.Errorf("executeTime %q is before 2000", *req.ExecuteTime)
+		}
 		reg.ExecuteTime = at
 	case req.DelayMs != nil:
 		if *req.DelayMs < 0 {

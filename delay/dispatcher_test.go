@@ -281,7 +281,7 @@ func TestKilledDispatcherTaskIsRecovered(t *testing.T) {
 	require.Zero(t, rec+failed, "not stuck yet: younger than the RUNNING limit")
 
 	b.ageTask(t, "order-timeout-K1", 4*time.Second) // time passes
-	start(t, bd)                                   // its first maintenance round recovers
+	start(t, bd)                                    // its first maintenance round recovers
 	tk = b.waitStatus(t, "order-timeout-K1", StatusDone)
 	require.Equal(t, 1, tk.RetryCount, "the lost attempt counts")
 	require.Contains(t, tk.LastError, "recovered: RUNNING")

@@ -22,16 +22,16 @@
 //
 // # States
 //
-//	            register
-//	               │
-//	               ▼      claim (CAS)        success
-//	   ┌──────► PENDING ───────────► RUNNING ─────────► DONE ──┐
-//	   │          │  ▲                 │  │                     │ purge after
-//	   │  cancel  │  └─ failure, retry ┘  │ failure, no retry   │ Retention
-//	   │          ▼     left (backoff) or │ left or Permanent   │
-//	   │      CANCELLED   recovery        ▼                     │
-//	   │          │   (stuck > limit)   FAILED ─── cancel ──► CANCELLED
-//	   └─ requeue ┴──────────────────────┘
+//	PENDING ──claim (CAS)──► RUNNING ──success──────────────────────► DONE
+//	   ▲                        │
+//	   ├────────────────────────┤ failure with retries left (next attempt
+//	   │                        │ after backoff), stuck RUNNING longer than
+//	   │                        │ RunningTimeout, or released by shutdown
+//	   │                        └── failure, no retry left, or Permanent ──► FAILED
+//	   └── requeue (operator) ◄───────────────────────────────────────────── FAILED
+//
+//	PENDING or FAILED ──cancel──► CANCELLED
+//	DONE or CANCELLED ──older than Retention──► purged
 //
 // # Use
 //

@@ -42,8 +42,8 @@ func (d *Dispatcher) maintainOnce(ctx context.Context) {
 	} else if n > 0 {
 		d.log.InfoContext(ctx, "delay timer refilled from the table", "num_added", n)
 	}
-	if d.cfg.Retention > 0 && time.Since(d.lastPurg) >= d.cfg.PurgeInterval {
-		d.lastPurg = time.Now()
+	if d.cfg.Retention > 0 && time.Since(d.lastPurge) >= d.cfg.PurgeInterval {
+		d.lastPurge = time.Now()
 		if n, err := d.client.Purge(ctx, d.cfg.Retention); err != nil && ctx.Err() == nil {
 			d.log.WarnContext(ctx, "purge delayed tasks", "err", err)
 		} else if n > 0 {

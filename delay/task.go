@@ -166,12 +166,33 @@ func checkHandlerSyntax(name string) error {
 		if _, err := url.ParseRequestURI(path); err != nil {
 			return invalid("handler", "%q has a bad path: %v", name, err)
 		}
+		if hasDotSegment(path) {
+			return invalid("handler", "%q has a . or .. path segment (the call must stay under the service's base URL)", name)
+		}
 		return nil
 	}
 	if !handlerNameRe.MatchString(name) {
 		return invalid("handler", "%q is not a handler name (letter, then letters, digits, . _ -)", name)
 	}
 	return nil
+}
+
+// hasDotSegment reports a "." or ".." segment in a handler path, also
+// percent-encoded or with a ";" parameter (Tomcat reads "..;" as ".."): the
+// target server would resolve it, and the call, which carries the service
+// token, would leave the service's base path.
+func hasDotSegment(p string) bool {
+	p, _, _ = strings.Cut(p, "?")
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	for _, seg := range strings.Split(p, "/") {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // marshalPayload returns the payload as compact JSON.

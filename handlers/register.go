@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -9,7 +10,8 @@ import (
 // only the handlers that need nothing (demoJob), for `executor run demoJob`
 // on a machine without MySQL or Redis.
 type Deps struct {
-	Closer *orders.Closer
+	Closer     *orders.Closer
+	Dispatcher *delay.Dispatcher
 }
 
 // Register adds every handler to the executor under its console name.
@@ -20,5 +22,13 @@ func Register(e *xxljob.Executor, d *Deps) error {
 	if d == nil {
 		return nil
 	}
-	return e.Register(OrderTimeoutCloseJob, OrderTimeoutClose(d.Closer))
+	for name, h := range map[string]xxljob.Handler{
+		OrderTimeoutCloseJob: OrderTimeoutClose(d.Closer),
+		DelayTaskSweepJob:    DelayTaskSweep(d.Dispatcher),
+	} {
+		if err := e.Register(name, h); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -187,74 +188,81 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	}
 	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
 	pace := pacer{rate: opt.MaxPerSecond, start: time.Now()}
-	cur := firstCursor
-	redisDown := 0 // consecutive pages whose locks all failed on Redis errors
 
-	finish := func(err error) (RunStats, error) {
-		st.Elapsed = time.Since(start)
-		attrs := []any{"shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal, "dry_run", opt.DryRun,
-			"num_scanned", st.Scanned, "num_closed", st.Closed, "num_skipped_paid", st.SkippedPaid,
-			"num_skipped_locked", st.SkippedLocked, "num_dead_lettered", st.DeadLettered,
-			"num_lock_errors", st.LockErrors, "seconds", st.Elapsed.Seconds()}
-		if st.LockErr != nil {
-			attrs = append(attrs, "lock_error", st.LockErr.Error())
+	// The scanner prepares the next page (scan, dead-letter filter, Redis
+	// locks) while this goroutine closes the current one, so the database
+	// work of a page overlaps the round trips of the next. It is stopped and
+	// waited for, and the locks of a page it prepared but we did not close
+	// are released, before Run returns.
+	sctx, stopScan := context.WithCancel(ctx)
+	pages := make(chan page)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.scan(sctx, opt, clock.now, pages) })
+	defer func() {
+		stopScan()
+		for p := range pages {
+			c.release(ctx, p.lease)
 		}
-		if err == nil {
-			c.log.InfoContext(ctx, "close run finished", attrs...)
-		}
+		wg.Wait()
+	}()
+
+	err = c.closePages(ctx, opt, clock, pace, pages, &st, start)
+	st.Elapsed = time.Since(start)
+	if err != nil {
 		return st, err
 	}
+	attrs := []any{"shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal, "dry_run", opt.DryRun,
+		"num_scanned", st.Scanned, "num_closed", st.Closed, "num_skipped_paid", st.SkippedPaid,
+		"num_skipped_locked", st.SkippedLocked, "num_dead_lettered", st.DeadLettered,
+		"num_lock_errors", st.LockErrors, "seconds", st.Elapsed.Seconds()}
+	if st.LockErr != nil {
+		attrs = append(attrs, "lock_error", st.LockErr.Error())
+	}
+	c.log.InfoContext(ctx, "close run finished", attrs...)
+	return st, nil
+}
 
-	for {
-		if err := ctx.Err(); err != nil {
-			return finish(err)
-		}
-		limit := opt.PageSize
-		if opt.MaxOrders > 0 {
-			limit = min(limit, opt.MaxOrders-st.Scanned)
-			if limit <= 0 {
-				break
+// closePages closes the pages the scanner hands over until it runs out, the
+// context is cancelled (checked between pages), or Redis fails for
+// maxLockFailedPages pages in a row.
+func (c *Closer) closePages(ctx context.Context, opt RunOptions, clock runClock, pace pacer, pages <-chan page, st *RunStats, start time.Time) error {
+	redisDown := 0 // consecutive pages whose locks all failed on Redis errors
+	for p := range pages {
+		if p.err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
+			return p.err
+		}
+		if err := ctx.Err(); err != nil {
+			c.release(ctx, p.lease)
+			return err
 		}
 		if err := pace.wait(ctx, st.Closed); err != nil {
-			return finish(err)
-		}
-		rows, err := c.store.scanPage(ctx, c.db, cur, clock.now, opt.ShardIndex, opt.ShardTotal, limit)
-		if err != nil {
-			if ctx.Err() != nil {
-				return finish(ctx.Err())
-			}
-			return finish(err)
-		}
-		if len(rows) == 0 {
-			break
+			c.release(ctx, p.lease)
+			return err
 		}
 		st.Pages++
-		last := rows[len(rows)-1]
-		cur = scanCursor{CreateTime: last.CreateTime, ID: last.ID}
-		full := len(rows) == limit
-		if rows, err = c.skipDeadLetters(ctx, rows, clock.now); err != nil {
-			return finish(err)
-		}
-		st.Scanned += len(rows)
-
+		st.Scanned += len(p.rows)
 		var pr pageResult
-		if opt.DryRun {
-			pr.closed = len(rows)
-		} else if len(rows) > 0 {
-			pr, err = c.closePage(ctx, clock, rows)
+		var err error
+		switch {
+		case opt.DryRun:
+			pr.closed = len(p.rows)
+		case len(p.rows) > 0:
+			pr, err = c.closePage(ctx, clock, p)
 		}
 		st.add(pr)
-		c.log.DebugContext(ctx, "close page", "page", st.Pages, "batch_size", len(rows), "num_closed", pr.closed,
+		c.log.DebugContext(ctx, "close page", "page", st.Pages, "batch_size", len(p.rows), "num_closed", pr.closed,
 			"num_skipped", pr.skipped(), "num_dead_lettered", pr.deadLettered)
 		if opt.Progress != nil {
-			opt.Progress(PageStats{Page: st.Pages, Scanned: len(rows), Closed: pr.closed, Skipped: pr.skipped(),
+			opt.Progress(PageStats{Page: st.Pages, Scanned: len(p.rows), Closed: pr.closed, Skipped: pr.skipped(),
 				Failed: pr.deadLettered, Elapsed: time.Since(start)})
 		}
 		if err != nil {
-			return finish(err)
+			return err
 		}
-		if pr.lockErrors > 0 && pr.lockErrors == len(rows) {
+		if pr.lockErrors > 0 && pr.lockErrors == len(p.rows) {
 			redisDown++
 		} else {
 			redisDown = 0
@@ -263,34 +271,12 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 			// Redis is down: every further page would only wait for the
 			// lock timeout and skip its orders. Stop; the next run retries.
 			c.log.WarnContext(ctx, "order locks failing; run stopped early", "pages", redisDown,
-				"error", st.LockErr.Error())
-			break
-		}
-		if !full {
-			break // the keyset range is exhausted
+				"error", fmt.Sprint(st.LockErr))
+			return nil
 		}
 	}
-	return finish(nil)
-}
-
-// skipDeadLetters drops the orders whose close dead letter waits for its
-// retry time or is parked: the sweep leaves them alone.
-func (c *Closer) skipDeadLetters(ctx context.Context, rows []scanRow, now time.Time) ([]scanRow, error) {
-	nos := make([]string, len(rows))
-	for i, r := range rows {
-		nos[i] = r.OrderNo
-	}
-	blocked, err := c.store.blocked(ctx, c.db, nos, now)
-	if err != nil || len(blocked) == 0 {
-		return rows, err
-	}
-	out := rows[:0:0]
-	for _, r := range rows {
-		if !blocked[r.OrderNo] {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	// The scanner stops early only when the run is cancelled.
+	return ctx.Err()
 }
 
 func (c *Closer) normalize(opt RunOptions) (RunOptions, error) {

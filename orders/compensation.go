@@ -36,27 +36,21 @@ func (p *pageResult) count(o Outcome) {
 	}
 }
 
-// closePage locks the page's orders in Redis (one pipeline), closes the
-// locked ones in one transaction and releases the locks. The work runs
-// without ctx's cancellation (bounded by pageTimeout) so that a cancelled run
-// never leaves a page half done. If the batch transaction fails for a reason
-// other than lock contention, it is rolled back and every order is closed in
-// a transaction of its own, so one bad order cannot hold back the others.
-// The error is fatal for the run (database unreachable, dead letter not
-// written).
-func (c *Closer) closePage(ctx context.Context, clock runClock, rows []scanRow) (pageResult, error) {
+// closePage closes the locked orders of a page in one transaction and
+// releases the page's locks. The work runs without ctx's cancellation
+// (bounded by pageTimeout) so that a cancelled run never leaves a page half
+// done. If the batch transaction fails for a reason other than lock
+// contention, it is rolled back and every order is closed in a transaction
+// of its own, so one bad order cannot hold back the others. The error is
+// fatal for the run (database unreachable, dead letter not written).
+func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageResult, error) {
 	var res pageResult
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.pageTimeout())
 	defer cancel()
-
-	nos := make([]string, len(rows))
-	for i, r := range rows {
-		nos[i] = r.OrderNo
-	}
-	lease, lerr := c.locker.Acquire(ctx, nos)
+	lease := p.lease
 	defer c.release(ctx, lease)
-	held := make([]scanRow, 0, len(rows))
-	for _, r := range rows {
+	held := make([]scanRow, 0, len(p.rows))
+	for _, r := range p.rows {
 		switch {
 		case lease.Held(r.OrderNo):
 			held = append(held, r)
@@ -68,21 +62,28 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, rows []scanRow) 
 		}
 	}
 	if res.lockErrors > 0 {
-		res.lockErr = lerr
-		c.log.WarnContext(ctx, "order locks failed; orders skipped", "num_orders", res.lockErrors, "error", lerr.Error())
+		res.lockErr = p.lerr
+		c.log.WarnContext(ctx, "order locks failed; orders skipped", "num_orders", res.lockErrors, "error", fmt.Sprint(p.lerr))
 	}
 	if len(held) == 0 {
 		return res, nil
 	}
 
+	mode := txOptimistic
 	for attempt := 1; ; attempt++ {
 		var tr txResult
 		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
 			var err error
-			tr, err = c.closeTx(ctx, tx, clock, held, lease, false)
+			tr, err = c.closeTx(ctx, tx, clock, held, lease, mode)
 			return err
 		})
 		switch {
+		case errors.Is(err, errNeedsValidation) && mode == txOptimistic:
+			// Some stock row or coupon was not as expected: run the page
+			// again with every row read and checked first.
+			mode = txBatch
+			attempt--
+			continue
 		case err == nil:
 			for _, o := range tr.outcomes {
 				res.count(o)
@@ -148,7 +149,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 		var tr txResult
 		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
 			var err error
-			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, lease, true)
+			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, lease, txSingle)
 			return err
 		})
 		switch {
@@ -197,16 +198,34 @@ type candidate struct {
 	items []itemRow
 }
 
+// txMode says how closeTx treats orders whose data is wrong.
+type txMode int
+
+const (
+	// txOptimistic skips reading stock and coupon rows before changing them:
+	// the guarded UPDATEs must change exactly the expected rows, or closeTx
+	// returns errNeedsValidation and the caller rolls back and runs txBatch.
+	// Almost every page is clean, so this saves two locking reads a page.
+	txOptimistic txMode = iota
+	// txBatch locks and checks every stock and coupon row first and moves
+	// orders whose data is wrong out of the batch (txResult.bad).
+	txBatch
+	// txSingle is txBatch for one order, whose CompensationError is returned.
+	txSingle
+)
+
+// errNeedsValidation: an optimistic close found a stock row or coupon not as
+// expected; roll back and close the page with txBatch.
+var errNeedsValidation = errors.New("orders: page needs validated close")
+
 // closeTx closes the given orders inside tx: lock them, skip those no longer
-// unpaid and due, lock their stock and coupons, validate, then the status CAS,
-// the stock release, the coupon restore, the close log and the dead-letter
-// resolution, and last the lease check. Locks are taken in one global order:
-// orders (by id), inventory (by sku_id), coupons (by id).
-//
-// In batch mode (single false) an order whose data is wrong is moved out into
-// txResult.bad and the rest go on; in single mode its CompensationError is
-// returned. Any error means the caller must roll back.
-func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, lease *Lease, single bool) (txResult, error) {
+// unpaid and due, then the status CAS, the stock release, the coupon restore,
+// the close log and the dead-letter resolution, and last the lease check.
+// Locks are taken in one global order: orders (by id), inventory (by
+// sku_id), coupons (by id). In txBatch and txSingle modes the stock rows and
+// coupons are locked and validated before any write (see txMode). Any error
+// means the caller must roll back.
+func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, lease *Lease, mode txMode) (txResult, error) {
 	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
@@ -235,7 +254,7 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		return tr, nil
 	}
 
-	// Lines, then stock rows in sku order.
+	// The orders' lines (never changed after an order is placed).
 	nos := make([]string, len(cands))
 	byNo := make(map[string]*candidate, len(cands))
 	for i, cd := range cands {
@@ -246,93 +265,31 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 	if err != nil {
 		return tr, err
 	}
-	skuSet := map[int64]bool{}
 	for _, it := range items {
 		if cd := byNo[it.OrderNo]; cd != nil {
 			cd.items = append(cd.items, it)
-			skuSet[it.SKUID] = true
 		}
 	}
-	stock := map[int64]stockRow{}
-	if len(skuSet) > 0 {
-		skus := sortedKeys(skuSet)
-		rows, err := c.store.lockStock(ctx, tx, skus)
-		if err != nil {
-			return tr, err
-		}
-		for _, s := range rows {
-			stock[s.SKUID] = s
-		}
-	}
-	// Coupons, in id order.
-	coupons := map[int64]couponRow{}
-	var couponIDs []int64
-	for _, cd := range cands {
-		if cd.CouponID.Valid {
-			couponIDs = append(couponIDs, cd.CouponID.Int64)
-		}
-	}
-	if len(couponIDs) > 0 {
-		slices.Sort(couponIDs)
-		rows, err := c.store.lockCoupons(ctx, tx, slices.Compact(couponIDs))
-		if err != nil {
-			return tr, err
-		}
-		for _, cp := range rows {
-			coupons[cp.ID] = cp
-		}
-	}
-
-	// Validate each order against what is locked; move bad ones out.
-	markBad := func(cd *candidate, reason string) {
-		if _, dup := tr.bad[cd.OrderNo]; !dup {
-			tr.bad[cd.OrderNo] = &CompensationError{OrderNo: cd.OrderNo, Reason: reason}
-		}
-	}
-	for _, cd := range cands {
-		for _, it := range cd.items {
+	good := cands
+	if mode == txOptimistic {
+		for _, it := range items {
 			if it.Quantity <= 0 {
-				markBad(cd, fmt.Sprintf("item of sku %d has quantity %d", it.SKUID, it.Quantity))
-			} else if _, ok := stock[it.SKUID]; !ok {
-				markBad(cd, fmt.Sprintf("inventory row of sku %d is missing", it.SKUID))
+				return tr, errNeedsValidation
 			}
 		}
-		if cd.CouponID.Valid {
-			cp, ok := coupons[cd.CouponID.Int64]
-			switch {
-			case !ok:
-				markBad(cd, fmt.Sprintf("coupon %d is missing", cd.CouponID.Int64))
-			case cp.Status != 1 || !cp.OrderNo.Valid || cp.OrderNo.String != cd.OrderNo:
-				markBad(cd, fmt.Sprintf("coupon %d is status %d for order %q, not locked by this order",
-					cp.ID, cp.Status, cp.OrderNo.String))
-			}
-		}
-	}
-	good := keep(cands, tr.bad)
-	// Summed deltas must fit in locked; when a SKU's do not, every order on
-	// that SKU is moved out (one by one they close until locked runs out, and
-	// the rest are dead-lettered). Removing them only lowers other SKUs'
-	// deltas, so one pass settles it.
-	deltas := sumDeltas(good)
-	for _, d := range deltas {
-		if s := stock[d.SKUID]; s.Locked < d.Qty {
-			for _, cd := range good {
-				for _, it := range cd.items {
-					if it.SKUID == d.SKUID {
-						markBad(cd, fmt.Sprintf("locked stock of sku %d is %d, below the %d to release", d.SKUID, s.Locked, d.Qty))
-					}
-				}
-			}
-		}
-	}
-	good = keep(good, tr.bad)
-	if single && len(tr.bad) > 0 {
-		for _, err := range tr.bad {
+	} else {
+		if err := c.validate(ctx, tx, cands, tr.bad); err != nil {
 			return tr, err
 		}
-	}
-	for no := range tr.bad {
-		delete(tr.outcomes, no)
+		good = keep(cands, tr.bad)
+		if mode == txSingle && len(tr.bad) > 0 {
+			for _, err := range tr.bad {
+				return tr, err
+			}
+		}
+		for no := range tr.bad {
+			delete(tr.outcomes, no)
+		}
 	}
 	if len(good) == 0 {
 		return tr, nil
@@ -358,23 +315,34 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 	if n != int64(len(goodIDs)) {
 		return tr, fmt.Errorf("close %d orders: %d rows changed", len(goodIDs), n)
 	}
-	if deltas = sumDeltas(good); len(deltas) > 0 {
+	// A row count short of the expected one means a stock row is missing or
+	// short, or a coupon is not locked by its order: optimistically that
+	// sends the page to validation; after validation it cannot happen (the
+	// rows are locked) and is an error.
+	short := func(what string, want, got int64) error {
+		if mode == txOptimistic {
+			return errNeedsValidation
+		}
+		return fmt.Errorf("%s: %d rows changed of %d", what, got, want)
+	}
+	if deltas := sumDeltas(good); len(deltas) > 0 {
 		n, err := c.store.releaseStock(ctx, tx, deltas)
 		if err != nil {
 			return tr, err
 		}
 		if n != int64(len(deltas)) {
-			return tr, fmt.Errorf("release stock of %d skus: %d rows changed", len(deltas), n)
+			return tr, short("release stock", int64(len(deltas)), n)
 		}
 	}
 	if len(goodCoupons) > 0 {
 		slices.Sort(goodCoupons)
+		goodCoupons = slices.Compact(goodCoupons)
 		n, err := c.store.restoreCoupons(ctx, tx, goodCoupons, couponNos)
 		if err != nil {
 			return tr, err
 		}
 		if n != int64(len(goodCoupons)) {
-			return tr, fmt.Errorf("restore %d coupons: %d rows changed", len(goodCoupons), n)
+			return tr, short("restore coupons", int64(len(goodCoupons)), n)
 		}
 	}
 	if err := c.store.insertCloseLogs(ctx, tx, goodNos, closeTime, c.cfg.Reason); err != nil {
@@ -392,6 +360,87 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		tr.outcomes[no] = OutcomeClosed
 	}
 	return tr, nil
+}
+
+// validate locks the candidates' stock rows (ascending sku_id) and coupons
+// (ascending id) and records in bad every order that cannot be closed as its
+// data stands: an item with a quantity below 1, a missing inventory row, a
+// coupon missing or not locked by the order, or locked stock below what the
+// page would release from a SKU.
+func (c *Closer) validate(ctx context.Context, tx *sqlx.Tx, cands []*candidate, bad map[string]error) error {
+	skuSet := map[int64]bool{}
+	var couponIDs []int64
+	for _, cd := range cands {
+		for _, it := range cd.items {
+			skuSet[it.SKUID] = true
+		}
+		if cd.CouponID.Valid {
+			couponIDs = append(couponIDs, cd.CouponID.Int64)
+		}
+	}
+	stock := map[int64]stockRow{}
+	if len(skuSet) > 0 {
+		rows, err := c.store.lockStock(ctx, tx, sortedKeys(skuSet))
+		if err != nil {
+			return err
+		}
+		for _, s := range rows {
+			stock[s.SKUID] = s
+		}
+	}
+	coupons := map[int64]couponRow{}
+	if len(couponIDs) > 0 {
+		slices.Sort(couponIDs)
+		rows, err := c.store.lockCoupons(ctx, tx, slices.Compact(couponIDs))
+		if err != nil {
+			return err
+		}
+		for _, cp := range rows {
+			coupons[cp.ID] = cp
+		}
+	}
+
+	markBad := func(cd *candidate, reason string) {
+		if _, dup := bad[cd.OrderNo]; !dup {
+			bad[cd.OrderNo] = &CompensationError{OrderNo: cd.OrderNo, Reason: reason}
+		}
+	}
+	for _, cd := range cands {
+		for _, it := range cd.items {
+			if it.Quantity <= 0 {
+				markBad(cd, fmt.Sprintf("item of sku %d has quantity %d", it.SKUID, it.Quantity))
+			} else if _, ok := stock[it.SKUID]; !ok {
+				markBad(cd, fmt.Sprintf("inventory row of sku %d is missing", it.SKUID))
+			}
+		}
+		if cd.CouponID.Valid {
+			cp, ok := coupons[cd.CouponID.Int64]
+			switch {
+			case !ok:
+				markBad(cd, fmt.Sprintf("coupon %d is missing", cd.CouponID.Int64))
+			case cp.Status != 1 || !cp.OrderNo.Valid || cp.OrderNo.String != cd.OrderNo:
+				markBad(cd, fmt.Sprintf("coupon %d is status %d for order %q, not locked by this order",
+					cp.ID, cp.Status, cp.OrderNo.String))
+			}
+		}
+	}
+	// Summed deltas must fit in locked; when a SKU's do not, every order on
+	// that SKU is moved out (one by one they close until locked runs out, and
+	// the rest are dead-lettered). Removing them only lowers other SKUs'
+	// deltas, so one pass settles it.
+	good := keep(cands, bad)
+	for _, d := range sumDeltas(good) {
+		if s := stock[d.SKUID]; s.Locked < d.Qty {
+			for _, cd := range good {
+				for _, it := range cd.items {
+					if it.SKUID == d.SKUID {
+						markBad(cd, fmt.Sprintf("locked stock of sku %d is %d, below the %d to release", d.SKUID, s.Locked, d.Qty))
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func keep(cands []*candidate, bad map[string]error) []*candidate {

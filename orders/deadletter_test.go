@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
@@ -217,4 +219,47 @@ func TestDeadLetterParkAfter(t *testing.T) {
 	out, err := much.CloseOrder(b.ctx, victim)
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeParked, out)
+}
+
+// A stock row held by another transaction makes the page's statements time
+// out (1205): the page is retried, then closed order by order; only the order
+// on that row is dead-lettered, with the error, and a later pass closes it.
+func TestLockWaitTimeoutRetriedThenDeadLettered(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg, err := mysql.ParseDSN(b.db.DSN)
+	require.NoError(t, err)
+	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "1"}
+	impatient, err := sqlx.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { impatient.Close() })
+	backoff := orders.DeadLetterBackoff{Base: time.Minute}
+	c, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{NowOffset: 31 * time.Minute, LockAttempts: 2, DeadLetterBackoff: backoff})
+	require.NoError(t, err)
+
+	res, _ := b.seed(t, orders.DemoSpec{Orders: 40, DueFraction: 1, SKUs: 20})
+	require.NoError(t, b.svc.AddStock(b.ctx, 9999, 10))
+	b.place(t, "HELD", true, orders.Item{SKUID: 9999, Quantity: 2})
+	base := snapshot(t, b)
+
+	holder, err := b.db.BeginTxx(b.ctx, nil)
+	require.NoError(t, err)
+	_, err = holder.ExecContext(b.ctx, `SELECT * FROM inventory WHERE sku_id = 9999 FOR UPDATE`)
+	require.NoError(t, err)
+	st, err := c.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, holder.Rollback())
+	require.NoError(t, err)
+	require.Equal(t, res.Due, st.Closed)
+	require.Equal(t, 1, st.DeadLettered)
+	dl := b.deadLetters(t)["HELD"]
+	require.Contains(t, dl.LastError, "Lock wait timeout")
+	b.check(t, base)
+
+	later, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{NowOffset: 33 * time.Minute, DeadLetterBackoff: backoff})
+	require.NoError(t, err)
+	st, err = later.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed)
+	require.Equal(t, "resolved", b.deadLetters(t)["HELD"].Status)
+	b.check(t, base)
 }

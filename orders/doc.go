@@ -60,17 +60,23 @@
 // the table. For each page it takes the orders' Redis locks in one pipeline
 // (a lock held elsewhere, e.g. by a payment in progress, means skip the order
 // and count it as skipped_locked), then closes the locked orders in one
-// transaction: lock the order rows, skip those paid or closed meanwhile, lock
-// stock and coupons, validate, and apply the changes above with one
-// multi-row statement per table. MaxPerSecond paces closes, MaxOrders caps a
-// run, DryRun only counts. Cancellation is checked between pages; a page in
-// progress finishes whole.
+// transaction: lock the order rows, skip those paid or closed meanwhile, and
+// apply the changes above with one multi-row statement per table. A scanner
+// goroutine prepares the next page (scan and locks) while the current one is
+// being closed. MaxPerSecond paces closes, MaxOrders caps a run, DryRun only
+// counts. Cancellation is checked between pages; a page in progress finishes
+// whole.
 //
 // # Failures: compensation and dead letters
 //
-// An order whose data is wrong (missing stock row, coupon not locked by it,
-// too little locked stock) is moved out of its page's batch before any write,
-// and the rest of the page closes. If the batch transaction still fails, it
+// A page is first closed optimistically: the stock and coupon UPDATEs repeat
+// the expected state in their WHERE (locked >= quantity; coupon locked by
+// that order) and must change exactly one row per SKU and coupon. If one
+// does not, the transaction rolls back and the page is closed again with
+// every stock row and coupon locked and checked first: an order whose data
+// is wrong (missing stock row, coupon not locked by it, too little locked
+// stock) is moved out of the batch before any write, and the rest of the
+// page closes. If the batch transaction still fails, it
 // is rolled back and every order of the page is closed in a transaction of
 // its own. Deadlocks (1213) and lock wait timeouts (1205) are retried a few
 // times first. An order whose own transaction fails is recorded in

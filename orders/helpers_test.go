@@ -120,7 +120,6 @@ func (b *testBundle) run(t *testing.T, opt orders.RunOptions) orders.RunStats {
 	return st
 }
 
-
 func snapshot(t *testing.T, b *testBundle) *ordertest.Baseline {
 	t.Helper()
 	base, err := ordertest.Snapshot(b.ctx, b.db)

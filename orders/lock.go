@@ -203,7 +203,7 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 	until := start.Add(l.ttl - l.drift)
 	inTime := now.Before(until)
 
-	var notHeld []string
+	var notHeld []string // keys that may carry our token somewhere
 	for k, no := range nos {
 		var ok, taken int
 		for i := range l.nodes {
@@ -219,7 +219,9 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 			lease.held[no] = true
 		case taken > 0 && ok < l.quorum:
 			// Someone else holds it (on enough nodes to deny us a quorum).
-			notHeld = append(notHeld, keys[k])
+			if taken < len(l.nodes) {
+				notHeld = append(notHeld, keys[k])
+			}
 		default:
 			// Redis failures kept the quorum out of reach, or the answers
 			// came back after the validity window had already closed.

@@ -58,7 +58,7 @@ const (
 	// Rows: (id, user_id, status, order_no).
 	demoInsertCouponsSQL = `INSERT INTO user_coupon (id, user_id, status, order_no) VALUES `
 	// Rows: (sku_id, available, locked). An existing SKU gets the amounts added.
-	demoUpsertStockSQL = `INSERT INTO inventory (sku_id, available, locked) VALUES `
+	demoUpsertStockSQL  = `INSERT INTO inventory (sku_id, available, locked) VALUES `
 	demoUpsertStockTail = ` ON DUPLICATE KEY UPDATE available = available + VALUES(available), locked = locked + VALUES(locked)`
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/xxljob"
@@ -63,11 +64,23 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		apiSrv.AddReadyCheck("mysql", func(ctx context.Context) error { return svc.db.PingContext(ctx) })
 		apiSrv.AddReadyCheck("redis", func(ctx context.Context) error { return svc.rdb.Ping(ctx).Err() })
 		apiSrv.AddReadyCheck("registry", reg.check)
+		delay.NewAPI(svc.delay.Client(), logger.With("component", "delay.api")).Mount(apiSrv.Handle)
 		if err := apiSrv.Start(); err != nil {
 			return err
 		}
 	}
+	if cfg.Delay.Enabled {
+		if err := svc.delay.Start(ctx); err != nil {
+			if apiSrv != nil {
+				_ = apiSrv.Shutdown(context.Background())
+			}
+			return err
+		}
+	}
 	if err := exec.Start(ctx); err != nil {
+		if cfg.Delay.Enabled {
+			_ = svc.delay.Stop(context.Background())
+		}
 		if apiSrv != nil {
 			_ = apiSrv.Shutdown(context.Background())
 		}
@@ -83,6 +96,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer cancel()
 	var errs []error
 	errs = append(errs, exec.Shutdown(sctx))
+	if cfg.Delay.Enabled {
+		errs = append(errs, svc.delay.Stop(sctx)) // before Redis and the database close
+	}
 	if apiSrv != nil {
 		errs = append(errs, apiSrv.Shutdown(sctx))
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,6 +117,33 @@ func TestServeEndToEnd(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, 200, resp.StatusCode, p)
 	}
+
+	// The real-time path: a delayed task registered over the API port closes
+	// a newly due order within moments, through the dispatcher serve started.
+	_, err = orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
+	require.NoError(t, err)
+	base, err = ordertest.Snapshot(ctx, db.DB)
+	require.NoError(t, err)
+	var orderNo string
+	require.NoError(t, db.GetContext(ctx, &orderNo, "SELECT order_no FROM order_info WHERE status = 0 AND order_no LIKE 'RT%'"))
+	apiURL := fmt.Sprintf("http://127.0.0.1:%d/api/delay-tasks", apiPort)
+	body := fmt.Sprintf(`{"bizUuid":"close-%s","handler":"orderTimeoutClose","delayMs":0,"payload":{"orderNo":%q}}`, orderNo, orderNo)
+	req, _ := http.NewRequest(http.MethodPost, apiURL, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the API port wants its token")
+	req, _ = http.NewRequest(http.MethodPost, apiURL, strings.NewReader(body))
+	req.Header.Set("X-Executor-Token", "api-tok")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300)
+	require.Eventually(t, func() bool {
+		var st int
+		return db.GetContext(ctx, &st, "SELECT status FROM order_info WHERE order_no = ?", orderNo) == nil && st == 2
+	}, 15*time.Second, 20*time.Millisecond, "the delayed task closed the order")
+	require.NoError(t, ordertest.Check(ctx, db.DB, base))
 
 	stop()
 	select {

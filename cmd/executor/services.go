@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob"
@@ -22,6 +23,7 @@ type services struct {
 	lockNodes []redis.UniversalClient
 	locker    *orders.Locker
 	closer    *orders.Closer
+	delay     *delay.Dispatcher // built, not started: serve starts it
 }
 
 // openDeps connects to MySQL and Redis and builds the order closer.
@@ -55,11 +57,35 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*se
 		s.Close()
 		return nil, fmt.Errorf("order closer: %w", err)
 	}
+	services, err := delay.ParseServices(cfg.Delay.Services)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("delay.services: %w", err)
+	}
+	s.delay, err = delay.NewDispatcher(delay.Config{
+		DB:        db,
+		Redis:     rdb,
+		KeyPrefix: cfg.Delay.KeyPrefix,
+		Handlers: map[string]delay.HandlerFunc{
+			delay.OrderTimeoutCloseHandler: delay.OrderCloseHandler(s.closer.CloseOrder),
+		},
+		Services:          services,
+		ServiceToken:      cfg.Delay.ServiceToken,
+		RunningTimeout:    cfg.Delay.RunningTimeout,
+		HandlerTimeout:    cfg.Delay.HandlerTimeout,
+		ReconcileInterval: cfg.Delay.ReconcileInterval,
+		Retention:         cfg.Delay.Retention,
+		Logger:            logger.With("component", "delay"),
+	})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("delayed tasks: %w", err)
+	}
 	return s, nil
 }
 
 func (s *services) handlerDeps() *handlers.Deps {
-	return &handlers.Deps{Closer: s.closer}
+	return &handlers.Deps{Closer: s.closer, Dispatcher: s.delay}
 }
 
 // Close closes Redis, then the database.
@@ -92,6 +118,6 @@ func executorConfig(cfg *config.Config, logger *slog.Logger) xxljob.Config {
 		LogRetentionDays:  x.Executor.LogRetentionDays,
 		ShutdownTimeout:   x.Executor.ShutdownTimeout,
 		HTTPClientTimeout: x.Admin.Timeout,
-		Logger:            logger.With("component", "xxljob"),
+		Logger:            logger, // xxljob tags its parts with "component" itself
 	}
 }

@@ -54,7 +54,11 @@ func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sub, ok := tasksSubcommands[args[0]]
 	if !ok {
-		return usagef("unknown subcommand %q (%s)", args[0], tasksOrder)
+		var lines []string
+		for _, name := range strings.Split(tasksOrder, ", ") {
+			lines = append(lines, "  tasks "+tasksSubcommands[name].usage)
+		}
+		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
 	}
 	tc := &tasksCtx{env: env}
 	return sub.run(ctx, tc, args[1:])

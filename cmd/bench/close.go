@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+func init() {
+	addBench("close", benchmark{
+		summary: "order-close throughput: naive UPDATE, the seed approach, ours with 1/2/4 shards; idle tick, growth, executor RSS",
+		run:     benchClose,
+	})
+}
+
+type closeFlags struct {
+	orders, skus           int
+	shards, sizes          []int
+	dsn, redis             string
+	seedSeconds            float64
+	executor               string
+	idleOrders, rssOrders  int
+	pageSize               int
+	cpuProfile             string
+	skip                   map[string]bool
+	couponFrac, dueFrac    float64
+	paidFrac, notDueFrac   float64
+	idleNotDueFrac         float64
+	small, keepGoingOnFail bool
+}
+
+func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
+	f := &closeFlags{}
+	fs := flag.NewFlagSet("bench close", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&f.orders, "orders", 200_000, "orders in the side-by-side comparison")
+	fs.IntVar(&f.skus, "skus", 10_000, "SKUs the items are drawn from")
+	shards := fs.String("shards", "1,2,4", "shard counts to run ours with, concurrently within a count")
+	fs.StringVar(&f.dsn, "dsn", "root@tcp(127.0.0.1:3306)/", "server DSN (no database: the bench creates and drops its own)")
+	fs.StringVar(&f.redis, "redis", "127.0.0.1:6379", "Redis address (keys under a prefix of the run's own)")
+	sizes := fs.String("sizes", "100000,1000000", "table sizes of the growth measurement (ours, 1 shard)")
+	fs.Float64Var(&f.seedSeconds, "seed-seconds", 10, "how long the seed approach runs (on a sample)")
+	fs.StringVar(&f.executor, "executor", "auto", "executor binary for the RSS child: a path, auto (go build ./cmd/executor) or self (the bench's own child mode)")
+	fs.IntVar(&f.idleOrders, "idle-orders", 1_000_000, "orders of the idle-tick table (nothing due)")
+	fs.IntVar(&f.rssOrders, "rss-orders", 0, "orders the RSS child drains (default: the largest -sizes; its drain is that size's growth row)")
+	fs.IntVar(&f.pageSize, "page-size", 500, "page size of ours")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the 1-shard run to this file")
+	skip := fs.String("skip", "", "comma-separated parts to skip: naive,seed,shards,growth,idle,rss")
+	fs.Float64Var(&f.dueFrac, "due", 0.9, "fraction of orders unpaid and due")
+	fs.Float64Var(&f.paidFrac, "paid", 0.05, "fraction of orders paid")
+	fs.Float64Var(&f.notDueFrac, "not-due", 0.05, "fraction of orders unpaid, within their timeout")
+	fs.Float64Var(&f.couponFrac, "coupons", 0.3, "fraction of orders with a coupon")
+	fs.Float64Var(&f.idleNotDueFrac, "idle-not-due", 0.01, "fraction of the idle table unpaid within their timeout (the rest paid)")
+	fs.BoolVar(&f.small, "small", false, "CI size: 20000 orders, 2000 SKUs, sizes 10000,50000, 2 seed seconds, 50000 idle orders (explicit flags win)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.small {
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("orders", func() { f.orders = 20_000 })
+		def("skus", func() { f.skus = 2_000 })
+		def("sizes", func() { *sizes = "10000,50000" })
+		def("seed-seconds", func() { f.seedSeconds = 2 })
+		def("idle-orders", func() { f.idleOrders = 50_000 })
+	}
+	var err error
+	if f.shards, err = intList(*shards); err != nil {
+		return nil, fmt.Errorf("-shards: %w", err)
+	}
+	if f.sizes, err = intList(*sizes); err != nil {
+		return nil, fmt.Errorf("-sizes: %w", err)
+	}
+	f.skip = map[string]bool{}
+	for _, s := range strings.Split(*skip, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			f.skip[s] = true
+		}
+	}
+	if f.rssOrders == 0 && len(f.sizes) > 0 {
+		f.rssOrders = slices.Max(f.sizes)
+	}
+	if f.orders < 1 || f.skus < 1 || f.pageSize < 1 {
+		return nil, errors.New("-orders, -skus and -page-size must be positive")
+	}
+	return f, nil
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// closeBench holds one `bench close` run's connections and results.
+type closeBench struct {
+	f       *closeFlags
+	out     io.Writer
+	dbs     *benchDBs
+	rdb     *redis.Client
+	prefix  string
+	locker  *orders.Locker
+	tmpDir  string
+	failed  []string // ours broke an invariant or left due orders
+	summary map[string]float64
+}
+
+func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	f, err := parseCloseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	dbs, err := newBenchDBs(ctx, f.dsn)
+	if err != nil {
+		return err
+	}
+	b := &closeBench{f: f, out: stdout, dbs: dbs, summary: map[string]float64{}}
+	b.rdb = redis.NewClient(&redis.Options{Addr: f.redis})
+	b.prefix = "bench:" + dbs.run + ":"
+	if b.tmpDir, err = os.MkdirTemp("", "bench-close-"); err != nil {
+		return err
+	}
+	defer func() {
+		dropRedisKeys(b.rdb, b.prefix)
+		b.rdb.Close()
+		os.RemoveAll(b.tmpDir)
+		if errs := dbs.dropAll(); len(errs) > 0 {
+			err = errors.Join(append([]error{err}, errs...)...)
+		}
+	}()
+	if err := b.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("Redis at %s does not answer: %w", f.redis, err)
+	}
+	if b.locker, err = orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix}); err != nil {
+		return err
+	}
+	if err := b.compare(ctx); err != nil {
+		return err
+	}
+	if err := b.growthAndIdle(ctx); err != nil {
+		return err
+	}
+	s := b.summary
+	speedup, ratio := 0.0, 0.0
+	if s["seed"] > 0 {
+		speedup = s["ours1"] / s["seed"]
+	}
+	if s["ours1"] > 0 {
+		ratio = s["ours2"] / s["ours1"]
+	}
+	fmt.Fprintf(stdout, "closed/s=%.0f closed2/s=%.0f naive/s=%.0f seed/s=%.0f speedup=%.1f ratio=%.2f idle_tick_ms=%.1f peak_rss_mib=%.1f\n",
+		s["ours1"], s["ours2"], s["naive"], s["seed"], speedup, ratio, s["idle_ms"], s["rss"])
+	if len(b.failed) > 0 {
+		return failedError{msg: "ours broke invariants: " + strings.Join(b.failed, "; ")}
+	}
+	return nil
+}
+
+// row is one line of the comparison table.
+type row struct {
+	name    string
+	closed  int
+	elapsed time.Duration
+	check   string
+}
+
+func (r row) rate() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.closed) / r.elapsed.Seconds()
+}
+
+// compare runs the approaches side by side, each on a fresh copy of the same
+// data.
+func (b *closeBench) compare(ctx context.Context) error {
+	f := b.f
+	tmpl, tmplName, err := b.dbs.migrated(ctx, "template")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	gen, err := orders.GenerateDemo(ctx, tmpl, b.spec(f.orders))
+	if err != nil {
+		return err
+	}
+	genTime := time.Since(start)
+	base, err := ordertest.Snapshot(ctx, tmpl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "close benchmark on %s, Redis %s (shared machine: other work may run meanwhile)\n", serverVersion(ctx, tmpl), f.redis)
+	fmt.Fprintf(b.out, "data: %d orders (%d due, %d paid, %d not yet due), %d items over %d SKUs, %d coupons; generated in %.1fs; page size %d\n\n",
+		gen.Orders, gen.Due, gen.Paid, gen.NotDue, gen.Items, f.skus, gen.Coupons, genTime.Seconds(), f.pageSize)
+
+	fmt.Fprintf(b.out, "%-30s %8s %8s %9s  %s\n", "approach", "closed", "seconds", "closed/s", "invariants")
+	emit := func(r row) {
+		fmt.Fprintf(b.out, "%-30s %8d %8.2f %9.0f  %s\n", r.name, r.closed, r.elapsed.Seconds(), r.rate(), r.check)
+	}
+
+	if !f.skip["naive"] {
+		db, _, err := b.dbs.cloneDB(ctx, tmplName, "naive")
+		if err != nil {
+			return err
+		}
+		n, el, err := naiveClose(ctx, db)
+		if err != nil {
+			return err
+		}
+		r := row{name: "naive UPDATE", closed: n, elapsed: el, check: b.check(ctx, db, base, false)}
+		emit(r)
+		b.summary["naive"] = r.rate()
+	}
+	if !f.skip["seed"] {
+		db, _, err := b.dbs.cloneDB(ctx, tmplName, "seed")
+		if err != nil {
+			return err
+		}
+		budget := time.Duration(f.seedSeconds * float64(time.Second))
+		n, el, err := seedClose(ctx, db, b.locker.Redsync(), b.prefix, budget)
+		if err != nil {
+			return err
+		}
+		r := row{name: fmt.Sprintf("seed approach (%.0fs sample)", f.seedSeconds), closed: n, elapsed: el, check: b.check(ctx, db, base, false)}
+		emit(r)
+		b.summary["seed"] = r.rate()
+	}
+	for _, n := range f.shards {
+		if n > 1 && f.skip["shards"] {
+			continue
+		}
+		db, _, err := b.dbs.cloneDB(ctx, tmplName, fmt.Sprintf("ours%d", n))
+		if err != nil {
+			return err
+		}
+		r, err := b.ours(ctx, db, n, gen.Due, n == 1 && f.cpuProfile != "")
+		if err != nil {
+			return err
+		}
+		r.check = b.check(ctx, db, base, true)
+		emit(r)
+		b.summary[fmt.Sprintf("ours%d", n)] = r.rate()
+	}
+	fmt.Fprintln(b.out)
+	return nil
+}
+
+func (b *closeBench) spec(n int) orders.DemoSpec {
+	return orders.DemoSpec{Orders: n, SKUs: b.f.skus, DueFraction: b.f.dueFrac, PaidFraction: b.f.paidFrac,
+		NotDueFraction: b.f.notDueFrac, CouponFraction: b.f.couponFrac, TimeoutMinutes: 30, OrderNoPrefix: "B"}
+}
+
+// ours drains db with shards concurrent runs (one per shard index) and
+// checks that every due order was closed.
+func (b *closeBench) ours(ctx context.Context, db *sqlx.DB, shards, due int, profile bool) (row, error) {
+	closers := make([]*orders.Closer, shards)
+	for i := range closers {
+		c, err := orders.NewCloser(db, b.locker, orders.CloserConfig{PageSize: b.f.pageSize})
+		if err != nil {
+			return row{}, err
+		}
+		closers[i] = c
+	}
+	if profile {
+		pf, err := os.Create(b.f.cpuProfile)
+		if err != nil {
+			return row{}, err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return row{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	stats := make([]orders.RunStats, shards)
+	var g errgroup.Group
+	start := time.Now()
+	for i, c := range closers {
+		g.Go(func() error {
+			var err error
+			stats[i], err = c.Run(ctx, orders.RunOptions{ShardIndex: i, ShardTotal: shards})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return row{}, err
+	}
+	name := "ours, 1 shard"
+	if shards > 1 {
+		name = fmt.Sprintf("ours, %d shards at once", shards)
+	}
+	r := row{name: name, elapsed: time.Since(start)}
+	for _, st := range stats {
+		r.closed += st.Closed
+	}
+	if r.closed != due {
+		b.failed = append(b.failed, fmt.Sprintf("%d shard(s) closed %d of %d due orders", shards, r.closed, due))
+	}
+	return r, nil
+}
+
+// check runs the invariants; ours must pass them.
+func (b *closeBench) check(ctx context.Context, db *sqlx.DB, base *ordertest.Baseline, mustPass bool) string {
+	err := ordertest.Check(ctx, db, base)
+	var ve *ordertest.ViolationsError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &ve) && !mustPass:
+		return "FAIL by design: " + strings.Join(ve.Rules(), ",")
+	case errors.As(err, &ve):
+		b.failed = append(b.failed, err.Error())
+		return "FAIL: " + strings.Join(ve.Rules(), ",")
+	default:
+		b.failed = append(b.failed, err.Error())
+		return "error: " + err.Error()
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderjob/executor/sql/migrations"
+)
+
+// benchDBs creates the bench's databases (all named bench_close_{run}_{name})
+// on one server and drops every one of them at the end; it never touches a
+// database it did not create.
+type benchDBs struct {
+	cfg     *mysql.Config // server DSN, no database
+	admin   *sqlx.DB
+	run     string
+	created []string
+	open    []*sqlx.DB
+}
+
+func newBenchDBs(ctx context.Context, serverDSN string) (*benchDBs, error) {
+	cfg, err := mysql.ParseDSN(serverDSN)
+	if err != nil {
+		return nil, fmt.Errorf("-dsn: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	cfg.DBName = ""
+	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := admin.PingContext(pctx); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("MySQL at %s does not answer: %w", cfg.Addr, err)
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return &benchDBs{cfg: cfg, admin: admin, run: hex.EncodeToString(b)}, nil
+}
+
+// dsn returns the DSN of database name.
+func (d *benchDBs) dsn(name string) string {
+	c := d.cfg.Clone()
+	c.DBName = name
+	return c.FormatDSN()
+}
+
+func (d *benchDBs) name(label string) string { return "bench_close_" + d.run + "_" + label }
+
+// create makes an empty database and opens it.
+func (d *benchDBs) create(ctx context.Context, label string) (*sqlx.DB, string, error) {
+	name := d.name(label)
+	if _, err := d.admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		return nil, "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	d.created = append(d.created, name)
+	db, err := sqlx.Open("mysql", d.dsn(name))
+	if err != nil {
+		return nil, "", err
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	d.open = append(d.open, db)
+	return db, name, nil
+}
+
+// migrated creates a database with the executor's schema.
+func (d *benchDBs) migrated(ctx context.Context, label string) (*sqlx.DB, string, error) {
+	db, name, err := d.create(ctx, label)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := migrations.Apply(ctx, db.DB); err != nil {
+		return nil, "", fmt.Errorf("migrate %s: %w", name, err)
+	}
+	return db, name, nil
+}
+
+// orderTables are the tables a copy takes.
+var orderTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log", "order_dead_letter"}
+
+// cloneDB copies the order tables of database from into a new database
+// (CREATE TABLE ... LIKE, INSERT ... SELECT), so each approach starts from
+// the same rows.
+func (d *benchDBs) cloneDB(ctx context.Context, from, label string) (*sqlx.DB, string, error) {
+	db, name, err := d.create(ctx, label)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, t := range orderTables {
+		for _, stmt := range []string{
+			fmt.Sprintf("CREATE TABLE `%s`.`%s` LIKE `%s`.`%s`", name, t, from, t),
+			fmt.Sprintf("INSERT INTO `%s`.`%s` SELECT * FROM `%s`.`%s`", name, t, from, t),
+		} {
+			if _, err := d.admin.ExecContext(ctx, stmt); err != nil {
+				return nil, "", fmt.Errorf("copy %s.%s: %w", from, t, err)
+			}
+		}
+	}
+	if _, err := db.ExecContext(ctx, "ANALYZE TABLE order_info"); err != nil {
+		return nil, "", err
+	}
+	return db, name, nil
+}
+
+// dropAll closes and drops every database this run created.
+func (d *benchDBs) dropAll() []error {
+	for _, db := range d.open {
+		db.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	for _, name := range d.created {
+		if !strings.HasPrefix(name, "bench_close_"+d.run+"_") {
+			continue // never drop what we did not name
+		}
+		if _, err := d.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			errs = append(errs, fmt.Errorf("drop %s: %w", name, err))
+		}
+	}
+	d.admin.Close()
+	return errs
+}
+
+// dropRedisKeys deletes the bench's lock keys.
+func dropRedisKeys(c *redis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
+	}
+}
+
+func serverVersion(ctx context.Context, db *sqlx.DB) string {
+	var v string
+	if err := db.GetContext(ctx, &v, "SELECT VERSION()"); err != nil {
+		return "unknown"
+	}
+	return v
+}

@@ -1,0 +1,503 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/sql/migrations"
+)
+
+func init() {
+	addBench("delay", benchmark{
+		summary: "delayed-task lateness at a sustained rate, with N dispatchers; lost and doubled tasks",
+		run:     runDelayBench,
+	})
+}
+
+// dbenchEnv is a bench's own database and Redis key prefix, created for the
+// run and removed after it.
+type dbenchEnv struct {
+	serverDSN string
+	dsn       string // opens the bench database
+	dbName    string
+	redisAddr string
+	prefix    string
+	db        *sqlx.DB
+	rdb       *redis.Client
+	stderr    io.Writer
+}
+
+// dbenchSetup creates database bench_{kind}_{random} and migrates it, and
+// picks the Redis prefix bench:{kind}:{random}:.
+func dbenchSetup(ctx context.Context, kind, serverDSN, redisAddr string, stderr io.Writer) (*dbenchEnv, error) {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	tag := hex.EncodeToString(b[:])
+	e := &dbenchEnv{serverDSN: serverDSN, dbName: "bench_" + kind + "_" + tag, redisAddr: redisAddr,
+		prefix: "bench:" + kind + ":" + tag + ":", stderr: stderr}
+	cfg, err := mysql.ParseDSN(serverDSN)
+	if err != nil {
+		return nil, fmt.Errorf("-mysql: %w", err)
+	}
+	cfg.ParseTime, cfg.Loc, cfg.InterpolateParams = true, time.UTC, true
+	// The orders package judges due by NOW() in the session zone; UTC keeps
+	// it equal to the delayed tasks' UTC_TIMESTAMP whatever the server's.
+	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	cfg.DBName = ""
+	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+e.dbName+"` CHARACTER SET utf8mb4"); err != nil {
+		return nil, fmt.Errorf("create database %s: %w", e.dbName, err)
+	}
+	cfg.DBName = e.dbName
+	e.dsn = cfg.FormatDSN()
+	if e.db, err = e.open(64); err != nil {
+		e.close()
+		return nil, err
+	}
+	if _, err := migrations.Apply(ctx, e.db.DB); err != nil {
+		e.close()
+		return nil, fmt.Errorf("migrate %s: %w", e.dbName, err)
+	}
+	e.rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 64})
+	if err := e.rdb.Ping(ctx).Err(); err != nil {
+		e.close()
+		return nil, fmt.Errorf("redis at %s: %w", redisAddr, err)
+	}
+	fmt.Fprintf(stderr, "bench: database %s, Redis prefix %s (both removed at the end)\n", e.dbName, e.prefix)
+	return e, nil
+}
+
+// open opens another pool on the bench database (one per simulated process).
+func (e *dbenchEnv) open(conns int) (*sqlx.DB, error) {
+	db, err := sqlx.Open("mysql", e.dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return db, nil
+}
+
+// newRedis opens another Redis client (one per simulated process).
+func (e *dbenchEnv) newRedis() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: e.redisAddr, PoolSize: 64})
+}
+
+// flushPrefix deletes every key under the prefix (the bench's FLUSHALL).
+func (e *dbenchEnv) flushPrefix(ctx context.Context) (int, error) {
+	n := 0
+	iter := e.rdb.Scan(ctx, 0, e.prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := e.rdb.Del(ctx, iter.Val()).Err(); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, iter.Err()
+}
+
+// close drops the database and the keys, whatever state the run is in.
+func (e *dbenchEnv) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if e.rdb != nil {
+		if _, err := e.flushPrefix(ctx); err != nil {
+			fmt.Fprintf(e.stderr, "bench: delete Redis keys %s*: %v\n", e.prefix, err)
+		}
+		e.rdb.Close()
+	}
+	if e.db != nil {
+		e.db.Close()
+	}
+	cfg, err := mysql.ParseDSN(e.serverDSN)
+	if err != nil {
+		return
+	}
+	cfg.DBName = ""
+	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+e.dbName+"`"); err != nil {
+		fmt.Fprintf(e.stderr, "bench: drop database %s: %v\n", e.dbName, err)
+	}
+}
+
+func dbenchDefaultMySQL() string {
+	if v := os.Getenv("BENCH_MYSQL_DSN"); v != "" {
+		return v
+	}
+	return "root@tcp(127.0.0.1:3306)/"
+}
+
+func dbenchDefaultRedis() string {
+	if v := os.Getenv("BENCH_REDIS_ADDR"); v != "" {
+		return v
+	}
+	return "127.0.0.1:6379"
+}
+
+// percentile of sorted values (nearest rank).
+func dbenchPercentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// delayBenchTracker records, per task index, the first start and the
+// number of successful completions.
+type delayBenchTracker struct {
+	firstStart []atomic.Int64 // UnixNano, 0 = never started
+	executeAt  []atomic.Int64 // UnixNano of the task's execute time
+	completed  []atomic.Int32
+	starts     atomic.Int64
+}
+
+func taskIndex(biz string) (int, bool) {
+	i := strings.LastIndexByte(biz, '-')
+	n, err := strconv.Atoi(biz[i+1:])
+	return n, err == nil
+}
+
+// wrap measures around a handler: lateness at the first start, and
+// completions (a handler returning nil).
+func (tr *delayBenchTracker) wrap(inner delay.HandlerFunc) delay.HandlerFunc {
+	return func(ctx context.Context, t *delay.Task) error {
+		now := time.Now().UnixNano()
+		i, ok := taskIndex(t.BizUUID)
+		if !ok || i >= len(tr.firstStart) {
+			return delay.Permanent(fmt.Errorf("bench: unknown task %s", t.BizUUID))
+		}
+		tr.starts.Add(1)
+		if tr.firstStart[i].CompareAndSwap(0, now) {
+			tr.executeAt[i].Store(t.ExecuteTime.UnixNano())
+		}
+		err := inner(ctx, t)
+		if err == nil {
+			tr.completed[i].Add(1)
+		}
+		return err
+	}
+}
+
+func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench delay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rate := fs.Int("rate", 1000, "tasks due per second")
+	duration := fs.Duration("duration", 60*time.Second, "how long tasks keep coming due")
+	executors := fs.Int("executors", 2, "dispatchers, each with its own database pool and Redis client")
+	handler := fs.String("handler", delay.OrderTimeoutCloseHandler, "orderTimeoutClose (real close of demo orders) or noop")
+	lead := fs.Duration("lead", 5*time.Second, "with -register-during: how long before its execute time each task is registered; otherwise the gap between the end of registration (estimated at 5,000/s) and the first due task")
+	during := fs.Bool("register-during", false, "register each task lead ahead of its time while others run (default: all registered before the first is due, as the demo orders are placed before)")
+	workers := fs.Int("workers", 8, "handler workers per dispatcher (the order close peaks at a few concurrent closes on 2 cores)")
+	poll := fs.Duration("poll", 50*time.Millisecond, "dispatcher PollInterval")
+	reconcile := fs.Duration("reconcile", 30*time.Second, "dispatcher ReconcileInterval")
+	flushAt := fs.Duration("flush-at", 0, "delete the bench's Redis keys this long after the first task is due (0: never)")
+	mysqlDSN := fs.String("mysql", dbenchDefaultMySQL(), "MySQL server DSN (no database; env BENCH_MYSQL_DSN)")
+	redisAddr := fs.String("redis", dbenchDefaultRedis(), "Redis address (env BENCH_REDIS_ADDR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *rate < 1 || *duration <= 0 || *executors < 1 || *workers < 1 {
+		return errors.New("-rate, -duration, -executors and -workers must be positive")
+	}
+	if *handler != delay.OrderTimeoutCloseHandler && *handler != "noop" {
+		return fmt.Errorf("-handler %q: want orderTimeoutClose or noop", *handler)
+	}
+	n := int(math.Round(float64(*rate) * duration.Seconds()))
+
+	env, err := dbenchSetup(ctx, "delay", *mysqlDSN, *redisAddr, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+
+	// Demo orders, all past their deadline, one per task.
+	var orderNos []string
+	if *handler == delay.OrderTimeoutCloseHandler {
+		t0 := time.Now()
+		res, err := orders.GenerateDemo(ctx, env.db, orders.DemoSpec{Orders: n, DueFraction: 1, OrderNoPrefix: "BD", Parallel: 4})
+		if err != nil {
+			return err
+		}
+		orderNos = make([]string, n)
+		for i := range n {
+			orderNos[i] = "BD" + strconv.FormatInt(res.FirstID+int64(i), 10)
+		}
+		fmt.Fprintf(stderr, "bench: %d demo orders generated in %s\n", res.Orders, time.Since(t0).Round(time.Millisecond))
+	}
+
+	tr := &delayBenchTracker{firstStart: make([]atomic.Int64, n), executeAt: make([]atomic.Int64, n), completed: make([]atomic.Int32, n)}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var dispatchers []*delay.Dispatcher
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for e := range *executors {
+		db, err := env.open(*workers + 8)
+		if err != nil {
+			return err
+		}
+		rdb := env.newRedis()
+		closers = append(closers, func() { db.Close(); rdb.Close() })
+		inner := func(context.Context, *delay.Task) error { return nil }
+		if *handler == delay.OrderTimeoutCloseHandler {
+			locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: env.prefix})
+			if err != nil {
+				return err
+			}
+			closer, err := orders.NewCloser(db, locker, orders.CloserConfig{Logger: log})
+			if err != nil {
+				return err
+			}
+			inner = delay.OrderCloseHandler(closer.CloseOrder)
+		}
+		d, err := delay.NewDispatcher(delay.Config{
+			DB: db, Redis: rdb, KeyPrefix: env.prefix, Logger: log.With("executor", e),
+			Handlers:     map[string]delay.HandlerFunc{*handler: tr.wrap(inner)},
+			Workers:      *workers,
+			PollInterval: *poll, ReconcileInterval: *reconcile,
+		})
+		if err != nil {
+			return err
+		}
+		dispatchers = append(dispatchers, d)
+	}
+	for _, d := range dispatchers {
+		if err := d.Start(ctx); err != nil {
+			return err
+		}
+	}
+	stopAll := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, d := range dispatchers {
+			if err := d.Stop(sctx); err != nil {
+				fmt.Fprintf(stderr, "bench: stop dispatcher: %v\n", err)
+			}
+		}
+	}
+	defer stopAll()
+
+	// The order service: its own pool and Redis client, registering each
+	// task lead ahead of its execute time.
+	regDB, err := env.open(16)
+	if err != nil {
+		return err
+	}
+	defer regDB.Close()
+	regRedis := env.newRedis()
+	defer regRedis.Close()
+	client, err := delay.NewClient(delay.ClientConfig{DB: regDB, Redis: regRedis, KeyPrefix: env.prefix, Logger: log})
+	if err != nil {
+		return err
+	}
+	start := time.Now().Add(time.Second) // first registration
+	firstDue := start.Add(*lead)
+	interval := time.Duration(float64(time.Second) / float64(*rate))
+	regInterval := interval
+	if !*during {
+		regInterval = 0
+		firstDue = firstDue.Add(time.Duration(n) * time.Second / 5000)
+	}
+	fmt.Fprintf(stderr, "bench: %d tasks due at %d/s for %s from +%s, %d dispatcher(s) x %d workers, handler %s, registered during the run: %t\n",
+		n, *rate, *duration, time.Until(firstDue).Round(time.Second), *executors, *workers, *handler, *during)
+	var regErrs atomic.Int64
+	var regWG sync.WaitGroup
+	var maxRegBehind atomic.Int64
+	const producers = 16
+	for p := range producers {
+		regWG.Go(func() {
+			for i := p; i < n && ctx.Err() == nil; i += producers {
+				regAt := start.Add(time.Duration(i) * regInterval)
+				if d := time.Until(regAt); d > 0 {
+					select {
+					case <-time.After(d):
+					case <-ctx.Done():
+						return
+					}
+				}
+				if behind := -time.Until(regAt); behind > time.Duration(maxRegBehind.Load()) {
+					maxRegBehind.Store(int64(behind))
+				}
+				r := delay.Registration{BizUUID: "bd-" + strconv.Itoa(i), Handler: *handler,
+					ExecuteTime: firstDue.Add(time.Duration(i) * interval)}
+				if orderNos != nil {
+					r.Payload = delay.OrderTimeoutPayload{OrderNo: orderNos[i]}
+				}
+				if _, _, err := client.Register(ctx, r); err != nil {
+					if regErrs.Add(1) <= 5 {
+						fmt.Fprintf(stderr, "bench: register %s: %v\n", r.BizUUID, err)
+					}
+				}
+			}
+		})
+	}
+	var flushed atomic.Int64
+	var flushWG sync.WaitGroup
+	if *flushAt > 0 {
+		flushWG.Go(func() {
+			select {
+			case <-time.After(time.Until(firstDue.Add(*flushAt))):
+			case <-ctx.Done():
+				return
+			}
+			k, err := env.flushPrefix(ctx)
+			if err != nil {
+				fmt.Fprintf(stderr, "bench: flush: %v\n", err)
+			}
+			flushed.Store(time.Now().UnixNano())
+			fmt.Fprintf(stderr, "bench: deleted %d Redis keys under %s at +%s\n", k, env.prefix, time.Since(firstDue).Round(time.Millisecond))
+		})
+	}
+	regWG.Wait()
+	regTook, regAhead := time.Since(start), time.Until(firstDue)
+	flushWG.Wait()
+	lastDue := firstDue.Add(time.Duration(n-1) * interval)
+
+	// Wait until every task is DONE (or give up).
+	deadline := lastDue.Add(2**reconcile + 60*time.Second)
+	var done int
+	for {
+		if err := env.db.GetContext(ctx, &done, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'DONE'`); err != nil {
+			return err
+		}
+		if done >= n || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	finished := time.Now()
+	stopAll()
+	dispatchersStopped := dispatchers
+	dispatchers = nil
+
+	// Check against the table: every task DONE and completed once.
+	var rows []struct {
+		BizUUID string `db:"biz_uuid"`
+		Status  string `db:"status"`
+	}
+	if err := env.db.SelectContext(context.WithoutCancel(ctx), &rows, `SELECT biz_uuid, status FROM job_delay_task`); err != nil {
+		return err
+	}
+	status := make([]string, n)
+	for _, r := range rows {
+		if i, ok := taskIndex(r.BizUUID); ok && i < n {
+			status[i] = r.Status
+		}
+	}
+	lost, dup := 0, 0
+	var late []float64
+	var afterFlush []float64
+	flushNS := flushed.Load()
+	for i := range n {
+		c := tr.completed[i].Load()
+		if status[i] != "DONE" || c == 0 {
+			lost++
+		}
+		if c > 1 {
+			dup++
+		}
+		if s := tr.firstStart[i].Load(); s != 0 {
+			l := float64(s-tr.executeAt[i].Load()) / 1e6
+			late = append(late, l)
+			// Due after the flush: those registered before it lost their
+			// timer entries; the reconciler brings them back.
+			if at := tr.executeAt[i].Load(); flushNS != 0 && at >= flushNS {
+				afterFlush = append(afterFlush, l)
+			}
+		}
+	}
+	var closedOrders, closeLogs int
+	if orderNos != nil {
+		bg := context.WithoutCancel(ctx)
+		if err := env.db.GetContext(bg, &closedOrders, `SELECT COUNT(*) FROM order_info WHERE status = 2`); err != nil {
+			return err
+		}
+		if err := env.db.GetContext(bg, &closeLogs, `SELECT COUNT(*) FROM order_close_log`); err != nil {
+			return err
+		}
+	}
+	slices.Sort(late)
+	window := finished.Sub(firstDue).Seconds()
+	fmt.Fprintf(stdout, "delay bench: %d tasks due at %d/s over %s, %d dispatcher(s), handler %s\n", n, *rate, *duration, *executors, *handler)
+	if *during {
+		fmt.Fprintf(stdout, "registration: during the run, %s ahead, %d errors; the producer was at most %s behind its schedule\n",
+			*lead, regErrs.Load(), time.Duration(maxRegBehind.Load()).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(stdout, "registration: all %d before the run, in %s (%.0f/s), %d errors, done %s before the first due time\n",
+			n, regTook.Round(time.Millisecond), float64(n)/regTook.Seconds(), regErrs.Load(), regAhead.Round(time.Millisecond))
+	}
+	if len(late) > 0 {
+		fmt.Fprintf(stdout, "lateness (execute time -> handler start), ms: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f\n",
+			dbenchPercentile(late, 50), dbenchPercentile(late, 90), dbenchPercentile(late, 99), dbenchPercentile(late, 99.9),
+			late[len(late)-1], late[0])
+	}
+	fmt.Fprintf(stdout, "throughput: %d tasks done in %.1fs from the first due time (%.0f/s); %d handler starts\n",
+		done, window, float64(done)/window, tr.starts.Load())
+	for i, d := range dispatchersStopped {
+		c := d.Counters()
+		fmt.Fprintf(stdout, "dispatcher %d: claimed %d done %d retried %d failed %d lost-claims %d recovered %d outcomes %v\n",
+			i, c.Claimed, c.Done, c.Retried, c.Failed, c.Lost, c.Recovered, c.Outcomes)
+	}
+	if orderNos != nil {
+		fmt.Fprintf(stdout, "orders: %d closed, %d close-log rows (of %d)\n", closedOrders, closeLogs, n)
+	}
+	if flushNS != 0 {
+		slices.Sort(afterFlush)
+		if len(afterFlush) > 0 {
+			over := len(afterFlush) - sortIndexAbove(afterFlush, 1000)
+			fmt.Fprintf(stdout, "after the Redis flush: %d tasks due after it all ran, %d of them over 1s late, lateness max %.0f ms (reconcile interval %s)\n",
+				len(afterFlush), over, afterFlush[len(afterFlush)-1], *reconcile)
+		}
+	}
+	fmt.Fprintf(stdout, "lost=%d (not DONE or never completed)  dup=%d (completed more than once)\n", lost, dup)
+	fmt.Fprintf(stdout, "p50_ms=%.0f p99_ms=%.0f p999_ms=%.0f lost=%d dup=%d\n",
+		dbenchPercentile(late, 50), dbenchPercentile(late, 99), dbenchPercentile(late, 99.9), lost, dup)
+	if lost > 0 || dup > 0 || (orderNos != nil && (closedOrders != n || closeLogs != n)) {
+		return fmt.Errorf("%d lost, %d doubled", lost, dup)
+	}
+	return ctx.Err()
+}
+
+// sortIndexAbove is the index of the first value above x in sorted.
+func sortIndexAbove(sorted []float64, x float64) int {
+	i, _ := slices.BinarySearch(sorted, math.Nextafter(x, math.Inf(1)))
+	return i
+}

@@ -1,0 +1,321 @@
+// Package mariadbtest starts a PRIVATE MariaDB server for a test: its own
+// mariadbd process on a temporary data directory and a spare loopback port,
+// which the test may stop, crash, restart, or run under a shifted clock. Tests
+// that disturb a server use this; the shared server (internal/dbtest) must
+// never be stopped, since other tests and engineers use it at the same time.
+//
+// The data directory is made by mariadb-install-db once per test binary and
+// copied for every server (about 25 MB, well under a second). root has no
+// password and reaches the server over TCP on 127.0.0.1.
+//
+// A missing mariadbd or mariadb-install-db fails the test: a silently
+// skipped fault test looks green.
+package mariadbtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/sql/migrations"
+)
+
+// Binaries, overridable for machines that keep them elsewhere.
+var (
+	MariadbdPath  = firstExisting("/usr/sbin/mariadbd", "mariadbd")
+	InstallDBPath = firstExisting("/usr/bin/mariadb-install-db", "mariadb-install-db")
+)
+
+func firstExisting(paths ...string) string {
+	for _, p := range paths {
+		if lp, err := exec.LookPath(p); err == nil {
+			return lp
+		}
+	}
+	return paths[len(paths)-1]
+}
+
+// Options configure a private server.
+type Options struct {
+	// Env is added to the server's environment, e.g. libfaketime's
+	// LD_PRELOAD and FAKETIME to run the server on a shifted clock. It can be
+	// changed between Stop and Start with SetEnv.
+	Env []string
+	// Args are extra mariadbd options.
+	Args []string
+	// StartTimeout bounds each start, crash recovery included. Default 60s.
+	StartTimeout time.Duration
+}
+
+// Server is a private mariadbd process.
+type Server struct {
+	// Addr is host:port of the server (127.0.0.1 and a spare port).
+	Addr string
+	// Port is the TCP port; it stays the same across restarts.
+	Port int
+	// Dir holds the data directory, the socket and the error log.
+	Dir string
+
+	t    testing.TB
+	opts Options
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	starts int
+}
+
+// Start makes a data directory and starts the server; the server is killed
+// and its files removed when the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	tmpl, err := template()
+	if err != nil {
+		t.Fatalf("mariadbtest: %v", err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-a", tmpl, filepath.Join(dir, "data")).CombinedOutput(); err != nil {
+		t.Fatalf("mariadbtest: copy the template data directory: %v: %s", err, out)
+	}
+	s := &Server{Port: freePort(t), Dir: dir, t: t, opts: opts}
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+	t.Cleanup(s.Kill)
+	s.Start()
+	return s
+}
+
+var (
+	tmplOnce sync.Once
+	tmplDir  string
+	tmplErr  error
+)
+
+// template runs mariadb-install-db once per test binary.
+func template() (string, error) {
+	tmplOnce.Do(func() {
+		for _, p := range []string{MariadbdPath, InstallDBPath} {
+			if _, err := exec.LookPath(p); err != nil {
+				tmplErr = fmt.Errorf("%s not found (apt-get install mariadb-server): %w", p, err)
+				return
+			}
+		}
+		base, err := os.MkdirTemp("", "mariadbtest-template-")
+		if err != nil {
+			tmplErr = err
+			return
+		}
+		tmplDir = filepath.Join(base, "data")
+		cmd := exec.Command(InstallDBPath, "--no-defaults", "--datadir="+tmplDir, "--user=root",
+			"--auth-root-authentication-method=normal", "--skip-test-db",
+			"--innodb-log-file-size=8M", "--innodb-buffer-pool-size=16M")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tmplErr = fmt.Errorf("mariadb-install-db: %v: %s", err, out)
+		}
+	})
+	return tmplDir, tmplErr
+}
+
+// RemoveTemplate deletes the template data directory; call it from TestMain
+// after m.Run. Servers still running are not affected (they use copies).
+func RemoveTemplate() {
+	if tmplDir != "" {
+		_ = os.RemoveAll(filepath.Dir(tmplDir))
+	}
+}
+
+// SetEnv replaces Options.Env for the next Start.
+func (s *Server) SetEnv(env []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.Env = env
+}
+
+// Start starts the server on its data directory and port and waits until it
+// accepts connections (after crash recovery). It does nothing if the server
+// runs.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	if s.cmd != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.starts++
+	args := []string{
+		"--no-defaults",
+		"--datadir=" + filepath.Join(s.Dir, "data"),
+		"--user=root",
+		"--port=" + strconv.Itoa(s.Port),
+		"--bind-address=127.0.0.1",
+		"--socket=" + filepath.Join(s.Dir, "mysqld.sock"),
+		"--pid-file=" + filepath.Join(s.Dir, "mysqld.pid"),
+		"--log-error=" + filepath.Join(s.Dir, "error.log"),
+		"--innodb-log-file-size=8M",
+		"--innodb-buffer-pool-size=64M",
+		"--innodb-flush-log-at-trx-commit=1", // a crash keeps every commit
+		"--skip-log-bin",
+		"--max-connections=300",
+	}
+	args = append(args, s.opts.Args...)
+	cmd := exec.Command(MariadbdPath, args...)
+	cmd.Env = append(os.Environ(), s.opts.Env...)
+	// Its own process group (a ^C to the test is not a crash of the server)
+	// and killed with the test binary if that dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		s.t.Fatalf("mariadbtest: start mariadbd: %v", err)
+	}
+	exited := make(chan struct{})
+	s.cmd, s.exited = cmd, exited
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.mu.Unlock()
+
+	if err := s.waitReady(exited); err != nil {
+		s.Kill()
+		s.t.Fatalf("mariadbtest: server on %s did not start: %v\nerror log:\n%s", s.Addr, err, s.ErrorLog())
+	}
+}
+
+func (s *Server) waitReady(exited <-chan struct{}) error {
+	deadline := time.Now().Add(s.opts.StartTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("mariadbd exited")
+		default:
+		}
+		db, err := sqlx.Open("mysql", s.DSN(""))
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err = db.PingContext(ctx)
+			cancel()
+			db.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("timeout after %s: %v", s.opts.StartTimeout, last)
+}
+
+// Kill crashes the server (SIGKILL, as a power cut or the OOM killer would)
+// and waits until it is gone. InnoDB recovers at the next Start.
+func (s *Server) Kill() { s.stop(syscall.SIGKILL, 10*time.Second) }
+
+// Stop shuts the server down cleanly (SIGTERM) and waits until it is gone.
+func (s *Server) Stop() { s.stop(syscall.SIGTERM, 60*time.Second) }
+
+func (s *Server) stop(sig syscall.Signal, wait time.Duration) {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd, s.exited = nil, nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(wait):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// Restart stops the server (cleanly, or as a crash if crash is true) and
+// starts it again on the same data directory and port.
+func (s *Server) Restart(crash bool) {
+	s.t.Helper()
+	if crash {
+		s.Kill()
+	} else {
+		s.Stop()
+	}
+	s.Start()
+}
+
+// Running reports whether the process runs.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// ErrorLog returns the server's error log.
+func (s *Server) ErrorLog() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "error.log"))
+	return string(b)
+}
+
+// DSN returns a go-sql-driver DSN for database db ("" for none) as root,
+// with parseTime, loc=UTC and interpolateParams, as the executor uses.
+func (s *Server) DSN(db string) string {
+	cfg := mysql.NewConfig()
+	cfg.User = "root"
+	cfg.Net = "tcp"
+	cfg.Addr = s.Addr
+	cfg.DBName = db
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	cfg.Timeout = 2 * time.Second
+	return cfg.FormatDSN()
+}
+
+// NewDB creates database name with the executor's migrations applied and
+// returns a handle to it (closed when the test ends) and its DSN.
+func (s *Server) NewDB(t testing.TB, name string) (*sqlx.DB, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := sqlx.Open("mysql", s.DSN(""))
+	if err != nil {
+		t.Fatalf("mariadbtest: %v", err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("mariadbtest: create database %s: %v", name, err)
+	}
+	dsn := s.DSN(name)
+	db, err := sqlx.Open("mysql", dsn)
+	if err != nil {
+		t.Fatalf("mariadbtest: open %s: %v", name, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := migrations.Apply(ctx, db.DB); err != nil {
+		t.Fatalf("mariadbtest: migrate %s: %v", name, err)
+	}
+	return db, dsn
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("mariadbtest: find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,495 @@
+package xxljob_test
+
+// Hostile input on the XXL-JOB port (issue 8): every case gets a clear
+// failure answer (HTTP 200 and a code-500 envelope, as the admin expects, or
+// a plain HTTP error where net/http refuses the request before the
+// executor sees it), the executor keeps serving, no handler runs, and
+// nothing is written outside the log path.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob"
+)
+
+const hostileToken = "0123456789abcdef0123456789abcdef" // 32 bytes, like a generated token
+
+// hostile is an executor whose log path sits inside a sandbox folder, so the
+// test can see anything written next to it.
+type hostile struct {
+	*bundle
+	sandbox string
+	addr    string // http://host:port
+	ran     atomic.Int64
+}
+
+func newHostile(t *testing.T) *hostile {
+	t.Helper()
+	h := &hostile{sandbox: t.TempDir()}
+	logPath := filepath.Join(h.sandbox, "logs")
+	count := xxljob.HandlerFunc(func(_ context.Context, req *xxljob.Request) error {
+		h.ran.Add(1)
+		req.Logf("param %q", req.Param)
+		return nil
+	})
+	h.bundle = setup(t, opts{token: hostileToken, logPath: logPath, handlers: map[string]xxljob.Handler{"count": count}})
+	h.addr = "http://" + h.exec.Addr().String()
+	t.Cleanup(func() { requireOnlyLogs(t, h.sandbox) })
+	return h
+}
+
+// post sends a raw request and returns status and body.
+func (h *hostile) post(t *testing.T, method, path string, header http.Header, body io.Reader) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, h.addr+path, body)
+	require.NoError(t, err)
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func tokenHeader(token string) http.Header {
+	return http.Header{"Xxl-Job-Access-Token": {token}, "Content-Type": {"application/json;charset=UTF-8"}}
+}
+
+// stillServing checks the executor answers /beat at once.
+func (h *hostile) stillServing(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	env, err := h.client.Beat(ctx)
+	require.NoError(t, err, "the executor stopped serving")
+	require.Equal(t, `{"code":200}`, string(env.Raw))
+}
+
+var logFileRE = regexp.MustCompile(`^logs(/\d{4,5}-\d{2}-\d{2}(/\d+\.log)?|/callbacklog(/xxl-job-callback-\d+(-\d+)?\.json)?)?$`)
+
+// requireOnlyLogs fails if anything exists in the sandbox but the log path's
+// date folders with numbered run logs and the callback spool.
+func requireOnlyLogs(t *testing.T, sandbox string) {
+	t.Helper()
+	err := filepath.WalkDir(sandbox, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == sandbox {
+			return err
+		}
+		rel, _ := filepath.Rel(sandbox, p)
+		if !logFileRE.MatchString(filepath.ToSlash(rel)) {
+			return fmt.Errorf("unexpected file %s", rel)
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("symlink %s", rel)
+		}
+		return nil
+	})
+	require.NoError(t, err, "something was written outside the run logs")
+}
+
+func TestHostileTokens(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	const wrong = `{"code":500,"msg":"The access token is wrong."}`
+	body := func() io.Reader {
+		return strings.NewReader(fmt.Sprintf(`{"jobId":1,"executorHandler":"count","logId":%d,"glueType":"BEAN"}`, nextLogID()))
+	}
+	last := hostileToken[len(hostileToken)-1:]
+	cases := map[string]http.Header{
+		"missing":                    {"Content-Type": {"application/json"}},
+		"empty":                      tokenHeader(""),
+		"one byte":                   tokenHeader("0"),
+		"prefix, one byte short":     tokenHeader(hostileToken[:len(hostileToken)-1]),
+		"same length, last differs":  tokenHeader(hostileToken[:len(hostileToken)-1] + "X"),
+		"same length, first differs": tokenHeader("X" + hostileToken[1:]),
+		"one byte longer":            tokenHeader(hostileToken + last),
+		"upper case":                 tokenHeader(strings.ToUpper(hostileToken)),
+		"UTF-8 lookalike":            tokenHeader(strings.Replace(hostileToken, "a", "а", 1)), // Cyrillic a
+		"8 KiB":                      tokenHeader(strings.Repeat(hostileToken, 256)),
+		"other header name":          {"X-Xxl-Job-Access-Token": {hostileToken}},
+		"token in the query":         {"Content-Type": {"application/json"}},
+		"wrong first, right second":  {"Xxl-Job-Access-Token": {"nope", hostileToken}},
+	}
+	for name, hdr := range cases {
+		path := "/run"
+		if name == "token in the query" {
+			path = "/run?accessToken=" + hostileToken
+		}
+		for _, p := range []string{path, "/beat", "/log", "/kill", "/nowhere"} {
+			status, got := h.post(t, http.MethodPost, p, hdr, body())
+			require.Equal(t, http.StatusOK, status, name)
+			require.Equal(t, wrong, got, "%s on %s", name, p)
+		}
+	}
+	// Header values net/http itself refuses never reach the executor.
+	status, _ := h.post(t, http.MethodPost, "/run", tokenHeader(strings.Repeat("x", 100<<10)), body())
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, status, "a 100 KiB token")
+	// Spaces around the value are not part of it (HTTP optional whitespace):
+	// the padded token is the token, as for the Java executor's servlet.
+	status, got := h.post(t, http.MethodPost, "/beat", tokenHeader(" \t"+hostileToken+" "), nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, `{"code":200}`, got)
+	h.stillServing(t)
+	require.Zero(t, h.ran.Load(), "a handler ran without the token")
+	require.Empty(t, h.admin.Callbacks())
+}
+
+func TestHostilePathsAndMethods(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	hdr := tokenHeader(hostileToken)
+	notFound := func(uri string) string {
+		return `{"code":500,"msg":"invalid request, uri-mapping(` + uri + `) not found."}`
+	}
+	for _, uri := range []string{
+		"/run/", "/run;jsessionid=1", "/run%00", "/%72un", "/beat/../run", "/./run", "/run?", "/run?logId=1",
+		"/run%2F..%2Flog", "/..%2f..%2fetc%2fpasswd", "/logs/2024-01-01/1.log", "/" + strings.Repeat("a", 4000),
+		"/log%20", "/ВЫПОЛНИТЬ",
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.addr+"/", strings.NewReader(`{"jobId":1}`))
+		require.NoError(t, err)
+		req.URL.Opaque = "//" + req.URL.Host + uri // the raw path exactly as given
+		req.Header = hdr
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, uri)
+		want := notFound(uri)
+		if uri == "/ВЫПОЛНИТЬ" {
+			want = notFound("/%D0%92%D0%AB%D0%9F%D0%9E%D0%9B%D0%9D%D0%98%D0%A2%D0%AC")
+		}
+		require.Equal(t, want, string(b), uri)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodOptions, http.MethodPatch, "TRACE", "PROPFIND"} {
+		status, got := h.post(t, method, "/run", hdr, strings.NewReader(`{"jobId":1,"executorHandler":"count","logId":1}`))
+		require.Equal(t, http.StatusOK, status, method)
+		require.Equal(t, `{"code":500,"msg":"invalid request, HttpMethod not support."}`, got, method)
+	}
+	status, got := h.post(t, http.MethodHead, "/run", hdr, nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, got, "HEAD has no body")
+	// A request line net/http refuses (a URI over the header limit).
+	status, _ = h.post(t, http.MethodPost, "/"+strings.Repeat("r", 100<<10), hdr, nil)
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, status)
+	h.stillServing(t)
+	require.Zero(t, h.ran.Load())
+}
+
+func TestHostileBodies(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	hdr := tokenHeader(hostileToken)
+	nested := func(depth int) string {
+		return `{"jobId":1,"executorHandler":"count","logId":5,"x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
+	}
+	manyKeys := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"jobId":1,"executorHandler":"nope","logId":6`)
+		for i := range n {
+			fmt.Fprintf(&b, `,"k%d":%d`, i, i)
+		}
+		b.WriteString("}")
+		return b.String()
+	}
+	cases := []struct {
+		name, path, body string
+		want             string // exact answer, or a prefix ending in "*"
+	}{
+		{"nested 100000 deep", "/run", nested(100000), `{"code":500,"msg":"request error:invalid JSON: invalid character '[' exceeded max depth"}`},
+		{"nested 100000 deep /log", "/log", `{"logId":1,"logDateTim":1,"x":` + strings.Repeat(`{"a":`, 100000) + `1` + strings.Repeat("}", 100000) + `}`, `{"code":500,"msg":"request error:invalid JSON: invalid character '{' exceeded max depth"}`},
+		{"200k unknown keys (4.6 MB)", "/run", manyKeys(200000), `{"code":500,"msg":"job handler [nope] not found."}`},
+		{"number with 1 MB of digits", "/kill", `{"jobId":` + strings.Repeat("9", 1<<20) + `}`, `{"code":500,"msg":"request error:invalid JSON: json: cannot unmarshal number *`},
+		{"1e400", "/run", `{"jobId":1,"executorHandler":"count","logId":1e400}`, `{"code":500,"msg":"request error:invalid JSON: json: cannot unmarshal number 1e400 *`},
+		{"invalid UTF-8", "/run", "{\"jobId\":1,\"executorHandler\":\"count\xff\xfe\",\"logId\":7}", `{"code":500,"msg":"job handler [count` + "\ufffd\ufffd" + `] not found."}`},
+		{"UTF-16 BOM", "/run", "\xfe\xff{\"jobId\":1}", `{"code":500,"msg":"request error:request body is not a JSON object"}`},
+		{"two objects", "/run", `{"jobId":1,"executorHandler":"count","logId":8}{"jobId":2}`, `{"code":500,"msg":"request error:invalid JSON: invalid character '{' after top-level value"}`},
+		{"duplicate keys, last wins", "/run", `{"jobId":1,"executorHandler":"count","executorHandler":"rm","logId":9}`, `{"code":500,"msg":"job handler [rm] not found."}`},
+		{"5 MiB + 1 of whitespace", "/run", strings.Repeat(" ", 5<<20+1), `{"code":500,"msg":"request error:http: request body too large"}`},
+	}
+	for _, tc := range cases {
+		start := time.Now()
+		status, got := h.post(t, http.MethodPost, tc.path, hdr, strings.NewReader(tc.body))
+		require.Equal(t, http.StatusOK, status, tc.name)
+		if p, ok := strings.CutSuffix(tc.want, "*"); ok {
+			require.True(t, strings.HasPrefix(got, p), "%s: %.300s", tc.name, got)
+		} else {
+			require.Equal(t, tc.want, got, tc.name)
+		}
+		require.Less(t, time.Since(start), 3*time.Second, "%s: slower than the admin's 3 s timeout", tc.name)
+	}
+
+	// A chunked body far over the limit: the server stops reading at 5 MiB.
+	pr, pw := io.Pipe()
+	var sent atomic.Int64
+	go func() {
+		chunk := []byte(strings.Repeat("[", 64<<10))
+		for sent.Load() < 200<<20 {
+			n, err := pw.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.addr+"/run", pr)
+	require.NoError(t, err)
+	req.Header = hdr
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, `{"code":500,"msg":"request error:http: request body too large"}`, string(b))
+	}
+	pr.CloseWithError(io.ErrClosedPipe)
+	require.Less(t, sent.Load(), int64(50<<20), "the server read far past its limit")
+	h.stillServing(t)
+	require.Zero(t, h.ran.Load())
+}
+
+func TestHostileIDsAndLogPaths(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	run := func(body string) fakeadmin.Envelope {
+		t.Helper()
+		env, err := h.client.Post(t.Context(), "run", []byte(body))
+		require.NoError(t, err)
+		return env
+	}
+	refused := []struct{ body, msg string }{
+		{`{"jobId":1,"executorHandler":"count","logId":0}`, "request error:logId must be > 0, got 0"},
+		{`{"jobId":1,"executorHandler":"count","logId":-1}`, "request error:logId must be > 0, got -1"},
+		{`{"jobId":1,"executorHandler":"count","logId":-9223372036854775808}`, "request error:logId must be > 0, got -9223372036854775808"},
+		{`{"jobId":1,"executorHandler":"count","logId":9223372036854775808}`, "request error:invalid JSON: json: cannot unmarshal number 9223372036854775808 into Go struct field triggerParam.logId of type int64"},
+		{`{"jobId":2147483648,"executorHandler":"count","logId":5}`, "request error:invalid JSON: json: cannot unmarshal number 2147483648 into Go struct field triggerParam.jobId of type int32"},
+		{`{"jobId":1,"executorHandler":"count","logId":5,"logDateTime":-1}`, "request error:logDateTime out of range: -1"},
+		{`{"jobId":1,"executorHandler":"count","logId":5,"logDateTime":253402300800000}`, "request error:logDateTime out of range: 253402300800000"},
+		{`{"jobId":1,"executorHandler":"count","logId":5,"logDateTime":9223372036854775807}`, "request error:logDateTime out of range: 9223372036854775807"},
+		{`{"jobId":1,"executorHandler":"count","logId":"../../etc/passwd"}`, "request error:invalid JSON: json: cannot unmarshal string into Go struct field triggerParam.logId of type int64"},
+		{`{"jobId":1,"executorHandler":"count","logId":5,"logDateTime":"2024-01-01/../../x"}`, "request error:invalid JSON: json: cannot unmarshal string into Go struct field triggerParam.logDateTime of type int64"},
+		{`{"jobId":1,"executorHandler":"count","logId":5.5}`, "request error:invalid JSON: json: cannot unmarshal number 5.5 into Go struct field triggerParam.logId of type int64"},
+		{`{"jobId":1,"executorHandler":"../count","logId":5}`, "job handler [../count] not found."},
+	}
+	for _, tc := range refused {
+		env := run(tc.body)
+		require.Equal(t, 500, env.Code, tc.body)
+		require.Equal(t, tc.msg, env.MsgString(), tc.body)
+	}
+	// Extreme but valid numbers run; their logs land in date folders under
+	// the log path, named by the number.
+	accepted := []fakeadmin.TriggerParam{
+		{JobID: -2147483648, ExecutorHandler: "count", LogID: 9223372036854775807, LogDateTime: 0, GlueType: "BEAN", BroadcastTotal: 1},
+		{JobID: 2147483647, ExecutorHandler: "count", LogID: 1, LogDateTime: 253402300799999, GlueType: "BEAN", BroadcastIndex: -1, BroadcastTotal: -5},
+		{JobID: 0, ExecutorHandler: "count", LogID: nextLogID(), LogDateTime: time.Now().UnixMilli(), ExecutorTimeout: -2147483648, ExecutorParams: "../../x\x00; rm -rf /"},
+	}
+	for _, p := range accepted {
+		h.run(t, p)
+		cb := h.callback(t, p.LogID)
+		require.Equal(t, 200, cb.HandleCode, cb.HandleMsg)
+		_, lr, err := h.client.Log(t.Context(), p.LogDateTime, p.LogID, 1)
+		require.NoError(t, err)
+		require.Contains(t, lr.LogContent, "xxl-job job execute start")
+	}
+	// /log with crafted references: refused or "not exists", never a file
+	// outside the log path.
+	outside := filepath.Join(h.sandbox, "secret.log")
+	require.NoError(t, os.WriteFile(outside, []byte("secret\n"), 0o600))
+	defer os.Remove(outside)
+	for _, body := range []string{
+		`{"logDateTim":0,"logId":-1,"fromLineNum":1}`,
+		`{"logDateTim":-86400000,"logId":1,"fromLineNum":1}`,
+		`{"logDateTim":1e20,"logId":1,"fromLineNum":1}`,
+		`{"logDateTim":"../..","logId":1,"fromLineNum":1}`,
+		`{"logDateTim":1,"logId":"../secret","fromLineNum":1}`,
+		`{"logDateTim":1,"logId":2,"fromLineNum":-2147483648}`,
+		`{"logDateTim":1,"logId":2,"fromLineNum":2147483647}`,
+	} {
+		env, err := h.client.Post(t.Context(), "log", []byte(body))
+		require.NoError(t, err)
+		require.NotContains(t, string(env.Raw), "secret", body)
+		if env.Code == 200 {
+			require.Contains(t, string(env.Raw), `"logContent":"readLog fail, logFile not exists"`, body)
+		} else {
+			require.True(t, strings.HasPrefix(env.MsgString(), "request error:"), "%s: %s", body, env.Raw)
+		}
+	}
+	h.stillServing(t)
+}
+
+// GLUE (script) jobs are refused, whatever the type's spelling, and the
+// script never runs.
+func TestHostileGlueRefused(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	for _, glue := range []string{"GLUE_GROOVY", "GLUE_SHELL", "GLUE_PYTHON", "GLUE_PYTHON2", "GLUE_PHP", "GLUE_NODEJS",
+		"GLUE_POWERSHELL", "bean", "Bean", " BEAN", "BEAN ", "BEAN\x00", "JAVA", "GLUE_SHELL;BEAN", strings.Repeat("G", 1000)} {
+		p := fakeadmin.Trigger(1, "count", nextLogID())
+		p.GlueType, p.GlueSource = glue, "#!/bin/sh\ntouch "+marker
+		env, err := h.client.Run(t.Context(), p)
+		require.NoError(t, err)
+		require.Equal(t, 500, env.Code, "glueType %q", glue)
+		require.Equal(t, "glueType["+glue+"] is not valid.", env.MsgString())
+	}
+	// A BEAN trigger carrying a script runs the compiled handler only.
+	p := fakeadmin.Trigger(1, "count", nextLogID())
+	p.GlueSource = "#!/bin/sh\ntouch " + marker
+	h.run(t, p)
+	require.Equal(t, 200, h.callback(t, p.LogID).HandleCode)
+	require.Equal(t, int64(1), h.ran.Load())
+	_, err := os.Stat(marker)
+	require.ErrorIs(t, err, os.ErrNotExist, "a script from the wire ran")
+	require.Len(t, h.admin.Callbacks(), 1, "no callback for a refused trigger")
+}
+
+// Slow-loris: connections that trickle their headers are cut by the
+// server's ReadHeaderTimeout (5 s, fixed in Start); meanwhile the executor
+// serves everyone else. (Bodies trickled after complete headers are cut by
+// the 30 s ReadTimeout; the full fault suite checks that one on the binary.)
+func TestHostileSlowLoris(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	const conns = 64
+	var wg sync.WaitGroup
+	cut := make([]time.Duration, conns)
+	for i := range conns {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", h.exec.Addr().String())
+			if err != nil {
+				cut[i] = -1
+				return
+			}
+			defer c.Close()
+			start := time.Now()
+			_, _ = io.WriteString(c, "POST /run HTTP/1.1\r\nHost: x\r\nXXL-JOB-ACCESS-TOKEN: ")
+			buf := make([]byte, 1)
+			for time.Since(start) < 15*time.Second {
+				if _, err := c.Write([]byte("a")); err != nil {
+					break
+				}
+				_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				if n, err := c.Read(buf); n > 0 || err == io.EOF || (err != nil && !isTimeout(err)) {
+					break // the server answered or hung up
+				}
+			}
+			cut[i] = time.Since(start)
+		})
+	}
+	// While they trickle, the executor answers at once.
+	for range 10 {
+		time.Sleep(300 * time.Millisecond)
+		h.stillServing(t)
+	}
+	wg.Wait()
+	for i, d := range cut {
+		require.Positive(t, d, "conn %d", i)
+		require.Less(t, d, 8*time.Second, "slow connection %d lived %s: the header timeout did not hold", i, d)
+	}
+	h.stillServing(t)
+	require.Zero(t, h.ran.Load())
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// Thousands of concurrent /run calls: every one is answered, every accepted
+// trigger runs and calls back once, and afterwards the goroutines are back to
+// where they were. Not parallel: it counts the process's goroutines.
+func TestHostileConcurrentRuns(t *testing.T) {
+	const calls, jobs = 3000, 40
+	var ran atomic.Int64
+	h := setup(t, opts{token: hostileToken,
+		handlers: map[string]xxljob.Handler{"count": xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error {
+			ran.Add(1)
+			return nil
+		})},
+		before: func(e *xxljob.Executor) { xxljob.SetIdleTimeout(e, 100*time.Millisecond) },
+	})
+	addr := "http://" + h.exec.Addr().String()
+	settle := func() int {
+		runtime.GC()
+		time.Sleep(50 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	tr := &http.Transport{MaxConnsPerHost: 256, MaxIdleConnsPerHost: 256}
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	// burst sends n concurrent triggers with logIds first.. and waits for
+	// their callbacks; it returns how many were accepted.
+	burst := func(n int) (first int64, accepted int64) {
+		first = logIDs.Add(int64(n)) + 1000 - int64(n) + 1 // a block of nextLogID's ids
+		var wg sync.WaitGroup
+		var ok, failed atomic.Int64
+		for i := range n {
+			wg.Go(func() {
+				body := fmt.Sprintf(`{"jobId":%d,"executorHandler":"count","logId":%d,"logDateTime":%d,"glueType":"BEAN","broadcastTotal":1}`,
+					1+i%jobs, first+int64(i), time.Now().UnixMilli())
+				req, _ := http.NewRequest(http.MethodPost, addr+"/run", strings.NewReader(body))
+				req.Header = tokenHeader(hostileToken)
+				resp, err := hc.Do(req)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				b, _ := io.ReadAll(bufio.NewReader(resp.Body))
+				resp.Body.Close()
+				if string(b) == `{"code":200}` {
+					ok.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		require.Zero(t, failed.Load(), "calls without an answer")
+		for i := range n {
+			require.Equal(t, 200, h.callback(t, first+int64(i)).HandleCode)
+		}
+		tr.CloseIdleConnections()
+		waitFor(t, func() bool { return xxljob.ThreadCount(h.exec) == 0 }, "job threads did not exit")
+		return first, ok.Load()
+	}
+
+	// Warm up: the executor's admin client keeps up to 4 idle keep-alive
+	// connections to the admin (3 goroutines each, counting the fake admin's
+	// side); after a first burst some exist, and "before" counts them.
+	burst(200)
+	before := settle()
+	ran.Store(0)
+
+	first, accepted := burst(calls)
+	require.Equal(t, int64(calls), accepted, "triggers refused")
+	require.Equal(t, int64(calls), ran.Load())
+	const slack = 12 // the admin client's idle connections may grow to 4 (see above)
+	after := settle()
+	for deadline := time.Now().Add(10 * time.Second); after > before+slack && time.Now().Before(deadline); after = settle() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if after > before+slack {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines: %d before, %d after:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+	}
+	t.Logf("%d concurrent /run: goroutines %d before, %d after", calls, before, after)
+	for i := range calls {
+		require.Zero(t, h.admin.Repeats(first+int64(i)), "log %d called back twice", first+int64(i))
+	}
+}
