@@ -96,8 +96,40 @@ type Log struct {
 
 // Order is `order`: the order jobs.
 type Order struct {
-	Timeout OrderTimeout `yaml:"timeout"`
-	Close   OrderClose   `yaml:"close"`
+	Timeout      OrderTimeout      `yaml:"timeout"`
+	Close        OrderClose        `yaml:"close"`
+	DeadLetter   OrderDeadLetter   `yaml:"deadLetter"`
+	Payment      OrderPayment      `yaml:"payment"`
+	Compensation OrderCompensation `yaml:"compensation"`
+}
+
+// OrderDeadLetter is `order.deadLetter`: retries of orders whose close failed.
+type OrderDeadLetter struct {
+	MaxAttempts int           `yaml:"maxAttempts" env:"ORDER_DEAD_LETTER_MAX_ATTEMPTS" default:"8" doc:"attempts before a dead letter is parked for a person"`
+	BaseBackoff time.Duration `yaml:"baseBackoff" env:"ORDER_DEAD_LETTER_BASE_BACKOFF" default:"1m" doc:"wait before the first retry; doubles per attempt"`
+	MaxBackoff  time.Duration `yaml:"maxBackoff" env:"ORDER_DEAD_LETTER_MAX_BACKOFF" default:"6h" doc:"longest wait between retries"`
+}
+
+// OrderPayment is `order.payment`: the payment side's close-trade call, made
+// before an order is closed locally so nobody can pay a trade being closed.
+type OrderPayment struct {
+	CloseURL    string        `yaml:"closeURL" env:"ORDER_PAYMENT_CLOSE_URL" doc:"URL called with the order number before each close; empty disables the step"`
+	Token       string        `yaml:"token" env:"ORDER_PAYMENT_TOKEN" secret:"true" doc:"token sent to the payment side"`
+	TokenHeader string        `yaml:"tokenHeader" env:"ORDER_PAYMENT_TOKEN_HEADER" default:"X-Payment-Token" doc:"header carrying the payment token"`
+	Timeout     time.Duration `yaml:"timeout" env:"ORDER_PAYMENT_TIMEOUT" default:"3s" doc:"timeout of each close-trade call"`
+	Retries     int           `yaml:"retries" env:"ORDER_PAYMENT_RETRIES" default:"2" doc:"retries of a failed close-trade call before the order is left to the next pass"`
+}
+
+// OrderCompensation is `order.compensation`: where stock and coupons are
+// given back. local updates this database's tables in the close
+// transaction; outbox writes events in it and a relay delivers them to the
+// inventory and coupon services.
+type OrderCompensation struct {
+	Mode         string `yaml:"mode" env:"ORDER_COMPENSATION_MODE" default:"local" doc:"local or outbox"`
+	InventoryURL string `yaml:"inventoryURL" env:"ORDER_COMPENSATION_INVENTORY_URL" doc:"outbox mode: endpoint receiving stock-release events"`
+	CouponURL    string `yaml:"couponURL" env:"ORDER_COMPENSATION_COUPON_URL" doc:"outbox mode: endpoint receiving coupon-restore events"`
+	Token        string `yaml:"token" env:"ORDER_COMPENSATION_TOKEN" secret:"true" doc:"token sent to those endpoints"`
+	TokenHeader  string `yaml:"tokenHeader" env:"ORDER_COMPENSATION_TOKEN_HEADER" default:"X-Service-Token" doc:"header carrying that token"`
 }
 
 // OrderTimeout is `order.timeout`, with the seed article's keys and defaults.

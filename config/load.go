@@ -371,6 +371,27 @@ func (c *Config) validate() []error {
 	if ps := c.Order.Close.PageSize; ps < 1 || ps > 5000 {
 		bad("order.close.pageSize: %d is outside 1..5000", ps)
 	}
+	if c.Order.DeadLetter.MaxAttempts < 1 {
+		bad("order.deadLetter.maxAttempts: %d must be at least 1", c.Order.DeadLetter.MaxAttempts)
+	}
+	if b := c.Order.DeadLetter; b.BaseBackoff <= 0 || b.MaxBackoff < b.BaseBackoff {
+		bad("order.deadLetter: baseBackoff (%s) must be positive and at most maxBackoff (%s)", b.BaseBackoff, b.MaxBackoff)
+	}
+	if u := c.Order.Payment.CloseURL; u != "" && !isHTTPURL(u) {
+		bad("order.payment.closeURL: %q is not an http(s) URL", u)
+	}
+	if c.Order.Payment.Timeout <= 0 || c.Order.Payment.Retries < 0 {
+		bad("order.payment: timeout must be positive and retries not negative")
+	}
+	switch cm := c.Order.Compensation; cm.Mode {
+	case "local":
+	case "outbox":
+		if !isHTTPURL(cm.InventoryURL) || !isHTTPURL(cm.CouponURL) {
+			bad("order.compensation: outbox mode needs http(s) inventoryURL and couponURL")
+		}
+	default:
+		bad("order.compensation.mode: %q is not local or outbox", cm.Mode)
+	}
 	d := c.Delay
 	if d.RunningTimeout <= 0 || d.HandlerTimeout <= 0 || d.HandlerTimeout >= d.RunningTimeout {
 		bad("delay.handlerTimeout (%s) must be positive and below delay.runningTimeout (%s)", d.HandlerTimeout, d.RunningTimeout)
@@ -385,6 +406,11 @@ func (c *Config) validate() []error {
 		}
 	}
 	return p
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // ParseLevel turns a level name into a slog level.

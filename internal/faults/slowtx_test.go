@@ -14,21 +14,27 @@ import (
 
 // slowCloseSQL injects the delay: a trigger on the close log, inside every
 // close transaction after the status CAS and before the lease check and
-// COMMIT. Once per transaction (the rows of one close share closed_at) it
-// sleeps, with probability slow_pct %, between min_ms and max_ms.
-// fault_ctl.slow_pct = 0 turns it off.
+// COMMIT. Once per transaction (the rows of one close share closed_at), on
+// each database connection in turn: the 1st, 4th, 7th ... close sleeps
+// 1.2 s (past a 1 s lease), the 2nd, 5th ... 0.5 s (slow, but in time for
+// the commit while others wait for its rows), the rest not at all.
+// fault_ctl.slow = 0 turns it off.
 var slowCloseSQL = []string{
-	`CREATE TABLE fault_ctl (id INT PRIMARY KEY, slow_pct INT NOT NULL, min_ms INT NOT NULL, max_ms INT NOT NULL)`,
-	`INSERT INTO fault_ctl VALUES (1, 0, 0, 0)`,
+	`CREATE TABLE fault_ctl (id INT PRIMARY KEY, slow INT NOT NULL)`,
+	`INSERT INTO fault_ctl VALUES (1, 0)`,
 	`CREATE TRIGGER fault_slow_close BEFORE INSERT ON order_close_log FOR EACH ROW
 BEGIN
-  DECLARE pct, lo, hi INT DEFAULT 0;
+  DECLARE on_ INT DEFAULT 0;
   IF NOT (NEW.closed_at <=> @fault_closed_at) THEN
     SET @fault_closed_at = NEW.closed_at;
-    SELECT slow_pct, min_ms, max_ms INTO pct, lo, hi FROM fault_ctl WHERE id = 1;
-    IF pct > 0 AND RAND() * 100 < pct THEN
-      SET @fault_slept = COALESCE(@fault_slept, 0) + 1;
-      DO SLEEP((lo + RAND() * (hi - lo)) / 1000);
+    SELECT slow INTO on_ FROM fault_ctl WHERE id = 1;
+    IF on_ > 0 THEN
+      SET @fault_n = COALESCE(@fault_n, 0) + 1;
+      IF @fault_n % 3 = 1 THEN
+        DO SLEEP(1.2);
+      ELSEIF @fault_n % 3 = 2 THEN
+        DO SLEEP(0.5);
+      END IF;
     END IF;
   END IF;
 END`,
@@ -51,12 +57,9 @@ func scenarioSlowTx(t *testing.T, h *harness, r *report) {
 	}
 	base := snapshot(t, db.DB)
 	// Lease 1 s (the shortest allowed; minus drift and the 200 ms commit
-	// margin: about 790 ms to commit in). Half the transactions sleep
-	// 0.3-1.0 s: a third of those outlive their lease, the others commit in time
-	// while another executor, whose lock was granted after the expiry, waits
-	// for their rows.
+	// margin: about 790 ms to commit in), against the delays above.
 	e := baseEnv(t, db.DSN, redistest.Addr(), prefix).with("ORDER_CLOSE_LOCK_TTL", "1s")
-	_, err := db.Exec(`UPDATE fault_ctl SET slow_pct = 50, min_ms = 300, max_ms = 1000`)
+	_, err := db.Exec(`UPDATE fault_ctl SET slow = 1`)
 	require.NoError(t, err)
 
 	const param = "pageSize=25"
@@ -81,12 +84,12 @@ func scenarioSlowTx(t *testing.T, h *harness, r *report) {
 	}
 	l := requireNoHalfClose(t, db.DB, base, "after the slow runs")
 	require.Equal(t, l.Closed, closedByRuns, "closes reported by the runs vs the database")
-	require.Positive(t, expired+fenced, "no transaction outlived its lease and no run met another's close: the fault did not happen")
-	r.add("3 executors (one on other lock keys), half the close transactions 0.3-1.0 s vs a 1 s lease: %d lease-expired rollbacks, %d orders found already closed under the row lock (%s); left %d",
+	require.Positive(t, expired, "no transaction outlived its lease: the fault did not happen")
+	r.add("3 executors (one on other lock keys), close transactions of 1.2 s and 0.5 s vs a 1 s lease: %d lease-expired rollbacks, %d orders found already closed under the row lock (%s); left %d",
 		expired, fenced, strings.Join(per, ", "), l.Lost)
 
 	// The delay is gone: the next run closes what was rolled back.
-	_, err = db.Exec(`UPDATE fault_ctl SET slow_pct = 0`)
+	_, err = db.Exec(`UPDATE fault_ctl SET slow = 0`)
 	require.NoError(t, err)
 	c := h.runJob(t, "final", e, "", "")
 	require.Equal(t, 0, c.code, c.stderr.String())
