@@ -85,6 +85,9 @@ type Config struct {
 	// SweepGrace: Sweep only takes tasks due for longer than this, leaving
 	// the timer's own work alone. Default 10s.
 	SweepGrace time.Duration
+	// Observer receives each attempt's result and lateness for metrics.
+	// nil: none.
+	Observer Observer
 }
 
 // ErrStopped is the cause given to handlers cancelled by Stop.

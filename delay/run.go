@@ -65,12 +65,13 @@ const (
 // run performs one claimed attempt and records its result. ctx is the
 // worker's (or the sweep's) context: when it is cancelled during the
 // attempt, the claim is given back instead of spending a retry.
-func (d *Dispatcher) run(ctx context.Context, t *Task) result {
+func (d *Dispatcher) run(ctx context.Context, t *Task) (res result) {
 	log := d.log.With("trace_id", t.TraceID, "biz_uuid", t.BizUUID, "task_id", t.ID,
 		"handler", t.Handler, "attempt", t.RetryCount+1)
 	tc := &taskCtx{traceID: t.TraceID, log: log}
 	hctx, cancel := context.WithTimeout(withTask(ctx, tc), d.cfg.HandlerTimeout)
 	start := time.Now()
+	defer d.observe(t, start, &res)
 	err := d.call(hctx, t)
 	if err != nil && hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		err = fmt.Errorf("handler timed out after %s: %w", d.cfg.HandlerTimeout, err)

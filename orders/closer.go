@@ -39,6 +39,19 @@ type CloserConfig struct {
 	// statement for the transaction to be committed; otherwise it rolls back
 	// and the orders wait for the next pass. Default 200ms.
 	CommitMargin time.Duration
+	// TradeCloser, if set, closes each locked order's trade at the payment
+	// side before the close transaction (payment.go). Default nil: no
+	// payment step, no extra call or round trip.
+	TradeCloser TradeCloser
+	// TradeFanOut is how many close-trade calls of a page run at once.
+	// Default 16.
+	TradeFanOut int
+	// Compensation is where stock and coupons are given back:
+	// CompensateLocal (default) or CompensateOutbox (outbox.go).
+	Compensation CompensationMode
+	// Observer receives page counts and close lateness for metrics. nil:
+	// none.
+	Observer Observer
 }
 
 // Closer closes unpaid orders whose payment timeout has passed: the sweep
@@ -73,6 +86,9 @@ func NewCloser(db *sqlx.DB, locker *Locker, cfg CloserConfig) (*Closer, error) {
 	}
 	cfg.LockAttempts = cmp.Or(cfg.LockAttempts, 3)
 	cfg.CommitMargin = cmp.Or(cfg.CommitMargin, 200*time.Millisecond)
+	if err := cfg.fillExtensions(); err != nil {
+		return nil, err
+	}
 	var err error
 	if cfg.DeadLetterBackoff, err = cfg.DeadLetterBackoff.withDefaults(); err != nil {
 		return nil, err
@@ -136,6 +152,9 @@ type RunStats struct {
 	LockErrors    int   // of SkippedLocked: orders whose lock failed because Redis failed
 	LockErr       error // first Redis error behind LockErrors
 	LeaseLost     int   // of SkippedLocked: rolled back because the lease ran out before commit
+	TradePaid     int   // of SkippedPaid: the payment side answered already_paid
+	TradeErrors   int   // of SkippedLocked: the close-trade call failed or did not answer in time
+	TradeErr      error // first error behind TradeErrors
 	Pages         int   // scan pages read
 	DryRun        bool
 }
@@ -156,6 +175,11 @@ func (s *RunStats) add(p pageResult) {
 	s.SkippedNotDue += p.notDue
 	s.LockErrors += p.lockErrors
 	s.LeaseLost += p.leaseLost
+	s.TradePaid += p.tradePaid
+	s.TradeErrors += p.tradeErrors
+	if s.TradeErr == nil {
+		s.TradeErr = p.tradeErr
+	}
 	if s.LockErr == nil {
 		s.LockErr = p.lockErr
 	}
@@ -218,6 +242,9 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	if st.LockErr != nil {
 		attrs = append(attrs, "lock_error", st.LockErr.Error())
 	}
+	if st.TradePaid+st.TradeErrors > 0 {
+		attrs = append(attrs, "num_trade_paid", st.TradePaid, "num_trade_errors", st.TradeErrors)
+	}
 	c.log.InfoContext(ctx, "close run finished", attrs...)
 	return st, nil
 }
@@ -253,6 +280,7 @@ func (c *Closer) closePages(ctx context.Context, opt RunOptions, clock runClock,
 			pr, err = c.closePage(ctx, clock, p)
 		}
 		st.add(pr)
+		c.observePage(ctx, opt, len(p.rows), pr)
 		c.log.DebugContext(ctx, "close page", "page", st.Pages, "batch_size", len(p.rows), "num_closed", pr.closed,
 			"num_skipped", pr.skipped(), "num_dead_lettered", pr.deadLettered)
 		if opt.Progress != nil {
@@ -320,7 +348,8 @@ func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)
 // respected (OutcomeParked); a waiting one is retried now, since the caller
 // asked for this order explicitly. If Redis fails, the order is not closed:
 // OutcomeSkippedLocked with the Redis error.
-func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (Outcome, error) {
+func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, err error) {
+	defer func() { c.observeOne(ctx, out, err) }()
 	dbNow, err := c.store.dbNow(ctx, c.db)
 	if err != nil {
 		return 0, err
@@ -356,6 +385,9 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (Outcome, error
 			return OutcomeSkippedLocked, fmt.Errorf("close order %s: %w", orderNo, lerr)
 		}
 		return OutcomeSkippedLocked, nil
+	}
+	if out, done, err := c.tradeStepOne(wctx, clock, o, lease); done {
+		return out, err
 	}
 	res, err := c.closeOne(wctx, clock, scanRow{ID: o.ID, OrderNo: o.OrderNo, CreateTime: o.CreateTime}, lease)
 	if err != nil {

@@ -15,6 +15,8 @@ type pageResult struct {
 	closed, paid, locked, deadLettered, gone, notDue int
 	lockErrors, leaseLost                            int
 	lockErr                                          error
+	tradePaid, tradeErrors                           int   // payment step: already paid; call failed
+	tradeErr                                         error // first error behind tradeErrors
 }
 
 func (p pageResult) skipped() int { return p.paid + p.locked + p.gone + p.notDue }
@@ -68,6 +70,15 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 	if len(held) == 0 {
 		return res, nil
 	}
+	if c.cfg.TradeCloser != nil {
+		rows, err := c.closeTrades(ctx, clock, held, lease, &res)
+		if err != nil {
+			return res, fmt.Errorf("close page of %d orders: %w", len(held), err)
+		}
+		if held = rows; len(held) == 0 {
+			return res, nil
+		}
+	}
 
 	mode := txOptimistic
 	for attempt := 1; ; attempt++ {
@@ -85,6 +96,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			attempt--
 			continue
 		case err == nil:
+			c.observeClosed(ctx, tr.late)
 			for _, o := range tr.outcomes {
 				res.count(o)
 			}
@@ -154,6 +166,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 		})
 		switch {
 		case err == nil:
+			c.observeClosed(ctx, tr.late)
 			return oneResult{outcome: tr.outcomes[r.OrderNo]}, nil
 		case errors.Is(err, ErrLeaseExpired):
 			c.log.WarnContext(ctx, "order lock ran out before commit", "order_no", r.OrderNo)
@@ -190,6 +203,7 @@ func backoff(ctx context.Context, attempt int) error {
 type txResult struct {
 	outcomes map[string]Outcome // every order handled (closed or skipped)
 	bad      map[string]error   // orders left out because their data is wrong (batch mode)
+	late     []time.Duration    // lateness of the closed orders, for the Observer (nil without one)
 }
 
 // candidate is an order being closed in a transaction, with its lines.
@@ -325,7 +339,15 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		}
 		return fmt.Errorf("%s: %d rows changed of %d", what, got, want)
 	}
-	if deltas := sumDeltas(good); len(deltas) > 0 {
+	// Outbox mode: stock and coupons are other services'; the events that
+	// give them back are written here and delivered after commit.
+	local := c.cfg.Compensation == CompensateLocal
+	if !local {
+		if err := c.enqueueCompensation(ctx, tx, good); err != nil {
+			return tr, err
+		}
+	}
+	if deltas := sumDeltas(good); local && len(deltas) > 0 {
 		n, err := c.store.releaseStock(ctx, tx, deltas)
 		if err != nil {
 			return tr, err
@@ -334,7 +356,7 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 			return tr, short("release stock", int64(len(deltas)), n)
 		}
 	}
-	if len(goodCoupons) > 0 {
+	if len(goodCoupons) > 0 && local {
 		slices.Sort(goodCoupons)
 		goodCoupons = slices.Compact(goodCoupons)
 		n, err := c.store.restoreCoupons(ctx, tx, goodCoupons, couponNos)
@@ -356,6 +378,7 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 	if !lease.ValidFor(c.cfg.CommitMargin) {
 		return tr, ErrLeaseExpired
 	}
+	tr.late = c.lateness(good, closeTime)
 	for _, no := range goodNos {
 		tr.outcomes[no] = OutcomeClosed
 	}
@@ -368,6 +391,10 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 // coupon missing or not locked by the order, or locked stock below what the
 // page would release from a SKU.
 func (c *Closer) validate(ctx context.Context, tx *sqlx.Tx, cands []*candidate, bad map[string]error) error {
+	if c.cfg.Compensation == CompensateOutbox {
+		validateOutbox(cands, bad)
+		return nil
+	}
 	skuSet := map[int64]bool{}
 	var couponIDs []int64
 	for _, cd := range cands {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
@@ -30,7 +31,8 @@ type DemoSpec struct {
 	// CouponFraction of the orders use a coupon. Default 0 (none).
 	CouponFraction float64
 	// Reset empties order_info, order_item, inventory, user_coupon,
-	// order_close_log and order_dead_letter first (TRUNCATE). Otherwise rows
+	// order_close_log, order_dead_letter and order_fulfillment_overdue
+	// first (TRUNCATE). Otherwise rows
 	// are added after the existing ones and stock is added to existing SKUs.
 	Reset bool
 	// TimeoutMinutes of every order. Default 30.
@@ -60,11 +62,12 @@ var safePrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
 
 // GenerateDemo inserts demo orders with multi-row statements on a few
 // connections (200,000 orders in a few seconds). Create times come from the
-// database clock: due orders were created between their timeout plus one
-// minute and a day before now, not-due ones within the first half of their
-// timeout (so they stay not due for at least half of it), paid ones within
-// the last two days. Each order has 1-3 items of distinct SKUs, 1-3 units
-// each. Not safe to run twice at once on the same database.
+// database clock and rise with the order id, as in a real shop: due and paid
+// orders (mixed at random in their shares) were created over the day before
+// their timeout plus one minute, then the not-due ones within the first half
+// of their timeout (so they stay not due for at least half of it). Each order
+// has 1-3 items of distinct SKUs, 1-3 units each. Not safe to run twice at
+// once on the same database.
 func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, error) {
 	var res DemoResult
 	spec, err := spec.withDefaults()
@@ -114,6 +117,19 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 			coupons, nCoupons = nil, 0
 		}
 	}
+	// Orders are created in time order, as a shop inserts them: ids and
+	// create times rise together, so the scan's walk in create_time order
+	// reads the tables front to back. The older part (due and paid orders)
+	// spreads over a day ending a minute past the timeout; the newest
+	// orders, unpaid and within the first half of their timeout, come last.
+	nRecent := int(math.Round(float64(spec.Orders) * (1 - spec.DueFraction - spec.PaidFraction)))
+	nRecent = max(0, min(spec.Orders, nRecent))
+	nOld := spec.Orders - nRecent
+	paidShare := 0.0
+	if spec.DueFraction+spec.PaidFraction > 0 {
+		paidShare = spec.PaidFraction / (spec.DueFraction + spec.PaidFraction)
+	}
+	const oldSpan = 86_400 // seconds
 	skus := make([]int64, 0, 3)
 	for i := range spec.Orders {
 		if gctx.Err() != nil {
@@ -125,17 +141,18 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 
 		var status int
 		var age int64 // seconds before now
-		switch r := rng.Float64(); {
-		case r < spec.DueFraction:
-			res.Due++
-			age = timeoutSec + 60 + rng.Int64N(86_400)
-		case r < spec.DueFraction+spec.PaidFraction:
-			res.Paid++
-			status = statusPaid
-			age = rng.Int64N(2 * 86_400)
+		switch {
+		case i < nOld:
+			age = timeoutSec + 60 + int64(oldSpan*(nOld-i)/nOld)
+			if rng.Float64() < paidShare {
+				res.Paid++
+				status = statusPaid
+			} else {
+				res.Due++
+			}
 		default:
 			res.NotDue++
-			age = rng.Int64N(max(1, timeoutSec/2))
+			age = (timeoutSec / 2) * int64(spec.Orders-i) / int64(nRecent)
 		}
 		created := start.Now.Add(-time.Duration(age) * time.Second)
 

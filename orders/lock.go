@@ -48,6 +48,8 @@ type LockerConfig struct {
 	// clock drift between this process and Redis (plus 2ms), as redsync does.
 	// Default 0.01.
 	DriftFactor float64
+	// Observer receives each Acquire's latency and contention. nil: none.
+	Observer Observer
 }
 
 // Locker takes per-order locks in bulk: one pipelined `SET key token NX PX ttl`
@@ -66,6 +68,7 @@ type Locker struct {
 	timeout time.Duration
 	drift   time.Duration
 	rs      *redsync.Redsync
+	obs     Observer
 }
 
 // NewLocker checks cfg and returns a Locker.
@@ -102,6 +105,7 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 		timeout: cmp.Or(cfg.Timeout, max(ttl/20, 200*time.Millisecond)),
 		drift:   time.Duration(float64(ttl)*df) + 2*time.Millisecond,
 		rs:      redsync.New(pools...),
+		obs:     cfg.Observer,
 	}, nil
 }
 
@@ -253,6 +257,7 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 			errs = append(errs, rerr)
 		}
 	}
+	l.observe(ctx, len(nos), lease, now.Sub(start))
 	if len(lease.failed) > 0 {
 		if len(errs) == 0 {
 			errs = append(errs, errors.New("no quorum"))

@@ -56,7 +56,9 @@ type PayOutcome int
 const (
 	// PayPaid: the order was unpaid and is now paid.
 	PayPaid PayOutcome = iota + 1
-	// PayAlreadyClosed: the order had been closed (timed out); nothing changed.
+	// PayAlreadyClosed: the order had been closed (timed out); it stays
+	// closed, and a payment of a closed order is recorded once in
+	// payment_conflict: a refund is owed.
 	PayAlreadyClosed
 	// PayAlreadyPaid: the order had been paid before; nothing changed.
 	PayAlreadyPaid
@@ -78,7 +80,10 @@ func (p PayOutcome) String() string {
 // order's lock key (the same key the close path locks), one transaction
 // moves the order from unpaid to paid (status CAS), consumes its items'
 // locked stock in sku order and marks its coupon used. An order past its
-// timeout but not yet closed can still be paid: the first to lock wins.
+// timeout but not yet closed can still be paid: the first to lock wins. A
+// payment that loses to the close never revives the order: it returns
+// PayAlreadyClosed and, in the same transaction, records the payment in
+// payment_conflict (once per order), so the business refunds it.
 // Returns ErrOrderNotFound for an unknown order number.
 func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
 	m := s.locker.Redsync().NewMutex(s.locker.KeyFor(orderNo),
@@ -110,7 +115,7 @@ func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
 			return nil
 		case o.Status != statusUnpaid:
 			out = PayAlreadyClosed
-			return nil
+			return s.recordLatePayment(ctx, tx, o)
 		}
 		items, err := s.store.orderItems(ctx, tx, []string{orderNo})
 		if err != nil {

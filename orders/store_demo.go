@@ -13,7 +13,7 @@ import (
 // be [A-Za-z0-9_-]) into multi-row INSERTs of a few thousand rows each.
 
 // demoTables are emptied by a Reset, children first.
-var demoTables = []string{"order_close_log", "order_dead_letter", "order_item", "user_coupon", "inventory", "order_info"}
+var demoTables = []string{"order_fulfillment_overdue", "order_close_log", "order_dead_letter", "order_item", "user_coupon", "inventory", "order_info"}
 
 // demoTruncateSQL empties one of demoTables (%s). DDL: commits implicitly.
 const demoTruncateSQL = `TRUNCATE TABLE %s`

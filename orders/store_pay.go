@@ -33,10 +33,11 @@ func (store) lockOrderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo s
 	return o, true, nil
 }
 
-// payOrderSQL is the payment's status CAS, unpaid to paid.
-// Params: id. The WHERE repeats status = 0 so a closed order is never paid;
-// expects one row.
-const payOrderSQL = `UPDATE order_info SET status = 1 WHERE id = ? AND status = 0`
+// payOrderSQL is the payment's status CAS, unpaid to paid, stamping
+// pay_time with the database clock (the fulfillment-timeout job counts from
+// it). Params: id. The WHERE repeats status = 0 so a closed order is never
+// paid; expects one row.
+const payOrderSQL = `UPDATE order_info SET status = 1, pay_time = NOW(3) WHERE id = ? AND status = 0`
 
 func (store) payOrder(ctx context.Context, e sqlx.ExecerContext, id int64) (int64, error) {
 	res, err := e.ExecContext(ctx, payOrderSQL, id)

@@ -61,7 +61,8 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 		defer cancel()
 	}
 	done := make(chan outcome, 1)
-	e.handlers.goFunc(func() { done <- callHandler(ctx, h, req) })
+	hctx := withRun(ctx, req) // not ctx: the lines below carry job_id and log_id already
+	e.handlers.goFunc(func() { done <- callHandler(hctx, h, req) })
 	var o outcome
 	returned := false
 	select {

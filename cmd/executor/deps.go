@@ -24,10 +24,12 @@ func loadConfig(env *cliEnv) (*config.Config, error) {
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	lvl, _ := config.ParseLevel(cfg.Log.Level) // validated by Load
 	opts := &slog.HandlerOptions{Level: lvl}
+	// newCtxHandler: lines written under a run's or a delayed task's
+	// context carry its job_id and log_id, or its trace_id.
 	if cfg.Log.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(newCtxHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(newCtxHandler(slog.NewJSONHandler(w, opts)))
 }
 
 // openDB opens and pings MySQL with the executor's DSN settings.

@@ -8,6 +8,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/api"
+	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -40,7 +41,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		logger.Warn("api.token is EMPTY: the API port answers anyone who reaches it; set EXECUTOR_API_TOKEN")
 	}
 
-	svc, err := openDeps(ctx, cfg, logger)
+	m := metrics.New(metrics.Config{Logger: logger})
+	svc, err := openDeps(ctx, cfg, logger, depsObservers(m))
 	if err != nil {
 		return err
 	}
@@ -48,11 +50,12 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 
 	reg := &registryWatch{}
 	xcfg := executorConfig(cfg, logger)
-	xcfg.Observer = reg
+	xcfg.Observer = xxlObservers{reg, m.XXLJob()}
 	exec, err := xxljob.New(xcfg)
 	if err != nil {
 		return err
 	}
+	watchServe(m, exec, svc)
 	if err := handlers.Register(exec, svc.handlerDeps()); err != nil {
 		return err
 	}
@@ -64,6 +67,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		apiSrv.AddReadyCheck("mysql", func(ctx context.Context) error { return svc.db.PingContext(ctx) })
 		apiSrv.AddReadyCheck("redis", func(ctx context.Context) error { return svc.rdb.Ping(ctx).Err() })
 		apiSrv.AddReadyCheck("registry", reg.check)
+		apiSrv.HandlePublic("GET /metrics", m.Handler())
 		delay.NewAPI(svc.delay.Client(), logger.With("component", "delay.api")).Mount(apiSrv.Handle)
 		if err := apiSrv.Start(); err != nil {
 			return err
@@ -77,7 +81,13 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
+	if svc.relay != nil {
+		_ = svc.relay.Start(ctx) // fails only when started twice
+	}
 	if err := exec.Start(ctx); err != nil {
+		if svc.relay != nil {
+			_ = svc.relay.Stop(context.Background())
+		}
 		if cfg.Delay.Enabled {
 			_ = svc.delay.Stop(context.Background())
 		}
@@ -98,6 +108,10 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	errs = append(errs, exec.Shutdown(sctx))
 	if cfg.Delay.Enabled {
 		errs = append(errs, svc.delay.Stop(sctx)) // before Redis and the database close
+	}
+	if svc.relay != nil {
+		// After the jobs that write outbox events, before the database closes.
+		errs = append(errs, svc.relay.Stop(sctx))
 	}
 	if apiSrv != nil {
 		errs = append(errs, apiSrv.Shutdown(sctx))

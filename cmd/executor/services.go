@@ -24,10 +24,13 @@ type services struct {
 	locker    *orders.Locker
 	closer    *orders.Closer
 	delay     *delay.Dispatcher // built, not started: serve starts it
+	relay     *orders.Relay     // outbox compensation only; built, not started: serve starts it
 }
 
 // openDeps connects to MySQL and Redis and builds the order closer.
-func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*services, error) {
+// obs, optional, are the metrics hooks (serve passes them).
+func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs ...observers) (*services, error) {
+	o := pickObservers(obs)
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -41,17 +44,27 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*se
 	s.rdb = rdb
 	s.lockNodes = newLockNodes(cfg.Redis)
 	s.locker, err = orders.NewLocker(orders.LockerConfig{
-		Client: rdb,
-		Nodes:  s.lockNodes,
-		Prefix: cfg.Order.Close.LockKeyPrefix,
-		TTL:    cfg.Order.Close.LockTTL,
+		Client:   rdb,
+		Nodes:    s.lockNodes,
+		Prefix:   cfg.Order.Close.LockKeyPrefix,
+		TTL:      cfg.Order.Close.LockTTL,
+		Observer: o.orders,
 	})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("order locks: %w", err)
 	}
+	ext, err := newCloseExtensions(db, cfg, logger)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.relay = ext.relay
 	s.closer, err = orders.NewCloser(db, s.locker, orders.CloserConfig{
-		Logger: logger.With("component", "orders.closer"),
+		Logger:       logger.With("component", "orders.closer"),
+		TradeCloser:  ext.tradeCloser,
+		Compensation: ext.compensation,
+		Observer:     o.orders,
 	})
 	if err != nil {
 		s.Close()
@@ -76,6 +89,7 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*se
 		ReconcileInterval: cfg.Delay.ReconcileInterval,
 		Retention:         cfg.Delay.Retention,
 		Logger:            logger.With("component", "delay"),
+		Observer:          o.delay,
 	})
 	if err != nil {
 		s.Close()

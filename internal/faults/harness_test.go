@@ -267,8 +267,15 @@ func parseSummary(s string) summary {
 // demo generates orders in db (create times from the database clock).
 func demo(t *testing.T, db *sqlx.DB, n int, seed uint64) orders.DemoResult {
 	t.Helper()
+	return demoSKUs(t, db, n, seed, 150)
+}
+
+// demoSKUs is demo with items drawn from skus SKUs (many SKUs: closes of
+// different orders rarely share a stock row).
+func demoSKUs(t *testing.T, db *sqlx.DB, n int, seed uint64, skus int) orders.DemoResult {
+	t.Helper()
 	res, err := orders.GenerateDemo(context.Background(), db, orders.DemoSpec{
-		Orders: n, SKUs: 150, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1,
+		Orders: n, SKUs: skus, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1,
 		CouponFraction: 0.3, Seed: seed, OrderNoPrefix: fmt.Sprintf("F%d-", seed),
 	})
 	require.NoError(t, err)
@@ -427,7 +434,6 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func sleepCtx(d time.Duration) { time.Sleep(d) }
 
 // ---------------------------------------------------------------------------
 // `executor serve` under a fake admin

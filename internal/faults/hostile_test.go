@@ -102,6 +102,34 @@ func scenarioHostilePorts(t *testing.T, h *harness, r *report) {
 		r.add("2 slow-body connections cut after %.1fs and %.1fs", bodyCuts[0].Seconds(), bodyCuts[1].Seconds())
 	}
 
+	// Hostile requests to the real API port's request decoders.
+	for _, tc := range []struct {
+		token, body string
+		status      int
+	}{
+		{"", `{"bizUuid":"a","handler":"orderTimeoutClose","delayMs":1}`, http.StatusUnauthorized},
+		{apiToken[:len(apiToken)-1], `{"bizUuid":"a","handler":"orderTimeoutClose","delayMs":1}`, http.StatusUnauthorized},
+		{apiToken, `{"bizUuid":"n","handler":"orderTimeoutClose","delayMs":1,"payload":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, http.StatusBadRequest},
+		{apiToken, `{"bizUuid":"big","handler":"orderTimeoutClose","delayMs":1,"payload":"` + strings.Repeat("x", 200<<10) + `"}`, http.StatusRequestEntityTooLarge},
+		{apiToken, `{"bizUuid":"x'; DROP TABLE job_delay_task; --","handler":"orderTimeoutClose","delayMs":1}`, http.StatusBadRequest},
+		{apiToken, `{"bizUuid":"e","handler":"http:orders/../../admin","delayMs":1}`, http.StatusBadRequest},
+		{apiToken, `{"bizUuid":"g","handler":"orderTimeoutClose","delayMs":1,"glueSource":"rm -rf /"}`, http.StatusBadRequest},
+	} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+apiAddr+"/api/delay-tasks", strings.NewReader(tc.body))
+		require.NoError(t, err)
+		req.Header.Set("X-Executor-Token", tc.token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, tc.status, resp.StatusCode, "%.80s: %s", tc.body, b)
+		require.Contains(t, string(b), `"error"`)
+	}
+	var tasks int
+	require.NoError(t, db.Get(&tasks, "SELECT COUNT(*) FROM job_delay_task"))
+	require.Zero(t, tasks, "a hostile registration was stored")
+	r.add("7 hostile delayed-task registrations refused (401/400/413)")
+
 	// Thousands of concurrent /run calls, after a warm-up on the same jobs
 	// (job threads, pools and keep-alive connections exist in both counts).
 	const jobs = 40

@@ -15,6 +15,9 @@
 //     coupons;
 //   - no order paid at the baseline is anything but paid now.
 //
+// Shipped (3) and completed (4) orders count as paid throughout: their
+// stock was consumed and their coupon used when they were paid.
+//
 // It only reads; it never imports test-only packages, so a binary (the
 // bench) can use it.
 package ordertest
@@ -214,6 +217,8 @@ func Check(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
 // StatusCounts counts orders by status.
 type StatusCounts struct {
 	Unpaid, Paid, Closed int
+	// Shipped (3) and Completed (4) are the states after paid.
+	Shipped, Completed int
 	// Due are unpaid orders whose timeout has passed by the database clock.
 	Due int
 }
@@ -245,7 +250,7 @@ func itemQuantities(ctx context.Context, db sqlx.QueryerContext) (map[int64][2]i
 		switch r.Status {
 		case 0:
 			q[0] += r.Qty
-		case 1:
+		case 1, 3, 4:
 			q[1] += r.Qty
 		}
 		out[r.SKUID] = q

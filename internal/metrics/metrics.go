@@ -1,0 +1,224 @@
+// Package metrics is the Prometheus adapter of the executor: it implements
+// the observer interfaces of xxljob, orders and delay (which know nothing of
+// Prometheus), samples the database-backed gauges (overdue orders, dead
+// letters, delayed-task backlog) at most every few seconds, and serves
+// everything in the Prometheus text format through the official client
+// library.
+//
+// The metric names, with their units, are listed in README-section.md and
+// checked against deploy/prometheus/alerts.yml and the Grafana dashboard by
+// this package's tests.
+package metrics
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config configures Metrics. Zero values take the defaults given.
+type Config struct {
+	// SampleInterval: the order gauges read from the database (overdue
+	// orders, dead letters) are refreshed at most this often, when scraped.
+	// Default 10s.
+	SampleInterval time.Duration
+	// DelaySampleInterval: the same for the delayed-task gauges, whose
+	// status counts scan job_delay_task's status index. Default 30s.
+	DelaySampleInterval time.Duration
+	// SampleTimeout bounds each sampling query. Default 3s.
+	SampleTimeout time.Duration
+	// Logger receives sampling failures. Default: discard.
+	Logger *slog.Logger
+}
+
+// Metrics owns a Prometheus registry with the executor's metrics. Build it
+// with New, hand its observers to the parts (XXLJob, Orders, Delay), attach
+// the sampled sources (WatchExecutor, WatchCloser, WatchDispatcher, WatchDB)
+// and serve Handler on the API port's /metrics.
+type Metrics struct {
+	cfg Config
+	log *slog.Logger
+	reg *prometheus.Registry
+
+	mu   sync.Mutex
+	defs map[string]kind // every family name this package defines
+
+	xxl    xxlMetrics
+	orders orderMetrics
+	delay  delayMetrics
+	smp    samplerMetrics
+}
+
+// kind is a metric family's type, for Names.
+type kind int
+
+const (
+	kindCounter kind = iota
+	kindGauge
+	kindHistogram
+)
+
+// New builds the registry with the Go runtime, process and build-info
+// collectors and every metric of this package.
+func New(cfg Config) *Metrics {
+	cfg.SampleInterval = cmp.Or(cfg.SampleInterval, 10*time.Second)
+	cfg.DelaySampleInterval = cmp.Or(cfg.DelaySampleInterval, 30*time.Second)
+	cfg.SampleTimeout = cmp.Or(cfg.SampleTimeout, 3*time.Second)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{cfg: cfg, log: log.With("component", "metrics"), reg: prometheus.NewRegistry(), defs: map[string]kind{}}
+	m.reg.MustRegister(runtimeCollectors()...)
+	m.smp = newSamplerMetrics(m)
+	m.xxl = newXXLMetrics(m)
+	m.orders = newOrderMetrics(m)
+	m.delay = newDelayMetrics(m)
+	return m
+}
+
+func runtimeCollectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(),
+	}
+}
+
+// Handler serves the registry in the Prometheus exposition formats, with the
+// handler's own request counters.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.reg,
+	}))
+}
+
+// Registry returns the registry, for tests and for adding collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Names returns every series name /metrics can carry: this package's
+// families (histograms with their _bucket, _sum and _count series) and those
+// of the runtime collectors and the handler, sorted. Alerting rules and
+// dashboards may query only these.
+func (m *Metrics) Names() []string {
+	set := map[string]bool{}
+	add := func(name string, k kind) {
+		switch k {
+		case kindHistogram:
+			set[name+"_bucket"], set[name+"_sum"], set[name+"_count"] = true, true, true
+		default:
+			set[name] = true
+		}
+	}
+	m.mu.Lock()
+	for n, k := range m.defs {
+		add(n, k)
+	}
+	m.mu.Unlock()
+	// The runtime collectors' families (go_*, process_*): gathered from
+	// fresh instances (gathering m.reg would run the samplers' queries).
+	// Their histograms and summaries get the same suffixes.
+	rt := prometheus.NewRegistry()
+	rt.MustRegister(runtimeCollectors()...)
+	if mfs, err := rt.Gather(); err == nil {
+		for _, mf := range mfs {
+			switch mf.GetType().String() {
+			case "HISTOGRAM":
+				add(mf.GetName(), kindHistogram)
+			case "SUMMARY":
+				set[mf.GetName()], set[mf.GetName()+"_sum"], set[mf.GetName()+"_count"] = true, true, true
+			default:
+				set[mf.GetName()] = true
+			}
+		}
+	}
+	// The database pool's (go_sql_*), from a pool that never connects.
+	db := sql.OpenDB(noConnector{})
+	rt.MustRegister(collectors.NewDBStatsCollector(db, "x"))
+	if mfs, err := rt.Gather(); err == nil {
+		for _, mf := range mfs {
+			set[mf.GetName()] = true
+		}
+	}
+	_ = db.Close()
+	// promhttp registers its families when Handler is first built.
+	for _, n := range []string{"promhttp_metric_handler_requests_total", "promhttp_metric_handler_requests_in_flight"} {
+		set[n] = true
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// define records a family name this package exports.
+func (m *Metrics) define(name string, k kind) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.defs[name] = k
+}
+
+func (m *Metrics) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	m.reg.MustRegister(v)
+	m.define(name, kindCounter)
+	return v
+}
+
+func (m *Metrics) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	m.reg.MustRegister(v)
+	m.define(name, kindGauge)
+	return v
+}
+
+func (m *Metrics) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	m.reg.MustRegister(g)
+	m.define(name, kindGauge)
+	return g
+}
+
+func (m *Metrics) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	m.reg.MustRegister(v)
+	m.define(name, kindHistogram)
+	return v
+}
+
+// result labels an outcome that either worked or failed.
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// WatchDB exports the MySQL connection pool's statistics (go_sql_*).
+func (m *Metrics) WatchDB(db *sql.DB) {
+	m.reg.MustRegister(collectors.NewDBStatsCollector(db, "orders"))
+}
+
+// noConnector is a driver.Connector that never connects: Names builds a
+// DBStatsCollector over it to learn the family names.
+type noConnector struct{}
+
+func (noConnector) Connect(context.Context) (driver.Conn, error) {
+	return nil, errors.New("metrics: no database")
+}
+func (noConnector) Driver() driver.Driver { return nil }

@@ -1,0 +1,164 @@
+package metrics
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob"
+)
+
+// Metric names of the order close path.
+const (
+	OrdersScannedTotal       = "orders_close_scanned_total"
+	OrdersClosedTotal        = "orders_close_closed_total"
+	OrdersSkippedTotal       = "orders_close_skipped_total"
+	OrdersFailedTotal        = "orders_close_failed_total"
+	OrdersLatenessSeconds    = "orders_close_lateness_seconds"
+	OrdersLockAcquireSeconds = "orders_lock_acquire_duration_seconds"
+	OrdersLockKeysTotal      = "orders_lock_keys_total"
+	OrdersOverdueUnpaid      = "orders_overdue_unpaid"
+	OrdersOverdueOldestAge   = "orders_overdue_unpaid_oldest_age_seconds"
+	OrdersDeadLetters        = "orders_dead_letters"
+)
+
+// Skip reasons, the reason label of orders_close_skipped_total.
+var skipReasons = []string{"paid", "locked", "closed", "not_due", "parked"}
+
+type orderMetrics struct {
+	scanned, closed, failed *prometheus.CounterVec
+	skipped                 *prometheus.CounterVec
+	lateness                *prometheus.HistogramVec
+	lockDuration            prometheus.Histogram
+	lockKeys                *prometheus.CounterVec
+	lockAcquired            prometheus.Counter
+	lockTaken               prometheus.Counter
+	lockError               prometheus.Counter
+
+	overdue, overdueAge, deadLetters *prometheus.Desc
+}
+
+func newOrderMetrics(m *Metrics) orderMetrics {
+	o := orderMetrics{
+		scanned: m.counterVec(OrdersScannedTotal,
+			"Due orders the close path looked at, by handler and shard (dry runs not counted).", "handler", "shard"),
+		closed: m.counterVec(OrdersClosedTotal,
+			"Orders closed (stock and coupon given back), by handler and shard.", "handler", "shard"),
+		skipped: m.counterVec(OrdersSkippedTotal,
+			"Orders looked at and left as they are, by handler, shard and reason: paid (paid first), locked (lock held elsewhere, Redis failing or lease lost), closed (closed by someone else), not_due, parked (dead letter parked).",
+			"handler", "shard", "reason"),
+		failed: m.counterVec(OrdersFailedTotal,
+			"Orders whose close failed and went to order_dead_letter, by handler and shard.", "handler", "shard"),
+		lateness: m.histogramVec(OrdersLatenessSeconds,
+			"Time from an order's payment deadline to its close, on the database clock, by handler.",
+			[]float64{.1, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}, "handler"),
+		lockKeys: m.counterVec(OrdersLockKeysTotal,
+			"Order locks asked for, by result: acquired, taken (held by someone else: contention), error (Redis failed).", "result"),
+		overdue: prometheus.NewDesc(OrdersOverdueUnpaid,
+			"Unpaid orders past their deadline that the sweep would close (capped at 10000; sampled).", nil, nil),
+		overdueAge: prometheus.NewDesc(OrdersOverdueOldestAge,
+			"How long ago the earliest deadline among the overdue unpaid orders passed (0: none; sampled).", nil, nil),
+		deadLetters: prometheus.NewDesc(OrdersDeadLetters,
+			"Dead letters not resolved, by stage and status (waiting: retried later; parked: needs a person; sampled).",
+			[]string{"stage", "status"}, nil),
+	}
+	o.lockDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    OrdersLockAcquireSeconds,
+		Help:    "Latency of one bulk lock acquisition (a page's locks, pipelined per Redis node).",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
+	})
+	m.reg.MustRegister(o.lockDuration)
+	m.define(OrdersLockAcquireSeconds, kindHistogram)
+	m.define(OrdersOverdueUnpaid, kindGauge)
+	m.define(OrdersOverdueOldestAge, kindGauge)
+	m.define(OrdersDeadLetters, kindGauge)
+	o.lockAcquired = o.lockKeys.WithLabelValues("acquired")
+	o.lockTaken = o.lockKeys.WithLabelValues("taken")
+	o.lockError = o.lockKeys.WithLabelValues("error")
+	return o
+}
+
+// Orders returns the observer for orders.CloserConfig.Observer and
+// orders.LockerConfig.Observer.
+func (m *Metrics) Orders() orders.Observer { return orderObserver{&m.orders} }
+
+// WatchCloser samples c's overdue orders and dead letters, at most every
+// SampleInterval.
+func (m *Metrics) WatchCloser(c *orders.Closer) {
+	o := &m.orders
+	m.reg.MustRegister(m.newSampler("orders", m.cfg.SampleInterval,
+		[]*prometheus.Desc{o.overdue, o.overdueAge, o.deadLetters},
+		func(ctx context.Context) ([]prometheus.Metric, error) {
+			n, oldest, err := c.Overdue(ctx)
+			if err != nil {
+				return nil, err
+			}
+			tallies, err := c.DeadLetterTallies(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := []prometheus.Metric{
+				prometheus.MustNewConstMetric(o.overdue, prometheus.GaugeValue, float64(n)),
+				prometheus.MustNewConstMetric(o.overdueAge, prometheus.GaugeValue, oldest.Seconds()),
+			}
+			// The close stage's two statuses always appear (0 when none),
+			// so dashboards show 0 rather than no data.
+			seen := map[[2]string]bool{}
+			for _, t := range tallies {
+				seen[[2]string{t.Stage, t.Status}] = true
+				out = append(out, prometheus.MustNewConstMetric(o.deadLetters, prometheus.GaugeValue, float64(t.N), t.Stage, t.Status))
+			}
+			for _, st := range []string{"waiting", "parked"} {
+				if !seen[[2]string{"close", st}] {
+					out = append(out, prometheus.MustNewConstMetric(o.deadLetters, prometheus.GaugeValue, 0, "close", st))
+				}
+			}
+			return out, nil
+		}))
+}
+
+type orderObserver struct{ o *orderMetrics }
+
+// handlerOf labels the caller of the close path: the XXL-JOB handler whose
+// run ctx belongs to, "delay" for a delayed task, "other" otherwise.
+func handlerOf(ctx context.Context) string {
+	if r, ok := xxljob.RunFromContext(ctx); ok {
+		return r.Handler
+	}
+	if delay.TraceID(ctx) != "" {
+		return "delay"
+	}
+	return "other"
+}
+
+func (ob orderObserver) ClosePage(ctx context.Context, p orders.PageReport) {
+	if p.DryRun {
+		return // nothing was changed
+	}
+	o, h, shard := ob.o, handlerOf(ctx), strconv.Itoa(p.ShardIndex)
+	o.scanned.WithLabelValues(h, shard).Add(float64(p.Scanned))
+	o.closed.WithLabelValues(h, shard).Add(float64(p.Closed))
+	o.failed.WithLabelValues(h, shard).Add(float64(p.DeadLettered))
+	for i, n := range [...]int{p.SkippedPaid, p.SkippedLocked, p.SkippedClosed, p.SkippedNotDue, p.SkippedParked} {
+		o.skipped.WithLabelValues(h, shard, skipReasons[i]).Add(float64(n))
+	}
+}
+
+func (ob orderObserver) OrdersClosed(ctx context.Context, lateness []time.Duration) {
+	h := ob.o.lateness.WithLabelValues(handlerOf(ctx))
+	for _, l := range lateness {
+		h.Observe(l.Seconds())
+	}
+}
+
+func (ob orderObserver) LocksAcquired(_ context.Context, l orders.LockReport) {
+	o := ob.o
+	o.lockDuration.Observe(l.Duration.Seconds())
+	o.lockAcquired.Add(float64(l.Held))
+	o.lockTaken.Add(float64(l.Taken))
+	o.lockError.Add(float64(l.Failed))
+}

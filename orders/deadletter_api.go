@@ -1,0 +1,165 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/orderjob/executor/internal/api"
+)
+
+// DeadLetterAPI serves the dead letters over HTTP on the executor's API port
+// (which adds the token check). Mount it with Mount(srv.Handle).
+type DeadLetterAPI struct {
+	d   *DeadLetters
+	log *slog.Logger
+}
+
+// NewDeadLetterAPI builds the HTTP API over d. A nil logger discards.
+func NewDeadLetterAPI(d *DeadLetters, log *slog.Logger) *DeadLetterAPI {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &DeadLetterAPI{d: d, log: log.With("component", "orders.deadletter_api")}
+}
+
+// Mount registers the routes with mount (e.g. (*api.Server).Handle):
+//
+//	GET  /api/dead-letters?status=&stage=&before=&limit=   list, newest first
+//	GET  /api/dead-letters/{orderNo}?stage=                one letter (stage default close)
+//	POST /api/dead-letters/{orderNo}/requeue?stage=        parked or waiting → waiting, due now
+func (a *DeadLetterAPI) Mount(mount func(pattern string, h http.Handler)) {
+	mount("GET /api/dead-letters", http.HandlerFunc(a.list))
+	mount("GET /api/dead-letters/{orderNo}", http.HandlerFunc(a.get))
+	mount("POST /api/dead-letters/{orderNo}/requeue", http.HandlerFunc(a.requeue))
+}
+
+// Handler returns the routes on a mux of their own, without a token check
+// (tests, embedding).
+func (a *DeadLetterAPI) Handler() http.Handler {
+	mux := http.NewServeMux()
+	a.Mount(func(p string, h http.Handler) { mux.Handle(p, h) })
+	return mux
+}
+
+// deadLetterError is every error answer: what is wrong, with which input,
+// and the letter when there is one (a conflict).
+type deadLetterError struct {
+	Error      string      `json:"error"`
+	Field      string      `json:"field,omitempty"`
+	DeadLetter *DeadLetter `json:"deadLetter,omitempty"`
+}
+
+// DeadLetterList is the answer of GET /api/dead-letters: letters newest
+// first, and the "before" value of the next page (0 when this is the last).
+type DeadLetterList struct {
+	DeadLetters []DeadLetter `json:"deadLetters"`
+	NextBefore  int64        `json:"nextBefore"`
+}
+
+func (a *DeadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *DeadLetter, err error) {
+	var inv *InvalidInputError
+	switch {
+	case errors.As(err, &inv):
+		api.WriteJSON(w, http.StatusBadRequest, deadLetterError{Error: inv.Msg, Field: inv.Field})
+	case errors.Is(err, ErrDeadLetterNotFound):
+		api.WriteJSON(w, http.StatusNotFound, deadLetterError{Error: fmt.Sprintf("no %s dead letter for order %q",
+			stageOf(r), r.PathValue("orderNo")), Field: "orderNo"})
+	case errors.Is(err, ErrDeadLetterResolved):
+		api.WriteJSON(w, http.StatusConflict, deadLetterError{Error: err.Error(), DeadLetter: dl})
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+	default:
+		a.log.ErrorContext(r.Context(), "dead-letter API", "method", r.Method, "path", r.URL.Path, "err", err)
+		api.WriteError(w, http.StatusInternalServerError, "internal error; see the executor log")
+	}
+}
+
+func stageOf(r *http.Request) string {
+	if s := r.URL.Query().Get("stage"); s != "" {
+		return s
+	}
+	return StageClose
+}
+
+// onlyQuery refuses query parameters other than allowed, so a typo is an
+// error instead of an unfiltered answer.
+func onlyQuery(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
+	for k := range r.URL.Query() {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			api.WriteJSON(w, http.StatusBadRequest, deadLetterError{Field: k,
+				Error: fmt.Sprintf("unknown query parameter %q (allowed: %v)", k, allowed)})
+			return false
+		}
+	}
+	return true
+}
+
+func (a *DeadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
+	if !onlyQuery(w, r, "status", "stage", "before", "limit") {
+		return
+	}
+	q := r.URL.Query()
+	f := DeadLetterFilter{Status: q.Get("status"), Stage: q.Get("stage")}
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			a.fail(w, r, nil, invalid("before", "before %q is not a non-negative integer", v))
+			return
+		}
+		f.BeforeID = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			a.fail(w, r, nil, invalid("limit", "limit %q is not a positive integer", v))
+			return
+		}
+		f.Limit = n
+	}
+	dls, err := a.d.List(r.Context(), f)
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	ans := DeadLetterList{DeadLetters: dls}
+	if f.Limit == 0 {
+		f.Limit = 50
+	}
+	if len(dls) == f.Limit {
+		ans.NextBefore = dls[len(dls)-1].ID
+	}
+	api.WriteJSON(w, http.StatusOK, ans)
+}
+
+func (a *DeadLetterAPI) get(w http.ResponseWriter, r *http.Request) {
+	if !onlyQuery(w, r, "stage") {
+		return
+	}
+	dl, err := a.d.Get(r.Context(), r.PathValue("orderNo"), r.URL.Query().Get("stage"))
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, dl)
+}
+
+func (a *DeadLetterAPI) requeue(w http.ResponseWriter, r *http.Request) {
+	if !onlyQuery(w, r, "stage") {
+		return
+	}
+	dl, err := a.d.Requeue(r.Context(), r.PathValue("orderNo"), r.URL.Query().Get("stage"))
+	if err != nil {
+		a.fail(w, r, dl, err)
+		return
+	}
+	a.log.InfoContext(r.Context(), "dead letter requeued", "order_no", dl.OrderNo, "stage", dl.Stage, "attempts", dl.Attempts)
+	api.WriteJSON(w, http.StatusOK, dl)
+}

@@ -1,0 +1,247 @@
+package orders
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+)
+
+// RetryOptions are one dead-letter retry run's parameters (the job param of
+// deadLetterRetryJob and its sharding).
+type RetryOptions struct {
+	// ShardIndex and ShardTotal select the letters with id % total = index
+	// (the letter's id). Total 0 or 1 takes every letter.
+	ShardIndex, ShardTotal int
+	// PageSize is the number of letters read per scan page. Default 100, at
+	// most 5000.
+	PageSize int
+	// MaxLetters caps the letters handled in this run. 0: no cap.
+	MaxLetters int
+	// DryRun counts the due letters (RetryStats.Found) and changes nothing.
+	DryRun bool
+}
+
+// RetryStats is what a retry run did. Every letter found is counted in
+// exactly one of Closed, AlreadyDone, Failed, Parked and Skipped (none in a
+// dry run).
+type RetryStats struct {
+	Found       int // due waiting close letters the scan returned
+	Closed      int // the order is closed now; the letter resolved by the close
+	AlreadyDone int // the order was paid or closed before: letter resolved, nothing else changed
+	Failed      int // the close failed again: attempts raised, next retry pushed back
+	Parked      int // parked for a person: maximum attempts reached, or the order is gone
+	Skipped     int // taken by a concurrent run, locked elsewhere, not due, parked meanwhile
+	Elapsed     time.Duration
+
+	// Not in String():
+	LockErrors int   // of Skipped: the order's lock failed because Redis failed
+	LockErr    error // first Redis error behind LockErrors
+	Pages      int
+	DryRun     bool
+}
+
+// String renders the summary line:
+// found=N closed=N already_done=N failed=N parked=N skipped=N seconds=S.
+func (s RetryStats) String() string {
+	return fmt.Sprintf("found=%d closed=%d already_done=%d failed=%d parked=%d skipped=%d seconds=%.3f",
+		s.Found, s.Closed, s.AlreadyDone, s.Failed, s.Parked, s.Skipped, s.Elapsed.Seconds())
+}
+
+// Reasons written to status_reason by the retry job.
+const (
+	reasonClosedOnRetry = "closed by deadLetterRetryJob"
+	reasonPaid          = "order is paid; nothing to close"
+	reasonNotUnpaid     = "order is no longer unpaid (closed before, or further on); nothing to close"
+	reasonOrderGone     = "order not found in order_info"
+)
+
+// RetryDeadLetters retries the close of the orders whose close dead letter
+// is waiting and due (next_retry_at at or before the database clock, read
+// once at the start), in keyset pages over idx_status_retry, for one shard
+// (letter id % total = index).
+//
+// Each letter is first claimed (a conditional UPDATE that repeats the state
+// the scan saw and pushes next_retry_at past the replay's worst case), so of
+// two runs that found the same letter, at once or one after the other, only
+// one replays it. The replay is CloseOrder: the same Redis lock, status CAS,
+// compensation and dead-letter rules as the sweep. So:
+//
+//   - the order closes: the close transaction resolves the letter (kept for
+//     the record);
+//   - the order was paid or closed meanwhile: a counted no-op, the letter is
+//     resolved with the reason;
+//   - the close fails again: the close path's own dead-letter upsert raises
+//     attempts and pushes next_retry_at back exponentially
+//     (CloserConfig.DeadLetterBackoff), and parks the letter once attempts
+//     reach DeadLetterBackoff.ParkAfter; the reason is noted;
+//   - the order does not exist: the letter is parked with that reason;
+//   - the order's lock is held elsewhere, Redis fails, or the order is not
+//     due (its timeout was raised): nothing changes; the claim runs out and
+//     a later run tries again.
+//
+// Cancellation is checked between letters. The error is fatal (database
+// unreachable, a letter cannot be written); the stats so far are returned
+// with it.
+func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryStats, error) {
+	start := time.Now()
+	st := RetryStats{DryRun: opt.DryRun}
+	if opt.ShardTotal <= 0 {
+		opt.ShardTotal = 1
+	}
+	if opt.ShardIndex < 0 || opt.ShardIndex >= opt.ShardTotal {
+		return st, fmt.Errorf("orders: shard index %d out of [0, %d)", opt.ShardIndex, opt.ShardTotal)
+	}
+	opt.PageSize = cmp.Or(opt.PageSize, 100)
+	if opt.PageSize < 1 || opt.PageSize > maxPageSize {
+		return st, fmt.Errorf("orders: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
+	}
+	if opt.MaxLetters < 0 {
+		return st, fmt.Errorf("orders: maxLetters %d is negative", opt.MaxLetters)
+	}
+	dbNow, err := c.store.dbNow(ctx, c.db)
+	if err != nil {
+		return st, err
+	}
+	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+
+	err = c.retryPages(ctx, opt, clock, &st)
+	st.Elapsed = time.Since(start)
+	if err != nil {
+		return st, err
+	}
+	attrs := []any{"shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal, "dry_run", opt.DryRun,
+		"num_found", st.Found, "num_closed", st.Closed, "num_already_done", st.AlreadyDone,
+		"num_failed", st.Failed, "num_parked", st.Parked, "num_skipped", st.Skipped,
+		"num_lock_errors", st.LockErrors, "seconds", st.Elapsed.Seconds()}
+	if st.LockErr != nil {
+		attrs = append(attrs, "lock_error", st.LockErr.Error())
+	}
+	c.log.InfoContext(ctx, "dead-letter retry run finished", attrs...)
+	return st, nil
+}
+
+func (c *Closer) retryPages(ctx context.Context, opt RetryOptions, clock runClock, st *RetryStats) error {
+	cur := letterCursor{NextRetryAt: firstCursor.CreateTime, ID: -1}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		limit := opt.PageSize
+		if opt.MaxLetters > 0 {
+			if left := opt.MaxLetters - st.Found; left <= 0 {
+				return nil
+			} else if left < limit {
+				limit = left
+			}
+		}
+		rows, err := c.store.dueLetters(ctx, c.db, cur, clock.now, opt.ShardIndex, opt.ShardTotal, limit)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		st.Pages++
+		last := rows[len(rows)-1]
+		cur = letterCursor{NextRetryAt: last.NextRetryAt, ID: last.ID}
+		for _, l := range rows {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			st.Found++
+			if opt.DryRun {
+				continue
+			}
+			if err := c.replay(ctx, clock, l, st); err != nil {
+				return err
+			}
+		}
+		c.log.DebugContext(ctx, "dead-letter retry page", "page", st.Pages, "batch_size", len(rows))
+		if len(rows) < limit {
+			return nil
+		}
+	}
+}
+
+// replay claims one letter and closes its order with CloseOrder, then
+// settles the letter according to the outcome (see RetryDeadLetters). The
+// error is fatal for the run.
+func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *RetryStats) error {
+	// The claim lasts as long as one CloseOrder can (its work is bounded by
+	// pageTimeout), on the run's clock advanced by the local monotonic time.
+	until := clock.closeTime().Add(c.pageTimeout())
+	ok, err := c.store.claimLetter(ctx, c.db, l, clock.now, until)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		st.Skipped++ // another run took it, or it changed since the scan
+		return nil
+	}
+	out, err := c.CloseOrder(ctx, l.OrderNo)
+	switch out {
+	case OutcomeClosed:
+		st.Closed++
+		return c.store.noteLetter(ctx, c.db, l.ID, DeadLetterResolved, reasonClosedOnRetry)
+	case OutcomeSkippedPaid, OutcomeSkippedClosed:
+		reason := reasonPaid
+		if out == OutcomeSkippedClosed {
+			reason = reasonNotUnpaid
+		}
+		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, DeadLetterResolved, reason)
+		if serr != nil {
+			return serr
+		}
+		if settled {
+			st.AlreadyDone++
+		} else {
+			st.Skipped++
+		}
+		return nil
+	case OutcomeNotFound:
+		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, DeadLetterParked, reasonOrderGone)
+		if serr != nil {
+			return serr
+		}
+		if settled {
+			st.Parked++
+			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "reason", reasonOrderGone)
+		} else {
+			st.Skipped++
+		}
+		return nil
+	case OutcomeDeadLettered:
+		// CloseOrder's dead-letter upsert raised attempts and set the next
+		// retry, or parked the letter at the maximum.
+		dl, rerr := c.store.letterByID(ctx, c.db, l.ID)
+		if rerr != nil {
+			return rerr
+		}
+		if dl != nil && dl.Status == DeadLetterParked {
+			st.Parked++
+			reason := fmt.Sprintf("parked after %d failed attempts (maximum %d); see last_error", dl.Attempts, c.cfg.DeadLetterBackoff.ParkAfter)
+			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "attempts", dl.Attempts, "error", fmt.Sprint(err))
+			return c.store.noteLetter(ctx, c.db, l.ID, DeadLetterParked, reason)
+		}
+		st.Failed++
+		return nil
+	case OutcomeSkippedLocked:
+		st.Skipped++
+		if err != nil {
+			st.LockErrors++
+			if st.LockErr == nil {
+				st.LockErr = err
+			}
+		}
+		return nil
+	case 0:
+		return fmt.Errorf("retry dead letter of %s: %w", l.OrderNo, err)
+	default:
+		// Not due (its timeout was raised), parked meanwhile, or an outcome
+		// added later: leave the letter; the claim runs out.
+		st.Skipped++
+		c.log.DebugContext(ctx, "dead letter left", "order_no", l.OrderNo, "outcome", out.String())
+		return nil
+	}
+}

@@ -1,0 +1,356 @@
+package orders_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+// letterRow is a dead letter as the tests read it.
+type letterRow struct {
+	ID           int64     `db:"id"`
+	OrderNo      string    `db:"order_no"`
+	Status       string    `db:"status"`
+	StatusReason string    `db:"status_reason"`
+	LastError    string    `db:"last_error"`
+	Attempts     int       `db:"attempts"`
+	NextRetryAt  time.Time `db:"next_retry_at"`
+}
+
+func (b *testBundle) letters(t *testing.T) map[string]letterRow {
+	t.Helper()
+	var rows []letterRow
+	require.NoError(t, b.db.SelectContext(b.ctx, &rows,
+		`SELECT id, order_no, status, status_reason, last_error, attempts, next_retry_at FROM order_dead_letter WHERE stage = 'close'`))
+	out := map[string]letterRow{}
+	for _, r := range rows {
+		out[r.OrderNo] = r
+	}
+	return out
+}
+
+// makeDue moves every waiting letter's retry time into the past, as if the
+// backoff had run out.
+func (b *testBundle) makeDue(t *testing.T) {
+	t.Helper()
+	_, err := b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW(3) - INTERVAL 1 SECOND WHERE status = 'waiting'`)
+	require.NoError(t, err)
+}
+
+// failingLetters seeds due orders, removes one SKU's inventory row and runs
+// the close sweep, so the orders on that SKU are dead-lettered (waiting,
+// attempts 1). It returns the victims and a function that puts the row back.
+func failingLetters(t *testing.T, b *testBundle, orderCount int) (victims []string, restore func()) {
+	t.Helper()
+	b.seed(t, orders.DemoSpec{Orders: orderCount, DueFraction: 1, SKUs: 20, CouponFraction: 0.3})
+	const sku = 5
+	require.NoError(t, b.db.SelectContext(b.ctx, &victims, `SELECT DISTINCT order_no FROM order_item WHERE sku_id = ? ORDER BY order_no`, sku))
+	require.NotEmpty(t, victims)
+	var saved struct {
+		Available int64 `db:"available"`
+		Locked    int64 `db:"locked"`
+	}
+	require.NoError(t, b.db.GetContext(b.ctx, &saved, `SELECT available, locked FROM inventory WHERE sku_id = ?`, sku))
+	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = ?`, sku)
+	require.NoError(t, err)
+	st := b.run(t, orders.RunOptions{})
+	require.Equal(t, len(victims), st.DeadLettered)
+	return victims, func() {
+		_, err := b.db.ExecContext(b.ctx, `INSERT INTO inventory (sku_id, available, locked) VALUES (?, ?, ?)`, sku, saved.Available, saved.Locked)
+		require.NoError(t, err)
+	}
+}
+
+var retryBackoff = orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, ParkAfter: 4}
+
+// Letters not due yet are untouched; due ones whose data was fixed are
+// closed once and resolved (kept, with the reason); a second run finds
+// nothing.
+func TestRetryDeadLettersClosesDueOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	victims, restore := failingLetters(t, b, 300)
+	before := b.letters(t)
+
+	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Zero(t, st.Found, "next_retry_at is a minute away")
+	require.Equal(t, before, b.letters(t), "not-due letters untouched")
+
+	restore()
+	base := snapshot(t, b)
+	b.makeDue(t)
+	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{PageSize: 7})
+	require.NoError(t, err)
+	require.Equal(t, len(victims), st.Found)
+	require.Equal(t, len(victims), st.Closed)
+	require.Equal(t, (len(victims)+6)/7, st.Pages)
+	require.Contains(t, st.String(), fmt.Sprintf("closed=%d already_done=0 failed=0 parked=0 skipped=0", len(victims)))
+	for _, no := range victims {
+		dl := b.letters(t)[no]
+		require.Equal(t, orders.DeadLetterResolved, dl.Status, no)
+		require.Equal(t, "closed by deadLetterRetryJob", dl.StatusReason)
+		require.Equal(t, 1, dl.Attempts, "a success does not count as an attempt")
+	}
+	require.Zero(t, b.counts(t).Unpaid)
+	b.check(t, base)
+
+	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Zero(t, st.Found, "resolved letters are not taken again")
+	b.check(t, base)
+}
+
+// A close that fails again raises attempts with a doubled backoff; a second
+// run right after changes nothing; at the maximum the letter is parked with
+// the reason and never taken again until an operator requeues it; then the
+// fixed order closes.
+func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	victims, restore := failingLetters(t, b, 150)
+	base := snapshot(t, b)
+
+	for attempt := 2; attempt <= 3; attempt++ {
+		b.makeDue(t)
+		now := b.dbNow(t)
+		st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+		require.NoError(t, err)
+		require.Equal(t, len(victims), st.Failed)
+		require.Equal(t, len(victims), st.Found)
+		for _, no := range victims {
+			dl := b.letters(t)[no]
+			require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+			require.Equal(t, attempt, dl.Attempts)
+			require.Contains(t, dl.LastError, "inventory row of sku 5 is missing")
+			want := now.Add(time.Minute << (attempt - 1))
+			require.WithinDuration(t, want, dl.NextRetryAt, 20*time.Second, "backoff doubles")
+		}
+		// Twice in a row: the second run finds nothing due.
+		again, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+		require.NoError(t, err)
+		require.Zero(t, again.Found)
+		require.Equal(t, attempt, b.letters(t)[victims[0]].Attempts)
+	}
+
+	b.makeDue(t)
+	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, len(victims), st.Parked)
+	for _, no := range victims {
+		dl := b.letters(t)[no]
+		require.Equal(t, orders.DeadLetterParked, dl.Status)
+		require.Equal(t, 4, dl.Attempts)
+		require.Equal(t, "parked after 4 failed attempts (maximum 4); see last_error", dl.StatusReason)
+	}
+	_, err = b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW(3) - INTERVAL 1 DAY`)
+	require.NoError(t, err)
+	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Zero(t, st.Found, "parked letters wait for a person")
+
+	// The operator fixes the data and requeues one letter: it is due at once
+	// and closes; the others stay parked.
+	restore()
+	base = snapshot(t, b)
+	dl, err := orders.NewDeadLetters(b.db.DB).Requeue(b.ctx, victims[0], "")
+	require.NoError(t, err)
+	require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+	require.Empty(t, dl.StatusReason)
+	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed)
+	require.Equal(t, orders.DeadLetterResolved, b.letters(t)[victims[0]].Status)
+	require.Equal(t, orders.DeadLetterParked, b.letters(t)[victims[1]].Status)
+	b.check(t, base)
+}
+
+// Letters whose order was paid or closed meanwhile are resolved as counted
+// no-ops; a letter whose order is gone is parked with the reason; letters of
+// other stages are not this job's.
+func TestRetryDeadLettersAlreadyDone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, _ := b.seed(t, orders.DemoSpec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.5, SKUs: 10})
+	st := b.run(t, orders.RunOptions{})
+	require.Equal(t, res.Due, st.Closed)
+	base := snapshot(t, b)
+	var paid, closed string
+	require.NoError(t, b.db.GetContext(b.ctx, &paid, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`))
+	require.NoError(t, b.db.GetContext(b.ctx, &closed, `SELECT order_no FROM order_info WHERE status = 2 ORDER BY id LIMIT 1`))
+	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
+		(?, 'close', 'waiting', 'old failure', 2, NOW(3) - INTERVAL 1 MINUTE),
+		(?, 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
+		('GONE-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
+		(?, 'payment', 'waiting', 'not ours', 1, NOW(3) - INTERVAL 1 MINUTE)`, paid, closed, paid)
+	require.NoError(t, err)
+
+	rs, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, orders.RetryStats{Found: 3, AlreadyDone: 2, Parked: 1, Pages: 1}, withoutTime(rs))
+	dls := b.letters(t)
+	require.Equal(t, orders.DeadLetterResolved, dls[paid].Status)
+	require.Equal(t, "order is paid; nothing to close", dls[paid].StatusReason)
+	require.Equal(t, 2, dls[paid].Attempts)
+	require.Equal(t, orders.DeadLetterResolved, dls[closed].Status)
+	require.Contains(t, dls[closed].StatusReason, "no longer unpaid")
+	require.Equal(t, orders.DeadLetterParked, dls["GONE-1"].Status)
+	require.Equal(t, "order not found in order_info", dls["GONE-1"].StatusReason)
+	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE stage = 'payment' AND status = 'waiting'`))
+	b.check(t, base)
+
+	rs, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rs.Found)
+}
+
+func withoutTime(s orders.RetryStats) orders.RetryStats {
+	s.Elapsed = 0
+	return s
+}
+
+// Two executors running the retry at once, on the same shard, twice: every
+// letter is replayed once per due time (attempts raised by exactly one),
+// every fixable order closed once, and each letter counted once as handled
+// and otherwise as skipped.
+func TestRetryDeadLettersConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	victims, _ := failingLetters(t, b, 400)
+	// Half the letters become closable: their orders lose the missing SKU's
+	// line (and its locked quantity, which is gone with the row anyway).
+	fixable := victims[:len(victims)/2]
+	for _, no := range fixable {
+		_, err := b.db.ExecContext(b.ctx, `DELETE FROM order_item WHERE order_no = ? AND sku_id = 5`, no)
+		require.NoError(t, err)
+	}
+	base := snapshot(t, b)
+	b.makeDue(t)
+
+	other := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: retryBackoff})
+	var mu sync.Mutex
+	var total orders.RetryStats
+	var wg sync.WaitGroup
+	for _, c := range []*orders.Closer{b.closer, other, b.closer, other} {
+		wg.Go(func() {
+			st, err := c.RetryDeadLetters(b.ctx, orders.RetryOptions{PageSize: 10})
+			require.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			total.Found += st.Found
+			total.Closed += st.Closed
+			total.Failed += st.Failed
+			total.Skipped += st.Skipped
+			total.AlreadyDone += st.AlreadyDone
+			total.Parked += st.Parked
+		})
+	}
+	wg.Wait()
+	require.Equal(t, len(fixable), total.Closed)
+	require.Equal(t, len(victims)-len(fixable), total.Failed)
+	require.Zero(t, total.Parked)
+	require.Equal(t, total.Found, total.Closed+total.Failed+total.Skipped+total.AlreadyDone)
+	for i, no := range victims {
+		dl := b.letters(t)[no]
+		if i < len(fixable) {
+			require.Equal(t, orders.DeadLetterResolved, dl.Status, no)
+			require.Equal(t, 1, dl.Attempts, no)
+		} else {
+			require.Equal(t, orders.DeadLetterWaiting, dl.Status, no)
+			require.Equal(t, 2, dl.Attempts, "replayed once: %s", no)
+		}
+	}
+	b.check(t, base)
+}
+
+// Sharded runs split the letters by id: each is handled by exactly one
+// shard.
+func TestRetryDeadLettersSharded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	victims, restore := failingLetters(t, b, 300)
+	restore()
+	base := snapshot(t, b)
+	b.makeDue(t)
+
+	seen := 0
+	for shard := range 3 {
+		var want int
+		require.NoError(t, b.db.GetContext(b.ctx, &want, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting' AND id % 3 = ?`, shard))
+		st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{ShardIndex: shard, ShardTotal: 3})
+		require.NoError(t, err)
+		require.Equal(t, want, st.Found, "shard %d", shard)
+		require.Equal(t, want, st.Closed)
+		require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting' AND id % 3 = ?`, shard))
+		seen += st.Found
+	}
+	require.Equal(t, len(victims), seen)
+	b.check(t, base)
+}
+
+// A dry run counts and changes nothing; MaxLetters caps a run; bad options
+// are refused before anything is read.
+func TestRetryDeadLettersDryRunAndOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	victims, restore := failingLetters(t, b, 200)
+	restore()
+	b.makeDue(t)
+	before := b.letters(t)
+
+	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, len(victims), st.Found)
+	require.Zero(t, st.Closed+st.Failed+st.Skipped)
+	require.Equal(t, before, b.letters(t))
+
+	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{MaxLetters: 2, PageSize: 1})
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Found)
+	require.Equal(t, 2, st.Closed)
+
+	for _, opt := range []orders.RetryOptions{
+		{ShardIndex: 3, ShardTotal: 3}, {ShardIndex: -1}, {PageSize: 5001}, {PageSize: -1}, {MaxLetters: -1},
+	} {
+		_, err := b.closer.RetryDeadLetters(b.ctx, opt)
+		require.Error(t, err, "%+v", opt)
+	}
+	require.Equal(t, len(victims)-2, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting'`))
+}
+
+// An order whose lock is held elsewhere (a payment in progress) is left
+// alone: the letter keeps its attempts and is retried after the claim runs
+// out.
+func TestRetryDeadLettersLockedOrderSkipped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	victims, restore := failingLetters(t, b, 100)
+	restore()
+	base := snapshot(t, b)
+	b.makeDue(t)
+	lease, err := b.locker.Acquire(b.ctx, victims[:1])
+	require.NoError(t, err)
+	require.True(t, lease.Held(victims[0]))
+
+	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.NoError(t, lease.Release(b.ctx))
+	require.Equal(t, 1, st.Skipped)
+	require.Equal(t, len(victims)-1, st.Closed)
+	dl := b.letters(t)[victims[0]]
+	require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+	require.Equal(t, 1, dl.Attempts)
+	require.True(t, dl.NextRetryAt.After(b.dbNow(t)), "claimed until the replay's worst case")
+
+	b.makeDue(t)
+	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed)
+	require.NoError(t, ordertest.Check(b.ctx, b.db, base))
+}

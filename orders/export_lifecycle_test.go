@@ -1,0 +1,25 @@
+package orders
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Statements of the retry and lifecycle jobs, exposed to the EXPLAIN tests.
+const (
+	DueLettersSQL  = dueLettersSQL
+	ScanShippedSQL = scanShippedSQL
+	ScanOverdueSQL = scanOverdueSQL
+)
+
+// FlagOverdueIDs runs the fulfillment job's page statement on ids.
+func FlagOverdueIDs(ctx context.Context, db *sqlx.DB, ids []int64, days int, cutoff time.Time) (int64, error) {
+	return store{}.flagOverdue(ctx, db, ids, days, cutoff)
+}
+
+// CompleteOrderIDs runs the auto-confirm job's page statement on ids.
+func CompleteOrderIDs(ctx context.Context, db *sqlx.DB, ids []int64, cutoff time.Time) (int64, error) {
+	return store{}.completeOrders(ctx, db, ids, cutoff)
+}

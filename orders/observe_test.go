@@ -1,0 +1,180 @@
+package orders_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/orders"
+)
+
+// recorder is an Observer that keeps everything it is told. Pages come from
+// the run's goroutine, lock reports from the scanner's: it locks.
+type recorder struct {
+	mu       sync.Mutex
+	pages    []orders.PageReport
+	lateness []time.Duration
+	locks    []orders.LockReport
+}
+
+func (r *recorder) ClosePage(_ context.Context, p orders.PageReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pages = append(r.pages, p)
+}
+
+func (r *recorder) OrdersClosed(_ context.Context, late []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lateness = append(r.lateness, late...)
+}
+
+func (r *recorder) LocksAcquired(_ context.Context, l orders.LockReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.locks = append(r.locks, l)
+}
+
+func (r *recorder) sum() (s orders.PageReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pages {
+		s.Scanned += p.Scanned
+		s.Closed += p.Closed
+		s.DeadLettered += p.DeadLettered
+		s.SkippedPaid += p.SkippedPaid
+		s.SkippedLocked += p.SkippedLocked
+		s.SkippedClosed += p.SkippedClosed
+		s.SkippedNotDue += p.SkippedNotDue
+		s.SkippedParked += p.SkippedParked
+		s.LockErrors += p.LockErrors
+		s.LeaseLost += p.LeaseLost
+	}
+	return s
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pages, r.lateness, r.locks = nil, nil, nil
+}
+
+// The observer is told, page by page, exactly what Run reports in its stats:
+// closes, dead letters and lock contention, plus one lateness per closed
+// order; and the overdue and dead-letter gauges read what is left.
+func TestObserverSeesWhatRunDid(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orders.LockerConfig{Observer: rec}))
+	res, _ := b.seed(t, orders.DemoSpec{Orders: 1200, SKUs: 50, DueFraction: 0.7, PaidFraction: 0.1, NotDueFraction: 0.2})
+	require.Positive(t, res.Due)
+
+	n, oldest, err := b.closer.Overdue(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, res.Due, n, "every due order is overdue before the run")
+	require.Positive(t, oldest)
+
+	// Orders on one SKU fail (their stock row is gone) and one other due
+	// order is locked by someone else.
+	_, err = b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 7`)
+	require.NoError(t, err)
+	victims := b.count(t, `SELECT COUNT(DISTINCT o.order_no) FROM order_info o JOIN order_item i ON i.order_no = o.order_no
+		WHERE o.status = 0 AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= NOW() AND i.sku_id = 7`)
+	require.Positive(t, victims)
+	var held string
+	require.NoError(t, b.db.GetContext(b.ctx, &held, `SELECT order_no FROM order_info o
+		WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()
+		  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_no = o.order_no AND i.sku_id = 7)
+		ORDER BY id LIMIT 1`))
+	mu := b.locker.Redsync().NewMutex(b.locker.KeyFor(held))
+	require.NoError(t, mu.LockContext(b.ctx))
+	defer func() { _, _ = mu.UnlockContext(context.WithoutCancel(b.ctx)) }() // unlocked below unless the test fails first
+
+	st := b.run(t, orders.RunOptions{PageSize: 100, ShardTotal: 1})
+	require.Equal(t, victims, st.DeadLettered)
+	require.Equal(t, 1, st.SkippedLocked)
+
+	got := rec.sum()
+	require.Equal(t, orders.PageReport{
+		Scanned: st.Scanned, Closed: st.Closed, DeadLettered: st.DeadLettered,
+		SkippedPaid: st.SkippedPaid, SkippedLocked: st.SkippedLocked, SkippedClosed: st.SkippedClosed,
+		SkippedNotDue: st.SkippedNotDue, LockErrors: st.LockErrors, LeaseLost: st.LeaseLost,
+	}, got)
+	rec.mu.Lock()
+	require.Len(t, rec.pages, st.Pages)
+	for _, p := range rec.pages {
+		require.Equal(t, p.Scanned, p.Closed+p.DeadLettered+p.SkippedPaid+p.SkippedLocked+p.SkippedClosed+p.SkippedNotDue)
+		require.Equal(t, 1, p.ShardTotal)
+		require.False(t, p.Single)
+	}
+	require.Len(t, rec.lateness, st.Closed, "one lateness per closed order")
+	for _, l := range rec.lateness {
+		require.Positive(t, l, "due orders are closed after their deadline")
+	}
+	var keys, heldN, taken int
+	for _, l := range rec.locks {
+		require.Equal(t, l.Keys, l.Held+l.Taken+l.Failed)
+		keys, heldN, taken = keys+l.Keys, heldN+l.Held, taken+l.Taken
+	}
+	rec.mu.Unlock()
+	require.Equal(t, st.Scanned, keys, "every scanned order's lock was asked for once")
+	require.Equal(t, 1, taken, "the one order held elsewhere")
+	require.Equal(t, st.Scanned-1, heldN)
+
+	// Left overdue: only the locked order (the dead letters wait for their
+	// retry time, which the dead-letter gauge reports instead).
+	n, oldest, err = b.closer.Overdue(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Positive(t, oldest)
+	tallies, err := b.closer.DeadLetterTallies(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []orders.DeadLetterTally{{Stage: "close", Status: "waiting", N: victims}}, tallies)
+
+	// CloseOrder reports a page of one.
+	rec.reset()
+	_, err = mu.UnlockContext(b.ctx)
+	require.NoError(t, err)
+	out, err := b.closer.CloseOrder(b.ctx, held)
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeClosed, out)
+	var paid string
+	require.NoError(t, b.db.GetContext(b.ctx, &paid, `SELECT order_no FROM order_info WHERE status = 1 LIMIT 1`))
+	out, err = b.closer.CloseOrder(b.ctx, paid)
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeSkippedPaid, out)
+	rec.mu.Lock()
+	require.Equal(t, []orders.PageReport{
+		{ShardTotal: 1, Single: true, Scanned: 1, Closed: 1},
+		{ShardTotal: 1, Single: true, Scanned: 1, SkippedPaid: 1},
+	}, rec.pages)
+	require.Len(t, rec.lateness, 1)
+	require.Len(t, rec.locks, 1, "a paid order is skipped before its lock is taken")
+	rec.mu.Unlock()
+
+	n, oldest, err = b.closer.Overdue(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Zero(t, oldest)
+}
+
+// A dry run reports pages with DryRun set and takes no locks.
+func TestObserverDryRun(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orders.LockerConfig{Observer: rec}))
+	res, _ := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1})
+	st := b.run(t, orders.RunOptions{DryRun: true, ShardIndex: 0, ShardTotal: 1})
+	require.Equal(t, res.Due, st.Closed)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.NotEmpty(t, rec.pages)
+	for _, p := range rec.pages {
+		require.True(t, p.DryRun)
+	}
+	require.Empty(t, rec.locks)
+	require.Empty(t, rec.lateness)
+}

@@ -1,0 +1,370 @@
+package orders_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/orders"
+)
+
+// paySide is an httptest payment side that answers each order as told:
+// "closed", "already_paid", "not_found" (the contract's answers), "flaky"
+// (503 once, then closed), "fail" (always 500), "slow" (answers after the
+// caller gave up), "garbage" (200 with a body outside the contract), "404".
+// Orders without an answer get "closed".
+type paySide struct {
+	srv   *httptest.Server
+	token string
+
+	mu        sync.Mutex
+	answers   map[string]string
+	calls     map[string]int
+	badToken  int
+	inFlight  int
+	maxFlight int
+}
+
+func newPaySide(t *testing.T, token string) *paySide {
+	t.Helper()
+	p := &paySide{token: token, answers: map[string]string{}, calls: map[string]int{}}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *paySide) set(no, answer string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answers[no] = answer
+}
+
+// counters returns the calls with a wrong token and the most calls in flight
+// at once.
+func (p *paySide) counters() (badToken, maxFlight int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.badToken, p.maxFlight
+}
+
+func (p *paySide) callsOf(no string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[no]
+}
+
+func (p *paySide) serve(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		OrderNo string `json:"orderNo"`
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" ||
+		json.NewDecoder(r.Body).Decode(&req) != nil || req.OrderNo == "" {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	if r.Header.Get("X-Payment-Token") != p.token {
+		p.badToken++
+	}
+	p.calls[req.OrderNo]++
+	n := p.calls[req.OrderNo]
+	answer := p.answers[req.OrderNo]
+	p.inFlight++
+	p.maxFlight = max(p.maxFlight, p.inFlight)
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.inFlight--
+		p.mu.Unlock()
+	}()
+	time.Sleep(time.Millisecond) // let calls overlap, to measure the fan-out
+
+	result := func(res string) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"result": res})
+	}
+	switch answer {
+	case "", "closed":
+		result("closed")
+	case "already_paid", "not_found":
+		result(answer)
+	case "flaky":
+		if n == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		result("closed")
+	case "fail":
+		http.Error(w, "boom", http.StatusInternalServerError)
+	case "slow":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	case "garbage":
+		result("maybe")
+	case "404":
+		http.NotFound(w, r)
+	}
+}
+
+func (p *paySide) closer(t *testing.T, retries int) *orders.HTTPTradeCloser {
+	t.Helper()
+	tc, err := orders.NewHTTPTradeCloser(orders.HTTPTradeCloserConfig{URL: p.srv.URL + "/trade/close", Token: p.token,
+		Timeout: 200 * time.Millisecond, Retries: retries, RetryWait: 5 * time.Millisecond, Client: p.srv.Client()})
+	require.NoError(t, err)
+	return tc
+}
+
+func TestHTTPTradeCloserContract(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newPaySide(t, "s3cret")
+	tc := p.closer(t, 2)
+	for _, c := range []struct {
+		answer string
+		want   orders.TradeResult
+		err    string
+		calls  int
+	}{
+		{"closed", orders.TradeClosed, "", 1},
+		{"already_paid", orders.TradeAlreadyPaid, "", 1},
+		{"not_found", orders.TradeNotFound, "", 1},
+		{"flaky", orders.TradeClosed, "", 2},
+		{"fail", 0, "status 500", 3},
+		{"slow", 0, "deadline exceeded", 3},
+		{"garbage", 0, `unknown result "maybe"`, 1},
+		{"404", 0, "status 404", 1},
+	} {
+		t.Run(c.answer, func(t *testing.T) {
+			t.Parallel()
+			no := "T-" + c.answer
+			p.set(no, c.answer)
+			got, err := tc.CloseTrade(ctx, no)
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				require.ErrorContains(t, err, no, "the error names the order")
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, c.want, got)
+			require.Equal(t, c.calls, p.callsOf(no), "attempts")
+		})
+	}
+	t.Cleanup(func() {
+		bad, _ := p.counters()
+		require.Zero(t, bad, "every call carried the token")
+	})
+}
+
+func TestNewHTTPTradeCloserValidation(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []orders.HTTPTradeCloserConfig{
+		{},
+		{URL: "ftp://pay.example/close"},
+		{URL: "http://pay.example/close", Retries: -1},
+		{URL: "http://pay.example/close", Retries: 11},
+		{URL: "http://pay.example/close", Timeout: -time.Second},
+	} {
+		_, err := orders.NewHTTPTradeCloser(cfg)
+		require.Error(t, err, "%+v", cfg)
+	}
+}
+
+// The close runs the payment step for every locked, due order before its
+// transaction: "closed" and "not_found" close it, "already_paid" skips it
+// (counted), errors leave it for the next pass (counted). Calls run at most
+// TradeFanOut at once.
+func TestTradeStepOutcomes(t *testing.T) {
+	t.Parallel()
+	p := newPaySide(t, "s3cret")
+	http := p.closer(t, 2)
+	var inFlight, maxFlight atomic.Int64 // as the closer sees them
+	counting := tradeFunc(func(ctx context.Context, no string) (orders.TradeResult, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := maxFlight.Load(); n > m && !maxFlight.CompareAndSwap(m, n); m = maxFlight.Load() {
+		}
+		return http.CloseTrade(ctx, no)
+	})
+	// A long lock TTL: the payment step gets half of it, and the slow
+	// answers below must not run into that budget.
+	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: counting, TradeFanOut: 4}),
+		withLocker(orders.LockerConfig{TTL: time.Minute}))
+	res, base := b.seed(t, orders.DemoSpec{Orders: 280, DueFraction: 1, CouponFraction: 0.5})
+	var nos []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
+	answers := []string{"closed", "already_paid", "not_found", "flaky", "fail", "slow", "garbage"}
+	want := map[string]int{}
+	for i, no := range nos {
+		a := answers[i%len(answers)]
+		p.set(no, a)
+		want[a]++
+	}
+
+	st := b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, res.Due, st.Scanned)
+	require.Equal(t, want["closed"]+want["not_found"]+want["flaky"], st.Closed)
+	require.Equal(t, want["already_paid"], st.SkippedPaid)
+	require.Equal(t, want["already_paid"], st.TradePaid)
+	failed := want["fail"] + want["slow"] + want["garbage"]
+	require.Equal(t, failed, st.SkippedLocked)
+	require.Equal(t, failed, st.TradeErrors)
+	require.Error(t, st.TradeErr)
+	require.Zero(t, st.DeadLettered)
+	bad, _ := p.counters()
+	require.LessOrEqual(t, maxFlight.Load(), int64(4), "bounded fan-out")
+	require.Greater(t, maxFlight.Load(), int64(1), "calls run concurrently")
+	require.Zero(t, bad)
+	for i, no := range nos {
+		switch answers[i%len(answers)] {
+		case "fail", "slow":
+			require.Equal(t, 3, p.callsOf(no), "retried twice: %s", no)
+		case "flaky":
+			require.Equal(t, 2, p.callsOf(no))
+		default:
+			require.Equal(t, 1, p.callsOf(no))
+		}
+	}
+	require.Equal(t, st.Closed, b.counts(t).Closed)
+	b.check(t, base)
+
+	// The next pass: the payment side works again; the orders it reported
+	// paid are asked again (their payment notification has not come yet).
+	for i, no := range nos {
+		if a := answers[i%len(answers)]; a != "already_paid" {
+			p.set(no, "closed")
+		}
+	}
+	st = b.run(t, orders.RunOptions{PageSize: 100})
+	require.Equal(t, failed, st.Closed)
+	require.Equal(t, want["already_paid"], st.TradePaid)
+	// The notifications arrive: those orders are paid, nothing is left.
+	for i, no := range nos {
+		if answers[i%len(answers)] == "already_paid" {
+			out, err := b.svc.Pay(b.ctx, no)
+			require.NoError(t, err)
+			require.Equal(t, orders.PayPaid, out)
+		}
+	}
+	st = b.run(t, orders.RunOptions{})
+	require.Zero(t, st.Scanned)
+	c := b.counts(t)
+	require.Equal(t, want["already_paid"], c.Paid)
+	require.Equal(t, res.Due-want["already_paid"], c.Closed)
+	require.Zero(t, b.redisKeys(t), "every lock released")
+	b.check(t, base)
+}
+
+// Only orders this run holds the lock of, and that are still unpaid and due
+// under it, reach the payment side.
+func TestTradeStepOnlyLockedDueOrders(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	tc := tradeFunc(func(ctx context.Context, no string) (orders.TradeResult, error) {
+		calls.Add(1)
+		return orders.TradeClosed, nil
+	})
+	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: tc}))
+	b.shop(t)
+	for _, no := range []string{"L1", "L2", "L3"} {
+		b.place(t, no, true, orders.Item{SKUID: 1, Quantity: 1})
+	}
+	base := snapshot(t, b)
+	m := b.locker.Redsync().NewMutex(b.locker.KeyFor("L2"))
+	require.NoError(t, m.LockContext(b.ctx))
+
+	st, err := b.closer.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Zero(t, st.Scanned, "nothing due yet")
+	require.Zero(t, calls.Load())
+
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: tc})
+	st, err = late.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Closed)
+	require.Equal(t, 1, st.SkippedLocked)
+	require.Equal(t, int64(2), calls.Load(), "no call for the order locked elsewhere")
+	_, err = m.UnlockContext(b.ctx)
+	require.NoError(t, err)
+	b.check(t, base)
+}
+
+// CloseOrder runs the same step: the delayed-task path.
+func TestTradeStepCloseOrder(t *testing.T) {
+	t.Parallel()
+	p := newPaySide(t, "tok")
+	b := setup(t)
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: p.closer(t, 0)})
+	b.shop(t)
+	for _, no := range []string{"O1", "O2", "O3"} {
+		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 2})
+	}
+	base := snapshot(t, b)
+	p.set("O1", "not_found")
+	p.set("O2", "already_paid")
+	p.set("O3", "fail")
+
+	out, err := late.CloseOrder(b.ctx, "O1")
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeClosed, out)
+	out, err = late.CloseOrder(b.ctx, "O2")
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeSkippedPaid, out)
+	out, err = late.CloseOrder(b.ctx, "O3")
+	require.ErrorContains(t, err, "status 500")
+	require.Equal(t, orders.OutcomeSkippedLocked, out)
+	c := b.counts(t)
+	require.Equal(t, 1, c.Closed)
+	require.Equal(t, 2, c.Unpaid)
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`), "a payment-side failure is not a dead letter")
+
+	out, err = late.CloseOrder(b.ctx, "O1")
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeSkippedClosed, out)
+	require.Equal(t, 1, p.callsOf("O1"), "no call for an order already closed")
+	b.check(t, base)
+}
+
+// A TradeCloser that panics or answers outside the contract leaves the
+// order open; NopTradeCloser is the same as none.
+func TestTradeStepMisbehaving(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.shop(t)
+	b.place(t, "M1", false, orders.Item{SKUID: 3, Quantity: 1})
+	base := snapshot(t, b)
+	for _, tc := range []orders.TradeCloser{
+		tradeFunc(func(context.Context, string) (orders.TradeResult, error) { panic("payment SDK bug") }),
+		tradeFunc(func(context.Context, string) (orders.TradeResult, error) { return 42, nil }),
+	} {
+		c := b.newCloser(t, orders.CloserConfig{NowOffset: time.Hour, TradeCloser: tc})
+		st, err := c.Run(b.ctx, orders.RunOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 1, st.TradeErrors)
+		require.Zero(t, st.Closed)
+	}
+	c := b.newCloser(t, orders.CloserConfig{NowOffset: time.Hour, TradeCloser: orders.NopTradeCloser{}})
+	st, err := c.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed)
+	b.check(t, base)
+
+	_, err = orders.NewCloser(b.db.DB, b.locker, orders.CloserConfig{TradeFanOut: -1})
+	require.Error(t, err)
+	_, err = orders.NewCloser(b.db.DB, b.locker, orders.CloserConfig{Compensation: 7})
+	require.Error(t, err)
+}
+
+type tradeFunc func(ctx context.Context, orderNo string) (orders.TradeResult, error)
+
+func (f tradeFunc) CloseTrade(ctx context.Context, orderNo string) (orders.TradeResult, error) {
+	return f(ctx, orderNo)
+}

@@ -1,0 +1,195 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL of the order lifecycle after payment: shipping
+// and completing an order (the order service's side, Ship and Confirm), the
+// auto-confirm job and the fulfillment-timeout job (Lifecycle). Like the
+// close path, ids are rendered as literal lists; everything else is bound.
+
+// Lifecycle statuses of order_info.status after paid (1).
+const (
+	statusShipped   = 3
+	statusCompleted = 4
+)
+
+// lifecycleRow is one order found by a lifecycle scan page; At is its
+// ship_time (auto-confirm) or pay_time (fulfillment timeout).
+type lifecycleRow struct {
+	ID      int64     `db:"id"`
+	OrderNo string    `db:"order_no"`
+	At      time.Time `db:"at"`
+}
+
+// lifecycleCursor is the keyset position of a lifecycle scan: the (time,
+// id) of the last row returned.
+type lifecycleCursor struct {
+	At time.Time
+	ID int64
+}
+
+// scanShippedSQL reads the next keyset page of shipped orders of one shard
+// shipped at or before the cutoff.
+//
+// Params: cutoff, cursor ship_time, cursor ship_time, cursor id (the first
+// page passes year 1000 and id -1), shard total, shard index, limit. A plain
+// consistent read walking idx_status_ship_time (status, ship_time, id) from
+// the cursor: no locks, nothing outside status = 3 AND ship_time <= cutoff is
+// read, and the shard is checked on the index entry (id is its suffix).
+// Shipped orders without ship_time sort before the first cursor and are
+// never returned. Returns up to limit rows in key order.
+const scanShippedSQL = `
+SELECT o.id, o.order_no, o.ship_time AS at
+FROM order_info o FORCE INDEX (idx_status_ship_time)
+WHERE o.status = 3
+  AND o.ship_time <= ?
+  AND (o.ship_time > ? OR (o.ship_time = ? AND o.id > ?))
+  AND o.id % ? = ?
+ORDER BY o.ship_time, o.id
+LIMIT ?`
+
+func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]lifecycleRow, error) {
+	var rows []lifecycleRow
+	err := sqlx.SelectContext(ctx, q, &rows, scanShippedSQL,
+		cutoff, cur.At, cur.At, cur.ID, shardTotal, shardIndex, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scan shipped orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
+	}
+	return rows, nil
+}
+
+// completeOrdersSQL is the auto-confirm's status CAS, shipped to completed.
+//
+// Params: cutoff, then the id list (literal). One autocommit statement per
+// page: it locks the listed rows through the primary key and changes those
+// still shipped at or before the cutoff (the WHERE repeats the scan's
+// condition, so an order returned, re-shipped or confirmed by its buyer in
+// between is left alone and a second run changes nothing). complete_time is
+// the database clock. Rows affected: the orders completed.
+const completeOrdersSQL = `
+UPDATE order_info SET status = 4, complete_time = NOW(3)
+WHERE id IN (%s) AND status = 3 AND ship_time <= ?`
+
+func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, cutoff time.Time) (int64, error) {
+	res, err := e.ExecContext(ctx, fmt.Sprintf(completeOrdersSQL, intList(ids)), cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("complete %d orders: %w", len(ids), err)
+	}
+	return res.RowsAffected()
+}
+
+// scanOverdueSQL reads the next keyset page of paid orders of one shard paid
+// at or before the cutoff and not flagged yet.
+//
+// Params: cutoff, cursor pay_time, cursor pay_time, cursor id, shard total,
+// shard index, limit. A plain consistent read walking idx_status_pay_time
+// (status, pay_time, id) from the cursor, with one eq_ref probe of
+// order_fulfillment_overdue.uk_order_no per candidate (an anti-join: a LEFT
+// JOIN ... IS NULL, because MariaDB materialises the whole flag table for
+// the NOT EXISTS form), so flagged orders do not fill the pages (they are
+// still walked while they stay unshipped). Paid orders without pay_time
+// (paid before the column existed) are never returned. Returns up to limit
+// rows in key order.
+const scanOverdueSQL = `
+SELECT o.id, o.order_no, o.pay_time AS at
+FROM order_info o FORCE INDEX (idx_status_pay_time)
+LEFT JOIN order_fulfillment_overdue f ON f.order_no = o.order_no
+WHERE o.status = 1
+  AND o.pay_time <= ?
+  AND (o.pay_time > ? OR (o.pay_time = ? AND o.id > ?))
+  AND o.id % ? = ?
+  AND f.id IS NULL
+ORDER BY o.pay_time, o.id
+LIMIT ?`
+
+func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]lifecycleRow, error) {
+	var rows []lifecycleRow
+	err := sqlx.SelectContext(ctx, q, &rows, scanOverdueSQL,
+		cutoff, cur.At, cur.At, cur.ID, shardTotal, shardIndex, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scan paid orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
+	}
+	return rows, nil
+}
+
+// flagOverdueSQL flags a page of overdue orders, once each.
+//
+// Params: days (deadline = pay_time + days), cutoff, then the id list
+// (literal). INSERT ... SELECT re-reads the orders in the same statement and
+// keeps only those still paid and paid at or before the cutoff, so an order
+// shipped since the scan is not flagged; the order rows are only read (a
+// shared lock on each while the statement runs), never changed.
+// uk_order_no makes a second flag of an order a no-op (the ON DUPLICATE
+// KEY assignment changes nothing, so it counts 0 rows). Rows affected: the
+// orders flagged now.
+const flagOverdueSQL = `
+INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
+SELECT o.id, o.order_no, o.user_id, o.pay_time, o.pay_time + INTERVAL ? DAY, NOW(3)
+FROM order_info o
+WHERE o.id IN (%s) AND o.status = 1 AND o.pay_time <= ?
+ON DUPLICATE KEY UPDATE flagged_at = order_fulfillment_overdue.flagged_at`
+
+func (store) flagOverdue(ctx context.Context, e sqlx.ExecerContext, ids []int64, days int, cutoff time.Time) (int64, error) {
+	res, err := e.ExecContext(ctx, fmt.Sprintf(flagOverdueSQL, intList(ids)), days, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("flag %d overdue orders: %w", len(ids), err)
+	}
+	return res.RowsAffected()
+}
+
+// shipOrderSQL is the order service's shipping CAS, paid to shipped.
+// Params: order_no. uk_order_no; expects one row (none: not paid, or no
+// such order). ship_time is the database clock.
+const shipOrderSQL = `
+UPDATE order_info SET status = 3, ship_time = NOW(3) WHERE order_no = ? AND status = 1`
+
+func (store) shipOrder(ctx context.Context, e sqlx.ExecerContext, orderNo string) (int64, error) {
+	res, err := e.ExecContext(ctx, shipOrderSQL, orderNo)
+	if err != nil {
+		return 0, fmt.Errorf("ship order %s: %w", orderNo, err)
+	}
+	return res.RowsAffected()
+}
+
+// confirmOrderSQL is the buyer's confirmation CAS, shipped to completed.
+// Params: order_no. uk_order_no; expects one row (none: not shipped, or no
+// such order).
+const confirmOrderSQL = `
+UPDATE order_info SET status = 4, complete_time = NOW(3) WHERE order_no = ? AND status = 3`
+
+func (store) confirmOrder(ctx context.Context, e sqlx.ExecerContext, orderNo string) (int64, error) {
+	res, err := e.ExecContext(ctx, confirmOrderSQL, orderNo)
+	if err != nil {
+		return 0, fmt.Errorf("confirm order %s: %w", orderNo, err)
+	}
+	return res.RowsAffected()
+}
+
+// orderStatusSQL reads one order's status. Params: order_no. Zero or one row.
+const orderStatusSQL = `SELECT status FROM order_info WHERE order_no = ?`
+
+func (store) orderStatus(ctx context.Context, q sqlx.QueryerContext, orderNo string) (int, bool, error) {
+	var st []int
+	if err := sqlx.SelectContext(ctx, q, &st, orderStatusSQL, orderNo); err != nil {
+		return 0, false, fmt.Errorf("read status of order %s: %w", orderNo, err)
+	}
+	if len(st) == 0 {
+		return 0, false, nil
+	}
+	return st[0], true, nil
+}
+
+// lifecycleIDs returns the ids of rows.
+func lifecycleIDs(rows []lifecycleRow) []int64 {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids
+}

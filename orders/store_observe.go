@@ -1,0 +1,104 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL behind the close path's gauges (overdue orders,
+// dead letters), which a metrics sampler reads every few seconds. Both
+// statements are plain consistent reads with a bounded cost.
+
+// OverdueCap bounds the unpaid orders Overdue examines, and so its count.
+const OverdueCap = 10000
+
+// overdueSQL counts the unpaid orders past their deadline that the sweep
+// should have closed, and finds the earliest deadline among them.
+//
+// Params: now, cap, now, now. Walks idx_status_create_time over status = 0
+// AND create_time <= now from its oldest entry, at most cap entries (one
+// primary-key lookup each, for timeout_minutes); of those it keeps the due
+// ones whose close is not held back by their dead letter (parked, or waiting
+// for its retry time: one uk_order_stage probe each, the sweep's own rule,
+// see blockedSQL), which the dead-letter gauges report instead. Unpaid orders
+// are walked oldest first, so the due ones come first: the count is exact up
+// to cap and stays at cap beyond it, and the cost is bounded however large
+// the backlog. No locks.
+const overdueSQL = `
+SELECT COUNT(*) AS n, MIN(t.deadline) AS oldest
+FROM (
+  SELECT o.order_no, o.create_time + INTERVAL o.timeout_minutes MINUTE AS deadline
+  FROM order_info o FORCE INDEX (idx_status_create_time)
+  WHERE o.status = 0 AND o.create_time <= ?
+  ORDER BY o.create_time, o.id
+  LIMIT ?
+) t
+WHERE t.deadline <= ?
+  AND NOT EXISTS (
+    SELECT 1 FROM order_dead_letter d FORCE INDEX (uk_order_stage)
+    WHERE d.order_no = t.order_no AND d.stage = 'close'
+      AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > ?)))`
+
+func (store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, sql.NullTime, error) {
+	var r struct {
+		N      int          `db:"n"`
+		Oldest sql.NullTime `db:"oldest"`
+	}
+	if err := sqlx.GetContext(ctx, q, &r, overdueSQL, now, limit, now, now); err != nil {
+		return 0, sql.NullTime{}, fmt.Errorf("count overdue orders: %w", err)
+	}
+	return r.N, r.Oldest, nil
+}
+
+// Overdue reports the unpaid orders whose deadline has passed by the database
+// clock (plus NowOffset) and that the sweep would close (their close is not
+// held back by a dead letter): how many, up to OverdueCap, and how long ago
+// the earliest deadline among them passed (0 when there is none). It reads
+// two statements without locks, for a metrics gauge.
+func (c *Closer) Overdue(ctx context.Context) (count int, oldest time.Duration, err error) {
+	now, err := c.store.dbNow(ctx, c.db)
+	if err != nil {
+		return 0, 0, err
+	}
+	now = now.Add(c.cfg.NowOffset)
+	n, first, err := c.store.overdue(ctx, c.db, now, OverdueCap)
+	if err != nil || n == 0 || !first.Valid {
+		return n, 0, err
+	}
+	return n, max(now.Sub(first.Time), 0), nil
+}
+
+// DeadLetterTally is the number of dead letters of one stage in one status.
+type DeadLetterTally struct {
+	Stage  string `db:"stage"`
+	Status string `db:"status"`
+	N      int    `db:"n"`
+}
+
+// deadLetterTalliesSQL counts the dead letters that are not resolved, by
+// stage and status. No params. A range of idx_status_retry per status (the
+// resolved ones, which pile up, are never read). No locks.
+const deadLetterTalliesSQL = `
+SELECT stage, status, COUNT(*) AS n
+FROM order_dead_letter FORCE INDEX (idx_status_retry)
+WHERE status IN ('waiting', 'parked')
+GROUP BY stage, status`
+
+func (store) deadLetterTallies(ctx context.Context, q sqlx.QueryerContext) ([]DeadLetterTally, error) {
+	var rows []DeadLetterTally
+	if err := sqlx.SelectContext(ctx, q, &rows, deadLetterTalliesSQL); err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	return rows, nil
+}
+
+// DeadLetterTallies counts the dead letters waiting for a retry or parked for
+// a person, by stage and status (only the combinations that have any), for a
+// metrics gauge.
+func (c *Closer) DeadLetterTallies(ctx context.Context) ([]DeadLetterTally, error) {
+	return c.store.deadLetterTallies(ctx, c.db)
+}

@@ -1,0 +1,177 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL of outbox mode: the close transaction's inserts
+// and the relay's claims. order_outbox times are UTC (UTC_TIMESTAMP(3)),
+// whatever the session time zone, so relays in differently configured
+// sessions agree on what is due.
+//
+// An event is 'pending' until a relay marks it 'done'. A claim sets claim_id
+// and pushes next_attempt_at to the end of the claim, so other relays leave
+// the event alone while it is being sent; if the claimer dies, the event is
+// due again when its claim runs out. Every write after the claim repeats
+// claim_id and status in its WHERE: a relay whose claim has passed to
+// another writes nothing.
+
+// insertOutboxSQL adds a page's events in the close transaction. Params per
+// row: event_type, order_no, payload, trace_id. uk_order_event rejects a
+// second event of a type for an order (the transaction then rolls back).
+// The events are due at once.
+const insertOutboxSQL = `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, next_attempt_at, created_at) VALUES `
+
+func (store) insertOutbox(ctx context.Context, e sqlx.ExecerContext, rows []outboxRow) error {
+	var b strings.Builder
+	b.WriteString(insertOutboxSQL)
+	args := make([]any, 0, 4*len(rows))
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,UTC_TIMESTAMP(3),UTC_TIMESTAMP(3))")
+		args = append(args, r.EventType, r.OrderNo, r.Payload, r.TraceID)
+	}
+	if _, err := e.ExecContext(ctx, b.String(), args...); err != nil {
+		return fmt.Errorf("write %d outbox events: %w", len(rows), err)
+	}
+	return nil
+}
+
+// outboxEvent is an event as a relay claims it.
+type outboxEvent struct {
+	ID        int64  `db:"id"`
+	EventType string `db:"event_type"`
+	OrderNo   string `db:"order_no"`
+	Payload   []byte `db:"payload"`
+	TraceID   string `db:"trace_id"`
+	Attempts  int    `db:"attempts"`
+}
+
+// lockDueEventsSQL picks the events to claim, in the claim transaction.
+// Params: limit. Walks idx_status_next over pending events due now, oldest
+// due first (the index's order: no sort). FOR UPDATE SKIP LOCKED: rows
+// another relay is claiming right now are skipped, not waited for; under
+// READ COMMITTED no gap locks are taken. Up to limit rows.
+const lockDueEventsSQL = `
+SELECT id, event_type, order_no, payload, trace_id, attempts
+FROM order_outbox FORCE INDEX (idx_status_next)
+WHERE status = 'pending' AND next_attempt_at <= UTC_TIMESTAMP(3)
+ORDER BY next_attempt_at, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+
+// claimEventsSQL claims the picked events until the claim's end.
+// Params: claim_id, claim length (µs), then the id list (literal). The rows
+// are locked by lockDueEventsSQL; one row changed per id.
+const claimEventsSQL = `
+UPDATE order_outbox SET claim_id = ?, next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+WHERE id IN (%s)`
+
+// claimEvents claims up to limit due events for claimID, for ttl, in one
+// short READ COMMITTED transaction.
+func (store) claimEvents(ctx context.Context, db *sqlx.DB, claimID int64, ttl time.Duration, limit int) ([]outboxEvent, error) {
+	var evs []outboxEvent
+	err := inTx(ctx, db, func(tx *sqlx.Tx) error {
+		if err := sqlx.SelectContext(ctx, tx, &evs, lockDueEventsSQL, limit); err != nil {
+			return fmt.Errorf("pick due outbox events: %w", err)
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		ids := make([]int64, len(evs))
+		for i, ev := range evs {
+			ids[i] = ev.ID
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(claimEventsSQL, intList(ids)), claimID, ttl.Microseconds()); err != nil {
+			return fmt.Errorf("claim %d outbox events: %w", len(ids), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// markDeliveredSQL records an acknowledged event.
+// Params: id, claim_id. Fenced by claim_id and status; next_attempt_at
+// becomes the delivery time, which the purge walks idx_status_next by. One
+// row, or none when the claim has passed to another relay.
+const markDeliveredSQL = `
+UPDATE order_outbox
+SET status = 'done', attempts = attempts + 1, delivered_at = UTC_TIMESTAMP(3),
+    next_attempt_at = UTC_TIMESTAMP(3), last_error = ''
+WHERE id = ? AND claim_id = ? AND status = 'pending'`
+
+func (store) markDelivered(ctx context.Context, e sqlx.ExecerContext, id, claimID int64) (bool, error) {
+	res, err := e.ExecContext(ctx, markDeliveredSQL, id, claimID)
+	if err != nil {
+		return false, fmt.Errorf("mark outbox event %d delivered: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// markFailedSQL schedules the retry of an event whose delivery failed.
+// Params: last_error, delay (µs), id, claim_id. Fenced like markDeliveredSQL;
+// the claim is given up. One row or none.
+const markFailedSQL = `
+UPDATE order_outbox
+SET attempts = attempts + 1, last_error = ?, claim_id = 0,
+    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+WHERE id = ? AND claim_id = ? AND status = 'pending'`
+
+func (store) markFailed(ctx context.Context, e sqlx.ExecerContext, id, claimID int64, lastErr string, delay time.Duration) error {
+	if _, err := e.ExecContext(ctx, markFailedSQL, lastErr, delay.Microseconds(), id, claimID); err != nil {
+		return fmt.Errorf("schedule retry of outbox event %d: %w", id, err)
+	}
+	return nil
+}
+
+// releaseEventsSQL gives claimed events that were not sent back, due at
+// once. Params: claim_id, then the id list (literal). Fenced by claim_id.
+const releaseEventsSQL = `
+UPDATE order_outbox SET claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3)
+WHERE claim_id = ? AND status = 'pending' AND id IN (%s)`
+
+func (store) releaseEvents(ctx context.Context, e sqlx.ExecerContext, claimID int64, ids []int64) error {
+	if _, err := e.ExecContext(ctx, fmt.Sprintf(releaseEventsSQL, intList(ids)), claimID); err != nil {
+		return fmt.Errorf("release %d outbox events: %w", len(ids), err)
+	}
+	return nil
+}
+
+// purgeDeliveredSQL deletes delivered events older than the retention, a
+// chunk at a time. Params: retention (µs), limit. Walks idx_status_next over
+// status 'done' (next_attempt_at is the delivery time there).
+const purgeDeliveredSQL = `
+DELETE FROM order_outbox
+WHERE status = 'done' AND next_attempt_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
+ORDER BY next_attempt_at LIMIT ?`
+
+func (store) purgeDelivered(ctx context.Context, e sqlx.ExecerContext, retention time.Duration, limit int) (int64, error) {
+	res, err := e.ExecContext(ctx, purgeDeliveredSQL, retention.Microseconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge delivered outbox events: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// outboxBacklogSQL counts the events not yet delivered. No params; a range
+// of idx_status_next; no locks.
+const outboxBacklogSQL = `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`
+
+func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, q, &n, outboxBacklogSQL); err != nil {
+		return 0, fmt.Errorf("count pending outbox events: %w", err)
+	}
+	return n, nil
+}
