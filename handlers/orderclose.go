@@ -70,6 +70,13 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 			req.Logf("could not reach Redis for %d order lock(s): those orders were skipped, not closed; the next run retries them", stats.LockErrors)
 			summary += fmt.Sprintf(" lock_errors=%d", stats.LockErrors)
 		}
+		if stats.TradeErrors > 0 {
+			req.Logf("the payment side did not confirm the close of %d order(s) (%v): they stay open; the next run retries them", stats.TradeErrors, stats.TradeErr)
+			summary += fmt.Sprintf(" trade_errors=%d", stats.TradeErrors)
+		}
+		if stats.TradePaid > 0 {
+			req.Logf("the payment side reports %d order(s) paid: not closed; their payment notifications are awaited", stats.TradePaid)
+		}
 		req.Logf("%s", stats.String())
 		if err != nil {
 			return fmt.Errorf("%s: %w", summary, err)

@@ -12,6 +12,7 @@ import (
 type Deps struct {
 	Closer     *orders.Closer
 	Dispatcher *delay.Dispatcher
+	Lifecycle  *orders.Lifecycle // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 }
 
 // Register adds every handler to the executor under its console name.
@@ -25,6 +26,10 @@ func Register(e *xxljob.Executor, d *Deps) error {
 	for name, h := range map[string]xxljob.Handler{
 		OrderTimeoutCloseJob: OrderTimeoutClose(d.Closer),
 		DelayTaskSweepJob:    DelayTaskSweep(d.Dispatcher),
+		// Dead letters and the lifecycle after payment (issue 7).
+		DeadLetterRetryJob:         DeadLetterRetry(d.Closer),
+		OrderAutoConfirmJob:        OrderAutoConfirm(d.Lifecycle),
+		OrderFulfillmentTimeoutJob: OrderFulfillmentTimeout(d.Lifecycle),
 	} {
 		if err := e.Register(name, h); err != nil {
 			return err

@@ -67,7 +67,7 @@ func (a *DeadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *DeadLet
 		api.WriteJSON(w, http.StatusBadRequest, deadLetterError{Error: inv.Msg, Field: inv.Field})
 	case errors.Is(err, ErrDeadLetterNotFound):
 		api.WriteJSON(w, http.StatusNotFound, deadLetterError{Error: fmt.Sprintf("no %s dead letter for order %q",
-			stageOf(r), r.PathValue("orderNo")), Field: "orderNo"})
+			letterStage(r), r.PathValue("orderNo")), Field: "orderNo"})
 	case errors.Is(err, ErrDeadLetterResolved):
 		api.WriteJSON(w, http.StatusConflict, deadLetterError{Error: err.Error(), DeadLetter: dl})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
@@ -78,16 +78,16 @@ func (a *DeadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *DeadLet
 	}
 }
 
-func stageOf(r *http.Request) string {
+func letterStage(r *http.Request) string {
 	if s := r.URL.Query().Get("stage"); s != "" {
 		return s
 	}
 	return StageClose
 }
 
-// onlyQuery refuses query parameters other than allowed, so a typo is an
+// onlyQueryParams refuses query parameters other than allowed, so a typo is an
 // error instead of an unfiltered answer.
-func onlyQuery(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
+func onlyQueryParams(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
 	for k := range r.URL.Query() {
 		ok := false
 		for _, a := range allowed {
@@ -103,7 +103,7 @@ func onlyQuery(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
 }
 
 func (a *DeadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
-	if !onlyQuery(w, r, "status", "stage", "before", "limit") {
+	if !onlyQueryParams(w, r, "status", "stage", "before", "limit") {
 		return
 	}
 	q := r.URL.Query()
@@ -111,7 +111,7 @@ func (a *DeadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			a.fail(w, r, nil, invalid("before", "before %q is not a non-negative integer", v))
+			a.fail(w, r, nil, invalidInput("before", "before %q is not a non-negative integer", v))
 			return
 		}
 		f.BeforeID = n
@@ -119,7 +119,7 @@ func (a *DeadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			a.fail(w, r, nil, invalid("limit", "limit %q is not a positive integer", v))
+			a.fail(w, r, nil, invalidInput("limit", "limit %q is not a positive integer", v))
 			return
 		}
 		f.Limit = n
@@ -140,7 +140,7 @@ func (a *DeadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *DeadLetterAPI) get(w http.ResponseWriter, r *http.Request) {
-	if !onlyQuery(w, r, "stage") {
+	if !onlyQueryParams(w, r, "stage") {
 		return
 	}
 	dl, err := a.d.Get(r.Context(), r.PathValue("orderNo"), r.URL.Query().Get("stage"))
@@ -152,7 +152,7 @@ func (a *DeadLetterAPI) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *DeadLetterAPI) requeue(w http.ResponseWriter, r *http.Request) {
-	if !onlyQuery(w, r, "stage") {
+	if !onlyQueryParams(w, r, "stage") {
 		return
 	}
 	dl, err := a.d.Requeue(r.Context(), r.PathValue("orderNo"), r.URL.Query().Get("stage"))

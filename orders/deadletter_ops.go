@@ -129,7 +129,7 @@ type InvalidInputError struct {
 
 func (e *InvalidInputError) Error() string { return e.Msg }
 
-func invalid(field, format string, args ...any) error {
+func invalidInput(field, format string, args ...any) error {
 	return &InvalidInputError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -149,21 +149,21 @@ type DeadLetters struct {
 // NewDeadLetters returns the view over db.
 func NewDeadLetters(db *sqlx.DB) *DeadLetters { return &DeadLetters{db: db} }
 
-// maxOrderNoLen is order_no's width; maxStageLen stage's.
+// maxLetterOrderNoLen is order_no's width; maxLetterStageLen stage's.
 const (
-	maxOrderNoLen = 64
-	maxStageLen   = 32
+	maxLetterOrderNoLen = 64
+	maxLetterStageLen   = 32
 )
 
-func checkKey(orderNo, stage string) (string, error) {
-	if orderNo == "" || len(orderNo) > maxOrderNoLen {
-		return "", invalid("orderNo", "order number must be 1-%d bytes", maxOrderNoLen)
+func checkLetterKey(orderNo, stage string) (string, error) {
+	if orderNo == "" || len(orderNo) > maxLetterOrderNoLen {
+		return "", invalidInput("orderNo", "order number must be 1-%d bytes", maxLetterOrderNoLen)
 	}
 	if stage == "" {
 		stage = StageClose
 	}
-	if len(stage) > maxStageLen {
-		return "", invalid("stage", "stage must be at most %d bytes", maxStageLen)
+	if len(stage) > maxLetterStageLen {
+		return "", invalidInput("stage", "stage must be at most %d bytes", maxLetterStageLen)
 	}
 	return stage, nil
 }
@@ -171,19 +171,19 @@ func checkKey(orderNo, stage string) (string, error) {
 // List returns letters newest first.
 func (d *DeadLetters) List(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, error) {
 	if f.Status != "" && !ValidDeadLetterStatus(f.Status) {
-		return nil, invalid("status", "status %q is not waiting, parked or resolved", f.Status)
+		return nil, invalidInput("status", "status %q is not waiting, parked or resolved", f.Status)
 	}
-	if len(f.Stage) > maxStageLen {
-		return nil, invalid("stage", "stage must be at most %d bytes", maxStageLen)
+	if len(f.Stage) > maxLetterStageLen {
+		return nil, invalidInput("stage", "stage must be at most %d bytes", maxLetterStageLen)
 	}
 	if f.Limit == 0 {
 		f.Limit = 50
 	}
 	if f.Limit < 1 || f.Limit > MaxListLimit {
-		return nil, invalid("limit", "limit %d is not in 1..%d", f.Limit, MaxListLimit)
+		return nil, invalidInput("limit", "limit %d is not in 1..%d", f.Limit, MaxListLimit)
 	}
 	if f.BeforeID < 0 {
-		return nil, invalid("before", "before %d is negative", f.BeforeID)
+		return nil, invalidInput("before", "before %d is negative", f.BeforeID)
 	}
 	return d.store.listLetters(ctx, d.db, f)
 }
@@ -191,7 +191,7 @@ func (d *DeadLetters) List(ctx context.Context, f DeadLetterFilter) ([]DeadLette
 // Get returns the letter of orderNo for stage ("" means StageClose), or
 // ErrDeadLetterNotFound.
 func (d *DeadLetters) Get(ctx context.Context, orderNo, stage string) (*DeadLetter, error) {
-	stage, err := checkKey(orderNo, stage)
+	stage, err := checkLetterKey(orderNo, stage)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (d *DeadLetters) Get(ctx context.Context, orderNo, stage string) (*DeadLett
 // returns ErrDeadLetterResolved with the letter, an unknown one
 // ErrDeadLetterNotFound. Requeueing a waiting letter twice is harmless.
 func (d *DeadLetters) Requeue(ctx context.Context, orderNo, stage string) (*DeadLetter, error) {
-	stage, err := checkKey(orderNo, stage)
+	stage, err := checkLetterKey(orderNo, stage)
 	if err != nil {
 		return nil, err
 	}

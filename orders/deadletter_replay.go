@@ -35,8 +35,8 @@ type RetryStats struct {
 	Elapsed     time.Duration
 
 	// Not in String():
-	LockErrors int   // of Skipped: the order's lock failed because Redis failed
-	LockErr    error // first Redis error behind LockErrors
+	SkipErrors int   // of Skipped: skipped because of an error (Redis, the payment side)
+	SkipErr    error // the first of those errors
 	Pages      int
 	DryRun     bool
 }
@@ -76,9 +76,9 @@ const (
 //     (CloserConfig.DeadLetterBackoff), and parks the letter once attempts
 //     reach DeadLetterBackoff.ParkAfter; the reason is noted;
 //   - the order does not exist: the letter is parked with that reason;
-//   - the order's lock is held elsewhere, Redis fails, or the order is not
-//     due (its timeout was raised): nothing changes; the claim runs out and
-//     a later run tries again.
+//   - the order's lock is held elsewhere, Redis or the payment side fails,
+//     or the order is not due (its timeout was raised): nothing changes;
+//     the claim runs out and a later run tries again.
 //
 // Cancellation is checked between letters. The error is fatal (database
 // unreachable, a letter cannot be written); the stats so far are returned
@@ -113,9 +113,9 @@ func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryS
 	attrs := []any{"shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal, "dry_run", opt.DryRun,
 		"num_found", st.Found, "num_closed", st.Closed, "num_already_done", st.AlreadyDone,
 		"num_failed", st.Failed, "num_parked", st.Parked, "num_skipped", st.Skipped,
-		"num_lock_errors", st.LockErrors, "seconds", st.Elapsed.Seconds()}
-	if st.LockErr != nil {
-		attrs = append(attrs, "lock_error", st.LockErr.Error())
+		"num_skip_errors", st.SkipErrors, "seconds", st.Elapsed.Seconds()}
+	if st.SkipErr != nil {
+		attrs = append(attrs, "skip_error", st.SkipErr.Error())
 	}
 	c.log.InfoContext(ctx, "dead-letter retry run finished", attrs...)
 	return st, nil
@@ -227,11 +227,12 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *Re
 		st.Failed++
 		return nil
 	case OutcomeSkippedLocked:
+		// Held elsewhere (no error), or Redis or the payment side failed.
 		st.Skipped++
 		if err != nil {
-			st.LockErrors++
-			if st.LockErr == nil {
-				st.LockErr = err
+			st.SkipErrors++
+			if st.SkipErr == nil {
+				st.SkipErr = err
 			}
 		}
 		return nil

@@ -193,7 +193,7 @@ func TestRetryDeadLettersAlreadyDone(t *testing.T) {
 
 	rs, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
 	require.NoError(t, err)
-	require.Equal(t, orders.RetryStats{Found: 3, AlreadyDone: 2, Parked: 1, Pages: 1}, withoutTime(rs))
+	require.Equal(t, orders.RetryStats{Found: 3, AlreadyDone: 2, Parked: 1, Pages: 1}, retryStatsNoTime(rs))
 	dls := b.letters(t)
 	require.Equal(t, orders.DeadLetterResolved, dls[paid].Status)
 	require.Equal(t, "order is paid; nothing to close", dls[paid].StatusReason)
@@ -210,7 +210,7 @@ func TestRetryDeadLettersAlreadyDone(t *testing.T) {
 	require.Zero(t, rs.Found)
 }
 
-func withoutTime(s orders.RetryStats) orders.RetryStats {
+func retryStatsNoTime(s orders.RetryStats) orders.RetryStats {
 	s.Elapsed = 0
 	return s
 }

@@ -92,6 +92,17 @@
 // dead-letter it: the order is skipped (skipped_locked, RunStats.LockErrors)
 // and the next pass tries again.
 //
+// Closer.RetryDeadLetters (deadLetterRetryJob) replays due waiting letters
+// with CloseOrder after claiming each one, resolves letters whose order was
+// paid or closed meanwhile, and parks those whose order is gone;
+// DeadLetters lists, shows and requeues them for operators.
+//
+// # After payment
+//
+// Statuses 3 (shipped, ship_time) and 4 (completed, complete_time) follow
+// paid (1, pay_time). Lifecycle completes orders shipped long enough ago
+// and flags paid orders not shipped in time; see lifecycle.go.
+//
 // # Locks
 //
 // Locker takes the per-order locks ({prefix}order:close:{orderNo}) with one
@@ -100,4 +111,23 @@
 // the same keys (Pay uses one). It works with a single Redis, Sentinel or a
 // Cluster (only single-key commands), or as Redlock over several independent
 // nodes (a key is held when a majority set it within the validity window).
+//
+// # The payment side, late payments and outbox compensation
+//
+// With CloserConfig.TradeCloser set, the locked, still unpaid and due orders
+// of a page have their trade closed at the payment side (at most
+// TradeFanOut calls at once, within half the lock TTL) before the page's
+// transaction: "already paid" skips the order (RunStats.TradePaid), an error
+// leaves it for the next pass (RunStats.TradeErrors); see payment.go and
+// HTTPTradeCloser for the contract. Off by default, at no cost.
+//
+// A payment that loses to the close (Pay finds the order closed) leaves it
+// closed and records the payment once in payment_conflict: a refund is
+// owed.
+//
+// With CloserConfig.Compensation = CompensateOutbox, the close transaction
+// leaves local stock and coupons alone and writes stock.release and
+// coupon.restore events into order_outbox instead; a Relay delivers them
+// after commit, at least once, each until acknowledged, with an
+// Idempotency-Key receivers dedupe on. See outbox.go and relay.go.
 package orders

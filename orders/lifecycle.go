@@ -159,7 +159,7 @@ func (s LifecycleStats) String() string {
 func (l *Lifecycle) AutoConfirm(ctx context.Context, opt LifecycleOptions) (LifecycleStats, error) {
 	return l.run(ctx, opt, lifecycleJob{
 		name: "auto-confirm", verb: "completed", days: l.cfg.AutoConfirmDays,
-		scan:   l.store.scanShipped,
+		scan: l.store.scanShipped,
 		change: func(ctx context.Context, ids []int64, _ int, cutoff time.Time) (int64, error) {
 			return l.store.completeOrders(ctx, l.db, ids, cutoff)
 		},

@@ -368,3 +368,24 @@ type tradeFunc func(ctx context.Context, orderNo string) (orders.TradeResult, er
 func (f tradeFunc) CloseTrade(ctx context.Context, orderNo string) (orders.TradeResult, error) {
 	return f(ctx, orderNo)
 }
+
+// The payment step may use half of the lock TTL: calls still running then
+// are cancelled and their orders left to the next pass, so the close
+// transaction always has the other half.
+func TestTradeStepBudget(t *testing.T) {
+	t.Parallel()
+	hang := tradeFunc(func(ctx context.Context, _ string) (orders.TradeResult, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: hang}), withLocker(orders.LockerConfig{TTL: time.Second}))
+	_, base := b.seed(t, orders.DemoSpec{Orders: 30, DueFraction: 1})
+	start := time.Now()
+	st := b.run(t, orders.RunOptions{})
+	require.Less(t, time.Since(start), 900*time.Millisecond, "within half the TTL, plus the rest")
+	require.Equal(t, 30, st.TradeErrors)
+	require.ErrorIs(t, st.TradeErr, context.DeadlineExceeded)
+	require.Zero(t, st.Closed)
+	require.Zero(t, b.redisKeys(t))
+	b.check(t, base)
+}

@@ -69,6 +69,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		apiSrv.AddReadyCheck("registry", reg.check)
 		apiSrv.HandlePublic("GET /metrics", m.Handler())
 		delay.NewAPI(svc.delay.Client(), logger.With("component", "delay.api")).Mount(apiSrv.Handle)
+		mountDeadLetterAPI(apiSrv.Handle, svc.db, logger)
 		if err := apiSrv.Start(); err != nil {
 			return err
 		}

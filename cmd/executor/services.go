@@ -25,6 +25,7 @@ type services struct {
 	closer    *orders.Closer
 	delay     *delay.Dispatcher // built, not started: serve starts it
 	relay     *orders.Relay     // outbox compensation only; built, not started: serve starts it
+	lifecycle *orders.Lifecycle // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 }
 
 // openDeps connects to MySQL and Redis and builds the order closer.
@@ -61,14 +62,21 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 	}
 	s.relay = ext.relay
 	s.closer, err = orders.NewCloser(db, s.locker, orders.CloserConfig{
-		Logger:       logger.With("component", "orders.closer"),
+		Logger:       logger, // NewCloser tags its lines itself
 		TradeCloser:  ext.tradeCloser,
 		Compensation: ext.compensation,
 		Observer:     o.orders,
+		// deadLetterRetryJob and the close sweep share the retry policy.
+		DeadLetterBackoff: orders.DeadLetterBackoff{Base: cfg.Order.DeadLetter.BaseBackoff,
+			Max: cfg.Order.DeadLetter.MaxBackoff, ParkAfter: cfg.Order.DeadLetter.MaxAttempts},
 	})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("order closer: %w", err)
+	}
+	if s.lifecycle, err = newLifecycle(db, cfg, logger); err != nil {
+		s.Close()
+		return nil, err
 	}
 	services, err := delay.ParseServices(cfg.Delay.Services)
 	if err != nil {
@@ -99,7 +107,7 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 }
 
 func (s *services) handlerDeps() *handlers.Deps {
-	return &handlers.Deps{Closer: s.closer, Dispatcher: s.delay}
+	return &handlers.Deps{Closer: s.closer, Dispatcher: s.delay, Lifecycle: s.lifecycle}
 }
 
 // Close closes Redis, then the database.

@@ -2,11 +2,11 @@
 // built from this tree, against real MariaDB and Redis servers, with faults
 // injected from outside — kill -9, server crashes and restarts, a Redis
 // outage and flush, an unreachable admin, misconfigured shards, slow
-// transactions past the lock expiry, and a database clock days away from the
-// executor's. After each scenario the order invariants are checked
-// (internal/ordertest) and one line per scenario says what was checked:
-// orders due, closed, compensated, doubled, lost. The last line is
-// "N passed, M failed".
+// transactions past the lock expiry, a database clock days away from the
+// executor's, and hostile clients on both ports. After each scenario the
+// order invariants are checked (internal/ordertest) and one line per
+// scenario says what was checked: orders due, closed, compensated, doubled,
+// lost. The last line is "N passed, M failed".
 //
 // Scenarios that stop or restart a server use their own private mariadbd
 // (internal/mariadbtest) or redis-server (internal/redistest); the others use
@@ -20,5 +20,6 @@
 //
 // Without either flag TestFaultSuite skips and says how to run it, so a plain
 // `go test ./...` stays quick. libfaketime (Debian package faketime) is
-// needed for the clock scenario.
+// needed for the clock scenario. See README-section.md for the scenarios
+// and measured figures.
 package faults

@@ -25,7 +25,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/fakeadmin"
-	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -40,9 +39,7 @@ func TestMain(m *testing.M) {
 	// The test's own connections see the restarts too; the driver's notes
 	// about it are noise here.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
-	code := m.Run()
-	mariadbtest.RemoveTemplate()
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // profile sizes the suite. The bounded form keeps every scenario and every
@@ -57,14 +54,15 @@ type profile struct {
 	adminRetryWay bool          // scenario 4: also wait for the 30 s spool retry of a running executor
 	shardOrders   int           // scenario 5
 	slowOrders    int           // scenario 6
+	slowRounds    int           // scenario 6: slow transactions taken over
 	clockOffsets  []string      // scenario 7: FAKETIME offsets of the database server
 }
 
 var (
 	bounded = profile{name: "bounded", kills: 8, killOrders: 2500, restarts: 2, redisOutage: 5 * time.Second,
-		adminRuns: 6, shardOrders: 3000, slowOrders: 200, clockOffsets: []string{"+3d", "-3d"}}
+		adminRuns: 6, shardOrders: 3000, slowOrders: 200, slowRounds: 2, clockOffsets: []string{"+3d", "-3d"}}
 	full = profile{name: "full", kills: 20, killOrders: 6000, restarts: 6, redisOutage: 30 * time.Second,
-		adminRuns: 20, adminRetryWay: true, shardOrders: 10000, slowOrders: 600, clockOffsets: []string{"+3d", "-3d", "+400d", "-400d"}}
+		adminRuns: 20, adminRetryWay: true, shardOrders: 10000, slowOrders: 600, slowRounds: 6, clockOffsets: []string{"+3d", "-3d", "+400d", "-400d"}}
 )
 
 // harness is what every scenario shares: the executor binary built from this
@@ -433,7 +431,6 @@ func freePort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
-
 
 // ---------------------------------------------------------------------------
 // `executor serve` under a fake admin

@@ -4,9 +4,10 @@
 // that disturb a server use this; the shared server (internal/dbtest) must
 // never be stopped, since other tests and engineers use it at the same time.
 //
-// The data directory is made by mariadb-install-db once per test binary and
-// copied for every server (about 25 MB, well under a second). root has no
-// password and reaches the server over TCP on 127.0.0.1.
+// The data directory is made by mariadb-install-db once per machine and
+// server version (kept in the temp folder) and copied for every server
+// (about 25 MB, well under a second). root has no password and reaches the
+// server over TCP on 127.0.0.1.
 //
 // A missing mariadbd or mariadb-install-db fails the test: a silently
 // skipped fault test looks green.
@@ -14,6 +15,8 @@ package mariadbtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -105,7 +109,11 @@ var (
 	tmplErr  error
 )
 
-// template runs mariadb-install-db once per test binary.
+// template returns a data directory made by mariadb-install-db, shared by
+// every test binary on the machine: it lives in the temp folder under a name
+// made of the server's version and the install options, appears there by an
+// atomic rename once complete, and is only ever copied from. So it is built
+// once per machine and server version, and nothing piles up in /tmp.
 func template() (string, error) {
 	tmplOnce.Do(func() {
 		for _, p := range []string{MariadbdPath, InstallDBPath} {
@@ -114,28 +122,37 @@ func template() (string, error) {
 				return
 			}
 		}
-		base, err := os.MkdirTemp("", "mariadbtest-template-")
+		version, err := exec.Command(MariadbdPath, "--version").Output()
+		if err != nil {
+			tmplErr = fmt.Errorf("%s --version: %w", MariadbdPath, err)
+			return
+		}
+		installArgs := []string{"--no-defaults", "--user=root", "--auth-root-authentication-method=normal",
+			"--skip-test-db", "--innodb-log-file-size=8M", "--innodb-buffer-pool-size=16M"}
+		sum := sha256.Sum256([]byte(string(version) + strings.Join(installArgs, " ")))
+		final := filepath.Join(os.TempDir(), "mariadbtest-template-"+hex.EncodeToString(sum[:6]))
+		tmplDir = filepath.Join(final, "data")
+		if _, err := os.Stat(tmplDir); err == nil {
+			return
+		}
+		work, err := os.MkdirTemp("", "mariadbtest-template-build-")
 		if err != nil {
 			tmplErr = err
 			return
 		}
-		tmplDir = filepath.Join(base, "data")
-		cmd := exec.Command(InstallDBPath, "--no-defaults", "--datadir="+tmplDir, "--user=root",
-			"--auth-root-authentication-method=normal", "--skip-test-db",
-			"--innodb-log-file-size=8M", "--innodb-buffer-pool-size=16M")
+		defer os.RemoveAll(work) // a no-op after a successful rename
+		cmd := exec.Command(InstallDBPath, append(installArgs, "--datadir="+filepath.Join(work, "data"))...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			tmplErr = fmt.Errorf("mariadb-install-db: %v: %s", err, out)
+			return
+		}
+		if err := os.Rename(work, final); err != nil {
+			if _, serr := os.Stat(tmplDir); serr != nil { // not another process's template either
+				tmplErr = fmt.Errorf("publish the template data directory: %w", err)
+			}
 		}
 	})
 	return tmplDir, tmplErr
-}
-
-// RemoveTemplate deletes the template data directory; call it from TestMain
-// after m.Run. Servers still running are not affected (they use copies).
-func RemoveTemplate() {
-	if tmplDir != "" {
-		_ = os.RemoveAll(filepath.Dir(tmplDir))
-	}
 }
 
 // SetEnv replaces Options.Env for the next Start.

@@ -11,12 +11,6 @@ import (
 	"github.com/orderjob/executor/internal/mariadbtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	mariadbtest.RemoveTemplate()
-	os.Exit(code)
-}
-
 // A private server keeps committed rows across a crash and a clean restart,
 // on the same port, and is unreachable while stopped.
 func TestCrashAndRestart(t *testing.T) {

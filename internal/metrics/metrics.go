@@ -128,11 +128,16 @@ func (m *Metrics) Names() []string {
 		add(n, k)
 	}
 	m.mu.Unlock()
-	// The runtime collectors' families (go_*, process_*): gathered from
-	// fresh instances (gathering m.reg would run the samplers' queries).
-	// Their histograms and summaries get the same suffixes.
+	// The families of the runtime collectors (go_*, process_*), of the
+	// database pool's (go_sql_*) and of the handler's own (promhttp_*):
+	// gathered from fresh instances over a pool that never connects
+	// (gathering m.reg would run the samplers' queries).
 	rt := prometheus.NewRegistry()
 	rt.MustRegister(runtimeCollectors()...)
+	db := sql.OpenDB(noConnector{})
+	defer db.Close()
+	rt.MustRegister(collectors.NewDBStatsCollector(db, "x"))
+	promhttp.InstrumentMetricHandler(rt, promhttp.HandlerFor(rt, promhttp.HandlerOpts{Registry: rt}))
 	if mfs, err := rt.Gather(); err == nil {
 		for _, mf := range mfs {
 			switch mf.GetType().String() {
@@ -144,19 +149,6 @@ func (m *Metrics) Names() []string {
 				set[mf.GetName()] = true
 			}
 		}
-	}
-	// The database pool's (go_sql_*), from a pool that never connects.
-	db := sql.OpenDB(noConnector{})
-	rt.MustRegister(collectors.NewDBStatsCollector(db, "x"))
-	if mfs, err := rt.Gather(); err == nil {
-		for _, mf := range mfs {
-			set[mf.GetName()] = true
-		}
-	}
-	_ = db.Close()
-	// promhttp registers its families when Handler is first built.
-	for _, n := range []string{"promhttp_metric_handler_requests_total", "promhttp_metric_handler_requests_in_flight"} {
-		set[n] = true
 	}
 	out := make([]string, 0, len(set))
 	for n := range set {

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders"
+)
+
+func init() {
+	register(command{
+		name:    "deadletter",
+		usage:   "list|show|requeue [flags] [ORDERNO]",
+		summary: "inspect and requeue dead letters (order_dead_letter); -json for machines",
+		run:     cmdDeadLetter,
+	})
+}
+
+// mountDeadLetterAPI mounts the dead-letter routes on the API port (serve).
+func mountDeadLetterAPI(mount func(string, http.Handler), db *sqlx.DB, logger *slog.Logger) {
+	orders.NewDeadLetterAPI(orders.NewDeadLetters(db), logger).Mount(mount)
+}
+
+// deadLetterSubcommands maps `executor deadletter X` to its function and
+// one usage line.
+var deadLetterSubcommands = map[string]struct {
+	usage string
+	run   func(ctx context.Context, dc *deadLetterCtx, args []string) error
+}{
+	"list":    {"list [-status waiting|parked|resolved] [-stage S] [-limit N] [-before ID] [-json]", deadLetterList},
+	"show":    {"show ORDERNO [-stage S] [-json]", deadLetterShow},
+	"requeue": {"requeue ORDERNO [-stage S] [-json]   (parked or waiting → waiting, due now)", deadLetterRequeue},
+}
+
+const deadLetterOrder = "list, show, requeue"
+
+// deadLetterCtx is what every deadletter subcommand gets.
+type deadLetterCtx struct {
+	env     *cliEnv
+	letters *orders.DeadLetters
+	jsonOut bool
+}
+
+func cmdDeadLetter(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usagef("want a subcommand: %s", deadLetterOrder)
+	}
+	sub, ok := deadLetterSubcommands[args[0]]
+	if !ok {
+		var lines []string
+		for _, name := range strings.Split(deadLetterOrder, ", ") {
+			lines = append(lines, "  deadletter "+deadLetterSubcommands[name].usage)
+		}
+		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
+	}
+	return sub.run(ctx, &deadLetterCtx{env: env}, args[1:])
+}
+
+// open loads the config and opens the database (dead letters need no
+// Redis).
+func (dc *deadLetterCtx) open(ctx context.Context) (func(), error) {
+	cfg, err := loadConfig(dc.env)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc.letters = orders.NewDeadLetters(db)
+	return func() { db.Close() }, nil
+}
+
+// parse parses flags (before or after positionals) and checks the number
+// of positionals.
+func (dc *deadLetterCtx) parse(fs *flag.FlagSet, args []string, positionals int) ([]string, error) {
+	fs.BoolVar(&dc.jsonOut, "json", false, "print JSON instead of a table")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != positionals {
+		if positionals == 0 {
+			return nil, usagef("unexpected argument %q", pos[0])
+		}
+		return nil, usagef("want exactly one ORDERNO")
+	}
+	return pos, nil
+}
+
+func (dc *deadLetterCtx) printJSON(v any) error {
+	enc := json.NewEncoder(dc.env.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// letterTimeLayout is the table layout of dead-letter times (the database session's
+// wall clock).
+const letterTimeLayout = "2006-01-02 15:04:05.000"
+
+func deadLetterList(ctx context.Context, dc *deadLetterCtx, args []string) error {
+	fs := newFlagSet(dc.env, "deadletter list")
+	status := fs.String("status", "", "only this status: waiting, parked or resolved")
+	stage := fs.String("stage", "", "only this stage (close, ...)")
+	limit := fs.Int("limit", 50, fmt.Sprintf("most letters shown (1-%d)", orders.MaxListLimit))
+	before := fs.Int64("before", 0, "page: letters with id below this")
+	if _, err := dc.parse(fs, args, 0); err != nil {
+		return err
+	}
+	st := strings.ToLower(*status)
+	if st != "" && !orders.ValidDeadLetterStatus(st) {
+		return usagef("-status %q is not waiting, parked or resolved", *status)
+	}
+	if *limit < 1 || *limit > orders.MaxListLimit {
+		return usagef("-limit %d is not in 1..%d", *limit, orders.MaxListLimit)
+	}
+	if *before < 0 {
+		return usagef("-before %d is negative", *before)
+	}
+	closeDB, err := dc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	dls, err := dc.letters.List(ctx, orders.DeadLetterFilter{Status: st, Stage: *stage, Limit: *limit, BeforeID: *before})
+	if err != nil {
+		return err
+	}
+	var next int64
+	if len(dls) == *limit {
+		next = dls[len(dls)-1].ID
+	}
+	if dc.jsonOut {
+		return dc.printJSON(orders.DeadLetterList{DeadLetters: dls, NextBefore: next})
+	}
+	w := tabwriter.NewWriter(dc.env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tORDER_NO\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR")
+	for _, d := range dls {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.OrderNo, d.Stage, d.Status, d.Attempts,
+			d.NextRetryAt.Format(letterTimeLayout), d.UpdatedAt.Format(letterTimeLayout), oneLine(letterWhy(d), 80))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if next != 0 {
+		fmt.Fprintf(dc.env.stdout, "(more: -before %d)\n", next)
+	}
+	return nil
+}
+
+// letterWhy is the most useful one-line explanation of a letter: the reason it is
+// parked or resolved, else its last error.
+func letterWhy(d orders.DeadLetter) string {
+	if d.StatusReason != "" {
+		return d.StatusReason
+	}
+	return d.LastError
+}
+
+func printDeadLetter(w io.Writer, d *orders.DeadLetter) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, kv := range [][2]string{
+		{"id", fmt.Sprint(d.ID)}, {"orderNo", d.OrderNo}, {"stage", d.Stage}, {"status", d.Status},
+		{"statusReason", d.StatusReason}, {"attempts", fmt.Sprint(d.Attempts)},
+		{"nextRetryAt", d.NextRetryAt.Format(letterTimeLayout)}, {"createdAt", d.CreatedAt.Format(letterTimeLayout)},
+		{"updatedAt", d.UpdatedAt.Format(letterTimeLayout)}, {"lastError", oneLine(d.LastError, 2000)},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+// oneLetter runs a single-letter subcommand and prints the letter.
+func oneLetter(ctx context.Context, dc *deadLetterCtx, name string, args []string,
+	op func(ctx context.Context, orderNo, stage string) (*orders.DeadLetter, error)) error {
+	fs := newFlagSet(dc.env, "deadletter "+name)
+	stage := fs.String("stage", orders.StageClose, "the letter's stage")
+	pos, err := dc.parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	closeDB, err := dc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	d, err := op(ctx, pos[0], *stage)
+	var inv *orders.InvalidInputError
+	switch {
+	case errors.Is(err, orders.ErrDeadLetterNotFound):
+		return fmt.Errorf("no %s dead letter for order %q", *stage, pos[0])
+	case errors.As(err, &inv):
+		return usagef("%s", inv.Msg)
+	case err != nil && d == nil:
+		return err
+	}
+	if dc.jsonOut {
+		if perr := dc.printJSON(d); perr != nil {
+			return perr
+		}
+	} else if perr := printDeadLetter(dc.env.stdout, d); perr != nil {
+		return perr
+	}
+	return err // a resolved letter is shown, then the refusal
+}
+
+func deadLetterShow(ctx context.Context, dc *deadLetterCtx, args []string) error {
+	return oneLetter(ctx, dc, "show", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
+		return dc.letters.Get(ctx, no, stage)
+	})
+}
+
+func deadLetterRequeue(ctx context.Context, dc *deadLetterCtx, args []string) error {
+	return oneLetter(ctx, dc, "requeue", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
+		return dc.letters.Requeue(ctx, no, stage)
+	})
+}

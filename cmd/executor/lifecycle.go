@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/orders"
+)
+
+// newLifecycle builds the lifecycle jobs' domain object from order.timeout
+// (the days) and order.close.pageSize (the default page).
+func newLifecycle(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (*orders.Lifecycle, error) {
+	l, err := orders.NewLifecycle(db, orders.LifecycleConfig{
+		Logger:                 logger, // NewLifecycle tags it
+		AutoConfirmDays:        cfg.Order.Timeout.AutoConfirmDays,
+		FulfillmentTimeoutDays: cfg.Order.Timeout.FulfillmentTimeoutDays,
+		PageSize:               cfg.Order.Close.PageSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("order lifecycle: %w", err)
+	}
+	return l, nil
+}

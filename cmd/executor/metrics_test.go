@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/internal/mariadbtest"
+	"github.com/orderjob/executor/internal/metrics"
+	"github.com/orderjob/executor/internal/metricstest"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+// serveProcess is `executor serve` running in-process against a fake admin.
+type serveProcess struct {
+	admin   *fakeadmin.Admin
+	address string // the executor's advertised address
+	apiURL  string // http://127.0.0.1:{api port}
+	stdout  *syncBuffer
+	stderr  *syncBuffer
+	stop    context.CancelFunc
+	done    chan int
+}
+
+// startServe sets the environment (MySQL at dsn, Redis at redisAddr, lock
+// keys under prefix) and starts serve; it waits for the first registration
+// and stops serve when the test ends.
+func startServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string]string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{admin: fakeadmin.New(t, fakeadmin.Options{Token: "tok-m"}), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	port, apiPort := freePort(t), freePort(t)
+	p.address = fmt.Sprintf("http://127.0.0.1:%d/", port)
+	p.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
+	env := map[string]string{
+		"XXL_JOB_ADMIN_ADDRESSES":          p.admin.URL,
+		"XXL_JOB_ACCESS_TOKEN":             "tok-m",
+		"XXL_JOB_EXECUTOR_PORT":            strconv.Itoa(port),
+		"XXL_JOB_EXECUTOR_BINDADDR":        fmt.Sprintf("127.0.0.1:%d", port),
+		"XXL_JOB_EXECUTOR_ADDRESS":         p.address,
+		"XXL_JOB_EXECUTOR_LOGPATH":         t.TempDir(),
+		"XXL_JOB_EXECUTOR_APPNAME":         "order-job-metrics",
+		"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT": "5s",
+		"MYSQL_DSN":                        dsn,
+		"REDIS_ADDR":                       redisAddr,
+		"ORDER_CLOSE_LOCK_KEY_PREFIX":      prefix,
+		"DELAY_KEY_PREFIX":                 prefix + "delay:",
+		"EXECUTOR_API_ADDR":                fmt.Sprintf("127.0.0.1:%d", apiPort),
+		"EXECUTOR_API_TOKEN":               "api-tok",
+	}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	p.stop, p.done = stop, make(chan int, 1)
+	go func() { p.done <- run(ctx, []string{"serve"}, p.stdout, p.stderr) }()
+	t.Cleanup(func() { p.shutdown(t) })
+	_, err := p.admin.WaitRegistrations(1, 30*time.Second)
+	require.NoError(t, err, "stderr: %s\nstdout: %s", p.stderr.String(), p.stdout.String())
+	return p
+}
+
+// shutdown stops serve and requires a clean exit (once).
+func (p *serveProcess) shutdown(t *testing.T) {
+	if p.stop == nil {
+		return
+	}
+	p.stop()
+	p.stop = nil
+	select {
+	case code := <-p.done:
+		require.Equal(t, 0, code, "stderr: %s", p.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+// logLines returns serve's JSON process-log records.
+func (p *serveProcess) logLines(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(p.stdout.String(), "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		out = append(out, m)
+	}
+	return out
+}
+
+var summaryRe = regexp.MustCompile(`^scanned=(\d+) closed=(\d+) skipped_paid=(\d+) skipped_locked=(\d+) dead_lettered=(\d+) seconds=`)
+
+// The acceptance test of the metrics: a real close run (real MariaDB and
+// Redis, real orders, triggered through the admin protocol), then /metrics
+// must show exactly what the run reported: scanned, closed, skipped for each
+// reason, dead-lettered, one lateness per closed order, the locks taken and
+// the one held elsewhere; the run itself by handler and result; the sampled
+// gauges the state left behind; and every process-log line the run wrote
+// carries its job_id and log_id.
+func TestServeMetricsMatchTheRun(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.New(t)
+	rdb, prefix := redistest.Client(t)
+	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 600, SKUs: 50, DueFraction: 0.7,
+		PaidFraction: 0.1, NotDueFraction: 0.2, CouponFraction: 0.3})
+	require.NoError(t, err)
+	before, err := ordertest.Counts(ctx, db.DB)
+	require.NoError(t, err)
+
+	// Orders on SKU 7 cannot be closed (their stock row is gone), and one
+	// other due order is locked by "a payment in progress".
+	_, err = db.ExecContext(ctx, `DELETE FROM inventory WHERE sku_id = 7`)
+	require.NoError(t, err)
+	var victims int
+	require.NoError(t, db.GetContext(ctx, &victims, `SELECT COUNT(DISTINCT o.order_no) FROM order_info o
+		JOIN order_item i ON i.order_no = o.order_no
+		WHERE o.status = 0 AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= NOW() AND i.sku_id = 7`))
+	require.Positive(t, victims)
+	var held string
+	require.NoError(t, db.GetContext(ctx, &held, `SELECT order_no FROM order_info o
+		WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()
+		  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_no = o.order_no AND i.sku_id = 7)
+		ORDER BY id LIMIT 1`))
+	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix, TTL: time.Minute})
+	require.NoError(t, err)
+	mu := locker.Redsync().NewMutex(locker.KeyFor(held))
+	require.NoError(t, mu.LockContext(ctx))
+	defer func() { _, _ = mu.UnlockContext(ctx) }()
+
+	p := startServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{"LOG_LEVEL": "debug"})
+	client := fakeadmin.NewClient(p.address, "tok-m", fakeadmin.V24)
+	defer client.Close()
+	trig := fakeadmin.Trigger(7, "orderTimeoutCloseJob", 9001)
+	env, err := client.Run(ctx, trig)
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code, env.MsgString())
+	cb, err := p.admin.WaitCallback(9001, 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 500, cb.HandleCode, "dead letters fail the run: %s", cb.HandleMsg)
+	m := summaryRe.FindStringSubmatch(cb.HandleMsg)
+	require.NotNil(t, m, cb.HandleMsg)
+	n := func(i int) float64 { v, _ := strconv.Atoi(m[i]); return float64(v) }
+	scanned, closed, paid, locked, dead := n(1), n(2), n(3), n(4), n(5)
+	require.Equal(t, float64(before.Due), scanned)
+	require.Equal(t, float64(victims), dead)
+	require.Equal(t, 1.0, locked)
+	require.Equal(t, scanned-dead-locked-paid, closed)
+
+	var s metricstest.Samples
+	require.Eventually(t, func() bool { // the callback is counted just after the admin answered
+		s = metricstest.Scrape(t, p.apiURL+"/metrics")
+		v, _ := s.Value(metrics.XXLCallbackResultsTotal, "result", "ok")
+		return v == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	get := func(name string, labels ...string) float64 {
+		t.Helper()
+		v, ok := s.Value(name, labels...)
+		require.True(t, ok, "no series %s%v in /metrics", name, labels)
+		return v
+	}
+	run := []string{"handler", "orderTimeoutCloseJob", "shard", "0"}
+	require.Equal(t, scanned, get(metrics.OrdersScannedTotal, run...))
+	require.Equal(t, closed, get(metrics.OrdersClosedTotal, run...))
+	require.Equal(t, dead, get(metrics.OrdersFailedTotal, run...))
+	require.Equal(t, paid, get(metrics.OrdersSkippedTotal, append(run, "reason", "paid")...))
+	require.Equal(t, locked, get(metrics.OrdersSkippedTotal, append(run, "reason", "locked")...))
+	require.Equal(t, scanned-closed-dead-paid-locked, s.Sum(metrics.OrdersSkippedTotal, append(run, "reason", "closed")...)+
+		s.Sum(metrics.OrdersSkippedTotal, append(run, "reason", "not_due")...))
+	require.Equal(t, closed, get(metrics.OrdersLatenessSeconds+"_count", "handler", "orderTimeoutCloseJob"), "one lateness per closed order")
+	require.Equal(t, scanned-locked, get(metrics.OrdersLockKeysTotal, "result", "acquired"))
+	require.Equal(t, locked, get(metrics.OrdersLockKeysTotal, "result", "taken"))
+	require.Equal(t, 0.0, get(metrics.OrdersLockKeysTotal, "result", "error"))
+	require.Positive(t, get(metrics.OrdersLockAcquireSeconds+"_count"))
+
+	require.Equal(t, 1.0, get(metrics.XXLRunsTotal, "handler", "orderTimeoutCloseJob", "result", "fail"))
+	require.Equal(t, 1.0, get(metrics.XXLRunDurationSeconds+"_count", "handler", "orderTimeoutCloseJob"))
+	require.Equal(t, 0.0, get(metrics.XXLRunsInProgress, "handler", "orderTimeoutCloseJob"))
+	require.Positive(t, get(metrics.XXLRegistryHeartbeatsTotal, "result", "ok"))
+	require.InDelta(t, float64(time.Now().Unix()), get(metrics.XXLRegistryLastSuccess), 60)
+	require.Equal(t, 0.0, get(metrics.XXLCallbackSpoolFiles))
+	require.Equal(t, 0.0, get(metrics.XXLCallbackQueueLength))
+
+	// The gauges sampled from MySQL: the locked order is left overdue, the
+	// dead letters wait for their retry.
+	require.Equal(t, 1.0, get(metrics.OrdersOverdueUnpaid))
+	require.Positive(t, get(metrics.OrdersOverdueOldestAge))
+	require.Equal(t, dead, get(metrics.OrdersDeadLetters, "stage", "close", "status", "waiting"))
+	require.Equal(t, 0.0, get(metrics.OrdersDeadLetters, "stage", "close", "status", "parked"))
+	require.Equal(t, 0.0, get(metrics.DelayTasks, "status", "PENDING"))
+	require.Positive(t, get("go_sql_open_connections", "db_name", "orders"))
+
+	// Nothing served that alerts and dashboards could not know of.
+	names := map[string]bool{}
+	for _, n := range metrics.New(metrics.Config{}).Names() {
+		names[n] = true
+	}
+	for name := range s.Names() {
+		require.True(t, names[name], "served %s, which metrics.Names does not list", name)
+	}
+
+	// The run's process-log lines carry its job id and log id; every line
+	// of the close path was written inside the run.
+	var closeLines int
+	for _, l := range p.logLines(t) {
+		if c, _ := l["component"].(string); c != "orders.closer" {
+			continue
+		}
+		closeLines++
+		require.Equal(t, 7.0, l["job_id"], "%v", l)
+		require.Equal(t, 9001.0, l["log_id"], "%v", l)
+	}
+	require.Greater(t, closeLines, 2, "the summary, the page lines and the dead-letter warnings")
+
+	// A delayed task whose order cannot be closed: the attempt and the
+	// close path are counted under "delay", and the closer's warning about
+	// it carries the task's trace id.
+	_, err = orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
+	require.NoError(t, err)
+	var rt string
+	require.NoError(t, db.GetContext(ctx, &rt, `SELECT order_no FROM order_info WHERE order_no LIKE 'RT%'`))
+	_, err = db.ExecContext(ctx, `DELETE FROM inventory WHERE sku_id IN (SELECT sku_id FROM order_item WHERE order_no = ?)`, rt)
+	require.NoError(t, err)
+	body := fmt.Sprintf(`{"bizUuid":"close-%s","handler":"orderTimeoutClose","delayMs":0,"maxRetry":0,"payload":{"orderNo":%q}}`, rt, rt)
+	req, _ := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks", strings.NewReader(body))
+	req.Header.Set("X-Executor-Token", "api-tok")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	traceID := resp.Header.Get("X-Trace-Id")
+	require.NotEmpty(t, traceID)
+	require.Eventually(t, func() bool {
+		s = metricstest.Scrape(t, p.apiURL+"/metrics")
+		v, _ := s.Value(metrics.DelayAttemptsTotal, "handler", "orderTimeoutClose", "result", "failed")
+		return v == 1
+	}, 15*time.Second, 20*time.Millisecond)
+	require.Equal(t, 1.0, get(metrics.OrdersFailedTotal, "handler", "delay", "shard", "0"))
+	require.Equal(t, 1.0, get(metrics.OrdersScannedTotal, "handler", "delay", "shard", "0"))
+	require.Equal(t, 1.0, get(metrics.DelayLatenessSeconds+"_count", "handler", "orderTimeoutClose"))
+	var traced bool
+	for _, l := range p.logLines(t) {
+		if l["component"] == "orders.closer" && l["order_no"] == rt {
+			require.Equal(t, traceID, l["trace_id"], "%v", l)
+			require.NotContains(t, l, "job_id")
+			traced = true
+		}
+	}
+	require.True(t, traced, "the closer logged the dead letter of %s", rt)
+
+	// The probes and /metrics need no token; pprof is off by default.
+	resp, err = http.Get(p.apiURL + "/debug/pprof/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NotEqual(t, http.StatusOK, resp.StatusCode)
+}
+
+// /readyz follows its dependencies: it fails while MySQL or Redis is down
+// and recovers when they are back, without a restart. Private servers: the
+// shared ones are never stopped.
+func TestServeReadyzFollowsDependencies(t *testing.T) {
+	my := mariadbtest.Start(t, mariadbtest.Options{})
+	_, dsn := my.NewDB(t, "readyz")
+	rd := redistest.StartServer(t)
+	p := startServe(t, dsn, rd.Addr, "readyz:", map[string]string{"DELAY_ENABLED": "false"})
+
+	type ready struct {
+		Ready  bool              `json:"ready"`
+		Checks map[string]string `json:"checks"`
+	}
+	probe := func() (int, ready) {
+		var r ready
+		resp, err := http.Get(p.apiURL + "/readyz")
+		if err != nil {
+			return 0, r
+		}
+		defer resp.Body.Close()
+		_ = json.NewDecoder(resp.Body).Decode(&r)
+		return resp.StatusCode, r
+	}
+	waitFor := func(what string, cond func(int, ready) bool) ready {
+		t.Helper()
+		var last ready
+		var code int
+		require.Eventually(t, func() bool {
+			code, last = probe()
+			return cond(code, last)
+		}, 30*time.Second, 50*time.Millisecond, "%s: last /readyz %d %+v", what, code, last)
+		return last
+	}
+	ok := func(code int, r ready) bool { return code == http.StatusOK && r.Ready }
+
+	r := waitFor("ready at start", ok)
+	require.Equal(t, map[string]string{"mysql": "ok", "redis": "ok", "registry": "ok"}, r.Checks)
+
+	rd.Stop()
+	r = waitFor("Redis down", func(code int, r ready) bool { return code == http.StatusServiceUnavailable })
+	require.False(t, r.Ready)
+	require.NotEqual(t, "ok", r.Checks["redis"])
+	require.Equal(t, "ok", r.Checks["mysql"])
+	rd.Start()
+	waitFor("Redis back", ok)
+
+	my.Stop()
+	r = waitFor("MySQL down", func(code int, r ready) bool { return code == http.StatusServiceUnavailable })
+	require.NotEqual(t, "ok", r.Checks["mysql"])
+	require.Equal(t, "ok", r.Checks["redis"])
+	my.Start()
+	waitFor("MySQL back", ok)
+
+	// /healthz only says the process is up, whatever its dependencies.
+	resp, err := http.Get(p.apiURL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+func TestCloseExtensions(t *testing.T) {
+	t.Parallel()
+	db := dbtest.New(t)
+	logger := newLogger(&config.Config{Log: config.Log{Level: "error", Format: "text"}}, &syncBuffer{})
+	cfg := &config.Config{}
+	cfg.Order.Compensation.Mode = "local"
+	ext, err := newCloseExtensions(db.DB, cfg, logger)
+	require.NoError(t, err)
+	require.Nil(t, ext.tradeCloser, "no closeURL: no payment step")
+	require.Nil(t, ext.relay)
+	require.Equal(t, orders.CompensateLocal, ext.compensation)
+
+	cfg.Order.Payment = config.OrderPayment{CloseURL: "http://pay.local/close", Timeout: time.Second, Retries: 1}
+	cfg.Order.Compensation = config.OrderCompensation{Mode: "outbox", InventoryURL: "http://inv.local/r", CouponURL: "http://cpn.local/r"}
+	ext, err = newCloseExtensions(db.DB, cfg, logger)
+	require.NoError(t, err)
+	require.NotNil(t, ext.tradeCloser)
+	require.NotNil(t, ext.relay)
+	require.Equal(t, orders.CompensateOutbox, ext.compensation)
+
+	cfg.Order.Compensation.CouponURL = ""
+	_, err = newCloseExtensions(db.DB, cfg, logger)
+	require.ErrorContains(t, err, "order.compensation")
+}
+
+// `executor serve` with the payment step and outbox compensation: the close
+// job asks the payment side first, writes events instead of touching local
+// stock and coupons, and the relay serve started delivers them.
+func TestServeOutboxAndPayment(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.New(t)
+	_, prefix := redistest.Client(t)
+	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 200, SKUs: 30, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.5})
+	require.NoError(t, err)
+	base, err := ordertest.Snapshot(ctx, db.DB)
+	require.NoError(t, err)
+	before, err := ordertest.Counts(ctx, db.DB)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	tradeCalls := 0
+	events := map[string]int{}
+	pay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("X-Payment-Token") != "pay-secret" {
+			http.Error(w, "token", http.StatusUnauthorized)
+			return
+		}
+		tradeCalls++
+		_, _ = w.Write([]byte(`{"result":"closed"}`))
+	}))
+	defer pay.Close()
+	receive := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		var body map[string]any
+		if r.Header.Get("X-Service-Token") != "svc-secret" || json.NewDecoder(r.Body).Decode(&body) != nil {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		events[r.Header.Get("Idempotency-Key")]++
+		w.WriteHeader(http.StatusOK)
+	})
+	inv, cpn := httptest.NewServer(receive), httptest.NewServer(receive)
+	defer inv.Close()
+	defer cpn.Close()
+
+	admin := fakeadmin.New(t, fakeadmin.Options{Token: "tok-ob"})
+	port := freePort(t)
+	address := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	for k, v := range map[string]string{
+		"XXL_JOB_ADMIN_ADDRESSES":          admin.URL,
+		"XXL_JOB_ACCESS_TOKEN":             "tok-ob",
+		"XXL_JOB_EXECUTOR_PORT":            strconv.Itoa(port),
+		"XXL_JOB_EXECUTOR_BINDADDR":        fmt.Sprintf("127.0.0.1:%d", port),
+		"XXL_JOB_EXECUTOR_ADDRESS":         address,
+		"XXL_JOB_EXECUTOR_LOGPATH":         t.TempDir(),
+		"XXL_JOB_EXECUTOR_APPNAME":         "order-job-outbox",
+		"MYSQL_DSN":                        db.DSN,
+		"REDIS_ADDR":                       redistest.Addr(),
+		"ORDER_CLOSE_LOCK_KEY_PREFIX":      prefix,
+		"EXECUTOR_API_ADDR":                "",
+		"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT": "5s",
+		"DELAY_ENABLED":                    "false",
+		"ORDER_PAYMENT_CLOSE_URL":          pay.URL + "/trade/close",
+		"ORDER_PAYMENT_TOKEN":              "pay-secret",
+		"ORDER_COMPENSATION_MODE":          "outbox",
+		"ORDER_COMPENSATION_INVENTORY_URL": inv.URL + "/stock/release",
+		"ORDER_COMPENSATION_COUPON_URL":    cpn.URL + "/coupons/restore",
+		"ORDER_COMPENSATION_TOKEN":         "svc-secret",
+	} {
+		t.Setenv(k, v)
+	}
+	var stdout, stderr syncBuffer
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan int, 1)
+	go func() { done <- run(sctx, []string{"serve"}, &stdout, &stderr) }()
+	_, err = admin.WaitRegistrations(1, 15*time.Second)
+	require.NoError(t, err, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
+
+	client := fakeadmin.NewClient(address, "tok-ob", fakeadmin.V24)
+	defer client.Close()
+	env, err := client.Run(ctx, fakeadmin.Trigger(7, "orderTimeoutCloseJob", 9101))
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code, env.MsgString())
+	cb, err := admin.WaitCallback(9101, 30*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 200, cb.HandleCode, cb.HandleMsg)
+	require.Contains(t, cb.HandleMsg, fmt.Sprintf("closed=%d ", before.Due))
+
+	var want int
+	require.NoError(t, db.GetContext(ctx, &want, `SELECT COUNT(*) FROM order_outbox`))
+	require.Eventually(t, func() bool {
+		var pending int
+		return db.GetContext(ctx, &pending, `SELECT COUNT(*) FROM order_outbox WHERE status <> 'done'`) == nil && pending == 0
+	}, 30*time.Second, 50*time.Millisecond, "the relay delivered every event")
+	mu.Lock()
+	require.Equal(t, before.Due, tradeCalls, "one close-trade call per due order")
+	require.Len(t, events, want)
+	mu.Unlock()
+	require.NoError(t, ordertest.CheckOutbox(ctx, db.DB, base, ordertest.OutboxOptions{Delivered: true}))
+
+	stop()
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	for _, secret := range []string{"pay-secret", "svc-secret"} {
+		require.NotContains(t, stdout.String()+stderr.String(), secret, "tokens are never logged")
+	}
+}

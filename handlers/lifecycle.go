@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob"
+)
+
+// Handler names of the order lifecycle jobs.
+const (
+	// OrderAutoConfirmJob completes shipped orders after auto_confirm_days.
+	OrderAutoConfirmJob = "orderAutoConfirmJob"
+	// OrderFulfillmentTimeoutJob flags paid orders not shipped within
+	// fulfillment_timeout_days.
+	OrderFulfillmentTimeoutJob = "orderFulfillmentTimeoutJob"
+)
+
+// Job param keys of the lifecycle jobs (pageSize, maxOrders and dryRun as
+// for the close job).
+const (
+	paramAutoConfirmDays        = "autoConfirmDays"
+	paramFulfillmentTimeoutDays = "fulfillmentTimeoutDays"
+)
+
+// lifecycleOptions parses the job param of a lifecycle job whose day
+// override is daysKey.
+func lifecycleOptions(param, daysKey string) (orders.LifecycleOptions, error) {
+	p, err := parseParams(param, daysKey, paramPageSize, paramMaxOrders, paramDryRun)
+	if err != nil {
+		return orders.LifecycleOptions{}, err
+	}
+	var o orders.LifecycleOptions
+	if o.Days, err = p.intKey(daysKey, 0, 1, orders.MaxLifecycleDays); err != nil {
+		return o, err
+	}
+	if o.PageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
+		return o, err
+	}
+	if o.MaxOrders, err = p.intKey(paramMaxOrders, 0, 0, 1<<30); err != nil {
+		return o, err
+	}
+	if o.DryRun, err = p.boolKey(paramDryRun, false); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// OrderAutoConfirm returns the orderAutoConfirmJob handler: in its shard it
+// completes (status 3 → 4) the orders shipped at least auto_confirm_days
+// ago (config order.timeout.auto_confirm_days, or the param
+// autoConfirmDays), logs one line per page and ends with the summary line
+// as the result.
+func OrderAutoConfirm(l *orders.Lifecycle) xxljob.Handler {
+	return lifecycleHandler(OrderAutoConfirmJob, paramAutoConfirmDays, "completed", l, (*orders.Lifecycle).AutoConfirm)
+}
+
+// OrderFulfillmentTimeout returns the orderFulfillmentTimeoutJob handler: in
+// its shard it flags, once each, the paid orders not shipped within
+// fulfillment_timeout_days of payment (config
+// order.timeout.fulfillment_timeout_days, or the param
+// fulfillmentTimeoutDays) in order_fulfillment_overdue. It changes no order.
+func OrderFulfillmentTimeout(l *orders.Lifecycle) xxljob.Handler {
+	return lifecycleHandler(OrderFulfillmentTimeoutJob, paramFulfillmentTimeoutDays, "flagged", l, (*orders.Lifecycle).FlagOverdue)
+}
+
+func lifecycleHandler(name, daysKey, verb string, l *orders.Lifecycle,
+	run func(*orders.Lifecycle, context.Context, orders.LifecycleOptions) (orders.LifecycleStats, error)) xxljob.Handler {
+	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
+		if l == nil {
+			return fmt.Errorf("%s: %w", name, errNotConfigured)
+		}
+		opt, err := lifecycleOptions(req.Param, daysKey)
+		if err != nil {
+			return err
+		}
+		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
+		opt.Progress = func(p orders.LifecyclePage) {
+			req.Logf("page %d: scanned=%d %s=%d skipped=%d elapsed=%s",
+				p.Page, p.Scanned, verb, p.Changed, p.Skipped, p.Elapsed.Round(1e6))
+		}
+		days := "configured"
+		if opt.Days > 0 {
+			days = fmt.Sprint(opt.Days)
+		}
+		mode := ""
+		if opt.DryRun {
+			mode = " (dry run: nothing is changed)"
+		}
+		req.Logf("%s shard %d/%d days=%s pageSize=%d maxOrders=%d%s", name,
+			opt.ShardIndex, max(opt.ShardTotal, 1), days, opt.PageSize, opt.MaxOrders, mode)
+
+		st, err := run(l, ctx, opt)
+		summary := st.String()
+		if err == nil || st.Pages > 0 {
+			req.Logf("due: at or before %s (database time %s minus %d days)",
+				st.Cutoff.Format(orders.WallTimeLayout), st.Now.Format(orders.WallTimeLayout), st.Days)
+		}
+		req.Logf("%s", summary)
+		if err != nil {
+			return fmt.Errorf("%s: %w", summary, err)
+		}
+		req.SetResult(summary)
+		return nil
+	})
+}

@@ -1,0 +1,140 @@
+package orders_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+func TestLatePaymentRecordedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.shop(t)
+	b.place(t, "LP1", true, orders.Item{SKUID: 1, Quantity: 2})
+	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 129.90 WHERE order_no = 'LP1'`)
+	require.NoError(t, err)
+	base := snapshot(t, b)
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+	out, err := late.CloseOrder(b.ctx, "LP1")
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeClosed, out)
+
+	var dbNow time.Time
+	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT NOW(3)`))
+	for range 3 { // the payment side repeats its notification
+		pay, err := b.svc.Pay(b.ctx, "LP1")
+		require.NoError(t, err)
+		require.Equal(t, orders.PayAlreadyClosed, pay)
+	}
+	var rows []struct {
+		OrderNo   string    `db:"order_no"`
+		PayAmount string    `db:"pay_amount"`
+		PaidAt    time.Time `db:"paid_at"`
+		CreatedAt time.Time `db:"created_at"`
+	}
+	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT order_no, pay_amount, paid_at, created_at FROM payment_conflict`))
+	require.Len(t, rows, 1, "one row however often the payment is reported")
+	require.Equal(t, "LP1", rows[0].OrderNo)
+	require.Equal(t, "129.90", rows[0].PayAmount)
+	require.WithinDuration(t, dbNow, rows[0].PaidAt, time.Minute, "database clock")
+	require.Equal(t, 2, b.count(t, `SELECT status FROM order_info WHERE order_no = 'LP1'`), "still closed")
+	b.check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+}
+
+// Payments race the close job over thousands of orders, some reported two
+// or three times: every order ends paid or closed, consistent with its
+// stock and coupon, and every payment that lost to the close is recorded in
+// payment_conflict exactly once, for exactly those orders.
+func TestLatePaymentRacesClose(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []orders.CompensationMode{orders.CompensateLocal, orders.CompensateOutbox} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, withCloser(orders.CloserConfig{Compensation: mode}))
+			res, base := b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 1, CouponFraction: 0.5})
+			_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = (id % 997) + 0.25`)
+			require.NoError(t, err)
+			var nos []string
+			require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
+			rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+
+			var mu sync.Mutex
+			first := map[string]orders.PayOutcome{} // outcome of each order's first notification
+			var g errgroup.Group
+			var st orders.RunStats
+			g.Go(func() error {
+				var err error
+				// Paced to last about as long as the payers, so both sides
+				// win a fair share.
+				st, err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 20, MaxPerSecond: 400})
+				return err
+			})
+			const payers = 4
+			for w := range payers {
+				g.Go(func() error {
+					for i := w; i < len(nos); i += payers {
+						no := nos[i]
+						for n := range 1 + i%3 { // 1, 2 or 3 notifications
+							out, err := b.svc.Pay(b.ctx, no)
+							if err != nil {
+								return err
+							}
+							mu.Lock()
+							prev, seen := first[no]
+							if !seen {
+								first[no] = out
+							}
+							mu.Unlock()
+							switch {
+							case !seen && out != orders.PayPaid && out != orders.PayAlreadyClosed:
+								return fmt.Errorf("order %s: first notification %v", no, out)
+							case seen && prev == orders.PayPaid && out != orders.PayAlreadyPaid:
+								return fmt.Errorf("order %s: notification %d after paid: %v", no, n+1, out)
+							case seen && prev == orders.PayAlreadyClosed && out != orders.PayAlreadyClosed:
+								return fmt.Errorf("order %s: notification %d after closed: %v", no, n+1, out)
+							}
+						}
+					}
+					return nil
+				})
+			}
+			require.NoError(t, g.Wait())
+
+			var paid, lost []string
+			for no, out := range first {
+				if out == orders.PayPaid {
+					paid = append(paid, no)
+				} else {
+					lost = append(lost, no)
+				}
+			}
+			c := b.counts(t)
+			require.Equal(t, res.Orders, c.Paid+c.Closed, "each order ends paid or closed")
+			require.Equal(t, len(paid), c.Paid)
+			require.Equal(t, len(lost), c.Closed)
+			require.Equal(t, st.Closed, c.Closed)
+			require.Positive(t, len(lost), "the race produced late payments")
+			require.Positive(t, len(paid))
+
+			var conflicts []string
+			require.NoError(t, b.db.SelectContext(b.ctx, &conflicts, `SELECT order_no FROM payment_conflict`))
+			require.ElementsMatch(t, lost, conflicts, "every lost payment recorded once, and only those")
+			require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+			if mode == orders.CompensateOutbox {
+				require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{}))
+			} else {
+				b.check(t, base)
+			}
+			t.Logf("paid %d, closed %d (late payments recorded), close run skipped %d locked", c.Paid, c.Closed, st.SkippedLocked)
+		})
+	}
+}

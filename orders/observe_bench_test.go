@@ -1,0 +1,36 @@
+package orders_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/metrics"
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+// BenchmarkCloseRunObserved is BenchmarkCloseRun with the Prometheus
+// observer on the closer and the locker, as serve runs it: compare the two
+// for the hooks' cost (per page, plus one histogram observation per order).
+func BenchmarkCloseRunObserved(b *testing.B) {
+	ctx := context.Background()
+	db := dbtest.New(b)
+	rdb, prefix := redistest.Client(b)
+	obs := metrics.New(metrics.Config{}).Orders()
+	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix, Observer: obs})
+	require.NoError(b, err)
+	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{Observer: obs})
+	require.NoError(b, err)
+	_, err = orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: b.N, DueFraction: 1, CouponFraction: 0.3})
+	require.NoError(b, err)
+
+	b.ResetTimer()
+	st, err := closer.Run(ctx, orders.RunOptions{})
+	b.StopTimer()
+	require.NoError(b, err)
+	require.Equal(b, b.N, st.Closed)
+	b.ReportMetric(float64(st.Closed)/st.Elapsed.Seconds(), "orders/s")
+}
