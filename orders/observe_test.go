@@ -130,6 +130,15 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Positive(t, oldest)
+	// A dead letter whose retry time has come no longer holds its order
+	// back: the sweep would take it, so it counts as overdue again.
+	_, err = b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW() - INTERVAL 1 SECOND ORDER BY id LIMIT 1`)
+	require.NoError(t, err)
+	n, _, err = b.closer.Overdue(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	_, err = b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW() + INTERVAL 1 HOUR`)
+	require.NoError(t, err)
 	tallies, err := b.closer.DeadLetterTallies(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []orders.DeadLetterTally{{Stage: "close", Status: "waiting", N: victims}}, tallies)

@@ -190,8 +190,10 @@ func (r *Relay) Backlog(ctx context.Context) (int, error) {
 	return r.store.outboxBacklog(ctx, r.db)
 }
 
-// Start launches the relay's loop and returns. ctx bounds the loop's life
-// like Stop does (a cancelled ctx stops claiming); Stop waits for it.
+// Start launches the relay's loop and returns. The loop keeps ctx's values
+// but not its cancellation: only Stop stops it, so a shutting-down executor
+// still delivers the events its last close jobs write, until it calls Stop
+// after them.
 func (r *Relay) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -200,7 +202,7 @@ func (r *Relay) Start(ctx context.Context) error {
 	}
 	r.started = true
 	base := context.WithoutCancel(ctx)
-	loopCtx, loopCancel := context.WithCancelCause(ctx)
+	loopCtx, loopCancel := context.WithCancelCause(base)
 	workCtx, workCancel := context.WithCancelCause(base)
 	r.loopCancel, r.workCancel = loopCancel, workCancel
 	go r.loop(loopCtx, workCtx)

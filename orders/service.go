@@ -110,7 +110,7 @@ func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
 			return err
 		case !ok:
 			return ErrOrderNotFound
-		case o.Status == statusPaid:
+		case o.Status == statusPaid || o.Status == statusShipped || o.Status == statusCompleted: // a repeated callback
 			out = PayAlreadyPaid
 			return nil
 		case o.Status != statusUnpaid:
