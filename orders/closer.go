@@ -347,7 +347,9 @@ func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)
 // returned as OutcomeDeadLettered with the cause. A parked dead letter is
 // respected (OutcomeParked); a waiting one is retried now, since the caller
 // asked for this order explicitly. If Redis fails, the order is not closed:
-// OutcomeSkippedLocked with the Redis error.
+// OutcomeSkippedLocked with the Redis error. With a TradeCloser, the
+// payment side is asked first: "already paid" returns OutcomeSkippedPaid, a
+// failed call OutcomeSkippedLocked with the error.
 func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, err error) {
 	defer func() { c.observeOne(ctx, out, err) }()
 	dbNow, err := c.store.dbNow(ctx, c.db)
