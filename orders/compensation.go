@@ -17,6 +17,8 @@ type pageResult struct {
 	lockErr                                          error
 	tradePaid, tradeErrors                           int   // payment step: already paid; call failed
 	tradeErr                                         error // first error behind tradeErrors
+
+	detail *pageDetail // per-order outcomes for CloseOrders; nil for Run
 }
 
 func (p pageResult) skipped() int { return p.paid + p.locked + p.gone + p.notDue }
@@ -46,7 +48,7 @@ func (p *pageResult) count(o Outcome) {
 // of its own, so one bad order cannot hold back the others. The error is
 // fatal for the run (database unreachable, dead letter not written).
 func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageResult, error) {
-	var res pageResult
+	res := pageResult{detail: p.detail}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.pageTimeout())
 	defer cancel()
 	lease := p.lease
@@ -97,8 +99,9 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			continue
 		case err == nil:
 			c.observeClosed(ctx, tr.late)
-			for _, o := range tr.outcomes {
+			for no, o := range tr.outcomes {
 				res.count(o)
+				res.detail.set(no, o)
 			}
 			// Orders that failed validation were left out of the batch; each
 			// now gets its own transaction, which records why it fails.
@@ -109,6 +112,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 						return res, err
 					}
 					res.add(one)
+					res.detail.setOne(r.OrderNo, one)
 				}
 			}
 			return res, nil
@@ -134,6 +138,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 				return res, err
 			}
 			res.add(one)
+			res.detail.setOne(r.OrderNo, one)
 		}
 		return res, nil
 	}

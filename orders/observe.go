@@ -44,7 +44,7 @@ type PageReport struct {
 	SkippedNotDue int // not due when read under lock
 	SkippedParked int // CloseOrder only: its dead letter is parked (Run filters those before scanning)
 
-	LockErrors int // of SkippedLocked: Redis failed
+	LockErrors int // of SkippedLocked: Redis failed (CloseOrder: the skip came with any error, the payment side's included)
 	LeaseLost  int // of SkippedLocked: rolled back, the lease ran out before commit
 }
 

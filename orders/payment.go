@@ -163,6 +163,7 @@ func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow
 			drop[i] = true
 			res.paid++
 			res.tradePaid++
+			res.detail.set(rows[i].OrderNo, OutcomeSkippedPaid)
 			paidNos = append(paidNos, rows[i].OrderNo)
 		}
 	}

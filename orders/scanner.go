@@ -13,6 +13,8 @@ type page struct {
 	lease *Lease
 	lerr  error
 	err   error
+
+	detail *pageDetail // CloseOrders: where closePage records each order's outcome (Run: nil)
 }
 
 // scan walks the shard's due orders in keyset pages (see scanPageSQL) and

@@ -2,6 +2,9 @@ package faults_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +37,8 @@ func scenarioRedisOutage(t *testing.T, h *harness, r *report) {
 	base := snapshot(t, db.DB)
 	admin := fakeadmin.New(t, fakeadmin.Options{Token: adminToken})
 	e := baseEnv(t, db.DSN, rs.Addr, "faults:")
-	s := h.serve(t, "serve-1", serveEnv(e, admin, freePort(t)))
+	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s := h.serve(t, "serve-1", serveEnv(e, admin, freePort(t)).with("EXECUTOR_API_ADDR", apiAddr, "EXECUTOR_API_TOKEN", apiToken))
 
 	// A run that Redis leaves half-way.
 	var logID int64 = 100
@@ -77,8 +81,15 @@ func scenarioRedisOutage(t *testing.T, h *harness, r *report) {
 	require.Zero(t, l2.DeadLetters, "orders dead-lettered because Redis was down")
 	r.add("outage %s: %d runs, each closed 0, slowest %s", h.p.redisOutage, runs, slowest.Round(time.Millisecond))
 
-	// Redis is back: the next run closes them.
+	// Redis is back. The executor's Redis client keeps failing fast for a
+	// moment (go-redis backs off after failed dials and retries them about
+	// once a second); once its readiness probe (a PING on the same client)
+	// is green, the next run closes everything that was skipped.
+	require.Equal(t, http.StatusServiceUnavailable, readyz(t, apiAddr), "/readyz while Redis is down")
 	rs.Start()
+	back := time.Now()
+	waitFor(t, 20*time.Second, func() bool { return readyz(t, apiAddr) == http.StatusOK }, "the executor did not see Redis again")
+	r.add("ready again %.1fs after Redis returned", time.Since(back).Seconds())
 	logID++
 	s.trigger(t, 1, logID, "pageSize=500", 0, 1)
 	cb, err = admin.WaitCallback(logID, 60*time.Second)
@@ -144,4 +155,14 @@ func scenarioRedisOutage(t *testing.T, h *harness, r *report) {
 
 	s.stop(t)
 	s2.stop(t)
+}
+
+// readyz returns the status of the API port's readiness probe.
+func readyz(t *testing.T, apiAddr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + apiAddr + "/readyz")
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

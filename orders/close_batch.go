@@ -1,0 +1,198 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds CloseOrders, the batch form of CloseOrder for callers that
+// hold many order numbers at once (the delayed-task dispatcher's batch
+// handler): one database clock read, one read of the orders, one lock
+// pipeline and one close transaction per batch, through the same page
+// machinery as Run (closePage: optimistic, then validated, then one order at
+// a time; dead letters), instead of all of it once per order.
+
+// CloseOrders closes the given orders, each only if it is due by the
+// database clock, and returns one outcome per element of orderNos, in the
+// order given, with the meaning CloseOrder gives it: OutcomeClosed,
+// OutcomeNotDue (left as it is), OutcomeSkippedPaid, OutcomeSkippedClosed,
+// OutcomeNotFound, OutcomeParked (its close dead letter is parked),
+// OutcomeSkippedLocked (lock held elsewhere, Redis failing, payment-side call
+// failed, or the lease ran out before commit) and OutcomeDeadLettered (the
+// close failed and is recorded in order_dead_letter). As with CloseOrder, a
+// waiting dead letter is retried now, since the caller asked for the order.
+//
+// The orders are handled in batches of CloserConfig.PageSize: the due,
+// unpaid, unparked ones of a batch are locked in one pipeline and closed in
+// one transaction, with the same lock order, status CAS, compensation,
+// lease check and per-order fallback as a page of Run, so one bad order
+// never holds back the others. An order number given more than once is
+// handled once and every occurrence gets its outcome.
+//
+// Unlike CloseOrder, the per-order causes (the dead-letter error, the Redis
+// or payment-side error behind skipped_locked) are not returned: they are
+// logged, and a dead letter's is in order_dead_letter.last_error. The error
+// is for failures beyond single orders (the database unreachable, a dead
+// letter not written); then the outcomes are nil and nothing is said about
+// any order: orders closed before the failure stay closed, and asking again
+// reports them skipped_closed.
+//
+// The Observer sees one PageReport per batch (Single set, as for
+// CloseOrder) and the lateness of the orders closed.
+func (c *Closer) CloseOrders(ctx context.Context, orderNos []string) ([]Outcome, error) {
+	outs := make([]Outcome, len(orderNos))
+	if len(orderNos) == 0 {
+		return outs, nil
+	}
+	got := make(map[string]Outcome, len(orderNos))
+	for chunk := range slices.Chunk(uniq(orderNos), c.cfg.PageSize) {
+		if err := c.closeBatch(ctx, chunk, got); err != nil {
+			return nil, err
+		}
+	}
+	for i, no := range orderNos {
+		outs[i] = got[no]
+	}
+	return outs, nil
+}
+
+// pageDetail collects the outcome of each order of a page that closePage
+// decides, for CloseOrders (Run passes none: a nil *pageDetail records
+// nothing). Only one goroutine writes to it at a time.
+type pageDetail struct {
+	out map[string]Outcome
+}
+
+// set records no's outcome; on a nil receiver it does nothing.
+func (d *pageDetail) set(no string, o Outcome) {
+	if d != nil {
+		d.out[no] = o
+	}
+}
+
+// setOne records the outcome of closeOne.
+func (d *pageDetail) setOne(no string, r oneResult) { d.set(no, r.outcome) }
+
+// closeBatch closes one batch of distinct order numbers (at most a page) and
+// records every one's outcome in got.
+func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Outcome) error {
+	dbNow, err := c.store.dbNow(ctx, c.db)
+	if err != nil {
+		return err
+	}
+	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+	rows, err := c.store.ordersForClose(ctx, c.db, nos)
+	if err != nil {
+		return err
+	}
+	byNo := make(map[string]batchOrder, len(rows))
+	for _, o := range rows {
+		byNo[o.OrderNo] = o
+	}
+	// The first look, without locks, as CloseOrder's: the close transaction
+	// reads each order again under its row lock.
+	var due []scanRow
+	for _, no := range nos {
+		o, ok := byNo[no]
+		switch {
+		case !ok:
+			got[no] = OutcomeNotFound
+		case o.Status == statusPaid:
+			got[no] = OutcomeSkippedPaid
+		case o.Status != statusUnpaid:
+			got[no] = OutcomeSkippedClosed
+		case !o.due(clock.now):
+			got[no] = OutcomeNotDue
+		case o.LetterStatus == "parked":
+			got[no] = OutcomeParked
+		default:
+			due = append(due, scanRow{ID: o.ID, OrderNo: o.OrderNo, CreateTime: o.CreateTime})
+		}
+	}
+	var pr pageResult
+	if len(due) > 0 {
+		detail := &pageDetail{out: make(map[string]Outcome, len(due))}
+		lease, lerr := c.lock(ctx, due)
+		pr, err = c.closePage(ctx, clock, page{rows: due, lease: lease, lerr: lerr, detail: detail})
+		if err != nil {
+			return err
+		}
+		// closePage records what it decides; an order it did not decide was
+		// not locked (held elsewhere, or Redis failed), its payment-side
+		// call failed, or the lease ran out before commit: skipped_locked,
+		// for a later pass.
+		for _, r := range due {
+			o, ok := detail.out[r.OrderNo]
+			if !ok {
+				o = OutcomeSkippedLocked
+			}
+			got[r.OrderNo] = o
+		}
+	}
+	c.observeBatch(ctx, nos, got, pr)
+	return nil
+}
+
+// observeBatch reports a CloseOrders batch as one page.
+func (c *Closer) observeBatch(ctx context.Context, nos []string, got map[string]Outcome, pr pageResult) {
+	if c.cfg.Observer == nil {
+		return
+	}
+	p := PageReport{ShardTotal: 1, Single: true, Scanned: len(nos), LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost}
+	for _, no := range nos {
+		switch got[no] {
+		case OutcomeClosed:
+			p.Closed++
+		case OutcomeDeadLettered:
+			p.DeadLettered++
+		case OutcomeSkippedPaid:
+			p.SkippedPaid++
+		case OutcomeSkippedLocked:
+			p.SkippedLocked++
+		case OutcomeNotDue:
+			p.SkippedNotDue++
+		case OutcomeParked:
+			p.SkippedParked++
+		default: // closed before, not found
+			p.SkippedClosed++
+		}
+	}
+	c.cfg.Observer.ClosePage(ctx, p)
+}
+
+// batchOrder is an order as CloseOrders first sees it, with the status of
+// its close dead letter ("" for none).
+type batchOrder struct {
+	orderRow
+	LetterStatus string `db:"letter_status"`
+}
+
+// ordersForCloseSQL reads the orders CloseOrders was given, without locks,
+// with the status of each one's close dead letter: CloseOrder's two first
+// reads (orderByNoSQL, deadLetterStatusSQL) for a batch in one statement.
+//
+// Params: the order_no list (bound, sqlx.In). One uk_order_no probe per
+// order number, then one uk_order_stage probe per order found. One row per
+// order that exists.
+const ordersForCloseSQL = `
+SELECT o.id, o.order_no, o.status, o.create_time, o.timeout_minutes, o.coupon_id,
+       COALESCE(d.status, '') AS letter_status
+FROM order_info o
+LEFT JOIN order_dead_letter d ON d.order_no = o.order_no AND d.stage = 'close'
+WHERE o.order_no IN (?)`
+
+func (store) ordersForClose(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]batchOrder, error) {
+	query, args, err := sqlx.In(ordersForCloseSQL, orderNos)
+	if err != nil {
+		return nil, err
+	}
+	var rows []batchOrder
+	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
+		return nil, fmt.Errorf("read %d orders: %w", len(orderNos), err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,338 @@
+package orders_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/orderjob/executor/orders"
+)
+
+// batchObserver keeps the page reports and closed lateness it is told.
+type batchObserver struct {
+	mu     sync.Mutex
+	pages  []orders.PageReport
+	closed int
+}
+
+func (o *batchObserver) ClosePage(_ context.Context, p orders.PageReport) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pages = append(o.pages, p)
+}
+
+func (o *batchObserver) OrdersClosed(_ context.Context, late []time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed += len(late)
+}
+
+func (o *batchObserver) LocksAcquired(context.Context, orders.LockReport) {}
+
+// One batch holding every case CloseOrder knows, in the order given: the
+// outcomes are CloseOrder's, one transaction closes the clean orders, the
+// poisoned one is dead-lettered without holding the others back, and every
+// invariant holds.
+func TestCloseOrdersMixedBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	obs := &batchObserver{}
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, Observer: obs})
+	b.shop(t)
+	for _, no := range []string{"DUE1", "DUE2", "PAID", "CLOSED", "LOCKED", "PARKED", "WAITING"} {
+		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 4, Quantity: 2})
+	}
+	_, err := b.svc.PlaceOrder(b.ctx, orders.NewOrder{OrderNo: "NOTDUE", UserID: 7, TimeoutMinutes: 120,
+		Items: []orders.Item{{SKUID: 1, Quantity: 1}}})
+	require.NoError(t, err)
+	b.place(t, "POISON", false, orders.Item{SKUID: 5, Quantity: 1}, orders.Item{SKUID: 2, Quantity: 1})
+	_, err = b.svc.Pay(b.ctx, "PAID")
+	require.NoError(t, err)
+	out, err := late.CloseOrder(b.ctx, "CLOSED")
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeClosed, out)
+	_, err = b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
+		VALUES ('PARKED', 'close', 'parked', 'by hand', 5, NOW(3)),
+		       ('WAITING', 'close', 'waiting', 'earlier failure', 1, NOW(3) + INTERVAL 1 HOUR)`)
+	require.NoError(t, err)
+	_, err = b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 5`)
+	require.NoError(t, err)
+	base := snapshot(t, b)
+	m := b.locker.Redsync().NewMutex(b.locker.KeyFor("LOCKED"))
+	require.NoError(t, m.LockContext(b.ctx))
+
+	nos := []string{"DUE1", "NOTDUE", "PAID", "POISON", "CLOSED", "MISSING", "LOCKED", "PARKED", "WAITING", "DUE2", "DUE1"}
+	want := []orders.Outcome{orders.OutcomeClosed, orders.OutcomeNotDue, orders.OutcomeSkippedPaid, orders.OutcomeDeadLettered,
+		orders.OutcomeSkippedClosed, orders.OutcomeNotFound, orders.OutcomeSkippedLocked, orders.OutcomeParked,
+		orders.OutcomeClosed, orders.OutcomeClosed, orders.OutcomeClosed}
+	outs, err := late.CloseOrders(b.ctx, nos)
+	require.NoError(t, err)
+	require.Equal(t, names(want), names(outs))
+	_, err = m.UnlockContext(b.ctx)
+	require.NoError(t, err)
+	b.check(t, base)
+	require.Zero(t, b.redisKeys(t), "every lock released")
+
+	dls := b.deadLetters(t)
+	require.Equal(t, "waiting", dls["POISON"].Status)
+	require.Equal(t, 1, dls["POISON"].Attempts)
+	require.Contains(t, dls["POISON"].LastError, "inventory row of sku 5 is missing")
+	require.Equal(t, "resolved", dls["WAITING"].Status, "a waiting letter is retried now, as CloseOrder does")
+	require.Equal(t, "parked", dls["PARKED"].Status)
+	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no IN ('DUE1', 'DUE2', 'WAITING')`)*0+
+		b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no = 'DUE1'`))
+	require.Equal(t, 4, b.count(t, `SELECT COUNT(*) FROM order_close_log`), "CLOSED before, DUE1, DUE2, WAITING now")
+	c := b.counts(t)
+	require.Equal(t, 4, c.Closed)
+	require.Equal(t, 1, c.Paid)
+	require.Equal(t, 4, c.Unpaid, "NOTDUE, POISON, LOCKED, PARKED")
+
+	// One report for the batch (duplicates counted once), and one lateness
+	// per order closed.
+	require.Len(t, obs.pages, 2, "CloseOrder's, then the batch's")
+	p := obs.pages[1]
+	require.True(t, p.Single)
+	require.Equal(t, orders.PageReport{ShardTotal: 1, Single: true, Scanned: 10, Closed: 3, DeadLettered: 1, SkippedPaid: 1,
+		SkippedLocked: 1, SkippedClosed: 2, SkippedNotDue: 1, SkippedParked: 1}, p)
+	require.Equal(t, 4, obs.closed)
+
+	// The same orders again: nothing left to close but the one now free.
+	outs, err = late.CloseOrders(b.ctx, []string{"DUE1", "LOCKED", "POISON"})
+	require.NoError(t, err)
+	require.Equal(t, names([]orders.Outcome{orders.OutcomeSkippedClosed, orders.OutcomeClosed, orders.OutcomeDeadLettered}), names(outs))
+	require.Equal(t, 2, b.deadLetters(t)["POISON"].Attempts, "asked for explicitly: retried although next_retry_at is later")
+	b.check(t, base)
+
+	outs, err = late.CloseOrders(b.ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, outs)
+}
+
+func names(outs []orders.Outcome) []string {
+	s := make([]string, len(outs))
+	for i, o := range outs {
+		s[i] = o.String()
+	}
+	return s
+}
+
+// Batches larger than the page size are split; a batch whose rows need
+// validation (a coupon not locked by its order) still closes the rest in the
+// validated batch transaction and dead-letters only the culprit.
+func TestCloseOrdersPagesAndValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, _ := b.seed(t, orders.DemoSpec{Orders: 250, DueFraction: 1, CouponFraction: 0.5})
+	var nos []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
+	var victim string
+	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM user_coupon WHERE status = 1 ORDER BY id LIMIT 1 OFFSET 7`))
+	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET status = 0, order_no = NULL WHERE order_no = ?`, victim)
+	require.NoError(t, err)
+	base := snapshot(t, b)
+
+	c := b.newCloser(t, orders.CloserConfig{PageSize: 60})
+	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	outs, err := c.CloseOrders(b.ctx, nos)
+	require.NoError(t, err)
+	for i, no := range nos {
+		want := orders.OutcomeClosed
+		if no == victim {
+			want = orders.OutcomeDeadLettered
+		}
+		require.Equal(t, want, outs[i], no)
+	}
+	require.Equal(t, res.Due-1, b.counts(t).Closed)
+	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
+	b.check(t, base)
+}
+
+// CloseOrders racing the sweep on the same orders: every due order closed
+// exactly once, by one of them; nothing dead-lettered; invariants hold.
+func TestCloseOrdersConcurrentWithRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	var nos []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
+	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+
+	var g errgroup.Group
+	var st orders.RunStats
+	g.Go(func() error {
+		var err error
+		st, err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 100})
+		return err
+	})
+	var closed, locked, notDue, paid, gone atomic.Int64
+	const batchers = 3
+	for w := range batchers {
+		g.Go(func() error {
+			for chunk := range slices.Chunk(nos[w*len(nos)/batchers:(w+1)*len(nos)/batchers], 50) {
+				outs, err := b.closer.CloseOrders(b.ctx, chunk)
+				if err != nil {
+					return err
+				}
+				for i, o := range outs {
+					switch o {
+					case orders.OutcomeClosed:
+						closed.Add(1)
+					case orders.OutcomeSkippedLocked:
+						locked.Add(1)
+					case orders.OutcomeNotDue:
+						notDue.Add(1)
+					case orders.OutcomeSkippedPaid:
+						paid.Add(1)
+					case orders.OutcomeSkippedClosed:
+						gone.Add(1)
+					default:
+						return fmt.Errorf("order %s: unexpected %v", chunk[i], o)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	t.Logf("run closed %d (skipped locked %d); batches closed %d, locked %d, already closed %d",
+		st.Closed, st.SkippedLocked, closed.Load(), locked.Load(), gone.Load())
+	require.Zero(t, st.DeadLettered)
+	require.EqualValues(t, res.NotDue, notDue.Load())
+	require.EqualValues(t, res.Paid, paid.Load())
+	require.Equal(t, res.Due, st.Closed+int(closed.Load())+st.SkippedLocked, "each due order closed once, or left locked by the other")
+	// Whatever either side skipped as locked, a second pass closes.
+	st2 := b.run(t, orders.RunOptions{})
+	require.Equal(t, res.Due, st.Closed+int(closed.Load())+st2.Closed, "every due order closed exactly once")
+	c := b.counts(t)
+	require.Equal(t, res.Due, c.Closed)
+	require.Equal(t, res.Due, b.count(t, `SELECT COUNT(*) FROM order_close_log`))
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	b.check(t, base)
+	require.Zero(t, b.redisKeys(t))
+}
+
+// Payments racing batch closes: every order ends paid or closed, never both;
+// a payment that lost is recorded as a conflict, not applied; the stock and
+// coupons add up.
+func TestCloseOrdersConcurrentWithPay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, base := b.seed(t, orders.DemoSpec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
+	var nos []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
+	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+
+	var paid, tooLate, closed, skippedPaid atomic.Int64
+	var g errgroup.Group
+	for w := range 2 {
+		g.Go(func() error {
+			// Each closer walks the orders in its own order, in batches of 40.
+			mine := slices.Clone(nos)
+			if w == 1 {
+				slices.Reverse(mine)
+			}
+			for chunk := range slices.Chunk(mine, 40) {
+				outs, err := b.closer.CloseOrders(b.ctx, chunk)
+				if err != nil {
+					return err
+				}
+				for i, o := range outs {
+					switch o {
+					case orders.OutcomeClosed:
+						closed.Add(1)
+					case orders.OutcomeSkippedPaid:
+						skippedPaid.Add(1)
+					case orders.OutcomeSkippedClosed, orders.OutcomeSkippedLocked:
+					default:
+						return fmt.Errorf("order %s: unexpected %v", chunk[i], o)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	const payers = 4
+	for w := range payers {
+		g.Go(func() error {
+			for i := w; i < len(nos); i += payers {
+				out, err := b.svc.Pay(b.ctx, nos[i])
+				if err != nil {
+					return err
+				}
+				switch out {
+				case orders.PayPaid:
+					paid.Add(1)
+				case orders.PayAlreadyClosed:
+					tooLate.Add(1)
+				default:
+					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	t.Logf("paid %d, payments too late %d, closed %d, skipped paid %d", paid.Load(), tooLate.Load(), closed.Load(), skippedPaid.Load())
+	c := b.counts(t)
+	require.EqualValues(t, paid.Load(), c.Paid)
+	require.EqualValues(t, closed.Load(), c.Closed)
+	require.Equal(t, res.Orders, c.Paid+c.Closed, "every order paid or closed")
+	require.EqualValues(t, tooLate.Load(), b.count(t, `SELECT COUNT(*) FROM payment_conflict`))
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	b.check(t, base)
+	require.Zero(t, b.redisKeys(t))
+}
+
+// The payment step runs for a batch as for a page: "already paid" is
+// skipped_paid, a failed call skipped_locked (the task retries), the rest
+// close.
+func TestCloseOrdersTradeStep(t *testing.T) {
+	t.Parallel()
+	p := newPaySide(t, "tok")
+	b := setup(t)
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: p.closer(t, 0)})
+	b.shop(t)
+	for _, no := range []string{"T1", "T2", "T3", "T4"} {
+		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 2})
+	}
+	base := snapshot(t, b)
+	p.set("T1", "not_found")
+	p.set("T2", "already_paid")
+	p.set("T3", "fail")
+	outs, err := late.CloseOrders(b.ctx, []string{"T1", "T2", "T3", "T4"})
+	require.NoError(t, err)
+	require.Equal(t, names([]orders.Outcome{orders.OutcomeClosed, orders.OutcomeSkippedPaid, orders.OutcomeSkippedLocked, orders.OutcomeClosed}), names(outs))
+	require.Equal(t, 2, b.counts(t).Closed)
+	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	b.check(t, base)
+}
+
+// The batch's first read probes the unique keys, one row per order number.
+func TestCloseOrdersReadUsesIndexes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 0.5, PaidFraction: 0.5})
+	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
+		SELECT order_no, 'close', 'resolved', NOW(3) FROM order_info WHERE id % 2 = 0`)
+	require.NoError(t, err)
+	for _, table := range []string{"order_info", "order_dead_letter"} {
+		_, err = b.db.ExecContext(b.ctx, `ANALYZE TABLE `+table)
+		require.NoError(t, err)
+	}
+	var nos []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id DESC LIMIT 100`))
+	q, args, err := sqlxIn(orders.OrdersForCloseSQL, nos)
+	require.NoError(t, err)
+	plan := explain(t, b, q, args...)
+	require.Len(t, plan, 2)
+	require.Equal(t, "uk_order_no", plan[0]["key"])
+	require.Equal(t, "uk_order_stage", plan[1]["key"])
+}
