@@ -37,7 +37,9 @@ func fromCtx(ctx context.Context) *taskCtx {
 }
 
 // TraceID returns the trace id of the task whose handler ctx belongs to, or
-// "" outside a handler.
+// "" outside a handler. In a BatchHandlerFunc's context it is the batch's
+// own trace id (logged with the tasks' at debug level); ForTask(ctx, t)
+// carries task t's.
 func TraceID(ctx context.Context) string {
 	if tc := fromCtx(ctx); tc != nil {
 		return tc.traceID
@@ -47,7 +49,8 @@ func TraceID(ctx context.Context) string {
 
 // Logger returns the dispatcher's logger tagged with the task's trace_id,
 // biz_uuid, task_id and handler, or a logger that discards outside a
-// handler.
+// handler. In a BatchHandlerFunc's context it is tagged with the batch's
+// trace_id, handler and batch_size; ForTask(ctx, t) gives task t's.
 func Logger(ctx context.Context) *slog.Logger {
 	if tc := fromCtx(ctx); tc != nil && tc.log != nil {
 		return tc.log
@@ -57,7 +60,8 @@ func Logger(ctx context.Context) *slog.Logger {
 
 // ReportOutcome names what a successful attempt did (e.g. "closed",
 // "skipped_paid"); the dispatcher counts outcomes (Dispatcher.Counters) and
-// logs them with the task. Outside a handler it does nothing.
+// logs them with the task. Outside a handler it does nothing; in a batch
+// handler, call it with ForTask(ctx, t).
 func ReportOutcome(ctx context.Context, outcome string) {
 	if tc := fromCtx(ctx); tc != nil {
 		tc.mu.Lock()

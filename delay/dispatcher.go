@@ -32,6 +32,16 @@ type Config struct {
 	// OrderTimeoutCloseHandler). Names are a letter then letters, digits,
 	// '.', '_', '-'.
 	Handlers map[string]HandlerFunc
+	// BatchHandlers are in-process handlers that take many tasks in one
+	// call, by name (e.g. OrderTimeoutCloseHandler with
+	// OrderCloseBatchHandler). The claimed tasks of such a handler are
+	// given to it together, at most HandlerBatchSize per call, and each
+	// task's result is recorded on its own, as for Handlers. A name is in
+	// Handlers or BatchHandlers, not both.
+	BatchHandlers map[string]BatchHandlerFunc
+	// HandlerBatchSize is the most tasks one BatchHandlers call gets.
+	// Default BatchSize; at most BatchSize.
+	HandlerBatchSize int
 	// Services are HTTP task targets by name: a task with handler
 	// "http:{name}{path}" is POSTed to Services[name]+path. See
 	// ParseServices.
@@ -75,7 +85,8 @@ type Config struct {
 	BatchWindow time.Duration
 	// BatchSize is the most tasks popped and claimed at once. Default 100.
 	BatchSize int
-	// Workers is how many handlers run at once. Default 32.
+	// Workers is how many handlers run at once; a BatchHandlers call counts
+	// as one. Default 32.
 	Workers int
 	// BackoffBase and BackoffMax shape retries: the n-th failure waits
 	// between half and all of min(BackoffBase × 2^(n-1), BackoffMax).
@@ -104,6 +115,7 @@ type Dispatcher struct {
 	clock    *clock
 	log      *slog.Logger
 	handlers map[string]HandlerFunc
+	batch    map[string]BatchHandlerFunc
 	http     *http.Client
 
 	mu         sync.Mutex
@@ -114,7 +126,7 @@ type Dispatcher struct {
 	wg         sync.WaitGroup
 	done       chan struct{}
 
-	work      chan *Task
+	work      chan workItem
 	slots     chan struct{}
 	wake      chan struct{}
 	nextWake  atomic.Int64 // Unix ms the poller plans to look next
@@ -145,6 +157,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		cfg.BatchWindow = 0
 	}
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, 100)
+	cfg.HandlerBatchSize = cmp.Or(cfg.HandlerBatchSize, cfg.BatchSize)
 	cfg.Workers = cmp.Or(cfg.Workers, 32)
 	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, time.Second)
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, 10*time.Minute)
@@ -175,6 +188,20 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if cfg.Workers < 1 {
 		bad("Workers %d is below 1", cfg.Workers)
 	}
+	if cfg.HandlerBatchSize < 1 || cfg.HandlerBatchSize > cfg.BatchSize {
+		bad("HandlerBatchSize %d is not in 1..BatchSize (%d)", cfg.HandlerBatchSize, cfg.BatchSize)
+	}
+	for name, h := range cfg.BatchHandlers {
+		if !handlerNameRe.MatchString(name) {
+			bad("batch handler name %q is not a letter then letters, digits, . _ -", name)
+		}
+		if h == nil {
+			bad("batch handler %q is nil", name)
+		}
+		if _, dup := cfg.Handlers[name]; dup {
+			bad("handler %q is in both Handlers and BatchHandlers", name)
+		}
+	}
 	for name := range cfg.Handlers {
 		if !handlerNameRe.MatchString(name) {
 			bad("handler name %q is not a letter then letters, digits, . _ -", name)
@@ -200,9 +227,10 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		cfg:      cfg,
 		log:      cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "delay.dispatcher"),
 		handlers: cfg.Handlers,
+		batch:    cfg.BatchHandlers,
 		http:     cfg.HTTPClient,
 		done:     make(chan struct{}),
-		work:     make(chan *Task),
+		work:     make(chan workItem),
 		slots:    make(chan struct{}, cfg.Workers),
 		wake:     make(chan struct{}, 1),
 		counters: counters{outcomes: map[string]int64{}},
@@ -241,6 +269,9 @@ func (d *Dispatcher) ValidateHandler(name string) error {
 		}
 		return nil
 	}
+	if _, ok := d.batch[name]; ok {
+		return nil
+	}
 	if _, ok := d.handlers[name]; !ok {
 		return invalid("handler", "unknown handler %q (known: %s; or http:{service}/{path})", name, d.listHandlers())
 	}
@@ -248,8 +279,11 @@ func (d *Dispatcher) ValidateHandler(name string) error {
 }
 
 func (d *Dispatcher) listHandlers() string {
-	names := make([]string, 0, len(d.handlers))
+	names := make([]string, 0, len(d.handlers)+len(d.batch))
 	for n := range d.handlers {
+		names = append(names, n)
+	}
+	for n := range d.batch {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -287,8 +321,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	var workers sync.WaitGroup
 	for range d.cfg.Workers {
 		workers.Go(func() {
-			for t := range d.work {
-				d.run(workCtx, t)
+			for it := range d.work {
+				d.execute(workCtx, it)
 				<-d.slots
 			}
 		})
@@ -385,15 +419,23 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 		// the sleep computed from this look cannot overshoot it.
 		d.nextWake.Store(math.MaxInt64)
 		now := d.clock.Now()
-		ids, next, err := d.timer.pop(ctx, now, held)
-		var tasks []*Task
+		limit := d.popLimit(held)
+		ids, next, err := d.timer.pop(ctx, now, limit)
+		var items []workItem
 		if err == nil && len(ids) > 0 {
-			tasks = d.claim(ctx, ids, now)
+			items = d.group(d.claim(ctx, ids, now, held))
 		}
-		for _, t := range tasks {
-			d.work <- t // a slot is held for each
+		for i, it := range items {
+			if i >= held {
+				// Not expected (popLimit and the claim keep items within
+				// the slots held); wait for a worker rather than drop a
+				// claimed task.
+				d.slots <- struct{}{}
+				held++
+			}
+			d.work <- it // a slot is held for each
 		}
-		for range held - len(tasks) {
+		for range held - len(items) {
 			<-d.slots
 		}
 
@@ -408,7 +450,7 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 				d.log.WarnContext(ctx, "delay timer unreachable; tasks wait for it or for the sweep", "failures", failures, "err", err)
 			}
 			wait = min(d.cfg.PollInterval*time.Duration(failures), time.Second)
-		case len(ids) == held:
+		case len(ids) == limit:
 			failures = 0
 			continue // more may be due
 		default:
@@ -435,16 +477,26 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 }
 
 // claim turns popped ids into claimed tasks. Ids that were not claimed are
-// dropped, except PENDING ones not yet due (a stale timer entry), which go
-// back with their true time; if the claim itself fails, all go back, due
-// now, for the next claim to sort out.
-func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time) []*Task {
+// dropped, except PENDING ones (not yet due: a stale timer entry; or left
+// for want of a free worker), which go back with their true time; if the
+// claim itself fails, all go back, due now, for the next claim to sort out.
+// slots > 0 is how many work items the caller can run now: with batch
+// handlers, the tasks claimed make at most that many (see popLimit); 0
+// claims every id.
+func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slots int) []*Task {
 	// A claim must not be cut in half by shutdown: its rows would stay
 	// RUNNING until recovered.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	claimID := rand.Int64N(1<<62) + 1
-	tasks, err := storeClaim(cctx, d.cfg.DB, ids, claimID)
+	var tasks []*Task
+	var err error
+	if len(d.batch) > 0 && slots > 0 {
+		tasks, err = storeClaimSplit(cctx, d.cfg.DB, ids, claimID, d.batchNames(),
+			func(n int) int { return slots - d.groupsAtMost(n) })
+	} else {
+		tasks, err = storeClaim(cctx, d.cfg.DB, ids, claimID)
+	}
 	if err != nil {
 		d.log.ErrorContext(ctx, "claim delayed tasks", "batch_size", len(ids), "err", err)
 		back := make([]timerEntry, len(ids))

@@ -154,8 +154,10 @@ func (r SweepResult) String() string {
 
 // Sweep is the safety net behind the timer: it recovers stuck claims, then
 // claims PENDING tasks due for longer than SweepGrace in its shard (MOD(id,
-// total) = index) and runs them, up to Workers at a time, and waits for
-// them. It needs no Start. Cancelling ctx gives unfinished claims back.
+// total) = index) and runs them, up to Workers handler calls at a time (the
+// tasks of a batch handler grouped into calls as the poller does), and
+// waits for them. It needs no Start. Cancelling ctx gives unfinished claims
+// back.
 func (d *Dispatcher) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, error) {
 	var res SweepResult
 	if opt.Limit <= 0 {
@@ -185,24 +187,26 @@ func (d *Dispatcher) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, 
 	g.SetLimit(d.cfg.Workers)
 	for start := 0; start < len(ids) && ctx.Err() == nil; start += d.cfg.BatchSize {
 		batch := ids[start:min(start+d.cfg.BatchSize, len(ids))]
-		tasks := d.claim(ctx, batch, d.clock.Now())
+		tasks := d.claim(ctx, batch, d.clock.Now(), 0)
 		res.Claimed += len(tasks)
-		for _, t := range tasks {
+		for _, it := range d.group(tasks) {
 			g.Go(func() error {
-				r := d.run(ctx, t)
+				rs := d.execute(ctx, it)
 				mu.Lock()
 				defer mu.Unlock()
-				switch r {
-				case resultDone:
-					res.Done++
-				case resultRetry:
-					res.Retried++
-				case resultFailed:
-					res.Failed++
-				case resultReleased:
-					res.Released++
-				case resultLost:
-					res.Lost++
+				for _, r := range rs {
+					switch r {
+					case resultDone:
+						res.Done++
+					case resultRetry:
+						res.Retried++
+					case resultFailed:
+						res.Failed++
+					case resultReleased:
+						res.Released++
+					case resultLost:
+						res.Lost++
+					}
 				}
 				return nil
 			})

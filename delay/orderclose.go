@@ -47,33 +47,110 @@ func OrderTimeoutClose(orderNo string, deadline time.Time) Registration {
 //	an error                               retry with backoff
 func OrderCloseHandler[O fmt.Stringer](closeOrder func(ctx context.Context, orderNo string) (O, error)) HandlerFunc {
 	return func(ctx context.Context, t *Task) error {
-		var p OrderTimeoutPayload
-		if err := json.Unmarshal(t.Payload, &p); err != nil {
-			return Permanent(fmt.Errorf("payload is not {\"orderNo\": \"...\"}: %w", err))
-		}
-		if p.OrderNo == "" {
-			return Permanent(errors.New(`payload has no "orderNo"`))
-		}
-		o, err := closeOrder(ctx, p.OrderNo)
-		name := o.String()
-		Logger(ctx).DebugContext(ctx, "order close attempted", "order_no", p.OrderNo, "outcome", name, "err", err)
+		no, err := orderPayload(t)
 		if err != nil {
-			return fmt.Errorf("close order %s (%s): %w", p.OrderNo, name, err)
+			return err
 		}
-		switch name {
-		case "closed", "skipped_paid", "skipped_closed":
-			ReportOutcome(ctx, name)
-			return nil
-		case "not_due":
-			return fmt.Errorf("order %s is not due yet (its deadline is later than the task's execute time)", p.OrderNo)
-		case "skipped_locked":
-			return fmt.Errorf("order %s is locked by another close or a payment", p.OrderNo)
-		case "not_found":
-			return Permanent(fmt.Errorf("order %s not found", p.OrderNo))
-		case "parked":
-			return Permanent(fmt.Errorf("order %s: its close is parked in order_dead_letter", p.OrderNo))
-		default:
-			return fmt.Errorf("close order %s: outcome %s", p.OrderNo, name)
+		o, err := closeOrder(ctx, no)
+		name := o.String()
+		Logger(ctx).DebugContext(ctx, "order close attempted", "order_no", no, "outcome", name, "err", err)
+		if err != nil {
+			return fmt.Errorf("close order %s (%s): %w", no, name, err)
 		}
+		return orderCloseResult(ctx, no, name, false)
+	}
+}
+
+// orderPayload reads an orderTimeoutClose task's order number.
+func orderPayload(t *Task) (string, error) {
+	var p OrderTimeoutPayload
+	if err := json.Unmarshal(t.Payload, &p); err != nil {
+		return "", Permanent(fmt.Errorf("payload is not {\"orderNo\": \"...\"}: %w", err))
+	}
+	if p.OrderNo == "" {
+		return "", Permanent(errors.New(`payload has no "orderNo"`))
+	}
+	return p.OrderNo, nil
+}
+
+// orderCloseResult maps an outcome returned without an error to the task's
+// result (see OrderCloseHandler), reporting the successful ones on ctx.
+// batch: the outcome came from a batch close, which returns no per-order
+// causes (they are in the executor's log and order_dead_letter).
+func orderCloseResult(ctx context.Context, orderNo, name string, batch bool) error {
+	switch name {
+	case "closed", "skipped_paid", "skipped_closed":
+		ReportOutcome(ctx, name)
+		return nil
+	case "not_due":
+		return fmt.Errorf("order %s is not due yet (its deadline is later than the task's execute time)", orderNo)
+	case "skipped_locked":
+		if batch {
+			return fmt.Errorf("order %s is locked by another close or a payment, or its lock or payment-side call failed (see the executor log)", orderNo)
+		}
+		return fmt.Errorf("order %s is locked by another close or a payment", orderNo)
+	case "not_found":
+		return Permanent(fmt.Errorf("order %s not found", orderNo))
+	case "parked":
+		return Permanent(fmt.Errorf("order %s: its close is parked in order_dead_letter", orderNo))
+	case "dead_lettered":
+		if batch {
+			return fmt.Errorf("close order %s failed and was dead-lettered (order_dead_letter.last_error has the cause)", orderNo)
+		}
+	}
+	return fmt.Errorf("close order %s: outcome %s", orderNo, name)
+}
+
+// OrderCloseBatchHandler adapts the batch order-close entry point
+// (orders.Closer's CloseOrders, passed as a method value) to a
+// BatchHandlerFunc, which the dispatcher calls with the claimed
+// orderTimeoutClose tasks together:
+//
+//	batchHandlers := map[string]delay.BatchHandlerFunc{
+//		delay.OrderTimeoutCloseHandler: delay.OrderCloseBatchHandler(closer.CloseOrders),
+//	}
+//
+// closeOrders gets the tasks' order numbers in task order and returns one
+// outcome per number, or an error for the whole batch (every task of the
+// call then retries). Each task's outcome is mapped as OrderCloseHandler
+// maps CloseOrder's; a task whose payload does not parse FAILS without
+// being sent. Closing many orders at once takes one lock pipeline and one
+// transaction instead of one each, which is what lets a dispatcher keep up
+// with a thousand orders coming due per second.
+func OrderCloseBatchHandler[O fmt.Stringer](closeOrders func(ctx context.Context, orderNos []string) ([]O, error)) BatchHandlerFunc {
+	return func(ctx context.Context, tasks []*Task) []error {
+		errs := make([]error, len(tasks))
+		nos := make([]string, 0, len(tasks))
+		idx := make([]int, 0, len(tasks)) // task index of each order number
+		for i, t := range tasks {
+			no, err := orderPayload(t)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			nos = append(nos, no)
+			idx = append(idx, i)
+		}
+		if len(nos) == 0 {
+			return errs
+		}
+		outs, err := closeOrders(ctx, nos)
+		if err == nil && len(outs) != len(nos) {
+			err = fmt.Errorf("%d outcomes for %d orders", len(outs), len(nos))
+		}
+		if err != nil {
+			Logger(ctx).WarnContext(ctx, "batch order close failed; its tasks retry", "num_orders", len(nos), "err", err)
+		}
+		for k, i := range idx {
+			tctx := ForTask(ctx, tasks[i])
+			if err != nil {
+				errs[i] = fmt.Errorf("close order %s (batch of %d): %w", nos[k], len(nos), err)
+				continue
+			}
+			name := outs[k].String()
+			Logger(tctx).DebugContext(tctx, "order close attempted", "order_no", nos[k], "outcome", name, "batch_size", len(nos))
+			errs[i] = orderCloseResult(tctx, nos[k], name, true)
+		}
+		return errs
 	}
 }

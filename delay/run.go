@@ -65,18 +65,33 @@ const (
 // run performs one claimed attempt and records its result. ctx is the
 // worker's (or the sweep's) context: when it is cancelled during the
 // attempt, the claim is given back instead of spending a retry.
-func (d *Dispatcher) run(ctx context.Context, t *Task) (res result) {
-	log := d.log.With("trace_id", t.TraceID, "biz_uuid", t.BizUUID, "task_id", t.ID,
-		"handler", t.Handler, "attempt", t.RetryCount+1)
-	tc := &taskCtx{traceID: t.TraceID, log: log}
+func (d *Dispatcher) run(ctx context.Context, t *Task) result {
+	tc := d.newTaskCtx(t)
 	hctx, cancel := context.WithTimeout(withTask(ctx, tc), d.cfg.HandlerTimeout)
 	start := time.Now()
-	defer d.observe(t, start, &res)
 	err := d.call(hctx, t)
 	if err != nil && hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		err = fmt.Errorf("handler timed out after %s: %w", d.cfg.HandlerTimeout, err)
 	}
 	cancel()
+	return d.settle(ctx, t, tc, start, err)
+}
+
+// newTaskCtx is what a handler's context carries for t: its trace id and a
+// logger tagged with it.
+func (d *Dispatcher) newTaskCtx(t *Task) *taskCtx {
+	log := d.log.With("trace_id", t.TraceID, "biz_uuid", t.BizUUID, "task_id", t.ID,
+		"handler", t.Handler, "attempt", t.RetryCount+1)
+	return &taskCtx{traceID: t.TraceID, log: log}
+}
+
+// settle records the result of t's attempt, which started at start and
+// ended with err (nil: success), and reports it to the Observer. ctx is the
+// worker's (or the sweep's): when it is cancelled, a failed attempt's claim
+// is given back instead of spending a retry.
+func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start time.Time, err error) (res result) {
+	defer d.observe(t, start, &res)
+	log := tc.log
 	elapsed := time.Since(start)
 
 	// Results are written even when ctx is cancelled: losing the write
@@ -191,6 +206,9 @@ func (d *Dispatcher) call(ctx context.Context, t *Task) (err error) {
 	}()
 	if h, ok := d.handlers[t.Handler]; ok {
 		return h(ctx, t)
+	}
+	if h, ok := d.batch[t.Handler]; ok {
+		return d.callBatch(ctx, t.Handler, h, []*Task{t})[0]
 	}
 	if svc, path, ok := ParseHTTPHandler(t.Handler); ok {
 		return d.callHTTP(ctx, t, svc, path)

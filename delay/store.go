@@ -158,7 +158,65 @@ func storeClaim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) ([
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return nil, err
 	}
-	q, args, err = sqlx.In(selectClaimed, ids, claimID)
+	return storeReadClaimed(ctx, db, ids, claimID)
+}
+
+// claimTasksOf is claimTasks for the tasks of the given handlers only;
+// claimTasksNotOf for the others, at most a given number, lowest ids
+// first. Together they claim what the poller can run: every popped task of
+// a batch handler, and single-handler tasks up to the free worker slots
+// (the rest stay PENDING and go back on the timer). Same locks as
+// claimTasks.
+const (
+	claimTasksOf    = claimTasks + ` AND handler IN (?)`
+	claimTasksNotOf = claimTasks + ` AND handler NOT IN (?) ORDER BY id LIMIT ?`
+)
+
+// storeClaimSplit claims, under claimID, the popped ids whose handler is
+// one of batchNames, then (if some ids are left) at most singles(n) of the
+// others, n being how many the first statement claimed.
+func storeClaimSplit(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64, batchNames []string, singles func(n int) int) ([]*Task, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	exec := func(query string, args ...any) (int, error) {
+		q, args, err := sqlx.In(query, args...)
+		if err != nil {
+			return 0, err
+		}
+		res, err := db.ExecContext(ctx, db.Rebind(q), args...)
+		if err != nil {
+			return 0, fmt.Errorf("claim %d tasks: %w", len(ids), err)
+		}
+		n, err := res.RowsAffected()
+		return int(n), err
+	}
+	n, err := exec(claimTasksOf, claimID, ids, batchNames)
+	if err != nil {
+		return nil, err
+	}
+	if n < len(ids) {
+		if k := singles(n); k > 0 {
+			m, err := exec(claimTasksNotOf, claimID, ids, batchNames, k)
+			if err != nil {
+				// The batch tasks are claimed: hand them out; the others
+				// stay PENDING for the next look.
+				if n == 0 {
+					return nil, err
+				}
+			}
+			n += m
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return storeReadClaimed(ctx, db, ids, claimID)
+}
+
+// storeReadClaimed reads back the rows of ids that the claim claimID took.
+func storeReadClaimed(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) ([]*Task, error) {
+	q, args, err := sqlx.In(selectClaimed, ids, claimID)
 	if err != nil {
 		return nil, err
 	}

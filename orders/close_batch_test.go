@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
@@ -87,8 +88,7 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	require.Contains(t, dls["POISON"].LastError, "inventory row of sku 5 is missing")
 	require.Equal(t, "resolved", dls["WAITING"].Status, "a waiting letter is retried now, as CloseOrder does")
 	require.Equal(t, "parked", dls["PARKED"].Status)
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no IN ('DUE1', 'DUE2', 'WAITING')`)*0+
-		b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no = 'DUE1'`))
+	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no = 'DUE1'`), "given twice, closed once")
 	require.Equal(t, 4, b.count(t, `SELECT COUNT(*) FROM order_close_log`), "CLOSED before, DUE1, DUE2, WAITING now")
 	c := b.counts(t)
 	require.Equal(t, 4, c.Closed)
@@ -130,14 +130,13 @@ func names(outs []orders.Outcome) []string {
 func TestCloseOrdersPagesAndValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 250, DueFraction: 1, CouponFraction: 0.5})
+	res, base := b.seed(t, orders.DemoSpec{Orders: 250, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
 	var victim string
 	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM user_coupon WHERE status = 1 ORDER BY id LIMIT 1 OFFSET 7`))
-	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET status = 0, order_no = NULL WHERE order_no = ?`, victim)
+	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
 	require.NoError(t, err)
-	base := snapshot(t, b)
 
 	c := b.newCloser(t, orders.CloserConfig{PageSize: 60})
 	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
@@ -152,6 +151,8 @@ func TestCloseOrdersPagesAndValidation(t *testing.T) {
 	}
 	require.Equal(t, res.Due-1, b.counts(t).Closed)
 	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
+	_, err = b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
+	require.NoError(t, err)
 	b.check(t, base)
 }
 
@@ -207,7 +208,6 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 	require.Zero(t, st.DeadLettered)
 	require.EqualValues(t, res.NotDue, notDue.Load())
 	require.EqualValues(t, res.Paid, paid.Load())
-	require.Equal(t, res.Due, st.Closed+int(closed.Load())+st.SkippedLocked, "each due order closed once, or left locked by the other")
 	// Whatever either side skipped as locked, a second pass closes.
 	st2 := b.run(t, orders.RunOptions{})
 	require.Equal(t, res.Due, st.Closed+int(closed.Load())+st2.Closed, "every due order closed exactly once")
@@ -329,7 +329,7 @@ func TestCloseOrdersReadUsesIndexes(t *testing.T) {
 	}
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id DESC LIMIT 100`))
-	q, args, err := sqlxIn(orders.OrdersForCloseSQL, nos)
+	q, args, err := sqlx.In(orders.OrdersForCloseSQL, nos)
 	require.NoError(t, err)
 	plan := explain(t, b, q, args...)
 	require.Len(t, plan, 2)

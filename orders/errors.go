@@ -46,11 +46,34 @@ func retryable(err error) bool {
 	return errors.As(err, &me) && (me.Number == errDeadlock || me.Number == errLockWaitTimeout)
 }
 
-// statementError reports an error the server raised for a statement (as
-// opposed to a lost connection or a cancelled context): the data of some
-// order made it fail, so closing the orders one by one isolates the culprit.
+// serverStateErrors are MySQL/MariaDB errors about the server or the
+// connection (shutting down, killed, read-only after a failover, too many
+// connections, timeouts), not about an order's data: the orders are left to
+// the next pass instead of being dead-lettered.
+var serverStateErrors = map[uint16]bool{
+	1040: true, // too many connections
+	1053: true, // server shutdown in progress
+	1077: true, 1078: true, 1079: true, 1080: true, // shutdown
+	1152: true, 1153: true, 1156: true, 1157: true, 1158: true, 1159: true, 1160: true, 1161: true, // network
+	1180: true, // got error during COMMIT
+	1203: true, // max user connections
+	1290: true, // --read-only
+	1792: true, // read-only transaction
+	1836: true, // read-only mode
+	1927: true, // connection killed (MariaDB)
+	1969: true, // statement timeout (MariaDB max_statement_time)
+	3024: true, // max_execution_time exceeded (MySQL)
+}
+
+// statementError reports an error the server raised for a statement because
+// of the data it touched (as opposed to a lost connection, a server going
+// away or a cancelled context): the data of some order made it fail, so
+// closing the orders one by one isolates the culprit.
 func statementError(err error) bool {
 	var me *mysql.MySQLError
 	var ce *CompensationError
-	return errors.As(err, &me) || errors.As(err, &ce)
+	if errors.As(err, &ce) {
+		return true
+	}
+	return errors.As(err, &me) && !serverStateErrors[me.Number]
 }

@@ -20,6 +20,11 @@ func TestErrorClasses(t *testing.T) {
 	require.True(t, statementError(dup))
 	require.True(t, statementError(&CompensationError{OrderNo: "X", Reason: "r"}))
 	require.False(t, statementError(errors.New("driver: bad connection")))
+	// The server going away or refusing writes is not an order's fault: no
+	// dead letter, the next pass retries.
+	for _, n := range []uint16{1053, 1927, 1290, 1040, 1969} {
+		require.False(t, statementError(fmt.Errorf("commit: %w", &mysql.MySQLError{Number: n})), n)
+	}
 }
 
 func TestDeltaCase(t *testing.T) {

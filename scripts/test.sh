@@ -8,6 +8,14 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "tools"
+# libfaketime: the fault suite runs a private mariadbd with its clock shifted.
+if ! command -v faketime >/dev/null 2>&1; then
+  echo "installing Debian's faketime"
+  apt-get install -y -q faketime >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q faketime >/dev/null; }
+fi
+command -v faketime >/dev/null || { echo "FATAL: faketime is needed (apt-get install faketime)" >&2; exit 1; }
+
 step "gofmt and go vet"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then echo "gofmt needed on: $unformatted" >&2; exit 1; fi
@@ -21,9 +29,16 @@ for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
     echo "fuzz $pkg $target"
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-5s}" "$pkg" >/dev/null
+    out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-5s}" "$pkg" 2>&1) || { echo "$out"; exit 1; }
   done
 done
+
+step "fault suite, bounded (the full one: see README)"
+faults_log=$(mktemp)
+if ! go test ./internal/faults -run TestFaultSuite -count=1 -v -faults -timeout 10m >"$faults_log" 2>&1; then
+  cat "$faults_log"; rm -f "$faults_log"; exit 1
+fi
+grep -E '^(PASS |FAIL |fault suite|[0-9]+ passed, [0-9]+ failed)' "$faults_log"; rm -f "$faults_log"
 
 step "main job end to end (README: make demo)"
 DEMO_ORDERS=2000 ./scripts/demo.sh

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Result codes of a run, as the admin understands them (handleCode).
@@ -81,9 +82,26 @@ const (
 	suffixQueuedKilled  = " [job not executed, in the job queue, killed.]"
 )
 
-func msgURINotFound(uri string) string      { return "invalid request, uri-mapping(" + uri + ") not found." }
-func msgGlueInvalid(glue string) string     { return "glueType[" + glue + "] is not valid." }
-func msgHandlerNotFound(name string) string { return "job handler [" + name + "] not found." }
+func msgURINotFound(uri string) string {
+	return "invalid request, uri-mapping(" + echo(uri) + ") not found."
+}
+func msgGlueInvalid(glue string) string     { return "glueType[" + echo(glue) + "] is not valid." }
+func msgHandlerNotFound(name string) string { return "job handler [" + echo(name) + "] not found." }
+
+// maxEcho bounds how much of a caller's string an answer repeats, so a
+// 5 MiB handler name is not sent back (and logged) whole.
+const maxEcho = 256
+
+func echo(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
 func msgRepeatTrigger(logID int64) string {
 	return "repeate trigger job, logId:" + strconv.FormatInt(logID, 10)
 }
