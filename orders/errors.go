@@ -51,8 +51,8 @@ func retryable(err error) bool {
 // connections, timeouts), not about an order's data: the orders are left to
 // the next pass instead of being dead-lettered.
 var serverStateErrors = map[uint16]bool{
-	1040: true, // too many connections
-	1053: true, // server shutdown in progress
+	1040: true,                                     // too many connections
+	1053: true,                                     // server shutdown in progress
 	1077: true, 1078: true, 1079: true, 1080: true, // shutdown
 	1152: true, 1153: true, 1156: true, 1157: true, 1158: true, 1159: true, 1160: true, 1161: true, // network
 	1180: true, // got error during COMMIT
