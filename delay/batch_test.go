@@ -328,9 +328,11 @@ func TestBatchAndSingleHandlersShareWorkers(t *testing.T) {
 	b.registerAt(t, "c", "bat2", 40, at, 0)
 	start(t, d)
 	require.Eventually(t, func() bool { return b.countStatus(t, StatusDone) == 200 }, waitLong, 20*time.Millisecond)
+	mu.Lock()
 	for i := range 60 {
 		require.Equal(t, 1, singles[bizN("s", i)])
 	}
+	mu.Unlock()
 	for i := range 100 {
 		require.Equal(t, 1, rec.count(bizN("b", i)))
 	}

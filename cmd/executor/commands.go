@@ -149,3 +149,27 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = args[1:]
 	}
 }
+
+// subcommand is one verb of a command with verbs (tasks, deadletter); T is
+// what the command hands each verb.
+type subcommand[T any] struct {
+	usage string
+	run   func(ctx context.Context, c T, args []string) error
+}
+
+// dispatchSub runs the verb named by args[0]. order lists the verbs as the
+// usage shows them.
+func dispatchSub[T any](ctx context.Context, command string, table map[string]subcommand[T], order []string, c T, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usagef("want a subcommand: %s", strings.Join(order, ", "))
+	}
+	sub, ok := table[args[0]]
+	if !ok {
+		lines := make([]string, 0, len(order))
+		for _, name := range order {
+			lines = append(lines, "  "+command+" "+table[name].usage)
+		}
+		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
+	}
+	return sub.run(ctx, c, args[1:])
+}

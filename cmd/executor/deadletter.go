@@ -33,16 +33,13 @@ func mountDeadLetterAPI(mount func(string, http.Handler), db *sqlx.DB, logger *s
 
 // deadLetterSubcommands maps `executor deadletter X` to its function and
 // one usage line.
-var deadLetterSubcommands = map[string]struct {
-	usage string
-	run   func(ctx context.Context, dc *deadLetterCtx, args []string) error
-}{
+var deadLetterSubcommands = map[string]subcommand[*deadLetterCtx]{
 	"list":    {"list [-status waiting|parked|resolved] [-stage S] [-limit N] [-before ID] [-json]", deadLetterList},
 	"show":    {"show ORDERNO [-stage S] [-json]", deadLetterShow},
 	"requeue": {"requeue ORDERNO [-stage S] [-json]   (parked or waiting → waiting, due now)", deadLetterRequeue},
 }
 
-const deadLetterOrder = "list, show, requeue"
+var deadLetterOrder = []string{"list", "show", "requeue"}
 
 // deadLetterCtx is what every deadletter subcommand gets.
 type deadLetterCtx struct {
@@ -52,18 +49,7 @@ type deadLetterCtx struct {
 }
 
 func cmdDeadLetter(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usagef("want a subcommand: %s", deadLetterOrder)
-	}
-	sub, ok := deadLetterSubcommands[args[0]]
-	if !ok {
-		var lines []string
-		for _, name := range strings.Split(deadLetterOrder, ", ") {
-			lines = append(lines, "  deadletter "+deadLetterSubcommands[name].usage)
-		}
-		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
-	}
-	return sub.run(ctx, &deadLetterCtx{env: env}, args[1:])
+	return dispatchSub(ctx, "deadletter", deadLetterSubcommands, deadLetterOrder, &deadLetterCtx{env: env}, args)
 }
 
 // open loads the config and opens the database (dead letters need no

@@ -25,10 +25,7 @@ func init() {
 }
 
 // tasksSubcommands maps `executor tasks X` to its function and one usage line.
-var tasksSubcommands = map[string]struct {
-	usage string
-	run   func(ctx context.Context, tc *tasksCtx, args []string) error
-}{
+var tasksSubcommands = map[string]subcommand[*tasksCtx]{
 	"stats":   {"stats [-json]", tasksStats},
 	"list":    {"list [-status S] [-handler H] [-limit N] [-before ID] [-json]", tasksList},
 	"show":    {"show BIZUUID [-json]", tasksShow},
@@ -38,7 +35,7 @@ var tasksSubcommands = map[string]struct {
 	"purge":   {"purge [-retention D]   (DONE and CANCELLED older than delay.retention)", tasksPurge},
 }
 
-const tasksOrder = "stats, list, show, requeue, cancel, check, purge"
+var tasksOrder = []string{"stats", "list", "show", "requeue", "cancel", "check", "purge"}
 
 // tasksCtx is what every tasks subcommand gets.
 type tasksCtx struct {
@@ -49,19 +46,7 @@ type tasksCtx struct {
 }
 
 func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usagef("want a subcommand: %s", tasksOrder)
-	}
-	sub, ok := tasksSubcommands[args[0]]
-	if !ok {
-		var lines []string
-		for _, name := range strings.Split(tasksOrder, ", ") {
-			lines = append(lines, "  tasks "+tasksSubcommands[name].usage)
-		}
-		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
-	}
-	tc := &tasksCtx{env: env}
-	return sub.run(ctx, tc, args[1:])
+	return dispatchSub(ctx, "tasks", tasksSubcommands, tasksOrder, &tasksCtx{env: env}, args)
 }
 
 // open loads the config and builds a Client on the configured database and
