@@ -141,7 +141,11 @@ func (d *Dispatcher) runBatch(ctx context.Context, tasks []*Task) []result {
 	timedOut := hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	res := make([]result, len(tasks))
+	settled := d.settleDone(ctx, tasks, tcs, errs, start, res)
 	for i, t := range tasks {
+		if settled[i] {
+			continue
+		}
 		err := errs[i]
 		if err != nil && timedOut {
 			err = fmt.Errorf("handler timed out after %s: %w", d.cfg.HandlerTimeout, err)
@@ -149,6 +153,51 @@ func (d *Dispatcher) runBatch(ctx context.Context, tasks []*Task) []result {
 		res[i] = d.settle(ctx, t, tcs[i], start, err)
 	}
 	return res
+}
+
+// settleDone records DONE, in one transaction per claim, for the tasks of a
+// batch whose attempt succeeded, where there are several, and fills their
+// results; it returns which it settled. If the write fails, it settles none
+// and settle writes each on its own (with its retries).
+func (d *Dispatcher) settleDone(ctx context.Context, tasks []*Task, tcs []*taskCtx, errs []error, start time.Time, res []result) []bool {
+	settled := make([]bool, len(tasks))
+	byClaim := map[int64][]int{}
+	for i, t := range tasks {
+		if errs[i] == nil {
+			byClaim[t.ClaimID] = append(byClaim[t.ClaimID], i)
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for claimID, idx := range byClaim {
+		if len(idx) < 2 {
+			continue
+		}
+		ids := make([]int64, len(idx))
+		for k, i := range idx {
+			ids[k] = tasks[i].ID
+		}
+		done, err := storeDoneMany(fctx, d.cfg.DB, ids, claimID)
+		if err != nil {
+			d.log.WarnContext(ctx, "record delayed tasks done together; recording them one by one", "num_tasks", len(ids), "err", err)
+			continue
+		}
+		elapsed := time.Since(start)
+		for _, i := range idx {
+			t := tasks[i]
+			settled[i] = true
+			if !done[t.ID] {
+				d.counters.lost.Add(1)
+				tcs[i].log.WarnContext(ctx, "delayed task result discarded: the claim was recovered and belongs to another run", "result", "done")
+				res[i] = resultLost
+			} else {
+				d.countDone(ctx, t, tcs[i], start, elapsed)
+				res[i] = resultDone
+			}
+			d.observe(t, start, &res[i])
+		}
+	}
+	return settled
 }
 
 // callBatch calls a batch handler and returns exactly one error per task,

@@ -385,28 +385,32 @@ func TestOrderCloseBatchHandlerMapsOutcomes(t *testing.T) {
 		"C": "closed", "P": "skipped_paid", "S": "skipped_closed", "N": "not_due", "L": "skipped_locked",
 		"D": "dead_lettered", "F": "not_found", "K": "parked",
 	}
-	var gotNos []string
-	h := OrderCloseBatchHandler(func(_ context.Context, nos []string) ([]fakeOutcome, error) {
+	var gotNos, gotTraces []string
+	h := OrderCloseBatchHandler(func(ctx context.Context, nos []string) ([]fakeOutcome, error) {
 		gotNos = nos
 		out := make([]fakeOutcome, len(nos))
 		for i, no := range nos {
 			out[i] = outcomes[no]
+			gotTraces = append(gotTraces, TraceID(OrderContexts(ctx)(no)))
 		}
+		require.Equal(t, "batch-trace", TraceID(OrderContexts(ctx)("unknown")))
 		return out, nil
 	})
 	var tasks []*Task
 	for i, no := range []string{"C", "P", "S", "N", "L", "D", "F", "K"} {
-		tasks = append(tasks, &Task{ID: int64(i + 1), Payload: json.RawMessage(`{"orderNo":"` + no + `"}`)})
+		tasks = append(tasks, &Task{ID: int64(i + 1), TraceID: "trace-" + no, Payload: json.RawMessage(`{"orderNo":"` + no + `"}`)})
 	}
 	tasks = append(tasks, &Task{ID: 100, Payload: json.RawMessage(`{}`)})
 	bc := &batchCtx{tasks: map[int64]*taskCtx{}}
 	for _, tk := range tasks {
-		bc.tasks[tk.ID] = &taskCtx{}
+		bc.tasks[tk.ID] = &taskCtx{traceID: tk.TraceID}
 	}
-	ctx := context.WithValue(context.Background(), batchKey{}, bc)
+	ctx := context.WithValue(withTask(context.Background(), &taskCtx{traceID: "batch-trace"}), batchKey{}, bc)
 	errs := h(ctx, tasks)
 	require.Len(t, errs, len(tasks))
 	require.Equal(t, []string{"C", "P", "S", "N", "L", "D", "F", "K"}, gotNos, "in task order, the bad payload left out")
+	require.Equal(t, []string{"trace-C", "trace-P", "trace-S", "trace-N", "trace-L", "trace-D", "trace-F", "trace-K"}, gotTraces,
+		"OrderContexts maps each order to its task's context")
 	for i, want := range []struct {
 		ok, permanent bool
 		contains      string
@@ -438,5 +442,70 @@ func TestOrderCloseBatchHandlerMapsOutcomes(t *testing.T) {
 	short := OrderCloseBatchHandler(func(context.Context, []string) ([]fakeOutcome, error) { return []fakeOutcome{"closed"}, nil })
 	for _, err := range short(ctx, tasks[:3]) {
 		require.ErrorContains(t, err, "1 outcomes for 3 orders")
+	}
+}
+
+// The successful tasks of a batch are recorded DONE together, but only
+// those whose claim is still this run's: a task recovered and claimed
+// again meanwhile is left to its new owner and counted lost.
+func TestBatchDoneWritesOnlyOwnClaims(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var stolen atomic.Int64
+	h := func(_ context.Context, tasks []*Task) []error {
+		if len(tasks) > 1 && stolen.CompareAndSwap(0, tasks[0].ID) {
+			// Another run took the first task over (recovered and claimed it).
+			_, err := b.db.Exec(`UPDATE job_delay_task SET claim_id = claim_id + 1 WHERE id = ?`, tasks[0].ID)
+			if err != nil {
+				panic(err)
+			}
+		}
+		return make([]error, len(tasks))
+	}
+	d := newDispatcher(t, b.batchConfig(nil, map[string]BatchHandlerFunc{"bat": h}))
+	b.registerAt(t, "own", "bat", 20, time.Now().Add(500*time.Millisecond), 0)
+	start(t, d)
+	require.Eventually(t, func() bool { return b.countStatus(t, StatusDone) == 19 }, waitLong, 20*time.Millisecond)
+	waitCounters(t, d, func(c Counters) bool { return c.Done == 19 && c.Lost == 1 })
+	require.NotZero(t, stolen.Load())
+	var st Status
+	var claim int64
+	require.NoError(t, b.db.QueryRow(`SELECT status, claim_id FROM job_delay_task WHERE id = ?`, stolen.Load()).Scan(&st, &claim))
+	require.Equal(t, StatusRunning, st, "the new owner's claim is left alone")
+	require.NotZero(t, claim)
+}
+
+// Stop cancels a batch in flight: its tasks are given back PENDING without
+// spending a retry, each on its own.
+func TestStopGivesBatchBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan int, 1)
+	h := func(ctx context.Context, tasks []*Task) []error {
+		select {
+		case started <- len(tasks):
+		default:
+		}
+		<-ctx.Done()
+		errs := make([]error, len(tasks))
+		for i := range errs {
+			errs[i] = context.Cause(ctx)
+		}
+		return errs
+	}
+	cfg := b.batchConfig(nil, map[string]BatchHandlerFunc{"bat": h})
+	cfg.Workers = 1
+	d := newDispatcher(t, cfg)
+	b.registerAt(t, "stop", "bat", 5, time.Now().Add(300*time.Millisecond), 0)
+	require.NoError(t, d.Start(context.Background()))
+	n := <-started
+	stopCtx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, d.Stop(stopCtx), context.DeadlineExceeded)
+	require.EqualValues(t, n, d.Counters().Released)
+	require.Equal(t, 5, b.countStatus(t, StatusPending), "the batch given back, the rest never claimed")
+	for i := range 5 {
+		tk := b.task(t, bizN("stop", i))
+		require.Zero(t, tk.RetryCount)
 	}
 }

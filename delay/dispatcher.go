@@ -397,6 +397,11 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 	sleep := time.NewTimer(time.Hour)
 	defer sleep.Stop()
 	failures := 0
+	// wide: the last claim took tasks of batch handlers, so pop for whole
+	// batches per slot (popLimit); after a claim of single-handler tasks
+	// only, pop one per slot, so that a timer full of those does not make
+	// every look pop and put back far more than the slots can run.
+	wide := true
 	for {
 		// Hold at least one slot before popping, so popped tasks never wait
 		// in memory while another executor idles.
@@ -419,11 +424,20 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 		// the sleep computed from this look cannot overshoot it.
 		d.nextWake.Store(math.MaxInt64)
 		now := d.clock.Now()
-		limit := d.popLimit(held)
+		limit := held
+		if wide {
+			limit = d.popLimit(held)
+		}
 		ids, next, err := d.timer.pop(ctx, now, limit)
 		var items []workItem
 		if err == nil && len(ids) > 0 {
 			items = d.group(d.claim(ctx, ids, now, held))
+			if len(items) > 0 {
+				wide = false
+				for _, it := range items {
+					wide = wide || it.batch != nil
+				}
+			}
 		}
 		for i, it := range items {
 			if i >= held {

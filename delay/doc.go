@@ -19,6 +19,14 @@
 //     whose task was recovered and claimed again writes nothing.
 //   - Handlers run under HandlerTimeout, shorter than RunningTimeout, after
 //     which a RUNNING task counts as stuck and is recovered.
+//   - A batch handler (Config.BatchHandlers, BatchHandlerFunc) gets the
+//     claimed tasks of its name together, up to HandlerBatchSize per call,
+//     and returns one result per task; each is recorded on its own, with
+//     the same DONE / retry / FAILED rules (the DONE ones of a call in one
+//     transaction). orderTimeoutClose runs that way in the executor
+//     (OrderCloseBatchHandler over orders.Closer.CloseOrders): one lock
+//     pipeline and one close transaction per batch instead of per order.
+//     A call counts as one of the Workers.
 //
 // # States
 //

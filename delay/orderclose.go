@@ -101,6 +101,30 @@ func orderCloseResult(ctx context.Context, orderNo, name string, batch bool) err
 	return fmt.Errorf("close order %s: outcome %s", orderNo, name)
 }
 
+// orderTasksKey keys, in the context OrderCloseBatchHandler gives
+// closeOrders, each order number's task.
+type orderTasksKey struct{}
+
+// OrderContexts returns, for the context OrderCloseBatchHandler gives
+// closeOrders, a function from an order number to the context of the task
+// that asked to close it (ForTask: its trace id and logger), or to ctx for
+// other numbers and outside such a call. Pass it to
+// orders.WithOrderContexts so that the closer's lines about an order carry
+// its task's trace id:
+//
+//	delay.OrderCloseBatchHandler(func(ctx context.Context, nos []string) ([]orders.Outcome, error) {
+//		return closer.CloseOrders(orders.WithOrderContexts(ctx, delay.OrderContexts(ctx)), nos)
+//	})
+func OrderContexts(ctx context.Context) func(orderNo string) context.Context {
+	byNo, _ := ctx.Value(orderTasksKey{}).(map[string]*Task)
+	return func(orderNo string) context.Context {
+		if t := byNo[orderNo]; t != nil {
+			return ForTask(ctx, t)
+		}
+		return ctx
+	}
+}
+
 // OrderCloseBatchHandler adapts the batch order-close entry point
 // (orders.Closer's CloseOrders, passed as a method value) to a
 // BatchHandlerFunc, which the dispatcher calls with the claimed
@@ -112,7 +136,8 @@ func orderCloseResult(ctx context.Context, orderNo, name string, batch bool) err
 //
 // closeOrders gets the tasks' order numbers in task order and returns one
 // outcome per number, or an error for the whole batch (every task of the
-// call then retries). Each task's outcome is mapped as OrderCloseHandler
+// call then retries). Its context is the batch's (TraceID is the batch's
+// trace id); OrderContexts maps an order number to its task's. Each task's outcome is mapped as OrderCloseHandler
 // maps CloseOrder's; a task whose payload does not parse FAILS without
 // being sent. Closing many orders at once takes one lock pipeline and one
 // transaction instead of one each, which is what lets a dispatcher keep up
@@ -134,7 +159,13 @@ func OrderCloseBatchHandler[O fmt.Stringer](closeOrders func(ctx context.Context
 		if len(nos) == 0 {
 			return errs
 		}
-		outs, err := closeOrders(ctx, nos)
+		byNo := make(map[string]*Task, len(nos))
+		for k, i := range idx {
+			if _, dup := byNo[nos[k]]; !dup {
+				byNo[nos[k]] = tasks[i]
+			}
+		}
+		outs, err := closeOrders(context.WithValue(ctx, orderTasksKey{}, byNo), nos)
 		if err == nil && len(outs) != len(nos) {
 			err = fmt.Errorf("%d outcomes for %d orders", len(outs), len(nos))
 		}

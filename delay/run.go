@@ -100,16 +100,10 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 	defer fcancel()
 	switch {
 	case err == nil:
-		outcome := tc.getOutcome()
 		if !d.finish(fctx, log, t, "done", func() (bool, error) { return storeDone(fctx, d.cfg.DB, t) }) {
 			return resultLost
 		}
-		d.counters.done.Add(1)
-		d.counters.mu.Lock()
-		d.counters.outcomes[outcome]++
-		d.counters.mu.Unlock()
-		log.DebugContext(ctx, "delayed task done", "outcome", outcome, "duration_ms", elapsed.Milliseconds(),
-			"lateness_ms", start.Sub(t.NextAttemptTime).Milliseconds())
+		d.countDone(ctx, t, tc, start, elapsed)
 		return resultDone
 
 	case ctx.Err() != nil:
@@ -148,6 +142,17 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 	log.WarnContext(ctx, "delayed task attempt failed; will retry", "retry_count", t.RetryCount+1,
 		"max_retry", t.MaxRetry, "next_attempt_time", next, "err", err)
 	return resultRetry
+}
+
+// countDone counts and logs an attempt of t recorded DONE.
+func (d *Dispatcher) countDone(ctx context.Context, t *Task, tc *taskCtx, start time.Time, elapsed time.Duration) {
+	outcome := tc.getOutcome()
+	d.counters.done.Add(1)
+	d.counters.mu.Lock()
+	d.counters.outcomes[outcome]++
+	d.counters.mu.Unlock()
+	tc.log.DebugContext(ctx, "delayed task done", "outcome", outcome, "duration_ms", elapsed.Milliseconds(),
+		"lateness_ms", start.Sub(t.NextAttemptTime).Milliseconds())
 }
 
 // finish makes a result write, retrying a failed write twice. false means

@@ -281,6 +281,57 @@ const releaseClaim = `UPDATE job_delay_task
 	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
+// lockClaimedRunning and finishDoneMany end many successful claims of
+// one claim_id in one transaction: lock the rows still RUNNING under the
+// claim (in primary-key order), then mark those DONE. A row whose claim was
+// lost is not locked, not returned, and not written.
+const (
+	lockClaimedRunning = `SELECT id FROM job_delay_task
+	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ? ORDER BY id FOR UPDATE`
+	finishDoneMany = `UPDATE job_delay_task
+	SET status = 'DONE', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
+)
+
+// storeDoneMany records DONE for the tasks of ids claimed under claimID and
+// returns those it wrote (the others' claims were lost).
+func storeDoneMany(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	q, args, err := sqlx.In(lockClaimedRunning, ids, claimID)
+	if err != nil {
+		return nil, err
+	}
+	var owned []int64
+	if err := tx.SelectContext(ctx, &owned, tx.Rebind(q), args...); err != nil {
+		return nil, fmt.Errorf("lock %d claimed tasks: %w", len(ids), err)
+	}
+	done := make(map[int64]bool, len(owned))
+	if len(owned) == 0 {
+		return done, nil
+	}
+	if q, args, err = sqlx.In(finishDoneMany, owned, claimID); err != nil {
+		return nil, err
+	}
+	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("record %d tasks done: %w", len(owned), err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(owned)) {
+		return nil, fmt.Errorf("record %d tasks done: %d rows changed (%v)", len(owned), n, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("record %d tasks done: commit: %w", len(owned), err)
+	}
+	for _, id := range owned {
+		done[id] = true
+	}
+	return done, nil
+}
+
 func storeDone(ctx context.Context, ext sqlx.ExecerContext, t *Task) (bool, error) {
 	return execOne(ctx, ext, finishDone, t.ID, t.ClaimID)
 }

@@ -60,6 +60,33 @@ func (c *Closer) CloseOrders(ctx context.Context, orderNos []string) ([]Outcome,
 	return outs, nil
 }
 
+// orderCtxKey keys the function WithOrderContexts sets.
+type orderCtxKey struct{}
+
+// WithOrderContexts returns ctx carrying of, which gives the context the
+// close path logs with about one order (its dead-lettering, its lease
+// running out), rather than about a whole page: a caller closing orders on
+// behalf of several requests (the delayed-task batch handler, whose tasks
+// each have a trace id) maps each order number to its request's context.
+// The contexts are only used for logging. of must be safe for concurrent
+// use; nil means ctx.
+func WithOrderContexts(ctx context.Context, of func(orderNo string) context.Context) context.Context {
+	return context.WithValue(ctx, orderCtxKey{}, of)
+}
+
+// orderCtx is the context to log with about orderNo: the one
+// WithOrderContexts gives, or ctx.
+func orderCtx(ctx context.Context, orderNo string) context.Context {
+	of, ok := ctx.Value(orderCtxKey{}).(func(string) context.Context)
+	if !ok || of == nil {
+		return ctx
+	}
+	if oc := of(orderNo); oc != nil {
+		return oc
+	}
+	return ctx
+}
+
 // pageDetail collects the outcome of each order of a page that closePage
 // decides, for CloseOrders (Run passes none: a nil *pageDetail records
 // nothing). Only one goroutine writes to it at a time.

@@ -3,6 +3,7 @@ package orders_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -122,6 +123,53 @@ func names(outs []orders.Outcome) []string {
 		s[i] = o.String()
 	}
 	return s
+}
+
+// ctxLog records, for each log line, its message and the ctxTag of the
+// context it was logged with.
+type ctxLog struct {
+	mu    sync.Mutex
+	lines map[string][]string // msg -> tags
+}
+
+type ctxTag struct{}
+
+func (h *ctxLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *ctxLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *ctxLog) WithGroup(string) slog.Handler            { return h }
+func (h *ctxLog) Handle(ctx context.Context, r slog.Record) error {
+	tag, _ := ctx.Value(ctxTag{}).(string)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lines[r.Message] = append(h.lines[r.Message], tag)
+	return nil
+}
+
+// With WithOrderContexts, what the close path logs about one order of a
+// batch is logged with that order's context (the delayed-task batch handler
+// maps it to the order's task, so the line carries the task's trace id).
+func TestCloseOrdersLogsWithOrderContexts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	logs := &ctxLog{lines: map[string][]string{}}
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, Logger: slog.New(logs)})
+	b.shop(t)
+	b.place(t, "OK1", true, orders.Item{SKUID: 2, Quantity: 1})
+	b.place(t, "BAD", false, orders.Item{SKUID: 5, Quantity: 1})
+	b.place(t, "OK2", false, orders.Item{SKUID: 2, Quantity: 1})
+	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 5`)
+	require.NoError(t, err)
+
+	ctx := context.WithValue(b.ctx, ctxTag{}, "batch")
+	ctx = orders.WithOrderContexts(ctx, func(no string) context.Context {
+		return context.WithValue(ctx, ctxTag{}, "order "+no)
+	})
+	outs, err := late.CloseOrders(ctx, []string{"OK1", "BAD", "OK2"})
+	require.NoError(t, err)
+	require.Equal(t, names([]orders.Outcome{orders.OutcomeClosed, orders.OutcomeDeadLettered, orders.OutcomeClosed}), names(outs))
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	require.Equal(t, []string{"order BAD"}, logs.lines["order close dead-lettered"])
 }
 
 // Batches larger than the page size are split; a batch whose rows need

@@ -174,7 +174,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 			c.observeClosed(ctx, tr.late)
 			return oneResult{outcome: tr.outcomes[r.OrderNo]}, nil
 		case errors.Is(err, ErrLeaseExpired):
-			c.log.WarnContext(ctx, "order lock ran out before commit", "order_no", r.OrderNo)
+			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
 			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}, nil
 		case retryable(err) && attempt < c.cfg.LockAttempts:
 			if werr := backoff(ctx, attempt); werr != nil {
@@ -187,7 +187,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 		if dlErr := c.deadLetter(ctx, r.OrderNo, clock.now, err); dlErr != nil {
 			return oneResult{}, errors.Join(dlErr, err)
 		}
-		c.log.WarnContext(ctx, "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
+		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
 		return oneResult{outcome: OutcomeDeadLettered, cause: err}, nil
 	}
 }

@@ -207,6 +207,35 @@ func (tr *delayBenchTracker) wrap(inner delay.HandlerFunc) delay.HandlerFunc {
 	}
 }
 
+// wrapBatch measures around a batch handler as wrap does around a handler,
+// per task of the call.
+func (tr *delayBenchTracker) wrapBatch(inner delay.BatchHandlerFunc) delay.BatchHandlerFunc {
+	return func(ctx context.Context, tasks []*delay.Task) []error {
+		now := time.Now().UnixNano()
+		idx := make([]int, len(tasks))
+		for k, t := range tasks {
+			i, ok := taskIndex(t.BizUUID)
+			if !ok || i >= len(tr.firstStart) {
+				i = -1
+			} else if tr.firstStart[i].CompareAndSwap(0, now) {
+				tr.executeAt[i].Store(t.ExecuteTime.UnixNano())
+			}
+			idx[k] = i
+			tr.starts.Add(1)
+		}
+		errs := inner(ctx, tasks)
+		for k, i := range idx {
+			switch {
+			case i < 0:
+				errs[k] = delay.Permanent(fmt.Errorf("bench: unknown task %s", tasks[k].BizUUID))
+			case errs[k] == nil:
+				tr.completed[i].Add(1)
+			}
+		}
+		return errs
+	}
+}
+
 func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench delay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -217,6 +246,8 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	lead := fs.Duration("lead", 5*time.Second, "with -register-during: how long before its execute time each task is registered; otherwise the gap between the end of registration (estimated at 5,000/s) and the first due task")
 	during := fs.Bool("register-during", false, "register each task lead ahead of its time while others run (default: all registered before the first is due, as the demo orders are placed before)")
 	workers := fs.Int("workers", 8, "handler workers per dispatcher (the order close peaks at a few concurrent closes on 2 cores)")
+	single := fs.Bool("single", false, "orderTimeoutClose: one CloseOrder per task (the per-order handler) instead of the executor's batch handler (CloseOrders)")
+	handlerBatch := fs.Int("handler-batch", 0, "dispatcher HandlerBatchSize: most tasks per batch handler call (0: the default, BatchSize)")
 	poll := fs.Duration("poll", 50*time.Millisecond, "dispatcher PollInterval")
 	reconcile := fs.Duration("reconcile", 30*time.Second, "dispatcher ReconcileInterval")
 	flushAt := fs.Duration("flush-at", 0, "delete the bench's Redis keys this long after the first task is due (0: never)")
@@ -273,7 +304,11 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		rdb := env.newRedis()
 		closers = append(closers, func() { db.Close(); rdb.Close() })
-		inner := func(context.Context, *delay.Task) error { return nil }
+		// The executor's wiring (cmd/executor/services.go): orderTimeoutClose
+		// is a batch handler over Closer.CloseOrders; -single runs the
+		// per-order handler instead, for comparison.
+		handlers := map[string]delay.HandlerFunc{}
+		batchHandlers := map[string]delay.BatchHandlerFunc{}
 		if *handler == delay.OrderTimeoutCloseHandler {
 			locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: env.prefix})
 			if err != nil {
@@ -283,11 +318,20 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if err != nil {
 				return err
 			}
-			inner = delay.OrderCloseHandler(closer.CloseOrder)
+			if *single {
+				handlers[*handler] = tr.wrap(delay.OrderCloseHandler(closer.CloseOrder))
+			} else {
+				batchHandlers[*handler] = tr.wrapBatch(delay.OrderCloseBatchHandler(
+					func(ctx context.Context, nos []string) ([]orders.Outcome, error) {
+						return closer.CloseOrders(orders.WithOrderContexts(ctx, delay.OrderContexts(ctx)), nos)
+					}))
+			}
+		} else {
+			handlers[*handler] = tr.wrap(func(context.Context, *delay.Task) error { return nil })
 		}
 		d, err := delay.NewDispatcher(delay.Config{
 			DB: db, Redis: rdb, KeyPrefix: env.prefix, Logger: log.With("executor", e),
-			Handlers:     map[string]delay.HandlerFunc{*handler: tr.wrap(inner)},
+			Handlers: handlers, BatchHandlers: batchHandlers, HandlerBatchSize: *handlerBatch,
 			Workers:      *workers,
 			PollInterval: *poll, ReconcileInterval: *reconcile,
 		})
@@ -456,7 +500,12 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	slices.Sort(late)
 	window := finished.Sub(firstDue).Seconds()
-	fmt.Fprintf(stdout, "delay bench: %d tasks due at %d/s over %s, %d dispatcher(s), handler %s\n", n, *rate, *duration, *executors, *handler)
+	mode := "batch"
+	if *single || *handler != delay.OrderTimeoutCloseHandler {
+		mode = "single"
+	}
+	fmt.Fprintf(stdout, "delay bench: %d tasks due at %d/s over %s, %d dispatcher(s) x %d workers, handler %s (%s)\n",
+		n, *rate, *duration, *executors, *workers, *handler, mode)
 	if *during {
 		fmt.Fprintf(stdout, "registration: during the run, %s ahead, %d errors; the producer was at most %s behind its schedule\n",
 			*lead, regErrs.Load(), time.Duration(maxRegBehind.Load()).Round(time.Millisecond))

@@ -87,8 +87,10 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 		DB:        db,
 		Redis:     rdb,
 		KeyPrefix: cfg.Delay.KeyPrefix,
-		Handlers: map[string]delay.HandlerFunc{
-			delay.OrderTimeoutCloseHandler: delay.OrderCloseHandler(s.closer.CloseOrder),
+		// Due together, orderTimeoutClose tasks close their orders in one
+		// batch (one lock pipeline, one transaction), not one by one.
+		BatchHandlers: map[string]delay.BatchHandlerFunc{
+			delay.OrderTimeoutCloseHandler: delay.OrderCloseBatchHandler(closeOrdersForTasks(s.closer)),
 		},
 		Services:          services,
 		ServiceToken:      cfg.Delay.ServiceToken,

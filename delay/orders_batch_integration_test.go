@@ -1,0 +1,123 @@
+package delay
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+// The batch handler over the real batch close (orders.Closer.CloseOrders):
+// the tasks due together close their orders in shared transactions, paid
+// orders are skipped, a task for a missing order FAILS, and the order
+// tables' invariants hold.
+func TestOrderCloseBatchRealOrders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newOrderWorld(t, b, b.db.DB)
+	ctx := context.Background()
+	const n = 40
+	for i := range n {
+		w.place(t, bizN("RB", i))
+	}
+	for i := range 5 {
+		out, err := w.svc.Pay(ctx, bizN("RB", i))
+		require.NoError(t, err)
+		require.Equal(t, orders.PayPaid, out)
+	}
+	base, err := ordertest.Snapshot(ctx, b.db)
+	require.NoError(t, err)
+	cfg := b.fastConfig(nil)
+	cfg.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(w.closer.CloseOrders)}
+	d := newDispatcher(t, cfg)
+	at := time.Now().Add(500 * time.Millisecond)
+	for i := range n {
+		_, _, err := d.Client().Register(ctx, OrderTimeoutClose(bizN("RB", i), at))
+		require.NoError(t, err)
+	}
+	_, _, err = d.Client().Register(ctx, OrderTimeoutClose("RB-MISSING", at))
+	require.NoError(t, err)
+	start(t, d)
+
+	for i := range n {
+		b.waitStatus(t, "order-timeout-"+bizN("RB", i), StatusDone)
+	}
+	tk := b.waitStatus(t, "order-timeout-RB-MISSING", StatusFailed)
+	require.Contains(t, tk.LastError, "not found")
+	waitCounters(t, d, func(c Counters) bool {
+		return c.Outcomes["closed"] == n-5 && c.Outcomes["skipped_paid"] == 5 && c.Failed == 1
+	})
+	var closed, logs int
+	require.NoError(t, b.db.Get(&closed, `SELECT COUNT(*) FROM order_info WHERE status = 2`))
+	require.NoError(t, b.db.Get(&logs, `SELECT COUNT(*) FROM order_close_log`))
+	require.Equal(t, n-5, closed)
+	require.Equal(t, n-5, logs)
+	require.NoError(t, ordertest.Check(ctx, b.db, base))
+}
+
+// The dispatcher dies after its batch closed the orders but before the
+// tasks' results were recorded; after the RUNNING limit another dispatcher
+// runs them again, and the batch close's CAS makes that a no-op
+// (skipped_closed): each order closed once.
+func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dbA, err := sqlx.Open("mysql", b.db.DSN)
+	require.NoError(t, err)
+	wA := newOrderWorld(t, b, dbA)
+	w := newOrderWorld(t, b, b.db.DB)
+	nos := []string{"KB-1", "KB-2", "KB-3"}
+	for _, no := range nos {
+		w.place(t, no)
+	}
+	acted := make(chan struct{})
+	cfgA := b.fastConfig(nil)
+	cfgA.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: func(ctx context.Context, tasks []*Task) []error {
+		errs := OrderCloseBatchHandler(wA.closer.CloseOrders)(ctx, tasks)
+		dbA.Close() // dies before the results are written
+		close(acted)
+		return errs
+	}}
+	cfgA.DB = dbA
+	a := newDispatcher(t, cfgA)
+	ctx := context.Background()
+	at := time.Now().Add(300 * time.Millisecond)
+	for _, no := range nos {
+		_, _, err = a.Client().Register(ctx, OrderTimeoutClose(no, at))
+		require.NoError(t, err)
+	}
+	require.NoError(t, a.Start(ctx))
+	<-acted
+	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, a.Stop(stopCtx))
+	require.EqualValues(t, 3, a.Counters().Lost)
+	for _, no := range nos {
+		require.Equal(t, StatusRunning, b.task(t, "order-timeout-"+no).Status)
+		st, logs := b.orderStatus(t, no)
+		require.Equal(t, 2, st, "the first run closed it")
+		require.Equal(t, 1, logs)
+	}
+
+	cfgB := b.fastConfig(nil)
+	cfgB.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(w.closer.CloseOrders)}
+	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
+	bd := newDispatcher(t, cfgB)
+	for _, no := range nos {
+		b.ageTask(t, "order-timeout-"+no, 4*time.Second)
+	}
+	start(t, bd)
+	for _, no := range nos {
+		tk := b.waitStatus(t, "order-timeout-"+no, StatusDone)
+		require.Equal(t, 1, tk.RetryCount)
+		st, logs := b.orderStatus(t, no)
+		require.Equal(t, 2, st)
+		require.Equal(t, 1, logs, "closed once")
+	}
+	waitCounters(t, bd, func(c Counters) bool { return c.Outcomes["skipped_closed"] == 3 && c.Recovered == 3 })
+}
