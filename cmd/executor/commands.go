@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -172,4 +173,28 @@ func dispatchSub[T any](ctx context.Context, command string, table map[string]su
 		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
 	}
 	return sub.run(ctx, c, args[1:])
+}
+
+// parseVerb parses a verb's flags (before or after its positionals), adds
+// -json, and checks that there are exactly n positionals (what names one).
+func parseVerb(fs *flag.FlagSet, args []string, n int, what string, jsonOut *bool) ([]string, error) {
+	fs.BoolVar(jsonOut, "json", false, "print JSON instead of a table")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != n {
+		if n == 0 {
+			return nil, usagef("unexpected argument %q", pos[0])
+		}
+		return nil, usagef("want exactly one %s", what)
+	}
+	return pos, nil
+}
+
+// printJSON writes v as indented JSON, for -json output.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -70,25 +69,10 @@ func (dc *deadLetterCtx) open(ctx context.Context) (func(), error) {
 // parse parses flags (before or after positionals) and checks the number
 // of positionals.
 func (dc *deadLetterCtx) parse(fs *flag.FlagSet, args []string, positionals int) ([]string, error) {
-	fs.BoolVar(&dc.jsonOut, "json", false, "print JSON instead of a table")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) != positionals {
-		if positionals == 0 {
-			return nil, usagef("unexpected argument %q", pos[0])
-		}
-		return nil, usagef("want exactly one ORDERNO")
-	}
-	return pos, nil
+	return parseVerb(fs, args, positionals, "ORDERNO", &dc.jsonOut)
 }
 
-func (dc *deadLetterCtx) printJSON(v any) error {
-	enc := json.NewEncoder(dc.env.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func (dc *deadLetterCtx) printJSON(v any) error { return printJSON(dc.env.stdout, v) }
 
 // letterTimeLayout is the table layout of dead-letter times (the database session's
 // wall clock).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -81,25 +80,10 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 // parse parses flags (before or after positionals) and checks the number
 // of positionals.
 func (tc *tasksCtx) parse(fs *flag.FlagSet, args []string, positionals int, what string) ([]string, error) {
-	fs.BoolVar(&tc.jsonOut, "json", false, "print JSON instead of a table")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) != positionals {
-		if positionals == 0 {
-			return nil, usagef("unexpected argument %q", pos[0])
-		}
-		return nil, usagef("want exactly one %s", what)
-	}
-	return pos, nil
+	return parseVerb(fs, args, positionals, what, &tc.jsonOut)
 }
 
-func (tc *tasksCtx) printJSON(v any) error {
-	enc := json.NewEncoder(tc.env.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func (tc *tasksCtx) printJSON(v any) error { return printJSON(tc.env.stdout, v) }
 
 func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
 	if _, err := tc.parse(newFlagSet(tc.env, "tasks stats"), args, 0, ""); err != nil {
