@@ -105,17 +105,14 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			}
 			// Orders that failed validation were left out of the batch; each
 			// now gets its own transaction, which records why it fails.
+			var bad []scanRow
 			for _, r := range held {
-				if _, bad := tr.bad[r.OrderNo]; bad {
-					one, err := c.closeOne(ctx, clock, r, lease)
-					if err != nil {
-						return res, err
-					}
-					res.add(one)
-					res.detail.setOne(r.OrderNo, one)
+				if _, ok := tr.bad[r.OrderNo]; ok {
+					bad = append(bad, r)
 				}
 			}
-			return res, nil
+			err := c.closeEach(ctx, clock, bad, lease, &res)
+			return res, err
 		case errors.Is(err, ErrLeaseExpired):
 			c.log.WarnContext(ctx, "order locks ran out before commit; page left to the next pass",
 				"batch_size", len(held), "ttl", c.locker.TTL().String())
@@ -132,16 +129,23 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 		}
 		c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
 			"batch_size", len(held), "error", err.Error())
-		for _, r := range held {
-			one, err := c.closeOne(ctx, clock, r, lease)
-			if err != nil {
-				return res, err
-			}
-			res.add(one)
-			res.detail.setOne(r.OrderNo, one)
-		}
-		return res, nil
+		err = c.closeEach(ctx, clock, held, lease, &res)
+		return res, err
 	}
+}
+
+// closeEach closes rows one transaction each, the fallback that keeps one
+// bad order from holding back or rolling back the others.
+func (c *Closer) closeEach(ctx context.Context, clock runClock, rows []scanRow, lease *Lease, res *pageResult) error {
+	for _, r := range rows {
+		one, err := c.closeOne(ctx, clock, r, lease)
+		if err != nil {
+			return err
+		}
+		res.add(one)
+		res.detail.setOne(r.OrderNo, one)
+	}
+	return nil
 }
 
 // oneResult is what closing a single order did.

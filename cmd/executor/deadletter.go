@@ -54,11 +54,7 @@ func cmdDeadLetter(ctx context.Context, env *cliEnv, args []string) error {
 // open loads the config and opens the database (dead letters need no
 // Redis).
 func (dc *deadLetterCtx) open(ctx context.Context) (func(), error) {
-	cfg, err := loadConfig(dc.env)
-	if err != nil {
-		return nil, err
-	}
-	db, err := openDB(ctx, cfg)
+	_, db, err := loadConfigDB(ctx, dc.env)
 	if err != nil {
 		return nil, err
 	}

@@ -38,11 +38,7 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || *due+*paid > 1:
 		return usagef("-due, -paid and -coupons are fractions from 0 to 1, and -due + -paid must not exceed 1")
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, cfg)
+	cfg, db, err := loadConfigDB(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,20 @@ func loadConfig(env *cliEnv) (*config.Config, error) {
 	return config.Load(env.configPath)
 }
 
+// loadConfigDB loads the config and opens the database, for the commands
+// that need only MySQL (migrate, demo-data, deadletter, tasks).
+func loadConfigDB(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, db, nil
+}
+
 // newLogger builds the process logger on w in the configured format.
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	lvl, _ := config.ParseLevel(cfg.Log.Level) // validated by Load

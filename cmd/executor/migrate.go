@@ -23,11 +23,7 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, cfg)
+	_, db, err := loadConfigDB(ctx, env)
 	if err != nil {
 		return err
 	}

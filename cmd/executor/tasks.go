@@ -52,11 +52,7 @@ func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
 // Redis (Redis only tells the timer of requeued tasks; without it the
 // dispatchers' reconciler does).
 func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
-	cfg, err := loadConfig(tc.env)
-	if err != nil {
-		return nil, err
-	}
-	db, err := openDB(ctx, cfg)
+	cfg, db, err := loadConfigDB(ctx, tc.env)
 	if err != nil {
 		return nil, err
 	}
