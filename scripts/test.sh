@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command. Needs MariaDB and Redis answering (see README;
-# .ci/run starts them). Runs formatting and vet checks, the whole test suite
-# with the race detector, each fuzz target for a few seconds, the main-job
-# demo and the benchmarks at a small size.
+# The README's test command (`make test`). Needs MariaDB and Redis answering
+# (TEST_MYSQL_DSN, TEST_REDIS_ADDR; docs/development.md; .ci/run starts them).
+# Runs formatting and vet checks, the documentation's links, the whole test
+# suite with the race detector, each fuzz target for a few seconds, the
+# main-job demo and the benchmarks at a small size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,9 @@ unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then echo "gofmt needed on: $unformatted" >&2; exit 1; fi
 go vet ./...
 
+step "documentation links (README.md, docs/)"
+go test -count=1 ./internal/doclinks
+
 step "go test -race ./..."
 go test -race -count=1 -timeout 20m ./...
 
@@ -33,7 +37,7 @@ for pkg in $(go list ./...); do
   done
 done
 
-step "fault suite, bounded (the full one: see README)"
+step "fault suite, bounded (the full one: docs/faults.md)"
 faults_log=$(mktemp)
 if ! go test ./internal/faults -run TestFaultSuite -count=1 -v -faults -timeout 10m >"$faults_log" 2>&1; then
   cat "$faults_log"; rm -f "$faults_log"; exit 1
@@ -44,4 +48,4 @@ step "main job end to end (README: make demo)"
 DEMO_ORDERS=2000 ./scripts/demo.sh
 
 step "benchmarks at a small size"
-go run ./cmd/bench close -small
+go run ./cmd/bench close -small -dsn "${TEST_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/}" -redis "${TEST_REDIS_ADDR:-127.0.0.1:6379}"

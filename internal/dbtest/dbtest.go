@@ -70,7 +70,7 @@ func NewEmpty(t testing.TB) *DB {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := admin.PingContext(ctx); err != nil {
-		t.Fatalf("dbtest: MySQL at %s does not answer (%v); start MariaDB (see README) or set TEST_MYSQL_DSN", cfg.Addr, err)
+		t.Fatalf("dbtest: MySQL at %s does not answer (%v); start MariaDB (see docs/development.md) or set TEST_MYSQL_DSN", cfg.Addr, err)
 	}
 
 	b := make([]byte, 4)

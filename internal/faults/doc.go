@@ -20,6 +20,6 @@
 //
 // Without either flag TestFaultSuite skips and says how to run it, so a plain
 // `go test ./...` stays quick. libfaketime (Debian package faketime) is
-// needed for the clock scenario. See README-section.md for the scenarios
+// needed for the clock scenario. See docs/faults.md for the scenarios
 // and measured figures.
 package faults

@@ -5,7 +5,7 @@
 // everything in the Prometheus text format through the official client
 // library.
 //
-// The metric names, with their units, are listed in README-section.md and
+// The metric names, with their units, are listed in docs/monitoring.md and
 // checked against deploy/prometheus/alerts.yml and the Grafana dashboard by
 // this package's tests.
 package metrics

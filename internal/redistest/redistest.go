@@ -37,7 +37,7 @@ func Client(t testing.TB) (*redis.Client, string) {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
-		t.Fatalf("redistest: Redis at %s does not answer (%v); start redis-server (see README) or set TEST_REDIS_ADDR", Addr(), err)
+		t.Fatalf("redistest: Redis at %s does not answer (%v); start redis-server (see docs/development.md) or set TEST_REDIS_ADDR", Addr(), err)
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
