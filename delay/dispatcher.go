@@ -90,7 +90,7 @@ type Config struct {
 	Workers int
 	// BackoffBase and BackoffMax shape retries: the n-th failure waits
 	// between half and all of min(BackoffBase × 2^(n-1), BackoffMax).
-	// Defaults 1s and 10m.
+	// Defaults 1s and 10m (or BackoffBase, when that is longer).
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// SweepGrace: Sweep only takes tasks due for longer than this, leaving
@@ -160,7 +160,8 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	cfg.HandlerBatchSize = cmp.Or(cfg.HandlerBatchSize, cfg.BatchSize)
 	cfg.Workers = cmp.Or(cfg.Workers, 32)
 	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, time.Second)
-	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, 10*time.Minute)
+	// An unset cap is 10 minutes, or the base when that is longer.
+	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, max(10*time.Minute, cfg.BackoffBase))
 	cfg.SweepGrace = cmp.Or(cfg.SweepGrace, 10*time.Second)
 
 	var problems []error
@@ -174,6 +175,9 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		if d < 0 {
 			bad("%s %s is negative", name, d)
 		}
+	}
+	if err := cfg.retrySchedule().Validate(); err != nil {
+		bad("retries: %v", err)
 	}
 	// The margin leaves time to record the result of an attempt cut at
 	// HandlerTimeout before the task could count as stuck.

@@ -162,7 +162,7 @@ func TestBackoffBounds(t *testing.T) {
 	d := &Dispatcher{cfg: Config{BackoffBase: time.Second, BackoffMax: 10 * time.Second}}
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 60: 10 * time.Second} {
 		for range 200 {
-			got := d.backoff(n)
+			got := d.cfg.retrySchedule().Delay(n)
 			require.GreaterOrEqual(t, got, want/2, "failure %d", n)
 			require.LessOrEqual(t, got, want, "failure %d", n)
 		}

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/orderjob/executor/internal/backoff"
 )
 
 // Counters are the dispatcher's running totals since it was built.
@@ -128,7 +129,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 			"max_retry", t.MaxRetry, "err", err)
 		return resultFailed
 	}
-	wait := d.backoff(t.RetryCount + 1)
+	wait := d.cfg.retrySchedule().Delay(t.RetryCount + 1)
 	var ra *RetryAfterError
 	if errors.As(err, &ra) && ra.After >= 0 {
 		wait = ra.After
@@ -155,28 +156,27 @@ func (d *Dispatcher) countDone(ctx context.Context, t *Task, tc *taskCtx, start 
 		"lateness_ms", start.Sub(t.NextAttemptTime).Milliseconds())
 }
 
+// resultWriteWait spaces the three tries of a result write: 100 ms, then
+// 200 ms, well inside the write's own timeout.
+var resultWriteWait = backoff.Exponential{Base: 100 * time.Millisecond}
+
 // finish makes a result write, retrying a failed write twice. false means
 // the result was not recorded: the claim was lost (the task was recovered,
 // someone else owns it now) or the database did not take the write (the
 // task stays RUNNING until recovered).
 func (d *Dispatcher) finish(ctx context.Context, log *slog.Logger, t *Task, what string, write func() (bool, error)) bool {
-	var err error
-	for i := range 3 {
-		var ok bool
+	var ok bool
+	err := backoff.Retry(ctx, resultWriteWait, 3, func(context.Context, int) (bool, error) {
+		var err error
 		ok, err = write()
-		if err == nil {
-			if !ok {
-				d.counters.lost.Add(1)
-				log.WarnContext(ctx, "delayed task result discarded: the claim was recovered and belongs to another run", "result", what)
-			}
-			return ok
+		return true, err
+	})
+	if err == nil {
+		if !ok {
+			d.counters.lost.Add(1)
+			log.WarnContext(ctx, "delayed task result discarded: the claim was recovered and belongs to another run", "result", what)
 		}
-		if i < 2 {
-			select {
-			case <-time.After(time.Duration(100*(i+1)) * time.Millisecond):
-			case <-ctx.Done():
-			}
-		}
+		return ok
 	}
 	d.counters.lost.Add(1)
 	log.ErrorContext(ctx, "record delayed task result; it stays RUNNING until recovered", "result", what, "err", err)
@@ -189,17 +189,12 @@ func (d *Dispatcher) reschedule(ctx context.Context, log *slog.Logger, e timerEn
 	}
 }
 
-// backoff is the wait after the n-th failure: min(base × 2^(n-1), max), of
-// which the second half is random ("equal jitter"), so retries of tasks that
-// failed together spread out but never come sooner than half the step.
-func (d *Dispatcher) backoff(failures int) time.Duration {
-	step := d.cfg.BackoffBase
-	for i := 1; i < failures && step < d.cfg.BackoffMax; i++ {
-		step *= 2
-	}
-	step = min(step, d.cfg.BackoffMax)
-	half := step / 2
-	return half + rand.N(step-half+1)
+// retrySchedule is the wait after the n-th failed attempt of a task:
+// min(base × 2^(n-1), max), of which the second half is random ("equal
+// jitter"), so retries of tasks that failed together spread out but never
+// come sooner than half the step.
+func (c Config) retrySchedule() backoff.Exponential {
+	return backoff.Exponential{Base: c.BackoffBase, Max: c.BackoffMax, Jitter: backoff.EqualJitter}
 }
 
 // call runs the task's handler, turning a panic into an error.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/backoff"
 )
 
 // pageResult counts what closing one page did.
@@ -120,7 +122,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			res.leaseLost += len(held)
 			return res, nil
 		case retryable(err) && attempt < c.cfg.LockAttempts:
-			if werr := backoff(ctx, attempt); werr != nil {
+			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
 				return res, werr
 			}
 			continue
@@ -181,7 +183,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
 			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}, nil
 		case retryable(err) && attempt < c.cfg.LockAttempts:
-			if werr := backoff(ctx, attempt); werr != nil {
+			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
 				return oneResult{}, werr
 			}
 			continue
@@ -196,17 +198,10 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 	}
 }
 
-// backoff waits a little before a transaction that lost a deadlock runs again.
-func backoff(ctx context.Context, attempt int) error {
-	t := time.NewTimer(time.Duration(attempt*attempt) * 10 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// deadlockWait spaces the re-runs of a transaction that lost a deadlock or
+// a lock wait: short (the other transaction is about to commit), jittered so
+// two losers do not collide again in step.
+var deadlockWait = backoff.Exponential{Base: 20 * time.Millisecond, Max: time.Second, Jitter: backoff.EqualJitter}
 
 // txResult is what one close transaction decided, per order number.
 type txResult struct {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/orderjob/executor/internal/backoff"
 )
 
 // DeadLetterBackoff says when a failed close is tried again. Zero fields take
@@ -24,13 +26,21 @@ type DeadLetterBackoff struct {
 func (b DeadLetterBackoff) withDefaults() (DeadLetterBackoff, error) {
 	b.Base = cmp.Or(b.Base, time.Minute)
 	b.Max = cmp.Or(b.Max, time.Hour)
-	if b.Base < 0 || b.Max < b.Base {
-		return b, fmt.Errorf("orders: dead-letter backoff base %v, max %v: need 0 < base <= max", b.Base, b.Max)
+	if err := b.schedule().Validate(); err != nil {
+		return b, fmt.Errorf("orders: dead letters: %w", err)
 	}
 	if b.ParkAfter < 0 {
 		return b, fmt.Errorf("orders: dead-letter parkAfter %d is negative", b.ParkAfter)
 	}
 	return b, nil
+}
+
+// schedule is the wait before the retry after the n-th failed close. It has
+// no jitter: operators read next_retry_at and compare it with the settings.
+// upsertDeadLetterSQL evaluates the same schedule inside its statement,
+// where the attempt count is known.
+func (b DeadLetterBackoff) schedule() backoff.Exponential {
+	return backoff.Exponential{Base: b.Base, Max: b.Max}
 }
 
 // maxErrorLen is order_dead_letter.last_error's width.

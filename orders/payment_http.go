@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/orderjob/executor/internal/backoff"
 )
 
 // HTTPTradeCloserConfig configures an HTTPTradeCloser. Zero values take the
@@ -64,8 +65,9 @@ type HTTPTradeCloserConfig struct {
 // errors, timeouts and statuses 408, 429 and 5xx are retried Retries times
 // first.
 type HTTPTradeCloser struct {
-	cfg    HTTPTradeCloserConfig
-	client *http.Client
+	cfg       HTTPTradeCloserConfig
+	client    *http.Client
+	retryWait backoff.Exponential
 }
 
 // NewHTTPTradeCloser checks cfg and returns an HTTPTradeCloser.
@@ -89,7 +91,9 @@ func NewHTTPTradeCloser(cfg HTTPTradeCloserConfig) (*HTTPTradeCloser, error) {
 		tr.MaxIdleConnsPerHost = defaultTradeFanOut
 		client = &http.Client{Transport: tr}
 	}
-	return &HTTPTradeCloser{cfg: cfg, client: client}, nil
+	// The retries are at most 10, so the doubling needs no cap of its own.
+	retryWait := backoff.Exponential{Base: cfg.RetryWait, Jitter: backoff.EqualJitter}
+	return &HTTPTradeCloser{cfg: cfg, client: client, retryWait: retryWait}, nil
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of the
@@ -117,25 +121,20 @@ func (h *HTTPTradeCloser) CloseTrade(ctx context.Context, orderNo string) (Trade
 	if err != nil {
 		return 0, err
 	}
-	for attempt := 0; ; attempt++ {
-		res, retry, err := h.attempt(ctx, body)
-		if err == nil {
-			return res, nil
+	var res TradeResult
+	err = backoff.Retry(ctx, h.retryWait, h.cfg.Retries+1, func(ctx context.Context, n int) (bool, error) {
+		var retry bool
+		var err error
+		res, retry, err = h.attempt(ctx, body)
+		if err != nil {
+			return retry, fmt.Errorf("close trade of order %s (attempt %d): %w", orderNo, n, err)
 		}
-		err = fmt.Errorf("close trade of order %s (attempt %d): %w", orderNo, attempt+1, err)
-		if !retry || attempt >= h.cfg.Retries {
-			return 0, err
-		}
-		wait := h.cfg.RetryWait << attempt
-		wait = wait/2 + rand.N(wait/2+1)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, errors.Join(err, context.Cause(ctx))
-		case <-t.C:
-		}
+		return false, nil
+	})
+	if err != nil {
+		return 0, err
 	}
+	return res, nil
 }
 
 // attempt makes one call. retry reports a failure worth repeating.

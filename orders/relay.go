@@ -18,6 +18,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/orderjob/executor/internal/backoff"
 )
 
 // RelayConfig configures a Relay. Zero values take the defaults given.
@@ -159,8 +161,9 @@ func NewRelay(db *sqlx.DB, cfg RelayConfig) (*Relay, error) {
 		problems = append(problems, fmt.Errorf("orders: relay workers %d out of [1, 256]", cfg.Workers))
 	case cfg.ClaimTTL < cfg.Timeout+2*claimMargin:
 		problems = append(problems, fmt.Errorf("orders: relay claim TTL %v must exceed the timeout %v by 2s", cfg.ClaimTTL, cfg.Timeout))
-	case cfg.BackoffBase <= 0 || cfg.BackoffMax < cfg.BackoffBase:
-		problems = append(problems, fmt.Errorf("orders: relay backoff base %v, max %v: need 0 < base <= max", cfg.BackoffBase, cfg.BackoffMax))
+	}
+	if err := cfg.retrySchedule().Validate(); err != nil {
+		problems = append(problems, fmt.Errorf("orders: relay: %w", err))
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
@@ -322,7 +325,7 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 				r.log.DebugContext(wctx, "outbox delivery failed", "outbox_id", ev.ID, "order_no", ev.OrderNo,
 					"event_type", ev.EventType, "attempt", ev.Attempts+1, "error", derr.Error())
 				_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
-					return true, r.store.markFailed(ctx, r.db, ev.ID, claimID, truncate(derr.Error(), maxErrorLen), r.backoff(ev.Attempts+1))
+					return true, r.store.markFailed(ctx, r.db, ev.ID, claimID, truncate(derr.Error(), maxErrorLen), r.cfg.retrySchedule().Delay(ev.Attempts+1))
 				})
 			}
 			mu.Lock()
@@ -359,14 +362,9 @@ func (r *Relay) dbWrite(ctx context.Context, fn func(ctx context.Context) (bool,
 	return fn(ctx)
 }
 
-// backoff is the wait after the n-th failed attempt (n >= 1).
-func (r *Relay) backoff(n int) time.Duration {
-	d := r.cfg.BackoffBase
-	for i := 1; i < n && d < r.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, r.cfg.BackoffMax)
-	return d/2 + rand.N(d/2+1)
+// retrySchedule is the wait after the n-th failed delivery of an event.
+func (c RelayConfig) retrySchedule() backoff.Exponential {
+	return backoff.Exponential{Base: c.BackoffBase, Max: c.BackoffMax, Jitter: backoff.EqualJitter}
 }
 
 // deliver POSTs one event; nil means acknowledged (2xx).

@@ -364,8 +364,10 @@ func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos
 // Params: order_no, status of a first failure ('waiting', or 'parked' when
 // park-after is 1), last_error, now, first delay (µs); then for an existing
 // row: park-after (0 = never), park-after, last_error, now, base delay (µs),
-// max delay (µs). The retry delay doubles per attempt up to the maximum
-// (base * 2^(attempts-1)). A row that is parked stays parked; any other
+// max delay (µs). The retry delay is DeadLetterBackoff.schedule().Step of
+// the new attempt count, base * 2^(attempts-1) up to the maximum, computed
+// here because only the statement knows the row's attempts
+// (TestDeadLetterScheduleMatchesBackoff holds the two together). A row that is parked stays parked; any other
 // (waiting or resolved) goes back to waiting, or to parked once attempts
 // reach park-after. Assignments run left to right, so status and
 // next_retry_at see attempts before it is incremented. One row per (order_no,
@@ -386,7 +388,7 @@ func (store) upsertDeadLetter(ctx context.Context, e sqlx.ExecerContext, orderNo
 		first = "parked"
 	}
 	_, err := e.ExecContext(ctx, upsertDeadLetterSQL,
-		orderNo, first, lastErr, now, min(base, maxd),
+		orderNo, first, lastErr, now, b.schedule().Step(1).Microseconds(),
 		b.ParkAfter, b.ParkAfter, lastErr, now, base, maxd)
 	if err != nil {
 		return fmt.Errorf("dead-letter order %s: %w", orderNo, err)
