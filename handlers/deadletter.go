@@ -75,7 +75,7 @@ func DeadLetterRetry(c *orders.Closer) xxljob.Handler {
 		}
 		req.Logf("%s", st.String())
 		if err != nil {
-			return fmt.Errorf("%s: %w", summary, err)
+			return stopped(req, summary, err)
 		}
 		if st.Parked > 0 {
 			return fmt.Errorf("%s: %d dead letter(s) parked for a person (see `executor deadletter list -status parked`)", summary, st.Parked)

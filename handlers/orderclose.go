@@ -79,7 +79,7 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 		}
 		req.Logf("%s", stats.String())
 		if err != nil {
-			return fmt.Errorf("%s: %w", summary, err)
+			return stopped(req, summary, err)
 		}
 		if stats.DeadLettered > 0 {
 			return fmt.Errorf("%s: %d order(s) could not be closed and went to order_dead_letter", summary, stats.DeadLettered)
@@ -87,4 +87,19 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 		req.SetResult(summary)
 		return nil
 	})
+}
+
+// stopped reports a run that an error stopped: the error, and what to do
+// about it when orders.Hint knows (a missing table, a privilege, a read-only
+// server). Such an error is never an order's fault: nothing was
+// dead-lettered for it and the next run tries the same orders again.
+func stopped(req *xxljob.Request, summary string, err error) error {
+	hint := orders.Hint(err)
+	if hint == "" {
+		req.Logf("run stopped by an error: %v", err)
+		return fmt.Errorf("%s: %w", summary, err)
+	}
+	req.Logf("run stopped by an error about the database, not about an order (nothing was dead-lettered; the next run tries again): %v", err)
+	req.Logf("hint: %s", hint)
+	return fmt.Errorf("%s: %w (hint: %s)", summary, err, hint)
 }

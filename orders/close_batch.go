@@ -36,10 +36,12 @@ import (
 // Unlike CloseOrder, the per-order causes (the dead-letter error, the Redis
 // or payment-side error behind skipped_locked) are not returned: they are
 // logged, and a dead letter's is in order_dead_letter.last_error. The error
-// is for failures beyond single orders (the database unreachable, a dead
-// letter not written); then the outcomes are nil and nothing is said about
-// any order: orders closed before the failure stay closed, and asking again
-// reports them skipped_closed.
+// is for failures beyond single orders (the database unreachable, a table
+// or privilege missing, a dead letter not written; KindOf classifies it and
+// NotNow tells whether it is about the orders at all); then the outcomes are
+// nil and nothing is said about any order:
+// nothing of the failing batch was dead-lettered, orders closed before the
+// failure stay closed, and asking again reports them skipped_closed.
 //
 // The Observer sees one PageReport per batch (Single set, as for
 // CloseOrder) and the lateness of the orders closed.

@@ -152,6 +152,7 @@ type RunStats struct {
 	LockErrors    int   // of SkippedLocked: orders whose lock failed because Redis failed
 	LockErr       error // first Redis error behind LockErrors
 	LeaseLost     int   // of SkippedLocked: rolled back because the lease ran out before commit
+	Contended     int   // of SkippedLocked: rows held by other transactions through every lock attempt
 	TradePaid     int   // of SkippedPaid: the payment side answered already_paid
 	TradeErrors   int   // of SkippedLocked: the close-trade call failed or did not answer in time
 	TradeErr      error // first error behind TradeErrors
@@ -175,6 +176,7 @@ func (s *RunStats) add(p pageResult) {
 	s.SkippedNotDue += p.notDue
 	s.LockErrors += p.lockErrors
 	s.LeaseLost += p.leaseLost
+	s.Contended += p.contended
 	s.TradePaid += p.tradePaid
 	s.TradeErrors += p.tradeErrors
 	if s.TradeErr == nil {
@@ -197,8 +199,14 @@ func (s *RunStats) add(p pageResult) {
 // never closed without their lock nor dead-lettered; after three consecutive
 // pages whose locks all failed, the run stops early (the rest waits for the
 // next run). Callers that want such a run reported as failed check LockErr.
-// Run returns an error for a database that fails beyond single statements
-// (connection lost, dead letters cannot be written).
+//
+// Errors are classified before anything is dead-lettered (see ErrorKind):
+// only an error about one order's rows dead-letters that order, after the
+// page is closed again one order at a time to find it. Any other error (a
+// missing table, column or privilege, the server read-only, the connection
+// lost) stops the run with the error, which Hint explains: the page's
+// transaction rolled back, nothing is dead-lettered, and the next run tries
+// the same orders again. An error writing a dead letter stops the run too.
 func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	start := time.Now()
 	st := RunStats{DryRun: opt.DryRun}
@@ -347,9 +355,16 @@ func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)
 // returned as OutcomeDeadLettered with the cause. A parked dead letter is
 // respected (OutcomeParked); a waiting one is retried now, since the caller
 // asked for this order explicitly. If Redis fails, the order is not closed:
-// OutcomeSkippedLocked with the Redis error. With a TradeCloser, the
-// payment side is asked first: "already paid" returns OutcomeSkippedPaid, a
-// failed call OutcomeSkippedLocked with the error.
+// OutcomeSkippedLocked with the Redis error; rows held by other
+// transactions through every lock attempt give OutcomeSkippedLocked with
+// that error (KindContention). With a TradeCloser, the payment side is asked
+// first: "already paid" returns OutcomeSkippedPaid, a failed call
+// OutcomeSkippedLocked with the error.
+//
+// Only an error about the order's own rows (KindOrder) dead-letters it. An
+// error about the database (a missing table or privilege, the server
+// read-only or unreachable: see ErrorKind) returns outcome 0 and the error,
+// writes no dead letter and changes nothing; NotNow(err) is true for it.
 func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, err error) {
 	defer func() { c.observeOne(ctx, out, err) }()
 	dbNow, err := c.store.dbNow(ctx, c.db)
@@ -397,6 +412,9 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 	}
 	if res.outcome == OutcomeDeadLettered {
 		return res.outcome, res.cause
+	}
+	if res.contended {
+		return res.outcome, fmt.Errorf("close order %s: %w", orderNo, res.cause)
 	}
 	return res.outcome, nil
 }

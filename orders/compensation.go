@@ -15,7 +15,7 @@ import (
 // pageResult counts what closing one page did.
 type pageResult struct {
 	closed, paid, locked, deadLettered, gone, notDue int
-	lockErrors, leaseLost                            int
+	lockErrors, leaseLost, contended                 int
 	lockErr                                          error
 	tradePaid, tradeErrors                           int   // payment step: already paid; call failed
 	tradeErr                                         error // first error behind tradeErrors
@@ -126,11 +126,15 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 				return res, werr
 			}
 			continue
-		case !statementError(err):
+		case !splitPage(err):
+			// About the database, not an order (a table or privilege
+			// missing, the server read-only, the connection lost): every
+			// order would fail alike, so none is dead-lettered; the
+			// transaction rolled back and the next run tries again.
 			return res, fmt.Errorf("close page of %d orders: %w", len(held), err)
 		}
 		c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
-			"batch_size", len(held), "error", err.Error())
+			"batch_size", len(held), "error", err.Error(), "error_kind", KindOf(err).String())
 		err = c.closeEach(ctx, clock, held, lease, &res)
 		return res, err
 	}
@@ -153,14 +157,18 @@ func (c *Closer) closeEach(ctx context.Context, clock runClock, rows []scanRow, 
 // oneResult is what closing a single order did.
 type oneResult struct {
 	outcome   Outcome
-	cause     error // why it was dead-lettered
+	cause     error // why it was dead-lettered, or why its rows stayed contended
 	leaseLost bool
+	contended bool // skipped: its rows stayed locked by other transactions
 }
 
 func (p *pageResult) add(o oneResult) {
 	p.count(o.outcome)
 	if o.leaseLost {
 		p.leaseLost++
+	}
+	if o.contended {
+		p.contended++
 	}
 }
 
@@ -187,11 +195,19 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 				return oneResult{}, werr
 			}
 			continue
-		case !statementError(err):
+		case retryable(err):
+			// Other transactions hold this order's rows: nothing is wrong
+			// with the order, so it waits for the next pass.
+			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order rows held by other transactions; left to the next pass",
+				"order_no", r.OrderNo, "error", err.Error())
+			return oneResult{outcome: OutcomeSkippedLocked, cause: err, contended: true}, nil
+		case KindOf(err) != KindOrder:
 			return oneResult{}, fmt.Errorf("close order %s: %w", r.OrderNo, err)
 		}
 		if dlErr := c.deadLetter(ctx, r.OrderNo, clock.now, err); dlErr != nil {
-			return oneResult{}, errors.Join(dlErr, err)
+			// Classified by the dead letter's own failure: the order's
+			// error is only context here.
+			return oneResult{}, fmt.Errorf("%w (the close failed with: %v)", dlErr, err)
 		}
 		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
 		return oneResult{outcome: OutcomeDeadLettered, cause: err}, nil
@@ -330,8 +346,19 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 	if err != nil {
 		return tr, err
 	}
+	// A guarded UPDATE changing fewer rows than were locked and checked
+	// (only a trigger or a concurrent tool bypassing the row locks could do
+	// that) is about these orders' rows: the per-order fallback finds the
+	// order it concerns.
+	rowsError := func(what string, want, got int64) error {
+		e := &CompensationError{Reason: fmt.Sprintf("%s: %d rows changed of %d", what, got, want)}
+		if len(good) == 1 {
+			e.OrderNo = good[0].OrderNo
+		}
+		return e
+	}
 	if n != int64(len(goodIDs)) {
-		return tr, fmt.Errorf("close %d orders: %d rows changed", len(goodIDs), n)
+		return tr, rowsError(fmt.Sprintf("close %d orders", len(goodIDs)), int64(len(goodIDs)), n)
 	}
 	// A row count short of the expected one means a stock row is missing or
 	// short, or a coupon is not locked by its order: optimistically that
@@ -341,7 +368,7 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		if mode == txOptimistic {
 			return errNeedsValidation
 		}
-		return fmt.Errorf("%s: %d rows changed of %d", what, got, want)
+		return rowsError(what, want, got)
 	}
 	// Outbox mode: stock and coupons are other services'; the events that
 	// give them back are written here and delivered after commit.

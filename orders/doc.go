@@ -76,10 +76,20 @@
 // every stock row and coupon locked and checked first: an order whose data
 // is wrong (missing stock row, coupon not locked by it, too little locked
 // stock) is moved out of the batch before any write, and the rest of the
-// page closes. If the batch transaction still fails, it
-// is rolled back and every order of the page is closed in a transaction of
-// its own. Deadlocks (1213) and lock wait timeouts (1205) are retried a few
-// times first. An order whose own transaction fails is recorded in
+// page closes.
+//
+// Errors are classified by what they are about before anything else
+// (ErrorKind, KindOf), whatever the page size. Deadlocks (1213) and lock
+// wait timeouts (1205) are retried a few times. If the batch transaction
+// still fails on contention or on an error about one order's rows (an
+// allow-list: our own compensation checks, a duplicate close-log row, a
+// value out of range, a constraint), it is rolled back and every order of
+// the page is closed in a transaction of its own. Any other error (a missing
+// table, column or privilege, a read-only or unreachable server) is about
+// the database, not an order: the run stops with it (Hint says what to do),
+// nothing is dead-lettered, and the next run tries the same orders again.
+// An order whose own transaction stays contended is skipped for the next
+// pass. An order whose own transaction fails on its rows is recorded in
 // order_dead_letter (stage "close") by a separate statement after the
 // rollback: attempts counted, last_error kept, next_retry_at pushed back
 // exponentially (DeadLetterBackoff), status back to "waiting" unless an

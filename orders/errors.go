@@ -1,8 +1,13 @@
 package orders
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -22,58 +27,195 @@ var ErrCouponUnavailable = errors.New("orders: coupon not available")
 
 // CompensationError says why an order cannot be closed as its data stands (a
 // missing inventory row, too little locked stock, a coupon not locked by the
-// order). Retrying does not help until the data is fixed, so the order goes
-// to the dead-letter table at once.
+// order, a guarded UPDATE that changed fewer rows than were locked). Retrying
+// does not help until the data is fixed, so the order goes to the dead-letter
+// table at once. OrderNo is empty when the check covered a whole page; the
+// per-order fallback then finds the order.
 type CompensationError struct {
 	OrderNo string
 	Reason  string
 }
 
 func (e *CompensationError) Error() string {
+	if e.OrderNo == "" {
+		return "close orders: " + e.Reason
+	}
 	return fmt.Sprintf("close order %s: %s", e.OrderNo, e.Reason)
+}
+
+// ErrorKind says what an error of the close path is about, which decides what
+// happens to the orders it concerns. KindOf computes it; the close path acts
+// on it in this order, whatever the page size:
+//
+//	KindOrder       the per-order fallback isolates the order; it is dead-lettered, the others close
+//	KindContention  retried, then the page falls back to one order at a time; an order still
+//	                contended is skipped (skipped_locked) for the next pass, never dead-lettered
+//	KindConnection, KindDatabase, KindCanceled
+//	                the run (or CloseOrder, CloseOrders) stops and returns the error: nothing is
+//	                dead-lettered, the transaction rolled back, the next run tries again
+//
+// Callers that schedule work per order (the delayed-task dispatcher) use
+// NotNow: such an error says nothing about the order and should not count
+// against it.
+type ErrorKind int
+
+const (
+	// KindNone: no error.
+	KindNone ErrorKind = iota
+	// KindOrder: about the rows of one order: a compensation check failed
+	// (*CompensationError), or the server rejected a value of that order's
+	// rows (orderDataErrors: a duplicate order_close_log or outbox row 1062,
+	// out of range 1264/1690, a bad or too long value 1366/1406/1292/1265, a
+	// NULL 1048, a foreign key 1452/1451, a check constraint 3819/4025).
+	KindOrder
+	// KindContention: a deadlock (1213) or lock wait timeout (1205): other
+	// transactions hold the rows; the same work may succeed when run again.
+	KindContention
+	// KindConnection: the connection or the server's state, expected to pass
+	// on its own: the connection was lost or killed, the server is shutting
+	// down, read-only (a replica or after a failover), has too many
+	// connections, a cluster node is not ready, or a statement was
+	// interrupted or timed out.
+	KindConnection
+	// KindDatabase: about the database rather than an order, and usually
+	// needing an operator: a table or column missing (1146, 1054), a
+	// privilege missing (1142, 1143, 1044), the binary log format (1665), the
+	// disk or a table full (1021, 1114), too many locks for one transaction
+	// (1206), or any other error not known to be about one order (Hint says
+	// what to do where it is known).
+	KindDatabase
+	// KindCanceled: the caller's context was cancelled, or the close path's
+	// own bound on one page's work ran out.
+	KindCanceled
+)
+
+var kindNames = [...]string{
+	KindNone: "none", KindOrder: "order", KindContention: "contention",
+	KindConnection: "connection", KindDatabase: "database", KindCanceled: "canceled",
+}
+
+func (k ErrorKind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
 }
 
 // MySQL error numbers the close path treats specially.
 const (
 	errLockWaitTimeout = 1205
 	errDeadlock        = 1213
+	errLockTableFull   = 1206 // too many row locks for the buffer pool
+	errBinlogCacheFull = 1197 // transaction too large for max_binlog_cache_size
 )
 
-// retryable reports a transaction aborted by lock contention: deadlock or
-// lock wait timeout. The same transaction may succeed when run again.
-func retryable(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == errDeadlock || me.Number == errLockWaitTimeout)
+// orderDataErrors are the MySQL/MariaDB errors about a value in the rows a
+// statement wrote or checked: in the close transaction those rows belong to
+// the orders being closed, so closing them one by one finds the order at
+// fault. This is an allow-list: an error not listed here is not blamed on an
+// order.
+var orderDataErrors = map[uint16]bool{
+	1048: true, // column cannot be null
+	1062: true, // duplicate entry (order_close_log.uk_order_no, order_outbox.uk_order_event)
+	1216: true, // foreign key: no parent row (old form)
+	1217: true, // foreign key: row is referenced (old form)
+	1264: true, // out of range value for a column
+	1265: true, // data truncated for a column
+	1292: true, // truncated incorrect value
+	1366: true, // incorrect value for a column
+	1406: true, // data too long for a column
+	1451: true, // foreign key: row is referenced
+	1452: true, // foreign key: no parent row
+	1586: true, // duplicate entry for a named key (MySQL)
+	1690: true, // BIGINT value out of range (locked - delta, available + delta)
+	3819: true, // check constraint violated (MySQL)
+	4025: true, // check constraint failed (MariaDB)
 }
 
-// serverStateErrors are MySQL/MariaDB errors about the server or the
-// connection (shutting down, killed, read-only after a failover, too many
-// connections, timeouts), not about an order's data: the orders are left to
-// the next pass instead of being dead-lettered.
-var serverStateErrors = map[uint16]bool{
+// connectionErrors are MySQL/MariaDB errors about the server's state or the
+// connection, expected to pass without an operator.
+var connectionErrors = map[uint16]bool{
 	1040: true,                                     // too many connections
+	1047: true,                                     // unknown command: a Galera node not ready (WSREP has not yet prepared node)
 	1053: true,                                     // server shutdown in progress
 	1077: true, 1078: true, 1079: true, 1080: true, // shutdown
 	1152: true, 1153: true, 1156: true, 1157: true, 1158: true, 1159: true, 1160: true, 1161: true, // network
 	1180: true, // got error during COMMIT
 	1203: true, // max user connections
 	1290: true, // --read-only
+	1317: true, // query execution was interrupted
+	1412: true, // table definition changed, retry the transaction
+	1637: true, // too many active concurrent transactions
 	1792: true, // read-only transaction
 	1836: true, // read-only mode
 	1927: true, // connection killed (MariaDB)
 	1969: true, // statement timeout (MariaDB max_statement_time)
 	3024: true, // max_execution_time exceeded (MySQL)
+	3101: true, // a Group Replication plugin rolled the transaction back
 }
 
-// statementError reports an error the server raised for a statement because
-// of the data it touched (as opposed to a lost connection, a server going
-// away or a cancelled context): the data of some order made it fail, so
-// closing the orders one by one isolates the culprit.
-func statementError(err error) bool {
-	var me *mysql.MySQLError
+// KindOf classifies err (see ErrorKind). Wrapped errors are unwrapped; in a
+// join, the first classified error decides.
+func KindOf(err error) ErrorKind {
+	if err == nil {
+		return KindNone
+	}
 	var ce *CompensationError
 	if errors.As(err, &ce) {
+		return KindOrder
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch {
+		case me.Number == errDeadlock || me.Number == errLockWaitTimeout:
+			return KindContention
+		case orderDataErrors[me.Number]:
+			return KindOrder
+		case connectionErrors[me.Number]:
+			return KindConnection
+		}
+		return KindDatabase
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return KindCanceled
+	}
+	var ne net.Error
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) {
+		return KindConnection
+	}
+	return KindDatabase
+}
+
+// NotNow reports whether err says nothing about the order it concerns: the
+// database is unreachable, in a state that should pass, missing a table or a
+// privilege, the order's rows are contended, or the work ran out of time.
+// Work on the order should be retried later without counting the attempt
+// against it (no dead letter, no retry spent); only KindOrder errors (and
+// nil) return false. Errors of CloseOrder and CloseOrders are classified this
+// way.
+func NotNow(err error) bool {
+	switch KindOf(err) {
+	case KindContention, KindConnection, KindDatabase, KindCanceled:
 		return true
 	}
-	return errors.As(err, &me) && !serverStateErrors[me.Number]
+	return false
+}
+
+// retryable reports a transaction aborted by lock contention: deadlock or
+// lock wait timeout. The same transaction may succeed when run again.
+func retryable(err error) bool { return KindOf(err) == KindContention }
+
+// splitPage reports whether a page whose batch transaction failed with err
+// should be closed again one order per transaction: the error is about one
+// order's rows (the fallback finds it), the rows are contended (smaller
+// transactions wait for fewer rows), or the transaction was too large for
+// the server. Anything else fails the whole page alike.
+func splitPage(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && (me.Number == errLockTableFull || me.Number == errBinlogCacheFull) {
+		return true
+	}
+	k := KindOf(err)
+	return k == KindOrder || k == KindContention
 }

@@ -107,3 +107,53 @@ func NewEmpty(t testing.TB) *DB {
 	})
 	return &DB{DB: db, Name: name, DSN: dsn}
 }
+
+// NewUser creates a database user that has only the given privileges on
+// d's tables and returns a DSN for d as that user (same options as d.DSN).
+// Each grant is "PRIVILEGES ON TABLE", e.g. "SELECT, UPDATE ON
+// order_close_log", or "... ON *" for every table of d. The user is dropped
+// when the test ends. Use it to test what a missing privilege does.
+func (d *DB) NewUser(t testing.TB, grants ...string) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	user := "tu_" + hex.EncodeToString(b)
+	pw := hex.EncodeToString(b) + "Pw"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	exec := func(stmt string) {
+		t.Helper()
+		if _, err := d.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("dbtest: %s: %v", stmt, err)
+		}
+	}
+	exec(fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", user, pw))
+	t.Cleanup(func() {
+		a, err := sqlx.Open("mysql", ServerDSN())
+		if err != nil {
+			t.Errorf("dbtest: reopen to drop user %s: %v", user, err)
+			return
+		}
+		defer a.Close()
+		if _, err := a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)); err != nil {
+			t.Errorf("dbtest: drop user %s: %v", user, err)
+		}
+	})
+	for _, g := range grants {
+		privs, table, ok := strings.Cut(g, " ON ")
+		if !ok {
+			t.Fatalf("dbtest: grant %q is not \"PRIVILEGES ON TABLE\"", g)
+		}
+		target := "`" + d.Name + "`.*"
+		if table = strings.TrimSpace(table); table != "*" {
+			target = "`" + d.Name + "`.`" + table + "`"
+		}
+		exec(fmt.Sprintf("GRANT %s ON %s TO '%s'@'%%'", privs, target, user))
+	}
+	cfg, err := mysql.ParseDSN(d.DSN)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	cfg.User, cfg.Passwd = user, pw
+	return cfg.FormatDSN()
+}
