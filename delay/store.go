@@ -349,10 +349,12 @@ func storeRelease(ctx context.Context, ext sqlx.ExecerContext, t *Task, why stri
 }
 
 // selectStuck finds claims RUNNING longer than the limit, in one shard
-// (MOD(id, total) = index; 1 and 0 for all). Consistent read, no locks: each
+// (MOD(id, total) = index; 1 and 0 for all), walking idx_status_updated
+// (named, like every range scan here, so that no statistics can turn it
+// into a table scan). Consistent read, no locks: each
 // is then recovered by finishRetry/finishFailed with its claim_id, so one
 // finishing meanwhile is left alone.
-const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task
+const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_updated)
 	WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
 	  AND MOD(id, ?) = ?
 	ORDER BY updated_at LIMIT ?`
@@ -371,7 +373,7 @@ func storeStuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard, to
 // selectDue finds PENDING tasks due for longer than grace (missed by the
 // timer), oldest first, in one shard. Consistent read over
 // idx_status_next_attempt; the claim that follows is the CAS.
-const selectDue = `SELECT id FROM job_delay_task
+const selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 	WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
 	  AND MOD(id, ?) = ?
 	ORDER BY next_attempt_time LIMIT ?`
@@ -388,7 +390,7 @@ func storeDue(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, tota
 // (next_attempt_time, id) order, after a keyset position, for the
 // reconciler. Consistent read over idx_status_next_attempt (whose entries
 // carry the id, so the order needs no sort).
-const selectTimerPage = `SELECT id, next_attempt_time FROM job_delay_task
+const selectTimerPage = `SELECT id, next_attempt_time FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 	WHERE status = 'PENDING' AND next_attempt_time < ?
 	  AND next_attempt_time >= ? AND (next_attempt_time > ? OR id > ?)
 	ORDER BY next_attempt_time, id LIMIT ?`

@@ -210,8 +210,8 @@ type batchOrder struct {
 const ordersForCloseSQL = `
 SELECT o.id, o.order_no, o.status, o.create_time, o.timeout_minutes, o.coupon_id,
        COALESCE(d.status, '') AS letter_status
-FROM order_info o
-LEFT JOIN order_dead_letter d ON d.order_no = o.order_no AND d.stage = 'close'
+FROM order_info o FORCE INDEX (uk_order_no)
+LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage) ON d.order_no = o.order_no AND d.stage = 'close'
 WHERE o.order_no IN (?)`
 
 func (store) ordersForClose(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]batchOrder, error) {

@@ -28,6 +28,15 @@ import (
 const insertOutboxSQL = `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, next_attempt_at, created_at) VALUES `
 
 func (store) insertOutbox(ctx context.Context, e sqlx.ExecerContext, rows []outboxRow) error {
+	query, args := outboxInsert(rows)
+	if _, err := e.ExecContext(ctx, query, args...); err != nil {
+		return fmt.Errorf("write %d outbox events: %w", len(rows), err)
+	}
+	return nil
+}
+
+// outboxInsert renders insertOutboxSQL for rows.
+func outboxInsert(rows []outboxRow) (string, []any) {
 	var b strings.Builder
 	b.WriteString(insertOutboxSQL)
 	args := make([]any, 0, 4*len(rows))
@@ -38,10 +47,7 @@ func (store) insertOutbox(ctx context.Context, e sqlx.ExecerContext, rows []outb
 		b.WriteString("(?,?,?,?,UTC_TIMESTAMP(3),UTC_TIMESTAMP(3))")
 		args = append(args, r.EventType, r.OrderNo, r.Payload, r.TraceID)
 	}
-	if _, err := e.ExecContext(ctx, b.String(), args...); err != nil {
-		return fmt.Errorf("write %d outbox events: %w", len(rows), err)
-	}
-	return nil
+	return b.String(), args
 }
 
 // outboxEvent is an event as a relay claims it.
@@ -165,8 +171,9 @@ func (store) purgeDelivered(ctx context.Context, e sqlx.ExecerContext, retention
 }
 
 // outboxBacklogSQL counts the events not yet delivered. No params; a range
-// of idx_status_next; no locks.
-const outboxBacklogSQL = `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`
+// of idx_status_next (named: delivered events pile up in the table); no
+// locks.
+const outboxBacklogSQL = `SELECT COUNT(*) FROM order_outbox FORCE INDEX (idx_status_next) WHERE status = 'pending'`
 
 func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (int, error) {
 	var n int

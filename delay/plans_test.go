@@ -1,0 +1,103 @@
+package delay
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/plantest"
+)
+
+// TestHotStatementPlans runs the dispatcher's and the sweep's statements
+// through plantest.Check: with the statistics as the load left them and
+// with statistics that lie, each keeps its plan and reads at most about 3
+// rows or index entries per task it handles. A statement added to or
+// changed on these paths gets one entry here.
+func TestHotStatementPlans(t *testing.T) {
+	t.Parallel()
+	f := newPlanFixture(t)
+	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
+	q := plantest.Q
+	uses := plantest.Uses
+	pk := uses("job_delay_task", "PRIMARY", "range", "const")
+	n := len(f.due)
+	now := dbTime(f.now)
+	one := f.due[0]
+	hour := time.Hour.Microseconds()
+
+	plantest.Check(t, f.db.DB, []string{"job_delay_task"}, []plantest.Statement{
+		// The dispatcher: claim popped ids, read the claim back, finish.
+		{Name: "claim", Query: in(claimTasks, 7, f.due), Units: n, Plan: pk},
+		{Name: "claim batch handlers", Query: in(claimTasksOf, 7, f.due, []string{"orderTimeoutClose"}), Units: n, Plan: pk},
+		{Name: "claim singles", Query: in(claimTasksNotOf, 7, f.due, []string{"x"}, 50), Units: n, Plan: pk},
+		{Name: "read claimed", Query: in(selectClaimed, f.running, 9), Units: len(f.running), Plan: pk},
+		{Name: "pending times", Query: in(selectPendingTimes, f.due), Units: n, Plan: pk},
+		{Name: "done", Query: q(finishDone, one, 7), Units: 1, Plan: pk},
+		{Name: "retry", Query: q(finishRetry, now, "boom", one, 7), Units: 1, Plan: pk},
+		{Name: "failed", Query: q(finishFailed, "boom", one, 7), Units: 1, Plan: pk},
+		{Name: "release", Query: q(releaseClaim, "shutdown", one, 7), Units: 1, Plan: pk},
+		{Name: "lock claimed", Query: in(lockClaimedRunning, f.running, 9), Units: len(f.running), Plan: pk},
+		{Name: "done many", Query: in(finishDoneMany, f.running, 9), Units: len(f.running), Plan: pk},
+		// Registration and the operator's single-task statements.
+		{Name: "by bizUuid", Query: q(selectByBizUUID, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "const")},
+		{Name: "cancel", Query: q(cancelTask, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "range")},
+		{Name: "requeue", Query: q(requeueTask, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "range")},
+		// The sweep, recovery, the reconciler and the purge.
+		{Name: "sweep: due", Query: q(selectDue, 0, 1, 0, 100), Units: 100, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
+		{Name: "recovery: stuck", Query: q(selectStuck, hour, 1, 0, 100), Units: f.stuck, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "reconciler: timer page", Query: q(selectTimerPage, dbTime(f.now.Add(time.Hour)), "1000-01-01 00:00:00.000", "1000-01-01 00:00:00.000", 0, 500), Units: 500, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
+		{Name: "purge", Query: q(purgeTasks, hour, 1000), Units: 1000, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+	})
+}
+
+// planFixture is a task table after a while: finished tasks pile up, a few
+// are pending (due and later), running (some stuck), failed or cancelled.
+type planFixture struct {
+	db      *dbtest.DB
+	now     time.Time
+	due     []int64 // PENDING and due
+	running []int64 // RUNNING under claim 9
+	stuck   int     // RUNNING for over an hour
+	biz     string  // a FAILED task's bizUuid
+}
+
+func newPlanFixture(t *testing.T) *planFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &planFixture{db: dbtest.New(t)}
+	db := f.db
+	// seq_1_to_N is MariaDB's sequence engine; the plan test is about
+	// MariaDB's statistics anyway.
+	_, err := db.ExecContext(ctx, `INSERT INTO job_delay_task
+		(trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json, status, retry_count, max_retry,
+		 last_error, claim_id, created_at, updated_at)
+		SELECT CONCAT('t', seq), CONCAT('b', seq), IF(seq % 4 = 0, 'x', 'orderTimeoutClose'),
+		       UTC_TIMESTAMP(3) - INTERVAL (20000 - seq) SECOND,
+		       CASE WHEN seq % 100 < 85 THEN UTC_TIMESTAMP(3) - INTERVAL 2 DAY
+		            WHEN seq % 100 < 90 THEN UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE
+		            ELSE UTC_TIMESTAMP(3) + INTERVAL 1 DAY END,
+		       '{}',
+		       CASE WHEN seq % 100 < 85 THEN 'DONE' WHEN seq % 100 < 95 THEN 'PENDING'
+		            WHEN seq % 100 < 97 THEN 'RUNNING' WHEN seq % 100 < 99 THEN 'FAILED' ELSE 'CANCELLED' END,
+		       0, 3, '', IF(seq % 100 BETWEEN 95 AND 96, 9, 0), UTC_TIMESTAMP(3) - INTERVAL 3 DAY,
+		       CASE WHEN seq % 100 < 85 THEN UTC_TIMESTAMP(3) - INTERVAL 2 DAY
+		            WHEN seq % 100 = 95 THEN UTC_TIMESTAMP(3) - INTERVAL 2 HOUR
+		            ELSE UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE END
+		FROM seq_1_to_20000`)
+	require.NoError(t, err)
+	now, err := dbNow(ctx, db)
+	require.NoError(t, err)
+	f.now = now
+	require.NoError(t, db.SelectContext(ctx, &f.due, `SELECT id FROM job_delay_task
+		WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) ORDER BY id LIMIT 200`))
+	require.NoError(t, db.SelectContext(ctx, &f.running, `SELECT id FROM job_delay_task WHERE status = 'RUNNING' AND claim_id = 9 ORDER BY id LIMIT 200`))
+	require.NoError(t, db.GetContext(ctx, &f.stuck, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL 1 HOUR`))
+	require.NoError(t, db.GetContext(ctx, &f.biz, `SELECT biz_uuid FROM job_delay_task WHERE status = 'FAILED' ORDER BY id LIMIT 1`))
+	require.Len(t, f.due, 200)
+	require.NotEmpty(t, f.running)
+	require.Positive(t, f.stuck)
+	return f
+}

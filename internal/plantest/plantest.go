@@ -1,0 +1,361 @@
+// Package plantest checks that a statement's plan does not depend on the
+// optimizer's statistics. Production order tables have statistics sampled
+// early in a bulk load or from a few pages; a statement whose plan follows
+// them can turn from a range over an index into a full table scan at any
+// time. A test describes each hot statement once (its SQL with real
+// arguments, how many orders or tasks it handles, and the index it must use
+// on each table), and Check runs it twice: with true statistics, and after
+// Lie has made MariaDB's engine-independent statistics claim that every
+// index of the tables holds one value (the measured way to make a 500-value
+// IN list plan a full scan). Both times it asserts the plan (EXPLAIN's key
+// and type per table) and the rows the statement actually read (the
+// session's Handler_read_* counters around it): at most PerUnit reads per
+// unit handled, 3 by default.
+//
+// Adding a statement is one entry in a package's table (see orders'
+// plans_test.go and delay's): a name, the Query, the units and Uses(...).
+//
+// Lie writes rows into mysql.table_stats and mysql.index_stats for the test
+// database's own tables only and removes them at cleanup; it changes no
+// server variable.
+package plantest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Query is a statement ready to run: SQL with ? placeholders and their
+// arguments.
+type Query struct {
+	SQL  string
+	Args []any
+}
+
+// Statement is one hot statement as a test registers it.
+type Statement struct {
+	// Name says where it runs, e.g. "close: order items".
+	Name string
+	Query
+	// Units is what the statement handles: orders (or letters, tasks,
+	// events). The read budget is PerUnit per unit, plus a small constant.
+	Units int
+	// Plan lists, for every table EXPLAIN shows, the index it must use and
+	// the access types allowed. A table EXPLAIN shows that is not listed
+	// fails the check, so a new join is noticed.
+	Plan []Access
+	// PerUnit is the most handler reads per unit. 0 means 3.
+	PerUnit float64
+	// Slack is added to the budget (the first positioning of each range,
+	// a cursor's boundary rows). 0 means 10.
+	Slack int
+}
+
+// Access is how one table of a plan must be read.
+type Access struct {
+	Table string   // EXPLAIN's table column (the alias, if the SQL gives one)
+	Key   string   // the index: "PRIMARY", "idx_order_no", ...
+	Types []string // allowed access types, e.g. range, ref, eq_ref, const
+}
+
+// Uses is a plan of one table: Uses("order_item", "idx_order_no", "range").
+// More tables: Uses("o", "uk_order_no", "range").And("d", "uk_order_stage",
+// "eq_ref").
+func Uses(table, key string, types ...string) Plan {
+	return Plan{{Table: table, Key: key, Types: types}}
+}
+
+// Plan is a list of accesses built with Uses.
+type Plan []Access
+
+// And adds another table's access.
+func (p Plan) And(table, key string, types ...string) Plan {
+	return append(p, Access{Table: table, Key: key, Types: types})
+}
+
+// In expands query's IN (?) lists with sqlx.In, for Statement.Query.
+func In(t testing.TB, query string, args ...any) Query {
+	t.Helper()
+	q, a, err := sqlx.In(query, args...)
+	if err != nil {
+		t.Fatalf("plantest: expand %q: %v", query, err)
+	}
+	return Query{SQL: q, Args: a}
+}
+
+// Q is a Query without lists to expand.
+func Q(query string, args ...any) Query { return Query{SQL: query, Args: args} }
+
+// Result is what one Check run saw.
+type Result struct {
+	Plan  []PlanRow
+	Reads int // handler reads the statement made
+}
+
+// PlanRow is one EXPLAIN row.
+type PlanRow struct {
+	SelectType, Table, Type, Key, Rows, Extra string
+}
+
+func (r PlanRow) String() string {
+	return fmt.Sprintf("table=%s type=%s key=%s rows=%s extra=%q", r.Table, r.Type, r.Key, r.Rows, r.Extra)
+}
+
+// Check runs every statement on db twice, as the tables are (statistics as
+// InnoDB last sampled them) and after Lie has made the statistics of tables
+// lie, each as a subtest named "<statistics>/<Name>", and fails a subtest
+// whose plan is not the statement's Plan or that read more rows than its
+// budget. Each statement runs in a READ COMMITTED transaction that is rolled
+// back, so writes leave no trace and every statement sees the same rows.
+func Check(t *testing.T, db *sqlx.DB, tables []string, stmts []Statement) {
+	t.Helper()
+	for _, lying := range []bool{false, true} {
+		mode := "as loaded"
+		if lying {
+			mode = "lying"
+			undo := Lie(t, db, tables...)
+			defer undo()
+		}
+		t.Run(mode, func(t *testing.T) {
+			for _, s := range stmts {
+				t.Run(s.Name, func(t *testing.T) {
+					r, err := Run(context.Background(), db, s.Query)
+					if err != nil {
+						t.Fatalf("%v\nSQL: %s", err, short(s.SQL))
+					}
+					if msg := Judge(s, r); msg != "" {
+						t.Errorf("%s\nSQL: %s", msg, short(s.SQL))
+						return
+					}
+					t.Logf("%d reads for %d units; %v", r.Reads, s.Units, r.Plan)
+				})
+			}
+		})
+	}
+}
+
+// Judge returns why r breaks s's plan or budget, or "".
+func Judge(s Statement, r Result) string {
+	var bad []string
+	seen := map[string]bool{}
+	for _, row := range r.Plan {
+		if row.Table == "" || row.SelectType == "INSERT" {
+			continue // "No tables used"; the row an INSERT writes into
+		}
+		seen[row.Table] = true
+		i := slices.IndexFunc(s.Plan, func(a Access) bool { return a.Table == row.Table })
+		if i < 0 {
+			bad = append(bad, fmt.Sprintf("plan reads table %s, which the entry does not list (%v)", row.Table, row))
+			continue
+		}
+		a := s.Plan[i]
+		if row.Key != a.Key || !slices.Contains(a.Types, row.Type) {
+			bad = append(bad, fmt.Sprintf("want %s via %s (%s), got %v", a.Table, a.Key, strings.Join(a.Types, "|"), row))
+		}
+	}
+	for _, a := range s.Plan {
+		if !seen[a.Table] {
+			bad = append(bad, fmt.Sprintf("plan does not read %s: %v", a.Table, r.Plan))
+		}
+	}
+	per := s.PerUnit
+	if per == 0 {
+		per = 3
+	}
+	slack := s.Slack
+	if slack == 0 {
+		slack = 10
+	}
+	if budget := int(per*float64(s.Units)) + slack; r.Reads > budget {
+		bad = append(bad, fmt.Sprintf("read %d rows for %d units (budget %d: %.1f per unit + %d); plan %v",
+			r.Reads, s.Units, budget, per, slack, r.Plan))
+	}
+	return strings.Join(bad, "; ")
+}
+
+// Run explains and runs q on one connection of db, inside a READ COMMITTED
+// transaction that is rolled back, and returns the plan and the handler
+// reads the statement made.
+func Run(ctx context.Context, db *sqlx.DB, q Query) (Result, error) {
+	var r Result
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return r, err
+	}
+	defer conn.Close()
+	if r.Plan, err = explain(ctx, conn, q); err != nil {
+		return r, fmt.Errorf("explain: %w", err)
+	}
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return r, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	// What reading the counters costs by itself, measured the same way.
+	c0, err := reads(ctx, tx)
+	if err != nil {
+		return r, err
+	}
+	c1, err := reads(ctx, tx)
+	if err != nil {
+		return r, err
+	}
+	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return r, err
+	}
+	for rows.Next() {
+	}
+	if err := rows.Close(); err != nil {
+		return r, err
+	}
+	if err := rows.Err(); err != nil {
+		return r, err
+	}
+	c2, err := reads(ctx, tx)
+	if err != nil {
+		return r, err
+	}
+	r.Reads = (c2 - c1) - (c1 - c0)
+	return r, nil
+}
+
+// readCounters are the handler calls that read a row or an index entry.
+var readCounters = []string{"Handler_read_first", "Handler_read_key", "Handler_read_last", "Handler_read_next",
+	"Handler_read_prev", "Handler_read_rnd", "Handler_read_rnd_next"}
+
+func reads(ctx context.Context, q sqlx.QueryerContext) (int, error) {
+	rows, err := q.QueryContext(ctx, "SHOW SESSION STATUS LIKE 'Handler_read%'")
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var name string
+		var v sql.NullInt64
+		if err := rows.Scan(&name, &v); err != nil {
+			return 0, err
+		}
+		if slices.Contains(readCounters, name) {
+			n += int(v.Int64)
+		}
+	}
+	return n, rows.Err()
+}
+
+func explain(ctx context.Context, q sqlx.QueryerContext, query Query) ([]PlanRow, error) {
+	rows, err := q.QueryxContext(ctx, "EXPLAIN "+query.SQL, query.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []PlanRow
+	for rows.Next() {
+		m := map[string]any{}
+		if err := rows.MapScan(m); err != nil {
+			return nil, err
+		}
+		out = append(out, PlanRow{SelectType: str(m["select_type"]), Table: str(m["table"]), Type: str(m["type"]), Key: str(m["key"]),
+			Rows: str(m["rows"]), Extra: str(m["Extra"])})
+	}
+	return out, rows.Err()
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func short(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// Lie makes MariaDB's optimizer believe that every index of tables (every
+// prefix of every index, the primary and unique ones too) holds a single
+// value, so that each lookup seems to match the whole table: it writes
+// mysql.table_stats (cardinality = the real row count, at least 1000) and
+// mysql.index_stats (avg_frequency = that count) for tables of db's current
+// database, then FLUSH TABLES them so the next statements read the lie
+// (use_stat_tables=PREFERABLY_FOR_QUERIES, MariaDB's default, prefers these
+// statistics when they exist). The returned func removes the rows and
+// flushes again; it is also registered with t.Cleanup.
+func Lie(t testing.TB, db *sqlx.DB, tables ...string) (undo func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var schema string
+	if err := db.GetContext(ctx, &schema, `SELECT DATABASE()`); err != nil || schema == "" {
+		t.Fatalf("plantest: no current database (%v)", err)
+	}
+	must := func(query string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, query, args...); err != nil {
+			t.Fatalf("plantest: %s: %v", short(query), err)
+		}
+	}
+	for _, table := range tables {
+		var n int64
+		if err := db.GetContext(ctx, &n, "SELECT COUNT(*) FROM `"+table+"`"); err != nil {
+			t.Fatalf("plantest: count %s: %v", table, err)
+		}
+		n = max(n, 1000)
+		must(`REPLACE INTO mysql.table_stats (db_name, table_name, cardinality) VALUES (?, ?, ?)`, schema, table, n)
+		var parts []struct {
+			Index string `db:"INDEX_NAME"`
+			Seq   int    `db:"SEQ_IN_INDEX"`
+		}
+		if err := db.SelectContext(ctx, &parts, `SELECT INDEX_NAME, SEQ_IN_INDEX FROM information_schema.STATISTICS
+			WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, table); err != nil {
+			t.Fatalf("plantest: indexes of %s: %v", table, err)
+		}
+		for _, p := range parts {
+			must(`REPLACE INTO mysql.index_stats (db_name, table_name, index_name, prefix_arity, avg_frequency)
+				VALUES (?, ?, ?, ?, ?)`, schema, table, p.Index, p.Seq, n)
+		}
+		must("FLUSH TABLES `" + table + "`")
+	}
+	done := false
+	undo = func() {
+		if done {
+			return
+		}
+		done = true
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, table := range tables {
+			for _, q := range []string{`DELETE FROM mysql.table_stats WHERE db_name = ? AND table_name = ?`,
+				`DELETE FROM mysql.index_stats WHERE db_name = ? AND table_name = ?`} {
+				if _, err := db.ExecContext(ctx, q, schema, table); err != nil {
+					t.Errorf("plantest: remove the lie about %s: %v", table, err)
+				}
+			}
+			if _, err := db.ExecContext(ctx, "FLUSH TABLES `"+table+"`"); err != nil {
+				t.Errorf("plantest: flush %s: %v", table, err)
+			}
+		}
+	}
+	t.Cleanup(undo)
+	return undo
+}

@@ -1,0 +1,247 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/plantest"
+)
+
+// planTables are the tables whose statistics the plan test makes lie.
+var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
+	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue"}
+
+// TestHotStatementPlans runs every statement of the package's hot paths
+// through plantest.Check: with the statistics as the bulk load left them and
+// with statistics that lie, each must keep its plan and read at most about 3
+// rows or index entries per order (letter, event) it handles. A statement
+// added to or changed on a hot path gets one entry here.
+func TestHotStatementPlans(t *testing.T) {
+	t.Parallel()
+	f := newPlanFixture(t)
+	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
+	q := plantest.Q
+	lit := func(q string, ids []int64, args ...any) plantest.Query {
+		return plantest.Q(fmt.Sprintf(q, intList(ids)), args...)
+	}
+	uses := plantest.Uses
+	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
+	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
+	n := len(f.page)
+	closeLog, closeLogArgs := closeLogsInsert(f.pageNos, f.now, DefaultReason)
+	outbox, outboxArgs := outboxInsert(f.outboxRows)
+	one := f.pageNos[0]
+
+	plantest.Check(t, f.db.DB, planTables, []plantest.Statement{
+		// The close sweep: scan page, dead-letter probe, then the close transaction.
+		{Name: "close: scan page", Query: q(scanPageSQL, f.cursor.CreateTime, f.cursor.CreateTime, f.cursor.ID, f.now, f.now, 1, 0, n), Units: n, Plan: uses("o", "idx_status_create_time", "range")},
+		{Name: "close: dead-letter probe", Query: in(blockedSQL, f.pageNos, f.now), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "close: lock order rows", Query: lit(lockOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
+		{Name: "close: order items", Query: in(orderItemsSQL, f.pageNos), Units: n, Plan: uses("order_item", "idx_order_no", "range")},
+		{Name: "close: lock stock", Query: lit(lockStockSQL, f.skus), Units: n, Plan: pk("inventory")},
+		{Name: "close: lock coupons", Query: lit(lockCouponsSQL, f.coupons), Units: n, Plan: pk("user_coupon")},
+		{Name: "close: status CAS", Query: lit(closeOrdersSQL, f.pageIDs, f.now, DefaultReason), Units: n, Plan: pk("order_info")},
+		{Name: "close: release stock", Query: q(fmt.Sprintf(releaseStockSQL, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: pk("inventory")},
+		{Name: "close: restore coupons", Query: plantest.In(t, fmt.Sprintf(restoreCouponsSQL, intList(f.coupons)), f.couponNos), Units: n, Plan: pk("user_coupon")},
+		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
+		{Name: "close: outbox events", Query: q(outbox, outboxArgs...), Units: n},
+		{Name: "close: resolve dead letters", Query: in(resolveDeadLettersSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "close: dead-letter one order", Query: q(upsertDeadLetterSQL, one, "waiting", "boom", f.now, 60e6, 8, 8, "boom", f.now, 60e6, 3600e6), Units: 1},
+		{Name: "close: payment-step read", Query: lit(readOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
+		// CloseOrder and CloseOrders (the delayed-task side).
+		{Name: "CloseOrder: order", Query: q(orderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		{Name: "CloseOrder: dead letter", Query: q(deadLetterStatusSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "CloseOrders: batch read", Query: in(ordersForCloseSQL, f.pageNos), Units: n, Plan: byNo("o", "uk_order_no").And("d", "uk_order_stage", "eq_ref")},
+		// The dead-letter retry job.
+		{Name: "retry: due letters", Query: q(dueLettersSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: f.dueLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
+		{Name: "retry: claim letter", Query: q(claimLetterSQL, f.now, f.letterID, 1, f.now), Units: 1, Plan: pk("order_dead_letter")},
+		{Name: "retry: settle letter", Query: q(settleLetterSQL, "resolved", "r", f.letterID), Units: 1, Plan: pk("order_dead_letter")},
+		{Name: "retry: note letter", Query: q(noteLetterSQL, "r", f.letterID, "waiting"), Units: 1, Plan: pk("order_dead_letter")},
+		{Name: "retry: letter by id", Query: q(letterByIDSQL, f.letterID), Units: 1, Plan: pk("order_dead_letter")},
+		{Name: "operator: letter", Query: q(letterSQL, f.letterNo, StageClose), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "operator: requeue letter", Query: q(requeueLetterSQL, f.letterNo, StageClose), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		// Gauges.
+		{Name: "gauge: overdue", Query: q(overdueSQL, f.now, 2000, f.now, f.now), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
+		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
+		// Lifecycle after payment.
+		{Name: "lifecycle: scan shipped", Query: q(scanShippedSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: 500, Plan: uses("o", "idx_status_ship_time", "range")},
+		{Name: "lifecycle: complete", Query: lit(completeOrdersSQL, f.shipped, f.now), Units: len(f.shipped), Plan: pk("order_info")},
+		{Name: "lifecycle: scan overdue", Query: q(scanOverdueSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: 500, Plan: uses("o", "idx_status_pay_time", "range").And("f", "uk_order_no", "eq_ref")},
+		{Name: "lifecycle: flag overdue", Query: lit(flagOverdueSQL, f.paid, 3, f.now), Units: len(f.paid), Plan: pk("o")},
+		{Name: "service: ship", Query: q(shipOrderSQL, f.paidNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		{Name: "service: confirm", Query: q(confirmOrderSQL, f.shippedNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		{Name: "service: status", Query: q(orderStatusSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		// Pay and PlaceOrder.
+		{Name: "pay: lock order", Query: q(lockOrderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		{Name: "pay: items", Query: in(orderItemsSQL, []string{one}), Units: 1, Plan: uses("order_item", "idx_order_no", "range", "ref")},
+		{Name: "pay: status CAS", Query: q(payOrderSQL, f.pageIDs[0]), Units: 1, Plan: pk("order_info")},
+		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
+		{Name: "pay: use coupon", Query: q(useCouponSQL, f.coupons[0], f.couponNos[0]), Units: 1, Plan: pk("user_coupon")},
+		{Name: "pay: payment conflict", Query: q(recordPaymentConflictSQL, one, f.pageIDs[0]), Units: 1, Plan: pk("order_info")},
+		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
+		{Name: "place: lock coupon", Query: q(lockCouponForOrderSQL, one, f.coupons[0]), Units: 1, Plan: pk("user_coupon")},
+		// The outbox relay.
+		{Name: "relay: pick due events", Query: q(lockDueEventsSQL, 100), Units: 100, Plan: uses("order_outbox", "idx_status_next", "range")},
+		{Name: "relay: claim events", Query: lit(claimEventsSQL, f.events, 7, 30e6), Units: len(f.events), Plan: pk("order_outbox")},
+		{Name: "relay: delivered", Query: q(markDeliveredSQL, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: failed", Query: q(markFailedSQL, "boom", 1e6, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: release", Query: lit(releaseEventsSQL, f.events, 7), Units: len(f.events), Plan: pk("order_outbox")},
+		{Name: "relay: purge delivered", Query: q(purgeDeliveredSQL, 0, 1000), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
+		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
+	})
+}
+
+// TestLyingStatisticsFlipUnhintedLookup is the plan test's control: the
+// order-item lookup as it was written before it named its index plans a
+// full scan once the statistics lie, and plantest says so. A plan test
+// that cannot fail proves nothing.
+func TestLyingStatisticsFlipUnhintedLookup(t *testing.T) {
+	t.Parallel()
+	f := newPlanFixture(t)
+	const unhinted = `SELECT order_no, sku_id, quantity FROM order_item WHERE order_no IN (?)`
+	s := plantest.Statement{Name: "unhinted items", Query: plantest.In(t, unhinted, f.pageNos), Units: len(f.pageNos),
+		Plan: plantest.Uses("order_item", "idx_order_no", "range")}
+	plantest.Lie(t, f.db.DB, "order_item")
+	r, err := plantest.Run(context.Background(), f.db.DB, s.Query)
+	require.NoError(t, err)
+	t.Logf("%d reads; %v", r.Reads, r.Plan)
+	msg := plantest.Judge(s, r)
+	require.Contains(t, msg, "type=ALL", "the lie makes the unhinted lookup scan the table")
+	require.Contains(t, msg, "budget")
+}
+
+// planFixture is a database shaped like a shop's after a while: unpaid due
+// and not-yet-due orders, paid, shipped and flagged ones, a dead-letter
+// table where resolved letters pile up, delivered and pending outbox
+// events; and the rows of one page of due orders the statements work on.
+type planFixture struct {
+	db  *dbtest.DB
+	now time.Time
+
+	cursor     scanCursor // the row before the page
+	page       []scanRow  // a page of due orders in scan order
+	pageIDs    []int64    // ascending
+	pageNos    []string
+	skus       []int64 // the page's SKUs, ascending
+	deltas     []skuDelta
+	coupons    []int64 // the page's coupons, ascending
+	couponNos  []string
+	outboxRows []outboxRow
+
+	letterID    int64 // a waiting letter
+	letterNo    string
+	dueLetters  int // waiting letters due now
+	openLetters int // waiting and parked letters
+
+	shipped   []int64 // shipped orders
+	shippedNo string
+	paid      []int64 // paid orders with pay_time
+	paidNo    string
+
+	events        []int64 // pending outbox events
+	pendingEvents int
+}
+
+func newPlanFixture(t *testing.T) *planFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &planFixture{db: dbtest.New(t)}
+	db := f.db
+	_, err := GenerateDemo(ctx, db.DB, DemoSpec{Orders: 20000, SKUs: 2000, DueFraction: 0.6, PaidFraction: 0.3,
+		NotDueFraction: 0.1, CouponFraction: 0.3})
+	require.NoError(t, err)
+	for _, stmt := range []string{
+		// Paid orders: most with pay_time, a third of those shipped.
+		`UPDATE order_info SET pay_time = create_time + INTERVAL 5 MINUTE WHERE status = 1 AND id % 5 <> 0`,
+		`UPDATE order_info SET status = 3, ship_time = pay_time + INTERVAL 1 HOUR WHERE status = 1 AND pay_time IS NOT NULL AND id % 3 = 0`,
+		`INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
+			SELECT id, order_no, user_id, pay_time, pay_time + INTERVAL 3 DAY, NOW(3) FROM order_info WHERE status = 1 AND pay_time IS NOT NULL AND id % 4 = 0`,
+		// Dead letters: resolved ones pile up; a few waiting and parked.
+		`INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
+			SELECT order_no, 'close', CASE WHEN id % 97 = 1 THEN 'waiting' WHEN id % 97 = 2 THEN 'parked' ELSE 'resolved' END,
+			       'close order: boom', 1, NOW(3) - INTERVAL 1 MINUTE
+			FROM order_info WHERE id % 2 = 1`,
+		// Outbox events: delivered ones pile up; some pending and due.
+		`INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, next_attempt_at, created_at)
+			SELECT 'stock.release', order_no, '{}', CONCAT('t', id), IF(id % 20 = 0, 'pending', 'done'),
+			       UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE, UTC_TIMESTAMP(3)
+			FROM order_info WHERE id % 3 = 0`,
+		`INSERT INTO payment_conflict (order_no, pay_amount, paid_at) SELECT order_no, 10, NOW(3) FROM order_info WHERE id % 50 = 7`,
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	require.NoError(t, db.GetContext(ctx, &f.now, dbNowSQL))
+
+	var rows []scanRow
+	require.NoError(t, sqlx.SelectContext(ctx, db, &rows, `SELECT id, order_no, create_time FROM order_info
+		WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= ? ORDER BY create_time, id LIMIT 501 OFFSET 3000`, f.now))
+	require.Len(t, rows, 501)
+	f.cursor = scanCursor{CreateTime: rows[0].CreateTime, ID: rows[0].ID}
+	f.page = rows[1:]
+	for _, r := range f.page {
+		f.pageIDs = append(f.pageIDs, r.ID)
+		f.pageNos = append(f.pageNos, r.OrderNo)
+		f.outboxRows = append(f.outboxRows, outboxRow{EventType: "coupon.restore", OrderNo: r.OrderNo, Payload: []byte("{}"), TraceID: "tr-" + r.OrderNo})
+	}
+	var items []itemRow
+	q, args, err := sqlx.In(`SELECT order_no, sku_id, quantity FROM order_item WHERE order_no IN (?)`, f.pageNos)
+	require.NoError(t, err)
+	require.NoError(t, sqlx.SelectContext(ctx, db, &items, q, args...))
+	byNo := map[string]*candidate{}
+	var cands []*candidate
+	for _, no := range f.pageNos {
+		c := &candidate{orderRow: orderRow{OrderNo: no}}
+		byNo[no] = c
+		cands = append(cands, c)
+	}
+	for _, it := range items {
+		byNo[it.OrderNo].items = append(byNo[it.OrderNo].items, it)
+	}
+	f.deltas = sumDeltas(cands)
+	f.skus = sortedKeys(func() map[int64]bool {
+		m := map[int64]bool{}
+		for _, d := range f.deltas {
+			m[d.SKUID] = true
+		}
+		return m
+	}())
+	var coupons []struct {
+		ID      int64  `db:"coupon_id"`
+		OrderNo string `db:"order_no"`
+	}
+	q, args, err = sqlx.In(`SELECT coupon_id, order_no FROM order_info WHERE order_no IN (?) AND coupon_id IS NOT NULL ORDER BY coupon_id`, f.pageNos)
+	require.NoError(t, err)
+	require.NoError(t, sqlx.SelectContext(ctx, db, &coupons, q, args...))
+	for _, c := range coupons {
+		f.coupons = append(f.coupons, c.ID)
+		f.couponNos = append(f.couponNos, c.OrderNo)
+	}
+	require.NotEmpty(t, f.coupons)
+
+	get := func(dst any, query string) {
+		t.Helper()
+		require.NoError(t, db.GetContext(ctx, dst, query), query)
+	}
+	sel := func(dst any, query string) {
+		t.Helper()
+		require.NoError(t, db.SelectContext(ctx, dst, query), query)
+	}
+	get(&f.letterID, `SELECT MIN(id) FROM order_dead_letter WHERE status = 'waiting'`)
+	get(&f.letterNo, `SELECT order_no FROM order_dead_letter WHERE status = 'waiting' ORDER BY id LIMIT 1`)
+	get(&f.dueLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting' AND next_retry_at <= NOW(3)`)
+	get(&f.openLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status IN ('waiting', 'parked')`)
+	sel(&f.shipped, `SELECT id FROM order_info WHERE status = 3 ORDER BY id LIMIT 500`)
+	get(&f.shippedNo, `SELECT order_no FROM order_info WHERE status = 3 ORDER BY id LIMIT 1`)
+	sel(&f.paid, `SELECT id FROM order_info WHERE status = 1 AND pay_time IS NOT NULL ORDER BY id LIMIT 500`)
+	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
+	sel(&f.events, `SELECT id FROM order_outbox WHERE status = 'pending' ORDER BY id LIMIT 100`)
+	get(&f.pendingEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`)
+	return f
+}
