@@ -5,7 +5,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN make build BIN=/out/executor && mkdir -p /out/logs
+# The build context has no .git: the version and commit come in as arguments
+# (`make compose-up` and docker-compose.yml pass them).
+ARG VERSION=dev
+ARG COMMIT=unknown
+RUN make build BIN=/out/executor VERSION="$VERSION" COMMIT="$COMMIT" && mkdir -p /out/logs
 
 FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/

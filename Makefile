@@ -1,7 +1,11 @@
 # Common tasks, each a one-liner over standard tools. The release build flags
 # live here once: CI, `make build` and the Dockerfile all use them.
 GO          ?= go
-BUILD_FLAGS := -trimpath -tags timetzdata -ldflags "-s -w"
+# What `executor version` and the executor_build_info metric report. The
+# Dockerfile passes them as build arguments (its context has no .git).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_FLAGS := -trimpath -tags timetzdata -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 BIN         ?= bin/executor
 
 .PHONY: build test lint run demo bench compose-up compose-config clean
@@ -25,7 +29,7 @@ bench: ## close throughput at the default size (takes minutes)
 	$(GO) run ./cmd/bench close
 
 compose-up: ## the whole stack on a Docker machine
-	docker compose up -d --build
+	VERSION=$(VERSION) COMMIT=$(COMMIT) docker compose up -d --build
 
 compose-config: ## validate docker-compose.yml
 	docker-compose -f docker-compose.yml config -q

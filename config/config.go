@@ -4,9 +4,15 @@
 // start. Load reports every problem at once.
 //
 // The table of keys lives in the struct tags below: `yaml` is the key's name in
-// its section, `env` the environment variable, `default` the value used when
-// neither sets it. Keys() lists them all, for docs and for tests that keep
-// docker-compose.yml in step with the loader.
+// its section, `also` other full paths that set the same value (the Java
+// executor moved some keys between versions), `env` the environment variable,
+// `default` the value used when neither sets it, `secret` and `redact` how
+// LogValue hides it. Keys() lists them all, with
+// the Spring Boot spellings of the environment names a Java deployment sets,
+// for docs and for tests that keep docker-compose.yml in step with the loader.
+//
+// A `.properties` file (application.properties, xxl-job-executor.properties)
+// is read as well as YAML.
 package config
 
 import (
@@ -22,6 +28,8 @@ type Config struct {
 	Log   Log   `yaml:"log"`
 	Order Order `yaml:"order"`
 	Delay Delay `yaml:"delay"`
+
+	ignored []string // Spring Boot keys of a Java application file, skipped (see Notices)
 }
 
 // XXL is the `xxl:` section; only `xxl.job` lives in it, as in the Java executor.
@@ -31,8 +39,11 @@ type XXL struct {
 
 // XXLJob is `xxl.job`: the admin, the token and this executor.
 type XXLJob struct {
-	Admin       Admin    `yaml:"admin"`
-	AccessToken string   `yaml:"accessToken" env:"XXL_JOB_ACCESS_TOKEN" secret:"true" doc:"shared secret with the admin; empty disables the check (a loud warning at start)"`
+	Admin Admin `yaml:"admin"`
+	// AccessToken is one setting under three keys, one per generation of the
+	// Java executor (2.3-2.4, 2.5-3.4, after 3.4); two of them with different
+	// values are an error.
+	AccessToken string   `yaml:"accessToken" also:"xxl.job.admin.accessToken,xxl.job.executor.accessToken" env:"XXL_JOB_ACCESS_TOKEN" secret:"true" doc:"shared secret with the admin; empty disables the check (a loud warning at start)"`
 	Executor    Executor `yaml:"executor"`
 }
 
@@ -40,7 +51,7 @@ type XXLJob struct {
 // `executor provision` and `executor trigger` log in with.
 type Admin struct {
 	// Addresses are admin base URLs including the context path, tried in order.
-	Addresses []string      `yaml:"addresses" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080/xxl-job-admin" doc:"admin base URLs (with context path), comma-separated, tried in order"`
+	Addresses []string      `yaml:"addresses" redact:"url" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080/xxl-job-admin" doc:"admin base URLs (with context path), comma-separated, tried in order"`
 	Timeout   time.Duration `yaml:"timeout" env:"XXL_JOB_ADMIN_TIMEOUT" default:"3s" doc:"timeout of each call to the admin"`
 	Username  string        `yaml:"username" env:"XXL_JOB_ADMIN_USERNAME" default:"admin" doc:"console user for provision and trigger (needs the admin role)"`
 	Password  string        `yaml:"password" env:"XXL_JOB_ADMIN_PASSWORD" secret:"true" doc:"console password; prefer the environment variable"`
@@ -50,14 +61,20 @@ type Admin struct {
 
 // Executor is `xxl.job.executor`.
 type Executor struct {
+	Enabled          bool          `yaml:"enabled" env:"XXL_JOB_EXECUTOR_ENABLED" default:"true" doc:"false turns the XXL-JOB side off (no protocol server, no registration); the API port and the delayed-task dispatcher still run"`
 	AppName          string        `yaml:"appname" env:"XXL_JOB_EXECUTOR_APPNAME" default:"order-job-executor" doc:"executor group AppName in the admin (4-64 chars)"`
-	Address          string        `yaml:"address" env:"XXL_JOB_EXECUTOR_ADDRESS" doc:"address advertised to the admin; empty means http://{ip}:{port}/"`
+	Address          string        `yaml:"address" redact:"url" env:"XXL_JOB_EXECUTOR_ADDRESS" doc:"address advertised to the admin; empty means http://{ip}:{port}/"`
 	IP               string        `yaml:"ip" env:"XXL_JOB_EXECUTOR_IP" doc:"IP advertised when address is empty; empty means the first non-loopback address"`
 	Port             int           `yaml:"port" env:"XXL_JOB_EXECUTOR_PORT" default:"9999" doc:"port of the XXL-JOB protocol server"`
 	BindAddr         string        `yaml:"bindAddr" env:"XXL_JOB_EXECUTOR_BINDADDR" doc:"listen address; empty means :{port} (all interfaces, as the Java executor)"`
 	LogPath          string        `yaml:"logpath" env:"XXL_JOB_EXECUTOR_LOGPATH" default:"./logs/xxl-job" doc:"folder of run logs and the callback spool"`
 	LogRetentionDays int           `yaml:"logretentiondays" env:"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS" default:"30" doc:"days run logs are kept; below 3 disables cleanup"`
 	ShutdownTimeout  time.Duration `yaml:"shutdownTimeout" env:"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT" default:"30s" doc:"how long a graceful shutdown waits for running jobs before cancelling them"`
+	// The Java executor's package filter for its handler scan and its GLUE
+	// switch: accepted so a Java configuration loads, with a notice, since
+	// handlers are compiled in and GLUE is always refused.
+	ExcludedPackage string `yaml:"excludedpackage" env:"XXL_JOB_EXECUTOR_EXCLUDEDPACKAGE" doc:"accepted from Java configurations and ignored (handlers are compiled in; no package scan)"`
+	GlueEnabled     bool   `yaml:"glueenabled" env:"XXL_JOB_EXECUTOR_GLUEENABLED" default:"false" doc:"accepted from Java configurations; GLUE (script) jobs are always refused, so true only logs a warning"`
 }
 
 // MySQL is `mysql`.
@@ -113,7 +130,7 @@ type OrderDeadLetter struct {
 // OrderPayment is `order.payment`: the payment side's close-trade call, made
 // before an order is closed locally so nobody can pay a trade being closed.
 type OrderPayment struct {
-	CloseURL    string        `yaml:"closeURL" env:"ORDER_PAYMENT_CLOSE_URL" doc:"URL called with the order number before each close; empty disables the step"`
+	CloseURL    string        `yaml:"closeURL" redact:"url" env:"ORDER_PAYMENT_CLOSE_URL" doc:"URL called with the order number before each close; empty disables the step"`
 	Token       string        `yaml:"token" env:"ORDER_PAYMENT_TOKEN" secret:"true" doc:"token sent to the payment side"`
 	TokenHeader string        `yaml:"tokenHeader" env:"ORDER_PAYMENT_TOKEN_HEADER" default:"X-Payment-Token" doc:"header carrying the payment token"`
 	Timeout     time.Duration `yaml:"timeout" env:"ORDER_PAYMENT_TIMEOUT" default:"3s" doc:"timeout of each close-trade call"`
@@ -126,8 +143,8 @@ type OrderPayment struct {
 // inventory and coupon services.
 type OrderCompensation struct {
 	Mode         string `yaml:"mode" env:"ORDER_COMPENSATION_MODE" default:"local" doc:"local or outbox"`
-	InventoryURL string `yaml:"inventoryURL" env:"ORDER_COMPENSATION_INVENTORY_URL" doc:"outbox mode: endpoint receiving stock-release events"`
-	CouponURL    string `yaml:"couponURL" env:"ORDER_COMPENSATION_COUPON_URL" doc:"outbox mode: endpoint receiving coupon-restore events"`
+	InventoryURL string `yaml:"inventoryURL" redact:"url" env:"ORDER_COMPENSATION_INVENTORY_URL" doc:"outbox mode: endpoint receiving stock-release events"`
+	CouponURL    string `yaml:"couponURL" redact:"url" env:"ORDER_COMPENSATION_COUPON_URL" doc:"outbox mode: endpoint receiving coupon-restore events"`
 	Token        string `yaml:"token" env:"ORDER_COMPENSATION_TOKEN" secret:"true" doc:"token sent to those endpoints"`
 	TokenHeader  string `yaml:"tokenHeader" env:"ORDER_COMPENSATION_TOKEN_HEADER" default:"X-Service-Token" doc:"header carrying that token"`
 }
@@ -154,6 +171,6 @@ type Delay struct {
 	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the Redis timer is refilled from the table"`
 	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" default:"168h" doc:"DONE and CANCELLED tasks older than this are purged"`
 	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys"`
-	Services          []string      `yaml:"services" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
+	Services          []string      `yaml:"services" redact:"named" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
 	ServiceToken      string        `yaml:"serviceToken" env:"DELAY_SERVICE_TOKEN" secret:"true" doc:"token sent to HTTP task targets"`
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/orderjob/executor/config"
 )
 
-var update = flag.Bool("update", false, "rewrite config/executor.example.yml")
+var update = flag.Bool("update", false, "rewrite config/executor.example.yml and the key table of docs/configuration.md")
 
 func noEnv(string) (string, bool) { return "", false }
 
@@ -108,12 +108,21 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"REDIS_PASSWORD":         "pw-SECRET-4",
 		"XXL_JOB_ADMIN_PASSWORD": "pw-SECRET-5",
 		"DELAY_SERVICE_TOKEN":    "tok-SECRET-6",
+		// Secrets inside URLs: user info and token-like query parameters.
+		"XXL_JOB_ADMIN_ADDRESSES":          "http://u:adminpw-SECRET-7@admin:8080/xxl-job-admin",
+		"DELAY_SERVICES":                   "orders=http://svc:p4ss-SECRET-8@order-svc:8080",
+		"ORDER_PAYMENT_CLOSE_URL":          "https://pay/close?token=SECRET-9",
+		"ORDER_COMPENSATION_MODE":          "outbox",
+		"ORDER_COMPENSATION_INVENTORY_URL": "http://inv/release?api_key=SECRET-10",
+		"ORDER_COMPENSATION_COUPON_URL":    "http://a:SECRET-11@coupon/restore",
 	}))
 	require.NoError(t, err)
 	var sb strings.Builder
 	slog.New(slog.NewJSONHandler(&sb, nil)).Info("start", "config", c)
 	require.NotContains(t, sb.String(), "SECRET")
 	require.Contains(t, sb.String(), "db:3306", "non-secret parts stay readable")
+	require.Contains(t, sb.String(), "order-svc:8080")
+	require.Contains(t, sb.String(), "https://pay/close?token=xxxxx")
 }
 
 func TestNormalizedDSN(t *testing.T) {
@@ -158,7 +167,9 @@ func TestComposeEnvironmentNamesAreKnown(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(raw, &doc))
 	known := map[string]bool{}
 	for _, k := range config.Keys() {
-		known[k.Env] = true
+		for _, name := range k.EnvNames() {
+			known[name] = true
+		}
 	}
 	checked := 0
 	for name, svc := range doc.Services {

@@ -33,7 +33,14 @@ func Example() string {
 		if k.Secret {
 			secret = " Secret: prefer the environment."
 		}
-		fmt.Fprintf(&b, "%s# %s (env %s).%s\n", ind, k.Doc, k.Env, secret)
+		env := k.Env
+		if len(k.EnvAliases) > 0 {
+			env += "; Spring's " + strings.Join(k.EnvAliases, ", ")
+		}
+		fmt.Fprintf(&b, "%s# %s (env %s).%s\n", ind, k.Doc, env, secret)
+		if len(k.Aliases) > 0 {
+			fmt.Fprintf(&b, "%s# The same setting as %s: set one of them.\n", ind, strings.Join(k.Aliases, " and "))
+		}
 		fmt.Fprintf(&b, "%s%s: %s\n", ind, leaf, yamlScalar(k.Default))
 	}
 	return b.String()

@@ -3,48 +3,31 @@ package config
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"go.yaml.in/yaml/v3"
 )
 
-// Key describes one configuration key.
-type Key struct {
-	Path    string // dotted YAML path, e.g. xxl.job.executor.port
-	Env     string // environment variable
-	Default string // default as text ("" if none)
-	Secret  bool   // never logged
-	Doc     string // one-line description
-}
-
-// Keys lists every key in declaration order.
-func Keys() []Key {
-	var keys []Key
-	walk(reflect.ValueOf(&Config{}).Elem(), "", func(f field) error {
-		keys = append(keys, Key{Path: f.path, Env: f.env, Default: f.def, Secret: f.secret, Doc: f.doc})
-		return nil
-	})
-	return keys
-}
-
 // Default returns the configuration with every default applied.
 func Default() *Config {
-	c, err := load(nil, func(string) (string, bool) { return "", false })
+	c, err := LoadWith(nil, func(string) (string, bool) { return "", false })
 	if err != nil {
 		panic("config: defaults do not parse: " + err.Error()) // a bad struct tag; caught by tests
 	}
 	return c
 }
 
-// Load reads the YAML file at path (none if path is empty), then applies the
-// environment, then validates. All problems are returned together.
+// Load reads the file at path (none if path is empty), YAML or, when its
+// name ends in .properties, Java properties; then applies the environment,
+// then validates. All problems are returned together; those in the file
+// name it and the line.
 func Load(path string) (*Config, error) {
 	var data []byte
 	if path != "" {
@@ -54,141 +37,233 @@ func Load(path string) (*Config, error) {
 		}
 		data = b
 	}
-	return load(data, os.LookupEnv)
+	return LoadFileWith(path, data, os.LookupEnv)
 }
 
-// LoadWith is Load with the file's content and the environment given, for tests
+// LoadWith is Load with YAML content and the environment given, for tests
 // and tools.
 func LoadWith(yamlData []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
-	return load(yamlData, lookupEnv)
+	return LoadFileWith("", yamlData, lookupEnv)
 }
 
-func load(yamlData []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+// LoadFileWith is Load with the file's content and the environment given:
+// name decides the format (.properties or YAML) and names the file in
+// messages ("" for none).
+func LoadFileWith(name string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	c := &Config{}
-	root := reflect.ValueOf(c).Elem()
-	var problems []error
-
-	_ = walk(root, "", func(f field) error {
-		if f.def != "" {
-			if err := setText(f.v, f.def); err != nil {
-				problems = append(problems, fmt.Errorf("default of %s: %w", f.path, err))
+	l := newLoader(name, c)
+	l.defaults()
+	if len(data) > 0 {
+		if strings.EqualFold(filepath.Ext(name), ".properties") {
+			l.applyMapping("", parseProperties(data))
+		} else {
+			var doc yaml.Node
+			if err := yaml.Unmarshal(data, &doc); err != nil {
+				l.problems = append(l.problems, l.yamlError(err))
+			} else if len(doc.Content) > 0 {
+				l.applyMapping("", doc.Content[0])
 			}
 		}
-		return nil
-	})
-
-	if len(yamlData) > 0 {
-		var doc yaml.Node
-		if err := yaml.Unmarshal(yamlData, &doc); err != nil {
-			problems = append(problems, fmt.Errorf("yaml: %w", err))
-		} else if len(doc.Content) > 0 {
-			problems = append(problems, applyNode(root, "", doc.Content[0])...)
-		}
+		l.fileConflicts()
 	}
-
-	_ = walk(root, "", func(f field) error {
-		if v, ok := lookupEnv(f.env); ok && f.env != "" {
-			if err := setText(f.v, v); err != nil {
-				problems = append(problems, fmt.Errorf("%s (from %s): %w", f.path, f.env, err))
-			}
-		}
-		return nil
-	})
-
-	problems = append(problems, c.validate()...)
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("config: %d problem(s):\n%w", len(problems), errors.Join(problems...))
+	l.environment(lookupEnv)
+	l.problems = append(l.problems, c.validate()...)
+	if len(l.problems) > 0 {
+		return nil, fmt.Errorf("config: %d problem(s):\n%w", len(l.problems), errors.Join(l.problems...))
 	}
 	return c, nil
 }
 
-type field struct {
-	v                   reflect.Value
-	path, env, def, doc string
-	secret              bool
+// springRoots are the top-level sections of a Spring Boot application file
+// (the Java executor sample's server.port, logging.config): skipped with a
+// notice, so the file a Java executor ran with loads unchanged.
+var springRoots = map[string]bool{"server": true, "spring": true, "logging": true, "management": true}
+
+// loader applies one file and the environment to a Config.
+type loader struct {
+	file     string // for messages; "" when the content came without a name
+	c        *Config
+	problems []error
+	fields   map[string]field     // normalised path (canonical or alias) → its field
+	sections map[string]bool      // normalised paths that hold keys
+	set      map[string][]setting // canonical path of an aliased key → the keys of the file that set it
 }
 
-// walk visits every leaf field (one with an env tag) below v.
-func walk(v reflect.Value, prefix string, fn func(field) error) error {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		path := joinPath(prefix, sf.Tag.Get("yaml"))
-		fv := v.Field(i)
-		if sf.Type.Kind() == reflect.Struct && sf.Type != reflect.TypeFor[time.Duration]() {
-			if err := walk(fv, path, fn); err != nil {
-				return err
+// setting is one key of the file that set an aliased value.
+type setting struct {
+	key   string
+	line  int
+	value string
+}
+
+func newLoader(file string, c *Config) *loader {
+	l := &loader{file: file, c: c, fields: map[string]field{}, sections: map[string]bool{}, set: map[string][]setting{}}
+	walk(reflect.ValueOf(c).Elem(), "", func(f field) {
+		for _, p := range append([]string{f.path}, f.aliases...) {
+			np := normKey(p)
+			l.fields[np] = f
+			for i := strings.LastIndex(np, "."); i > 0; i = strings.LastIndex(np[:i], ".") {
+				l.sections[np[:i]] = true
 			}
-			continue
 		}
-		err := fn(field{v: fv, path: path, env: sf.Tag.Get("env"), def: sf.Tag.Get("default"),
-			doc: sf.Tag.Get("doc"), secret: sf.Tag.Get("secret") == "true"})
-		if err != nil {
-			return err
+	})
+	return l
+}
+
+// at is the position prefix of a problem on line n of the file.
+func (l *loader) at(n int) string {
+	if l.file == "" {
+		return fmt.Sprintf("line %d: ", n)
+	}
+	return fmt.Sprintf("%s:%d: ", l.file, n)
+}
+
+func (l *loader) bad(line int, format string, args ...any) {
+	l.problems = append(l.problems, errors.New(l.at(line)+fmt.Sprintf(format, args...)))
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError words a YAML syntax error as file:line: what, once.
+func (l *loader) yamlError(err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return errors.New(l.at(n) + m[2])
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if l.file != "" {
+		msg = l.file + ": " + msg
+	}
+	return errors.New(msg)
+}
+
+func (l *loader) defaults() {
+	walk(reflect.ValueOf(l.c).Elem(), "", func(f field) {
+		if f.def != "" {
+			if err := setText(f.v, f.def); err != nil {
+				l.problems = append(l.problems, fmt.Errorf("default of %s: %w", f.path, err))
+			}
 		}
-	}
-	return nil
+	})
 }
 
-func joinPath(prefix, name string) string {
-	if prefix == "" {
-		return name
-	}
-	return prefix + "." + name
-}
-
-// normKey folds the spellings Spring's relaxed binding accepts
-// (logRetentionDays, log-retention-days, log_retention_days) to one.
-func normKey(s string) string {
-	return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s))
-}
-
-// applyNode sets the fields of struct v from a YAML mapping node. Dotted keys
-// (`xxl.job.executor.port: 9999`, as in application.properties) are accepted.
-func applyNode(v reflect.Value, path string, n *yaml.Node) []error {
+// applyMapping sets the keys of a YAML mapping found at path. Keys may be
+// dotted (`xxl.job.executor.port: 9999`, as in application.properties) and
+// spelt as Spring's relaxed binding allows (logRetentionDays,
+// log-retention-days).
+func (l *loader) applyMapping(path string, n *yaml.Node) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
 	if n.Kind != yaml.MappingNode {
-		return []error{fmt.Errorf("line %d: %s must be a mapping", n.Line, orRoot(path))}
+		l.bad(n.Line, "%s must be a mapping", orRoot(path))
+		return
 	}
-	var problems []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
-		parts := strings.Split(k.Value, ".")
-		target, tpath, ok := v, path, true
-		for j, part := range parts {
-			fv, sf, found := fieldByKey(target, part)
-			if !found {
-				problems = append(problems, fmt.Errorf("line %d: unknown key %s", k.Line, joinPath(tpath, part)))
-				ok = false
-				break
-			}
-			tpath = joinPath(tpath, sf.Tag.Get("yaml"))
-			if j < len(parts)-1 {
-				if fv.Kind() != reflect.Struct {
-					problems = append(problems, fmt.Errorf("line %d: %s is not a section", k.Line, tpath))
-					ok = false
-					break
-				}
-			}
-			target = fv
+		if val.Kind == yaml.AliasNode {
+			val = val.Alias
 		}
-		if !ok {
-			continue
-		}
-		if target.Kind() == reflect.Struct && target.Type() != reflect.TypeFor[time.Duration]() {
-			if val.Tag == "!!null" {
-				continue
-			}
-			problems = append(problems, applyNode(target, tpath, val)...)
-			continue
-		}
-		if err := setNode(target, val); err != nil {
-			problems = append(problems, fmt.Errorf("line %d: %s: %w", val.Line, tpath, err))
+		full := joinPath(path, k.Value)
+		norm := normKey(full)
+		root, _, _ := strings.Cut(norm, ".")
+		f, isField := l.fields[norm]
+		switch {
+		case springRoots[root]:
+			l.ignore(full, val)
+		case isField && val.Kind == yaml.MappingNode:
+			l.bad(k.Line, "%s: expected a value, found a mapping", full)
+		case isField:
+			l.setField(f, full, k.Line, val)
+		case l.sections[norm] && val.Kind == yaml.MappingNode:
+			l.applyMapping(full, val)
+		case l.sections[norm] && val.Tag == "!!null":
+			// an empty section
+		case l.sections[norm]:
+			l.bad(k.Line, "%s is a section: it holds keys, not a value", full)
+		default:
+			l.bad(k.Line, "unknown key %s", full)
 		}
 	}
-	return problems
+}
+
+// ignore records the leaves of a Spring Boot section for the notice.
+func (l *loader) ignore(path string, n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		l.c.ignored = append(l.c.ignored, path)
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		l.ignore(joinPath(path, n.Content[i].Value), n.Content[i+1])
+	}
+}
+
+// setField sets f from the value of key (as written) on line. An aliased
+// key's settings are remembered, so that two keys of one setting with
+// different values can be reported; an empty one counts as unset there.
+func (l *loader) setField(f field, key string, line int, val *yaml.Node) {
+	if len(f.aliases) > 0 {
+		if val.Tag == "!!null" || (val.Kind == yaml.ScalarNode && strings.TrimSpace(val.Value) == "") {
+			return
+		}
+		l.set[f.path] = append(l.set[f.path], setting{key: key, line: line, value: strings.TrimSpace(val.Value)})
+	}
+	if err := setNode(f.v, val); err != nil {
+		l.bad(val.Line, "%s: %v", key, err)
+	}
+}
+
+// fileConflicts reports aliased keys that the file set to different values.
+func (l *loader) fileConflicts() {
+	paths := make([]string, 0, len(l.set))
+	for p := range l.set {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		ss := l.set[path]
+		for _, s := range ss[1:] {
+			if s.value != ss[0].value && normKey(s.key) != normKey(ss[0].key) {
+				l.bad(ss[0].line, "%s (line %d) and %s (line %d) are one setting (%s) with different values: keep one of them",
+					ss[0].key, ss[0].line, s.key, s.line, path)
+				break
+			}
+		}
+	}
+}
+
+// environment applies the environment over the file. Of a key's names
+// (ours and Spring's), any that are set must agree.
+func (l *loader) environment(lookupEnv func(string) (string, bool)) {
+	walk(reflect.ValueOf(l.c).Elem(), "", func(f field) {
+		if f.env == "" {
+			return
+		}
+		var names []string
+		var value string
+		for _, name := range append([]string{f.env}, f.envAliases...) {
+			v, ok := lookupEnv(name)
+			if !ok {
+				continue
+			}
+			if len(names) > 0 && strings.TrimSpace(v) != strings.TrimSpace(value) {
+				l.problems = append(l.problems, fmt.Errorf("%s and %s are one setting (%s) with different values: unset one of them",
+					names[0], name, f.path))
+				return
+			}
+			if len(names) == 0 {
+				value = v
+			}
+			names = append(names, name)
+		}
+		if len(names) == 0 {
+			return
+		}
+		if err := setText(f.v, value); err != nil {
+			l.problems = append(l.problems, fmt.Errorf("%s (from %s): %w", f.path, names[0], err))
+		}
+	})
 }
 
 func orRoot(p string) string {
@@ -198,21 +273,7 @@ func orRoot(p string) string {
 	return p
 }
 
-func fieldByKey(v reflect.Value, key string) (reflect.Value, reflect.StructField, bool) {
-	want := normKey(key)
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		if normKey(t.Field(i).Tag.Get("yaml")) == want {
-			return v.Field(i), t.Field(i), true
-		}
-	}
-	return reflect.Value{}, reflect.StructField{}, false
-}
-
 func setNode(v reflect.Value, n *yaml.Node) error {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.Tag == "!!null" {
@@ -285,192 +346,4 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 2m)", s)
 	}
 	return d, nil
-}
-
-func (c *Config) validate() []error {
-	var p []error
-	bad := func(format string, args ...any) { p = append(p, fmt.Errorf(format, args...)) }
-
-	if len(c.XXL.Job.Admin.Addresses) == 0 {
-		bad("xxl.job.admin.addresses: at least one admin address is needed")
-	}
-	for _, a := range c.XXL.Job.Admin.Addresses {
-		if u, err := url.Parse(a); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("xxl.job.admin.addresses: %q is not an http(s) URL", a)
-		}
-	}
-	if d := c.XXL.Job.Admin.Timeout; d <= 0 || d > time.Minute {
-		bad("xxl.job.admin.timeout: %s is outside 1ms..1m", d)
-	}
-	switch c.XXL.Job.Admin.Version {
-	case "auto", "2.4", "3.4":
-	default:
-		bad("xxl.job.admin.version: %q is not auto, 2.4 or 3.4", c.XXL.Job.Admin.Version)
-	}
-	ex := c.XXL.Job.Executor
-	if n := len(ex.AppName); n < 4 || n > 64 {
-		bad("xxl.job.executor.appname: %q must be 4-64 characters (the admin's rule)", ex.AppName)
-	}
-	if ex.Address != "" {
-		if u, err := url.Parse(ex.Address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("xxl.job.executor.address: %q is not an http(s) URL", ex.Address)
-		}
-	}
-	if ex.Port < 1 || ex.Port > 65535 {
-		bad("xxl.job.executor.port: %d is not a port (1-65535)", ex.Port)
-	}
-	if ex.LogPath == "" {
-		bad("xxl.job.executor.logpath: must not be empty")
-	}
-	if ex.LogRetentionDays < 0 {
-		bad("xxl.job.executor.logretentiondays: %d is negative", ex.LogRetentionDays)
-	}
-	if ex.ShutdownTimeout < 0 {
-		bad("xxl.job.executor.shutdownTimeout: %s is negative", ex.ShutdownTimeout)
-	}
-	if _, err := c.MySQL.NormalizedDSN(); err != nil {
-		bad("mysql.dsn: %v", err)
-	}
-	if c.MySQL.MaxOpenConns < 1 {
-		bad("mysql.maxOpenConns: %d must be at least 1", c.MySQL.MaxOpenConns)
-	}
-	if len(c.Redis.Addr) == 0 {
-		bad("redis.addr: at least one address is needed")
-	}
-	switch c.Redis.Mode {
-	case "auto", "single", "cluster":
-	case "sentinel":
-		if c.Redis.MasterName == "" {
-			bad("redis.masterName: needed in sentinel mode")
-		}
-	default:
-		bad("redis.mode: %q is not auto, single, sentinel or cluster", c.Redis.Mode)
-	}
-	if c.API.TokenHeader == "" {
-		bad("api.tokenHeader: must not be empty")
-	}
-	if _, err := ParseLevel(c.Log.Level); err != nil {
-		bad("log.level: %v", err)
-	}
-	if c.Log.Format != "json" && c.Log.Format != "text" {
-		bad("log.format: %q is not json or text", c.Log.Format)
-	}
-	t := c.Order.Timeout
-	if t.PaymentTimeoutMinutes < 1 {
-		bad("order.timeout.payment_timeout_minutes: %d must be at least 1", t.PaymentTimeoutMinutes)
-	}
-	if t.FulfillmentTimeoutDays < 1 {
-		bad("order.timeout.fulfillment_timeout_days: %d must be at least 1", t.FulfillmentTimeoutDays)
-	}
-	if t.AutoConfirmDays < 1 {
-		bad("order.timeout.auto_confirm_days: %d must be at least 1", t.AutoConfirmDays)
-	}
-	if c.Order.Close.LockTTL < time.Second {
-		bad("order.close.lockTTL: %s is below 1s", c.Order.Close.LockTTL)
-	}
-	if ps := c.Order.Close.PageSize; ps < 1 || ps > 5000 {
-		bad("order.close.pageSize: %d is outside 1..5000", ps)
-	}
-	if c.Order.DeadLetter.MaxAttempts < 1 {
-		bad("order.deadLetter.maxAttempts: %d must be at least 1", c.Order.DeadLetter.MaxAttempts)
-	}
-	if b := c.Order.DeadLetter; b.BaseBackoff <= 0 || b.MaxBackoff < b.BaseBackoff {
-		bad("order.deadLetter: baseBackoff (%s) must be positive and at most maxBackoff (%s)", b.BaseBackoff, b.MaxBackoff)
-	}
-	if u := c.Order.Payment.CloseURL; u != "" && !isHTTPURL(u) {
-		bad("order.payment.closeURL: %q is not an http(s) URL", u)
-	}
-	if c.Order.Payment.Timeout <= 0 || c.Order.Payment.Retries < 0 {
-		bad("order.payment: timeout must be positive and retries not negative")
-	}
-	switch cm := c.Order.Compensation; cm.Mode {
-	case "local":
-	case "outbox":
-		if !isHTTPURL(cm.InventoryURL) || !isHTTPURL(cm.CouponURL) {
-			bad("order.compensation: outbox mode needs http(s) inventoryURL and couponURL")
-		}
-	default:
-		bad("order.compensation.mode: %q is not local or outbox", cm.Mode)
-	}
-	d := c.Delay
-	if d.RunningTimeout <= 0 || d.HandlerTimeout <= 0 || d.HandlerTimeout >= d.RunningTimeout {
-		bad("delay.handlerTimeout (%s) must be positive and below delay.runningTimeout (%s)", d.HandlerTimeout, d.RunningTimeout)
-	}
-	if d.ReconcileInterval <= 0 {
-		bad("delay.reconcileInterval: %s must be positive", d.ReconcileInterval)
-	}
-	for _, s := range d.Services {
-		name, base, ok := strings.Cut(s, "=")
-		if u, err := url.Parse(base); !ok || name == "" || err != nil || u.Host == "" {
-			bad("delay.services: %q is not name=http://host/base", s)
-		}
-	}
-	return p
-}
-
-func isHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
-// ParseLevel turns a level name into a slog level.
-func ParseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("%q is not debug, info, warn or error", s)
-	}
-	return l, nil
-}
-
-// NormalizedDSN returns the DSN with what the executor needs: parseTime, loc
-// (UTC when unset: DATETIME values then round-trip unchanged, whatever zone
-// they mean) and, when TimeZone is set, the session time_zone.
-func (m MySQL) NormalizedDSN() (string, error) {
-	cfg, err := mysql.ParseDSN(m.DSN)
-	if err != nil {
-		return "", errors.New("cannot parse the DSN (user:pass@tcp(host:port)/db?params)")
-	}
-	cfg.ParseTime = true
-	if cfg.Loc == nil {
-		cfg.Loc = time.UTC
-	}
-	// One round trip per statement instead of prepare+execute+close.
-	cfg.InterpolateParams = true
-	if m.TimeZone != "" {
-		if cfg.Params == nil {
-			cfg.Params = map[string]string{}
-		}
-		cfg.Params["time_zone"] = "'" + strings.Trim(m.TimeZone, "'") + "'"
-	}
-	return cfg.FormatDSN(), nil
-}
-
-// LogValue renders the configuration for the process log with every secret
-// replaced, so the whole struct can be logged at start.
-func (c *Config) LogValue() slog.Value {
-	var attrs []slog.Attr
-	_ = walk(reflect.ValueOf(c).Elem(), "", func(f field) error {
-		val := fmt.Sprint(f.v.Interface())
-		if f.secret {
-			if f.path == "mysql.dsn" {
-				val = redactDSN(f.v.String())
-			} else if val != "" {
-				val = "[redacted]"
-			}
-		}
-		attrs = append(attrs, slog.String(f.path, val))
-		return nil
-	})
-	return slog.GroupValue(attrs...)
-}
-
-func redactDSN(dsn string) string {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return "[unparseable]"
-	}
-	if cfg.Passwd != "" {
-		cfg.Passwd = "xxxxx"
-	}
-	return cfg.FormatDSN()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/redact"
 )
 
 // Counters are the dispatcher's running totals since it was built.
@@ -239,13 +240,13 @@ func (d *Dispatcher) callHTTP(ctx context.Context, t *Task, svc, path string) er
 	}
 	resp, err := d.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		return fmt.Errorf("POST %s: %w", redact.URL(url), redact.Err(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: status %d: %s", url, resp.StatusCode, bytes.TrimSpace(body))
+		return fmt.Errorf("POST %s: status %d: %s", redact.URL(url), resp.StatusCode, bytes.TrimSpace(body))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ func DeadLetterRetry(c *orders.Closer) xxljob.Handler {
 			mode = " (dry run: nothing is changed)"
 		}
 		req.Logf("%s shard %d/%d pageSize=%d maxLetters=%d%s", DeadLetterRetryJob,
-			opt.ShardIndex, max(opt.ShardTotal, 1), opt.PageSize, opt.MaxLetters, mode)
+			opt.ShardIndex, max(opt.ShardTotal, 1), cmp.Or(opt.PageSize, orders.DefaultRetryPageSize), opt.MaxLetters, mode)
 
 		st, err := c.RetryDeadLetters(ctx, opt)
 		summary := st.String()

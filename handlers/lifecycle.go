@@ -89,7 +89,7 @@ func lifecycleHandler(name, daysKey, verb string, l *orders.Lifecycle,
 			mode = " (dry run: nothing is changed)"
 		}
 		req.Logf("%s shard %d/%d days=%s pageSize=%d maxOrders=%d%s", name,
-			opt.ShardIndex, max(opt.ShardTotal, 1), days, opt.PageSize, opt.MaxOrders, mode)
+			opt.ShardIndex, max(opt.ShardTotal, 1), days, l.PageSize(opt.PageSize), opt.MaxOrders, mode)
 
 		st, err := run(l, ctx, opt)
 		summary := st.String()

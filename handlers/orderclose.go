@@ -53,6 +53,9 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 			return err
 		}
 		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
+		if opt, err = c.Effective(opt); err != nil {
+			return err
+		}
 		opt.Progress = func(p orders.PageStats) {
 			req.Logf("page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
 				p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))

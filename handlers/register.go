@@ -1,8 +1,13 @@
 package handlers
 
 import (
+	"context"
+	"maps"
+	"slices"
+
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/sql/migrations"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -17,23 +22,40 @@ type Deps struct {
 
 // Register adds every handler to the executor under its console name.
 func Register(e *xxljob.Executor, d *Deps) error {
-	if err := e.Register(DemoJob, Demo()); err != nil {
-		return err
-	}
-	if d == nil {
-		return nil
-	}
-	for name, h := range map[string]xxljob.Handler{
-		OrderTimeoutCloseJob: OrderTimeoutClose(d.Closer),
-		DelayTaskSweepJob:    DelayTaskSweep(d.Dispatcher),
-		// Dead letters and the lifecycle after payment (issue 7).
-		DeadLetterRetryJob:         DeadLetterRetry(d.Closer),
-		OrderAutoConfirmJob:        OrderAutoConfirm(d.Lifecycle),
-		OrderFulfillmentTimeoutJob: OrderFulfillmentTimeout(d.Lifecycle),
-	} {
-		if err := e.Register(name, h); err != nil {
+	for name, h := range table(d) {
+		if err := e.Register(name, explained(h)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Names lists every handler Register adds with Deps, sorted: the JobHandler
+// names the console may use.
+func Names() []string {
+	names := slices.Collect(maps.Keys(table(&Deps{})))
+	slices.Sort(names)
+	return names
+}
+
+// table maps each console name to its handler; without Deps only demoJob.
+func table(d *Deps) map[string]xxljob.Handler {
+	t := map[string]xxljob.Handler{DemoJob: Demo()}
+	if d == nil {
+		return t
+	}
+	t[OrderTimeoutCloseJob] = OrderTimeoutClose(d.Closer)
+	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
+	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
+	t[OrderAutoConfirmJob] = OrderAutoConfirm(d.Lifecycle)
+	t[OrderFulfillmentTimeoutJob] = OrderFulfillmentTimeout(d.Lifecycle)
+	return t
+}
+
+// explained adds "run `executor migrate`" to a run's error when a table or
+// column is missing, so the admin's run log says what to do.
+func explained(h xxljob.Handler) xxljob.Handler {
+	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
+		return migrations.Explain(h.Handle(ctx, req))
+	})
 }

@@ -315,6 +315,10 @@ func (c *Closer) closePages(ctx context.Context, opt RunOptions, clock runClock,
 	return ctx.Err()
 }
 
+// Effective is opt as Run applies it: defaults filled in, the page size
+// lowered to suit MaxPerSecond. Handlers log it at the start of a run.
+func (c *Closer) Effective(opt RunOptions) (RunOptions, error) { return c.normalize(opt) }
+
 func (c *Closer) normalize(opt RunOptions) (RunOptions, error) {
 	if opt.ShardTotal <= 0 {
 		opt.ShardTotal = 1

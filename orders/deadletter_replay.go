@@ -56,6 +56,9 @@ const (
 	reasonOrderGone     = "order not found in order_info"
 )
 
+// DefaultRetryPageSize is RetryOptions.PageSize when it is zero.
+const DefaultRetryPageSize = 100
+
 // RetryDeadLetters retries the close of the orders whose close dead letter
 // is waiting and due (next_retry_at at or before the database clock, read
 // once at the start), in keyset pages over idx_status_retry, for one shard
@@ -92,7 +95,7 @@ func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryS
 	if opt.ShardIndex < 0 || opt.ShardIndex >= opt.ShardTotal {
 		return st, fmt.Errorf("orders: shard index %d out of [0, %d)", opt.ShardIndex, opt.ShardTotal)
 	}
-	opt.PageSize = cmp.Or(opt.PageSize, 100)
+	opt.PageSize = cmp.Or(opt.PageSize, DefaultRetryPageSize)
 	if opt.PageSize < 1 || opt.PageSize > maxPageSize {
 		return st, fmt.Errorf("orders: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
 	}

@@ -66,6 +66,9 @@ type Lifecycle struct {
 	log   *slog.Logger
 }
 
+// PageSize is the page size a run with LifecycleOptions.PageSize n uses.
+func (l *Lifecycle) PageSize(n int) int { return cmp.Or(n, l.cfg.PageSize) }
+
 // NewLifecycle checks cfg and returns a Lifecycle over db (a DSN with
 // parseTime=true&loc=UTC, like the Closer's).
 func NewLifecycle(db *sqlx.DB, cfg LifecycleConfig) (*Lifecycle, error) {
@@ -203,7 +206,7 @@ func (l *Lifecycle) run(ctx context.Context, opt LifecycleOptions, job lifecycle
 	if err := checkDays(job.name+" days", st.Days); err != nil {
 		return st, err
 	}
-	opt.PageSize = cmp.Or(opt.PageSize, l.cfg.PageSize)
+	opt.PageSize = l.PageSize(opt.PageSize)
 	if opt.PageSize < 1 || opt.PageSize > maxPageSize {
 		return st, fmt.Errorf("orders: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/redact"
 )
 
 // HTTPTradeCloserConfig configures an HTTPTradeCloser. Zero values take the
@@ -152,7 +153,7 @@ func (h *HTTPTradeCloser) attempt(ctx context.Context, body []byte) (res TradeRe
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return 0, true, err
+		return 0, true, redact.Err(err) // the error repeats the URL, which may carry a token
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

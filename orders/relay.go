@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/redact"
 )
 
 // RelayConfig configures a Relay. Zero values take the defaults given.
@@ -390,13 +391,13 @@ func (r *Relay) deliver(ctx context.Context, ev outboxEvent) error {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", endpoint, err)
+		return fmt.Errorf("POST %s: %w", redact.URL(endpoint), redact.Err(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: status %d: %s", endpoint, resp.StatusCode, truncate(strings.TrimSpace(string(body)), 200))
+		return fmt.Errorf("POST %s: status %d: %s", redact.URL(endpoint), resp.StatusCode, truncate(strings.TrimSpace(string(body)), 200))
 	}
 	return nil
 }

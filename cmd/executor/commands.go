@@ -9,6 +9,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/orderjob/executor/sql/migrations"
 )
 
 // command is one subcommand. Each lives in its own file and adds itself to
@@ -58,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	env := &cliEnv{stdout: stdout, stderr: stderr}
 	global := flag.NewFlagSet("executor", flag.ContinueOnError)
 	global.SetOutput(stderr)
-	global.StringVar(&env.configPath, "config", "", "YAML config file (optional; environment variables win over it)")
+	global.StringVar(&env.configPath, "config", "", "config file, YAML or .properties (optional; environment variables win over it)")
 	global.Usage = func() { printUsage(stderr, global) }
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,10 +69,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	rest := global.Args()
-	name := "serve"
-	if len(rest) > 0 {
-		name, rest = rest[0], rest[1:]
+	if len(rest) == 0 {
+		// No default command: a bare `executor` must not start serving
+		// against the built-in defaults by surprise.
+		fmt.Fprintln(stderr, "executor: want a command (`executor serve` to run the executor)")
+		fmt.Fprintln(stderr)
+		printUsage(stderr, global)
+		return 2
 	}
+	name, rest := rest[0], rest[1:]
 	if name == "help" {
 		printUsage(stdout, global)
 		return 0
@@ -98,14 +105,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "executor %s: %s\nusage: executor [-config FILE] %s %s\n", c.name, ue.msg, c.name, c.usage)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "executor %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "executor %s: %v\n", c.name, migrations.Explain(err))
 		return 1
 	}
 }
 
 func printUsage(w io.Writer, global *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: executor [-config FILE] [command] [flags]")
-	fmt.Fprintln(w, "\ncommands (default serve):")
+	fmt.Fprintln(w, "usage: executor [-config FILE] command [flags]")
+	fmt.Fprintln(w, "\ncommands (each with -h for its flags):")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -125,13 +132,29 @@ func printUsage(w io.Writer, global *flag.FlagSet) {
 func newFlagSet(env *cliEnv, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("executor "+name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	fs.StringVar(&env.configPath, "config", env.configPath, "YAML config file")
+	fs.StringVar(&env.configPath, "config", env.configPath, "config file, YAML or .properties")
 	fs.Usage = func() {
 		env.badFlags = true
-		fmt.Fprintf(env.stderr, "usage: executor [-config FILE] %s %s\n", name, commands[name].usage)
+		fmt.Fprintf(env.stderr, "usage: executor [-config FILE] %s\n", usageLine(name))
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// verbUsages holds the usage line of each verb of the commands with verbs,
+// keyed "command verb"; dispatchSub fills it.
+var verbUsages = map[string]string{}
+
+// usageLine is "NAME ARGS" for a command or a "command verb".
+func usageLine(name string) string {
+	if c, ok := commands[name]; ok {
+		return strings.TrimSpace(name + " " + c.usage)
+	}
+	if u, ok := verbUsages[name]; ok {
+		cmd, _, _ := strings.Cut(name, " ")
+		return cmd + " " + u
+	}
+	return name
 }
 
 // parseInterleaved parses flags that may come before or after positional
@@ -160,16 +183,25 @@ type subcommand[T any] struct {
 
 // dispatchSub runs the verb named by args[0]. order lists the verbs as the
 // usage shows them.
-func dispatchSub[T any](ctx context.Context, command string, table map[string]subcommand[T], order []string, c T, args []string) error {
+func dispatchSub[T any](ctx context.Context, env *cliEnv, command string, table map[string]subcommand[T], order []string, c T, args []string) error {
+	lines := make([]string, 0, len(order))
+	for _, name := range order {
+		verbUsages[command+" "+name] = table[name].usage
+		lines = append(lines, "  "+command+" "+table[name].usage)
+	}
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprintf(env.stdout, "usage: executor [-config FILE] %s SUBCOMMAND [flags]\n%s\n(each with -h for its flags)\n",
+				command, strings.Join(lines, "\n"))
+			return nil
+		}
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usagef("want a subcommand: %s", strings.Join(order, ", "))
+		return usagef("want a subcommand:\n%s", strings.Join(lines, "\n"))
 	}
 	sub, ok := table[args[0]]
 	if !ok {
-		lines := make([]string, 0, len(order))
-		for _, name := range order {
-			lines = append(lines, "  "+command+" "+table[name].usage)
-		}
 		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
 	}
 	return sub.run(ctx, c, args[1:])

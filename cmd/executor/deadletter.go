@@ -48,7 +48,7 @@ type deadLetterCtx struct {
 }
 
 func cmdDeadLetter(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, "deadletter", deadLetterSubcommands, deadLetterOrder, &deadLetterCtx{env: env}, args)
+	return dispatchSub(ctx, env, "deadletter", deadLetterSubcommands, deadLetterOrder, &deadLetterCtx{env: env}, args)
 }
 
 // open loads the config and opens the database (dead letters need no

@@ -90,7 +90,7 @@ func TestDeadLetterCLIBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"deadletter"}, "want a subcommand: list, show, requeue"},
+		{[]string{"deadletter"}, "want a subcommand:\n  deadletter list"},
 		{[]string{"deadletter", "purge"}, `unknown subcommand "purge"`},
 		{[]string{"deadletter", "show"}, "want exactly one ORDERNO"},
 		{[]string{"deadletter", "requeue", "a", "b"}, "want exactly one ORDERNO"},

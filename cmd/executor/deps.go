@@ -37,13 +37,22 @@ func loadConfigDB(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, e
 // newLogger builds the process logger on w in the configured format.
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	lvl, _ := config.ParseLevel(cfg.Log.Level) // validated by Load
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationText}
 	// newCtxHandler: lines written under a run's or a delayed task's
 	// context carry its job_id and log_id, or its trace_id.
 	if cfg.Log.Format == "text" {
 		return slog.New(newCtxHandler(slog.NewTextHandler(w, opts)))
 	}
 	return slog.New(newCtxHandler(slog.NewJSONHandler(w, opts)))
+}
+
+// durationText writes durations as Go duration text ("1.5s"), not as
+// nanoseconds, so a reader needs no unit and no arithmetic.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 // openDB opens and pings MySQL with the executor's DSN settings.

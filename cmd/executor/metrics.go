@@ -28,9 +28,12 @@ func pickObservers(obs []observers) observers {
 	return observers{}
 }
 
-// watchServe attaches the sampled sources of a serving process to m.
+// watchServe attaches the sampled sources of a serving process to m; exec
+// is nil when the XXL-JOB side is off.
 func watchServe(m *metrics.Metrics, exec *xxljob.Executor, svc *services) {
-	m.WatchExecutor(exec)
+	if exec != nil {
+		m.WatchExecutor(exec)
+	}
 	m.WatchCloser(svc.closer)
 	m.WatchDispatcher(svc.delay)
 	m.WatchDB(svc.db.DB)

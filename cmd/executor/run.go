@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	idx, total, err := parseShard(*shard)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if known := handlers.Names(); !slices.Contains(known, pos[0]) {
+		return usagef("unknown handler %q; the handlers are: %s", pos[0], strings.Join(known, ", "))
 	}
 	cfg, err := loadConfig(env)
 	if err != nil {

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
+	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/api"
@@ -15,7 +17,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		summary: "register with the admin and serve the XXL-JOB protocol and the API port (default)",
+		summary: "register with the admin and serve the XXL-JOB protocol and the API port",
 		run:     cmdServe,
 	})
 }
@@ -33,71 +35,32 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	logger := newLogger(cfg, env.stdout)
-	logger.Info("starting executor", "config", cfg)
-	if cfg.XXL.Job.AccessToken == "" {
+	logger.Info("starting executor", "config", cfg, "build", buildInfo())
+	logNotices(logger, cfg)
+	if cfg.XXL.Job.Executor.Enabled && cfg.XXL.Job.AccessToken == "" {
 		logger.Warn("xxl.job.accessToken is EMPTY: anyone who reaches the executor port can trigger jobs; set XXL_JOB_ACCESS_TOKEN to the admin's token")
 	}
 	if cfg.API.Addr != "" && cfg.API.Token == "" {
 		logger.Warn("api.token is EMPTY: the API port answers anyone who reaches it; set EXECUTOR_API_TOKEN")
 	}
 
-	m := metrics.New(metrics.Config{Logger: logger})
+	b := readBuild()
+	m := metrics.New(metrics.Config{Logger: logger, Version: b.Version, Commit: b.Commit})
 	svc, err := openDeps(ctx, cfg, logger, depsObservers(m))
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-
-	reg := &registryWatch{}
-	xcfg := executorConfig(cfg, logger)
-	xcfg.Observer = xxlObservers{reg, m.XXLJob()}
-	exec, err := xxljob.New(xcfg)
+	parts, err := serveParts(cfg, logger, m, svc)
 	if err != nil {
 		return err
 	}
-	watchServe(m, exec, svc)
-	if err := handlers.Register(exec, svc.handlerDeps()); err != nil {
+	started, err := startParts(ctx, parts)
+	if err != nil {
+		stopParts(context.WithoutCancel(ctx), started, logger)
 		return err
 	}
-
-	var apiSrv *api.Server
-	if cfg.API.Addr != "" {
-		apiSrv = api.New(api.Config{Addr: cfg.API.Addr, Token: cfg.API.Token, TokenHeader: cfg.API.TokenHeader,
-			Pprof: cfg.API.Pprof, Logger: logger.With("component", "api")})
-		apiSrv.AddReadyCheck("mysql", func(ctx context.Context) error { return svc.db.PingContext(ctx) })
-		apiSrv.AddReadyCheck("redis", func(ctx context.Context) error { return svc.rdb.Ping(ctx).Err() })
-		apiSrv.AddReadyCheck("registry", reg.check)
-		apiSrv.HandlePublic("GET /metrics", m.Handler())
-		delay.NewAPI(svc.delay.Client(), logger.With("component", "delay.api")).Mount(apiSrv.Handle)
-		mountDeadLetterAPI(apiSrv.Handle, svc.db, logger)
-		if err := apiSrv.Start(); err != nil {
-			return err
-		}
-	}
-	if cfg.Delay.Enabled {
-		if err := svc.delay.Start(ctx); err != nil {
-			if apiSrv != nil {
-				_ = apiSrv.Shutdown(context.Background())
-			}
-			return err
-		}
-	}
-	if svc.relay != nil {
-		_ = svc.relay.Start(ctx) // fails only when started twice
-	}
-	if err := exec.Start(ctx); err != nil {
-		if svc.relay != nil {
-			_ = svc.relay.Stop(context.Background())
-		}
-		if cfg.Delay.Enabled {
-			_ = svc.delay.Stop(context.Background())
-		}
-		if apiSrv != nil {
-			_ = apiSrv.Shutdown(context.Background())
-		}
-		return err
-	}
-	logger.Info("executor serving", "addr", exec.Addr().String(), "appname", cfg.XXL.Job.Executor.AppName)
+	logger.Info("executor serving", "appname", cfg.XXL.Job.Executor.AppName, "xxl_job", cfg.XXL.Job.Executor.Enabled)
 
 	<-ctx.Done()
 	logger.Info("shutting down")
@@ -105,22 +68,103 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) error {
 	// get ShutdownTimeout, callbacks and servers a little more.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.XXL.Job.Executor.ShutdownTimeout+15*time.Second)
 	defer cancel()
-	var errs []error
-	errs = append(errs, exec.Shutdown(sctx))
-	if cfg.Delay.Enabled {
-		errs = append(errs, svc.delay.Stop(sctx)) // before Redis and the database close
-	}
-	if svc.relay != nil {
-		// After the jobs that write outbox events, before the database closes.
-		errs = append(errs, svc.relay.Stop(sctx))
-	}
-	if apiSrv != nil {
-		errs = append(errs, apiSrv.Shutdown(sctx))
-	}
-	if err := errors.Join(errs...); err != nil {
-		logger.Error("shutdown", "err", err)
+	if err := stopParts(sctx, started, logger); err != nil {
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// part is one long-lived component of serve. Parts start in order and stop
+// in reverse, so the XXL-JOB executor (last to start) deregisters and drains
+// first, the delayed-task dispatcher stops before the outbox relay that
+// delivers what its closes wrote, and the API port answers probes until the
+// end.
+type part struct {
+	name  string
+	start func(ctx context.Context) error
+	stop  func(ctx context.Context) error
+}
+
+// serveParts builds the parts the configuration turns on.
+func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc *services) ([]part, error) {
+	var parts []part
+	var exec *xxljob.Executor
+	reg := &registryWatch{}
+	if cfg.XXL.Job.Executor.Enabled {
+		xcfg := executorConfig(cfg, logger)
+		xcfg.Observer = xxlObservers{reg, m.XXLJob()}
+		var err error
+		if exec, err = xxljob.New(xcfg); err != nil {
+			return nil, err
+		}
+		if err := handlers.Register(exec, svc.handlerDeps()); err != nil {
+			return nil, err
+		}
+	}
+	watchServe(m, exec, svc)
+
+	if cfg.API.Addr != "" {
+		apiSrv := api.New(api.Config{Addr: cfg.API.Addr, Token: cfg.API.Token, TokenHeader: cfg.API.TokenHeader,
+			Pprof: cfg.API.Pprof, Logger: logger.With("component", "api")})
+		// What the API port's own routes need. The admin registration is not
+		// one of them: an admin outage must not take the delayed-task API
+		// out of a load balancer. Probes that want it ask /readyz?registry=1.
+		apiSrv.AddReadyCheck("mysql", func(ctx context.Context) error { return svc.db.PingContext(ctx) })
+		apiSrv.AddReadyCheck("redis", func(ctx context.Context) error { return svc.rdb.Ping(ctx).Err() })
+		if exec != nil {
+			apiSrv.AddOptionalReadyCheck("registry", reg.check)
+		}
+		apiSrv.HandlePublic("GET /metrics", m.Handler())
+		delay.NewAPI(svc.delay.Client(), logger.With("component", "delay.api")).Mount(apiSrv.Handle)
+		mountDeadLetterAPI(apiSrv.Handle, svc.db, logger)
+		parts = append(parts, part{"api", func(context.Context) error { return apiSrv.Start() }, apiSrv.Shutdown})
+	}
+	if svc.relay != nil {
+		parts = append(parts, part{"outbox relay", svc.relay.Start, svc.relay.Stop})
+	}
+	if cfg.Delay.Enabled {
+		parts = append(parts, part{"delayed tasks", svc.delay.Start, svc.delay.Stop})
+	}
+	if exec != nil {
+		parts = append(parts, part{"xxl-job executor", func(ctx context.Context) error {
+			if err := exec.Start(ctx); err != nil {
+				return err
+			}
+			logger.Info("xxl-job protocol serving", "addr", exec.Addr().String())
+			return nil
+		}, exec.Shutdown})
+	}
+	return parts, nil
+}
+
+// startParts starts parts in order and returns those started; on an error
+// the caller stops them.
+func startParts(ctx context.Context, parts []part) ([]part, error) {
+	for i, p := range parts {
+		if err := p.start(ctx); err != nil {
+			return parts[:i], err
+		}
+	}
+	return parts, nil
+}
+
+// stopParts stops parts in reverse order, every one even when some fail.
+func stopParts(ctx context.Context, parts []part, logger *slog.Logger) error {
+	var errs []error
+	for i := len(parts) - 1; i >= 0; i-- {
+		if err := parts[i].stop(ctx); err != nil {
+			logger.Error("stop "+parts[i].name, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// logNotices logs what the configuration says about itself (keys of a Java
+// executor that work differently here).
+func logNotices(logger *slog.Logger, cfg *config.Config) {
+	for _, n := range cfg.Notices() {
+		logger.Log(context.Background(), n.Level, n.Msg)
+	}
 }

@@ -45,7 +45,7 @@ type tasksCtx struct {
 }
 
 func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, "tasks", tasksSubcommands, tasksOrder, &tasksCtx{env: env}, args)
+	return dispatchSub(ctx, env, "tasks", tasksSubcommands, tasksOrder, &tasksCtx{env: env}, args)
 }
 
 // open loads the config and builds a Client on the configured database and

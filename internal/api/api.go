@@ -3,7 +3,10 @@
 // service endpoints that later parts mount (delayed tasks, dead letters).
 //
 // Everything is behind a token header except /healthz, /readyz and /metrics,
-// which probes and scrapers reach without one. Bind it to loopback or a
+// which probes and scrapers reach without one. /readyz checks what the API
+// port itself needs; checks of other parts are added as optional ones and
+// run only when the probe names them (/readyz?registry=1), so an outage of
+// something the API does not need never takes it out of a load balancer. Bind it to loopback or a
 // private network: it is an operator's interface, not a public one.
 package api
 
@@ -39,14 +42,15 @@ type ReadyCheck func(ctx context.Context) error
 
 // Server is the API port.
 type Server struct {
-	cfg    Config
-	mux    *http.ServeMux
-	log    *slog.Logger
-	mu     sync.Mutex
-	checks map[string]ReadyCheck
-	srv    *http.Server
-	ln     net.Listener
-	done   chan struct{} // closed when the serving goroutine has returned
+	cfg      Config
+	mux      *http.ServeMux
+	log      *slog.Logger
+	mu       sync.Mutex
+	checks   map[string]ReadyCheck
+	optional map[string]ReadyCheck // run only when /readyz names them
+	srv      *http.Server
+	ln       net.Listener
+	done     chan struct{} // closed when the serving goroutine has returned
 }
 
 // New builds the server with /healthz and /readyz mounted.
@@ -57,7 +61,8 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, checks: map[string]ReadyCheck{}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, checks: map[string]ReadyCheck{},
+		optional: map[string]ReadyCheck{}}
 	s.HandlePublic("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
@@ -102,6 +107,14 @@ func (s *Server) AddReadyCheck(name string, c ReadyCheck) {
 	s.checks[name] = c
 }
 
+// AddOptionalReadyCheck adds a check that /readyz runs, beside the others,
+// only when asked for by name: /readyz?NAME=1.
+func (s *Server) AddOptionalReadyCheck(name string, c ReadyCheck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.optional[name] = c
+}
+
 // ServeHTTP serves the API (for tests and embedding).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
@@ -120,15 +133,35 @@ func (s *Server) deny(w http.ResponseWriter) {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	names := make([]string, 0, len(s.checks))
-	for n := range s.checks {
-		names = append(names, n)
-	}
-	checks := make(map[string]ReadyCheck, len(s.checks))
+	checks := make(map[string]ReadyCheck, len(s.checks)+len(s.optional))
 	for n, c := range s.checks {
 		checks[n] = c
 	}
+	var unknown []string
+	for n, v := range r.URL.Query() {
+		c, ok := s.optional[n]
+		switch {
+		case !ok:
+			unknown = append(unknown, n)
+		case len(v) == 0 || v[0] == "" || v[0] == "1" || v[0] == "true":
+			checks[n] = c
+		}
+	}
+	optional := make([]string, 0, len(s.optional))
+	for n := range s.optional {
+		optional = append(optional, n)
+	}
 	s.mu.Unlock()
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		sort.Strings(optional)
+		WriteError(w, http.StatusBadRequest, fmt.Sprintf("unknown check %q; optional checks: %v", unknown[0], optional))
+		return
+	}
+	names := make([]string, 0, len(checks))
+	for n := range checks {
+		names = append(names, n)
+	}
 	sort.Strings(names)
 
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -100,6 +100,30 @@ func TestReadyz(t *testing.T) {
 	require.Equal(t, "ok", body["checks"].(map[string]any)["mysql"])
 }
 
+// An optional check (the admin registration) runs only when the probe asks
+// for it, so its failure never fails the plain probe.
+func TestReadyzOptionalCheck(t *testing.T) {
+	t.Parallel()
+	s := api.New(api.Config{})
+	s.AddReadyCheck("mysql", func(context.Context) error { return nil })
+	s.AddOptionalReadyCheck("registry", func(context.Context) error { return errors.New("not registered with any admin yet") })
+
+	rec, body := do(t, s, "GET", "/readyz", "", "")
+	require.Equal(t, 200, rec.Code)
+	require.Equal(t, map[string]any{"mysql": "ok"}, body["checks"])
+
+	rec, body = do(t, s, "GET", "/readyz?registry=1", "", "")
+	require.Equal(t, 503, rec.Code)
+	require.Equal(t, map[string]any{"mysql": "ok", "registry": "not registered with any admin yet"}, body["checks"])
+
+	rec, body = do(t, s, "GET", "/readyz?registry=0", "", "")
+	require.Equal(t, 200, rec.Code, "registry=0 leaves it out")
+
+	rec, body = do(t, s, "GET", "/readyz?regsitry=1", "", "")
+	require.Equal(t, 400, rec.Code)
+	require.Contains(t, body["error"], `unknown check "regsitry"; optional checks: [registry]`)
+}
+
 func TestStartAndShutdown(t *testing.T) {
 	t.Parallel()
 	s := api.New(api.Config{Addr: "127.0.0.1:0"})

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -40,7 +41,14 @@ type Config struct {
 	SampleTimeout time.Duration
 	// Logger receives sampling failures. Default: discard.
 	Logger *slog.Logger
+	// Version and Commit of the binary, exported with the Go version as
+	// executor_build_info. Default "unknown".
+	Version, Commit string
 }
+
+// BuildInfo is the metric naming the binary: always 1, with labels
+// version, commit and goversion.
+const BuildInfo = "executor_build_info"
 
 // Metrics owns a Prometheus registry with the executor's metrics. Build it
 // with New, hand its observers to the parts (XXLJob, Orders, Delay), attach
@@ -85,6 +93,9 @@ func New(cfg Config) *Metrics {
 	m.xxl = newXXLMetrics(m)
 	m.orders = newOrderMetrics(m)
 	m.delay = newDelayMetrics(m)
+	m.gaugeVec(BuildInfo, "The executor binary: always 1, labelled with its version, commit and Go version.",
+		"version", "commit", "goversion").
+		WithLabelValues(cmp.Or(cfg.Version, "unknown"), cmp.Or(cfg.Commit, "unknown"), runtime.Version()).Set(1)
 	return m
 }
 

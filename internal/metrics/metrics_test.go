@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
@@ -168,4 +169,13 @@ func TestNamesCoverWhatIsServed(t *testing.T) {
 		metrics.SamplerErrorsTotal} {
 		require.True(t, names[n], "Names lacks %s", n)
 	}
+}
+
+// executor_build_info names the binary.
+func TestBuildInfo(t *testing.T) {
+	t.Parallel()
+	s := scrape(t, metrics.New(metrics.Config{Version: "1.4.0", Commit: "0123abc"}))
+	require.Equal(t, 1.0, value(t, s, metrics.BuildInfo, "version", "1.4.0", "commit", "0123abc", "goversion", runtime.Version()))
+	s = scrape(t, metrics.New(metrics.Config{}))
+	require.Equal(t, 1.0, value(t, s, metrics.BuildInfo, "version", "unknown", "commit", "unknown"))
 }

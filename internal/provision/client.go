@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/orderjob/executor/internal/redact"
 )
 
 // ClientConfig is how to reach and log into the admin console.
@@ -54,7 +56,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	for _, a := range cfg.Addresses {
 		if u, err := url.Parse(a); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			problems = append(problems, fmt.Errorf("admin address %q is not an http(s) URL", a))
+			problems = append(problems, fmt.Errorf("admin address %q is not an http(s) URL", redact.URL(a)))
 		}
 	}
 	if strings.TrimSpace(cfg.Username) == "" {
@@ -119,7 +121,7 @@ func (c *Client) Login(ctx context.Context) error {
 		if !unreachable(err) || ctx.Err() != nil {
 			return err // the admin answered: another address would not help
 		}
-		c.log.WarnContext(ctx, "admin unreachable, trying the next address", "admin", base, "err", err)
+		c.log.WarnContext(ctx, "admin unreachable, trying the next address", "admin", redact.URL(base), "err", err)
 		errs = append(errs, err)
 	}
 	return fmt.Errorf("provision: no admin address answered: %w", errors.Join(errs...))
@@ -128,7 +130,7 @@ func (c *Client) Login(ctx context.Context) error {
 // loginAt logs in at base with api, or detects the generation when api is nil.
 func (c *Client) loginAt(ctx context.Context, base string, api *flavour) error {
 	if u, err := url.Parse(base); err == nil && u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		c.log.WarnContext(ctx, "admin address is plain http: the console password crosses the network unencrypted", "admin", base)
+		c.log.WarnContext(ctx, "admin address is plain http: the console password crosses the network unencrypted", "admin", redact.URL(base))
 	}
 	if api == nil {
 		detected, err := c.detect(ctx, base)
@@ -136,7 +138,7 @@ func (c *Client) loginAt(ctx context.Context, base string, api *flavour) error {
 			return err
 		}
 		c.base, c.api = base, detected
-		c.log.InfoContext(ctx, "logged into the admin", "admin", base, "api", detected.name, "user", c.cfg.Username, "detected", true)
+		c.log.InfoContext(ctx, "logged into the admin", "admin", redact.URL(base), "api", detected.name, "user", c.cfg.Username, "detected", true)
 		return nil
 	}
 	a, err := c.postLogin(ctx, base, api.loginPath)
@@ -147,7 +149,7 @@ func (c *Client) loginAt(ctx context.Context, base string, api *flavour) error {
 		return err
 	}
 	c.base, c.api = base, api
-	c.log.InfoContext(ctx, "logged into the admin", "admin", base, "api", api.name, "user", c.cfg.Username)
+	c.log.InfoContext(ctx, "logged into the admin", "admin", redact.URL(base), "api", api.name, "user", c.cfg.Username)
 	return nil
 }
 
@@ -199,7 +201,7 @@ func (c *Client) postLogin(ctx context.Context, base, path string) (*answer, err
 	form := url.Values{"userName": {c.cfg.Username}, "password": {c.cfg.Password}}
 	a, err := c.post(ctx, base, path, form)
 	if err != nil {
-		return nil, fmt.Errorf("POST %s%s (login): %w", base, path, err)
+		return nil, fmt.Errorf("POST %s%s (login): %w", redact.URL(base), path, err)
 	}
 	for _, ck := range a.cookies {
 		if ck.Value != "" {
@@ -215,11 +217,11 @@ func (c *Client) loginResult(base string, api *flavour, a *answer) error {
 	if a.status != http.StatusOK || !ok {
 		// Never echo a login answer's body: it may carry the token.
 		return fmt.Errorf("provision: %s at %s: the answer was not understood: HTTP %d, %s, %d bytes",
-			call, base, a.status, a.contentType, len(a.body))
+			call, redact.URL(base), a.status, a.contentType, len(a.body))
 	}
 	code, msg, ok := envelopeCode(obj)
 	if !ok {
-		return fmt.Errorf("provision: %s at %s: the answer has no integer code", call, base)
+		return fmt.Errorf("provision: %s at %s: the answer has no integer code", call, redact.URL(base))
 	}
 	if code != 200 {
 		return &RefusedError{Call: call, Msg: c.scrub(msg)}
@@ -229,7 +231,7 @@ func (c *Client) loginResult(base string, api *flavour, a *answer) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("provision: %s at %s: success but no %s cookie was set", call, base, api.cookieName)
+	return fmt.Errorf("provision: %s at %s: success but no %s cookie was set", call, redact.URL(base), api.cookieName)
 }
 
 // answer is one HTTP exchange, read whole.
@@ -253,7 +255,7 @@ func (c *Client) post(ctx context.Context, base, path string, form url.Values) (
 	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err // the URL and a transport error: no secret in either
+		return nil, redact.Err(err) // the error repeats the URL: mask its password
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))

@@ -173,3 +173,29 @@ func Apply(ctx context.Context, db *sql.DB) ([]int, error) {
 	}
 	return did, nil
 }
+
+// MySQL error numbers of a schema that lacks what the executor queries.
+const (
+	erNoSuchTable = 1146 // ER_NO_SUCH_TABLE
+	erBadField    = 1054 // ER_BAD_FIELD_ERROR: unknown column
+)
+
+// Explain adds the remedy to an error caused by a missing table or column
+// (the database was never migrated, or by an older executor): "run
+// `executor migrate`". Other errors, and nil, are returned as they are.
+func Explain(err error) error {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || (me.Number != erNoSuchTable && me.Number != erBadField) {
+		return err
+	}
+	return &schemaError{err}
+}
+
+// schemaError is an error of a database whose schema is missing or behind.
+type schemaError struct{ err error }
+
+func (e *schemaError) Error() string {
+	return e.err.Error() + " (the schema is missing or older than this executor: run `executor migrate`)"
+}
+
+func (e *schemaError) Unwrap() error { return e.err }

@@ -2,8 +2,12 @@ package migrations_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
@@ -52,4 +56,25 @@ func TestApplyOnExistingTables(t *testing.T) {
 	require.NoError(t, db.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.columns
 		WHERE table_schema = DATABASE() AND table_name = 'order_info' AND column_name IN ('close_time','close_reason')`))
 	require.Equal(t, 2, n)
+}
+
+func TestExplainMissingSchema(t *testing.T) {
+	t.Parallel()
+	for _, n := range []uint16{1146, 1054} {
+		err := migrations.Explain(fmt.Errorf("scan page: %w", &mysql.MySQLError{Number: n, Message: "gone"}))
+		if !strings.HasSuffix(err.Error(), "run `executor migrate`)") {
+			t.Errorf("error %d: %q has no hint", n, err)
+		}
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != n {
+			t.Errorf("error %d: the MySQL error is no longer in the chain", n)
+		}
+	}
+	other := fmt.Errorf("x: %w", &mysql.MySQLError{Number: 1213})
+	if got := migrations.Explain(other); got != other {
+		t.Errorf("a deadlock got a schema hint: %v", got)
+	}
+	if migrations.Explain(nil) != nil {
+		t.Error("Explain(nil) != nil")
+	}
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/redistest"
+)
+
+// readyz returns the status and checks of the API port's /readyz with query.
+func readyz(t *testing.T, p *serveProcess, query string) (int, map[string]string) {
+	t.Helper()
+	resp, err := http.Get(p.apiURL + "/readyz" + query)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Checks map[string]string `json:"checks"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	return resp.StatusCode, r.Checks
+}
+
+// With no admin reachable the API port stays ready (the order service keeps
+// registering delayed tasks); only the registration check says so.
+func TestServeReadyWithoutAdmin(t *testing.T) {
+	db := dbtest.New(t)
+	_, prefix := redistest.Client(t)
+	p := launchServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{
+		"XXL_JOB_ADMIN_ADDRESSES": fmt.Sprintf("http://127.0.0.1:%d/xxl-job-admin", freePort(t)),
+	})
+	require.Eventually(t, func() bool { code, _ := readyz(t, p, ""); return code == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
+	code, checks := readyz(t, p, "?registry=1")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, checks["registry"], "not registered with any admin yet")
+	require.Equal(t, "ok", checks["mysql"])
+}
+
+// xxl.job.executor.enabled: false serves the API port and the dispatcher
+// without the XXL-JOB side: no protocol port, no registration, one notice.
+func TestServeWithXXLJobDisabled(t *testing.T) {
+	db := dbtest.New(t)
+	_, prefix := redistest.Client(t)
+	p := launchServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{"XXL_JOB_EXECUTOR_ENABLED": "false"})
+	require.Eventually(t, func() bool { code, _ := readyz(t, p, ""); return code == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
+	code, _ := readyz(t, p, "?registry=1")
+	require.Equal(t, http.StatusBadRequest, code, "no registration to check")
+
+	// A delayed task registered over the API port runs: the dispatcher is up.
+	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks",
+		strings.NewReader(`{"bizUuid":"off-1","handler":"orderTimeoutClose","delayMs":0,"payload":{"orderNo":"NOPE"}}`))
+	require.NoError(t, err)
+	req.Header.Set("X-Executor-Token", "api-tok")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		var status string
+		_ = db.Get(&status, "SELECT status FROM job_delay_task WHERE biz_uuid = 'off-1'")
+		return status != "" && status != "PENDING"
+	}, 20*time.Second, 50*time.Millisecond, "the dispatcher never took the task")
+
+	conn, err := net.DialTimeout("tcp", strings.TrimSuffix(strings.TrimPrefix(p.address, "http://"), "/"), time.Second)
+	if err == nil {
+		conn.Close()
+		t.Fatal("the XXL-JOB port is listening although xxl.job.executor.enabled is false")
+	}
+	require.Empty(t, p.admin.Registrations(), "registered although disabled")
+	require.Contains(t, p.stdout.String(), "xxl.job.executor.enabled is false")
+}

@@ -1,0 +1,242 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/orderjob/executor/internal/redact"
+)
+
+func (c *Config) validate() []error {
+	var p []error
+	bad := func(format string, args ...any) { p = append(p, fmt.Errorf(format, args...)) }
+
+	if len(c.XXL.Job.Admin.Addresses) == 0 {
+		bad("xxl.job.admin.addresses: at least one admin address is needed")
+	}
+	for _, a := range c.XXL.Job.Admin.Addresses {
+		if u, err := url.Parse(a); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("xxl.job.admin.addresses: %q is not an http(s) URL", a)
+		}
+	}
+	if d := c.XXL.Job.Admin.Timeout; d <= 0 || d > time.Minute {
+		bad("xxl.job.admin.timeout: %s is outside 1ms..1m", d)
+	}
+	switch c.XXL.Job.Admin.Version {
+	case "auto", "2.4", "3.4":
+	default:
+		bad("xxl.job.admin.version: %q is not auto, 2.4 or 3.4", c.XXL.Job.Admin.Version)
+	}
+	ex := c.XXL.Job.Executor
+	if n := len(ex.AppName); n < 4 || n > 64 {
+		bad("xxl.job.executor.appname: %q must be 4-64 characters (the admin's rule)", ex.AppName)
+	}
+	if ex.Address != "" {
+		if u, err := url.Parse(ex.Address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("xxl.job.executor.address: %q is not an http(s) URL", ex.Address)
+		}
+	}
+	if ex.Port < 1 || ex.Port > 65535 {
+		bad("xxl.job.executor.port: %d is not a port (1-65535)", ex.Port)
+	}
+	if ex.LogPath == "" {
+		bad("xxl.job.executor.logpath: must not be empty")
+	}
+	if ex.LogRetentionDays < 0 {
+		bad("xxl.job.executor.logretentiondays: %d is negative", ex.LogRetentionDays)
+	}
+	if ex.ShutdownTimeout < 0 {
+		bad("xxl.job.executor.shutdownTimeout: %s is negative", ex.ShutdownTimeout)
+	}
+	if _, err := c.MySQL.NormalizedDSN(); err != nil {
+		bad("mysql.dsn: %v", err)
+	}
+	if c.MySQL.MaxOpenConns < 1 {
+		bad("mysql.maxOpenConns: %d must be at least 1", c.MySQL.MaxOpenConns)
+	}
+	if len(c.Redis.Addr) == 0 {
+		bad("redis.addr: at least one address is needed")
+	}
+	switch c.Redis.Mode {
+	case "auto", "single", "cluster":
+	case "sentinel":
+		if c.Redis.MasterName == "" {
+			bad("redis.masterName: needed in sentinel mode")
+		}
+	default:
+		bad("redis.mode: %q is not auto, single, sentinel or cluster", c.Redis.Mode)
+	}
+	if c.API.TokenHeader == "" {
+		bad("api.tokenHeader: must not be empty")
+	}
+	if _, err := ParseLevel(c.Log.Level); err != nil {
+		bad("log.level: %v", err)
+	}
+	if c.Log.Format != "json" && c.Log.Format != "text" {
+		bad("log.format: %q is not json or text", c.Log.Format)
+	}
+	t := c.Order.Timeout
+	if t.PaymentTimeoutMinutes < 1 {
+		bad("order.timeout.payment_timeout_minutes: %d must be at least 1", t.PaymentTimeoutMinutes)
+	}
+	if t.FulfillmentTimeoutDays < 1 {
+		bad("order.timeout.fulfillment_timeout_days: %d must be at least 1", t.FulfillmentTimeoutDays)
+	}
+	if t.AutoConfirmDays < 1 {
+		bad("order.timeout.auto_confirm_days: %d must be at least 1", t.AutoConfirmDays)
+	}
+	if c.Order.Close.LockTTL < time.Second {
+		bad("order.close.lockTTL: %s is below 1s", c.Order.Close.LockTTL)
+	}
+	if ps := c.Order.Close.PageSize; ps < 1 || ps > 5000 {
+		bad("order.close.pageSize: %d is outside 1..5000", ps)
+	}
+	if c.Order.DeadLetter.MaxAttempts < 1 {
+		bad("order.deadLetter.maxAttempts: %d must be at least 1", c.Order.DeadLetter.MaxAttempts)
+	}
+	if b := c.Order.DeadLetter; b.BaseBackoff <= 0 || b.MaxBackoff < b.BaseBackoff {
+		bad("order.deadLetter: baseBackoff (%s) must be positive and at most maxBackoff (%s)", b.BaseBackoff, b.MaxBackoff)
+	}
+	if u := c.Order.Payment.CloseURL; u != "" && !isHTTPURL(u) {
+		bad("order.payment.closeURL: %q is not an http(s) URL", u)
+	}
+	if c.Order.Payment.Timeout <= 0 || c.Order.Payment.Retries < 0 {
+		bad("order.payment: timeout must be positive and retries not negative")
+	}
+	switch cm := c.Order.Compensation; cm.Mode {
+	case "local":
+	case "outbox":
+		if !isHTTPURL(cm.InventoryURL) || !isHTTPURL(cm.CouponURL) {
+			bad("order.compensation: outbox mode needs http(s) inventoryURL and couponURL")
+		}
+	default:
+		bad("order.compensation.mode: %q is not local or outbox", cm.Mode)
+	}
+	d := c.Delay
+	if d.RunningTimeout <= 0 || d.HandlerTimeout <= 0 || d.HandlerTimeout >= d.RunningTimeout {
+		bad("delay.handlerTimeout (%s) must be positive and below delay.runningTimeout (%s)", d.HandlerTimeout, d.RunningTimeout)
+	}
+	if d.ReconcileInterval <= 0 {
+		bad("delay.reconcileInterval: %s must be positive", d.ReconcileInterval)
+	}
+	for _, s := range d.Services {
+		name, base, ok := strings.Cut(s, "=")
+		if u, err := url.Parse(base); !ok || name == "" || err != nil || u.Host == "" {
+			bad("delay.services: %q is not name=http://host/base", s)
+		}
+	}
+	return p
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// ParseLevel turns a level name into a slog level.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q is not debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// NormalizedDSN returns the DSN with what the executor needs: parseTime, loc
+// (UTC when unset: DATETIME values then round-trip unchanged, whatever zone
+// they mean) and, when TimeZone is set, the session time_zone.
+func (m MySQL) NormalizedDSN() (string, error) {
+	cfg, err := mysql.ParseDSN(m.DSN)
+	if err != nil {
+		return "", errors.New("cannot parse the DSN (user:pass@tcp(host:port)/db?params)")
+	}
+	cfg.ParseTime = true
+	if cfg.Loc == nil {
+		cfg.Loc = time.UTC
+	}
+	// One round trip per statement instead of prepare+execute+close.
+	cfg.InterpolateParams = true
+	if m.TimeZone != "" {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params["time_zone"] = "'" + strings.Trim(m.TimeZone, "'") + "'"
+	}
+	return cfg.FormatDSN(), nil
+}
+
+// LogValue renders the configuration for the process log with every secret
+// replaced, so the whole struct can be logged at start.
+func (c *Config) LogValue() slog.Value {
+	var attrs []slog.Attr
+	walk(reflect.ValueOf(c).Elem(), "", func(f field) {
+		val := fmt.Sprint(f.v.Interface())
+		switch {
+		case f.redact == "url" && f.v.Kind() == reflect.Slice:
+			val = fmt.Sprint(redact.URLs(f.v.Interface().([]string)))
+		case f.redact == "url":
+			val = redact.URL(f.v.String())
+		case f.redact == "named":
+			val = fmt.Sprint(redact.Named(f.v.Interface().([]string)))
+		}
+		if f.secret {
+			if f.path == "mysql.dsn" {
+				val = redactDSN(f.v.String())
+			} else if val != "" {
+				val = "[redacted]"
+			}
+		}
+		attrs = append(attrs, slog.String(f.path, val))
+	})
+	return slog.GroupValue(attrs...)
+}
+
+func redactDSN(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "[unparseable]"
+	}
+	if cfg.Passwd != "" {
+		cfg.Passwd = "xxxxx"
+	}
+	return cfg.FormatDSN()
+}
+
+// Notice is a remark on the configuration that the executor logs at start.
+type Notice struct {
+	Level slog.Level
+	Msg   string
+}
+
+// Notices are the remarks on what a Java executor's configuration sets that
+// works differently here: the XXL-JOB side switched off, keys accepted and
+// ignored, Spring Boot keys skipped.
+func (c *Config) Notices() []Notice {
+	var n []Notice
+	ex := c.XXL.Job.Executor
+	if !ex.Enabled {
+		n = append(n, Notice{slog.LevelInfo, "xxl.job.executor.enabled is false: no XXL-JOB protocol server and no registration with the admin; the API port and the delayed-task dispatcher still run"})
+	}
+	if ex.ExcludedPackage != "" {
+		n = append(n, Notice{slog.LevelInfo, "xxl.job.executor.excludedpackage is ignored: handlers are compiled into this executor, there is no package scan"})
+	}
+	if ex.GlueEnabled {
+		n = append(n, Notice{slog.LevelWarn, "xxl.job.executor.glueenabled is true, but this executor always refuses GLUE (script) jobs: only its compiled-in handlers run"})
+	}
+	if len(c.ignored) > 0 {
+		keys := c.ignored
+		more := ""
+		if len(keys) > 8 {
+			keys, more = keys[:8], fmt.Sprintf(" and %d more", len(c.ignored)-8)
+		}
+		n = append(n, Notice{slog.LevelInfo, "Spring Boot keys ignored (they configure a Java application, not this executor): " + strings.Join(keys, ", ") + more})
+	}
+	return n
+}
