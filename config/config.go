@@ -82,6 +82,11 @@ type MySQL struct {
 	DSN          string `yaml:"dsn" env:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/test" secret:"true" doc:"go-sql-driver DSN; parseTime and loc are added when missing"`
 	TimeZone     string `yaml:"timeZone" env:"MYSQL_TIME_ZONE" doc:"session time_zone, e.g. '+08:00'; must be the zone order_info.create_time is written in; empty keeps the server's default"`
 	MaxOpenConns int    `yaml:"maxOpenConns" env:"MYSQL_MAX_OPEN_CONNS" default:"16" doc:"connection pool size"`
+	// AllowDSTZone lets serve and run start when the session time zone
+	// observes daylight saving (see docs/time-zones.md).
+	AllowDSTZone bool `yaml:"allowDSTZone" env:"MYSQL_ALLOW_DST_ZONE" default:"false" doc:"start even when the session time zone observes daylight saving (orders close up to an hour early or late at each change); false refuses to start"`
+	// MigrationsTable is executor migrate's history table.
+	MigrationsTable string `yaml:"migrationsTable" env:"MYSQL_MIGRATIONS_TABLE" default:"order_job_schema_migrations" doc:"history table of executor migrate (never another tool's schema_migrations)"`
 }
 
 // Redis is `redis`: one address, a Sentinel group or a Cluster, plus optional

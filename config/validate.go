@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -57,6 +58,9 @@ func (c *Config) validate() []error {
 	}
 	if _, err := c.MySQL.NormalizedDSN(); err != nil {
 		bad("mysql.dsn: %v", err)
+	}
+	if !sqlIdent.MatchString(c.MySQL.MigrationsTable) {
+		bad("mysql.migrationsTable: %q is not a table name (letters, digits and _, at most 64)", c.MySQL.MigrationsTable)
 	}
 	if c.MySQL.MaxOpenConns < 1 {
 		bad("mysql.maxOpenConns: %d must be at least 1", c.MySQL.MaxOpenConns)
@@ -148,6 +152,8 @@ func ParseLevel(s string) (slog.Level, error) {
 	}
 	return l, nil
 }
+
+var sqlIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // NormalizedDSN returns the DSN with what the executor needs: parseTime, loc
 // (UTC when unset: DATETIME values then round-trip unchanged, whatever zone

@@ -3,40 +3,136 @@ package main
 import (
 	"context"
 	"fmt"
+	"text/tabwriter"
+	"time"
 
 	"github.com/orderjob/executor/sql/migrations"
 )
 
 func init() {
 	register(command{
-		name:    "migrate",
-		summary: "create or update the schema (idempotent; safe on existing order tables)",
-		run:     cmdMigrate,
+		name:  "migrate",
+		usage: "[-dry-run] [-allow-copy] [-lock-wait-timeout D] | status [-json]",
+		summary: "create or update the schema next to other tools' tables (idempotent; safe on existing order tables); " +
+			"status lists applied and pending steps and drift",
+		run: cmdMigrate,
 	})
 }
 
 func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) > 0 && args[0] == "status" {
+		return migrateStatus(ctx, env, args[1:])
+	}
 	fs := newFlagSet(env, "migrate")
+	dry := fs.Bool("dry-run", false, "print every statement migrate would run, as a SQL script, and change nothing")
+	allowCopy := fs.Bool("allow-copy", false, "let an ALTER the server cannot run in place without locks copy the table (blocks its writes meanwhile)")
+	lockWait := fs.Duration("lock-wait-timeout", 30*time.Second, "longest wait of each statement for its table's metadata lock")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	_, db, err := loadConfigDB(ctx, env)
+	if *lockWait < time.Second {
+		return usagef("-lock-wait-timeout %s: want at least 1s", *lockWait)
+	}
+	cfg, db, err := loadConfigDB(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	did, err := migrations.Apply(ctx, db.DB)
-	for _, v := range did {
-		fmt.Fprintf(env.stdout, "applied migration %04d\n", v)
-	}
+	m, err := migrations.New(db.DB, migrations.Config{Table: cfg.MySQL.MigrationsTable, AllowCopy: *allowCopy,
+		LockWaitTimeout: *lockWait, Out: env.stdout})
 	if err != nil {
 		return err
 	}
-	if len(did) == 0 {
+	if *dry {
+		return m.DryRun(ctx, env.stdout)
+	}
+	res, err := m.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if len(res.Applied) == 0 && res.Added == 0 && len(res.Carried) == 0 {
 		fmt.Fprintln(env.stdout, "schema is up to date")
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "schema is up to date: %d steps applied, %d carried over, %d statements for what was missing\n",
+		len(res.Applied), len(res.Carried), res.Added)
+	return nil
+}
+
+// migrateStatus prints every step with its state and checksum, and the
+// schema's drift. Exit 1 when a step is pending or drifted or the schema
+// lacks something, so a deploy can gate on it.
+func migrateStatus(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "migrate")
+	var jsonOut bool
+	if _, err := parseVerb(fs, args, 0, "", &jsonOut); err != nil {
+		return err
+	}
+	cfg, db, err := loadConfigDB(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	m, err := migrations.New(db.DB, migrations.Config{Table: cfg.MySQL.MigrationsTable})
+	if err != nil {
+		return err
+	}
+	st, err := m.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		if err := printJSON(env.stdout, st); err != nil {
+			return err
+		}
+	} else {
+		printStatus(env, st)
+	}
+	if st.Pending() > 0 || st.Drifted() > 0 || len(st.Problems) > 0 {
+		return exitError{code: 1}
 	}
 	return nil
+}
+
+func printStatus(env *cliEnv, st *migrations.Status) {
+	w := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "history table: %s\n", st.Table)
+	fmt.Fprintln(w, "STEP\tSTATE\tCHECKSUM\tAPPLIED (UTC)\tTOOK\tNOTE")
+	for _, s := range st.Steps {
+		applied, took, note := "", "", ""
+		if !s.AppliedAt.IsZero() {
+			applied = s.AppliedAt.Format("2006-01-02 15:04:05")
+			took = (time.Duration(s.ExecutionMS) * time.Millisecond).String()
+		}
+		switch {
+		case s.Drift:
+			note = "DRIFT: the file changed after the step ran (recorded " + short(s.Recorded) + ")"
+		case s.State == "unknown":
+			note = "recorded by a newer executor; this one has no such file"
+		case s.State == "carry":
+			note = "recorded in " + s.CarriedFrom + "; the next migrate carries it over"
+		case s.CarriedFrom != "":
+			note = "carried over from " + s.CarriedFrom
+		}
+		sum := short(s.Checksum)
+		if sum == "" {
+			sum = short(s.Recorded)
+		}
+		fmt.Fprintf(w, "%04d_%s\t%s\t%s\t%s\t%s\t%s\n", s.Version, s.Name, s.State, sum, applied, took, note)
+	}
+	w.Flush()
+	for _, p := range st.Problems {
+		fmt.Fprintf(env.stdout, "schema drift: %s\n", p)
+	}
+	fmt.Fprintf(env.stdout, "%d pending, %d drifted, %d schema problems\n", st.Pending(), st.Drifted(), len(st.Problems))
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }

@@ -36,6 +36,10 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDatabase(ctx, cfg, db, logger); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s := &services{db: db}
 	rdb, err := newRedis(cfg.Redis)
 	if err != nil {

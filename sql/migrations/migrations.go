@@ -1,26 +1,47 @@
 // Package migrations holds the executor's schema as numbered SQL files and
 // applies them. `executor migrate` and the test helpers use the same files.
 //
-// Files are NNNN_name.up.sql, applied in number order, each once, recorded in
-// schema_migrations. A file may hold several statements separated by a `;`
-// at the end of a line. MySQL cannot roll DDL back, so files stay small.
+// Files are NNNN_name.up.sql, applied in number order, each once, recorded
+// with its checksum in the executor's own history table
+// (order_job_schema_migrations unless configured): never in another tool's
+// (golang-migrate and Rails keep a schema_migrations table of their own). A
+// step missing from the history runs even when later steps are recorded, so
+// files added on two branches at once both run. A file may hold several
+// statements separated by a `;` at the end of a line.
 //
-// Applying is idempotent on databases that already have the tables (users
-// point the executor at their own order_info): "already exists" errors for a
-// table, column or index are taken as "this step is done", which works on
-// MySQL 8 and MariaDB alike (MySQL 8 has no ADD COLUMN IF NOT EXISTS).
+// Users point the executor at their own, long-lived order tables, so the
+// migrator reads each statement (see parse.go) and compares it with the
+// live schema before running it:
+//
+//   - CREATE TABLE IF NOT EXISTS of a table that exists adds the columns and
+//     indexes of the definition that are missing, one ALTER each;
+//   - ADD COLUMN / ADD INDEX of one that exists is skipped when it is what
+//     the step makes, and refused when it is not (a TIMESTAMP where we need a
+//     DATETIME, an index of the same name over other columns), naming it and
+//     the statement that would fix it; nothing runs while any is refused;
+//   - every ALTER runs with ALGORITHM=INSTANT, else ALGORITHM=INPLACE,
+//     LOCK=NONE, and stops rather than copy the table unless AllowCopy;
+//   - after the steps, every table, column and index the files define is
+//     checked (Check), and anything still missing (a table dropped since, a
+//     column of an order_info older than the history) is added.
+//
+// An installation migrated before the history table had its name kept its
+// history in schema_migrations (version, name, applied_at); that history is
+// carried over once, and only from a table of exactly that shape.
 package migrations
 
 import (
-	"context"
-	"database/sql"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -30,14 +51,29 @@ var files embed.FS
 
 // Migration is one numbered file.
 type Migration struct {
-	Version    int
-	Name       string
+	Version int
+	Name    string
+	// Checksum is the sha256 of the file, hex: a recorded step whose file
+	// changed since is reported as drift.
+	Checksum   string
 	Statements []string
+
+	parsed []statement
 }
 
+// ID is the step's file name without the suffix, e.g. 0001_order_info.
+func (m Migration) ID() string { return fmt.Sprintf("%04d_%s", m.Version, m.Name) }
+
+var fileName = regexp.MustCompile(`^[a-z0-9_]{1,100}\.up\.sql$`)
+
+var embedded = sync.OnceValues(func() ([]Migration, error) { return load(files) })
+
 // All returns the embedded migrations in order.
-func All() ([]Migration, error) {
-	entries, err := fs.Glob(files, "*.up.sql")
+func All() ([]Migration, error) { return embedded() }
+
+// load reads and parses the *.up.sql files of fsys.
+func load(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.Glob(fsys, "*.up.sql")
 	if err != nil {
 		return nil, err
 	}
@@ -52,14 +88,30 @@ func All() ([]Migration, error) {
 		if other, dup := seen[v]; dup {
 			return nil, fmt.Errorf("migrations: %s and %s share version %d", other, name, v)
 		}
+		if !fileName.MatchString(rest) {
+			return nil, fmt.Errorf("migrations: bad file name %s: want NNNN_lower_case_name.up.sql", name)
+		}
 		seen[v] = name
-		body, err := files.ReadFile(name)
+		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, Migration{Version: v, Name: strings.TrimSuffix(rest, ".up.sql"), Statements: split(string(body))})
+		sum := sha256.Sum256(body)
+		m := Migration{Version: v, Name: strings.TrimSuffix(rest, ".up.sql"), Checksum: hex.EncodeToString(sum[:]),
+			Statements: split(string(body))}
+		for i, s := range m.Statements {
+			st, err := parseStatement(s)
+			if err != nil {
+				return nil, fmt.Errorf("migrations: %s statement %d: %w", name, i+1, err)
+			}
+			m.parsed = append(m.parsed, st)
+		}
+		ms = append(ms, m)
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	if _, err := expected(ms); err != nil {
+		return nil, err
+	}
 	return ms, nil
 }
 
@@ -88,90 +140,66 @@ func split(body string) []string {
 	return out
 }
 
-const (
-	createTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    INT          NOT NULL,
-    name       VARCHAR(128) NOT NULL,
-    applied_at DATETIME     NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    PRIMARY KEY (version)
-) ENGINE=InnoDB`
-	// A named lock serialises executors migrating at once (several replicas
-	// starting together); it is released by RELEASE_LOCK or by the session end.
-	getLock     = `SELECT GET_LOCK('executor_schema_migrations', 60)`
-	releaseLock = `SELECT RELEASE_LOCK('executor_schema_migrations')`
-	applied     = `SELECT version FROM schema_migrations`
-	record      = `INSERT INTO schema_migrations (version, name) VALUES (?, ?)`
-)
-
-// MySQL error numbers that mean a step was already done.
-var alreadyDone = map[uint16]bool{
-	1050: true, // table already exists
-	1060: true, // duplicate column name
-	1061: true, // duplicate key name
-	1826: true, // duplicate foreign key constraint name
-}
-
-// Apply brings the database up to date and returns the versions it applied.
-func Apply(ctx context.Context, db *sql.DB) ([]int, error) {
-	ms, err := All()
-	if err != nil {
-		return nil, err
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("migrations: connect: %w", err)
-	}
-	defer conn.Close()
-
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, getLock).Scan(&got); err != nil {
-		return nil, fmt.Errorf("migrations: take lock: %w", err)
-	}
-	if got.Int64 != 1 {
-		return nil, errors.New("migrations: another process held the migration lock for 60s")
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), releaseLock) //nolint:errcheck // session end releases it too
-
-	if _, err := conn.ExecContext(ctx, createTable); err != nil {
-		return nil, fmt.Errorf("migrations: create schema_migrations: %w", err)
-	}
-	done := map[int]bool{}
-	rows, err := conn.QueryContext(ctx, applied)
-	if err != nil {
-		return nil, fmt.Errorf("migrations: read schema_migrations: %w", err)
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		done[v] = true
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-
-	var did []int
+// expected is the schema the steps make on an empty database: what the
+// executor relies on.
+func expected(ms []Migration) (schema, error) {
+	s := schema{}
 	for _, m := range ms {
-		if done[m.Version] {
-			continue
-		}
-		for i, stmt := range m.Statements {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				var me *mysql.MySQLError
-				if errors.As(err, &me) && alreadyDone[me.Number] {
-					continue
-				}
-				return did, fmt.Errorf("migrations: %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
+		for i, st := range m.parsed {
+			if err := foldStatement(s, st); err != nil {
+				return nil, fmt.Errorf("migrations: %s statement %d: %w", m.ID(), i+1, err)
 			}
 		}
-		if _, err := conn.ExecContext(ctx, record, m.Version, m.Name); err != nil {
-			return did, fmt.Errorf("migrations: record %04d: %w", m.Version, err)
-		}
-		did = append(did, m.Version)
 	}
-	return did, nil
+	return s, nil
+}
+
+// foldStatement changes s as the statement would on a database where every
+// earlier step ran.
+func foldStatement(s schema, st statement) error {
+	switch st.Kind {
+	case stmtCreateTable:
+		if s[st.Table] == nil {
+			t := st.Create.clone()
+			t.Options = st.Options
+			s[st.Table] = t
+		}
+	case stmtAlterTable:
+		t := s[st.Table]
+		if t == nil {
+			return fmt.Errorf("ALTER TABLE %s: no earlier step creates the table", st.Table)
+		}
+		for _, c := range st.Clauses {
+			applyClause(t, c)
+		}
+	case stmtDropTable:
+		delete(s, st.Table)
+	case stmtRenameTable:
+		if t := s[st.Table]; t != nil {
+			delete(s, st.Table)
+			t.Name = st.NewName
+			s[st.NewName] = t
+		}
+	}
+	return nil
+}
+
+// tableNames lists the tables the steps touch, for reading the live schema.
+func tableNames(ms []Migration) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range ms {
+		for _, st := range m.parsed {
+			for _, n := range []string{st.Table, st.NewName} {
+				if n != "" && !seen[n] {
+					seen[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // MySQL error numbers of a schema that lacks what the executor queries.

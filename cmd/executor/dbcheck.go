@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/sql/migrations"
+)
+
+// checkDatabase refuses to start serve or run on a database the jobs would
+// fail on later, one order at a time: a schema that lacks a table, column
+// or index they use, or a session time zone with daylight saving (unless
+// mysql.allowDSTZone accepts it, with a loud warning).
+func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) error {
+	m, err := migrations.New(db.DB, migrations.Config{Table: cfg.MySQL.MigrationsTable})
+	if err != nil {
+		return err
+	}
+	if err := m.Check(ctx); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if st, err := m.Status(ctx); err != nil {
+		logger.Warn("cannot read the migration history", "err", err)
+	} else if n := st.Pending(); n > 0 {
+		logger.Warn("migration steps are pending; the schema has what this executor needs, but run executor migrate",
+			"num_pending", n, "history_table", st.Table)
+	}
+
+	zone, err := orders.ReadSessionZone(ctx, db, time.Now().UTC().Year())
+	if err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if !zone.ObservesDST() {
+		return nil
+	}
+	if !cfg.MySQL.AllowDSTZone {
+		return fmt.Errorf("mysql: the session time zone observes daylight saving (%s): order_info.create_time is compared "+
+			"with NOW() as a wall clock, so orders placed in the hour before a change close up to an hour early in spring "+
+			"and late in autumn. Have the order service and the executor write and compare in UTC or a fixed offset "+
+			"(mysql.timeZone, e.g. '+00:00'), or set mysql.allowDSTZone: true (MYSQL_ALLOW_DST_ZONE) to accept the risk; "+
+			"see docs/time-zones.md", zone)
+	}
+	logger.Warn("!!! THE MYSQL SESSION TIME ZONE OBSERVES DAYLIGHT SAVING: around each change orders close up to an hour "+
+		"early (spring) or late (autumn); mysql.allowDSTZone is true, so the executor runs anyway (docs/time-zones.md)",
+		"zone", zone.String())
+	return nil
+}

@@ -1,0 +1,537 @@
+package migrations
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The migrator reads its own statements instead of running them blindly: it
+// must know which table, column or index each one creates, so that on a
+// user's existing order_info it adds only what is missing, refuses what is
+// incompatible, and can tell afterwards whether the schema is complete. The
+// grammar understood is the DDL our files use (and the obvious neighbours a
+// later file may need); anything else is refused when the files are loaded,
+// so a test catches it before a user's database does.
+
+// stmtKind is what a statement does to the schema.
+type stmtKind int
+
+const (
+	stmtCreateTable stmtKind = iota // CREATE TABLE [IF NOT EXISTS] t (...)
+	stmtAlterTable                  // ALTER TABLE t clause, ... (also CREATE INDEX)
+	stmtDropTable                   // DROP TABLE [IF EXISTS] t
+	stmtRenameTable                 // RENAME TABLE a TO b
+	stmtData                        // INSERT, UPDATE, DELETE: no schema change
+)
+
+// statement is one parsed statement of a migration file.
+type statement struct {
+	SQL     string // as written, without the trailing ';'
+	Kind    stmtKind
+	Table   string   // the table it acts on (lower case); the old name for a rename
+	NewName string   // rename target
+	Create  *table   // the definition, for CREATE TABLE
+	Clauses []clause // for ALTER TABLE
+	IfGuard bool     // IF [NOT] EXISTS was written (CREATE/DROP TABLE)
+	Options string   // table options after the definition, for CREATE TABLE
+}
+
+// clauseKind is one ALTER TABLE clause.
+type clauseKind int
+
+const (
+	addColumn clauseKind = iota
+	addIndex
+	dropIndex
+	dropColumn
+	modifyColumn // MODIFY or CHANGE
+	renameIndex
+	renameColumn
+)
+
+// clause is one clause of an ALTER TABLE.
+type clause struct {
+	SQL     string // as written
+	Kind    clauseKind
+	Column  column // addColumn, modifyColumn (the new definition)
+	Index   index  // addIndex
+	Name    string // dropIndex, dropColumn, renames and CHANGE: the old name (lower case)
+	NewName string // renames: the new name (lower case)
+	Note    string // planned adds: a remark for the operator
+}
+
+// parseStatement parses one statement of a migration file.
+func parseStatement(sql string) (statement, error) {
+	toks := tokenize(sql)
+	st := statement{SQL: sql}
+	kw := func(i int) string {
+		if i < len(toks) && toks[i].kind == tokWord {
+			return strings.ToUpper(toks[i].text)
+		}
+		return ""
+	}
+	switch {
+	case kw(0) == "CREATE" && kw(1) == "TABLE":
+		return parseCreateTable(sql, toks)
+	case kw(0) == "ALTER" && kw(1) == "TABLE":
+		if len(toks) < 4 {
+			return st, fmt.Errorf("ALTER TABLE without a clause")
+		}
+		st.Kind = stmtAlterTable
+		st.Table = identLower(toks[2])
+		rest := sql[toks[3].pos:]
+		for _, part := range splitTop(rest) {
+			c, err := parseClause(part)
+			if err != nil {
+				return st, err
+			}
+			st.Clauses = append(st.Clauses, c)
+		}
+		return st, nil
+	case kw(0) == "CREATE" && (kw(1) == "INDEX" || (kw(1) == "UNIQUE" && kw(2) == "INDEX")):
+		// CREATE [UNIQUE] INDEX name ON t (cols): the same as ALTER TABLE t ADD INDEX.
+		i := 2
+		unique := kw(1) == "UNIQUE"
+		if unique {
+			i = 3
+		}
+		if kw(i+1) != "ON" || i+3 >= len(toks) || toks[i+3].kind != tokGroup {
+			return st, fmt.Errorf("CREATE INDEX: want CREATE [UNIQUE] INDEX name ON table (columns)")
+		}
+		st.Kind = stmtAlterTable
+		st.Table = identLower(toks[i+2])
+		idx := index{Name: identLower(toks[i]), Columns: indexColumns(toks[i+3].text), Unique: unique}
+		cl := clause{Kind: addIndex, Index: idx, SQL: "ADD " + idx.sql()}
+		st.Clauses = []clause{cl}
+		// Run as the equivalent ALTER so the algorithm rules apply.
+		st.SQL = "ALTER TABLE " + toks[i+2].text + " " + cl.SQL
+		return st, nil
+	case kw(0) == "DROP" && kw(1) == "TABLE":
+		st.Kind = stmtDropTable
+		i := 2
+		if kw(2) == "IF" && kw(3) == "EXISTS" {
+			st.IfGuard, i = true, 4
+		}
+		if i >= len(toks) || len(toks) > i+1 {
+			return st, fmt.Errorf("DROP TABLE: want one table")
+		}
+		st.Table = identLower(toks[i])
+		return st, nil
+	case kw(0) == "RENAME" && kw(1) == "TABLE":
+		if len(toks) != 5 || kw(3) != "TO" {
+			return st, fmt.Errorf("RENAME TABLE: want RENAME TABLE a TO b")
+		}
+		st.Kind = stmtRenameTable
+		st.Table, st.NewName = identLower(toks[2]), identLower(toks[4])
+		return st, nil
+	case kw(0) == "INSERT" || kw(0) == "UPDATE" || kw(0) == "DELETE" || kw(0) == "REPLACE":
+		st.Kind = stmtData
+		return st, nil
+	}
+	return st, fmt.Errorf("unsupported statement (the migrator understands CREATE TABLE, ALTER TABLE, CREATE INDEX, DROP TABLE, RENAME TABLE and data statements): %.60s", sql)
+}
+
+func parseCreateTable(sql string, toks []token) (statement, error) {
+	st := statement{SQL: sql, Kind: stmtCreateTable}
+	i := 2
+	if len(toks) > 4 && strings.EqualFold(toks[2].text, "IF") && strings.EqualFold(toks[3].text, "NOT") && strings.EqualFold(toks[4].text, "EXISTS") {
+		st.IfGuard, i = true, 5
+	}
+	if !st.IfGuard {
+		return st, fmt.Errorf("CREATE TABLE must say IF NOT EXISTS (users' databases may already have the table)")
+	}
+	if i+1 >= len(toks) || toks[i+1].kind != tokGroup {
+		return st, fmt.Errorf("CREATE TABLE: want a parenthesised definition")
+	}
+	st.Table = identLower(toks[i])
+	t := &table{Name: st.Table}
+	for _, part := range splitTop(toks[i+1].text) {
+		ptoks := tokenize(part)
+		if len(ptoks) == 0 {
+			continue
+		}
+		up := strings.ToUpper(ptoks[0].text)
+		if ptoks[0].kind != tokWord {
+			up = ""
+		}
+		switch up {
+		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
+			idx, err := parseIndexDef(ptoks)
+			if err != nil {
+				return st, fmt.Errorf("table %s: %w", st.Table, err)
+			}
+			t.Indexes = append(t.Indexes, idx)
+		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK":
+			return st, fmt.Errorf("table %s: %s definitions are not supported by the migrator", st.Table, up)
+		default:
+			c, err := parseColumn(part)
+			if err != nil {
+				return st, fmt.Errorf("table %s: %w", st.Table, err)
+			}
+			t.Columns = append(t.Columns, c)
+		}
+	}
+	st.Options = strings.TrimSpace(sql[toks[i+1].end:])
+	st.Create = t
+	return st, nil
+}
+
+// parseIndexDef parses PRIMARY KEY (cols), UNIQUE [KEY|INDEX] name (cols) or
+// {KEY|INDEX} name (cols).
+func parseIndexDef(toks []token) (index, error) {
+	var idx index
+	i := 0
+	switch strings.ToUpper(toks[0].text) {
+	case "PRIMARY":
+		if len(toks) != 3 || !strings.EqualFold(toks[1].text, "KEY") || toks[2].kind != tokGroup {
+			return idx, fmt.Errorf("want PRIMARY KEY (columns)")
+		}
+		return index{Name: "primary", Columns: indexColumns(toks[2].text), Unique: true}, nil
+	case "UNIQUE":
+		idx.Unique = true
+		i = 1
+		if i < len(toks) && (strings.EqualFold(toks[i].text, "KEY") || strings.EqualFold(toks[i].text, "INDEX")) {
+			i++
+		}
+	default: // KEY or INDEX
+		i = 1
+	}
+	if i+1 < len(toks) && strings.EqualFold(toks[i].text, "IF") {
+		return idx, fmt.Errorf("IF NOT EXISTS on an index: the migrator checks indexes itself")
+	}
+	if len(toks) != i+2 || toks[i].kind != tokWord || toks[i+1].kind != tokGroup {
+		return idx, fmt.Errorf("want [UNIQUE] KEY name (columns): an index needs a name the executor can check")
+	}
+	idx.Name = identLower(toks[i])
+	idx.Columns = indexColumns(toks[i+1].text)
+	return idx, nil
+}
+
+// indexColumns reads "a, b(10), c DESC" as [a b c].
+func indexColumns(group string) []string {
+	var cols []string
+	for _, p := range splitTop(group) {
+		t := tokenize(p)
+		if len(t) > 0 {
+			cols = append(cols, identLower(t[0]))
+		}
+	}
+	return cols
+}
+
+// parseColumn parses "name TYPE[(args)] attributes [FIRST|AFTER col]".
+func parseColumn(def string) (column, error) {
+	toks := tokenize(def)
+	if len(toks) < 2 || toks[0].kind != tokWord || toks[1].kind != tokWord {
+		return column{}, fmt.Errorf("column definition %q: want name and type", strings.TrimSpace(def))
+	}
+	c := column{Name: identLower(toks[0]), Nullable: true}
+	typ, j := toks[1].text, 2
+	if len(toks) > 2 && toks[2].kind == tokGroup && toks[2].pos == toks[1].end {
+		typ += "(" + toks[2].text + ")"
+		j = 3
+	}
+	// UNSIGNED belongs to the type as information_schema reports it.
+	if j < len(toks) && strings.EqualFold(toks[j].text, "UNSIGNED") {
+		typ += " unsigned"
+	}
+	c.Type = normalizeType(typ)
+	cut := len(def)
+	for k := 2; k < len(toks); k++ {
+		if toks[k].kind != tokWord {
+			continue
+		}
+		switch strings.ToUpper(toks[k].text) {
+		case "NOT":
+			if k+1 < len(toks) && strings.EqualFold(toks[k+1].text, "NULL") {
+				c.Nullable = false
+			}
+		case "PRIMARY", "AUTO_INCREMENT":
+			c.Nullable = false
+		case "FIRST", "AFTER":
+			if toks[k].pos < cut {
+				cut = toks[k].pos
+			}
+		}
+	}
+	c.Def = squeeze(def[toks[1].pos:cut])
+	return c, nil
+}
+
+// parseClause parses one ALTER TABLE clause.
+func parseClause(sql string) (clause, error) {
+	sql = strings.TrimSpace(sql)
+	toks := tokenize(sql)
+	c := clause{SQL: sql}
+	up := func(i int) string {
+		if i < len(toks) && toks[i].kind == tokWord {
+			return strings.ToUpper(toks[i].text)
+		}
+		return ""
+	}
+	// skipIf skips IF [NOT] EXISTS at i.
+	skipIf := func(i int) int {
+		if up(i) == "IF" {
+			i++
+			if up(i) == "NOT" {
+				i++
+			}
+			if up(i) == "EXISTS" {
+				i++
+			}
+		}
+		return i
+	}
+	switch up(0) {
+	case "ALGORITHM", "LOCK":
+		return c, fmt.Errorf("%s in a migration file: the migrator chooses ALGORITHM and LOCK itself", up(0))
+	case "ADD":
+		switch up(1) {
+		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
+			idx, err := parseIndexDef(toks[1:])
+			if err != nil {
+				return c, err
+			}
+			c.Kind, c.Index = addIndex, idx
+			return c, nil
+		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PARTITION":
+			return c, fmt.Errorf("ADD %s is not supported by the migrator", up(1))
+		}
+		i := 1
+		if up(1) == "COLUMN" {
+			i = 2
+		}
+		i = skipIf(i)
+		if i >= len(toks) {
+			return c, fmt.Errorf("ADD COLUMN without a definition")
+		}
+		col, err := parseColumn(sql[toks[i].pos:])
+		if err != nil {
+			return c, err
+		}
+		c.Kind, c.Column = addColumn, col
+		return c, nil
+	case "DROP":
+		switch up(1) {
+		case "INDEX", "KEY":
+			i := skipIf(2)
+			if i >= len(toks) {
+				return c, fmt.Errorf("DROP INDEX without a name")
+			}
+			c.Kind, c.Name = dropIndex, identLower(toks[i])
+			return c, nil
+		case "PRIMARY":
+			c.Kind, c.Name = dropIndex, "primary"
+			return c, nil
+		case "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION":
+			return c, fmt.Errorf("DROP %s is not supported by the migrator", up(1))
+		}
+		i := 1
+		if up(1) == "COLUMN" {
+			i = 2
+		}
+		i = skipIf(i)
+		if i >= len(toks) {
+			return c, fmt.Errorf("DROP COLUMN without a name")
+		}
+		c.Kind, c.Name = dropColumn, identLower(toks[i])
+		return c, nil
+	case "MODIFY", "CHANGE":
+		i := 1
+		if up(1) == "COLUMN" {
+			i = 2
+		}
+		if i >= len(toks) {
+			return c, fmt.Errorf("%s without a definition", up(0))
+		}
+		if up(0) == "CHANGE" {
+			c.Name = identLower(toks[i])
+			i++
+			if i >= len(toks) {
+				return c, fmt.Errorf("CHANGE without a new definition")
+			}
+		}
+		col, err := parseColumn(sql[toks[i].pos:])
+		if err != nil {
+			return c, err
+		}
+		if c.Name == "" {
+			c.Name = col.Name
+		}
+		c.Kind, c.Column = modifyColumn, col
+		return c, nil
+	case "RENAME":
+		kind := renameColumn
+		switch up(1) {
+		case "INDEX", "KEY":
+			kind = renameIndex
+		case "COLUMN":
+		default:
+			return c, fmt.Errorf("RENAME %s is not supported in ALTER TABLE (use RENAME TABLE)", up(1))
+		}
+		if len(toks) != 5 || up(3) != "TO" {
+			return c, fmt.Errorf("want RENAME %s a TO b", up(1))
+		}
+		c.Kind, c.Name, c.NewName = kind, identLower(toks[2]), identLower(toks[4])
+		return c, nil
+	}
+	return c, fmt.Errorf("unsupported ALTER TABLE clause: %.60s", sql)
+}
+
+// token is a word (identifier, keyword, number), a quoted string, a
+// parenthesised group (text is its inside) or one punctuation character.
+type token struct {
+	kind     tokKind
+	text     string
+	pos, end int // byte offsets in the tokenized string
+}
+
+type tokKind int
+
+const (
+	tokWord tokKind = iota
+	tokString
+	tokGroup
+	tokPunct
+)
+
+// tokenize cuts SQL into tokens. Backquoted identifiers are words without
+// their quotes; strings keep their quotes.
+func tokenize(s string) []token {
+	var out []token
+	for i := 0; i < len(s); {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r':
+			i++
+		case ch == '\'' || ch == '"':
+			j := skipQuoted(s, i)
+			out = append(out, token{tokString, s[i:j], i, j})
+			i = j
+		case ch == '`':
+			j := strings.IndexByte(s[i+1:], '`')
+			if j < 0 {
+				j = len(s) - i - 1
+			}
+			out = append(out, token{tokWord, s[i+1 : i+1+j], i, i + j + 2})
+			i += j + 2
+		case ch == '(':
+			j := matchParen(s, i)
+			inner := s[i+1 : max(i+1, j-1)]
+			out = append(out, token{tokGroup, inner, i, j})
+			i = j
+		case isWordChar(ch):
+			j := i
+			for j < len(s) && isWordChar(s[j]) {
+				j++
+			}
+			out = append(out, token{tokWord, s[i:j], i, j})
+			i = j
+		default:
+			out = append(out, token{tokPunct, s[i : i+1], i, i + 1})
+			i++
+		}
+	}
+	return out
+}
+
+func isWordChar(c byte) bool {
+	return c == '_' || c == '.' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// skipQuoted returns the offset after the string starting at i (” and \'
+// escape the quote).
+func skipQuoted(s string, i int) int {
+	q := s[i]
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case q:
+			if j+1 < len(s) && s[j+1] == q {
+				j++
+				continue
+			}
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
+// matchParen returns the offset after the parenthesis matching the one at i.
+func matchParen(s string, i int) int {
+	depth := 0
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case '\'', '"':
+			j = skipQuoted(s, j) - 1
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		}
+	}
+	return len(s)
+}
+
+// splitTop splits s at commas outside parentheses and quotes.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for j := 0; j < len(s); j++ {
+		switch s[j] {
+		case '\'', '"':
+			j = skipQuoted(s, j) - 1
+		case '`':
+			if k := strings.IndexByte(s[j+1:], '`'); k >= 0 {
+				j += k + 1
+			}
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:j]))
+				start = j + 1
+			}
+		}
+	}
+	if t := strings.TrimSpace(s[start:]); t != "" {
+		out = append(out, t)
+	}
+	return out
+}
+
+// squeeze trims s and collapses runs of white space outside quotes to one
+// space.
+func squeeze(s string) string {
+	var b strings.Builder
+	space := false
+	for j := 0; j < len(s); j++ {
+		switch c := s[j]; c {
+		case ' ', '\t', '\n', '\r':
+			space = true
+		case '\'', '"':
+			k := skipQuoted(s, j)
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteString(s[j:k])
+			j = k - 1
+		default:
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func identLower(t token) string { return strings.ToLower(t.text) }

@@ -1,0 +1,104 @@
+package migrations
+
+import (
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseCreateTable(t *testing.T) {
+	t.Parallel()
+	st, err := parseStatement("CREATE TABLE IF NOT EXISTS `t` (\n  id BIGINT NOT NULL AUTO_INCREMENT,\n" +
+		"  s TINYINT NOT NULL DEFAULT 0 COMMENT 'a, b (c)',\n  amt DECIMAL(12,2) NULL,\n" +
+		"  PRIMARY KEY (id),\n  UNIQUE KEY uk_s (s, amt),\n  KEY idx_amt (amt(4) DESC)\n) ENGINE=InnoDB")
+	require.NoError(t, err)
+	require.Equal(t, stmtCreateTable, st.Kind)
+	require.Equal(t, "t", st.Table)
+	require.Equal(t, "ENGINE=InnoDB", st.Options)
+	tb := st.Create
+	require.Len(t, tb.Columns, 3, "the comma inside the comment does not split")
+	require.Equal(t, column{Name: "id", Def: "BIGINT NOT NULL AUTO_INCREMENT", Type: "bigint", Nullable: false}, tb.Columns[0])
+	require.Equal(t, "TINYINT NOT NULL DEFAULT 0 COMMENT 'a, b (c)'", tb.Columns[1].Def)
+	require.Equal(t, "decimal(12,2)", tb.Columns[2].Type)
+	require.True(t, tb.Columns[2].Nullable)
+	require.Equal(t, []index{
+		{Name: "primary", Columns: []string{"id"}, Unique: true},
+		{Name: "uk_s", Columns: []string{"s", "amt"}, Unique: true},
+		{Name: "idx_amt", Columns: []string{"amt"}},
+	}, tb.Indexes)
+}
+
+func TestParseAlterClauses(t *testing.T) {
+	t.Parallel()
+	st, err := parseStatement("ALTER TABLE order_info ADD COLUMN pay_id VARCHAR(64) NULL AFTER order_no, DROP INDEX uk_x, " +
+		"ADD UNIQUE KEY uk_pay (pay_id), MODIFY COLUMN note VARCHAR(10) NOT NULL, CHANGE old_c new_c INT, RENAME INDEX a TO b, DROP COLUMN z")
+	require.NoError(t, err)
+	require.Equal(t, "order_info", st.Table)
+	kinds := []clauseKind{}
+	for _, c := range st.Clauses {
+		kinds = append(kinds, c.Kind)
+	}
+	require.Equal(t, []clauseKind{addColumn, dropIndex, addIndex, modifyColumn, modifyColumn, renameIndex, dropColumn}, kinds)
+	require.Equal(t, "VARCHAR(64) NULL", st.Clauses[0].Column.Def, "the position is not part of the definition")
+	require.Equal(t, "uk_x", st.Clauses[1].Name)
+	require.Equal(t, index{Name: "uk_pay", Columns: []string{"pay_id"}, Unique: true}, st.Clauses[2].Index)
+	require.Equal(t, "old_c", st.Clauses[4].Name)
+	require.Equal(t, "new_c", st.Clauses[4].Column.Name)
+
+	ci, err := parseStatement("CREATE UNIQUE INDEX uk_a ON t (a, b)")
+	require.NoError(t, err)
+	require.Equal(t, stmtAlterTable, ci.Kind)
+	require.Equal(t, "ALTER TABLE t ADD UNIQUE KEY uk_a (a, b)", ci.SQL, "runs as an ALTER, so the algorithm rules apply")
+}
+
+func TestParseRefusesWhatItCannotCheck(t *testing.T) {
+	t.Parallel()
+	for _, sql := range []string{
+		"CREATE TABLE t (id INT)",                             // no IF NOT EXISTS
+		"ALTER TABLE t ADD COLUMN c INT, ALGORITHM=INSTANT",   // the migrator picks it
+		"ALTER TABLE t ADD FOREIGN KEY (a) REFERENCES u (id)", // not checked
+		"ALTER TABLE t ADD INDEX (a)",                         // unnamed index
+		"CREATE TABLE IF NOT EXISTS t (id INT, CONSTRAINT c CHECK (id > 0))",
+		"GRANT SELECT ON t TO x",
+	} {
+		_, err := parseStatement(sql)
+		require.Error(t, err, sql)
+	}
+}
+
+func TestEmbeddedFilesParse(t *testing.T) {
+	t.Parallel()
+	ms, err := All()
+	require.NoError(t, err)
+	want, err := expected(ms)
+	require.NoError(t, err)
+	oi := want["order_info"]
+	require.NotNil(t, oi)
+	for _, c := range []string{"coupon_id", "close_time", "close_reason", "pay_time", "pay_amount"} {
+		require.NotNil(t, oi.column(c), c)
+	}
+	require.Equal(t, []string{"status", "create_time"}, oi.index("idx_status_create_time").Columns)
+	for _, m := range ms {
+		require.Len(t, m.Checksum, 64)
+	}
+}
+
+func TestLoadRejectsBadFiles(t *testing.T) {
+	t.Parallel()
+	_, err := load(fstest.MapFS{"0001_a.up.sql": {Data: []byte("ALTER TABLE nowhere ADD COLUMN c INT;")}})
+	require.ErrorContains(t, err, "no earlier step creates the table")
+	_, err = load(fstest.MapFS{"0001_A-b.up.sql": {Data: []byte("SELECT 1;")}})
+	require.ErrorContains(t, err, "bad file name")
+}
+
+func TestTypeFamilies(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "bigint", normalizeType("bigint(20)"))
+	require.Equal(t, "int unsigned", normalizeType("INT(10) UNSIGNED"))
+	require.Equal(t, "decimal(12,2)", normalizeType("DECIMAL(12, 2)"))
+	require.Equal(t, family("tinyint"), family("bigint"))
+	require.Equal(t, family("varchar(32)"), family("varchar(64)"))
+	require.NotEqual(t, family("datetime"), family("timestamp"))
+	require.NotEqual(t, family("datetime(3)"), family("varchar(64)"))
+}

@@ -1,0 +1,158 @@
+package migrations
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// StepStatus is one step as `executor migrate status` shows it.
+type StepStatus struct {
+	Version int    `json:"version"`
+	Name    string `json:"name"`
+	// State is "applied", "pending", "carry" (recorded in the older history
+	// table: the next migrate carries it over) or "unknown" (recorded, but
+	// this executor has no such file: a newer one applied it).
+	State    string `json:"state"`
+	Checksum string `json:"checksum,omitempty"` // of the file
+	// Recorded is the checksum recorded when the step ran; Drift is true
+	// when it differs from the file's (the file was edited after it ran).
+	Recorded    string    `json:"recordedChecksum,omitempty"`
+	Drift       bool      `json:"drift"`
+	AppliedAt   time.Time `json:"appliedAt,omitzero"`
+	ExecutionMS int64     `json:"executionMs,omitempty"`
+	CarriedFrom string    `json:"carriedFrom,omitempty"`
+}
+
+// Status is the state of the database's migrations.
+type Status struct {
+	Table string       `json:"historyTable"`
+	Steps []StepStatus `json:"steps"`
+	// Problems are the schema's drift from what the executor relies on:
+	// missing or incompatible tables, columns and indexes.
+	Problems []Problem `json:"problems"`
+}
+
+// Pending counts the steps a migrate would run.
+func (s *Status) Pending() int {
+	n := 0
+	for _, st := range s.Steps {
+		if st.State == "pending" || st.State == "carry" {
+			n++
+		}
+	}
+	return n
+}
+
+// Drifted counts the steps whose file changed after they ran.
+func (s *Status) Drifted() int {
+	n := 0
+	for _, st := range s.Steps {
+		if st.Drift {
+			n++
+		}
+	}
+	return n
+}
+
+// Status reads the history and the schema; it changes nothing.
+func (m *Migrator) Status(ctx context.Context) (*Status, error) {
+	p, err := m.makePlan(ctx, m.db)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Table: m.cfg.Table}
+	carried := map[int]bool{}
+	for _, s := range p.carry {
+		carried[s.Version] = true
+	}
+	for _, s := range m.steps {
+		ss := StepStatus{Version: s.Version, Name: s.Name, Checksum: s.Checksum, State: "pending"}
+		if h, ok := p.applied[s.Version]; ok {
+			ss.State, ss.Recorded, ss.AppliedAt, ss.ExecutionMS, ss.CarriedFrom = "applied", h.Checksum, h.AppliedAt, h.ExecutionMS, h.CarriedFrom
+			ss.Drift = h.Checksum != s.Checksum
+		} else if carried[s.Version] {
+			ss.State, ss.CarriedFrom = "carry", p.carryFrom
+		}
+		st.Steps = append(st.Steps, ss)
+	}
+	for _, u := range p.unknown {
+		st.Steps = append(st.Steps, StepStatus{Version: u.Version, Name: u.Name, State: "unknown",
+			Recorded: u.Checksum, AppliedAt: u.AppliedAt, ExecutionMS: u.ExecutionMS, CarriedFrom: u.CarriedFrom})
+	}
+	if err := m.check(ctx, m.db); err != nil {
+		se, ok := err.(*SchemaError)
+		if !ok {
+			return nil, err
+		}
+		st.Problems = se.Problems
+	}
+	return st, nil
+}
+
+// DryRun writes, as a SQL script, every statement a migrate would run now,
+// history records included, and changes nothing. Each ALTER is shown with
+// the algorithm tried first. It returns a *SchemaError, after writing the
+// script, when something in the database would stop the migration.
+func (m *Migrator) DryRun(ctx context.Context, w io.Writer) error {
+	p, err := m.makePlan(ctx, m.db)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "-- executor migrate -dry-run: history table %s\n", m.cfg.Table)
+	fmt.Fprintln(w, "-- Each ALTER TABLE shows the algorithm tried first. When the server cannot apply it instantly, the migrator")
+	fmt.Fprintln(w, "-- retries with ALGORITHM=INPLACE, LOCK=NONE, and stops rather than copy the table unless -allow-copy is given.")
+	fmt.Fprintln(w, "-- Statements on one line ending in ';' can be run as they are, in this order.")
+	for _, pr := range p.problems {
+		fmt.Fprintf(w, "-- PROBLEM: %s\n", pr)
+	}
+	if !p.historyExists {
+		fmt.Fprintf(w, "%s;\n", fmt.Sprintf(createHistorySQL, m.cfg.Table))
+	}
+	for _, s := range p.carry {
+		fmt.Fprintf(w, "-- %s: carried over from %s\n%s;\n", s.ID(), p.carryFrom, recordLiteral(m.cfg.Table, s, p.carryFrom))
+	}
+	writeActions := func(acts []action) {
+		for _, a := range acts {
+			if a.Note != "" {
+				fmt.Fprintf(w, "-- %s\n", a.Note)
+			}
+			switch {
+			case a.SQL == "":
+			case a.Alter:
+				fmt.Fprintf(w, "%s, %s;\n", a.SQL, a.firstAlgorithm())
+			default:
+				fmt.Fprintf(w, "%s;\n", a.SQL)
+			}
+		}
+	}
+	for _, sp := range p.steps {
+		fmt.Fprintf(w, "\n-- %s (sha256 %s)\n", sp.Step.ID(), sp.Step.Checksum)
+		writeActions(sp.Actions)
+		fmt.Fprintf(w, "%s;\n", recordLiteral(m.cfg.Table, sp.Step, ""))
+	}
+	if len(p.ensure) > 0 {
+		fmt.Fprintln(w, "\n-- schema check: what the executor needs and the database still lacks")
+		writeActions(p.ensure)
+	}
+	if len(p.steps) == 0 && len(p.ensure) == 0 && len(p.carry) == 0 && p.historyExists {
+		fmt.Fprintln(w, "-- nothing to do: the schema is up to date")
+	}
+	if len(p.problems) > 0 {
+		return &SchemaError{Problems: p.problems}
+	}
+	return nil
+}
+
+// recordLiteral is the history INSERT of a step with its values inline, for
+// the dry-run script (names are [a-z0-9_] by the file-name rule, checksums
+// hex).
+func recordLiteral(tbl string, s Migration, carriedFrom string) string {
+	from := "NULL"
+	if carriedFrom != "" {
+		from = "'" + carriedFrom + "'"
+	}
+	return fmt.Sprintf("INSERT INTO %s (version, name, checksum, applied_at, execution_ms, carried_from) VALUES (%d, '%s', '%s', UTC_TIMESTAMP(3), 0, %s)",
+		tbl, s.Version, s.Name, s.Checksum, from)
+}

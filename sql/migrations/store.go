@@ -1,0 +1,237 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// This file holds the migrator's own SQL: reading the live schema, the
+// history table and the migration lock. The steps' SQL is in the files.
+// Table names come from the configuration and are checked against
+// identPattern before they reach a statement.
+
+// querier is what the reads need: a *sql.DB or the migrator's *sql.Conn.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// execer runs statements.
+type execer interface {
+	querier
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Each read of information_schema names the tables it wants: a production
+// database may hold thousands, and MariaDB opens only the named ones.
+const (
+	// liveTablesSQL: params: the table names. Base tables only (a view named
+	// order_info is not a table the executor can alter).
+	liveTablesSQL = `SELECT LOWER(TABLE_NAME) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE' AND LOWER(TABLE_NAME) IN (%s)`
+	// liveColumnsSQL: params: the table names. In column order.
+	liveColumnsSQL = `SELECT LOWER(TABLE_NAME), LOWER(COLUMN_NAME), COLUMN_TYPE, IS_NULLABLE
+FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND LOWER(TABLE_NAME) IN (%s)
+ORDER BY TABLE_NAME, ORDINAL_POSITION`
+	// liveIndexesSQL: params: the table names. One row per index column, in
+	// index order.
+	liveIndexesSQL = `SELECT LOWER(TABLE_NAME), LOWER(INDEX_NAME), NON_UNIQUE, LOWER(COLUMN_NAME)
+FROM information_schema.STATISTICS
+WHERE TABLE_SCHEMA = DATABASE() AND LOWER(TABLE_NAME) IN (%s)
+ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`
+)
+
+// readSchema reads the named tables as the server has them; missing tables
+// are absent from the result.
+func readSchema(ctx context.Context, q querier, names []string) (schema, error) {
+	s := schema{}
+	if len(names) == 0 {
+		return s, nil
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(names)), ",")
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = strings.ToLower(n)
+	}
+	err := eachRow(ctx, q, fmt.Sprintf(liveTablesSQL, in), args, func(r *sql.Rows) error {
+		var name string
+		if err := r.Scan(&name); err != nil {
+			return err
+		}
+		s[name] = &table{Name: name}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read tables: %w", err)
+	}
+	err = eachRow(ctx, q, fmt.Sprintf(liveColumnsSQL, in), args, func(r *sql.Rows) error {
+		var tbl, name, typ, nullable string
+		if err := r.Scan(&tbl, &name, &typ, &nullable); err != nil {
+			return err
+		}
+		if t := s[tbl]; t != nil {
+			t.Columns = append(t.Columns, column{Name: name, Type: normalizeType(typ), Nullable: nullable == "YES"})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read columns: %w", err)
+	}
+	err = eachRow(ctx, q, fmt.Sprintf(liveIndexesSQL, in), args, func(r *sql.Rows) error {
+		var tbl, name, col string
+		var nonUnique int
+		if err := r.Scan(&tbl, &name, &nonUnique, &col); err != nil {
+			return err
+		}
+		t := s[tbl]
+		if t == nil {
+			return nil
+		}
+		ix := t.index(name)
+		if ix == nil {
+			t.Indexes = append(t.Indexes, index{Name: name, Unique: nonUnique == 0})
+			ix = &t.Indexes[len(t.Indexes)-1]
+		}
+		ix.Columns = append(ix.Columns, col)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read indexes: %w", err)
+	}
+	return s, nil
+}
+
+func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+const (
+	// createHistorySQL: %s is the history table. applied_at is UTC.
+	// carried_from names the table a step's record was copied from when an
+	// installation's older history was carried over; NULL when it ran here.
+	createHistorySQL = `CREATE TABLE IF NOT EXISTS %s (
+    version      INT          NOT NULL,
+    name         VARCHAR(128) NOT NULL,
+    checksum     CHAR(64)     CHARACTER SET ascii NOT NULL COMMENT 'sha256 of the step file',
+    applied_at   DATETIME(3)  NOT NULL COMMENT 'UTC',
+    execution_ms BIGINT       NOT NULL DEFAULT 0,
+    carried_from VARCHAR(64)  NULL,
+    PRIMARY KEY (version)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+	// readHistorySQL: %s is the history table. All rows, in version order.
+	readHistorySQL = `SELECT version, name, checksum, applied_at, execution_ms, COALESCE(carried_from, '') FROM %s ORDER BY version`
+	// recordSQL: %s is the history table; params: version, name, checksum,
+	// execution_ms, carried_from (NULL when the step ran here). The primary
+	// key makes a second record of a step fail loudly.
+	recordSQL = `INSERT INTO %s (version, name, checksum, applied_at, execution_ms, carried_from) VALUES (?, ?, ?, UTC_TIMESTAMP(3), ?, ?)`
+	// readLegacySQL: %s is the old history table (version, name,
+	// applied_at). All rows.
+	readLegacySQL = `SELECT version, name FROM %s`
+)
+
+// historyRow is one recorded step.
+type historyRow struct {
+	Version     int
+	Name        string
+	Checksum    string
+	AppliedAt   time.Time
+	ExecutionMS int64
+	CarriedFrom string
+}
+
+func readHistory(ctx context.Context, q querier, tbl string) ([]historyRow, error) {
+	var out []historyRow
+	err := eachRow(ctx, q, fmt.Sprintf(readHistorySQL, tbl), nil, func(r *sql.Rows) error {
+		var h historyRow
+		var at any // time.Time with parseTime=true in the DSN, bytes without
+		if err := r.Scan(&h.Version, &h.Name, &h.Checksum, &at, &h.ExecutionMS, &h.CarriedFrom); err != nil {
+			return err
+		}
+		switch v := at.(type) {
+		case time.Time:
+			h.AppliedAt = v
+		case []byte:
+			h.AppliedAt, _ = time.Parse("2006-01-02 15:04:05.999", string(v))
+		}
+		out = append(out, h)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", tbl, err)
+	}
+	return out, nil
+}
+
+func record(ctx context.Context, e execer, tbl string, s Migration, took time.Duration, carriedFrom string) error {
+	var from any
+	if carriedFrom != "" {
+		from = carriedFrom
+	}
+	if _, err := e.ExecContext(ctx, fmt.Sprintf(recordSQL, tbl), s.Version, s.Name, s.Checksum, took.Milliseconds(), from); err != nil {
+		return fmt.Errorf("record %04d_%s in %s: %w", s.Version, s.Name, tbl, err)
+	}
+	return nil
+}
+
+func readLegacy(ctx context.Context, q querier, tbl string) (map[int]string, error) {
+	out := map[int]string{}
+	err := eachRow(ctx, q, fmt.Sprintf(readLegacySQL, tbl), nil, func(r *sql.Rows) error {
+		var v int
+		var name string
+		if err := r.Scan(&v, &name); err != nil {
+			return err
+		}
+		out[v] = name
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", tbl, err)
+	}
+	return out, nil
+}
+
+const (
+	// getLockSQL takes the migration lock of this database and history
+	// table; params: history table, seconds to wait. A named lock is
+	// server-wide, so the name carries the database (hashed: lock names are
+	// at most 64 characters). Released by releaseLockSQL or the session's end.
+	getLockSQL     = `SELECT GET_LOCK(CONCAT('order_job_migrate:', MD5(CONCAT(DATABASE(), '.', ?))), ?)`
+	releaseLockSQL = `SELECT RELEASE_LOCK(CONCAT('order_job_migrate:', MD5(CONCAT(DATABASE(), '.', ?))))`
+	// lockWaitSQL bounds how long a DDL statement waits for the metadata
+	// lock of its table. An ALTER queued behind a long transaction makes every
+	// later query on that table queue behind it, which stops the shop; better
+	// to give up and say so. Param: seconds.
+	lockWaitSQL = `SET SESSION lock_wait_timeout = ?`
+	// databaseSQL names the connection's database.
+	databaseSQL = `SELECT COALESCE(DATABASE(), '')`
+)
+
+func takeLock(ctx context.Context, c execer, tbl string, wait time.Duration) error {
+	var got sql.NullInt64
+	if err := c.QueryRowContext(ctx, getLockSQL, tbl, int(wait.Seconds())).Scan(&got); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	if got.Int64 != 1 {
+		return errors.New("another executor migrate held the migration lock of this database for " + wait.String())
+	}
+	return nil
+}
+
+func releaseLock(ctx context.Context, c execer, tbl string) {
+	_, _ = c.ExecContext(ctx, releaseLockSQL, tbl) // the session's end releases it too
+}
