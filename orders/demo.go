@@ -31,10 +31,17 @@ type DemoSpec struct {
 	// CouponFraction of the orders use a coupon. Default 0 (none).
 	CouponFraction float64
 	// Reset empties order_info, order_item, inventory, user_coupon,
-	// order_close_log, order_dead_letter and order_fulfillment_overdue
-	// first (TRUNCATE). Otherwise rows
-	// are added after the existing ones and stock is added to existing SKUs.
+	// order_close_log, order_dead_letter, order_fulfillment_overdue,
+	// payment_conflict and order_outbox first (TRUNCATE), but only when
+	// every row in them is one GenerateDemo made (it records what it makes
+	// in order_job_demo_batch); otherwise it returns a *DemoResetError and
+	// changes nothing. Without Reset, rows are added after the existing ones
+	// and stock is added to the SKUs earlier demo data made.
 	Reset bool
+	// ResetDatabase lets Reset empty those tables whatever they hold, when
+	// it names the connection's database (a second key for a destructive
+	// act). Any other non-empty value is an error.
+	ResetDatabase string
 	// TimeoutMinutes of every order. Default 30.
 	TimeoutMinutes int
 	// StockPerSKU is each SKU's total stock (available + locked + consumed by
@@ -75,14 +82,28 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 		return res, err
 	}
 	var st store
-	if spec.Reset {
-		if err := st.demoReset(ctx, db); err != nil {
-			return res, err
-		}
+	if err := prepareDemo(ctx, db, spec); err != nil {
+		return res, err
 	}
 	start, err := st.demoStart(ctx, db)
 	if err != nil {
 		return res, err
+	}
+	// Reserve the ids first and record the batch before any row is written,
+	// so every demo row is recognisable as one even if the run is cut short.
+	lastOrder := start.MaxOrder + int64(spec.Orders)
+	lastCoupon := start.MaxCoupon // no coupons: an empty range
+	if spec.CouponFraction > 0 {
+		lastCoupon += int64(spec.Orders) // at most one per order
+	}
+	if err := st.demoReserve(ctx, db, "order_info", start.MaxOrder+1, lastOrder); err != nil {
+		return res, fmt.Errorf("orders: demo data: %w", err)
+	}
+	if err := st.demoReserve(ctx, db, "user_coupon", start.MaxCoupon+1, lastCoupon); err != nil {
+		return res, fmt.Errorf("orders: demo data: %w", err)
+	}
+	if err := st.demoRecordBatch(ctx, db, spec.OrderNoPrefix, start.MaxOrder+1, lastOrder, start.MaxCoupon+1, lastCoupon, spec.SKUs); err != nil {
+		return res, fmt.Errorf("orders: demo data: %w", err)
 	}
 	res.Now = start.Now
 	res.FirstID = start.MaxOrder + 1

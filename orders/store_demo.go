@@ -2,7 +2,10 @@ package orders
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -11,21 +14,6 @@ import (
 // This file holds the demo generator's SQL. The generator renders rows as
 // literals (numbers, timestamps and order numbers it made itself, checked to
 // be [A-Za-z0-9_-]) into multi-row INSERTs of a few thousand rows each.
-
-// demoTables are emptied by a Reset, children first.
-var demoTables = []string{"order_fulfillment_overdue", "order_close_log", "order_dead_letter", "order_item", "user_coupon", "inventory", "order_info"}
-
-// demoTruncateSQL empties one of demoTables (%s). DDL: commits implicitly.
-const demoTruncateSQL = `TRUNCATE TABLE %s`
-
-func (store) demoReset(ctx context.Context, e sqlx.ExecerContext) error {
-	for _, t := range demoTables {
-		if _, err := e.ExecContext(ctx, fmt.Sprintf(demoTruncateSQL, t)); err != nil {
-			return fmt.Errorf("reset %s: %w", t, err)
-		}
-	}
-	return nil
-}
 
 // demoStartSQL reads the database clock (seconds precision, like
 // create_time) and the highest order and coupon ids, so generated ids follow
@@ -65,6 +53,203 @@ const (
 func (store) demoExec(ctx context.Context, e sqlx.ExecerContext, stmt []byte) error {
 	if _, err := e.ExecContext(ctx, string(stmt)); err != nil {
 		return fmt.Errorf("insert demo rows: %w", err)
+	}
+	return nil
+}
+
+// demoBatchTable records what each GenerateDemo call made, so a Reset can
+// tell demo rows from real ones: orders with ids in [first_order_id,
+// last_order_id] whose order_no is order_no_prefix + id; coupons with ids in
+// [first_coupon_id, last_coupon_id]; inventory rows of sku_id 1..skus. The
+// id ranges are reserved before any row is written (see demoReserveSQL), so
+// no other writer's row can fall inside them.
+const demoBatchTable = "order_job_demo_batch"
+
+// demoCreateBatchSQL creates the marker table on first use: a database
+// that never saw demo data never gets it. DDL: commits implicitly.
+const demoCreateBatchSQL = `CREATE TABLE IF NOT EXISTS order_job_demo_batch (
+    id              BIGINT      NOT NULL AUTO_INCREMENT,
+    order_no_prefix VARCHAR(40) NOT NULL,
+    first_order_id  BIGINT      NOT NULL,
+    last_order_id   BIGINT      NOT NULL,
+    first_coupon_id BIGINT      NOT NULL,
+    last_coupon_id  BIGINT      NOT NULL COMMENT 'below first_coupon_id when the batch has no coupons',
+    skus            INT         NOT NULL COMMENT 'inventory rows sku_id 1..skus',
+    created_at      DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// demoBatchExistsSQL tells whether the marker table exists. No locks.
+const demoBatchExistsSQL = `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'order_job_demo_batch'`
+
+// demoDatabaseSQL names the connection's database.
+const demoDatabaseSQL = `SELECT COALESCE(DATABASE(), '')`
+
+// demoIsOrder is true for an order o (alias) that a recorded batch made.
+const demoIsOrder = `EXISTS (SELECT 1 FROM order_job_demo_batch b
+  WHERE o.id BETWEEN b.first_order_id AND b.last_order_id AND o.order_no = CONCAT(b.order_no_prefix, o.id))`
+
+// demoForeignSQL finds, per table a Reset empties, one row no recorded
+// batch made (its key, for the message), or nothing. Each is a plain read
+// that stops at the first such row: in a real shop's database that is
+// almost at once; in a database of demo rows it reads them all (seconds for
+// millions). Rows of the order-keyed tables count as demo rows when their
+// order is one. No locks.
+var demoForeignSQL = map[string]string{
+	"order_info": `SELECT o.order_no FROM order_info o WHERE NOT ` + demoIsOrder + ` LIMIT 1`,
+	"user_coupon": `SELECT CAST(c.id AS CHAR) FROM user_coupon c WHERE NOT EXISTS (SELECT 1 FROM order_job_demo_batch b
+  WHERE c.id BETWEEN b.first_coupon_id AND b.last_coupon_id) LIMIT 1`,
+	"inventory": `SELECT CAST(i.sku_id AS CHAR) FROM inventory i
+WHERE i.sku_id < 1 OR i.sku_id > (SELECT COALESCE(MAX(skus), 0) FROM order_job_demo_batch) LIMIT 1`,
+}
+
+// demoForeignByOrderSQL is demoForeignSQL of a table keyed by order_no
+// (%[1]s): a row whose order is not a demo order. Probes uk_order_no once
+// per row.
+const demoForeignByOrderSQL = `SELECT t.order_no FROM %[1]s t
+WHERE NOT EXISTS (SELECT 1 FROM order_info o WHERE o.order_no = t.order_no AND ` + demoIsOrder + `) LIMIT 1`
+
+// demoTables are emptied by a Reset, children first.
+var demoTables = []string{"order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_log",
+	"order_dead_letter", "order_item", "user_coupon", "inventory", "order_info"}
+
+func (store) demoBatchExists(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, q, &n, demoBatchExistsSQL); err != nil {
+		return false, fmt.Errorf("look for %s: %w", demoBatchTable, err)
+	}
+	return n > 0, nil
+}
+
+func (store) demoDatabase(ctx context.Context, q sqlx.QueryerContext) (string, error) {
+	var name string
+	if err := sqlx.GetContext(ctx, q, &name, demoDatabaseSQL); err != nil {
+		return "", fmt.Errorf("read the database name: %w", err)
+	}
+	return name, nil
+}
+
+// demoForeign returns a key of a row of table that no recorded batch made,
+// or "" when every row is a demo row. withMarker false means no batch was
+// ever recorded: any row is foreign.
+func (store) demoForeign(ctx context.Context, q sqlx.QueryerContext, table string, withMarker bool) (string, error) {
+	query := "SELECT CAST(1 AS CHAR) FROM " + table + " LIMIT 1"
+	if withMarker {
+		var ok bool
+		if query, ok = demoForeignSQL[table]; !ok {
+			query = fmt.Sprintf(demoForeignByOrderSQL, table)
+		}
+	}
+	var key string
+	err := sqlx.GetContext(ctx, q, &key, query)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("look for rows demo-data did not make in %s: %w", table, err)
+	}
+	if !withMarker {
+		key = "(any)"
+	}
+	return key, nil
+}
+
+// demoTruncateSQL empties one of demoTables or the marker table (%s). DDL:
+// commits implicitly.
+const demoTruncateSQL = `TRUNCATE TABLE %s`
+
+func (store) demoReset(ctx context.Context, e sqlx.ExecerContext, withMarker bool) error {
+	tables := demoTables
+	if withMarker {
+		tables = append(slices.Clone(tables), demoBatchTable)
+	}
+	for _, t := range tables {
+		if _, err := e.ExecContext(ctx, fmt.Sprintf(demoTruncateSQL, t)); err != nil {
+			return fmt.Errorf("reset %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+func (store) demoCreateBatch(ctx context.Context, e sqlx.ExecerContext) error {
+	if _, err := e.ExecContext(ctx, demoCreateBatchSQL); err != nil {
+		return fmt.Errorf("create %s: %w", demoBatchTable, err)
+	}
+	return nil
+}
+
+// demoForeignStockSQL finds an inventory row among sku_id 1..? (param) that
+// no recorded batch made: demo orders would add stock to it. No locks.
+const demoForeignStockSQL = `SELECT sku_id FROM inventory
+WHERE sku_id BETWEEN 1 AND ? AND sku_id > (SELECT COALESCE(MAX(skus), 0) FROM order_job_demo_batch)
+ORDER BY sku_id LIMIT 1`
+
+func (store) demoForeignStock(ctx context.Context, q sqlx.QueryerContext, skus int) (int64, error) {
+	var sku int64
+	err := sqlx.GetContext(ctx, q, &sku, demoForeignStockSQL, skus)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look for inventory rows demo-data did not make: %w", err)
+	}
+	return sku, nil
+}
+
+// demoReserveSQL moves a table's AUTO_INCREMENT past the last id of a range
+// demo-data is about to fill: inserting that id and rolling back leaves the
+// counter above it (InnoDB never takes auto-increment values back), so
+// another writer's next row lands after the range, never inside it. %s is
+// order_info or user_coupon; params: the id (twice for order_info). Run in a transaction that is
+// rolled back; the row is never visible to others.
+var demoReserveSQL = map[string]string{
+	"order_info":  `INSERT INTO order_info (id, order_no, user_id, status, create_time, timeout_minutes) VALUES (?, CONCAT('~demo-reserve-', ?), 0, 2, NOW(), 0)`,
+	"user_coupon": `INSERT INTO user_coupon (id, user_id, status) VALUES (?, 0, 2)`,
+}
+
+// demoRangeUsedSQL counts rows in an id range (%s: order_info or
+// user_coupon; params: first, last) through the primary key. No locks.
+const demoRangeUsedSQL = `SELECT COUNT(*) FROM %s WHERE id BETWEEN ? AND ?`
+
+func (store) demoReserve(ctx context.Context, db *sqlx.DB, table string, first, last int64) error {
+	if last < first {
+		return nil
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	args := []any{last}
+	if table == "order_info" {
+		args = append(args, last)
+	}
+	_, err = tx.ExecContext(ctx, demoReserveSQL[table], args...)
+	if rerr := tx.Rollback(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("reserve %s ids %d-%d: %w", table, first, last, err)
+	}
+	var n int
+	if err := db.GetContext(ctx, &n, fmt.Sprintf(demoRangeUsedSQL, table), first, last); err != nil {
+		return fmt.Errorf("check %s ids %d-%d: %w", table, first, last, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%d rows appeared in %s ids %d-%d while demo-data reserved them (another writer?); run it again", n, table, first, last)
+	}
+	return nil
+}
+
+// demoRecordBatchSQL records a batch before its rows are written (a batch
+// cut short still marks its rows). Params: prefix, first and last order id,
+// first and last coupon id, skus.
+const demoRecordBatchSQL = `INSERT INTO order_job_demo_batch
+(order_no_prefix, first_order_id, last_order_id, first_coupon_id, last_coupon_id, skus) VALUES (?, ?, ?, ?, ?, ?)`
+
+func (store) demoRecordBatch(ctx context.Context, e sqlx.ExecerContext, prefix string, firstOrder, lastOrder, firstCoupon, lastCoupon int64, skus int) error {
+	if _, err := e.ExecContext(ctx, demoRecordBatchSQL, prefix, firstOrder, lastOrder, firstCoupon, lastCoupon, skus); err != nil {
+		return fmt.Errorf("record the demo batch: %w", err)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 func init() {
 	register(command{
 		name:    "demo-data",
-		usage:   "-orders N -skus N -due F -coupons F [-paid F] [-reset]",
+		usage:   "-orders N -skus N -due F -coupons F [-paid F] [-reset [-reset-database NAME]]",
 		summary: "create demo orders, stock and coupons so you can watch the job work",
 		run:     cmdDemoData,
 	})
@@ -23,7 +23,8 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 	due := fs.Float64("due", 0.8, "fraction of orders unpaid and past their deadline")
 	paid := fs.Float64("paid", 0.1, "fraction of orders already paid")
 	coupons := fs.Float64("coupons", 0.3, "fraction of orders holding a coupon")
-	reset := fs.Bool("reset", false, "empty the order tables first (order_info, order_item, inventory, user_coupon, order_close_log, order_dead_letter)")
+	reset := fs.Bool("reset", false, "empty the order tables first; refused unless every row in them is demo data")
+	resetDB := fs.String("reset-database", "", "with -reset: empty them whatever they hold; must equal the DSN's database name")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,10 +52,11 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 		NotDueFraction: 1 - *due - *paid,
 		CouponFraction: *coupons,
 		Reset:          *reset,
+		ResetDatabase:  *resetDB,
 		TimeoutMinutes: cfg.Order.Timeout.PaymentTimeoutMinutes,
 	})
 	if err != nil {
-		return fmt.Errorf("demo data: %w", err)
+		return err
 	}
 	fmt.Fprintf(env.stdout, "created %d orders (ids %d-%d): %d due, %d paid, %d not yet due; %d items over %d SKUs; %d with a coupon\n",
 		res.Orders, res.FirstID, res.LastID, res.Due, res.Paid, res.NotDue, res.Items, *skus, res.Coupons)

@@ -6,13 +6,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/orderjob/executor/sql/migrations"
 )
 
 func init() {
 	register(command{
 		name:  "migrate",
-		usage: "[-dry-run] [-allow-copy] [-lock-wait-timeout D] | status [-json]",
+		usage: "[-dry-run] [-allow-copy] [-lock-wait-timeout D] [-create-database] | status [-json]",
 		summary: "create or update the schema next to other tools' tables (idempotent; safe on existing order tables); " +
 			"status lists applied and pending steps and drift",
 		run: cmdMigrate,
@@ -27,6 +29,7 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	dry := fs.Bool("dry-run", false, "print every statement migrate would run, as a SQL script, and change nothing")
 	allowCopy := fs.Bool("allow-copy", false, "let an ALTER the server cannot run in place without locks copy the table (blocks its writes meanwhile)")
 	lockWait := fs.Duration("lock-wait-timeout", 30*time.Second, "longest wait of each statement for its table's metadata lock")
+	create := fs.Bool("create-database", false, "create the DSN's database first when it does not exist")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,6 +38,11 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *lockWait < time.Second {
 		return usagef("-lock-wait-timeout %s: want at least 1s", *lockWait)
+	}
+	if *create {
+		if err := createDatabase(ctx, env); err != nil {
+			return err
+		}
 	}
 	cfg, db, err := loadConfigDB(ctx, env)
 	if err != nil {
@@ -60,6 +68,35 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	fmt.Fprintf(env.stdout, "schema is up to date: %d steps applied, %d carried over, %d statements for what was missing\n",
 		len(res.Applied), len(res.Carried), res.Added)
 	return nil
+}
+
+// createDatabase creates the database the DSN names, connecting to the
+// server without it.
+func createDatabase(ctx context.Context, env *cliEnv) error {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	dsn, err := cfg.MySQL.NormalizedDSN()
+	if err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	mc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	if mc.DBName == "" {
+		return usagef("-create-database: the DSN names no database")
+	}
+	name := mc.DBName
+	mc.DBName = ""
+	cfg.MySQL.DSN = mc.FormatDSN()
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return migrations.CreateDatabase(ctx, db.DB, name)
 }
 
 // migrateStatus prints every step with its state and checksum, and the

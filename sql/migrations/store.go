@@ -217,8 +217,6 @@ const (
 	// later query on that table queue behind it, which stops the shop; better
 	// to give up and say so. Param: seconds.
 	lockWaitSQL = `SET SESSION lock_wait_timeout = ?`
-	// databaseSQL names the connection's database.
-	databaseSQL = `SELECT COALESCE(DATABASE(), '')`
 )
 
 func takeLock(ctx context.Context, c execer, tbl string, wait time.Duration) error {
@@ -234,4 +232,20 @@ func takeLock(ctx context.Context, c execer, tbl string, wait time.Duration) err
 
 func releaseLock(ctx context.Context, c execer, tbl string) {
 	_, _ = c.ExecContext(ctx, releaseLockSQL, tbl) // the session's end releases it too
+}
+
+// createDatabaseSQL creates the database (%s, a checked identifier) when
+// it is missing, in the character set the steps' tables use.
+const createDatabaseSQL = "CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4"
+
+// CreateDatabase creates database name on the server db is connected to
+// (db needs no database of its own) when it does not exist yet.
+func CreateDatabase(ctx context.Context, db *sql.DB, name string) error {
+	if !identPattern.MatchString(name) {
+		return fmt.Errorf("migrations: database name %q: want letters, digits and _ (at most 64)", name)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(createDatabaseSQL, name)); err != nil {
+		return fmt.Errorf("migrations: create database %s: %w", name, err)
+	}
+	return nil
 }
