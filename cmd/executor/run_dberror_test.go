@@ -16,7 +16,9 @@ import (
 // the schema is there, with due orders): `executor run orderTimeoutCloseJob`
 // fails with a message naming the table and what to do, dead-letters
 // nothing and changes no order; after `executor migrate` the next run
-// closes every due order.
+// closes every due order. The start-up schema check stops the run before
+// the job starts; a table that goes missing while serve runs is caught by
+// the close's error classification instead (orders' errors tests).
 func TestRunWithoutCloseLogTable(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.NewEmpty(t)
@@ -46,7 +48,7 @@ func TestRunWithoutCloseLogTable(t *testing.T) {
 	require.Equal(t, 1, code, out)
 	require.Contains(t, errOut, "order_close_log")
 	require.Contains(t, errOut, "table order_close_log is missing: run executor migrate")
-	require.Contains(t, out, "hint: table order_close_log is missing")
+	require.NotContains(t, out, "xxl-job job execute start", "refused before the job starts")
 	require.Zero(t, count(`SELECT COUNT(*) FROM order_dead_letter`), "no dead letter")
 	require.Equal(t, gen.Due, count(`SELECT COUNT(*) FROM order_info WHERE status = 0`), "no order changed")
 

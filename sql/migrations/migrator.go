@@ -100,15 +100,13 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
+	if len(e.Problems) == 1 {
+		return "the database is not what the executor needs: " + e.Problems[0].String()
+	}
 	var b strings.Builder
-	missing := false
 	fmt.Fprintf(&b, "the database is not what the executor needs (%d problems):", len(e.Problems))
 	for _, p := range e.Problems {
 		b.WriteString("\n  " + p.String())
-		missing = missing || p.Missing
-	}
-	if missing {
-		b.WriteString("\nrun executor migrate")
 	}
 	return b.String()
 }

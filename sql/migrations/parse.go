@@ -150,19 +150,15 @@ func parseCreateTable(sql string, toks []token) (statement, error) {
 		if len(ptoks) == 0 {
 			continue
 		}
-		up := strings.ToUpper(ptoks[0].text)
-		if ptoks[0].kind != tokWord {
-			up = ""
-		}
-		switch up {
+		switch keyword(ptoks[0]) {
 		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
 			idx, err := parseIndexDef(ptoks)
 			if err != nil {
 				return st, fmt.Errorf("table %s: %w", st.Table, err)
 			}
 			t.Indexes = append(t.Indexes, idx)
-		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK":
-			return st, fmt.Errorf("table %s: %s definitions are not supported by the migrator", st.Table, up)
+		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PERIOD":
+			return st, fmt.Errorf("table %s: %s definitions are not supported by the migrator", st.Table, keyword(ptoks[0]))
 		default:
 			c, err := parseColumn(part)
 			if err != nil {
@@ -174,6 +170,74 @@ func parseCreateTable(sql string, toks []token) (statement, error) {
 	st.Options = strings.TrimSpace(sql[toks[i+1].end:])
 	st.Create = t
 	return st, nil
+}
+
+// parseLiveTable reads the columns and indexes of a table from its SHOW
+// CREATE TABLE. It is lenient where parseCreateTable is strict: a user's
+// table may have foreign keys, full-text indexes, checks or index options
+// (USING BTREE), which the executor neither needs nor minds.
+func parseLiveTable(create string) (*table, error) {
+	toks := tokenize(create)
+	i := 0
+	for i < len(toks) && keyword(toks[i]) != "TABLE" {
+		i++
+	}
+	if i+2 >= len(toks) || toks[i+2].kind != tokGroup {
+		return nil, fmt.Errorf("not a CREATE TABLE: %.60s", create)
+	}
+	t := &table{Name: identLower(toks[i+1])}
+	for _, part := range splitTop(toks[i+2].text) {
+		ptoks := tokenize(part)
+		if len(ptoks) == 0 {
+			continue
+		}
+		switch keyword(ptoks[0]) {
+		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
+			idx, ok := parseLiveIndex(ptoks)
+			if ok {
+				t.Indexes = append(t.Indexes, idx)
+			}
+		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PERIOD", "VECTOR":
+		default:
+			c, err := parseColumn(part)
+			if err != nil {
+				return nil, fmt.Errorf("table %s: %w", t.Name, err)
+			}
+			t.Columns = append(t.Columns, c)
+		}
+	}
+	return t, nil
+}
+
+// parseLiveIndex reads an index line of SHOW CREATE TABLE: a name (none for
+// the primary key) and the first parenthesised group; options after it are
+// ignored.
+func parseLiveIndex(toks []token) (index, bool) {
+	idx := index{Unique: keyword(toks[0]) == "PRIMARY" || keyword(toks[0]) == "UNIQUE"}
+	for j, tk := range toks {
+		if tk.kind != tokGroup {
+			continue
+		}
+		idx.Columns = indexColumns(tk.text)
+		switch {
+		case keyword(toks[0]) == "PRIMARY":
+			idx.Name = "primary"
+		case j > 0 && toks[j-1].kind == tokWord && keyword(toks[j-1]) != "KEY" && keyword(toks[j-1]) != "INDEX":
+			idx.Name = identLower(toks[j-1])
+		default:
+			return idx, false
+		}
+		return idx, true
+	}
+	return idx, false
+}
+
+// keyword is the upper-cased text of an unquoted word, or "".
+func keyword(t token) string {
+	if t.kind != tokWord || t.quoted {
+		return ""
+	}
+	return strings.ToUpper(t.text)
 }
 
 // parseIndexDef parses PRIMARY KEY (cols), UNIQUE [KEY|INDEX] name (cols) or
@@ -226,14 +290,9 @@ func parseColumn(def string) (column, error) {
 		return column{}, fmt.Errorf("column definition %q: want name and type", strings.TrimSpace(def))
 	}
 	c := column{Name: identLower(toks[0]), Nullable: true}
-	typ, j := toks[1].text, 2
+	typ := toks[1].text
 	if len(toks) > 2 && toks[2].kind == tokGroup && toks[2].pos == toks[1].end {
 		typ += "(" + toks[2].text + ")"
-		j = 3
-	}
-	// UNSIGNED belongs to the type as information_schema reports it.
-	if j < len(toks) && strings.EqualFold(toks[j].text, "UNSIGNED") {
-		typ += " unsigned"
 	}
 	c.Type = normalizeType(typ)
 	cut := len(def)
@@ -383,7 +442,8 @@ func parseClause(sql string) (clause, error) {
 type token struct {
 	kind     tokKind
 	text     string
-	pos, end int // byte offsets in the tokenized string
+	pos, end int  // byte offsets in the tokenized string
+	quoted   bool // a backquoted identifier: never a keyword
 }
 
 type tokKind int
@@ -406,29 +466,29 @@ func tokenize(s string) []token {
 			i++
 		case ch == '\'' || ch == '"':
 			j := skipQuoted(s, i)
-			out = append(out, token{tokString, s[i:j], i, j})
+			out = append(out, token{kind: tokString, text: s[i:j], pos: i, end: j})
 			i = j
 		case ch == '`':
 			j := strings.IndexByte(s[i+1:], '`')
 			if j < 0 {
 				j = len(s) - i - 1
 			}
-			out = append(out, token{tokWord, s[i+1 : i+1+j], i, i + j + 2})
+			out = append(out, token{tokWord, s[i+1 : i+1+j], i, i + j + 2, true})
 			i += j + 2
 		case ch == '(':
 			j := matchParen(s, i)
 			inner := s[i+1 : max(i+1, j-1)]
-			out = append(out, token{tokGroup, inner, i, j})
+			out = append(out, token{kind: tokGroup, text: inner, pos: i, end: j})
 			i = j
 		case isWordChar(ch):
 			j := i
 			for j < len(s) && isWordChar(s[j]) {
 				j++
 			}
-			out = append(out, token{tokWord, s[i:j], i, j})
+			out = append(out, token{kind: tokWord, text: s[i:j], pos: i, end: j})
 			i = j
 		default:
-			out = append(out, token{tokPunct, s[i : i+1], i, i + 1})
+			out = append(out, token{kind: tokPunct, text: s[i : i+1], pos: i, end: i + 1})
 			i++
 		}
 	}

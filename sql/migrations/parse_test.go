@@ -95,10 +95,40 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 func TestTypeFamilies(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "bigint", normalizeType("bigint(20)"))
-	require.Equal(t, "int unsigned", normalizeType("INT(10) UNSIGNED"))
+	require.Equal(t, "int", normalizeType("INT(10) UNSIGNED"))
 	require.Equal(t, "decimal(12,2)", normalizeType("DECIMAL(12, 2)"))
 	require.Equal(t, family("tinyint"), family("bigint"))
 	require.Equal(t, family("varchar(32)"), family("varchar(64)"))
 	require.NotEqual(t, family("datetime"), family("timestamp"))
 	require.NotEqual(t, family("datetime(3)"), family("varchar(64)"))
+}
+
+func TestParseLiveTable(t *testing.T) {
+	t.Parallel()
+	tb, err := parseLiveTable("CREATE TABLE `Order_Info` (\n" +
+		"  `id` bigint(20) unsigned NOT NULL AUTO_INCREMENT,\n" +
+		"  `key` varchar(64) NOT NULL COMMENT 'a, (b)',\n" +
+		"  `create_time` timestamp NOT NULL DEFAULT current_timestamp() ON UPDATE current_timestamp(),\n" +
+		"  `amt` decimal(12,2) DEFAULT NULL,\n" +
+		"  `body` text,\n" +
+		"  PRIMARY KEY (`id`) USING BTREE,\n" +
+		"  UNIQUE KEY `uk_key` (`key`) USING HASH,\n" +
+		"  KEY `idx_ct` (`create_time`,`key`(10)),\n" +
+		"  FULLTEXT KEY `ft_body` (`body`),\n" +
+		"  CONSTRAINT `fk_x` FOREIGN KEY (`id`) REFERENCES `other` (`id`)\n" +
+		") ENGINE=InnoDB AUTO_INCREMENT=51 DEFAULT CHARSET=utf8mb4 COMMENT='t'")
+	require.NoError(t, err)
+	require.Equal(t, "order_info", tb.Name)
+	types := map[string]string{}
+	for _, c := range tb.Columns {
+		types[c.Name] = c.Type
+	}
+	require.Equal(t, map[string]string{"id": "bigint", "key": "varchar(64)", "create_time": "timestamp", "amt": "decimal(12,2)", "body": "text"}, types)
+	require.True(t, tb.column("amt").Nullable)
+	require.False(t, tb.column("key").Nullable)
+	require.Equal(t, []index{
+		{Name: "primary", Columns: []string{"id"}, Unique: true},
+		{Name: "uk_key", Columns: []string{"key"}, Unique: true},
+		{Name: "idx_ct", Columns: []string{"create_time", "key"}},
+	}, tb.Indexes, "full-text indexes and foreign keys are not the executor's business")
 }

@@ -114,6 +114,9 @@ func normalizeType(t string) string {
 	if strings.HasPrefix(t, "integer") {
 		t = "int" + strings.TrimPrefix(t, "integer")
 	}
+	// The live schema is read without COLUMN_TYPE (see store.go), so
+	// signedness is not compared: it never changes what the executor can do.
+	t = strings.TrimSuffix(strings.TrimSuffix(t, " zerofill"), " unsigned")
 	return t
 }
 
@@ -153,8 +156,17 @@ type Problem struct {
 	Missing bool `json:"missing"`
 }
 
+// String names the object as table.name ("column order_info.coupon_id is
+// missing: run executor migrate").
 func (p Problem) String() string {
-	return fmt.Sprintf("%s: %s %s; fix: %s", p.Table, p.Object, p.Detail, p.Fix)
+	obj := p.Object
+	if kind, name, ok := strings.Cut(p.Object, " "); ok && kind != "table" {
+		obj = kind + " " + p.Table + "." + name
+	}
+	if p.Missing {
+		return obj + " " + p.Detail + ": " + p.Fix
+	}
+	return fmt.Sprintf("%s %s; fix: %s", obj, p.Detail, p.Fix)
 }
 
 const runMigrate = "run executor migrate"

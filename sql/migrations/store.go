@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // This file holds the migrator's own SQL: reading the live schema, the
@@ -26,84 +28,61 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Each read of information_schema names the tables it wants: a production
-// database may hold thousands, and MariaDB opens only the named ones.
-const (
-	// liveTablesSQL: params: the table names. Base tables only (a view named
-	// order_info is not a table the executor can alter).
-	liveTablesSQL = `SELECT LOWER(TABLE_NAME) FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE' AND LOWER(TABLE_NAME) IN (%s)`
-	// liveColumnsSQL: params: the table names. In column order.
-	liveColumnsSQL = `SELECT LOWER(TABLE_NAME), LOWER(COLUMN_NAME), COLUMN_TYPE, IS_NULLABLE
-FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = DATABASE() AND LOWER(TABLE_NAME) IN (%s)
-ORDER BY TABLE_NAME, ORDINAL_POSITION`
-	// liveIndexesSQL: params: the table names. One row per index column, in
-	// index order.
-	liveIndexesSQL = `SELECT LOWER(TABLE_NAME), LOWER(INDEX_NAME), NON_UNIQUE, LOWER(COLUMN_NAME)
-FROM information_schema.STATISTICS
-WHERE TABLE_SCHEMA = DATABASE() AND LOWER(TABLE_NAME) IN (%s)
-ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`
-)
+// showCreateSQL reads one table's definition (%s: a name from the steps or
+// the configuration, [a-z0-9_]). The live schema is read table by table
+// this way rather than from information_schema: no temporary table, no scan
+// of a database that may hold thousands of tables, and exactly the types
+// and index definitions the server keeps. (MariaDB materialises every
+// information_schema.COLUMNS query in an on-disk Aria temporary table, and
+// 10.11 once crashed freeing one under a load of parallel DDL.)
+const showCreateSQL = "SHOW CREATE TABLE `%s`"
 
 // readSchema reads the named tables as the server has them; missing tables
-// are absent from the result.
+// (and views) are absent from the result.
 func readSchema(ctx context.Context, q querier, names []string) (schema, error) {
 	s := schema{}
-	if len(names) == 0 {
-		return s, nil
-	}
-	in := strings.TrimSuffix(strings.Repeat("?,", len(names)), ",")
-	args := make([]any, len(names))
-	for i, n := range names {
-		args[i] = strings.ToLower(n)
-	}
-	err := eachRow(ctx, q, fmt.Sprintf(liveTablesSQL, in), args, func(r *sql.Rows) error {
-		var name string
-		if err := r.Scan(&name); err != nil {
-			return err
+	for _, name := range names {
+		create, err := showCreate(ctx, q, name)
+		if err != nil {
+			return nil, fmt.Errorf("read table %s: %w", name, err)
 		}
-		s[name] = &table{Name: name}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read tables: %w", err)
-	}
-	err = eachRow(ctx, q, fmt.Sprintf(liveColumnsSQL, in), args, func(r *sql.Rows) error {
-		var tbl, name, typ, nullable string
-		if err := r.Scan(&tbl, &name, &typ, &nullable); err != nil {
-			return err
+		if create == "" {
+			continue
 		}
-		if t := s[tbl]; t != nil {
-			t.Columns = append(t.Columns, column{Name: name, Type: normalizeType(typ), Nullable: nullable == "YES"})
+		t, err := parseLiveTable(create)
+		if err != nil {
+			return nil, fmt.Errorf("read table %s: %w", name, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read columns: %w", err)
-	}
-	err = eachRow(ctx, q, fmt.Sprintf(liveIndexesSQL, in), args, func(r *sql.Rows) error {
-		var tbl, name, col string
-		var nonUnique int
-		if err := r.Scan(&tbl, &name, &nonUnique, &col); err != nil {
-			return err
-		}
-		t := s[tbl]
-		if t == nil {
-			return nil
-		}
-		ix := t.index(name)
-		if ix == nil {
-			t.Indexes = append(t.Indexes, index{Name: name, Unique: nonUnique == 0})
-			ix = &t.Indexes[len(t.Indexes)-1]
-		}
-		ix.Columns = append(ix.Columns, col)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read indexes: %w", err)
+		t.Name = strings.ToLower(name)
+		s[t.Name] = t
 	}
 	return s, nil
+}
+
+// showCreate returns the table's CREATE TABLE, or "" when there is no base
+// table of that name.
+func showCreate(ctx context.Context, q querier, name string) (string, error) {
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(showCreateSQL, name))
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1146 { // no such table
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	if len(cols) != 2 || !rows.Next() { // a view answers with four columns
+		return "", rows.Err()
+	}
+	var tbl, create string
+	if err := rows.Scan(&tbl, &create); err != nil {
+		return "", err
+	}
+	return create, rows.Close()
 }
 
 func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
