@@ -23,6 +23,11 @@
 // unchanged (the "UTC" label is only a container), so no conversion ever
 // happens in the executor.
 //
+// In a zone with daylight saving that comparison is off by up to an hour
+// around each change (a wall-clock hour skipped in spring, repeated in
+// autumn). ReadSessionZone tells such a zone by the offsets the server
+// computes for a January and a July instant, so the binary can refuse it.
+//
 // # What closing changes
 //
 // In one transaction per order (or per page of orders, see below):

@@ -523,3 +523,18 @@ func TestExplainMissingSchema(t *testing.T) {
 		t.Error("Explain(nil) != nil")
 	}
 }
+
+// The unique order number cannot be added over duplicates: the migration
+// stops at that statement, naming it, and records nothing of the step.
+func TestMigrateStopsAtDuplicateOrderNumbers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, seedOrderInfo, `INSERT INTO order_info (order_no, user_id, create_time) VALUES ('DUP', 1, NOW()), ('DUP', 2, NOW())`)
+	var out bytes.Buffer
+	_, err := b.migrator(t, migrations.Config{Out: &out}).Migrate(b.ctx)
+	require.ErrorContains(t, err, "0001_order_info: ALTER TABLE order_info ADD UNIQUE KEY uk_order_no (order_no)")
+	require.ErrorContains(t, err, "Duplicate entry 'DUP'")
+	require.Equal(t, 0, b.count(t, `SELECT COUNT(*) FROM order_job_schema_migrations`))
+	require.Equal(t, 2, b.count(t, `SELECT COUNT(*) FROM order_info`))
+	require.False(t, b.tableExists(t, "order_item"), "nothing after the failed statement ran")
+}
