@@ -270,7 +270,7 @@ func TestMigrateRunsGapsAndRestoresMissingTables(t *testing.T) {
 	err = b.migrator(t, migrations.Config{}).Check(b.ctx)
 	var se *migrations.SchemaError
 	require.ErrorAs(t, err, &se)
-	require.Contains(t, err.Error(), "table order_close_log is missing: run executor migrate")
+	require.Contains(t, err.Error(), "(table order_close_log, table order_dead_letter): run executor migrate")
 
 	var out bytes.Buffer
 	res, err := b.migrator(t, migrations.Config{Out: &out}).Migrate(b.ctx)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,6 +103,15 @@ type SchemaError struct {
 func (e *SchemaError) Error() string {
 	if len(e.Problems) == 1 {
 		return "the database is not what the executor needs: " + e.Problems[0].String()
+	}
+	if !slices.ContainsFunc(e.Problems, func(p Problem) bool { return !p.Missing }) {
+		// All missing (a database never migrated): one line.
+		names := make([]string, len(e.Problems))
+		for i, p := range e.Problems {
+			names[i] = strings.TrimSuffix(strings.TrimSuffix(p.String(), ": "+runMigrate), " "+p.Detail)
+		}
+		return fmt.Sprintf("the database lacks %d tables, columns or indexes the executor needs (%s): %s",
+			len(e.Problems), strings.Join(names, ", "), runMigrate)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "the database is not what the executor needs (%d problems):", len(e.Problems))
