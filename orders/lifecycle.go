@@ -51,6 +51,23 @@ type LifecycleConfig struct {
 	// PageSize is the default scan page, used when LifecycleOptions.PageSize
 	// is zero. Default 500, at most 5000.
 	PageSize int
+	// Observer receives each run's result, for metrics. Default: none.
+	Observer LifecycleObserver
+}
+
+// The job names a LifecycleObserver is given.
+const (
+	JobAutoConfirm        = "auto_confirm"        // AutoConfirm (orderAutoConfirmJob)
+	JobFulfillmentTimeout = "fulfillment_timeout" // FlagOverdue (orderFulfillmentTimeoutJob)
+)
+
+// LifecycleObserver receives what the lifecycle jobs did. It is called on
+// the run's goroutine when a run returns, so it must be cheap.
+type LifecycleObserver interface {
+	// LifecycleRun reports one run of job (JobAutoConfirm or
+	// JobFulfillmentTimeout): its stats (possibly partial) and its error,
+	// nil when it succeeded.
+	LifecycleRun(ctx context.Context, job string, st LifecycleStats, err error)
 }
 
 // Lifecycle runs the jobs of the order lifecycle after payment:
@@ -161,7 +178,7 @@ func (s LifecycleStats) String() string {
 // Cancellation is checked between pages.
 func (l *Lifecycle) AutoConfirm(ctx context.Context, opt LifecycleOptions) (LifecycleStats, error) {
 	return l.run(ctx, opt, lifecycleJob{
-		name: "auto-confirm", verb: "completed", days: l.cfg.AutoConfirmDays,
+		name: "auto-confirm", metric: JobAutoConfirm, verb: "completed", days: l.cfg.AutoConfirmDays,
 		scan: l.store.scanShipped,
 		change: func(ctx context.Context, ids []int64, _ int, cutoff time.Time) (int64, error) {
 			return l.store.completeOrders(ctx, l.db, ids, cutoff)
@@ -177,7 +194,7 @@ func (l *Lifecycle) AutoConfirm(ctx context.Context, opt LifecycleOptions) (Life
 // between pages.
 func (l *Lifecycle) FlagOverdue(ctx context.Context, opt LifecycleOptions) (LifecycleStats, error) {
 	return l.run(ctx, opt, lifecycleJob{
-		name: "fulfillment timeout", verb: "flagged", days: l.cfg.FulfillmentTimeoutDays,
+		name: "fulfillment timeout", metric: JobFulfillmentTimeout, verb: "flagged", days: l.cfg.FulfillmentTimeoutDays,
 		scan: l.store.scanOverdue,
 		change: func(ctx context.Context, ids []int64, days int, cutoff time.Time) (int64, error) {
 			return l.store.flagOverdue(ctx, l.db, ids, days, cutoff)
@@ -188,14 +205,18 @@ func (l *Lifecycle) FlagOverdue(ctx context.Context, opt LifecycleOptions) (Life
 // lifecycleJob is what differs between the two jobs.
 type lifecycleJob struct {
 	name, verb string
-	days       int // configured default
+	metric     string // the job's name for the Observer
+	days       int    // configured default
 	scan       func(ctx context.Context, q sqlx.QueryerContext, cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]lifecycleRow, error)
 	change     func(ctx context.Context, ids []int64, days int, cutoff time.Time) (int64, error)
 }
 
-func (l *Lifecycle) run(ctx context.Context, opt LifecycleOptions, job lifecycleJob) (LifecycleStats, error) {
+func (l *Lifecycle) run(ctx context.Context, opt LifecycleOptions, job lifecycleJob) (st LifecycleStats, err error) {
 	start := time.Now()
-	st := LifecycleStats{DryRun: opt.DryRun, verb: job.verb}
+	st = LifecycleStats{DryRun: opt.DryRun, verb: job.verb}
+	if l.cfg.Observer != nil {
+		defer func() { l.cfg.Observer.LifecycleRun(ctx, job.metric, st, err) }()
+	}
 	if opt.ShardTotal <= 0 {
 		opt.ShardTotal = 1
 	}

@@ -46,6 +46,11 @@ type PageReport struct {
 
 	LockErrors int // of SkippedLocked: Redis failed (CloseOrder: the skip came with any error, the payment side's included)
 	LeaseLost  int // of SkippedLocked: rolled back, the lease ran out before commit
+
+	// The payment-side close step (pages of Run only): TradePaid of
+	// SkippedPaid, the payment side said the order is paid; TradeErrors of
+	// SkippedLocked, its close-trade call failed and the order stays open.
+	TradePaid, TradeErrors int
 }
 
 // LockReport is what one Locker.Acquire call did: Keys = Held + Taken +
@@ -68,6 +73,7 @@ func (c *Closer) observePage(ctx context.Context, opt RunOptions, scanned int, p
 		Scanned: scanned, Closed: pr.closed, DeadLettered: pr.deadLettered,
 		SkippedPaid: pr.paid, SkippedLocked: pr.locked, SkippedClosed: pr.gone, SkippedNotDue: pr.notDue,
 		LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost,
+		TradePaid: pr.tradePaid, TradeErrors: pr.tradeErrors,
 	})
 }
 

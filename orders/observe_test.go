@@ -52,6 +52,8 @@ func (r *recorder) sum() (s orders.PageReport) {
 		s.SkippedParked += p.SkippedParked
 		s.LockErrors += p.LockErrors
 		s.LeaseLost += p.LeaseLost
+		s.TradePaid += p.TradePaid
+		s.TradeErrors += p.TradeErrors
 	}
 	return s
 }

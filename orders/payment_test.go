@@ -196,7 +196,8 @@ func TestTradeStepOutcomes(t *testing.T) {
 	})
 	// A long lock TTL: the payment step gets half of it, and the slow
 	// answers below must not run into that budget.
-	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: counting, TradeFanOut: 4}),
+	rec := &recorder{}
+	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: counting, TradeFanOut: 4, Observer: rec}),
 		withLocker(orders.LockerConfig{TTL: time.Minute}))
 	res, base := b.seed(t, orders.DemoSpec{Orders: 280, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
@@ -218,6 +219,10 @@ func TestTradeStepOutcomes(t *testing.T) {
 	require.Equal(t, failed, st.SkippedLocked)
 	require.Equal(t, failed, st.TradeErrors)
 	require.Error(t, st.TradeErr)
+	// The metrics hook is told the same, page by page.
+	seen := rec.sum()
+	require.Equal(t, failed, seen.TradeErrors)
+	require.Equal(t, want["already_paid"], seen.TradePaid)
 	require.Zero(t, st.DeadLettered)
 	bad, _ := p.counters()
 	require.LessOrEqual(t, maxFlight.Load(), int64(4), "bounded fan-out")

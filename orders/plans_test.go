@@ -68,6 +68,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "operator: requeue letter", Query: q(requeueLetterSQL, f.letterNo, StageClose), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: q(overdueSQL, f.now, 2000, f.now, f.now), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
+		{Name: "gauge: payment conflicts", Query: q(paymentConflictsSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "uk_order_no", "index")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
 		// Lifecycle after payment.
 		{Name: "lifecycle: scan shipped", Query: q(scanShippedSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: 500, Plan: uses("o", "idx_status_ship_time", "range")},
@@ -93,7 +94,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "relay: failed", Query: q(markFailedSQL, "boom", 1e6, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
 		{Name: "relay: release", Query: lit(releaseEventsSQL, f.events, 7), Units: len(f.events), Plan: pk("order_outbox")},
 		{Name: "relay: purge delivered", Query: q(purgeDeliveredSQL, 0, 1000), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
+		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref").And("o", "PRIMARY", "eq_ref", "const").And("<derived2>", "", "ALL", "system")},
 	})
 }
 
@@ -146,6 +147,7 @@ type planFixture struct {
 
 	events        []int64 // pending outbox events
 	pendingEvents int
+	conflicts     int // payment_conflict rows
 }
 
 func newPlanFixture(t *testing.T) *planFixture {
@@ -243,5 +245,6 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
 	sel(&f.events, `SELECT id FROM order_outbox WHERE status = 'pending' ORDER BY id LIMIT 100`)
 	get(&f.pendingEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`)
+	get(&f.conflicts, `SELECT COUNT(*) FROM payment_conflict`)
 	return f
 }

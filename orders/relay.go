@@ -189,8 +189,14 @@ func (r *Relay) Stats() RelayStats {
 	return r.stats
 }
 
-// Backlog counts the events not yet delivered (all relays').
-func (r *Relay) Backlog(ctx context.Context) (int, error) {
+// OutboxBacklog is what waits in order_outbox, all relays' together.
+type OutboxBacklog struct {
+	Pending   int           // events not yet delivered
+	OldestAge time.Duration // how long ago the oldest of them was written (0: none)
+}
+
+// Backlog reads the events not yet delivered (all relays'), for a gauge.
+func (r *Relay) Backlog(ctx context.Context) (OutboxBacklog, error) {
 	return r.store.outboxBacklog(ctx, r.db)
 }
 

@@ -187,13 +187,21 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 	cfg := orders.RelayConfig{Timeout: 500 * time.Millisecond, BatchSize: 40, Workers: 6, PollInterval: 10 * time.Millisecond,
 		ClaimTTL: 3 * time.Second, BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
 	relays := []*orders.Relay{newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg)}
+	// The backlog gauge: every event pending, aged by its oldest.
+	_, err := b.db.ExecContext(b.ctx, `UPDATE order_outbox SET created_at = UTC_TIMESTAMP(3) - INTERVAL 90 SECOND ORDER BY id LIMIT 1`)
+	require.NoError(t, err)
+	backlog, err := relays[0].Backlog(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(events), backlog.Pending)
+	require.GreaterOrEqual(t, backlog.OldestAge, 90*time.Second)
+	require.Less(t, backlog.OldestAge, 5*time.Minute)
 	for _, r := range relays {
 		require.NoError(t, r.Start(b.ctx))
 	}
 	require.Eventually(t, func() bool {
-		n, err := relays[0].Backlog(b.ctx)
+		backlog, err := relays[0].Backlog(b.ctx)
 		require.NoError(t, err)
-		return n == 0
+		return backlog.Pending == 0 && backlog.OldestAge == 0
 	}, 2*time.Minute, 20*time.Millisecond)
 	var total orders.RelayStats
 	for _, r := range relays {
@@ -386,7 +394,7 @@ func TestRelayStop(t *testing.T) {
 		require.NoError(t, err)
 		backlog, err := r2.Backlog(b.ctx)
 		require.NoError(t, err)
-		return backlog == 0
+		return backlog.Pending == 0
 	}, 10*time.Second, 20*time.Millisecond)
 	require.NoError(t, r2.Stop(b.ctx), "Stop without Start")
 }

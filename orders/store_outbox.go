@@ -2,6 +2,7 @@ package orders
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -170,15 +171,31 @@ func (store) purgeDelivered(ctx context.Context, e sqlx.ExecerContext, retention
 	return res.RowsAffected()
 }
 
-// outboxBacklogSQL counts the events not yet delivered. No params; a range
-// of idx_status_next (named: delivered events pile up in the table); no
-// locks.
-const outboxBacklogSQL = `SELECT COUNT(*) FROM order_outbox FORCE INDEX (idx_status_next) WHERE status = 'pending'`
+// outboxBacklogSQL counts the events not yet delivered and finds when the
+// oldest of them was written, with the database's UTC clock to age it by.
+// No params. The count and MIN(id) read only the pending range of
+// idx_status_next (named: delivered events pile up in the table; the
+// secondary index carries the id), then one primary-key lookup reads the
+// first event's created_at: ids grow with the writes, so the lowest pending
+// id is the oldest pending event. No locks.
+const outboxBacklogSQL = `
+SELECT b.n, o.created_at AS oldest, UTC_TIMESTAMP(3) AS now
+FROM (SELECT COUNT(*) AS n, MIN(id) AS first_id
+      FROM order_outbox FORCE INDEX (idx_status_next) WHERE status = 'pending') b
+LEFT JOIN order_outbox o ON o.id = b.first_id`
 
-func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (int, error) {
-	var n int
-	if err := sqlx.GetContext(ctx, q, &n, outboxBacklogSQL); err != nil {
-		return 0, fmt.Errorf("count pending outbox events: %w", err)
+func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (OutboxBacklog, error) {
+	var r struct {
+		N      int          `db:"n"`
+		Oldest sql.NullTime `db:"oldest"`
+		Now    time.Time    `db:"now"`
 	}
-	return n, nil
+	if err := sqlx.GetContext(ctx, q, &r, outboxBacklogSQL); err != nil {
+		return OutboxBacklog{}, fmt.Errorf("count pending outbox events: %w", err)
+	}
+	b := OutboxBacklog{Pending: r.N}
+	if r.Oldest.Valid {
+		b.OldestAge = max(r.Now.Sub(r.Oldest.Time), 0)
+	}
+	return b, nil
 }

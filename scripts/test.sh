@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command (`make test`). Needs MariaDB and Redis answering
 # (TEST_MYSQL_DSN, TEST_REDIS_ADDR; docs/development.md; .ci/run starts them).
-# Runs formatting and vet checks, the documentation's links, the whole test
-# suite with the race detector, each fuzz target for a few seconds, the
+# Runs formatting and vet checks, the documentation's links, the alerting
+# rules' promtool checks and tests, the whole test suite with the race
+# detector, each fuzz target for a few seconds, the
 # main-job demo and the benchmarks at a small size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,13 @@ go vet ./...
 
 step "documentation links (README.md, docs/)"
 go test -count=1 ./internal/doclinks
+
+step "Prometheus rules and config (promtool)"
+# Debian's prometheus package carries promtool; .ci/run installs it.
+command -v promtool >/dev/null || { echo "FATAL: promtool is needed (apt-get install prometheus)" >&2; exit 1; }
+promtool check rules deploy/prometheus/alerts.yml
+promtool check config deploy/prometheus/prometheus.yml
+promtool test rules deploy/prometheus/alerts_test.yml
 
 step "go test -race ./..."
 go test -race -count=1 -timeout 20m ./...

@@ -12,12 +12,13 @@ import (
 
 // newLifecycle builds the lifecycle jobs' domain object from order.timeout
 // (the days) and order.close.pageSize (the default page).
-func newLifecycle(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (*orders.Lifecycle, error) {
+func newLifecycle(db *sqlx.DB, cfg *config.Config, logger *slog.Logger, obs orders.LifecycleObserver) (*orders.Lifecycle, error) {
 	l, err := orders.NewLifecycle(db, orders.LifecycleConfig{
 		Logger:                 logger, // NewLifecycle tags it
 		AutoConfirmDays:        cfg.Order.Timeout.AutoConfirmDays,
 		FulfillmentTimeoutDays: cfg.Order.Timeout.FulfillmentTimeoutDays,
 		PageSize:               cfg.Order.Close.PageSize,
+		Observer:               obs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("order lifecycle: %w", err)

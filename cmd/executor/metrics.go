@@ -12,12 +12,13 @@ import (
 // observers are the metrics hooks openDeps gives the parts it builds. The
 // zero value (and no value at all) means none.
 type observers struct {
-	orders orders.Observer
-	delay  delay.Observer
+	orders    orders.Observer
+	lifecycle orders.LifecycleObserver
+	delay     delay.Observer
 }
 
 func depsObservers(m *metrics.Metrics) observers {
-	return observers{orders: m.Orders(), delay: m.Delay()}
+	return observers{orders: m.Orders(), lifecycle: m.Lifecycle(), delay: m.Delay()}
 }
 
 // pickObservers returns openDeps' optional argument.
@@ -35,6 +36,9 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, svc *services) {
 		m.WatchExecutor(exec)
 	}
 	m.WatchCloser(svc.closer)
+	if svc.relay != nil {
+		m.WatchRelay(svc.relay)
+	}
 	m.WatchDispatcher(svc.delay)
 	m.WatchDB(svc.db.DB)
 }

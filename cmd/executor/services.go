@@ -78,7 +78,7 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 		s.Close()
 		return nil, fmt.Errorf("order closer: %w", err)
 	}
-	if s.lifecycle, err = newLifecycle(db, cfg, logger); err != nil {
+	if s.lifecycle, err = newLifecycle(db, cfg, logger, o.lifecycle); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/orderjob/executor/internal/doclinks"
 	"github.com/orderjob/executor/internal/metrics"
 )
 
@@ -119,6 +120,9 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	dec.KnownFields(true)
 	require.NoError(t, dec.Decode(&file))
 	names := exported(t)
+	rb, err := os.ReadFile(filepath.Join("..", "..", "docs", "runbooks.md"))
+	require.NoError(t, err)
+	runbookAnchors := doclinks.Anchors(string(rb))
 	alerts := map[string]bool{}
 	used := map[string]bool{}
 	for _, g := range file.Groups {
@@ -130,9 +134,14 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 			require.NotEmpty(t, r.Expr, r.Alert)
 			require.Contains(t, r.Labels, "severity", r.Alert)
 			require.NotEmpty(t, r.Annotations["summary"], r.Alert)
-			if r.For != "" {
-				require.Regexp(t, `^\d+[smh]$`, r.For, r.Alert)
-			}
+			// A rule without for: fires on one evaluation's blip.
+			require.Regexp(t, `^\d+[smh]$`, r.For, "%s: every rule needs a for:", r.Alert)
+			// Each links its runbook section, which must exist.
+			const runbooks = "https://github.com/orderjob/executor/blob/main/docs/runbooks.md#"
+			require.True(t, strings.HasPrefix(r.Annotations["runbook_url"], runbooks), "%s: runbook_url %q", r.Alert, r.Annotations["runbook_url"])
+			anchor := strings.TrimPrefix(r.Annotations["runbook_url"], runbooks)
+			require.Equal(t, doclinks.Slug(r.Alert), anchor, "%s: the runbook anchor is the alert's heading", r.Alert)
+			require.True(t, runbookAnchors[anchor], "%s: docs/runbooks.md has no section %q", r.Alert, anchor)
 			series := seriesNames(r.Expr)
 			require.NotEmpty(t, series, "%s: no series in %q", r.Alert, r.Expr)
 			for _, s := range series {
@@ -143,10 +152,36 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	}
 	// The issue's alarms, each present.
 	for _, a := range []string{"OverdueUnpaidOrders", "OrderCloseDeadLettersWaiting", "XXLJobCallbackSpoolNotEmptying",
-		"XXLJobRegistrationLost", "DelayedTaskDispatchLate"} {
+		"XXLJobRegistrationLost", "DelayedTaskDispatchLate", "OrderJobExecutorsAbsent",
+		"OutboxDeliveryLagging", "OutboxDeliveriesFailing", "PaymentSideCloseFailing", "RefundsOwed", "FulfillmentOverdue"} {
 		require.True(t, alerts[a], "missing alert %s", a)
 	}
 	require.True(t, used[metrics.XXLRegistryLastSuccess])
+
+	// Every rule has a promtool test in which it fires.
+	b, err = os.ReadFile(filepath.Join(deployDir, "prometheus", "alerts_test.yml"))
+	require.NoError(t, err)
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string `yaml:"alertname"`
+				ExpAlerts []any  `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &tests))
+	fires := map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			require.True(t, alerts[a.Alertname], "alerts_test.yml tests %s, which alerts.yml does not define", a.Alertname)
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname] = true
+			}
+		}
+	}
+	for a := range alerts {
+		require.True(t, fires[a], "alerts_test.yml has no test in which %s fires", a)
+	}
 }
 
 // The dashboard is valid JSON, and every query (panels and templating)
@@ -204,20 +239,26 @@ func TestMonitoringProvisioning(t *testing.T) {
 	var prom struct {
 		RuleFiles     []string `yaml:"rule_files"`
 		ScrapeConfigs []struct {
-			JobName       string `yaml:"job_name"`
-			MetricsPath   string `yaml:"metrics_path"`
-			StaticConfigs []struct {
-				Targets []string `yaml:"targets"`
-			} `yaml:"static_configs"`
+			JobName      string `yaml:"job_name"`
+			MetricsPath  string `yaml:"metrics_path"`
+			DNSSDConfigs []struct {
+				Names []string `yaml:"names"`
+				Type  string   `yaml:"type"`
+				Port  int      `yaml:"port"`
+			} `yaml:"dns_sd_configs"`
 		} `yaml:"scrape_configs"`
 	}
 	require.NoError(t, yaml.Unmarshal(b, &prom))
-	require.Equal(t, []string{"/etc/prometheus/alerts.yml"}, prom.RuleFiles)
+	require.Equal(t, []string{"alerts.yml"}, prom.RuleFiles, "beside prometheus.yml in the container and in deploy/prometheus")
 	require.Len(t, prom.ScrapeConfigs, 1)
 	sc := prom.ScrapeConfigs[0]
 	require.Equal(t, "order-job-executor", sc.JobName, "the alerts' up{job=...} uses it")
 	require.Equal(t, "/metrics", sc.MetricsPath)
-	require.Equal(t, []string{"executor:9998"}, sc.StaticConfigs[0].Targets)
+	// Every replica of a scaled executor service is a target of its own.
+	require.Len(t, sc.DNSSDConfigs, 1)
+	require.Equal(t, []string{"executor"}, sc.DNSSDConfigs[0].Names)
+	require.Equal(t, "A", sc.DNSSDConfigs[0].Type)
+	require.Equal(t, 9998, sc.DNSSDConfigs[0].Port)
 
 	b, err = os.ReadFile(filepath.Join("..", "..", "docker-compose.yml"))
 	require.NoError(t, err)

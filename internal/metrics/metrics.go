@@ -62,10 +62,11 @@ type Metrics struct {
 	mu   sync.Mutex
 	defs map[string]kind // every family name this package defines
 
-	xxl    xxlMetrics
-	orders orderMetrics
-	delay  delayMetrics
-	smp    samplerMetrics
+	xxl       xxlMetrics
+	orders    orderMetrics
+	lifecycle lifecycleMetrics
+	delay     delayMetrics
+	smp       samplerMetrics
 }
 
 // kind is a metric family's type, for Names.
@@ -92,6 +93,10 @@ func New(cfg Config) *Metrics {
 	m.smp = newSamplerMetrics(m)
 	m.xxl = newXXLMetrics(m)
 	m.orders = newOrderMetrics(m)
+	m.lifecycle = newLifecycleMetrics(m)
+	m.define(OutboxPending, kindGauge) // registered by WatchRelay
+	m.define(OutboxOldestPendingAge, kindGauge)
+	m.define(OutboxDeliveriesTotal, kindCounter)
 	m.delay = newDelayMetrics(m)
 	m.gaugeVec(BuildInfo, "The executor binary: always 1, labelled with its version, commit and Go version.",
 		"version", "commit", "goversion").

@@ -24,6 +24,8 @@ const (
 	OrdersOverdueUnpaid      = "orders_overdue_unpaid"
 	OrdersOverdueOldestAge   = "orders_overdue_unpaid_oldest_age_seconds"
 	OrdersDeadLetters        = "orders_dead_letters"
+	OrdersTradeErrorsTotal   = "orders_close_trade_errors_total"
+	OrdersPaymentConflicts   = "orders_payment_conflicts"
 )
 
 // Skip reasons, the reason label of orders_close_skipped_total.
@@ -32,6 +34,7 @@ var skipReasons = []string{"paid", "locked", "closed", "not_due", "parked"}
 type orderMetrics struct {
 	scanned, closed, failed *prometheus.CounterVec
 	skipped                 *prometheus.CounterVec
+	tradeErrors             *prometheus.CounterVec
 	lateness                *prometheus.HistogramVec
 	lockDuration            prometheus.Histogram
 	lockKeys                *prometheus.CounterVec
@@ -39,7 +42,7 @@ type orderMetrics struct {
 	lockTaken               prometheus.Counter
 	lockError               prometheus.Counter
 
-	overdue, overdueAge, deadLetters *prometheus.Desc
+	overdue, overdueAge, deadLetters, conflicts *prometheus.Desc
 }
 
 func newOrderMetrics(m *Metrics) orderMetrics {
@@ -51,6 +54,9 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 		skipped: m.counterVec(OrdersSkippedTotal,
 			"Orders looked at and left as they are, by handler, shard and reason: paid (paid first), locked (lock held elsewhere, Redis failing or lease lost), closed (closed by someone else), not_due, parked (dead letter parked).",
 			"handler", "shard", "reason"),
+		tradeErrors: m.counterVec(OrdersTradeErrorsTotal,
+			"Orders left open because the payment side's close-trade call failed (order.payment.closeURL), by handler and shard; counted within skipped reason locked.",
+			"handler", "shard"),
 		failed: m.counterVec(OrdersFailedTotal,
 			"Orders whose close failed and went to order_dead_letter, by handler and shard.", "handler", "shard"),
 		lateness: m.histogramVec(OrdersLatenessSeconds,
@@ -62,6 +68,8 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 			"Unpaid orders past their deadline that the sweep would close (capped at 10000; sampled).", nil, nil),
 		overdueAge: prometheus.NewDesc(OrdersOverdueOldestAge,
 			"How long ago the earliest deadline among the overdue unpaid orders passed (0: none; sampled).", nil, nil),
+		conflicts: prometheus.NewDesc(OrdersPaymentConflicts,
+			"Payments that arrived for orders already closed, recorded in payment_conflict: refunds owed (sampled).", nil, nil),
 		deadLetters: prometheus.NewDesc(OrdersDeadLetters,
 			"Dead letters not resolved, by stage and status (waiting: retried later; parked: needs a person; sampled).",
 			[]string{"stage", "status"}, nil),
@@ -76,6 +84,7 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 	m.define(OrdersOverdueUnpaid, kindGauge)
 	m.define(OrdersOverdueOldestAge, kindGauge)
 	m.define(OrdersDeadLetters, kindGauge)
+	m.define(OrdersPaymentConflicts, kindGauge)
 	o.lockAcquired = o.lockKeys.WithLabelValues("acquired")
 	o.lockTaken = o.lockKeys.WithLabelValues("taken")
 	o.lockError = o.lockKeys.WithLabelValues("error")
@@ -91,7 +100,7 @@ func (m *Metrics) Orders() orders.Observer { return orderObserver{&m.orders} }
 func (m *Metrics) WatchCloser(c *orders.Closer) {
 	o := &m.orders
 	m.reg.MustRegister(m.newSampler("orders", m.cfg.SampleInterval,
-		[]*prometheus.Desc{o.overdue, o.overdueAge, o.deadLetters},
+		[]*prometheus.Desc{o.overdue, o.overdueAge, o.deadLetters, o.conflicts},
 		func(ctx context.Context) ([]prometheus.Metric, error) {
 			n, oldest, err := c.Overdue(ctx)
 			if err != nil {
@@ -101,9 +110,14 @@ func (m *Metrics) WatchCloser(c *orders.Closer) {
 			if err != nil {
 				return nil, err
 			}
+			conflicts, err := c.PaymentConflicts(ctx)
+			if err != nil {
+				return nil, err
+			}
 			out := []prometheus.Metric{
 				prometheus.MustNewConstMetric(o.overdue, prometheus.GaugeValue, float64(n)),
 				prometheus.MustNewConstMetric(o.overdueAge, prometheus.GaugeValue, oldest.Seconds()),
+				prometheus.MustNewConstMetric(o.conflicts, prometheus.GaugeValue, float64(conflicts)),
 			}
 			// The close stage's two statuses always appear (0 when none),
 			// so dashboards show 0 rather than no data.
@@ -145,6 +159,9 @@ func (ob orderObserver) ClosePage(ctx context.Context, p orders.PageReport) {
 	o.failed.WithLabelValues(h, shard).Add(float64(p.DeadLettered))
 	for i, n := range [...]int{p.SkippedPaid, p.SkippedLocked, p.SkippedClosed, p.SkippedNotDue, p.SkippedParked} {
 		o.skipped.WithLabelValues(h, shard, skipReasons[i]).Add(float64(n))
+	}
+	if p.TradeErrors > 0 {
+		o.tradeErrors.WithLabelValues(h, shard).Add(float64(p.TradeErrors))
 	}
 }
 

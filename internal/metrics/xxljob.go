@@ -47,9 +47,13 @@ func newXXLMetrics(m *Metrics) xxlMetrics {
 		spool: m.gauge(XXLCallbackSpoolFiles, "Batches of run results spooled to disk because no admin accepted them."),
 		heartbeats: m.counterVec(XXLRegistryHeartbeatsTotal,
 			"Registry heartbeats sent to the admin, by result (ok, error).", "result"),
-		lastSuccess: m.gauge(XXLRegistryLastSuccess,
-			"Unix time of the last registry heartbeat an admin accepted (0: none yet)."),
+		// Registered by WatchExecutor: a process whose XXL-JOB side is off
+		// exports no registration time, rather than a 0 alerts would read
+		// as "never registered".
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: XXLRegistryLastSuccess,
+			Help: "Unix time of the last registry heartbeat an admin accepted (0: none yet)."}),
 	}
+	m.define(XXLRegistryLastSuccess, kindGauge)
 	m.define(XXLCallbackQueueLength, kindGauge) // a GaugeFunc, registered by WatchExecutor
 	for _, r := range []string{"ok", "error"} {
 		x.cbBatches.WithLabelValues(r)
@@ -62,9 +66,10 @@ func newXXLMetrics(m *Metrics) xxlMetrics {
 // XXLJob returns the observer for xxljob.Config.Observer.
 func (m *Metrics) XXLJob() xxljob.Observer { return xxlObserver{&m.xxl} }
 
-// WatchExecutor exports the executor's in-memory callback queue length.
+// WatchExecutor exports the executor's in-memory callback queue length and
+// the time of its last accepted registration.
 func (m *Metrics) WatchExecutor(e *xxljob.Executor) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(m.xxl.lastSuccess, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: XXLCallbackQueueLength,
 		Help: "Run results waiting in memory to be sent to the admin.",
 	}, func() float64 { return float64(e.CallbackQueueLen()) }))

@@ -1,0 +1,101 @@
+package metrics_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/metrics"
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+// What piles up shows: the outbox backlog and its age, failed and
+// delivered deliveries, refunds owed (payment conflicts), read from a real
+// database through the parts the executor wires.
+func TestBacklogGauges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	rdb, prefix := redistest.Client(t)
+	_, err := db.ExecContext(ctx, `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, next_attempt_at, created_at) VALUES
+		('stock.release', 'B-1', '{}', 't1', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3) - INTERVAL 300 SECOND),
+		('stock.release', 'B-2', '{}', 't2', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3) - INTERVAL 10 SECOND)`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO payment_conflict (order_no, pay_amount, paid_at) VALUES ('C-1', 9.90, NOW(3)), ('C-2', 5, NOW(3)), ('C-3', 1, NOW(3))`)
+	require.NoError(t, err)
+
+	var up atomic.Bool
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !up.Load() {
+			http.Error(w, "inventory service down", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer recv.Close()
+	relay, err := orders.NewRelay(db.DB, orders.RelayConfig{
+		Endpoints:   map[string]string{orders.EventStockRelease: recv.URL, orders.EventCouponRestore: recv.URL},
+		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
+	})
+	require.NoError(t, err)
+	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	require.NoError(t, err)
+	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
+	require.NoError(t, err)
+
+	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond})
+	m.WatchCloser(closer)
+	m.WatchRelay(relay)
+
+	s := scrape(t, m)
+	require.Equal(t, 2.0, value(t, s, metrics.OutboxPending))
+	age := value(t, s, metrics.OutboxOldestPendingAge)
+	require.GreaterOrEqual(t, age, 300.0)
+	require.Less(t, age, 400.0)
+	require.Equal(t, 3.0, value(t, s, metrics.OrdersPaymentConflicts))
+	require.Zero(t, value(t, s, metrics.OutboxDeliveriesTotal, "result", "failed"))
+
+	_, err = relay.RunOnce(ctx) // the receiver refuses both
+	require.NoError(t, err)
+	s = scrape(t, m)
+	require.Equal(t, 2.0, value(t, s, metrics.OutboxDeliveriesTotal, "result", "failed"))
+	require.Equal(t, 2.0, value(t, s, metrics.OutboxPending))
+
+	up.Store(true)
+	require.Eventually(t, func() bool {
+		_, err := relay.RunOnce(ctx)
+		require.NoError(t, err)
+		return value(t, scrape(t, m), metrics.OutboxPending) == 0
+	}, 10*time.Second, 5*time.Millisecond)
+	s = scrape(t, m)
+	require.Equal(t, 2.0, value(t, s, metrics.OutboxDeliveriesTotal, "result", "delivered"))
+	require.Zero(t, value(t, s, metrics.OutboxOldestPendingAge))
+}
+
+// The lifecycle jobs count runs and the orders they complete or flag; the
+// payment-side step counts the orders its failures left open.
+func TestLifecycleAndTradeErrors(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	ob := m.Lifecycle()
+	ctx := context.Background()
+	ob.LifecycleRun(ctx, orders.JobFulfillmentTimeout, orders.LifecycleStats{Scanned: 5, Changed: 4, Skipped: 1}, nil)
+	ob.LifecycleRun(ctx, orders.JobFulfillmentTimeout, orders.LifecycleStats{Scanned: 9, Changed: 9, DryRun: true}, nil)
+	ob.LifecycleRun(ctx, orders.JobAutoConfirm, orders.LifecycleStats{Changed: 2}, context.DeadlineExceeded)
+	m.Orders().ClosePage(ctx, orders.PageReport{ShardTotal: 1, Scanned: 10, Closed: 7, SkippedLocked: 3, TradeErrors: 2})
+
+	s := scrape(t, m)
+	require.Equal(t, 4.0, value(t, s, metrics.LifecycleOrdersTotal, "job", "fulfillment_timeout", "result", "flagged"), "dry runs are not counted")
+	require.Equal(t, 1.0, value(t, s, metrics.LifecycleOrdersTotal, "job", "fulfillment_timeout", "result", "skipped"))
+	require.Equal(t, 2.0, value(t, s, metrics.LifecycleRunsTotal, "job", "fulfillment_timeout", "result", "ok"))
+	require.Equal(t, 1.0, value(t, s, metrics.LifecycleRunsTotal, "job", "auto_confirm", "result", "error"))
+	require.Equal(t, 2.0, value(t, s, metrics.LifecycleOrdersTotal, "job", "auto_confirm", "result", "completed"))
+	require.Equal(t, 2.0, value(t, s, metrics.OrdersTradeErrorsTotal, "handler", "other", "shard", "0"))
+}
