@@ -172,7 +172,10 @@ type OrderClose struct {
 type Delay struct {
 	Enabled           bool          `yaml:"enabled" env:"DELAY_ENABLED" default:"true" doc:"run the delayed-task dispatcher in serve mode"`
 	RunningTimeout    time.Duration `yaml:"runningTimeout" env:"DELAY_RUNNING_TIMEOUT" default:"120s" doc:"a task RUNNING longer than this is recovered to PENDING"`
-	HandlerTimeout    time.Duration `yaml:"handlerTimeout" env:"DELAY_HANDLER_TIMEOUT" default:"60s" doc:"each task handler's timeout; must be below runningTimeout"`
+	HandlerTimeout    time.Duration `yaml:"handlerTimeout" env:"DELAY_HANDLER_TIMEOUT" default:"60s" doc:"each task handler's timeout; with the close path's cancellation bound (order.close.lockTTL + 3s and a little) at most 90% of runningTimeout"`
+	NotNowBackoff     time.Duration `yaml:"notNowBackoff" env:"DELAY_NOT_NOW_BACKOFF" default:"1s" doc:"first wait of a task that could not run now (lock held elsewhere, Redis or the database unreachable, payment side failing); no retry is spent"`
+	NotNowBackoffMax  time.Duration `yaml:"notNowBackoffMax" env:"DELAY_NOT_NOW_BACKOFF_MAX" default:"30s" doc:"longest such wait (the waits double up to it)"`
+	NotNowMaxAge      time.Duration `yaml:"notNowMaxAge" env:"DELAY_NOT_NOW_MAX_AGE" default:"1h" doc:"past this long after its execute time, a task that cannot run now counts a failure (spends a retry)"`
 	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the Redis timer is refilled from the table"`
 	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" default:"168h" doc:"DONE and CANCELLED tasks older than this are purged"`
 	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys"`

@@ -184,3 +184,40 @@ func TestComposeEnvironmentNamesAreKnown(t *testing.T) {
 	}
 	require.Greater(t, checked, 10, "the executor services were found in the compose file")
 }
+
+// Timeouts that let a delayed task run twice are refused, naming what to
+// change; the loader's figures are the ones the refusal suggests.
+func TestDoubleRunTimeoutsRefused(t *testing.T) {
+	t.Parallel()
+	// Defaults: 60s + (10s + 1s + 3s) = 74s within 108s.
+	_, err := config.LoadWith(nil, noEnv)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"DELAY_HANDLER_TIMEOUT": "100s"},
+			[]string{"delay.handlerTimeout (1m40s) + the close path's cancellation bound (14s for order.close.lockTTL 10s) = 1m54s",
+				"delay.runningTimeout (2m0s)", "raise delay.runningTimeout to at least 2m7s", "lower delay.handlerTimeout to at most 1m34s"}},
+		{map[string]string{"ORDER_CLOSE_LOCK_TTL": "60s"},
+			[]string{"(1m9s for order.close.lockTTL 1m0s)", "at least 2m24s", "at most 39s"}},
+		{map[string]string{"DELAY_RUNNING_TIMEOUT": "15s", "DELAY_HANDLER_TIMEOUT": "5s"},
+			[]string{"lower order.close.lockTTL"}},
+	} {
+		_, err := config.LoadWith(nil, envOf(tc.env))
+		require.Error(t, err, "%v", tc.env)
+		for _, w := range tc.want {
+			require.Contains(t, err.Error(), w, "%v", tc.env)
+		}
+	}
+	// What the refusals suggest is accepted.
+	for _, env := range []map[string]string{
+		{"DELAY_HANDLER_TIMEOUT": "100s", "DELAY_RUNNING_TIMEOUT": "127s"},
+		{"DELAY_HANDLER_TIMEOUT": "94s"},
+		{"ORDER_CLOSE_LOCK_TTL": "60s", "DELAY_RUNNING_TIMEOUT": "144s"},
+	} {
+		_, err := config.LoadWith(nil, envOf(env))
+		require.NoError(t, err, "%v", env)
+	}
+}

@@ -124,8 +124,16 @@ func (c *Config) validate() []error {
 		bad("order.compensation.mode: %q is not local or outbox", cm.Mode)
 	}
 	d := c.Delay
-	if d.RunningTimeout <= 0 || d.HandlerTimeout <= 0 || d.HandlerTimeout >= d.RunningTimeout {
-		bad("delay.handlerTimeout (%s) must be positive and below delay.runningTimeout (%s)", d.HandlerTimeout, d.RunningTimeout)
+	if d.RunningTimeout <= 0 || d.HandlerTimeout <= 0 {
+		bad("delay.handlerTimeout (%s) and delay.runningTimeout (%s) must be positive", d.HandlerTimeout, d.RunningTimeout)
+	} else if c.Order.Close.LockTTL >= time.Second {
+		p = append(p, checkDoubleRun(d.HandlerTimeout, c.Order.Close.LockTTL, d.RunningTimeout)...)
+	}
+	if d.NotNowBackoff <= 0 || d.NotNowBackoffMax < d.NotNowBackoff {
+		bad("delay.notNowBackoff (%s) must be positive and at most delay.notNowBackoffMax (%s)", d.NotNowBackoff, d.NotNowBackoffMax)
+	}
+	if d.NotNowMaxAge <= 0 {
+		bad("delay.notNowMaxAge: %s must be positive", d.NotNowMaxAge)
 	}
 	if d.ReconcileInterval <= 0 {
 		bad("delay.reconcileInterval: %s must be positive", d.ReconcileInterval)

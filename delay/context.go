@@ -110,3 +110,46 @@ func RetryAfter(err error, d time.Duration) error {
 	}
 	return &RetryAfterError{Err: err, After: d}
 }
+
+// NotNowError says an attempt could not be made now for a reason outside the
+// task (the order's lock held elsewhere, Redis or the database unreachable,
+// the payment side not answering). The task goes back to PENDING without
+// spending a retry, after Config.NotNowBackoff (doubling with the time since
+// its execute time, up to NotNowBackoffMax), for as long as NotNowMaxAge
+// after its execute time; past that, the attempt counts as a failure with
+// this error.
+type NotNowError struct{ Err error }
+
+func (e *NotNowError) Error() string { return "not now: " + e.Err.Error() }
+func (e *NotNowError) Unwrap() error { return e.Err }
+
+// NotNow marks err as "not now": try again later without spending a retry.
+func NotNow(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NotNowError{Err: err}
+}
+
+// NotDueError says the task came too early: what it acts on is due In from
+// now (an order whose timeout is later than the task's execute time). The
+// task's execute time and next attempt move to then, without spending a
+// retry.
+type NotDueError struct {
+	Err error
+	In  time.Duration
+}
+
+func (e *NotDueError) Error() string {
+	return fmt.Sprintf("not due for %s: %v", e.In.Round(time.Millisecond), e.Err)
+}
+func (e *NotDueError) Unwrap() error { return e.Err }
+
+// NotDue reschedules the task to run in d (at least a millisecond) without
+// spending a retry; err says why.
+func NotDue(err error, d time.Duration) error {
+	if err == nil {
+		err = errors.New("not due yet")
+	}
+	return &NotDueError{Err: err, In: d}
+}

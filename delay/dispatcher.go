@@ -56,12 +56,28 @@ type Config struct {
 	Logger *slog.Logger
 
 	// RunningTimeout: a task RUNNING longer is recovered to PENDING (its
-	// dispatcher is presumed dead). Default 120s.
+	// dispatcher is presumed dead). A task is claimed only when a worker
+	// starts it at once, so its RUNNING age is its handler's. Default 120s.
 	RunningTimeout time.Duration
-	// HandlerTimeout bounds each attempt; it must be at most 90% of
-	// RunningTimeout, so a slow handler is cancelled (and its result
-	// recorded) before its task can be recovered and run twice. Default 60s.
+	// HandlerTimeout bounds each attempt. HandlerTimeout + HandlerGrace
+	// must be at most 90% of RunningTimeout, so a slow handler is cancelled
+	// and its result recorded before its task can be recovered and run
+	// twice. Default 60s.
 	HandlerTimeout time.Duration
+	// HandlerGrace is how long a handler may go on after its context is
+	// cancelled, for handlers that finish a step they must not cut in half
+	// (the order close: orders.Closer.CancelBound). Default 0.
+	HandlerGrace time.Duration
+	// NotNowBackoff and NotNowBackoffMax shape the wait after an attempt
+	// that said "not now" (NotNow): NotNowBackoff at first, then doubling
+	// with the time since the task's execute time, up to NotNowBackoffMax.
+	// Defaults 1s and 30s.
+	NotNowBackoff    time.Duration
+	NotNowBackoffMax time.Duration
+	// NotNowMaxAge: an attempt saying "not now" this long after the task's
+	// execute time counts as a failure (spending a retry), with its reason.
+	// Default 1h.
+	NotNowMaxAge time.Duration
 	// ReconcileInterval is how often the timer is refilled from the table,
 	// stuck tasks recovered and the clock offset measured. Default 30s.
 	ReconcileInterval time.Duration
@@ -133,6 +149,10 @@ type Dispatcher struct {
 	lastPurge time.Time
 
 	counters counters
+
+	// afterClaim, set by tests before Start, runs between a claim's UPDATE
+	// and its read-back, on the claim's connection.
+	afterClaim func(ctx context.Context, conn *sqlx.Conn)
 }
 
 // NewDispatcher checks cfg, fills defaults and builds a Dispatcher (not
@@ -163,6 +183,9 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	// An unset cap is 10 minutes, or the base when that is longer.
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, max(10*time.Minute, cfg.BackoffBase))
 	cfg.SweepGrace = cmp.Or(cfg.SweepGrace, 10*time.Second)
+	cfg.NotNowBackoff = cmp.Or(cfg.NotNowBackoff, time.Second)
+	cfg.NotNowBackoffMax = cmp.Or(cfg.NotNowBackoffMax, 30*time.Second)
+	cfg.NotNowMaxAge = cmp.Or(cfg.NotNowMaxAge, time.Hour)
 
 	var problems []error
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf("delay: "+format, args...)) }
@@ -171,6 +194,8 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		"ReconcileInterval": cfg.ReconcileInterval, "ReconcileHorizon": cfg.ReconcileHorizon,
 		"PurgeInterval": cfg.PurgeInterval, "PollInterval": cfg.PollInterval,
 		"BackoffBase": cfg.BackoffBase, "BackoffMax": cfg.BackoffMax, "SweepGrace": cfg.SweepGrace,
+		"HandlerGrace": cfg.HandlerGrace, "NotNowBackoff": cfg.NotNowBackoff,
+		"NotNowBackoffMax": cfg.NotNowBackoffMax, "NotNowMaxAge": cfg.NotNowMaxAge,
 	} {
 		if d < 0 {
 			bad("%s %s is negative", name, d)
@@ -179,12 +204,11 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if err := cfg.retrySchedule().Validate(); err != nil {
 		bad("retries: %v", err)
 	}
-	// The margin leaves time to record the result of an attempt cut at
-	// HandlerTimeout before the task could count as stuck.
-	margin := cfg.RunningTimeout / 10
-	if cfg.HandlerTimeout > cfg.RunningTimeout-margin {
-		bad("HandlerTimeout %s must be at most RunningTimeout %s minus %s, or a slow handler's task is recovered and run twice",
-			cfg.HandlerTimeout, cfg.RunningTimeout, margin)
+	if err := CheckTimeouts(cfg.HandlerTimeout, cfg.HandlerGrace, cfg.RunningTimeout); err != nil {
+		problems = append(problems, fmt.Errorf("delay: %w", err))
+	}
+	if err := cfg.notNowSchedule().Validate(); err != nil {
+		bad("not-now waits (NotNowBackoff, NotNowBackoffMax): %v", err)
 	}
 	if cfg.BatchSize < 1 || cfg.BatchSize > 1000 {
 		bad("BatchSize %d is not in 1..1000", cfg.BatchSize)
@@ -497,7 +521,8 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 // claim turns popped ids into claimed tasks. Ids that were not claimed are
 // dropped, except PENDING ones (not yet due: a stale timer entry; or left
 // for want of a free worker), which go back with their true time; if the
-// claim itself fails, all go back, due now, for the next claim to sort out.
+// claim itself fails (or its read-back, after which the claim is given
+// back), all go back, due now, for the next claim to sort out.
 // slots > 0 is how many work items the caller can run now: with batch
 // handlers, the tasks claimed make at most that many (see popLimit); 0
 // claims every id.
@@ -507,14 +532,11 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	claimID := rand.Int64N(1<<62) + 1
-	var tasks []*Task
-	var err error
+	var split *claimSplit
 	if len(d.batch) > 0 && slots > 0 {
-		tasks, err = storeClaimSplit(cctx, d.cfg.DB, ids, claimID, d.batchNames(),
-			func(n int) int { return slots - d.groupsAtMost(n) })
-	} else {
-		tasks, err = storeClaim(cctx, d.cfg.DB, ids, claimID)
+		split = &claimSplit{batchNames: d.batchNames(), singles: func(n int) int { return slots - d.groupsAtMost(n) }}
 	}
+	tasks, err := storeClaim(cctx, d.cfg.DB, ids, claimID, split, d.afterClaim)
 	if err != nil {
 		d.log.ErrorContext(ctx, "claim delayed tasks", "batch_size", len(ids), "err", err)
 		back := make([]timerEntry, len(ids))
@@ -547,4 +569,49 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 		}
 	}
 	return tasks
+}
+
+// TimeoutsError is a combination of timeouts that lets a task run twice: an
+// attempt may still be going (HandlerTimeout, then HandlerGrace after its
+// cancellation) when its RUNNING age passes RunningTimeout less the margin
+// kept for recording its result, and recovery hands it to another run.
+type TimeoutsError struct {
+	HandlerTimeout, HandlerGrace, RunningTimeout time.Duration
+	// MinRunningTimeout is the smallest RunningTimeout that is safe with
+	// these HandlerTimeout and HandlerGrace; MaxHandlerTimeout the largest
+	// HandlerTimeout safe with these HandlerGrace and RunningTimeout
+	// (negative: none).
+	MinRunningTimeout, MaxHandlerTimeout time.Duration
+}
+
+func (e *TimeoutsError) Error() string {
+	return fmt.Sprintf("HandlerTimeout %s + HandlerGrace %s exceeds 90%% of RunningTimeout %s: "+
+		"an attempt may still run when its task is recovered and run again; "+
+		"raise RunningTimeout to at least %s or lower HandlerTimeout to at most %s",
+		e.HandlerTimeout, e.HandlerGrace, e.RunningTimeout, e.MinRunningTimeout, e.MaxHandlerTimeout)
+}
+
+// CheckTimeouts returns a *TimeoutsError unless an attempt that honours its
+// timeouts (handler at most handlerTimeout, then at most grace after its
+// context is cancelled) always ends, its result recorded, before its task
+// counts as stuck: handlerTimeout + grace <= 90% of runningTimeout (the
+// tenth left is for the result write).
+func CheckTimeouts(handlerTimeout, grace, runningTimeout time.Duration) error {
+	if handlerTimeout > 0 && handlerTimeout+grace <= runningTimeout-runningTimeout/10 {
+		return nil
+	}
+	need := handlerTimeout + grace
+	return &TimeoutsError{
+		HandlerTimeout: handlerTimeout, HandlerGrace: grace, RunningTimeout: runningTimeout,
+		MinRunningTimeout: ceilTo((need*10+8)/9, time.Second), // need / 0.9, rounded up
+		MaxHandlerTimeout: (runningTimeout - runningTimeout/10 - grace).Truncate(time.Millisecond),
+	}
+}
+
+// ceilTo rounds d up to a multiple of m.
+func ceilTo(d, m time.Duration) time.Duration {
+	if r := d % m; r != 0 {
+		return d - r + m
+	}
+	return d
 }

@@ -299,10 +299,10 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	tk, _, err := d.Client().Register(ctx, Registration{BizUUID: "fence", Handler: "x"})
 	require.NoError(t, err)
-	old, err := storeClaim(ctx, b.db.DB, []int64{tk.ID}, 11)
+	old, err := storeClaim(ctx, b.db.DB, []int64{tk.ID}, 11, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, old, 1)
-	again, err := storeClaim(ctx, b.db.DB, []int64{tk.ID}, 12)
+	again, err := storeClaim(ctx, b.db.DB, []int64{tk.ID}, 12, nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, again, "a RUNNING task cannot be claimed twice")
 
@@ -310,7 +310,7 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 	rec, _, err := d.RecoverStuck(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, rec)
-	cur, err := storeClaim(ctx, b.db.DB, []int64{tk.ID}, 13)
+	cur, err := storeClaim(ctx, b.db.DB, []int64{tk.ID}, 13, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, cur, 1)
 

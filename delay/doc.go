@@ -17,8 +17,19 @@
 //   - The claim is a CAS in the table: PENDING and due → RUNNING under a
 //     fresh claim_id. Every later write repeats the claim_id, so a runner
 //     whose task was recovered and claimed again writes nothing.
-//   - Handlers run under HandlerTimeout, shorter than RunningTimeout, after
-//     which a RUNNING task counts as stuck and is recovered.
+//   - A task is claimed only when a worker is free to start it at once (the
+//     poller and the sweep alike), so its RUNNING age is its handler's.
+//     Handlers run under HandlerTimeout; HandlerTimeout + HandlerGrace (what
+//     a handler may take after its cancellation) stays within 90% of
+//     RunningTimeout, after which a RUNNING task counts as stuck and is
+//     recovered, so a runner that is alive never sees its task run twice.
+//   - An attempt that says "not now" (NotNow: the order's lock held
+//     elsewhere, Redis or the database unreachable, the payment side
+//     failing) goes back to PENDING without spending a retry, after
+//     NotNowBackoff doubling to NotNowBackoffMax, for NotNowMaxAge after the
+//     execute time; one that came too early (NotDue: the order's deadline is
+//     later) moves to the due time. Only real failures count against
+//     maxRetry. A claim whose read-back fails is given back at once.
 //   - A batch handler (Config.BatchHandlers, BatchHandlerFunc) gets the
 //     claimed tasks of its name together, up to HandlerBatchSize per call,
 //     and returns one result per task; each is recorded on its own, with
@@ -32,9 +43,11 @@
 //
 //	PENDING ──claim (CAS)──► RUNNING ──success──────────────────────► DONE
 //	   ▲                        │
-//	   ├────────────────────────┤ failure with retries left (next attempt
+//	   ├────────────────────────┤ not now, not due, released by shutdown or
+//	   │                        │ a failed read-back (no retry spent);
+//	   │                        │ failure with retries left (next attempt
 //	   │                        │ after backoff), stuck RUNNING longer than
-//	   │                        │ RunningTimeout, or released by shutdown
+//	   │                        │ RunningTimeout
 //	   │                        └── failure, no retry left, or Permanent ──► FAILED
 //	   └── requeue (operator) ◄───────────────────────────────────────────── FAILED
 //

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // maintainLoop runs maintainOnce at start and every ReconcileInterval.
@@ -142,22 +140,45 @@ type SweepResult struct {
 	Claimed   int // of those, claimed by this sweep (the rest went to others)
 	Done      int
 	Retried   int
+	NotNow    int // could not run now; rescheduled without spending a retry
+	NotDue    int // came before their due time; moved to it
 	Released  int
 	Lost      int
 }
 
 // String is the summary line the sweep job reports.
 func (r SweepResult) String() string {
-	return fmt.Sprintf("found=%d claimed=%d done=%d retried=%d failed=%d released=%d lost=%d recovered=%d",
-		r.Found, r.Claimed, r.Done, r.Retried, r.Failed, r.Released, r.Lost, r.Recovered)
+	return fmt.Sprintf("found=%d claimed=%d done=%d retried=%d failed=%d released=%d lost=%d recovered=%d not_now=%d not_due=%d",
+		r.Found, r.Claimed, r.Done, r.Retried, r.Failed, r.Released, r.Lost, r.Recovered, r.NotNow, r.NotDue)
+}
+
+func (r *SweepResult) count(res result) {
+	switch res {
+	case resultDone:
+		r.Done++
+	case resultRetry:
+		r.Retried++
+	case resultFailed:
+		r.Failed++
+	case resultReleased:
+		r.Released++
+	case resultLost:
+		r.Lost++
+	case resultNotNow:
+		r.NotNow++
+	case resultNotDue:
+		r.NotDue++
+	}
 }
 
 // Sweep is the safety net behind the timer: it recovers stuck claims, then
-// claims PENDING tasks due for longer than SweepGrace in its shard (MOD(id,
+// finds PENDING tasks due for longer than SweepGrace in its shard (MOD(id,
 // total) = index) and runs them, up to Workers handler calls at a time (the
 // tasks of a batch handler grouped into calls as the poller does), and
-// waits for them. It needs no Start. Cancelling ctx gives unfinished claims
-// back.
+// waits for them. A task is claimed only when a worker is free to start it
+// at once, as the poller does, so its RUNNING age is its handler's and
+// recovery elsewhere never takes a task waiting here. It needs no Start.
+// Cancelling ctx stops claiming and gives unfinished claims back.
 func (d *Dispatcher) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, error) {
 	var res SweepResult
 	if opt.Limit <= 0 {
@@ -183,35 +204,68 @@ func (d *Dispatcher) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, 
 	}
 	res.Found = len(ids)
 	var mu sync.Mutex
-	g := errgroup.Group{}
-	g.SetLimit(d.cfg.Workers)
-	for start := 0; start < len(ids) && ctx.Err() == nil; start += d.cfg.BatchSize {
-		batch := ids[start:min(start+d.cfg.BatchSize, len(ids))]
-		tasks := d.claim(ctx, batch, d.clock.Now(), 0)
-		res.Claimed += len(tasks)
-		for _, it := range d.group(tasks) {
-			g.Go(func() error {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, d.cfg.Workers)
+	for len(ids) > 0 && ctx.Err() == nil {
+		held := holdSlots(ctx, slots, d.cfg.Workers)
+		if held == 0 {
+			break
+		}
+		// As many ids as the slots held can run: one each, or whole
+		// batches of batch handlers (see popLimit); the claim takes no
+		// more single-handler tasks than slots.
+		n := min(len(ids), held)
+		if len(d.batch) > 0 {
+			n = min(len(ids), d.popLimit(held))
+		}
+		chunk := ids[:n]
+		ids = ids[n:]
+		items := d.group(d.claim(ctx, chunk, d.clock.Now(), held))
+		mu.Lock()
+		for _, it := range items {
+			res.Claimed += max(len(it.batch), 1)
+		}
+		mu.Unlock()
+		for i, it := range items {
+			if i >= held {
+				slots <- struct{}{} // not expected: claim keeps items within held
+				held++
+			}
+			wg.Go(func() {
+				defer func() { <-slots }()
 				rs := d.execute(ctx, it)
 				mu.Lock()
 				defer mu.Unlock()
 				for _, r := range rs {
-					switch r {
-					case resultDone:
-						res.Done++
-					case resultRetry:
-						res.Retried++
-					case resultFailed:
-						res.Failed++
-					case resultReleased:
-						res.Released++
-					case resultLost:
-						res.Lost++
-					}
+					res.count(r)
 				}
-				return nil
 			})
 		}
+		for range held - len(items) {
+			<-slots
+		}
 	}
-	_ = g.Wait()
+	wg.Wait()
 	return res, ctx.Err()
+}
+
+// holdSlots waits for one free slot of slots (capacity workers), then takes
+// every other one free at once, and returns how many it holds (0 when ctx
+// ended first).
+func holdSlots(ctx context.Context, slots chan struct{}, workers int) int {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	held := 1
+	for held < workers {
+		select {
+		case slots <- struct{}{}:
+			held++
+		default:
+			return held
+		}
+	}
+	return held
 }

@@ -22,6 +22,8 @@ const (
 	AttemptFailed   = "failed"   // failed for good; the task is FAILED
 	AttemptReleased = "released" // cut short by shutdown; given back
 	AttemptLost     = "lost"     // the result could not be recorded
+	AttemptNotNow   = "not_now"  // could not run now; rescheduled, no retry spent
+	AttemptNotDue   = "not_due"  // came before its due time; moved to it
 )
 
 var resultNames = [...]string{
@@ -30,6 +32,8 @@ var resultNames = [...]string{
 	resultFailed:   AttemptFailed,
 	resultReleased: AttemptReleased,
 	resultLost:     AttemptLost,
+	resultNotNow:   AttemptNotNow,
+	resultNotDue:   AttemptNotDue,
 }
 
 // observe reports an attempt that started at start (local clock) and ended

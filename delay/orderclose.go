@@ -42,9 +42,15 @@ func OrderTimeoutClose(orderNo string, deadline time.Time) Registration {
 // order once. Outcomes, by their String names:
 //
 //	closed, skipped_paid, skipped_closed   success (DONE), counted by name
-//	not_due, skipped_locked, dead_lettered retry with backoff
+//	skipped_locked                         not now (NotNow): lock held elsewhere,
+//	                                       Redis unreachable, payment side failing
+//	not_due                                moved to the order's deadline (NotDue)
+//	                                       when the outcome tells it (UntilDue), else not now
+//	dead_lettered                          a failure: retry with backoff
 //	not_found, parked                      FAILED at once (an operator's case)
-//	an error                               retry with backoff
+//
+// An error with no outcome (the database unreachable, a statement that
+// failed for a reason that is not the order's) is "not now" too.
 func OrderCloseHandler[O fmt.Stringer](closeOrder func(ctx context.Context, orderNo string) (O, error)) HandlerFunc {
 	return func(ctx context.Context, t *Task) error {
 		no, err := orderPayload(t)
@@ -55,9 +61,12 @@ func OrderCloseHandler[O fmt.Stringer](closeOrder func(ctx context.Context, orde
 		name := o.String()
 		Logger(ctx).DebugContext(ctx, "order close attempted", "order_no", no, "outcome", name, "err", err)
 		if err != nil {
-			return fmt.Errorf("close order %s (%s): %w", no, name, err)
+			if name == "dead_lettered" {
+				return fmt.Errorf("close order %s (%s): %w", no, name, err)
+			}
+			return NotNow(fmt.Errorf("close order %s (%s): %w", no, name, err))
 		}
-		return orderCloseResult(ctx, no, name, false)
+		return orderCloseResult(ctx, no, o)
 	}
 }
 
@@ -73,30 +82,41 @@ func orderPayload(t *Task) (string, error) {
 	return p.OrderNo, nil
 }
 
-// orderCloseResult maps an outcome returned without an error to the task's
-// result (see OrderCloseHandler), reporting the successful ones on ctx.
-// batch: the outcome came from a batch close, which returns no per-order
-// causes (they are in the executor's log and order_dead_letter).
-func orderCloseResult(ctx context.Context, orderNo, name string, batch bool) error {
+// orderCloseResult maps an order's outcome to its task's result (see
+// OrderCloseHandler), reporting the successful ones on ctx. An outcome may
+// tell how long the order has until its deadline (UntilDue() time.Duration,
+// for not_due) and why it was skipped or dead-lettered (Cause() error), as
+// orders.Result does.
+func orderCloseResult[O fmt.Stringer](ctx context.Context, orderNo string, o O) error {
+	name := o.String()
+	var cause error
+	if c, ok := any(o).(interface{ Cause() error }); ok {
+		cause = c.Cause()
+	}
 	switch name {
 	case "closed", "skipped_paid", "skipped_closed":
 		ReportOutcome(ctx, name)
 		return nil
 	case "not_due":
-		return fmt.Errorf("order %s is not due yet (its deadline is later than the task's execute time)", orderNo)
-	case "skipped_locked":
-		if batch {
-			return fmt.Errorf("order %s is locked by another close or a payment, or its lock or payment-side call failed (see the executor log)", orderNo)
+		err := fmt.Errorf("order %s is not due yet (its deadline is later than the task's execute time)", orderNo)
+		if d, ok := any(o).(interface{ UntilDue() time.Duration }); ok {
+			return NotDue(err, d.UntilDue())
 		}
-		return fmt.Errorf("order %s is locked by another close or a payment", orderNo)
+		return NotNow(err)
+	case "skipped_locked":
+		if cause != nil {
+			return NotNow(fmt.Errorf("order %s could not be locked or closed now: %w", orderNo, cause))
+		}
+		return NotNow(fmt.Errorf("order %s is locked by another close or a payment", orderNo))
 	case "not_found":
 		return Permanent(fmt.Errorf("order %s not found", orderNo))
 	case "parked":
 		return Permanent(fmt.Errorf("order %s: its close is parked in order_dead_letter", orderNo))
 	case "dead_lettered":
-		if batch {
-			return fmt.Errorf("close order %s failed and was dead-lettered (order_dead_letter.last_error has the cause)", orderNo)
+		if cause != nil {
+			return fmt.Errorf("close order %s failed and was dead-lettered: %w", orderNo, cause)
 		}
+		return fmt.Errorf("close order %s failed and was dead-lettered (order_dead_letter.last_error has the cause)", orderNo)
 	}
 	return fmt.Errorf("close order %s: outcome %s", orderNo, name)
 }
@@ -112,7 +132,7 @@ type orderTasksKey struct{}
 // orders.WithOrderContexts so that the closer's lines about an order carry
 // its task's trace id:
 //
-//	delay.OrderCloseBatchHandler(func(ctx context.Context, nos []string) ([]orders.Outcome, error) {
+//	delay.OrderCloseBatchHandler(func(ctx context.Context, nos []string) ([]orders.Result, error) {
 //		return closer.CloseOrders(orders.WithOrderContexts(ctx, delay.OrderContexts(ctx)), nos)
 //	})
 func OrderContexts(ctx context.Context) func(orderNo string) context.Context {
@@ -135,11 +155,14 @@ func OrderContexts(ctx context.Context) func(orderNo string) context.Context {
 //	}
 //
 // closeOrders gets the tasks' order numbers in task order and returns one
-// outcome per number, or an error for the whole batch (every task of the
-// call then retries). Its context is the batch's (TraceID is the batch's
-// trace id); OrderContexts maps an order number to its task's. Each task's outcome is mapped as OrderCloseHandler
-// maps CloseOrder's; a task whose payload does not parse FAILS without
-// being sent. Closing many orders at once takes one lock pipeline and one
+// outcome per number (orders.Result, which tells a not-due order's time
+// left and a skip's cause), or an error for the whole batch, which is
+// about no one task (the database unreachable, a statement that failed for
+// a reason that is not an order's): every task of the call is then "not
+// now" (NotNow). Its context is the batch's (TraceID is the batch's trace
+// id); OrderContexts maps an order number to its task's. Each task's
+// outcome is mapped as OrderCloseHandler maps CloseOrder's; a task whose
+// payload does not parse FAILS without being sent. Closing many orders at once takes one lock pipeline and one
 // transaction instead of one each, which is what lets a dispatcher keep up
 // with a thousand orders coming due per second.
 func OrderCloseBatchHandler[O fmt.Stringer](closeOrders func(ctx context.Context, orderNos []string) ([]O, error)) BatchHandlerFunc {
@@ -170,17 +193,16 @@ func OrderCloseBatchHandler[O fmt.Stringer](closeOrders func(ctx context.Context
 			err = fmt.Errorf("%d outcomes for %d orders", len(outs), len(nos))
 		}
 		if err != nil {
-			Logger(ctx).WarnContext(ctx, "batch order close failed; its tasks retry", "num_orders", len(nos), "err", err)
+			Logger(ctx).WarnContext(ctx, "batch order close failed; its tasks try again later", "num_orders", len(nos), "err", err)
 		}
 		for k, i := range idx {
 			tctx := ForTask(ctx, tasks[i])
 			if err != nil {
-				errs[i] = fmt.Errorf("close order %s (batch of %d): %w", nos[k], len(nos), err)
+				errs[i] = NotNow(fmt.Errorf("close order %s (batch of %d): %w", nos[k], len(nos), err))
 				continue
 			}
-			name := outs[k].String()
-			Logger(tctx).DebugContext(tctx, "order close attempted", "order_no", nos[k], "outcome", name, "batch_size", len(nos))
-			errs[i] = orderCloseResult(tctx, nos[k], name, true)
+			Logger(tctx).DebugContext(tctx, "order close attempted", "order_no", nos[k], "outcome", outs[k].String(), "batch_size", len(nos))
+			errs[i] = orderCloseResult(tctx, nos[k], outs[k])
 		}
 		return errs
 	}

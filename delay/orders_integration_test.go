@@ -135,26 +135,59 @@ func TestOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
 	require.Equal(t, 1, logs, "closed once")
 }
 
-// A task that fires before its order's deadline does not close it; it
-// retries, and FAILS once out of retries, for an operator to see.
-func TestOrderCloseNotDueRetries(t *testing.T) {
+// A task that fires before its order's deadline does not close it and
+// spends no retry: the batch handler (the executor's) moves it to the
+// order's real deadline, read from the order.
+func TestOrderCloseNotDueMovesToDeadline(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	w := newOrderWorld(t, b, b.db.DB)
 	strict, err := orders.NewCloser(b.db.DB, mustLocker(t, b), orders.CloserConfig{}) // the real clock
 	require.NoError(t, err)
-	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: OrderCloseHandler(strict.CloseOrder)}))
+	cfg := b.fastConfig(nil)
+	cfg.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(strict.CloseOrders)}
+	d := newDispatcher(t, cfg)
 	start(t, d)
-	w.place(t, "EARLY-1")
+	w.place(t, "EARLY-1") // due in a minute
 	r := OrderTimeoutClose("EARLY-1", time.Now())
+	r.MaxRetry = 1
+	tk, _, err := d.Client().Register(context.Background(), r)
+	require.NoError(t, err)
+	waitCounters(t, d, func(c Counters) bool { return c.NotDue == 1 })
+	got := b.task(t, "order-timeout-EARLY-1")
+	require.Equal(t, StatusPending, got.Status)
+	require.Zero(t, got.RetryCount, "no retry spent")
+	require.Contains(t, got.LastError, "not due yet")
+	moved := got.NextAttemptTime.Sub(tk.ExecuteTime)
+	require.InDelta(t, time.Minute.Seconds(), moved.Seconds(), 3, "moved to the order's deadline: %s", moved)
+	require.Equal(t, got.NextAttemptTime, got.ExecuteTime)
+	st, _ := b.orderStatus(t, "EARLY-1")
+	require.Zero(t, st, "still unpaid and open")
+}
+
+// Through CloseOrder, whose outcome does not tell the deadline, a task that
+// fires early is "not now": rescheduled after the not-now backoff, no retry
+// spent.
+func TestOrderCloseNotDueSingleIsNotNow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newOrderWorld(t, b, b.db.DB)
+	strict, err := orders.NewCloser(b.db.DB, mustLocker(t, b), orders.CloserConfig{})
+	require.NoError(t, err)
+	cfg := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: OrderCloseHandler(strict.CloseOrder)})
+	cfg.NotNowBackoff, cfg.NotNowBackoffMax = 200*time.Millisecond, 400*time.Millisecond
+	d := newDispatcher(t, cfg)
+	start(t, d)
+	w.place(t, "EARLY-2")
+	r := OrderTimeoutClose("EARLY-2", time.Now())
 	r.MaxRetry = 1
 	_, _, err = d.Client().Register(context.Background(), r)
 	require.NoError(t, err)
-	tk := b.waitStatus(t, "order-timeout-EARLY-1", StatusFailed)
-	require.Equal(t, 2, tk.RetryCount)
-	require.Contains(t, tk.LastError, "not due yet")
-	st, _ := b.orderStatus(t, "EARLY-1")
-	require.Zero(t, st, "still unpaid and open")
+	waitCounters(t, d, func(c Counters) bool { return c.NotNow >= 3 })
+	got := b.task(t, "order-timeout-EARLY-2")
+	require.NotEqual(t, StatusFailed, got.Status)
+	require.Zero(t, got.RetryCount, "no retry spent")
+	require.Contains(t, got.LastError, "not due yet")
 }
 
 func mustLocker(t *testing.T, b *testBundle) *orders.Locker {

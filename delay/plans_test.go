@@ -37,8 +37,11 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "pending times", Query: in(selectPendingTimes, f.due), Units: n, Plan: pk},
 		{Name: "done", Query: q(finishDone, one, 7), Units: 1, Plan: pk},
 		{Name: "retry", Query: q(finishRetry, now, "boom", one, 7), Units: 1, Plan: pk},
+		{Name: "retry now (recovery)", Query: q(finishRetry, nil, "stuck", one, 7), Units: 1, Plan: pk},
 		{Name: "failed", Query: q(finishFailed, "boom", one, 7), Units: 1, Plan: pk},
-		{Name: "release", Query: q(releaseClaim, "shutdown", one, 7), Units: 1, Plan: pk},
+		{Name: "release", Query: q(rescheduleClaim, nil, now, "shutdown", one, 7), Units: 1, Plan: pk},
+		{Name: "not now / not due", Query: q(rescheduleClaim, now, now, "not now", one, 7), Units: 1, Plan: pk},
+		{Name: "give a claim back", Query: in(unclaimTasks, f.running, 9), Units: len(f.running), Plan: pk},
 		{Name: "lock claimed", Query: in(lockClaimedRunning, f.running, 9), Units: len(f.running), Plan: pk},
 		{Name: "done many", Query: in(finishDoneMany, f.running, 9), Units: len(f.running), Plan: pk},
 		// Registration and the operator's single-task statements.

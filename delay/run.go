@@ -23,6 +23,8 @@ type Counters struct {
 	Claimed   int64            // claims taken (timer and sweep)
 	Done      int64            // attempts that succeeded and were recorded DONE
 	Retried   int64            // failed attempts rescheduled with backoff
+	NotNow    int64            // attempts that said "not now", rescheduled without spending a retry
+	NotDue    int64            // attempts that came too early, moved to the due time
 	Failed    int64            // tasks moved to FAILED
 	Released  int64            // claims given back by shutdown
 	Lost      int64            // results discarded: the claim had been recovered
@@ -31,7 +33,7 @@ type Counters struct {
 }
 
 type counters struct {
-	claimed, done, retried, failed, released, lost, recovered atomic.Int64
+	claimed, done, retried, notNow, notDue, failed, released, lost, recovered atomic.Int64
 
 	mu       sync.Mutex
 	outcomes map[string]int64
@@ -42,6 +44,7 @@ func (d *Dispatcher) Counters() Counters {
 	c := &d.counters
 	out := Counters{
 		Claimed: c.claimed.Load(), Done: c.done.Load(), Retried: c.retried.Load(),
+		NotNow: c.notNow.Load(), NotDue: c.notDue.Load(),
 		Failed: c.failed.Load(), Released: c.released.Load(), Lost: c.lost.Load(),
 		Recovered: c.recovered.Load(), Outcomes: map[string]int64{},
 	}
@@ -62,6 +65,8 @@ const (
 	resultFailed
 	resultReleased
 	resultLost // the write found the claim gone, or could not be made
+	resultNotNow
+	resultNotDue
 )
 
 // run performs one claimed attempt and records its result. ctx is the
@@ -110,7 +115,9 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 
 	case ctx.Err() != nil:
 		why := fmt.Sprintf("released: %v (attempt cut short: %v)", context.Cause(ctx), err)
-		if !d.finish(fctx, log, t, "release", func() (bool, error) { return storeRelease(fctx, d.cfg.DB, t, why) }) {
+		if !d.finish(fctx, log, t, "release", func() (bool, error) {
+			return storeReschedule(fctx, d.cfg.DB, t, d.clock.Now(), t.ExecuteTime, why)
+		}) {
 			return resultLost
 		}
 		d.counters.released.Add(1)
@@ -118,8 +125,15 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 		log.InfoContext(ctx, "delayed task released by shutdown", "err", err)
 		return resultReleased
 	}
+	if res, ok := d.settleLater(ctx, fctx, log, t, err); ok {
+		return res
+	}
 
 	msg := err.Error()
+	if nn := (*NotNowError)(nil); errors.As(err, &nn) {
+		msg = fmt.Sprintf("could not run for %s after its execute time (notNowMaxAge), counted as a failure: %v",
+			d.cfg.NotNowMaxAge, err)
+	}
 	var perm *PermanentError
 	if errors.As(err, &perm) || !retryAllowed(t.RetryCount+1, t.MaxRetry) {
 		if !d.finish(fctx, log, t, "fail", func() (bool, error) { return storeFailed(fctx, d.cfg.DB, t, msg) }) {
@@ -144,6 +158,64 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 	log.WarnContext(ctx, "delayed task attempt failed; will retry", "retry_count", t.RetryCount+1,
 		"max_retry", t.MaxRetry, "next_attempt_time", next, "err", err)
 	return resultRetry
+}
+
+// settleLater handles the attempts that said "not now" (NotNow) or "not
+// yet" (NotDue): their task goes back to PENDING without spending a retry,
+// after the not-now backoff or at the due time given. ok is false for other
+// errors, and for "not now" past NotNowMaxAge after the task's execute time,
+// which is then a failure like any other.
+func (d *Dispatcher) settleLater(ctx, fctx context.Context, log *slog.Logger, t *Task, err error) (res result, ok bool) {
+	now := d.clock.Now()
+	var nd *NotDueError
+	var nn *NotNowError
+	var next, execute time.Time
+	switch {
+	case errors.As(err, &nd):
+		next = now.Add(max(nd.In, time.Millisecond))
+		execute, res = next, resultNotDue
+	case errors.As(err, &nn) && now.Sub(t.ExecuteTime) < d.cfg.NotNowMaxAge:
+		next = now.Add(d.notNowWait(now.Sub(t.ExecuteTime)))
+		execute, res = t.ExecuteTime, resultNotNow
+	default:
+		return 0, false
+	}
+	msg := err.Error()
+	if !d.finish(fctx, log, t, "reschedule", func() (bool, error) {
+		return storeReschedule(fctx, d.cfg.DB, t, next, execute, msg)
+	}) {
+		return resultLost, true
+	}
+	d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: next})
+	if res == resultNotDue {
+		d.counters.notDue.Add(1)
+		log.InfoContext(ctx, "delayed task came before its due time; moved to it", "next_attempt_time", next, "err", err)
+	} else {
+		d.counters.notNow.Add(1)
+		log.DebugContext(ctx, "delayed task cannot run now; rescheduled without spending a retry",
+			"next_attempt_time", next, "err", err)
+	}
+	return res, true
+}
+
+// notNowWait is the wait after a "not now" of a task whose execute time was
+// age ago: the not-now schedule's step for the n-th "not now", n counted
+// from age (NotNowBackoff, then doubling for every further NotNowBackoff ×
+// 2^k that age spans, so successive waits double; at most
+// NotNowBackoffMax), with equal jitter, so tasks turned away together come
+// back spread out. Counting from age needs no stored count.
+func (d *Dispatcher) notNowWait(age time.Duration) time.Duration {
+	s := d.cfg.notNowSchedule()
+	n := 1
+	for s.Step(n) < d.cfg.NotNowBackoffMax && 2*s.Step(n) <= age {
+		n++
+	}
+	return s.Delay(n)
+}
+
+// notNowSchedule is the wait after a "not now" (see notNowWait).
+func (c Config) notNowSchedule() backoff.Exponential {
+	return backoff.Exponential{Base: c.NotNowBackoff, Max: c.NotNowBackoffMax, Jitter: backoff.EqualJitter}
 }
 
 // countDone counts and logs an attempt of t recorded DONE.

@@ -143,23 +143,12 @@ const claimTasks = `UPDATE job_delay_task
 const selectClaimed = `SELECT ` + taskColumns + ` FROM job_delay_task
 	WHERE id IN (?) AND claim_id = ? AND status = 'RUNNING'`
 
-func storeClaim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) ([]*Task, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	q, args, err := sqlx.In(claimTasks, claimID, ids)
-	if err != nil {
-		return nil, err
-	}
-	res, err := db.ExecContext(ctx, db.Rebind(q), args...)
-	if err != nil {
-		return nil, fmt.Errorf("claim %d tasks: %w", len(ids), err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return nil, err
-	}
-	return storeReadClaimed(ctx, db, ids, claimID)
-}
+// unclaimTasks gives back, due as they were and without spending a retry,
+// the rows a claim took but could not read back: nobody runs them, and left
+// RUNNING they would wait for recovery (which spends a retry).
+const unclaimTasks = `UPDATE job_delay_task
+	SET status = 'PENDING', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
 
 // claimTasksOf is claimTasks for the tasks of the given handlers only;
 // claimTasksNotOf for the others, at most a given number, lowest ids
@@ -172,56 +161,91 @@ const (
 	claimTasksNotOf = claimTasks + ` AND handler NOT IN (?) ORDER BY id LIMIT ?`
 )
 
-// storeClaimSplit claims, under claimID, the popped ids whose handler is
-// one of batchNames, then (if some ids are left) at most singles(n) of the
-// others, n being how many the first statement claimed.
-func storeClaimSplit(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64, batchNames []string, singles func(n int) int) ([]*Task, error) {
+// claimSplit asks storeClaim to claim the ids whose handler is one of
+// batchNames, then at most singles(n) of the others, n being how many the
+// first statement claimed.
+type claimSplit struct {
+	batchNames []string
+	singles    func(n int) int
+}
+
+// storeClaim claims the popped ids under claimID (all of them, or as split
+// says) and reads the claimed rows back, on one connection. If the
+// read-back fails, the claim is given back at once (unclaimTasks) and the
+// error returned. afterClaim, if set (tests), runs between the claim and
+// the read-back, on the claim's connection.
+func storeClaim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64, split *claimSplit, afterClaim func(context.Context, *sqlx.Conn)) ([]*Task, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim %d tasks: %w", len(ids), err)
+	}
+	defer conn.Close()
 	exec := func(query string, args ...any) (int, error) {
 		q, args, err := sqlx.In(query, args...)
 		if err != nil {
 			return 0, err
 		}
-		res, err := db.ExecContext(ctx, db.Rebind(q), args...)
+		res, err := conn.ExecContext(ctx, conn.Rebind(q), args...)
 		if err != nil {
 			return 0, fmt.Errorf("claim %d tasks: %w", len(ids), err)
 		}
 		n, err := res.RowsAffected()
 		return int(n), err
 	}
-	n, err := exec(claimTasksOf, claimID, ids, batchNames)
-	if err != nil {
-		return nil, err
-	}
-	if n < len(ids) {
-		if k := singles(n); k > 0 {
-			m, err := exec(claimTasksNotOf, claimID, ids, batchNames, k)
-			if err != nil {
-				// The batch tasks are claimed: hand them out; the others
-				// stay PENDING for the next look.
-				if n == 0 {
+	var n int
+	if split == nil {
+		if n, err = exec(claimTasks, claimID, ids); err != nil {
+			return nil, err
+		}
+	} else {
+		if n, err = exec(claimTasksOf, claimID, ids, split.batchNames); err != nil {
+			return nil, err
+		}
+		if n < len(ids) {
+			if k := split.singles(n); k > 0 {
+				m, err := exec(claimTasksNotOf, claimID, ids, split.batchNames, k)
+				if err != nil && n == 0 {
 					return nil, err
 				}
+				// Otherwise the batch tasks are claimed: hand them out;
+				// the others stay PENDING for the next look.
+				n += m
 			}
-			n += m
 		}
 	}
 	if n == 0 {
 		return nil, nil
 	}
-	return storeReadClaimed(ctx, db, ids, claimID)
+	if afterClaim != nil {
+		afterClaim(ctx, conn)
+	}
+	tasks, err := storeReadClaimed(ctx, conn, ids, claimID)
+	if err == nil {
+		return tasks, nil
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	q, args, qerr := sqlx.In(unclaimTasks, ids, claimID)
+	if qerr == nil {
+		_, qerr = db.ExecContext(uctx, db.Rebind(q), args...)
+	}
+	if qerr != nil {
+		return nil, fmt.Errorf("%w; giving the claim back failed too, its tasks wait for recovery: %v", err, qerr)
+	}
+	return nil, fmt.Errorf("%w (the claim was given back)", err)
 }
 
 // storeReadClaimed reads back the rows of ids that the claim claimID took.
-func storeReadClaimed(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) ([]*Task, error) {
-	q, args, err := sqlx.In(selectClaimed, ids, claimID)
+func storeReadClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, claimID int64) ([]*Task, error) {
+	query, args, err := sqlx.In(selectClaimed, ids, claimID)
 	if err != nil {
 		return nil, err
 	}
 	var tasks []*Task
-	if err := db.SelectContext(ctx, &tasks, db.Rebind(q), args...); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &tasks, query, args...); err != nil {
 		return nil, fmt.Errorf("read claimed tasks: %w", err)
 	}
 	for _, t := range tasks {
@@ -274,10 +298,12 @@ const finishFailed = `UPDATE job_delay_task
 	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
-// releaseClaim gives back a claim cut short by shutdown: due now, no retry
-// spent.
-const releaseClaim = `UPDATE job_delay_task
-	SET status = 'PENDING', next_attempt_time = UTC_TIMESTAMP(3), last_error = ?,
+// rescheduleClaim gives back a claim without spending a retry: one cut
+// short by shutdown (due now), one whose attempt said "not now" (due after
+// the not-now backoff), one that came before its due time (execute time and
+// next attempt moved to it). 0 or 1 row, as finishDone.
+const rescheduleClaim = `UPDATE job_delay_task
+	SET status = 'PENDING', next_attempt_time = ?, execute_time = ?, last_error = ?,
 	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
@@ -344,8 +370,8 @@ func storeFailed(ctx context.Context, ext sqlx.ExecerContext, t *Task, lastErr s
 	return execOne(ctx, ext, finishFailed, truncate(lastErr, 2000), t.ID, t.ClaimID)
 }
 
-func storeRelease(ctx context.Context, ext sqlx.ExecerContext, t *Task, why string) (bool, error) {
-	return execOne(ctx, ext, releaseClaim, truncate(why, 2000), t.ID, t.ClaimID)
+func storeReschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, next, execute time.Time, why string) (bool, error) {
+	return execOne(ctx, ext, rescheduleClaim, dbTime(next), dbTime(execute), truncate(why, 2000), t.ID, t.ClaimID)
 }
 
 // selectStuck finds claims RUNNING longer than the limit, in one shard

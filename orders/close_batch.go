@@ -33,25 +33,29 @@ import (
 // never holds back the others. An order number given more than once is
 // handled once and every occurrence gets its outcome.
 //
-// Unlike CloseOrder, the per-order causes (the dead-letter error, the Redis
-// or payment-side error behind skipped_locked) are not returned: they are
-// logged, and a dead letter's is in order_dead_letter.last_error. The error
-// is for failures beyond single orders (the database unreachable, a table
-// or privilege missing, a dead letter not written; KindOf classifies it and
-// NotNow tells whether it is about the orders at all); then the outcomes are
-// nil and nothing is said about any order:
-// nothing of the failing batch was dead-lettered, orders closed before the
-// failure stay closed, and asking again reports them skipped_closed.
+// Each Result carries, beside the outcome, how long a not-due order has
+// left (DueIn) and the cause of a dead letter or of a skip that a failure
+// rather than another holder caused (Err). The error is for failures beyond
+// single orders (the database unreachable, a table or privilege missing, a
+// dead letter not written; KindOf classifies it and NotNow tells whether it
+// is about the orders at all); then the outcomes are nil and nothing is said
+// about any order: nothing of the failing batch was dead-lettered, orders
+// closed before the failure stay closed, and asking again reports them
+// skipped_closed.
 //
 // The Observer sees one PageReport per batch (Single set, as for
 // CloseOrder) and the lateness of the orders closed.
-func (c *Closer) CloseOrders(ctx context.Context, orderNos []string) ([]Outcome, error) {
-	outs := make([]Outcome, len(orderNos))
+func (c *Closer) CloseOrders(ctx context.Context, orderNos []string) ([]Result, error) {
+	outs := make([]Result, len(orderNos))
 	if len(orderNos) == 0 {
 		return outs, nil
 	}
-	got := make(map[string]Outcome, len(orderNos))
+	got := make(map[string]Result, len(orderNos))
 	for chunk := range slices.Chunk(uniq(orderNos), c.cfg.PageSize) {
+		// Between batches, cancellation is honoured at once.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := c.closeBatch(ctx, chunk, got); err != nil {
 			return nil, err
 		}
@@ -93,22 +97,32 @@ func orderCtx(ctx context.Context, orderNo string) context.Context {
 // decides, for CloseOrders (Run passes none: a nil *pageDetail records
 // nothing). Only one goroutine writes to it at a time.
 type pageDetail struct {
-	out map[string]Outcome
+	out map[string]Result
 }
 
 // set records no's outcome; on a nil receiver it does nothing.
-func (d *pageDetail) set(no string, o Outcome) {
+func (d *pageDetail) set(no string, o Outcome) { d.setErr(no, o, nil) }
+
+// setErr records no's outcome and its cause; on a nil receiver it does
+// nothing.
+func (d *pageDetail) setErr(no string, o Outcome, err error) {
 	if d != nil {
-		d.out[no] = o
+		d.out[no] = Result{Outcome: o, Err: err}
 	}
 }
 
 // setOne records the outcome of closeOne.
-func (d *pageDetail) setOne(no string, r oneResult) { d.set(no, r.outcome) }
+func (d *pageDetail) setOne(no string, r oneResult) {
+	err := r.cause
+	if r.leaseLost {
+		err = ErrLeaseExpired
+	}
+	d.setErr(no, r.outcome, err)
+}
 
 // closeBatch closes one batch of distinct order numbers (at most a page) and
 // records every one's outcome in got.
-func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Outcome) error {
+func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Result) error {
 	dbNow, err := c.store.dbNow(ctx, c.db)
 	if err != nil {
 		return err
@@ -129,37 +143,39 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Ou
 		o, ok := byNo[no]
 		switch {
 		case !ok:
-			got[no] = OutcomeNotFound
+			got[no] = Result{Outcome: OutcomeNotFound}
 		case o.Status == statusPaid:
-			got[no] = OutcomeSkippedPaid
+			got[no] = Result{Outcome: OutcomeSkippedPaid}
 		case o.Status != statusUnpaid:
-			got[no] = OutcomeSkippedClosed
+			got[no] = Result{Outcome: OutcomeSkippedClosed}
 		case !o.due(clock.now):
-			got[no] = OutcomeNotDue
+			got[no] = Result{Outcome: OutcomeNotDue, DueIn: o.deadline().Sub(clock.now)}
 		case o.LetterStatus == "parked":
-			got[no] = OutcomeParked
+			got[no] = Result{Outcome: OutcomeParked}
 		default:
 			due = append(due, scanRow{ID: o.ID, OrderNo: o.OrderNo, CreateTime: o.CreateTime})
 		}
 	}
 	var pr pageResult
 	if len(due) > 0 {
-		detail := &pageDetail{out: make(map[string]Outcome, len(due))}
+		detail := &pageDetail{out: make(map[string]Result, len(due))}
 		lease, lerr := c.lock(ctx, due)
 		pr, err = c.closePage(ctx, clock, page{rows: due, lease: lease, lerr: lerr, detail: detail})
 		if err != nil {
 			return err
 		}
 		// closePage records what it decides; an order it did not decide was
-		// not locked (held elsewhere, or Redis failed), its payment-side
-		// call failed, or the lease ran out before commit: skipped_locked,
-		// for a later pass.
+		// not locked (held elsewhere, or Redis failed): skipped_locked, for
+		// a later pass.
 		for _, r := range due {
-			o, ok := detail.out[r.OrderNo]
+			res, ok := detail.out[r.OrderNo]
 			if !ok {
-				o = OutcomeSkippedLocked
+				res = Result{Outcome: OutcomeSkippedLocked}
+				if lease.Failed(r.OrderNo) {
+					res.Err = lerr
+				}
 			}
-			got[r.OrderNo] = o
+			got[r.OrderNo] = res
 		}
 	}
 	c.observeBatch(ctx, nos, got, pr)
@@ -167,13 +183,13 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Ou
 }
 
 // observeBatch reports a CloseOrders batch as one page.
-func (c *Closer) observeBatch(ctx context.Context, nos []string, got map[string]Outcome, pr pageResult) {
+func (c *Closer) observeBatch(ctx context.Context, nos []string, got map[string]Result, pr pageResult) {
 	if c.cfg.Observer == nil {
 		return
 	}
 	p := PageReport{ShardTotal: 1, Single: true, Scanned: len(nos), LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost}
 	for _, no := range nos {
-		switch got[no] {
+		switch got[no].Outcome {
 		case OutcomeClosed:
 			p.Closed++
 		case OutcomeDeadLettered:

@@ -117,7 +117,7 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	require.Empty(t, outs)
 }
 
-func names(outs []orders.Outcome) []string {
+func names[O fmt.Stringer](outs []O) []string {
 	s := make([]string, len(outs))
 	for i, o := range outs {
 		s[i] = o.String()
@@ -195,7 +195,7 @@ func TestCloseOrdersPagesAndValidation(t *testing.T) {
 		if no == victim {
 			want = orders.OutcomeDeadLettered
 		}
-		require.Equal(t, want, outs[i], no)
+		require.Equal(t, want, outs[i].Outcome, no)
 	}
 	require.Equal(t, res.Due-1, b.counts(t).Closed)
 	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
@@ -231,7 +231,7 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 					return err
 				}
 				for i, o := range outs {
-					switch o {
+					switch o.Outcome {
 					case orders.OutcomeClosed:
 						closed.Add(1)
 					case orders.OutcomeSkippedLocked:
@@ -293,7 +293,7 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 					return err
 				}
 				for i, o := range outs {
-					switch o {
+					switch o.Outcome {
 					case orders.OutcomeClosed:
 						closed.Add(1)
 					case orders.OutcomeSkippedPaid:

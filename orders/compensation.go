@@ -44,17 +44,17 @@ func (p *pageResult) count(o Outcome) {
 
 // closePage closes the locked orders of a page in one transaction and
 // releases the page's locks. The work runs without ctx's cancellation
-// (bounded by pageTimeout) so that a cancelled run never leaves a page half
-// done. If the batch transaction fails for a reason other than lock
+// (bounded by its lease, see pageCtx) so that a cancelled run never leaves a
+// page half done. If the batch transaction fails for a reason other than lock
 // contention, it is rolled back and every order is closed in a transaction
 // of its own, so one bad order cannot hold back the others. The error is
 // fatal for the run (database unreachable, dead letter not written).
 func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageResult, error) {
 	res := pageResult{detail: p.detail}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.pageTimeout())
-	defer cancel()
 	lease := p.lease
 	defer c.release(ctx, lease)
+	ctx, cancel := c.pageCtx(ctx, lease)
+	defer cancel()
 	held := make([]scanRow, 0, len(p.rows))
 	for _, r := range p.rows {
 		switch {
@@ -115,11 +115,14 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			}
 			err := c.closeEach(ctx, clock, bad, lease, &res)
 			return res, err
-		case errors.Is(err, ErrLeaseExpired):
+		case leaseRanOut(err, lease):
 			c.log.WarnContext(ctx, "order locks ran out before commit; page left to the next pass",
 				"batch_size", len(held), "ttl", c.locker.TTL().String())
 			res.locked += len(held)
 			res.leaseLost += len(held)
+			for _, r := range held {
+				res.detail.setErr(r.OrderNo, OutcomeSkippedLocked, ErrLeaseExpired)
+			}
 			return res, nil
 		case retryable(err) && attempt < c.cfg.LockAttempts:
 			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
@@ -144,7 +147,14 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 // bad order from holding back or rolling back the others.
 func (c *Closer) closeEach(ctx context.Context, clock runClock, rows []scanRow, lease *Lease, res *pageResult) error {
 	for _, r := range rows {
-		one, err := c.closeOne(ctx, clock, r, lease)
+		var one oneResult
+		var err error
+		if lease.ValidFor(c.cfg.CommitMargin) {
+			one, err = c.closeOne(ctx, clock, r, lease)
+		} else {
+			// The lease is over: no transaction could commit.
+			one = oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}
+		}
 		if err != nil {
 			return err
 		}
@@ -187,7 +197,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 		case err == nil:
 			c.observeClosed(ctx, tr.late)
 			return oneResult{outcome: tr.outcomes[r.OrderNo]}, nil
-		case errors.Is(err, ErrLeaseExpired):
+		case leaseRanOut(err, lease):
 			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
 			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}, nil
 		case retryable(err) && attempt < c.cfg.LockAttempts:

@@ -117,6 +117,9 @@ func (l *Locker) KeyFor(orderNo string) string {
 // TTL returns the lock expiry.
 func (l *Locker) TTL() time.Duration { return l.ttl }
 
+// Timeout returns the bound of one acquire or release call on a node.
+func (l *Locker) Timeout() time.Duration { return l.timeout }
+
 // Redsync returns a redsync instance over the same node(s), for code that
 // locks one order with a plain redsync mutex on KeyFor(orderNo) (as Pay does).
 // One instance per Locker; take a fresh NewMutex per acquisition.

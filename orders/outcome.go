@@ -1,5 +1,7 @@
 package orders
 
+import "time"
+
 // Outcome is what happened to one order handed to CloseOrder.
 type Outcome int
 
@@ -46,3 +48,26 @@ func (o Outcome) String() string {
 	}
 	return "unknown"
 }
+
+// Result is one order's outcome from CloseOrders, with what a caller needs
+// to act on it.
+type Result struct {
+	Outcome Outcome
+	// DueIn is, for OutcomeNotDue, how long until the order's deadline by
+	// the database clock.
+	DueIn time.Duration
+	// Err says why, for OutcomeDeadLettered (the close failed), and for
+	// OutcomeSkippedLocked when it was not another holder that kept the
+	// order but a failure: Redis unreachable (no quorum), the payment-side
+	// call, or the lease running out before commit (ErrLeaseExpired).
+	Err error
+}
+
+// String is the outcome's name.
+func (r Result) String() string { return r.Outcome.String() }
+
+// UntilDue returns DueIn (for callers that take any outcome with a name).
+func (r Result) UntilDue() time.Duration { return r.DueIn }
+
+// Cause returns Err.
+func (r Result) Cause() error { return r.Err }

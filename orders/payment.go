@@ -155,6 +155,7 @@ func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow
 			drop[i] = true
 			res.locked++
 			res.tradeErrors++
+			res.detail.setErr(rows[i].OrderNo, OutcomeSkippedLocked, fmt.Errorf("payment side: %w", errs[k]))
 			failedNos = append(failedNos, rows[i].OrderNo)
 			if firstErr == nil {
 				firstErr = errs[k]

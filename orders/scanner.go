@@ -68,16 +68,22 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 	}
 }
 
-// lock takes the Redis locks of a page's orders, in one pipeline per node,
-// without ctx's cancellation (a half-taken set is never left behind: Acquire
-// releases what it does not return, and the caller releases the lease).
+// lock takes the Redis locks of a page's orders, in one pipeline per node.
 func (c *Closer) lock(ctx context.Context, rows []scanRow) (*Lease, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.pageTimeout())
-	defer cancel()
 	nos := make([]string, len(rows))
 	for i, r := range rows {
 		nos[i] = r.OrderNo
 	}
+	return c.lockNos(ctx, nos)
+}
+
+// lockNos takes the locks of the orders nos without ctx's cancellation (a
+// half-taken set is never left behind: Acquire releases what it does not
+// return, and the caller releases the lease), bounded by the lock calls'
+// timeouts.
+func (c *Closer) lockNos(ctx context.Context, nos []string) (*Lease, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.locker.Timeout())
+	defer cancel()
 	return c.locker.Acquire(ctx, nos)
 }
 

@@ -138,8 +138,12 @@ type orderRow struct {
 
 // due reports whether the order's own deadline has passed at now. Both times
 // are wall clocks of the session time zone (see doc.go).
-func (o orderRow) due(now time.Time) bool {
-	return !o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute).After(now)
+func (o orderRow) due(now time.Time) bool { return !o.deadline().After(now) }
+
+// deadline is when the order falls due: create_time + timeout_minutes, on
+// the database clock in the session time zone.
+func (o orderRow) deadline() time.Time {
+	return o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute)
 }
 
 // lockOrdersSQL locks the given orders' rows for the close transaction.

@@ -322,7 +322,7 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 				handlers[*handler] = tr.wrap(delay.OrderCloseHandler(closer.CloseOrder))
 			} else {
 				batchHandlers[*handler] = tr.wrapBatch(delay.OrderCloseBatchHandler(
-					func(ctx context.Context, nos []string) ([]orders.Outcome, error) {
+					func(ctx context.Context, nos []string) ([]orders.Result, error) {
 						return closer.CloseOrders(orders.WithOrderContexts(ctx, delay.OrderContexts(ctx)), nos)
 					}))
 			}

@@ -33,7 +33,7 @@ type delayMetrics struct {
 func newDelayMetrics(m *Metrics) delayMetrics {
 	d := delayMetrics{
 		attempts: m.counterVec(DelayAttemptsTotal,
-			"Attempts of delayed tasks, by handler and result (done, retry, failed, released, lost).", "handler", "result"),
+			"Attempts of delayed tasks, by handler and result (done, retry, failed, released, lost, not_now, not_due).", "handler", "result"),
 		lateness: m.histogramVec(DelayLatenessSeconds,
 			"Time from a delayed task's due time to the start of its attempt, on the database clock, by handler.",
 			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900}, "handler"),
