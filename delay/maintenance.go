@@ -100,11 +100,10 @@ func (d *Dispatcher) recoverShard(ctx context.Context, shard, total int) (recove
 			t.UpdatedAt.Format(time.RFC3339Nano), d.cfg.RunningTimeout)
 		var ok bool
 		if retryAllowed(t.RetryCount+1, t.MaxRetry) {
-			next := d.clock.Now()
-			ok, err = storeRetry(ctx, d.cfg.DB, t, next, msg)
+			ok, err = storeRetry(ctx, d.cfg.DB, t, time.Time{}, msg) // due now
 			if ok {
 				recovered++
-				d.reschedule(ctx, log, timerEntry{ID: t.ID, Time: next})
+				d.reschedule(ctx, log, timerEntry{ID: t.ID, Time: d.clock.Now()})
 			}
 		} else {
 			ok, err = storeFailed(ctx, d.cfg.DB, t, msg+"; out of retries")

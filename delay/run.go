@@ -116,7 +116,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 	case ctx.Err() != nil:
 		why := fmt.Sprintf("released: %v (attempt cut short: %v)", context.Cause(ctx), err)
 		if !d.finish(fctx, log, t, "release", func() (bool, error) {
-			return storeReschedule(fctx, d.cfg.DB, t, d.clock.Now(), t.ExecuteTime, why)
+			return storeReschedule(fctx, d.cfg.DB, t, time.Time{}, t.ExecuteTime, why)
 		}) {
 			return resultLost
 		}

@@ -285,10 +285,10 @@ const finishDone = `UPDATE job_delay_task
 	SET status = 'DONE', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
-// finishRetry ends a failed claim with another attempt due later; it also
-// recovers a stuck claim. 0 or 1 row, as finishDone.
+// finishRetry ends a failed claim with another attempt due later (NULL:
+// now); it also recovers a stuck claim. 0 or 1 row, as finishDone.
 const finishRetry = `UPDATE job_delay_task
-	SET status = 'PENDING', retry_count = retry_count + 1, next_attempt_time = ?,
+	SET status = 'PENDING', retry_count = retry_count + 1, next_attempt_time = COALESCE(?, UTC_TIMESTAMP(3)),
 	    last_error = ?, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
@@ -303,7 +303,7 @@ const finishFailed = `UPDATE job_delay_task
 // the not-now backoff), one that came before its due time (execute time and
 // next attempt moved to it). 0 or 1 row, as finishDone.
 const rescheduleClaim = `UPDATE job_delay_task
-	SET status = 'PENDING', next_attempt_time = ?, execute_time = ?, last_error = ?,
+	SET status = 'PENDING', next_attempt_time = COALESCE(?, UTC_TIMESTAMP(3)), execute_time = ?, last_error = ?,
 	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
@@ -362,8 +362,18 @@ func storeDone(ctx context.Context, ext sqlx.ExecerContext, t *Task) (bool, erro
 	return execOne(ctx, ext, finishDone, t.ID, t.ClaimID)
 }
 
+// nextParam is a next attempt time as finishRetry and rescheduleClaim take
+// it: zero means now by the database's clock (which the claim's due check
+// reads, where the local estimate may be a millisecond ahead).
+func nextParam(next time.Time) any {
+	if next.IsZero() {
+		return nil
+	}
+	return dbTime(next)
+}
+
 func storeRetry(ctx context.Context, ext sqlx.ExecerContext, t *Task, next time.Time, lastErr string) (bool, error) {
-	return execOne(ctx, ext, finishRetry, dbTime(next), truncate(lastErr, 2000), t.ID, t.ClaimID)
+	return execOne(ctx, ext, finishRetry, nextParam(next), truncate(lastErr, 2000), t.ID, t.ClaimID)
 }
 
 func storeFailed(ctx context.Context, ext sqlx.ExecerContext, t *Task, lastErr string) (bool, error) {
@@ -371,7 +381,7 @@ func storeFailed(ctx context.Context, ext sqlx.ExecerContext, t *Task, lastErr s
 }
 
 func storeReschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, next, execute time.Time, why string) (bool, error) {
-	return execOne(ctx, ext, rescheduleClaim, dbTime(next), dbTime(execute), truncate(why, 2000), t.ID, t.ClaimID)
+	return execOne(ctx, ext, rescheduleClaim, nextParam(next), dbTime(execute), truncate(why, 2000), t.ID, t.ClaimID)
 }
 
 // selectStuck finds claims RUNNING longer than the limit, in one shard
