@@ -131,16 +131,19 @@ func storeRequeue(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (boo
 }
 
 // claimTasks is the claim: PENDING and due → RUNNING under a fresh claim_id,
-// one statement for a batch of ids. Rows locked in primary-key order (so two
+// one statement for a batch of ids. Every statement here that lists ids
+// names the primary key: popped ids are often mostly no longer PENDING, and
+// with few rows left in the status the optimizer would walk the status index
+// instead of the list. Rows locked in primary-key order (so two
 // claimers never deadlock); a row another claimer took first no longer
 // matches and is skipped. The due check stops a stale timer entry from
 // running a task early.
-const claimTasks = `UPDATE job_delay_task
+const claimTasks = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
 	SET status = 'RUNNING', claim_id = ?, updated_at = UTC_TIMESTAMP(3)
 	WHERE id IN (?) AND status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`
 
 // selectClaimed reads back the rows a claim took.
-const selectClaimed = `SELECT ` + taskColumns + ` FROM job_delay_task
+const selectClaimed = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (PRIMARY)
 	WHERE id IN (?) AND claim_id = ? AND status = 'RUNNING'`
 
 // unclaimTasks gives back, due as they were and without spending a retry,
@@ -256,7 +259,7 @@ func storeReadClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, c
 
 // selectPendingTimes reads when PENDING tasks among ids are due, to put a
 // timer entry back after a claim found one not yet due.
-const selectPendingTimes = `SELECT id, next_attempt_time FROM job_delay_task
+const selectPendingTimes = `SELECT id, next_attempt_time FROM job_delay_task FORCE INDEX (PRIMARY)
 	WHERE id IN (?) AND status = 'PENDING'`
 
 type timerEntry struct {
@@ -312,9 +315,9 @@ const rescheduleClaim = `UPDATE job_delay_task
 // claim (in primary-key order), then mark those DONE. A row whose claim was
 // lost is not locked, not returned, and not written.
 const (
-	lockClaimedRunning = `SELECT id FROM job_delay_task
+	lockClaimedRunning = `SELECT id FROM job_delay_task FORCE INDEX (PRIMARY)
 	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ? ORDER BY id FOR UPDATE`
-	finishDoneMany = `UPDATE job_delay_task
+	finishDoneMany = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
 	SET status = 'DONE', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
 )

@@ -31,10 +31,13 @@ func NewDeadLetterAPI(d *DeadLetters, log *slog.Logger) *DeadLetterAPI {
 //	GET  /api/dead-letters?status=&stage=&before=&limit=   list, newest first
 //	GET  /api/dead-letters/{orderNo}?stage=                one letter (stage default close)
 //	POST /api/dead-letters/{orderNo}/requeue?stage=        parked or waiting → waiting, due now
+//	POST /api/dead-letters/requeue?status=&errorLike=&since=&stage=&dryRun=
+//	                                                        every matching letter (RequeueMatching)
 func (a *DeadLetterAPI) Mount(mount func(pattern string, h http.Handler)) {
 	mount("GET /api/dead-letters", http.HandlerFunc(a.list))
 	mount("GET /api/dead-letters/{orderNo}", http.HandlerFunc(a.get))
 	mount("POST /api/dead-letters/{orderNo}/requeue", http.HandlerFunc(a.requeue))
+	mount("POST /api/dead-letters/requeue", http.HandlerFunc(a.requeueMatching))
 }
 
 // Handler returns the routes on a mux of their own, without a token check
@@ -162,4 +165,34 @@ func (a *DeadLetterAPI) requeue(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.InfoContext(r.Context(), "dead letter requeued", "order_no", dl.OrderNo, "stage", dl.Stage, "attempts", dl.Attempts)
 	api.WriteJSON(w, http.StatusOK, dl)
+}
+
+// requeueMatching answers a RequeueResult: {"matched":N,"requeued":N,"dryRun":false}.
+func (a *DeadLetterAPI) requeueMatching(w http.ResponseWriter, r *http.Request) {
+	if !onlyQueryParams(w, r, "status", "stage", "errorLike", "since", "dryRun") {
+		return
+	}
+	q := r.URL.Query()
+	f := RequeueFilter{Status: q.Get("status"), Stage: q.Get("stage"), ErrorLike: q.Get("errorLike")}
+	var err error
+	if f.Since, f.SinceAgo, err = ParseSince(q.Get("since")); err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	if v := q.Get("dryRun"); v != "" {
+		if f.DryRun, err = strconv.ParseBool(v); err != nil {
+			a.fail(w, r, nil, invalidInput("dryRun", "dryRun %q is not true or false", v))
+			return
+		}
+	}
+	res, err := a.d.RequeueMatching(r.Context(), f)
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return
+	}
+	if !res.DryRun {
+		a.log.InfoContext(r.Context(), "dead letters requeued", "status", f.Status, "error_like", f.ErrorLike,
+			"since", res.Since, "num_matched", res.Matched, "num_requeued", res.Requeued)
+	}
+	api.WriteJSON(w, http.StatusOK, res)
 }

@@ -1,6 +1,7 @@
 package orders_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -127,22 +128,10 @@ func TestDeadLetterJSON(t *testing.T) {
 // letter, requeue, and the error answers.
 func TestDeadLetterAPI(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	srv := httptest.NewServer(orders.NewDeadLetterAPI(letterWorld(t, b), nil).Handler())
-	t.Cleanup(srv.Close)
+	srv := letterServer(t)
 	call := func(method, path string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(b.ctx, method, srv.URL+path, nil)
-		require.NoError(t, err)
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		require.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(body, &m), string(body))
-		return res.StatusCode, m
+		return callJSON(t, method, srv.URL+path)
 	}
 
 	code, m := call("GET", "/api/dead-letters?status=waiting&stage=close")
@@ -196,4 +185,28 @@ func TestDeadLetterAPI(t *testing.T) {
 		require.Equal(t, tc.field, m["field"], tc.path)
 		require.Contains(t, m["error"], tc.msg, tc.path)
 	}
+}
+
+// callJSON makes an HTTP request and decodes the JSON object it answers.
+func callJSON(t *testing.T, method, url string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, url, nil)
+	require.NoError(t, err)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(body, &m), string(body))
+	return res.StatusCode, m
+}
+
+// letterServer serves the dead-letter API over letterWorld's letters.
+func letterServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(orders.NewDeadLetterAPI(letterWorld(t, setup(t)), nil).Handler())
+	t.Cleanup(srv.Close)
+	return srv
 }

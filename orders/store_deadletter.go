@@ -189,3 +189,59 @@ func (store) requeueLetter(ctx context.Context, e sqlx.ExecerContext, orderNo, s
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
+
+// matchLettersSQL reads the next keyset page of letters a bulk requeue
+// selects.
+//
+// Params: status, stage, since (the first page's cursor, too), cursor
+// updated_at, cursor updated_at, cursor id, error text ("" for any), error
+// text, limit. Walks idx_status_updated (status, updated_at, id) from the
+// cursor over one status, so only letters of that status since the given
+// time are read (resolved ones, which pile up, never); stage and the error
+// text are checked on those rows. `%` and `_` in the error text are LIKE
+// wildcards. No locks. Returns up to limit ids in key order.
+const matchLettersSQL = `
+SELECT id, updated_at FROM order_dead_letter FORCE INDEX (idx_status_updated)
+WHERE status = ? AND stage = ? AND updated_at >= ?
+  AND (updated_at > ? OR (updated_at = ? AND id > ?))
+  AND (? = '' OR last_error LIKE CONCAT('%', ?, '%'))
+ORDER BY updated_at, id
+LIMIT ?`
+
+// letterKey is the keyset position of a bulk requeue's read.
+type letterKey struct {
+	ID        int64     `db:"id"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+func (store) matchLetters(ctx context.Context, q sqlx.QueryerContext, f RequeueFilter, after letterKey, limit int) ([]letterKey, error) {
+	var rows []letterKey
+	err := sqlx.SelectContext(ctx, q, &rows, matchLettersSQL, f.Status, f.Stage, f.Since,
+		after.UpdatedAt, after.UpdatedAt, after.ID, f.ErrorLike, f.ErrorLike, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find %s dead letters to requeue: %w", f.Status, err)
+	}
+	return rows, nil
+}
+
+// requeueLettersSQL sets the listed letters back to waiting, due now, as
+// requeueLetterSQL does for one.
+//
+// Params: status, stage, since, error text, error text, then the id list
+// (literal). The WHERE repeats the selection, so a letter resolved or
+// changed since it was read is left as it is. The primary key is named: with
+// few letters in the status (the usual case) the optimizer would walk
+// idx_status_retry instead. Rows affected: the letters requeued.
+const requeueLettersSQL = `
+UPDATE order_dead_letter FORCE INDEX (PRIMARY) SET status = 'waiting', next_retry_at = NOW(3), status_reason = ''
+WHERE id IN (%s) AND status = ? AND stage = ? AND updated_at >= ?
+  AND (? = '' OR last_error LIKE CONCAT('%%', ?, '%%'))`
+
+func (store) requeueLetters(ctx context.Context, e sqlx.ExecerContext, f RequeueFilter, ids []int64) (int64, error) {
+	res, err := e.ExecContext(ctx, fmt.Sprintf(requeueLettersSQL, intList(ids)),
+		f.Status, f.Stage, f.Since, f.ErrorLike, f.ErrorLike)
+	if err != nil {
+		return 0, fmt.Errorf("requeue %d dead letters: %w", len(ids), err)
+	}
+	return res.RowsAffected()
+}

@@ -73,7 +73,7 @@ func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur lifecyc
 // between is left alone and a second run changes nothing). complete_time is
 // the database clock. Rows affected: the orders completed.
 const completeOrdersSQL = `
-UPDATE order_info SET status = 4, complete_time = NOW(3)
+UPDATE order_info FORCE INDEX (PRIMARY) SET status = 4, complete_time = NOW(3)
 WHERE id IN (%s) AND status = 3 AND ship_time <= ?`
 
 func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, cutoff time.Time) (int64, error) {
@@ -131,7 +131,7 @@ func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur lifecyc
 const flagOverdueSQL = `
 INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
 SELECT o.id, o.order_no, o.user_id, o.pay_time, o.pay_time + INTERVAL ? DAY, NOW(3)
-FROM order_info o
+FROM order_info o FORCE INDEX (PRIMARY)
 WHERE o.id IN (%s) AND o.status = 1 AND o.pay_time <= ?
 ON DUPLICATE KEY UPDATE flagged_at = order_fulfillment_overdue.flagged_at`
 

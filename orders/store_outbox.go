@@ -145,7 +145,7 @@ func (store) markFailed(ctx context.Context, e sqlx.ExecerContext, id, claimID i
 // releaseEventsSQL gives claimed events that were not sent back, due at
 // once. Params: claim_id, then the id list (literal). Fenced by claim_id.
 const releaseEventsSQL = `
-UPDATE order_outbox SET claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3)
+UPDATE order_outbox FORCE INDEX (PRIMARY) SET claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3)
 WHERE claim_id = ? AND status = 'pending' AND id IN (%s)`
 
 func (store) releaseEvents(ctx context.Context, e sqlx.ExecerContext, claimID int64, ids []int64) error {

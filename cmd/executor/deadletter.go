@@ -33,9 +33,10 @@ func mountDeadLetterAPI(mount func(string, http.Handler), db *sqlx.DB, logger *s
 // deadLetterSubcommands maps `executor deadletter X` to its function and
 // one usage line.
 var deadLetterSubcommands = map[string]subcommand[*deadLetterCtx]{
-	"list":    {"list [-status waiting|parked|resolved] [-stage S] [-limit N] [-before ID] [-json]", deadLetterList},
-	"show":    {"show ORDERNO [-stage S] [-json]", deadLetterShow},
-	"requeue": {"requeue ORDERNO [-stage S] [-json]   (parked or waiting → waiting, due now)", deadLetterRequeue},
+	"list": {"list [-status waiting|parked|resolved] [-stage S] [-limit N] [-before ID] [-json]", deadLetterList},
+	"show": {"show ORDERNO [-stage S] [-json]", deadLetterShow},
+	"requeue": {"requeue ORDERNO [-stage S] [-json]   (parked or waiting → waiting, due now)\n" +
+		"             requeue -status parked|waiting [-error-like TEXT] [-since TIME|DURATION] [-stage S] [-dry-run] [-json]   (every matching letter)", deadLetterRequeue},
 }
 
 var deadLetterOrder = []string{"list", "show", "requeue"}
@@ -187,7 +188,63 @@ func deadLetterShow(ctx context.Context, dc *deadLetterCtx, args []string) error
 }
 
 func deadLetterRequeue(ctx context.Context, dc *deadLetterCtx, args []string) error {
-	return oneLetter(ctx, dc, "requeue", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
-		return dc.letters.Requeue(ctx, no, stage)
-	})
+	if !hasFlag(args, "status") {
+		return oneLetter(ctx, dc, "requeue", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
+			return dc.letters.Requeue(ctx, no, stage)
+		})
+	}
+	fs := newFlagSet(dc.env, "deadletter requeue")
+	status := fs.String("status", "", "requeue every letter in this status: parked or waiting")
+	stage := fs.String("stage", orders.StageClose, "the letters' stage")
+	errorLike := fs.String("error-like", "", "only letters whose last error contains TEXT (% and _ are wildcards)")
+	since := fs.String("since", "", "only letters changed at or after TIME (2006-01-02 15:04:05, database wall clock) or DURATION ago (90m, 6h, 7d)")
+	dryRun := fs.Bool("dry-run", false, "count the letters, move none")
+	if _, err := dc.parse(fs, args, 0); err != nil {
+		return err
+	}
+	f := orders.RequeueFilter{Status: strings.ToLower(*status), Stage: *stage, ErrorLike: *errorLike, DryRun: *dryRun}
+	var err error
+	if f.Since, f.SinceAgo, err = orders.ParseSince(*since); err != nil {
+		return usagef("-%v", err)
+	}
+	closeDB, err := dc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	res, err := dc.letters.RequeueMatching(ctx, f)
+	var inv *orders.InvalidInputError
+	if errors.As(err, &inv) {
+		return usagef("-%s: %s", flagName(inv.Field), inv.Msg)
+	}
+	if err != nil {
+		return err
+	}
+	if dc.jsonOut {
+		return dc.printJSON(res)
+	}
+	_, err = fmt.Fprintln(dc.env.stdout, res.String())
+	return err
+}
+
+// hasFlag reports whether args set -name (or --name), with or without =.
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		a = strings.TrimLeft(a, "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// flagName maps a filter field to its command-line flag.
+func flagName(field string) string {
+	if field == "errorLike" {
+		return "error-like"
+	}
+	return field
 }

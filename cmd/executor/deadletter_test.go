@@ -85,6 +85,27 @@ func TestDeadLetterCLI(t *testing.T) {
 	require.Contains(t, errOut, `no payment dead letter for order "W-1"`)
 }
 
+// `deadletter requeue -status ...` moves every matching letter and says how
+// many; -dry-run only counts.
+func TestDeadLetterCLIBulkRequeue(t *testing.T) {
+	db, env := deadLetterWorld(t)
+	code, out, errOut := runCLI(t, env, "deadletter", "requeue", "-status", "parked", "-error-like", "boom", "-dry-run")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "dry run: 1 letter(s) match; none moved\n", out)
+	code, out, errOut = runCLI(t, env, "deadletter", "requeue", "-status", "parked", "-since", "2h", "-json")
+	require.Equal(t, 0, code, errOut)
+	var res orders.RequeueResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, 1, res.Matched)
+	require.Equal(t, 1, res.Requeued)
+	var parked int
+	require.NoError(t, db.Get(&parked, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'parked'`))
+	require.Zero(t, parked)
+	code, out, errOut = runCLI(t, env, "deadletter", "requeue", "-status", "parked")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "requeued 0 of 0 matching letter(s)\n", out)
+}
+
 func TestDeadLetterCLIBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -98,6 +119,9 @@ func TestDeadLetterCLIBadInput(t *testing.T) {
 		{[]string{"deadletter", "list", "-limit", "0"}, "-limit 0 is not in 1..1000"},
 		{[]string{"deadletter", "list", "extra"}, `unexpected argument "extra"`},
 		{[]string{"deadletter", "list", "-bogus"}, "flag provided but not defined"},
+		{[]string{"deadletter", "requeue", "-status", "resolved"}, "a bulk requeue needs status parked or waiting"},
+		{[]string{"deadletter", "requeue", "-status", "parked", "-since", "soon"}, `-since "soon" is neither a time`},
+		{[]string{"deadletter", "requeue", "-status", "parked", "P-1"}, `unexpected argument "P-1"`},
 	} {
 		code, _, errOut := runCLI(t, nil, tc.args...)
 		require.Equal(t, 2, code, "%v: %s", tc.args, errOut)

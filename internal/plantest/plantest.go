@@ -4,20 +4,21 @@
 // them can turn from a range over an index into a full table scan at any
 // time. A test describes each hot statement once (its SQL with real
 // arguments, how many orders or tasks it handles, and the index it must use
-// on each table), and Check runs it twice: with true statistics, and after
-// Lie has made MariaDB's engine-independent statistics claim that every
-// index of the tables holds one value (the measured way to make a 500-value
-// IN list plan a full scan). Both times it asserts the plan (EXPLAIN's key
-// and type per table) and the rows the statement actually read (the
-// session's Handler_read_* counters around it): at most PerUnit reads per
-// unit handled, 3 by default.
+// on each table), and Check runs it three times: with the statistics as the
+// load left them, and after making MariaDB's engine-independent statistics
+// lie both ways (every index holds one value: the measured way to make a
+// 500-value IN list plan a full scan; every index is unique: any index the
+// WHERE names then beats a list of primary keys). Each time it asserts the
+// plan (EXPLAIN's key and type per table) and the rows the statement
+// actually read (the session's Handler_read_* counters around it): at most
+// PerUnit reads per unit handled, 3 by default.
 //
 // Adding a statement is one entry in a package's table (see orders'
 // plans_test.go and delay's): a name, the Query, the units and Uses(...).
 //
-// Lie writes rows into mysql.table_stats and mysql.index_stats for the test
-// database's own tables only and removes them at cleanup; it changes no
-// server variable.
+// The lies are rows in mysql.table_stats and mysql.index_stats for the test
+// database's own tables only, removed afterwards; no server variable
+// changes.
 package plantest
 
 import (
@@ -109,22 +110,26 @@ func (r PlanRow) String() string {
 	return fmt.Sprintf("table=%s type=%s key=%s rows=%s extra=%q", r.Table, r.Type, r.Key, r.Rows, r.Extra)
 }
 
-// Check runs every statement on db twice, as the tables are (statistics as
-// InnoDB last sampled them) and after Lie has made the statistics of tables
-// lie, each as a subtest named "<statistics>/<Name>", and fails a subtest
-// whose plan is not the statement's Plan or that read more rows than its
-// budget. Each statement runs in a READ COMMITTED transaction that is rolled
-// back, so writes leave no trace and every statement sees the same rows.
+// Check runs every statement on db three times: with the statistics as
+// InnoDB last sampled them, after Lie has made every index of tables look
+// useless (one value: the optimizer then prefers table scans), and after it
+// has made every index look unique (each value one row: the optimizer then
+// prefers any index that the WHERE mentions, even over a primary-key list).
+// Each run is a subtest named "<statistics>/<Name>"; one fails when its plan
+// is not the statement's Plan or it read more rows than its budget. Each
+// statement runs in a READ COMMITTED transaction that is rolled back, so
+// writes leave no trace and every statement sees the same rows.
 func Check(t *testing.T, db *sqlx.DB, tables []string, stmts []Statement) {
 	t.Helper()
-	for _, lying := range []bool{false, true} {
-		mode := "as loaded"
-		if lying {
-			mode = "lying"
-			undo := Lie(t, db, tables...)
-			defer undo()
+	for _, mode := range []struct {
+		name string
+		lie  Lie
+	}{{"as loaded", 0}, {"lying: one value per index", OneValue}, {"lying: every value unique", Unique}} {
+		undo := func() {}
+		if mode.lie != 0 {
+			undo = mode.lie.Apply(t, db, tables...)
 		}
-		t.Run(mode, func(t *testing.T) {
+		t.Run(mode.name, func(t *testing.T) {
 			for _, s := range stmts {
 				t.Run(s.Name, func(t *testing.T) {
 					r, err := Run(context.Background(), db, s.Query)
@@ -139,6 +144,7 @@ func Check(t *testing.T, db *sqlx.DB, tables []string, stmts []Statement) {
 				})
 			}
 		})
+		undo()
 	}
 }
 
@@ -292,16 +298,30 @@ func short(s string) string {
 	return s
 }
 
-// Lie makes MariaDB's optimizer believe that every index of tables (every
-// prefix of every index, the primary and unique ones too) holds a single
-// value, so that each lookup seems to match the whole table: it writes
-// mysql.table_stats (cardinality = the real row count, at least 1000) and
-// mysql.index_stats (avg_frequency = that count) for tables of db's current
-// database, then FLUSH TABLES them so the next statements read the lie
-// (use_stat_tables=PREFERABLY_FOR_QUERIES, MariaDB's default, prefers these
-// statistics when they exist). The returned func removes the rows and
-// flushes again; it is also registered with t.Cleanup.
-func Lie(t testing.TB, db *sqlx.DB, tables ...string) (undo func()) {
+// Lie is a way to make MariaDB's engine-independent statistics lie.
+type Lie int
+
+const (
+	// OneValue claims that every prefix of every index of the tables (the
+	// primary and unique ones too) holds a single value, so each lookup
+	// seems to match the whole table: the measured way to make a long IN
+	// list plan a full scan.
+	OneValue Lie = iota + 1
+	// Unique claims that every index prefix is unique, so any index the
+	// WHERE mentions (status, a time) seems to find one row: a list of
+	// primary keys then loses to it.
+	Unique
+)
+
+// Apply writes the lie for tables of db's current database into
+// mysql.table_stats (cardinality: the real row count, at least 1000) and
+// mysql.index_stats (avg_frequency: that count, or 1), then FLUSH TABLES
+// them so the next statements read it (use_stat_tables=
+// PREFERABLY_FOR_QUERIES, MariaDB's default, prefers these statistics when
+// they exist). It touches only rows of the test's own database and no
+// server variable. The returned func removes the rows and flushes again; it
+// is also registered with t.Cleanup.
+func (l Lie) Apply(t testing.TB, db *sqlx.DB, tables ...string) (undo func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -330,9 +350,13 @@ func Lie(t testing.TB, db *sqlx.DB, tables ...string) (undo func()) {
 			WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, table); err != nil {
 			t.Fatalf("plantest: indexes of %s: %v", table, err)
 		}
+		freq := n
+		if l == Unique {
+			freq = 1
+		}
 		for _, p := range parts {
 			must(`REPLACE INTO mysql.index_stats (db_name, table_name, index_name, prefix_arity, avg_frequency)
-				VALUES (?, ?, ?, ?, ?)`, schema, table, p.Index, p.Seq, n)
+				VALUES (?, ?, ?, ?, ?)`, schema, table, p.Index, p.Seq, freq)
 		}
 		must("FLUSH TABLES `" + table + "`")
 	}
