@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/plantest"
+	"github.com/orderjob/executor/internal/statslie"
 )
 
 // planTables are the tables whose statistics the plan test makes lie.
@@ -110,7 +111,7 @@ func TestLyingStatisticsFlipUnhintedLookup(t *testing.T) {
 	const unhinted = `SELECT order_no, sku_id, quantity FROM order_item WHERE order_no IN (?)`
 	s := plantest.Statement{Name: "unhinted items", Query: plantest.In(t, unhinted, f.pageNos), Units: len(f.pageNos),
 		Plan: plantest.Uses("order_item", "idx_order_no", "range")}
-	plantest.OneValue.Apply(t, f.db.DB, "order_item")
+	plantest.Lie(t, f.db.DB, statslie.OneValue, "order_item")
 	r, err := plantest.Run(context.Background(), f.db.DB, s.Query)
 	require.NoError(t, err)
 	t.Logf("%d reads; %v", r.Reads, r.Plan)

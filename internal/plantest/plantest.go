@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/statslie"
 )
 
 // Query is a statement ready to run: SQL with ? placeholders and their
@@ -121,15 +123,12 @@ func (r PlanRow) String() string {
 // writes leave no trace and every statement sees the same rows.
 func Check(t *testing.T, db *sqlx.DB, tables []string, stmts []Statement) {
 	t.Helper()
-	for _, mode := range []struct {
-		name string
-		lie  Lie
-	}{{"as loaded", 0}, {"lying: one value per index", OneValue}, {"lying: every value unique", Unique}} {
-		undo := func() {}
-		if mode.lie != 0 {
-			undo = mode.lie.Apply(t, db, tables...)
+	for _, lie := range append([]statslie.Lie{0}, Lies...) {
+		name, undo := "as loaded", func() {}
+		if lie != 0 {
+			name, undo = "lying: "+lie.String(), Lie(t, db, lie, tables...)
 		}
-		t.Run(mode.name, func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			for _, s := range stmts {
 				t.Run(s.Name, func(t *testing.T) {
 					r, err := Run(context.Background(), db, s.Query)
@@ -298,68 +297,17 @@ func short(s string) string {
 	return s
 }
 
-// Lie is a way to make MariaDB's engine-independent statistics lie.
-type Lie int
+// Lies Check runs the statements under, besides the statistics as loaded.
+var Lies = []statslie.Lie{statslie.OneValue, statslie.Unique}
 
-const (
-	// OneValue claims that every prefix of every index of the tables (the
-	// primary and unique ones too) holds a single value, so each lookup
-	// seems to match the whole table: the measured way to make a long IN
-	// list plan a full scan.
-	OneValue Lie = iota + 1
-	// Unique claims that every index prefix is unique, so any index the
-	// WHERE mentions (status, a time) seems to find one row: a list of
-	// primary keys then loses to it.
-	Unique
-)
-
-// Apply writes the lie for tables of db's current database into
-// mysql.table_stats (cardinality: the real row count, at least 1000) and
-// mysql.index_stats (avg_frequency: that count, or 1), then FLUSH TABLES
-// them so the next statements read it (use_stat_tables=
-// PREFERABLY_FOR_QUERIES, MariaDB's default, prefers these statistics when
-// they exist). It touches only rows of the test's own database and no
-// server variable. The returned func removes the rows and flushes again; it
-// is also registered with t.Cleanup.
-func (l Lie) Apply(t testing.TB, db *sqlx.DB, tables ...string) (undo func()) {
+// Lie makes the statistics of tables of db's current database lie (see
+// package statslie) until the returned func, also registered with
+// t.Cleanup, removes the lie.
+func Lie(t testing.TB, db *sqlx.DB, l statslie.Lie, tables ...string) (undo func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var schema string
-	if err := db.GetContext(ctx, &schema, `SELECT DATABASE()`); err != nil || schema == "" {
-		t.Fatalf("plantest: no current database (%v)", err)
-	}
-	must := func(query string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, query, args...); err != nil {
-			t.Fatalf("plantest: %s: %v", short(query), err)
-		}
-	}
-	for _, table := range tables {
-		var n int64
-		if err := db.GetContext(ctx, &n, "SELECT COUNT(*) FROM `"+table+"`"); err != nil {
-			t.Fatalf("plantest: count %s: %v", table, err)
-		}
-		n = max(n, 1000)
-		must(`REPLACE INTO mysql.table_stats (db_name, table_name, cardinality) VALUES (?, ?, ?)`, schema, table, n)
-		var parts []struct {
-			Index string `db:"INDEX_NAME"`
-			Seq   int    `db:"SEQ_IN_INDEX"`
-		}
-		if err := db.SelectContext(ctx, &parts, `SELECT INDEX_NAME, SEQ_IN_INDEX FROM information_schema.STATISTICS
-			WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, table); err != nil {
-			t.Fatalf("plantest: indexes of %s: %v", table, err)
-		}
-		freq := n
-		if l == Unique {
-			freq = 1
-		}
-		for _, p := range parts {
-			must(`REPLACE INTO mysql.index_stats (db_name, table_name, index_name, prefix_arity, avg_frequency)
-				VALUES (?, ?, ?, ?, ?)`, schema, table, p.Index, p.Seq, freq)
-		}
-		must("FLUSH TABLES `" + table + "`")
-	}
+	truth, err := statslie.Tell(ctx, db, l, tables...)
 	done := false
 	undo = func() {
 		if done {
@@ -368,18 +316,13 @@ func (l Lie) Apply(t testing.TB, db *sqlx.DB, tables ...string) (undo func()) {
 		done = true
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		for _, table := range tables {
-			for _, q := range []string{`DELETE FROM mysql.table_stats WHERE db_name = ? AND table_name = ?`,
-				`DELETE FROM mysql.index_stats WHERE db_name = ? AND table_name = ?`} {
-				if _, err := db.ExecContext(ctx, q, schema, table); err != nil {
-					t.Errorf("plantest: remove the lie about %s: %v", table, err)
-				}
-			}
-			if _, err := db.ExecContext(ctx, "FLUSH TABLES `"+table+"`"); err != nil {
-				t.Errorf("plantest: flush %s: %v", table, err)
-			}
+		if err := truth(ctx); err != nil {
+			t.Errorf("plantest: %v", err)
 		}
 	}
 	t.Cleanup(undo)
+	if err != nil {
+		t.Fatalf("plantest: %v", err)
+	}
 	return undo
 }
