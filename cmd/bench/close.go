@@ -30,7 +30,7 @@ func init() {
 
 type closeFlags struct {
 	orders, skus           int
-	shards, sizes          []int
+	shards, sizes, lying   []int
 	dsn, redis             string
 	seedSeconds            float64
 	executor               string
@@ -53,20 +53,21 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	shards := fs.String("shards", "1,2,4", "shard counts to run ours with, concurrently within a count")
 	fs.StringVar(&f.dsn, "dsn", "root@tcp(127.0.0.1:3306)/", "server DSN (no database: the bench creates and drops its own)")
 	fs.StringVar(&f.redis, "redis", "127.0.0.1:6379", "Redis address (keys under a prefix of the run's own)")
-	sizes := fs.String("sizes", "100000,1000000", "table sizes of the growth measurement (ours, 1 shard)")
+	sizes := fs.String("sizes", "100000,1000000", "table sizes of the growth measurement (ours, 1 shard, each a fresh table drained right after its bulk load; up to 5000000)")
+	lying := fs.String("lying", "1000000", "table sizes drained with lying statistics (every index claims one value), as the growth rows")
 	fs.Float64Var(&f.seedSeconds, "seed-seconds", 10, "how long the seed approach runs (on a sample)")
 	fs.StringVar(&f.executor, "executor", "auto", "executor binary for the RSS child: a path, auto (go build ./cmd/executor) or self (the bench's own child mode)")
-	fs.IntVar(&f.idleOrders, "idle-orders", 1_000_000, "orders of the idle-tick table (nothing due)")
-	fs.IntVar(&f.rssOrders, "rss-orders", 0, "orders the RSS child drains (default: the largest -sizes; its drain is that size's growth row)")
+	fs.IntVar(&f.idleOrders, "idle-orders", 1_000_000, "orders of the idle-tick table (nothing due, however long the run takes)")
+	fs.IntVar(&f.rssOrders, "rss-orders", 0, "orders the RSS child drains (default: the largest -sizes; growth rows of that size drain in an executor child)")
 	fs.IntVar(&f.pageSize, "page-size", 500, "page size of ours")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the 1-shard run to this file")
-	skip := fs.String("skip", "", "comma-separated parts to skip: naive,seed,shards,growth,idle,rss")
+	skip := fs.String("skip", "", "comma-separated parts to skip: naive,seed,shards,growth,lying,idle,rss")
 	fs.Float64Var(&f.dueFrac, "due", 0.9, "fraction of orders unpaid and due")
 	fs.Float64Var(&f.paidFrac, "paid", 0.05, "fraction of orders paid")
 	fs.Float64Var(&f.notDueFrac, "not-due", 0.05, "fraction of orders unpaid, within their timeout")
 	fs.Float64Var(&f.couponFrac, "coupons", 0.3, "fraction of orders with a coupon")
 	fs.Float64Var(&f.idleNotDueFrac, "idle-not-due", 0.01, "fraction of the idle table unpaid within their timeout (the rest paid)")
-	fs.BoolVar(&f.small, "small", false, "CI size: 20000 orders, 2000 SKUs, sizes 10000,50000, 2 seed seconds, 50000 idle orders (explicit flags win)")
+	fs.BoolVar(&f.small, "small", false, "CI size: 20000 orders, 2000 SKUs, sizes 10000,50000, lying 50000, 2 seed seconds, 50000 idle orders (explicit flags win)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -84,6 +85,7 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 		def("orders", func() { f.orders = 20_000 })
 		def("skus", func() { f.skus = 2_000 })
 		def("sizes", func() { *sizes = "10000,50000" })
+		def("lying", func() { *lying = "50000" })
 		def("seed-seconds", func() { f.seedSeconds = 2 })
 		def("idle-orders", func() { f.idleOrders = 50_000 })
 	}
@@ -94,14 +96,17 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	if f.sizes, err = intList(*sizes); err != nil {
 		return nil, fmt.Errorf("-sizes: %w", err)
 	}
+	if f.lying, err = intList(*lying); err != nil {
+		return nil, fmt.Errorf("-lying: %w", err)
+	}
 	f.skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			f.skip[s] = true
 		}
 	}
-	if f.rssOrders == 0 && len(f.sizes) > 0 {
-		f.rssOrders = slices.Max(f.sizes)
+	if f.rssOrders == 0 && len(f.sizes)+len(f.lying) > 0 {
+		f.rssOrders = slices.Max(append(slices.Clone(f.sizes), f.lying...))
 	}
 	if f.orders < 1 || f.skus < 1 || f.pageSize < 1 {
 		return nil, errors.New("-orders, -skus and -page-size must be positive")
@@ -135,6 +140,9 @@ type closeBench struct {
 	tmpDir  string
 	failed  []string // ours broke an invariant or left due orders
 	summary map[string]float64
+	// loadStart is the machine's load average when the run began: figures
+	// of a shared machine mean little without it.
+	loadStart string
 }
 
 func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -146,7 +154,7 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err != nil {
 		return err
 	}
-	b := &closeBench{f: f, out: stdout, dbs: dbs, summary: map[string]float64{}}
+	b := &closeBench{f: f, out: stdout, dbs: dbs, summary: map[string]float64{}, loadStart: loadAverage()}
 	b.rdb = redis.NewClient(&redis.Options{Addr: f.redis})
 	b.prefix = "bench:" + dbs.run + ":"
 	if b.tmpDir, err = os.MkdirTemp("", "bench-close-"); err != nil {
@@ -172,6 +180,7 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err := b.growthAndIdle(ctx); err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "load average at start: %s; at end: %s\n", b.loadStart, loadAverage())
 	s := b.summary
 	speedup, ratio := 0.0, 0.0
 	if s["seed"] > 0 {
@@ -194,6 +203,7 @@ type row struct {
 	closed  int
 	elapsed time.Duration
 	check   string
+	oldPlan string // growth rows: what the optimizer makes of the unhinted item lookup
 }
 
 func (r row) rate() float64 {
@@ -222,6 +232,7 @@ func (b *closeBench) compare(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.out, "close benchmark on %s, Redis %s (shared machine: other work may run meanwhile)\n", serverVersion(ctx, tmpl), f.redis)
+	fmt.Fprintf(b.out, "load average at start (1, 5, 15 min): %s\n", b.loadStart)
 	fmt.Fprintf(b.out, "data: %d orders (%d due, %d paid, %d not yet due), %d items over %d SKUs, %d coupons; generated in %.1fs; page size %d\n\n",
 		gen.Orders, gen.Due, gen.Paid, gen.NotDue, gen.Items, f.skus, gen.Coupons, genTime.Seconds(), f.pageSize)
 
@@ -347,4 +358,18 @@ func (b *closeBench) check(ctx context.Context, db *sqlx.DB, base *ordertest.Bas
 		b.failed = append(b.failed, err.Error())
 		return "error: " + err.Error()
 	}
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load average
+// (/proc/loadavg), or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

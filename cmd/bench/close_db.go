@@ -24,6 +24,17 @@ type benchDBs struct {
 	run     string
 	created []string
 	open    []*sqlx.DB
+	// beforeDrop runs, per database, before it is dropped (the lying
+	// statistics are removed from the mysql schema that way).
+	beforeDrop map[string]func(context.Context) error
+}
+
+// onDrop registers fn to run before database name is dropped.
+func (d *benchDBs) onDrop(name string, fn func(context.Context) error) {
+	if d.beforeDrop == nil {
+		d.beforeDrop = map[string]func(context.Context) error{}
+	}
+	d.beforeDrop[name] = fn
 }
 
 func newBenchDBs(ctx context.Context, serverDSN string) (*benchDBs, error) {
@@ -117,12 +128,17 @@ func (d *benchDBs) cloneDB(ctx context.Context, from, label string) (*sqlx.DB, s
 
 // dropAll closes and drops every database this run created.
 func (d *benchDBs) dropAll() []error {
-	for _, db := range d.open {
-		db.Close()
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var errs []error
+	for name, fn := range d.beforeDrop {
+		if err := fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("before dropping %s: %w", name, err))
+		}
+	}
+	for _, db := range d.open {
+		db.Close()
+	}
 	for _, name := range d.created {
 		if !strings.HasPrefix(name, "bench_close_"+d.run+"_") {
 			continue // never drop what we did not name
