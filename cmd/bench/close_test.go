@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/redistest"
+)
+
+// A tiny `bench close` prints the growth rows (fresh after the bulk load and
+// with lying statistics, each against the reference rate and with the plan
+// the unhinted item lookup would get), the idle tick, the load average, and
+// ends with the summary line in its fixed form.
+func TestBenchCloseSmall(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := benchClose(context.Background(), []string{"-orders", "3000", "-skus", "300", "-shards", "1",
+		"-sizes", "2000", "-lying", "2000", "-idle-orders", "3000", "-seed-seconds", "0.2", "-skip", "rss",
+		"-dsn", dbtest.ServerDSN(), "-redis", redistest.Addr()}, &out, &errOut)
+	require.NoError(t, err, errOut.String())
+	s := out.String()
+	t.Log(s)
+	require.Regexp(t, `load average at start \(1, 5, 15 min\): \S+ \S+ \S+`, s)
+	require.Regexp(t, `(?m)^\s+2000  fresh after bulk load\s+\d+ .* ok\s+in-process$`, s)
+	require.Regexp(t, `(?m)^\s+2000  lying: one value per index\s+\d+ .* ok\s+in-process$`, s)
+	require.Contains(t, s, "unhinted items plan")
+	require.Regexp(t, `drain rate at 2000 orders over the rate at 3000: fresh after bulk load [\d.]+, lying: one value per index [\d.]+`, s)
+	require.Regexp(t, `idle tick on 3000 orders, nothing due .*: median [\d.]+ ms`, s)
+	require.Regexp(t, `load average at start: .*; at end: `, s)
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	require.Regexp(t, regexp.MustCompile(`^closed/s=\d+ closed2/s=\d+ naive/s=\d+ seed/s=\d+ speedup=[\d.]+ ratio=[\d.]+ idle_tick_ms=[\d.]+ peak_rss_mib=[\d.]+$`),
+		lines[len(lines)-1], "the last line keeps its form")
+}
