@@ -360,6 +360,14 @@ func (b *closeBench) check(ctx context.Context, db *sqlx.DB, base *ordertest.Bas
 	}
 }
 
+// loadAverage1 is the machine's 1-minute load average, or "?".
+func loadAverage1() string {
+	if f := strings.Fields(loadAverage()); len(f) == 3 {
+		return f[0]
+	}
+	return "?"
+}
+
 // loadAverage is the machine's 1, 5 and 15 minute load average
 // (/proc/loadavg), or "unknown".
 func loadAverage() string {

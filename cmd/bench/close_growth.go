@@ -62,18 +62,20 @@ func (b *closeBench) growthAndIdle(ctx context.Context) error {
 	if len(rows) > 0 {
 		ref := b.summary["ours1"]
 		fmt.Fprintf(b.out, "growth (ours, 1 shard; each row a fresh table of the same mix, drained right after its bulk load; vs ref: the rate over the rate of %d orders above):\n", f.orders)
-		fmt.Fprintf(b.out, "%9s  %-30s %8s %8s %9s %7s  %-22s %-10s %s\n",
-			"orders", "statistics", "closed", "seconds", "closed/s", "vs ref", "unhinted items plan", "invariants", "how")
+		fmt.Fprintf(b.out, "%9s  %-30s %8s %8s %9s %7s  %-11s %-22s %-10s %s\n",
+			"orders", "statistics", "closed", "seconds", "closed/s", "vs ref", "load 1m", "unhinted items plan", "invariants", "how")
 		for _, g := range rows {
 			inChild := g.size == f.rssOrders && !f.skip["rss"]
 			label := fmt.Sprintf("growth%d", g.size)
 			if g.lie != 0 {
 				label = fmt.Sprintf("lying%d", g.size)
 			}
+			load0 := loadAverage1()
 			r, how, db, err := b.drain(ctx, label, g, inChild, executor)
 			if err != nil {
 				return err
 			}
+			load := load0 + "→" + loadAverage1()
 			if g.lie == 0 && g.size > drainedSize {
 				drained, drainedSize = db, g.size
 			}
@@ -83,8 +85,8 @@ func (b *closeBench) growthAndIdle(ctx context.Context) error {
 				vs = fmt.Sprintf("%.2f", r.rate()/ref)
 				b.summary[fmt.Sprintf("growth_%d_%d", g.size, g.lie)] = r.rate() / ref
 			}
-			fmt.Fprintf(b.out, "%9d  %-30s %8d %8.2f %9.0f %7s  %-22s %-10s %s\n",
-				g.size, g.statistics(), r.closed, r.elapsed.Seconds(), r.rate(), vs, r.oldPlan, r.check, how)
+			fmt.Fprintf(b.out, "%9d  %-30s %8d %8.2f %9.0f %7s  %-11s %-22s %-10s %s\n",
+				g.size, g.statistics(), r.closed, r.elapsed.Seconds(), r.rate(), vs, load, r.oldPlan, r.check, how)
 		}
 		b.growthSummary(rows)
 		fmt.Fprintln(b.out)
