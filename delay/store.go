@@ -149,7 +149,7 @@ const selectClaimed = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDE
 // unclaimTasks gives back, due as they were and without spending a retry,
 // the rows a claim took but could not read back: nobody runs them, and left
 // RUNNING they would wait for recovery (which spends a retry).
-const unclaimTasks = `UPDATE job_delay_task
+const unclaimTasks = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
 	SET status = 'PENDING', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
 
