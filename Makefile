@@ -31,8 +31,8 @@ bench: ## close throughput at the default size (takes minutes)
 compose-up: ## the whole stack on a Docker machine
 	VERSION=$(VERSION) COMMIT=$(COMMIT) docker compose up -d --build
 
-compose-config: ## validate docker-compose.yml
-	docker-compose -f docker-compose.yml config -q
+compose-config: ## validate docker-compose.yml, every profile
+	for p in "" "--profile demo" "--profile monitoring"; do docker-compose -f docker-compose.yml $$p config -q || exit 1; done
 
 clean:
 	rm -rf bin logs

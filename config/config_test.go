@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/orderjob/executor/config"
 )
@@ -149,40 +148,6 @@ func TestExampleFile(t *testing.T) {
 	require.Equal(t, config.Example(), string(got), "run: go test ./config -run TestExampleFile -update")
 	_, err = config.LoadWith(got, noEnv)
 	require.NoError(t, err)
-}
-
-// docker-compose.yml configures the executor through environment variables:
-// each one it sets must be a name the loader reads, so the two cannot drift.
-func TestComposeEnvironmentNamesAreKnown(t *testing.T) {
-	t.Parallel()
-	raw, err := os.ReadFile("../docker-compose.yml")
-	require.NoError(t, err)
-	var doc struct {
-		Services map[string]struct {
-			Image       string            `yaml:"image"`
-			Build       any               `yaml:"build"`
-			Environment map[string]string `yaml:"environment"`
-		} `yaml:"services"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &doc))
-	known := map[string]bool{}
-	for _, k := range config.Keys() {
-		for _, name := range k.EnvNames() {
-			known[name] = true
-		}
-	}
-	checked := 0
-	for name, svc := range doc.Services {
-		if svc.Image != "order-job-executor:local" {
-			continue
-		}
-		require.NotEmpty(t, svc.Environment, "service %s has no environment", name)
-		for env := range svc.Environment {
-			require.True(t, known[env], "docker-compose.yml service %s sets %s, which the config loader does not read", name, env)
-			checked++
-		}
-	}
-	require.Greater(t, checked, 10, "the executor services were found in the compose file")
 }
 
 // Timeouts that let a delayed task run twice are refused, naming what to

@@ -60,7 +60,7 @@ func TestProvisionCommand(t *testing.T) {
 
 			code, out2, errOut2 := cli("provision", "-prune")
 			require.Equal(t, 0, code, errOut2)
-			require.Contains(t, out2, "done: 6 created, 0 updated, 5 started, 0 stopped, 0 unchanged")
+			require.Contains(t, out2, "done: 6 created, 0 updated, 3 started, 0 stopped, 0 unchanged")
 			require.Contains(t, errOut2, "logged into the admin")
 			require.Len(t, fake.Jobs(), 6)
 

@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -30,6 +32,23 @@ func TestLoadJobsFile_ShippedFile(t *testing.T) {
 	require.Equal(t, "SHARDING_BROADCAST", byHandler["delayTaskSweepJob"].Route)
 	for _, h := range []string{"orderAutoConfirmJob", "orderFulfillmentTimeoutJob"} {
 		require.Regexp(t, `^0 \d+ \* \* \* \?$`, byHandler[h].ScheduleConf, "%s hourly", h)
+		// Stopped until the order service writes status 3 on shipping.
+		require.False(t, byHandler[h].Running, "%s must be created stopped", h)
+	}
+
+	// The timeouts are the ones the console steps and the topic pages give.
+	for _, d := range []struct {
+		handler, doc, text string
+	}{
+		{"orderTimeoutCloseJob", "../../README.md", "| Timeout | `%d` seconds"},
+		{"deadLetterRetryJob", "../../docs/dead-letters.md", "| Timeout | `%d` (below the interval) |"},
+		{"orderAutoConfirmJob", "../../docs/lifecycle.md", "| Block strategy / timeout | `DISCARD_LATER` / `%d` |"},
+		{"orderFulfillmentTimeoutJob", "../../docs/lifecycle.md", "| Block strategy / timeout | `DISCARD_LATER` / `%d` |"},
+	} {
+		doc, err := os.ReadFile(d.doc)
+		require.NoError(t, err)
+		want := fmt.Sprintf(d.text, byHandler[d.handler].TimeoutSeconds)
+		require.Contains(t, string(doc), want, "%s's timeout in config/jobs.yml and %s disagree", d.handler, d.doc)
 	}
 }
 
