@@ -244,3 +244,16 @@ func notices(c *config.Config) string {
 	}
 	return b.String()
 }
+
+// A bad URL is named in the error without its secrets.
+func TestBadURLErrorsHideSecrets(t *testing.T) {
+	t.Parallel()
+	_, err := config.LoadWith(nil, envOf(map[string]string{
+		"XXL_JOB_ADMIN_ADDRESSES": "ftp://u:adminpw-SECRET@admin/",
+		"ORDER_PAYMENT_CLOSE_URL": "pay/close?token=SECRET2",
+		"DELAY_SERVICES":          "orders=svc:p4ss-SECRET@host",
+	}))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "ftp://u:xxxxx@admin/")
+	require.NotContains(t, err.Error(), "SECRET")
+}

@@ -24,7 +24,7 @@ func (c *Config) validate() []error {
 	}
 	for _, a := range c.XXL.Job.Admin.Addresses {
 		if u, err := url.Parse(a); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("xxl.job.admin.addresses: %q is not an http(s) URL", a)
+			bad("xxl.job.admin.addresses: %q is not an http(s) URL", redact.URL(a))
 		}
 	}
 	if d := c.XXL.Job.Admin.Timeout; d <= 0 || d > time.Minute {
@@ -41,7 +41,7 @@ func (c *Config) validate() []error {
 	}
 	if ex.Address != "" {
 		if u, err := url.Parse(ex.Address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("xxl.job.executor.address: %q is not an http(s) URL", ex.Address)
+			bad("xxl.job.executor.address: %q is not an http(s) URL", redact.URL(ex.Address))
 		}
 	}
 	if ex.Port < 1 || ex.Port > 65535 {
@@ -109,7 +109,7 @@ func (c *Config) validate() []error {
 		bad("order.deadLetter: baseBackoff (%s) must be positive and at most maxBackoff (%s)", b.BaseBackoff, b.MaxBackoff)
 	}
 	if u := c.Order.Payment.CloseURL; u != "" && !isHTTPURL(u) {
-		bad("order.payment.closeURL: %q is not an http(s) URL", u)
+		bad("order.payment.closeURL: %q is not an http(s) URL", redact.URL(u))
 	}
 	if c.Order.Payment.Timeout <= 0 || c.Order.Payment.Retries < 0 {
 		bad("order.payment: timeout must be positive and retries not negative")
@@ -141,7 +141,7 @@ func (c *Config) validate() []error {
 	for _, s := range d.Services {
 		name, base, ok := strings.Cut(s, "=")
 		if u, err := url.Parse(base); !ok || name == "" || err != nil || u.Host == "" {
-			bad("delay.services: %q is not name=http://host/base", s)
+			bad("delay.services: %q is not name=http://host/base", redact.Named([]string{s})[0])
 		}
 	}
 	return p

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/orderjob/executor/internal/redact"
 )
 
 // ParseServices reads HTTP task targets written "name=baseURL" (the
@@ -19,12 +21,12 @@ func ParseServices(specs []string) (map[string]string, error) {
 		}
 		name, base, ok := strings.Cut(spec, "=")
 		if !ok {
-			return nil, fmt.Errorf("delay: service %q is not name=baseURL", spec)
+			return nil, fmt.Errorf("delay: service %q is not name=baseURL", redact.URL(spec))
 		}
 		name = strings.TrimSpace(name)
 		u, err := parseService(name, strings.TrimSpace(base))
 		if err != nil {
-			return nil, fmt.Errorf("delay: service %q: %w", spec, err)
+			return nil, fmt.Errorf("delay: service %q: %w", redact.Named([]string{spec})[0], err)
 		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("delay: service %q is configured twice", name)
@@ -40,13 +42,13 @@ func parseService(name, base string) (string, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", fmt.Errorf("base URL: %w", err)
+		return "", fmt.Errorf("base URL: %w", redact.Err(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("base URL %q is not http(s)://host[:port][/path]", base)
+		return "", fmt.Errorf("base URL %q is not http(s)://host[:port][/path]", redact.URL(base))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("base URL %q has a query or fragment", base)
+		return "", fmt.Errorf("base URL %q has a query or fragment", redact.URL(base))
 	}
 	return strings.TrimRight(base, "/"), nil
 }

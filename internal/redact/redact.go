@@ -18,13 +18,13 @@ const Mask = "xxxxx"
 var secretWords = []string{"token", "key", "secret", "sign", "password", "passwd", "pwd", "auth", "credential", "session", "ticket"}
 
 // URL returns s with the password of its user info and the values of
-// credential-like query parameters masked. A string that does not parse as
-// a URL with a scheme and a host is masked whole when it contains '@' (it may be one
-// with a password that failed to parse) and returned as it is otherwise.
+// credential-like query parameters masked. What does not parse as a URL,
+// or parses without a host although it holds an '@' (it may be one with a
+// password), is masked whole when it holds an '@' or a '?'.
 func URL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Opaque != "" {
-		if strings.Contains(s, "@") {
+	if err != nil || (u.Host == "" && strings.Contains(s, "@")) {
+		if strings.ContainsAny(s, "@?") {
 			return Mask
 		}
 		return s

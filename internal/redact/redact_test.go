@@ -19,6 +19,8 @@ func TestURL(t *testing.T) {
 		{"https://pay/close?order=1", "https://pay/close?order=1"},
 		{"127.0.0.1:9998", "127.0.0.1:9998"},
 		{"svc:p4ss@host", "xxxxx"},
+		{"pay/close?token=SECRET2&x=1", "pay/close?token=xxxxx&x=1"},
+		{"/healthz", "/healthz"},
 		{"http://u:p@[::1", "xxxxx"},
 		{"", ""},
 	} {
