@@ -156,6 +156,10 @@ xxl:
 		code, out, errOut := runCLI(t, nil, "run", "demoJob", "-param", "0", "-config", file)
 		require.Equal(t, 0, code, "%s: %s", file, errOut)
 		require.Contains(t, out, "demoJob ran 0 second(s)")
+		if file == java3 {
+			require.Contains(t, errOut, "excludedpackage is ignored", "the notices are logged")
+			require.Contains(t, errOut, "Spring Boot keys ignored")
+		}
 	}
 	clash := write("clash.yml", "xxl:\n  job:\n    accessToken: a\n    admin:\n      accessToken: b\n")
 	code, _, errOut := runCLI(t, nil, "run", "demoJob", "-param", "0", "-config", clash)

@@ -43,6 +43,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	logger := newLogger(cfg, env.stderr) // stdout carries the run log here
+	logNotices(logger, cfg)
 	name := pos[0]
 
 	var deps *handlers.Deps
