@@ -113,7 +113,10 @@ type RunOptions struct {
 	ShardIndex, ShardTotal int
 	// PageSize is the scan page and close batch size. 0: the Closer's.
 	PageSize int
-	// MaxOrders caps the due orders handled (scanned) in this run. 0: no cap.
+	// MaxOrders caps the due orders handled in this run, closed and skipped
+	// alike. A capped run resumes where the shard's last one stopped and
+	// wraps around (see scan), so orders stuck at the head do not starve
+	// the others. 0: no cap, every run walks all due orders.
 	MaxOrders int
 	// MaxPerSecond caps the close rate, averaged from the run's start. Pages
 	// are cut to a tenth of a second's worth. 0: no cap.
@@ -276,6 +279,9 @@ func (c *Closer) closePages(ctx context.Context, opt RunOptions, clock runClock,
 		if err := pace.wait(ctx, st.Closed); err != nil {
 			c.release(ctx, p.lease)
 			return err
+		}
+		if !opt.DryRun {
+			c.freshLease(ctx, &p)
 		}
 		st.Pages++
 		st.Scanned += len(p.rows)

@@ -2,6 +2,7 @@ package orders_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,4 +64,85 @@ func TestCloseStopsWithinCancelBound(t *testing.T) {
 	require.Equal(t, orders.OutcomeSkippedLocked, out)
 	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 2`), "nothing closed")
 	require.Zero(t, b.redisKeys(t), "locks released")
+}
+
+// Slow payment-side calls spend the lease of the page being closed, never
+// that of the next one: pages are locked when their close begins, so none
+// loses its turn to a lease aged while the page before it ran.
+func TestSlowPaymentSideLosesNoPage(t *testing.T) {
+	t.Parallel()
+	slow := tradeFunc(func(ctx context.Context, _ string) (orders.TradeResult, error) {
+		select {
+		case <-time.After(350 * time.Millisecond):
+			return orders.TradeClosed, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	})
+	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: slow, TradeFanOut: 1}), withLocker(orders.LockerConfig{TTL: 2 * time.Second}))
+	_, base := b.seed(t, orders.DemoSpec{Orders: 12, DueFraction: 1})
+	st := b.run(t, orders.RunOptions{PageSize: 2})
+	require.Equal(t, 12, st.Closed, "%s (trade errors %d: %v)", st, st.TradeErrors, st.TradeErr)
+	require.Zero(t, st.TradeErrors)
+	b.check(t, base)
+}
+
+// A low maxPerSecond makes the pacer wait between pages longer than the
+// lock TTL; the page is locked after the wait, so it still closes.
+func TestRateCapLosesNoPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withLocker(orders.LockerConfig{TTL: time.Second}))
+	_, base := b.seed(t, orders.DemoSpec{Orders: 3, DueFraction: 1})
+	st := b.run(t, orders.RunOptions{MaxPerSecond: 0.8})
+	require.Equal(t, 3, st.Closed, "%s (lease lost %d)", st, st.LeaseLost)
+	require.Zero(t, st.LeaseLost)
+	b.check(t, base)
+}
+
+// maxOrders counts the orders a run handles, skipped or closed; with orders
+// that never close at the head (their locks held elsewhere), capped runs
+// still reach the newer due orders, and come back to the head.
+func TestMaxOrdersReachesPastStuckOrders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+	b.shop(t)
+	var stuck, newer []string
+	for i := range 4 {
+		stuck = append(stuck, fmt.Sprintf("STUCK-%d", i))
+		b.place(t, stuck[i], false, orders.Item{SKUID: 1, Quantity: 1})
+	}
+	// One second later by create_time, so they sort after the stuck ones.
+	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET create_time = create_time - INTERVAL 1 SECOND`)
+	require.NoError(t, err)
+	for i := range 6 {
+		newer = append(newer, fmt.Sprintf("NEWER-%d", i))
+		b.place(t, newer[i], false, orders.Item{SKUID: 2, Quantity: 1})
+	}
+	other, err := orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix, TTL: time.Minute})
+	require.NoError(t, err)
+	held, err := other.Acquire(b.ctx, stuck)
+	require.NoError(t, err)
+	require.Equal(t, 4, held.Len())
+
+	closedNewer := func() int {
+		return b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 2 AND order_no LIKE 'NEWER-%'`)
+	}
+	var runs []orders.RunStats
+	for len(runs) < 3 && closedNewer() < len(newer) {
+		st, err := late.Run(b.ctx, orders.RunOptions{MaxOrders: 4, PageSize: 3})
+		require.NoError(t, err)
+		require.LessOrEqual(t, st.Scanned, 4, "the cap counts skips too")
+		runs = append(runs, st)
+	}
+	require.Equal(t, len(newer), closedNewer(), "runs: %v", runs)
+	require.Equal(t, 4, runs[0].SkippedLocked, "the first capped run meets the stuck head")
+
+	// Once free, the stuck orders close: the runs come back to the head.
+	require.NoError(t, held.Release(b.ctx))
+	for range 3 {
+		_, err := late.Run(b.ctx, orders.RunOptions{MaxOrders: 4, PageSize: 3})
+		require.NoError(t, err)
+	}
+	require.Equal(t, 10, b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 2`))
 }

@@ -140,8 +140,10 @@ type Lease struct {
 // Held reports whether the lease holds orderNo's lock.
 func (s *Lease) Held(orderNo string) bool { return s != nil && s.held[orderNo] }
 
-// Failed reports whether orderNo's lock could not be taken because of a Redis
-// error (as opposed to someone else holding it).
+// Failed reports whether orderNo's lock could not be taken because Redis is
+// unreachable: no quorum of the nodes answered (or they answered too late),
+// as opposed to someone else holding it (a quorum answered and a node said
+// the key is taken).
 func (s *Lease) Failed(orderNo string) bool { return s != nil && s.failed[orderNo] }
 
 // Len returns the number of locks held.
@@ -224,14 +226,15 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 		switch {
 		case ok >= l.quorum && inTime:
 			lease.held[no] = true
-		case taken > 0 && ok < l.quorum:
-			// Someone else holds it (on enough nodes to deny us a quorum).
+		case taken > 0 && ok+taken >= l.quorum:
+			// Someone else holds it: a quorum answered, and a node says so.
 			if taken < len(l.nodes) {
 				notHeld = append(notHeld, keys[k])
 			}
 		default:
-			// Redis failures kept the quorum out of reach, or the answers
-			// came back after the validity window had already closed.
+			// No quorum answered (Redis unreachable: a node saying "taken"
+			// among too few answers proves nothing about the majority), or
+			// the answers came back after the validity window had closed.
 			if lease.failed == nil {
 				lease.failed = map[string]bool{}
 			}

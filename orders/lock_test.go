@@ -194,6 +194,43 @@ func TestRedlockQuorum(t *testing.T) {
 	b.check(t, base2)
 }
 
+// With Redlock, a key is held elsewhere only when a quorum of the nodes
+// answered and one says so; a node saying "taken" among too few answers is
+// "Redis unreachable".
+func TestRedlockHeldElsewhereNeedsQuorumOfAnswers(t *testing.T) {
+	t.Parallel()
+	servers := []*redistest.Server{redistest.StartServer(t), redistest.StartServer(t), redistest.StartServer(t)}
+	var nodes []redis.UniversalClient
+	for _, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { c.Close() })
+		nodes = append(nodes, c)
+	}
+	b := setup(t, withLocker(orders.LockerConfig{Nodes: nodes, Timeout: 300 * time.Millisecond}))
+	key := b.locker.KeyFor("R1")
+	require.NoError(t, nodes[0].Set(b.ctx, key, "other", time.Minute).Err())
+
+	// All answer, two give us the key: ours (a majority).
+	lease, err := b.locker.Acquire(b.ctx, []string{"R1"})
+	require.NoError(t, err)
+	require.True(t, lease.Held("R1"))
+	require.NoError(t, lease.Release(b.ctx))
+
+	// One of the two others down: a quorum answered, one says taken.
+	servers[2].Stop()
+	lease, err = b.locker.Acquire(b.ctx, []string{"R1"})
+	require.NoError(t, err)
+	require.False(t, lease.Held("R1"))
+	require.False(t, lease.Failed("R1"), "held elsewhere")
+
+	// Both others down: only the node saying taken answered, no quorum.
+	servers[1].Stop()
+	lease, err = b.locker.Acquire(b.ctx, []string{"R1"})
+	require.Error(t, err)
+	require.False(t, lease.Held("R1"))
+	require.True(t, lease.Failed("R1"), "Redis unreachable, not held elsewhere")
+}
+
 // Redis down: orders are skipped and counted, never closed without their
 // lock nor dead-lettered; CloseOrder returns the Redis error.
 func TestRedisDownSkipsOrders(t *testing.T) {

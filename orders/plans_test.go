@@ -16,7 +16,7 @@ import (
 
 // planTables are the tables whose statistics the plan test makes lie.
 var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
-	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue"}
+	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor"}
 
 // TestHotStatementPlans runs every statement of the package's hot paths
 // through plantest.Check: with the statistics as the bulk load left them and
@@ -55,6 +55,9 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "close: resolve dead letters", Query: in(resolveDeadLettersSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		{Name: "close: dead-letter one order", Query: q(upsertDeadLetterSQL, one, "waiting", "boom", f.now, 60e6, 8, 8, "boom", f.now, 60e6, 3600e6), Units: 1},
 		{Name: "close: payment-step read", Query: lit(readOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
+		{Name: "close: capped run resumes", Query: q(closeCursorSQL, 4, 1), Units: 1, Plan: pk("order_close_cursor")},
+		{Name: "close: capped run stops", Query: q(setCloseCursorSQL, 4, 1, f.cursor.CreateTime, f.cursor.ID), Units: 1},
+		{Name: "close: capped run wrapped", Query: q(clearCloseCursorSQL, 4, 2), Units: 1, Plan: pk("order_close_cursor")},
 		// CloseOrder and CloseOrders (the delayed-task side).
 		{Name: "CloseOrder: order", Query: q(orderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		{Name: "CloseOrder: dead letter", Query: q(deadLetterStatusSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
@@ -179,6 +182,9 @@ func newPlanFixture(t *testing.T) *planFixture {
 			       UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE, UTC_TIMESTAMP(3)
 			FROM order_info WHERE id % 3 = 0`,
 		`INSERT INTO payment_conflict (order_no, pay_amount, paid_at) SELECT order_no, 10, NOW(3) FROM order_info WHERE id % 50 = 7`,
+		// Capped runs of many shardings have left their cursors.
+		`INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
+			SELECT seq DIV 8 + 1, seq % 8, NOW(), seq, UTC_TIMESTAMP(3) FROM seq_0_to_199`,
 	} {
 		_, err := db.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)

@@ -6,8 +6,8 @@ import (
 )
 
 // page is one scan page made ready for closing: its due orders (less those
-// whose dead letter holds them back) and, unless in a dry run, the lease of
-// their Redis locks. err ends the run.
+// whose dead letter holds them back) and, when the scanner locks ahead, the
+// lease of their Redis locks. err ends the run.
 type page struct {
 	rows  []scanRow
 	lease *Lease
@@ -18,10 +18,23 @@ type page struct {
 }
 
 // scan walks the shard's due orders in keyset pages (see scanPageSQL) and
-// sends each page, locked, on out; it closes out when the keyset range is
-// exhausted, MaxOrders is reached, ctx is cancelled or a read fails (sent as
-// a page with err). Out is unbuffered, so it works one page ahead of the
-// closer. A page it cannot hand over has its locks released here.
+// sends each page on out; it closes out when the keyset range is exhausted,
+// MaxOrders is reached, ctx is cancelled or a read fails (sent as a page
+// with err). Out is unbuffered, so it works one page ahead of the closer.
+//
+// It locks a page's orders ahead too, so the lock round trip overlaps the
+// previous page's close, unless the page's close would start on an aged
+// lease: with a rate cap (the pacer waits first) or a payment step (whose
+// budget is counted from the lock), the closer locks each page when it
+// begins. A page it cannot hand over has its locks released here.
+//
+// With MaxOrders, the run starts where the shard's last capped run stopped
+// (order_close_cursor) and, at the end of the range, wraps around to the
+// head and goes on up to where it started: orders that never close (a
+// lock held elsewhere, a payment the payment side reports but that never
+// arrives) cannot hold the cap at the head, and every due order is tried at
+// least once every ceil(due / MaxOrders) runs. Without MaxOrders every run
+// walks the whole range from the head.
 func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out chan<- page) {
 	defer close(out)
 	send := func(p page) bool {
@@ -33,12 +46,26 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 			return false
 		}
 	}
+	lockAhead := !opt.DryRun && !c.lockAtClose(opt)
 	cur := firstCursor
+	var resume *scanCursor // where a capped run resumed; nil: from the head
+	if opt.MaxOrders > 0 {
+		saved, ok, err := c.store.closeCursor(ctx, c.db, opt.ShardIndex, opt.ShardTotal)
+		if err != nil {
+			send(page{err: err})
+			return
+		}
+		if ok {
+			cur, resume = saved, &saved
+		}
+	}
+	wrapped := false
 	scanned := 0
 	for ctx.Err() == nil {
 		limit := opt.PageSize
 		if opt.MaxOrders > 0 {
 			if limit = min(limit, opt.MaxOrders-scanned); limit <= 0 {
+				c.saveCursor(ctx, opt, &cur) // the next run goes on from here
 				return
 			}
 		}
@@ -47,25 +74,82 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 			send(page{err: err})
 			return
 		}
-		if len(rows) == 0 {
-			return
-		}
-		last := rows[len(rows)-1]
-		cur = scanCursor{CreateTime: last.CreateTime, ID: last.ID}
 		full := len(rows) == limit
-		if rows, err = c.skipDeadLetters(ctx, rows, now); err != nil {
-			send(page{err: err})
-			return
+		if wrapped {
+			// The second lap ends where the first began.
+			if k := cutAfter(rows, *resume); k < len(rows) {
+				rows, full = rows[:k], false
+			}
 		}
-		scanned += len(rows)
-		p := page{rows: rows}
-		if !opt.DryRun && len(rows) > 0 {
-			p.lease, p.lerr = c.lock(ctx, rows)
+		if len(rows) > 0 {
+			last := rows[len(rows)-1]
+			cur = scanCursor{CreateTime: last.CreateTime, ID: last.ID}
+			if rows, err = c.skipDeadLetters(ctx, rows, now); err != nil {
+				send(page{err: err})
+				return
+			}
+			scanned += len(rows)
+			p := page{rows: rows}
+			if lockAhead && len(rows) > 0 {
+				p.lease, p.lerr = c.lock(ctx, rows)
+			}
+			if !send(p) {
+				return
+			}
 		}
-		if !send(p) || !full {
-			return
+		if full {
+			continue
+		}
+		if resume != nil && !wrapped {
+			wrapped, cur = true, firstCursor
+			continue
+		}
+		if opt.MaxOrders > 0 {
+			c.saveCursor(ctx, opt, nil) // the whole range was seen: the next run starts at the head
+		}
+		return
+	}
+}
+
+// cutAfter returns how many of rows (in key order) are at or before c.
+func cutAfter(rows []scanRow, c scanCursor) int {
+	for i, r := range rows {
+		if r.CreateTime.After(c.CreateTime) || (r.CreateTime.Equal(c.CreateTime) && r.ID > c.ID) {
+			return i
 		}
 	}
+	return len(rows)
+}
+
+// saveCursor records where the next capped run of the shard starts (nil:
+// at the head). A dry run records nothing. A failed write only means the
+// next run starts elsewhere, so it is logged.
+func (c *Closer) saveCursor(ctx context.Context, opt RunOptions, cur *scanCursor) {
+	if opt.DryRun || ctx.Err() != nil {
+		return
+	}
+	if err := c.store.setCloseCursor(ctx, c.db, opt.ShardIndex, opt.ShardTotal, cur); err != nil {
+		c.log.WarnContext(ctx, "save where the next capped run starts", "shard_index", opt.ShardIndex,
+			"shard_total", opt.ShardTotal, "error", err.Error())
+	}
+}
+
+// lockAtClose reports whether a run takes each page's locks when its close
+// begins rather than ahead: when the pacer may wait between pages, or a
+// payment step spends part of the lease on calls.
+func (c *Closer) lockAtClose(opt RunOptions) bool {
+	return opt.MaxPerSecond > 0 || c.cfg.TradeCloser != nil
+}
+
+// freshLease makes sure p's orders are locked with a lease that has at
+// least half the TTL left, as the close of a page expects: taken now if
+// the scanner did not lock ahead, or taken again if the page waited.
+func (c *Closer) freshLease(ctx context.Context, p *page) {
+	if len(p.rows) == 0 || (p.lease != nil && p.lease.ValidFor(c.locker.TTL()/2)) {
+		return
+	}
+	c.release(ctx, p.lease)
+	p.lease, p.lerr = c.lock(ctx, p.rows)
 }
 
 // lock takes the Redis locks of a page's orders, in one pipeline per node.

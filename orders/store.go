@@ -478,3 +478,48 @@ func deltaCase(deltas []skuDelta) string {
 	b.WriteString(" END")
 	return b.String()
 }
+
+// closeCursorSQL reads where the shard's next capped run starts.
+// Params: shard total, shard index. A primary-key lookup; zero or one row.
+const closeCursorSQL = `
+SELECT create_time, order_id FROM order_close_cursor WHERE shard_total = ? AND shard_index = ?`
+
+func (store) closeCursor(ctx context.Context, q sqlx.QueryerContext, shardIndex, shardTotal int) (scanCursor, bool, error) {
+	var row struct {
+		CreateTime time.Time `db:"create_time"`
+		ID         int64     `db:"order_id"`
+	}
+	err := sqlx.GetContext(ctx, q, &row, closeCursorSQL, shardTotal, shardIndex)
+	if errors.Is(err, sql.ErrNoRows) {
+		return scanCursor{}, false, nil
+	}
+	if err != nil {
+		return scanCursor{}, false, fmt.Errorf("read where shard %d/%d resumes: %w", shardIndex, shardTotal, err)
+	}
+	return scanCursor{CreateTime: row.CreateTime, ID: row.ID}, true, nil
+}
+
+// setCloseCursorSQL records where the shard's next capped run starts;
+// clearCloseCursorSQL makes it start at the head. Params: shard total,
+// shard index (and create_time, order id for the set). One row by primary
+// key.
+const (
+	setCloseCursorSQL = `
+INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
+VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))
+ON DUPLICATE KEY UPDATE create_time = VALUES(create_time), order_id = VALUES(order_id), updated_at = VALUES(updated_at)`
+	clearCloseCursorSQL = `DELETE FROM order_close_cursor WHERE shard_total = ? AND shard_index = ?`
+)
+
+func (store) setCloseCursor(ctx context.Context, e sqlx.ExecerContext, shardIndex, shardTotal int, cur *scanCursor) error {
+	var err error
+	if cur == nil {
+		_, err = e.ExecContext(ctx, clearCloseCursorSQL, shardTotal, shardIndex)
+	} else {
+		_, err = e.ExecContext(ctx, setCloseCursorSQL, shardTotal, shardIndex, cur.CreateTime, cur.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("record where shard %d/%d resumes: %w", shardIndex, shardTotal, err)
+	}
+	return nil
+}
