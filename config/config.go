@@ -21,13 +21,14 @@ import (
 
 // Config is the whole configuration. Sections mirror the YAML layout.
 type Config struct {
-	XXL   XXL   `yaml:"xxl"`
-	MySQL MySQL `yaml:"mysql"`
-	Redis Redis `yaml:"redis"`
-	API   API   `yaml:"api"`
-	Log   Log   `yaml:"log"`
-	Order Order `yaml:"order"`
-	Delay Delay `yaml:"delay"`
+	XXL    XXL    `yaml:"xxl"`
+	MySQL  MySQL  `yaml:"mysql"`
+	Redis  Redis  `yaml:"redis"`
+	API    API    `yaml:"api"`
+	Log    Log    `yaml:"log"`
+	Order  Order  `yaml:"order"`
+	Delay  Delay  `yaml:"delay"`
+	Outbox Outbox `yaml:"outbox"`
 
 	ignored []string // Spring Boot keys of a Java application file, skipped (see Notices)
 }
@@ -181,4 +182,11 @@ type Delay struct {
 	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys"`
 	Services          []string      `yaml:"services" redact:"named" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
 	ServiceToken      string        `yaml:"serviceToken" env:"DELAY_SERVICE_TOKEN" secret:"true" doc:"token sent to HTTP task targets"`
+}
+
+// Outbox is `outbox`: how the relay treats events its receivers keep
+// refusing (order.compensation.mode outbox; the endpoints are in
+// order.compensation).
+type Outbox struct {
+	MaxAttempts int `yaml:"maxAttempts" env:"OUTBOX_MAX_ATTEMPTS" default:"20" doc:"failed deliveries after which an outbox event is parked for an operator (a 400, 401, 403, 404, 409, 410 or 422 answer parks it at once); -1 never parks after failures"`
 }

@@ -123,6 +123,9 @@ func (c *Config) validate() []error {
 	default:
 		bad("order.compensation.mode: %q is not local or outbox", cm.Mode)
 	}
+	if n := c.Outbox.MaxAttempts; n < 1 && n != -1 {
+		bad("outbox.maxAttempts: %d must be at least 1, or -1 for no limit", n)
+	}
 	d := c.Delay
 	if d.RunningTimeout <= 0 || d.HandlerTimeout <= 0 {
 		bad("delay.handlerTimeout (%s) and delay.runningTimeout (%s) must be positive", d.HandlerTimeout, d.RunningTimeout)

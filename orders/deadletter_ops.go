@@ -176,14 +176,8 @@ func (d *DeadLetters) List(ctx context.Context, f DeadLetterFilter) ([]DeadLette
 	if len(f.Stage) > maxLetterStageLen {
 		return nil, invalidInput("stage", "stage must be at most %d bytes", maxLetterStageLen)
 	}
-	if f.Limit == 0 {
-		f.Limit = 50
-	}
-	if f.Limit < 1 || f.Limit > MaxListLimit {
-		return nil, invalidInput("limit", "limit %d is not in 1..%d", f.Limit, MaxListLimit)
-	}
-	if f.BeforeID < 0 {
-		return nil, invalidInput("before", "before %d is negative", f.BeforeID)
+	if err := checkPage(&f.Limit, f.BeforeID); err != nil {
+		return nil, err
 	}
 	return d.store.listLetters(ctx, d.db, f)
 }

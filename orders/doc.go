@@ -68,9 +68,14 @@
 // transaction: lock the order rows, skip those paid or closed meanwhile, and
 // apply the changes above with one multi-row statement per table. A scanner
 // goroutine prepares the next page (scan and locks) while the current one is
-// being closed. MaxPerSecond paces closes, MaxOrders caps a run, DryRun only
-// counts. Cancellation is checked between pages; a page in progress finishes
-// whole.
+// being closed; with a rate cap or a payment step, whose waits and calls
+// would age a lease taken ahead, a page is locked when its close begins (and
+// a lease aged past half the TTL is taken again). MaxPerSecond paces closes,
+// MaxOrders caps a run (closed and skipped orders alike; a capped run
+// resumes where the shard's last one stopped and wraps around, so orders
+// that never close cannot starve the others), DryRun only counts.
+// Cancellation is checked between pages; a page in progress finishes whole,
+// within its lease (CancelBound).
 //
 // # Failures: compensation and dead letters
 //
@@ -123,9 +128,11 @@
 // Locker takes the per-order locks ({prefix}order:close:{orderNo}) with one
 // pipelined SET NX PX per key and releases them with redsync's
 // compare-and-delete script, so they interoperate with redsync mutexes on
-// the same keys (Pay uses one). It works with a single Redis, Sentinel or a
-// Cluster (only single-key commands), or as Redlock over several independent
-// nodes (a key is held when a majority set it within the validity window).
+// the same keys. It works with a single Redis, Sentinel or a Cluster (only
+// single-key commands), or as Redlock over several independent nodes (a key
+// is held when a majority set it within the validity window; held elsewhere
+// when a quorum answered and a node says it is taken; Redis unreachable
+// when no quorum answered).
 //
 // # The payment side, late payments and outbox compensation
 //
@@ -136,13 +143,18 @@
 // leaves it for the next pass (RunStats.TradeErrors); see payment.go and
 // HTTPTradeCloser for the contract. Off by default, at no cost.
 //
-// A payment that loses to the close (Pay finds the order closed) leaves it
-// closed and records the payment once in payment_conflict: a refund is
-// owed.
+// A payment that loses to the close (PayWith finds the order closed), or a
+// second, distinct payment of a paid order, leaves the order as it is and
+// records the payment in payment_conflict, once per payment id: a refund is
+// owed (Refunds lists them and records refunds). Pay, without a payment id,
+// is PayWith with one derived from the order number. When Redis is
+// unreachable, payments go on under the row lock and status CAS.
 //
 // With CloserConfig.Compensation = CompensateOutbox, the close transaction
 // leaves local stock and coupons alone and writes stock.release and
 // coupon.restore events into order_outbox instead; a Relay delivers them
 // after commit, at least once, each until acknowledged, with an
-// Idempotency-Key receivers dedupe on. See outbox.go and relay.go.
+// Idempotency-Key receivers dedupe on; an event refused for good (a 4xx that
+// retrying cannot change) or failing MaxAttempts times is parked for an
+// operator (Outbox lists and requeues them). See outbox.go and relay.go.
 package orders

@@ -2,27 +2,44 @@ package orders
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jmoiron/sqlx"
 )
 
-// recordLatePayment is Pay's answer to a payment that lost to the close: the
-// order stays closed, and the payment is recorded in payment_conflict (once
-// per order, however often the payment side repeats its notification) so
-// the business refunds it. It runs in Pay's transaction, with the order row
-// locked. Only closed orders get a row: for other states (an order already
-// past paid) the payment is not one that lost to a close.
-func (s *Service) recordLatePayment(ctx context.Context, tx *sqlx.Tx, o orderRow) error {
-	if o.Status != statusClosed {
-		return nil
-	}
-	added, err := s.store.recordPaymentConflict(ctx, tx, o.OrderNo, o.ID)
+// Reasons of a payment_conflict row.
+const (
+	// ConflictLate: the payment arrived for an order already closed.
+	ConflictLate = "late"
+	// ConflictDuplicate: the order had been paid with another payment.
+	ConflictDuplicate = "duplicate"
+)
+
+// recordConflict is Pay's answer to a payment that cannot be taken (late:
+// the order is closed; duplicate: paid with another payment): the order
+// stays as it is, and the payment is recorded in payment_conflict (once
+// per payment id, however often the payment side repeats its
+// notification) so the business refunds it. It runs in Pay's transaction,
+// with the order row locked.
+func (s *Service) recordConflict(ctx context.Context, tx *sqlx.Tx, o orderRow, n Notice, reason string) error {
+	added, err := s.store.recordPaymentConflict(ctx, tx, o, n, reason)
 	if err != nil {
 		return err
 	}
-	if added {
-		s.log.WarnContext(ctx, "payment arrived for a closed order; recorded in payment_conflict for a refund",
-			"order_no", o.OrderNo)
+	if !added {
+		// A repeat of a recorded payment, unless its id was recorded for
+		// another order (the payment side reusing an id is not ours to
+		// settle).
+		other, err := s.store.conflictOrder(ctx, tx, n.PaymentID)
+		if err != nil {
+			return err
+		}
+		if other != o.OrderNo {
+			return fmt.Errorf("payment %s is already recorded for order %s", n.PaymentID, other)
+		}
+		return nil
 	}
+	s.log.WarnContext(ctx, "payment cannot be taken; recorded in payment_conflict for a refund",
+		"order_no", o.OrderNo, "payment_id", n.PaymentID, "reason", reason)
 	return nil
 }

@@ -54,8 +54,9 @@ type LockerConfig struct {
 
 // Locker takes per-order locks in bulk: one pipelined `SET key token NX PX ttl`
 // per key and node, released by a pipelined compare-and-delete. The values and
-// scripts are those of redsync, so a redsync mutex on the same key (as Pay
-// uses) and a Locker lease exclude each other both ways.
+// scripts are those of redsync, so a redsync mutex on the same key (an order
+// service that locks with redsync) and a Locker lease exclude each other
+// both ways.
 //
 // Only single-key commands are used, so pipelines work on a single server,
 // behind Sentinel and on a Cluster (go-redis splits a Cluster pipeline by
@@ -121,7 +122,7 @@ func (l *Locker) TTL() time.Duration { return l.ttl }
 func (l *Locker) Timeout() time.Duration { return l.timeout }
 
 // Redsync returns a redsync instance over the same node(s), for code that
-// locks one order with a plain redsync mutex on KeyFor(orderNo) (as Pay does).
+// locks one order with a plain redsync mutex on KeyFor(orderNo).
 // One instance per Locker; take a fresh NewMutex per acquisition.
 func (l *Locker) Redsync() *redsync.Redsync { return l.rs }
 

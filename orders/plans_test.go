@@ -16,7 +16,7 @@ import (
 
 // planTables are the tables whose statistics the plan test makes lie.
 var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
-	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor"}
+	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor", "order_payment"}
 
 // TestHotStatementPlans runs every statement of the package's hot paths
 // through plantest.Check: with the statistics as the bulk load left them and
@@ -74,7 +74,8 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "operator: bulk requeue, move", Query: lit(requeueLettersSQL, f.parkedLetters, "parked", StageClose, firstCursor.CreateTime, "boom", "boom"), Units: len(f.parkedLetters), Plan: pk("order_dead_letter")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: q(overdueSQL, f.now, 2000, f.now, f.now), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
-		{Name: "gauge: payment conflicts", Query: q(paymentConflictsSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "uk_order_no", "index")},
+		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
+		{Name: "gauge: refunds owed", Query: q(refundsOwedSQL), Units: max(f.owed, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "range", "ref")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
 		// Lifecycle after payment.
 		{Name: "lifecycle: scan shipped", Query: q(scanShippedSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: 500, Plan: uses("o", "idx_status_ship_time", "range")},
@@ -90,7 +91,10 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "pay: status CAS", Query: q(payOrderSQL, f.pageIDs[0]), Units: 1, Plan: pk("order_info")},
 		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
 		{Name: "pay: use coupon", Query: q(useCouponSQL, f.coupons[0], f.couponNos[0]), Units: 1, Plan: pk("user_coupon")},
-		{Name: "pay: payment conflict", Query: q(recordPaymentConflictSQL, one, f.pageIDs[0]), Units: 1, Plan: pk("order_info")},
+		{Name: "pay: payment conflict", Query: q(recordPaymentConflictSQL, "wx-new", one, nil, f.pageIDs[0], ConflictLate, "wechat"), Units: 1, Plan: pk("order_info")},
+		{Name: "pay: conflict's order", Query: q(conflictOrderSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
+		{Name: "pay: order's payment", Query: q(orderPaymentSQL, f.paidNo), Units: 1, Plan: byNo("order_payment", "uk_order_no")},
+		{Name: "pay: record payment", Query: q(insertOrderPaymentSQL, "wx-new", one, "12.30", f.pageIDs[0], "wechat"), Units: 1, Plan: pk("order_info")},
 		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
 		{Name: "place: lock coupon", Query: q(lockCouponForOrderSQL, one, f.coupons[0]), Units: 1, Plan: pk("user_coupon")},
 		// The outbox relay.
@@ -98,6 +102,8 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "relay: claim events", Query: lit(claimEventsSQL, f.events, 7, 30e6), Units: len(f.events), Plan: pk("order_outbox")},
 		{Name: "relay: delivered", Query: q(markDeliveredSQL, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
 		{Name: "relay: failed", Query: q(markFailedSQL, "boom", 1e6, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: parked", Query: q(markParkedSQL, "status 404", "permanent answer: status 404", f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: parked count", Query: q(outboxParkedSQL), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
 		{Name: "relay: release", Query: lit(releaseEventsSQL, f.events, 7), Units: len(f.events), Plan: pk("order_outbox")},
 		{Name: "relay: purge delivered", Query: q(purgeDeliveredSQL, 0, 1000), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref").And("o", "PRIMARY", "eq_ref", "const").And("<derived2>", "", "ALL", "system")},
@@ -154,7 +160,10 @@ type planFixture struct {
 
 	events        []int64 // pending outbox events
 	pendingEvents int
-	conflicts     int // payment_conflict rows
+	conflicts     int    // payment_conflict rows
+	owed          int    // of those, refunds owed
+	conflictID    string // a conflict's payment id
+	parkedEvents  int    // parked outbox events
 }
 
 func newPlanFixture(t *testing.T) *planFixture {
@@ -181,7 +190,13 @@ func newPlanFixture(t *testing.T) *planFixture {
 			SELECT 'stock.release', order_no, '{}', CONCAT('t', id), IF(id % 20 = 0, 'pending', 'done'),
 			       UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE, UTC_TIMESTAMP(3)
 			FROM order_info WHERE id % 3 = 0`,
-		`INSERT INTO payment_conflict (order_no, pay_amount, paid_at) SELECT order_no, 10, NOW(3) FROM order_info WHERE id % 50 = 7`,
+		// Refunds owed, most of them long refunded; the payments of paid orders.
+		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, refund_status)
+			SELECT CONCAT('wx-', id), order_no, 10, NOW(3), IF(id % 500 = 7, 'owed', 'refunded') FROM order_info WHERE id % 50 = 7`,
+		`INSERT INTO order_payment (payment_id, order_no, amount, paid_at)
+			SELECT CONCAT('pay-', id), order_no, 10, NOW(3) FROM order_info WHERE status IN (1, 3)`,
+		`UPDATE order_outbox SET status = 'parked', park_reason = 'permanent answer: status 404', parked_at = UTC_TIMESTAMP(3)
+			WHERE status = 'done' AND id % 97 = 3`,
 		// Capped runs of many shardings have left their cursors.
 		`INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
 			SELECT seq DIV 8 + 1, seq % 8, NOW(), seq, UTC_TIMESTAMP(3) FROM seq_0_to_199`,
@@ -257,5 +272,8 @@ func newPlanFixture(t *testing.T) *planFixture {
 	sel(&f.events, `SELECT id FROM order_outbox WHERE status = 'pending' ORDER BY id LIMIT 100`)
 	get(&f.pendingEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`)
 	get(&f.conflicts, `SELECT COUNT(*) FROM payment_conflict`)
+	get(&f.owed, `SELECT COUNT(*) FROM payment_conflict WHERE refund_status = 'owed'`)
+	get(&f.conflictID, `SELECT payment_id FROM payment_conflict ORDER BY id LIMIT 1`)
+	get(&f.parkedEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'parked'`)
 	return f
 }

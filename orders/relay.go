@@ -56,9 +56,14 @@ type RelayConfig struct {
 	ClaimTTL time.Duration
 	// BackoffBase and BackoffMax shape retries: after the n-th failed
 	// attempt the event waits between half and all of
-	// min(BackoffBase × 2^(n-1), BackoffMax). Defaults 1s and 10m. Events
-	// are retried until acknowledged.
+	// min(BackoffBase × 2^(n-1), BackoffMax). Defaults 1s and 10m.
 	BackoffBase, BackoffMax time.Duration
+	// MaxAttempts: an event whose MaxAttempts-th attempt fails is parked
+	// (status parked, for an operator to requeue) instead of retried. An
+	// answer that retrying cannot change (400, 401, 403, 404, 409, 410, 422:
+	// see PermanentStatus) parks it at once. Default 20; -1 never parks
+	// after failed attempts (permanent answers still park).
+	MaxAttempts int
 	// Retention: delivered events older than this are deleted. Default
 	// 168h; negative keeps them.
 	Retention time.Duration
@@ -70,6 +75,7 @@ type RelayStats struct {
 	Delivered int // acknowledged (2xx) and marked done by this relay
 	Failed    int // attempts that failed; a retry is scheduled
 	Released  int // claimed but not sent before the claim's end, given back
+	Parked    int // refused for good or out of attempts: parked for an operator
 	// Superseded are events acknowledged to this relay after its claim had
 	// run out and passed to another relay, which marks them (receivers
 	// dedupe the second delivery).
@@ -81,13 +87,16 @@ func (s *RelayStats) add(o RelayStats) {
 	s.Delivered += o.Delivered
 	s.Failed += o.Failed
 	s.Released += o.Released
+	s.Parked += o.Parked
 	s.Superseded += o.Superseded
 }
 
 // Relay delivers order_outbox events to the inventory and coupon services
 // after their close committed: it claims due events, POSTs each to its
 // endpoint, marks it done on a 2xx answer and otherwise schedules a retry
-// with exponential backoff, forever, until the event is acknowledged.
+// with exponential backoff, until the event is acknowledged, or parks it
+// (MaxAttempts failures, or at once an answer retrying cannot change: see
+// PermanentStatus) for an operator to requeue (Outbox).
 // Delivery is at least once: an acknowledgement lost on the way, or a relay
 // that dies before marking, means the event is sent again, with the same
 // Idempotency-Key. Run one in every executor; relays share the work through
@@ -106,7 +115,7 @@ func (s *RelayStats) add(o RelayStats) {
 //	{the event's payload: StockReleaseEvent or CouponRestoreEvent}
 //
 // A 2xx answer acknowledges the event; any other answer, a timeout or a
-// transport error is a failed attempt.
+// transport error is a failed attempt (a *DeliveryError for an answer).
 type Relay struct {
 	db     *sqlx.DB
 	store  store
@@ -153,11 +162,14 @@ func NewRelay(db *sqlx.DB, cfg RelayConfig) (*Relay, error) {
 	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, time.Second)
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, 10*time.Minute)
 	cfg.Retention = cmp.Or(cfg.Retention, 168*time.Hour)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 20)
 	switch {
 	case cfg.Timeout < 0 || cfg.PollInterval < 0:
 		problems = append(problems, errors.New("orders: relay timeout and poll interval must be positive"))
 	case cfg.BatchSize < 1 || cfg.BatchSize > 1000:
 		problems = append(problems, fmt.Errorf("orders: relay batch size %d out of [1, 1000]", cfg.BatchSize))
+	case cfg.MaxAttempts < -1:
+		problems = append(problems, fmt.Errorf("orders: relay max attempts %d: need a positive number, or -1 for no limit", cfg.MaxAttempts))
 	case cfg.Workers < 1 || cfg.Workers > 256:
 		problems = append(problems, fmt.Errorf("orders: relay workers %d out of [1, 256]", cfg.Workers))
 	case cfg.ClaimTTL < cfg.Timeout+2*claimMargin:
@@ -191,11 +203,13 @@ func (r *Relay) Stats() RelayStats {
 
 // OutboxBacklog is what waits in order_outbox, all relays' together.
 type OutboxBacklog struct {
-	Pending   int           // events not yet delivered
+	Pending   int           // events not yet delivered (parked ones not counted)
 	OldestAge time.Duration // how long ago the oldest of them was written (0: none)
+	Parked    int           // events the relays stopped trying, for an operator
 }
 
-// Backlog reads the events not yet delivered (all relays'), for a gauge.
+// Backlog reads the events not yet delivered and the parked ones (all
+// relays'), for gauges.
 func (r *Relay) Backlog(ctx context.Context) (OutboxBacklog, error) {
 	return r.store.outboxBacklog(ctx, r.db)
 }
@@ -327,6 +341,13 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 				} else if serr == nil {
 					d.Superseded++
 				}
+			} else if reason := r.parkReason(derr, ev.Attempts+1); reason != "" {
+				d.Parked++
+				r.log.WarnContext(wctx, "outbox event parked: an operator must look", "outbox_id", ev.ID, "order_no", ev.OrderNo,
+					"event_type", ev.EventType, "attempt", ev.Attempts+1, "reason", reason, "error", derr.Error())
+				_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
+					return true, r.store.markParked(ctx, r.db, ev.ID, claimID, truncate(derr.Error(), maxErrorLen), reason)
+				})
 			} else {
 				d.Failed++
 				r.log.DebugContext(wctx, "outbox delivery failed", "outbox_id", ev.ID, "order_no", ev.OrderNo,
@@ -403,7 +424,8 @@ func (r *Relay) deliver(ctx context.Context, ev outboxEvent) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: status %d: %s", redact.URL(endpoint), resp.StatusCode, truncate(strings.TrimSpace(string(body)), 200))
+		return &DeliveryError{Status: resp.StatusCode,
+			Err: fmt.Errorf("POST %s: status %d: %s", redact.URL(endpoint), resp.StatusCode, truncate(strings.TrimSpace(string(body)), 200))}
 	}
 	return nil
 }

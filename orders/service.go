@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
-	"github.com/go-redsync/redsync/v4"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -47,113 +45,6 @@ func NewService(db *sqlx.DB, locker *Locker, cfg ServiceConfig) (*Service, error
 		return nil, fmt.Errorf("orders: lock tries %d below 1", tries)
 	}
 	return &Service{db: db, locker: locker, tries: tries, log: log.With("component", "orders.service")}, nil
-}
-
-// PayOutcome is the result of Pay.
-type PayOutcome int
-
-// Pay outcomes.
-const (
-	// PayPaid: the order was unpaid and is now paid.
-	PayPaid PayOutcome = iota + 1
-	// PayAlreadyClosed: the order had been closed (timed out); it stays
-	// closed, and a payment of a closed order is recorded once in
-	// payment_conflict: a refund is owed.
-	PayAlreadyClosed
-	// PayAlreadyPaid: the order had been paid before; nothing changed.
-	PayAlreadyPaid
-)
-
-func (p PayOutcome) String() string {
-	switch p {
-	case PayPaid:
-		return "paid"
-	case PayAlreadyClosed:
-		return "already_closed"
-	case PayAlreadyPaid:
-		return "already_paid"
-	}
-	return "unknown"
-}
-
-// Pay records the payment of an unpaid order: under a redsync mutex on the
-// order's lock key (the same key the close path locks), one transaction
-// moves the order from unpaid to paid (status CAS), consumes its items'
-// locked stock in sku order and marks its coupon used. An order past its
-// timeout but not yet closed can still be paid: the first to lock wins. A
-// payment that loses to the close never revives the order: it returns
-// PayAlreadyClosed and, in the same transaction, records the payment in
-// payment_conflict (once per order), so the business refunds it.
-// Returns ErrOrderNotFound for an unknown order number.
-func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
-	m := s.locker.Redsync().NewMutex(s.locker.KeyFor(orderNo),
-		redsync.WithExpiry(s.locker.TTL()), redsync.WithTries(s.tries))
-	if err := m.LockContext(ctx); err != nil {
-		if ctx.Err() != nil {
-			return 0, ctx.Err() // redsync returns ErrFailed on cancellation
-		}
-		return 0, fmt.Errorf("pay order %s: lock: %w", orderNo, err)
-	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if _, err := m.UnlockContext(uctx); err != nil {
-			s.log.WarnContext(ctx, "release payment lock", "order_no", orderNo, "error", err.Error())
-		}
-	}()
-
-	var out PayOutcome
-	err := inTx(ctx, s.db, func(tx *sqlx.Tx) error {
-		o, ok, err := s.store.lockOrderByNo(ctx, tx, orderNo)
-		switch {
-		case err != nil:
-			return err
-		case !ok:
-			return ErrOrderNotFound
-		case o.Status == statusPaid || o.Status == statusShipped || o.Status == statusCompleted: // a repeated callback
-			out = PayAlreadyPaid
-			return nil
-		case o.Status != statusUnpaid:
-			out = PayAlreadyClosed
-			return s.recordLatePayment(ctx, tx, o)
-		}
-		items, err := s.store.orderItems(ctx, tx, []string{orderNo})
-		if err != nil {
-			return err
-		}
-		deltas := sumDeltas([]*candidate{{orderRow: o, items: items}})
-		if n, err := s.store.payOrder(ctx, tx, o.ID); err != nil {
-			return err
-		} else if n != 1 {
-			return fmt.Errorf("pay order %s: status changed under lock", orderNo)
-		}
-		if len(deltas) > 0 {
-			if _, err := s.store.lockStock(ctx, tx, deltaIDs(deltas)); err != nil {
-				return err
-			}
-			if n, err := s.store.consumeStock(ctx, tx, deltas); err != nil {
-				return err
-			} else if n != int64(len(deltas)) {
-				return fmt.Errorf("pay order %s: locked stock of %d skus does not cover the order", orderNo, int64(len(deltas))-n)
-			}
-		}
-		if o.CouponID.Valid {
-			if n, err := s.store.useCoupon(ctx, tx, o.CouponID.Int64, orderNo); err != nil {
-				return err
-			} else if n != 1 {
-				return fmt.Errorf("pay order %s: coupon %d is not locked by the order", orderNo, o.CouponID.Int64)
-			}
-		}
-		if !time.Now().Before(m.Until()) {
-			return ErrLeaseExpired
-		}
-		out = PayPaid
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("pay order %s: %w", orderNo, err)
-	}
-	return out, nil
 }
 
 // Item is one order line.

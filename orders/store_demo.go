@@ -111,7 +111,7 @@ const demoForeignByOrderSQL = `SELECT t.order_no FROM %[1]s t
 WHERE NOT EXISTS (SELECT 1 FROM order_info o WHERE o.order_no = t.order_no AND ` + demoIsOrder + `) LIMIT 1`
 
 // demoTables are emptied by a Reset, children first.
-var demoTables = []string{"order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_log",
+var demoTables = []string{"order_outbox", "payment_conflict", "order_payment", "order_fulfillment_overdue", "order_close_log",
 	"order_dead_letter", "order_item", "user_coupon", "inventory", "order_info"}
 
 func (store) demoBatchExists(ctx context.Context, q sqlx.QueryerContext) (bool, error) {

@@ -103,23 +103,3 @@ func (store) deadLetterTallies(ctx context.Context, q sqlx.QueryerContext) ([]De
 func (c *Closer) DeadLetterTallies(ctx context.Context) ([]DeadLetterTally, error) {
 	return c.store.deadLetterTallies(ctx, c.db)
 }
-
-// paymentConflictsSQL counts the late payments of closed orders recorded in
-// payment_conflict: each row is a refund the business owes. No params; the
-// table holds one row per conflict and is read whole (a covering index
-// scan). No locks.
-const paymentConflictsSQL = `SELECT COUNT(*) FROM payment_conflict`
-
-func (store) paymentConflicts(ctx context.Context, q sqlx.QueryerContext) (int, error) {
-	var n int
-	if err := sqlx.GetContext(ctx, q, &n, paymentConflictsSQL); err != nil {
-		return 0, fmt.Errorf("count payment conflicts: %w", err)
-	}
-	return n, nil
-}
-
-// PaymentConflicts counts the payments that arrived for orders already
-// closed (payment_conflict): refunds owed, for a metrics gauge.
-func (c *Closer) PaymentConflicts(ctx context.Context) (int, error) {
-	return c.store.paymentConflicts(ctx, c.db)
-}

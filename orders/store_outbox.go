@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -142,6 +143,24 @@ func (store) markFailed(ctx context.Context, e sqlx.ExecerContext, id, claimID i
 	return nil
 }
 
+// markParkedSQL stops trying an event: the receiver refused it for good, or
+// it failed MaxAttempts times. Params: last_error, park_reason, id,
+// claim_id. Fenced like markFailedSQL; next_attempt_at becomes the park
+// time (idx_status_next then lists parked events in the order they were
+// parked). One row or none.
+const markParkedSQL = `
+UPDATE order_outbox
+SET status = 'parked', attempts = attempts + 1, last_error = ?, park_reason = ?, claim_id = 0,
+    parked_at = UTC_TIMESTAMP(3), next_attempt_at = UTC_TIMESTAMP(3)
+WHERE id = ? AND claim_id = ? AND status = 'pending'`
+
+func (store) markParked(ctx context.Context, e sqlx.ExecerContext, id, claimID int64, lastErr, reason string) error {
+	if _, err := e.ExecContext(ctx, markParkedSQL, lastErr, truncate(reason, 255), id, claimID); err != nil {
+		return fmt.Errorf("park outbox event %d: %w", id, err)
+	}
+	return nil
+}
+
 // releaseEventsSQL gives claimed events that were not sent back, due at
 // once. Params: claim_id, then the id list (literal). Fenced by claim_id.
 const releaseEventsSQL = `
@@ -184,6 +203,10 @@ FROM (SELECT COUNT(*) AS n, MIN(id) AS first_id
       FROM order_outbox FORCE INDEX (idx_status_next) WHERE status = 'pending') b
 LEFT JOIN order_outbox o ON o.id = b.first_id`
 
+// outboxParkedSQL counts the parked events over their range of
+// idx_status_next. No params, no locks.
+const outboxParkedSQL = `SELECT COUNT(*) FROM order_outbox FORCE INDEX (idx_status_next) WHERE status = 'parked'`
+
 func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (OutboxBacklog, error) {
 	var r struct {
 		N      int          `db:"n"`
@@ -197,5 +220,80 @@ func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (OutboxBa
 	if r.Oldest.Valid {
 		b.OldestAge = max(r.Now.Sub(r.Oldest.Time), 0)
 	}
+	if err := sqlx.GetContext(ctx, q, &b.Parked, outboxParkedSQL); err != nil {
+		return OutboxBacklog{}, fmt.Errorf("count parked outbox events: %w", err)
+	}
 	return b, nil
+}
+
+// The operators' statements (outbox_ops.go); not on a hot path.
+const outboxColumns = `id, event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error,
+	park_reason, parked_at, created_at, delivered_at`
+
+// listOutboxSQL lists events newest first, one page. Params: status (""
+// for any), status, event type ("" for any), event type, order_no ("" for
+// any), order_no, before id (0: the first page), before id, limit. No locks.
+const listOutboxSQL = `
+SELECT ` + outboxColumns + ` FROM order_outbox
+WHERE (? = '' OR status = ?) AND (? = '' OR event_type = ?) AND (? = '' OR order_no = ?) AND (? = 0 OR id < ?)
+ORDER BY id DESC
+LIMIT ?`
+
+func (store) listOutbox(ctx context.Context, q sqlx.QueryerContext, f OutboxFilter) ([]OutboxEvent, error) {
+	evs := []OutboxEvent{}
+	if err := sqlx.SelectContext(ctx, q, &evs, listOutboxSQL, f.Status, f.Status, f.EventType, f.EventType,
+		f.OrderNo, f.OrderNo, f.BeforeID, f.BeforeID, f.Limit); err != nil {
+		return nil, fmt.Errorf("list outbox events: %w", err)
+	}
+	return evs, nil
+}
+
+// outboxEventSQL reads one event by id. Params: id.
+const outboxEventSQL = `SELECT ` + outboxColumns + ` FROM order_outbox WHERE id = ?`
+
+func (store) outboxEvent(ctx context.Context, q sqlx.QueryerContext, id int64) (*OutboxEvent, error) {
+	var ev OutboxEvent
+	err := sqlx.GetContext(ctx, q, &ev, outboxEventSQL, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read outbox event %d: %w", id, err)
+	}
+	return &ev, nil
+}
+
+// requeueOutboxSQL gives a parked event back: pending, due now, attempts
+// from zero, no claim. Params: id. One row, or none when not parked.
+// requeueParkedSQL does it for up to limit parked events (of one event type
+// or, "", all), over their range of idx_status_next. Params: event type,
+// event type, limit.
+const (
+	requeueOutboxSQL = `
+UPDATE order_outbox SET status = 'pending', attempts = 0, claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3),
+    park_reason = '', parked_at = NULL
+WHERE id = ? AND status = 'parked'`
+	requeueParkedSQL = `
+UPDATE order_outbox FORCE INDEX (idx_status_next)
+SET status = 'pending', attempts = 0, claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3), park_reason = '', parked_at = NULL
+WHERE status = 'parked' AND (? = '' OR event_type = ?)
+ORDER BY next_attempt_at LIMIT ?`
+)
+
+func (store) requeueOutboxEvent(ctx context.Context, e sqlx.ExecerContext, id int64) (bool, error) {
+	res, err := e.ExecContext(ctx, requeueOutboxSQL, id)
+	if err != nil {
+		return false, fmt.Errorf("requeue outbox event %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (store) requeueParked(ctx context.Context, e sqlx.ExecerContext, eventType string, limit int) (int, error) {
+	res, err := e.ExecContext(ctx, requeueParkedSQL, eventType, eventType, limit)
+	if err != nil {
+		return 0, fmt.Errorf("requeue parked outbox events: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }

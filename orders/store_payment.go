@@ -2,6 +2,8 @@ package orders
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -27,24 +29,78 @@ func (store) readOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64)
 	return rows, nil
 }
 
-// recordPaymentConflictSQL records, inside Pay's transaction, a payment that
-// arrived for a closed order: a refund is owed.
+// recordPaymentConflictSQL records, inside Pay's transaction, a payment
+// that cannot be taken: a refund is owed.
 //
-// Params: order_no, order id. The amount is the order's pay_amount; paid_at
-// is when the payment was reported (database clock, session time zone).
-// uk_order_no keeps one row per order: a repeated notification changes
-// nothing (the no-op update reports 0 rows affected, a new row 1). The order
-// row is locked by Pay, so two payments of one order cannot race here.
+// Params: payment_id, order_no, amount (NULL: the order's pay_amount), order
+// id, reason, channel. paid_at is when the payment was reported (database
+// clock, session time zone). uk_payment_id keeps one row per payment: a
+// repeated notification changes nothing (the no-op update reports 0 rows
+// affected, a new row 1). The order row is locked by Pay, so two
+// notifications of one order cannot race here.
 const recordPaymentConflictSQL = `
-INSERT INTO payment_conflict (order_no, pay_amount, paid_at, created_at)
-VALUES (?, (SELECT pay_amount FROM order_info WHERE id = ?), NOW(3), NOW(3))
-ON DUPLICATE KEY UPDATE order_no = order_no`
+INSERT INTO payment_conflict (payment_id, order_no, pay_amount, reason, channel, paid_at, created_at)
+VALUES (?, ?, COALESCE(?, (SELECT pay_amount FROM order_info WHERE id = ?)), ?, ?, NOW(3), NOW(3))
+ON DUPLICATE KEY UPDATE payment_id = payment_id`
 
-func (store) recordPaymentConflict(ctx context.Context, e sqlx.ExecerContext, orderNo string, id int64) (bool, error) {
-	res, err := e.ExecContext(ctx, recordPaymentConflictSQL, orderNo, id)
+func (store) recordPaymentConflict(ctx context.Context, e sqlx.ExecerContext, o orderRow, n Notice, reason string) (bool, error) {
+	res, err := e.ExecContext(ctx, recordPaymentConflictSQL, n.PaymentID, o.OrderNo, nullAmount(n.Amount), o.ID, reason, n.Channel)
 	if err != nil {
-		return false, fmt.Errorf("record payment conflict of order %s: %w", orderNo, err)
+		return false, fmt.Errorf("record payment conflict %s of order %s: %w", n.PaymentID, o.OrderNo, err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	k, err := res.RowsAffected()
+	return k == 1, err
+}
+
+// conflictOrderSQL reads which order a recorded conflict belongs to.
+// Params: payment_id. One uk_payment_id probe; zero or one row.
+const conflictOrderSQL = `SELECT order_no FROM payment_conflict WHERE payment_id = ?`
+
+func (store) conflictOrder(ctx context.Context, q sqlx.QueryerContext, paymentID string) (string, error) {
+	var no string
+	if err := sqlx.GetContext(ctx, q, &no, conflictOrderSQL, paymentID); err != nil {
+		return "", fmt.Errorf("read payment conflict %s: %w", paymentID, err)
+	}
+	return no, nil
+}
+
+// orderPaymentSQL reads the payment a paid order was paid with.
+// Params: order_no. One uk_order_no probe; zero (paid before payments were
+// recorded) or one row.
+const orderPaymentSQL = `SELECT payment_id FROM order_payment WHERE order_no = ?`
+
+func (store) orderPayment(ctx context.Context, q sqlx.QueryerContext, orderNo string) (string, bool, error) {
+	var id string
+	err := sqlx.GetContext(ctx, q, &id, orderPaymentSQL, orderNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read the payment of order %s: %w", orderNo, err)
+	}
+	return id, true, nil
+}
+
+// insertOrderPaymentSQL records the payment an order is paid with, in the
+// transaction that pays it. Params: payment_id, order_no, amount (NULL: the
+// order's pay_amount), order id, channel. uk_payment_id refuses a payment id
+// already used for another order, uk_order_no a second payment (Pay checks
+// the order is unpaid under its row lock first).
+const insertOrderPaymentSQL = `
+INSERT INTO order_payment (payment_id, order_no, amount, channel, paid_at, created_at)
+VALUES (?, ?, COALESCE(?, (SELECT pay_amount FROM order_info WHERE id = ?)), ?, NOW(3), NOW(3))`
+
+func (store) insertOrderPayment(ctx context.Context, e sqlx.ExecerContext, o orderRow, n Notice) error {
+	if _, err := e.ExecContext(ctx, insertOrderPaymentSQL, n.PaymentID, o.OrderNo, nullAmount(n.Amount), o.ID, n.Channel); err != nil {
+		return fmt.Errorf("record payment %s of order %s: %w", n.PaymentID, o.OrderNo, err)
+	}
+	return nil
+}
+
+// nullAmount is a notice's amount as a parameter: NULL when it has none.
+func nullAmount(a string) any {
+	if a == "" {
+		return nil
+	}
+	return a
 }

@@ -49,6 +49,7 @@ func newCloseExtensions(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (c
 			},
 			Token:       c.Token,
 			TokenHeader: c.TokenHeader,
+			MaxAttempts: cfg.Outbox.MaxAttempts,
 			Logger:      logger,
 		})
 		if err != nil {

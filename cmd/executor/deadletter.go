@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,34 +41,12 @@ var deadLetterSubcommands = map[string]subcommand[*deadLetterCtx]{
 var deadLetterOrder = []string{"list", "show", "requeue"}
 
 // deadLetterCtx is what every deadletter subcommand gets.
-type deadLetterCtx struct {
-	env     *cliEnv
-	letters *orders.DeadLetters
-	jsonOut bool
-}
+type deadLetterCtx = viewCtx[*orders.DeadLetters]
 
 func cmdDeadLetter(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, env, "deadletter", deadLetterSubcommands, deadLetterOrder, &deadLetterCtx{env: env}, args)
+	return dispatchSub(ctx, env, "deadletter", deadLetterSubcommands, deadLetterOrder,
+		&deadLetterCtx{env: env, newView: orders.NewDeadLetters, what: "ORDERNO"}, args)
 }
-
-// open loads the config and opens the database (dead letters need no
-// Redis).
-func (dc *deadLetterCtx) open(ctx context.Context) (func(), error) {
-	_, db, err := loadConfigDB(ctx, dc.env)
-	if err != nil {
-		return nil, err
-	}
-	dc.letters = orders.NewDeadLetters(db)
-	return func() { db.Close() }, nil
-}
-
-// parse parses flags (before or after positionals) and checks the number
-// of positionals.
-func (dc *deadLetterCtx) parse(fs *flag.FlagSet, args []string, positionals int) ([]string, error) {
-	return parseVerb(fs, args, positionals, "ORDERNO", &dc.jsonOut)
-}
-
-func (dc *deadLetterCtx) printJSON(v any) error { return printJSON(dc.env.stdout, v) }
 
 // letterTimeLayout is the table layout of dead-letter times (the database session's
 // wall clock).
@@ -99,7 +76,7 @@ func deadLetterList(ctx context.Context, dc *deadLetterCtx, args []string) error
 		return err
 	}
 	defer closeDB()
-	dls, err := dc.letters.List(ctx, orders.DeadLetterFilter{Status: st, Stage: *stage, Limit: *limit, BeforeID: *before})
+	dls, err := dc.view.List(ctx, orders.DeadLetterFilter{Status: st, Stage: *stage, Limit: *limit, BeforeID: *before})
 	if err != nil {
 		return err
 	}
@@ -108,7 +85,7 @@ func deadLetterList(ctx context.Context, dc *deadLetterCtx, args []string) error
 		next = dls[len(dls)-1].ID
 	}
 	if dc.jsonOut {
-		return dc.printJSON(orders.DeadLetterList{DeadLetters: dls, NextBefore: next})
+		return printJSON(dc.env.stdout, orders.DeadLetterList{DeadLetters: dls, NextBefore: next})
 	}
 	w := tabwriter.NewWriter(dc.env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tORDER_NO\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR")
@@ -172,7 +149,7 @@ func oneLetter(ctx context.Context, dc *deadLetterCtx, name string, args []strin
 		return err
 	}
 	if dc.jsonOut {
-		if perr := dc.printJSON(d); perr != nil {
+		if perr := printJSON(dc.env.stdout, d); perr != nil {
 			return perr
 		}
 	} else if perr := printDeadLetter(dc.env.stdout, d); perr != nil {
@@ -183,14 +160,14 @@ func oneLetter(ctx context.Context, dc *deadLetterCtx, name string, args []strin
 
 func deadLetterShow(ctx context.Context, dc *deadLetterCtx, args []string) error {
 	return oneLetter(ctx, dc, "show", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
-		return dc.letters.Get(ctx, no, stage)
+		return dc.view.Get(ctx, no, stage)
 	})
 }
 
 func deadLetterRequeue(ctx context.Context, dc *deadLetterCtx, args []string) error {
 	if !hasFlag(args, "status") {
 		return oneLetter(ctx, dc, "requeue", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
-			return dc.letters.Requeue(ctx, no, stage)
+			return dc.view.Requeue(ctx, no, stage)
 		})
 	}
 	fs := newFlagSet(dc.env, "deadletter requeue")
@@ -212,7 +189,7 @@ func deadLetterRequeue(ctx context.Context, dc *deadLetterCtx, args []string) er
 		return err
 	}
 	defer closeDB()
-	res, err := dc.letters.RequeueMatching(ctx, f)
+	res, err := dc.view.RequeueMatching(ctx, f)
 	var inv *orders.InvalidInputError
 	if errors.As(err, &inv) {
 		return usagef("-%s: %s", flagName(inv.Field), inv.Msg)
@@ -221,7 +198,7 @@ func deadLetterRequeue(ctx context.Context, dc *deadLetterCtx, args []string) er
 		return err
 	}
 	if dc.jsonOut {
-		return dc.printJSON(res)
+		return printJSON(dc.env.stdout, res)
 	}
 	_, err = fmt.Fprintln(dc.env.stdout, res.String())
 	return err

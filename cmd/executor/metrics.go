@@ -36,6 +36,7 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, svc *services) {
 		m.WatchExecutor(exec)
 	}
 	m.WatchCloser(svc.closer)
+	m.WatchRefunds(orders.NewRefunds(svc.db))
 	if svc.relay != nil {
 		m.WatchRelay(svc.relay)
 	}

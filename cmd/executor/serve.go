@@ -118,6 +118,8 @@ func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc
 		apiSrv.HandlePublic("GET /metrics", m.Handler())
 		delay.NewAPI(svc.delay.Client(), logger.With("component", "delay.api")).Mount(apiSrv.Handle)
 		mountDeadLetterAPI(apiSrv.Handle, svc.db, logger)
+		mountOutboxAPI(apiSrv.Handle, svc.db, logger)
+		mountRefundAPI(apiSrv.Handle, svc.db, logger)
 		parts = append(parts, part{"api", func(context.Context) error { return apiSrv.Start() }, apiSrv.Shutdown})
 	}
 	if svc.relay != nil {

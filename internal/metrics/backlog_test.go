@@ -28,7 +28,8 @@ func TestBacklogGauges(t *testing.T) {
 		('stock.release', 'B-1', '{}', 't1', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3) - INTERVAL 300 SECOND),
 		('stock.release', 'B-2', '{}', 't2', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3) - INTERVAL 10 SECOND)`)
 	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, `INSERT INTO payment_conflict (order_no, pay_amount, paid_at) VALUES ('C-1', 9.90, NOW(3)), ('C-2', 5, NOW(3)), ('C-3', 1, NOW(3))`)
+	_, err = db.ExecContext(ctx, `INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, created_at) VALUES
+		('wx-1', 'C-1', 9.90, NOW(3), NOW(3) - INTERVAL 2 HOUR), ('wx-2', 'C-2', 5, NOW(3), NOW(3)), ('ali-3', 'C-2', 1, NOW(3), NOW(3))`)
 	require.NoError(t, err)
 
 	var up atomic.Bool
@@ -53,6 +54,8 @@ func TestBacklogGauges(t *testing.T) {
 	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond})
 	m.WatchCloser(closer)
 	m.WatchRelay(relay)
+	refunds := orders.NewRefunds(db.DB)
+	m.WatchRefunds(refunds)
 
 	s := scrape(t, m)
 	require.Equal(t, 2.0, value(t, s, metrics.OutboxPending))
@@ -60,6 +63,16 @@ func TestBacklogGauges(t *testing.T) {
 	require.GreaterOrEqual(t, age, 300.0)
 	require.Less(t, age, 400.0)
 	require.Equal(t, 3.0, value(t, s, metrics.OrdersPaymentConflicts))
+	require.Equal(t, 3.0, value(t, s, metrics.OrdersRefundsOwed))
+	require.InDelta(t, 15.90, value(t, s, metrics.OrdersRefundsOwedAmount), 1e-9)
+	require.InDelta(t, 7200, value(t, s, metrics.OrdersRefundsOwedOldestAge), 60)
+	_, err = refunds.MarkRefunded(ctx, "wx-1", "refund 5001")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return value(t, scrape(t, m), metrics.OrdersRefundsOwed) == 2 }, 5*time.Second, 10*time.Millisecond)
+	s = scrape(t, m)
+	require.Equal(t, 3.0, value(t, s, metrics.OrdersPaymentConflicts), "refunded or not")
+	require.InDelta(t, 6.0, value(t, s, metrics.OrdersRefundsOwedAmount), 1e-9)
+	require.Less(t, value(t, s, metrics.OrdersRefundsOwedOldestAge), 600.0)
 	require.Zero(t, value(t, s, metrics.OutboxDeliveriesTotal, "result", "failed"))
 
 	_, err = relay.RunOnce(ctx) // the receiver refuses both

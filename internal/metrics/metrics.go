@@ -97,6 +97,10 @@ func New(cfg Config) *Metrics {
 	m.define(OutboxPending, kindGauge) // registered by WatchRelay
 	m.define(OutboxOldestPendingAge, kindGauge)
 	m.define(OutboxDeliveriesTotal, kindCounter)
+	m.define(OutboxParked, kindGauge)
+	for _, n := range []string{OrdersPaymentConflicts, OrdersRefundsOwed, OrdersRefundsOwedAmount, OrdersRefundsOwedOldestAge} {
+		m.define(n, kindGauge) // registered by WatchRefunds
+	}
 	m.delay = newDelayMetrics(m)
 	m.gaugeVec(BuildInfo, "The executor binary: always 1, labelled with its version, commit and Go version.",
 		"version", "commit", "goversion").

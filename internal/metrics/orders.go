@@ -25,7 +25,6 @@ const (
 	OrdersOverdueOldestAge   = "orders_overdue_unpaid_oldest_age_seconds"
 	OrdersDeadLetters        = "orders_dead_letters"
 	OrdersTradeErrorsTotal   = "orders_close_trade_errors_total"
-	OrdersPaymentConflicts   = "orders_payment_conflicts"
 )
 
 // Skip reasons, the reason label of orders_close_skipped_total.
@@ -42,7 +41,7 @@ type orderMetrics struct {
 	lockTaken               prometheus.Counter
 	lockError               prometheus.Counter
 
-	overdue, overdueAge, deadLetters, conflicts *prometheus.Desc
+	overdue, overdueAge, deadLetters *prometheus.Desc
 }
 
 func newOrderMetrics(m *Metrics) orderMetrics {
@@ -68,8 +67,6 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 			"Unpaid orders past their deadline that the sweep would close (capped at 10000; sampled).", nil, nil),
 		overdueAge: prometheus.NewDesc(OrdersOverdueOldestAge,
 			"How long ago the earliest deadline among the overdue unpaid orders passed (0: none; sampled).", nil, nil),
-		conflicts: prometheus.NewDesc(OrdersPaymentConflicts,
-			"Payments that arrived for orders already closed, recorded in payment_conflict: refunds owed (sampled).", nil, nil),
 		deadLetters: prometheus.NewDesc(OrdersDeadLetters,
 			"Dead letters not resolved, by stage and status (waiting: retried later; parked: needs a person; sampled).",
 			[]string{"stage", "status"}, nil),
@@ -84,7 +81,6 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 	m.define(OrdersOverdueUnpaid, kindGauge)
 	m.define(OrdersOverdueOldestAge, kindGauge)
 	m.define(OrdersDeadLetters, kindGauge)
-	m.define(OrdersPaymentConflicts, kindGauge)
 	o.lockAcquired = o.lockKeys.WithLabelValues("acquired")
 	o.lockTaken = o.lockKeys.WithLabelValues("taken")
 	o.lockError = o.lockKeys.WithLabelValues("error")
@@ -100,7 +96,7 @@ func (m *Metrics) Orders() orders.Observer { return orderObserver{&m.orders} }
 func (m *Metrics) WatchCloser(c *orders.Closer) {
 	o := &m.orders
 	m.reg.MustRegister(m.newSampler("orders", m.cfg.SampleInterval,
-		[]*prometheus.Desc{o.overdue, o.overdueAge, o.deadLetters, o.conflicts},
+		[]*prometheus.Desc{o.overdue, o.overdueAge, o.deadLetters},
 		func(ctx context.Context) ([]prometheus.Metric, error) {
 			n, oldest, err := c.Overdue(ctx)
 			if err != nil {
@@ -110,14 +106,9 @@ func (m *Metrics) WatchCloser(c *orders.Closer) {
 			if err != nil {
 				return nil, err
 			}
-			conflicts, err := c.PaymentConflicts(ctx)
-			if err != nil {
-				return nil, err
-			}
 			out := []prometheus.Metric{
 				prometheus.MustNewConstMetric(o.overdue, prometheus.GaugeValue, float64(n)),
 				prometheus.MustNewConstMetric(o.overdueAge, prometheus.GaugeValue, oldest.Seconds()),
-				prometheus.MustNewConstMetric(o.conflicts, prometheus.GaugeValue, float64(conflicts)),
 			}
 			// The close stage's two statuses always appear (0 when none),
 			// so dashboards show 0 rather than no data.

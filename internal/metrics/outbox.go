@@ -13,20 +13,21 @@ const (
 	OutboxPending          = "orders_outbox_pending"
 	OutboxOldestPendingAge = "orders_outbox_oldest_pending_age_seconds"
 	OutboxDeliveriesTotal  = "orders_outbox_deliveries_total"
+	OutboxParked           = "orders_outbox_parked"
 )
 
 // outboxResults are the result label values of orders_outbox_deliveries_total.
-var outboxResults = []string{"delivered", "failed", "released", "superseded"}
+var outboxResults = []string{"delivered", "failed", "released", "superseded", "parked"}
 
 // WatchRelay exports r's delivery totals and samples the outbox backlog (all
 // relays' events) at most every SampleInterval.
 func (m *Metrics) WatchRelay(r *orders.Relay) {
 	deliveries := prometheus.NewDesc(OutboxDeliveriesTotal,
-		"Outbox deliveries by this relay, by result: delivered (acknowledged, marked done), failed (a retry is scheduled), released (claimed, not sent in time, given back), superseded (acknowledged after another relay took the event over).",
+		"Outbox deliveries by this relay, by result: delivered (acknowledged, marked done), failed (a retry is scheduled), released (claimed, not sent in time, given back), superseded (acknowledged after another relay took the event over), parked (refused for good or out of attempts: an operator must look).",
 		[]string{"result"}, nil)
 	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{deliveries}, collect: func(ch chan<- prometheus.Metric) {
 		s := r.Stats()
-		for i, n := range [...]int{s.Delivered, s.Failed, s.Released, s.Superseded} {
+		for i, n := range [...]int{s.Delivered, s.Failed, s.Released, s.Superseded, s.Parked} {
 			ch <- prometheus.MustNewConstMetric(deliveries, prometheus.CounterValue, float64(n), outboxResults[i])
 		}
 	}})
@@ -34,7 +35,9 @@ func (m *Metrics) WatchRelay(r *orders.Relay) {
 		"Outbox events not yet delivered to the inventory and coupon services, all relays' (sampled).", nil, nil)
 	oldest := prometheus.NewDesc(OutboxOldestPendingAge,
 		"How long ago the oldest undelivered outbox event was written (0: none; sampled).", nil, nil)
-	m.reg.MustRegister(m.newSampler("outbox", m.cfg.SampleInterval, []*prometheus.Desc{pending, oldest},
+	parked := prometheus.NewDesc(OutboxParked,
+		"Outbox events the relays stopped trying (a permanent answer, or outbox.maxAttempts failures): an operator must look and requeue (sampled).", nil, nil)
+	m.reg.MustRegister(m.newSampler("outbox", m.cfg.SampleInterval, []*prometheus.Desc{pending, oldest, parked},
 		func(ctx context.Context) ([]prometheus.Metric, error) {
 			b, err := r.Backlog(ctx)
 			if err != nil {
@@ -43,6 +46,7 @@ func (m *Metrics) WatchRelay(r *orders.Relay) {
 			return []prometheus.Metric{
 				prometheus.MustNewConstMetric(pending, prometheus.GaugeValue, float64(b.Pending)),
 				prometheus.MustNewConstMetric(oldest, prometheus.GaugeValue, b.OldestAge.Seconds()),
+				prometheus.MustNewConstMetric(parked, prometheus.GaugeValue, float64(b.Parked)),
 			}, nil
 		}))
 }

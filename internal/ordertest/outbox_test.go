@@ -77,7 +77,16 @@ func TestCheckPayments(t *testing.T) {
 	ctx := context.Background()
 	db, _ := seed(t)
 	require.NoError(t, ordertest.CheckPayments(ctx, db))
-	_, err := db.ExecContext(ctx, `INSERT INTO payment_conflict (order_no, pay_amount, paid_at) SELECT order_no, 1.00, NOW(3) FROM order_info WHERE status = 1 LIMIT 1`)
+	_, err := db.ExecContext(ctx, `INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at)
+		SELECT CONCAT('legacy:', order_no), order_no, 1.00, NOW(3) FROM order_info WHERE status = 1 AND pay_amount <> 1.00 LIMIT 1`)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"conflict_not_closed", "conflict_amount"}, rules(t, ordertest.CheckPayments(ctx, db)))
+	_, err = db.ExecContext(ctx, `INSERT INTO payment_conflict (payment_id, order_no, pay_amount, reason, paid_at)
+		SELECT 'wx-dup', order_no, 1.00, 'duplicate', NOW(3) FROM order_info WHERE status = 0 LIMIT 1`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO order_payment (payment_id, order_no, amount, paid_at)
+		SELECT 'wx-paid', order_no, 1.00, NOW(3) FROM order_info WHERE status = 0 ORDER BY id DESC LIMIT 1`)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"conflict_not_closed", "conflict_amount", "conflict_duplicate_not_paid", "payment_not_paid"},
+		rules(t, ordertest.CheckPayments(ctx, db)))
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -537,4 +539,39 @@ func TestMigrateStopsAtDuplicateOrderNumbers(t *testing.T) {
 	require.Equal(t, 0, b.count(t, `SELECT COUNT(*) FROM order_job_schema_migrations`))
 	require.Equal(t, 2, b.count(t, `SELECT COUNT(*) FROM order_info`))
 	require.False(t, b.tableExists(t, "order_item"), "nothing after the failed statement ran")
+}
+
+// An installation migrated before payment conflicts had payment ids keeps
+// its rows, each now under 'legacy:' + order_no (the id Pay derives, so a
+// repeated legacy notification still finds its row), owed; afterwards an
+// order may have one row per distinct payment.
+func TestPaymentConflictsKeyedByPaymentID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	old := fstest.MapFS{}
+	names, err := fs.Glob(os.DirFS("."), "*.up.sql")
+	require.NoError(t, err)
+	for _, n := range names {
+		if n < "0061" {
+			body, err := os.ReadFile(n)
+			require.NoError(t, err)
+			old[n] = &fstest.MapFile{Data: body}
+		}
+	}
+	m, err := migrations.NewFromFS(b.db.DB.DB, migrations.Config{}, old)
+	require.NoError(t, err)
+	_, err = m.Migrate(b.ctx)
+	require.NoError(t, err)
+	b.exec(t, `INSERT INTO payment_conflict (order_no, pay_amount, paid_at) VALUES ('A-1', 12.50, NOW(3)), ('B-2', 3.00, NOW(3))`)
+
+	res, err := b.migrator(t, migrations.Config{}).Migrate(b.ctx)
+	require.NoError(t, err)
+	require.Contains(t, res.Applied, 61)
+	require.Equal(t, "A-1|legacy:A-1|12.50|late|owed\nB-2|legacy:B-2|3.00|late|owed",
+		strings.Split(b.fingerprint(t, "payment_conflict", "order_no, payment_id, pay_amount, reason, refund_status"), "\n--\n")[0])
+	b.exec(t, `INSERT INTO payment_conflict (order_no, payment_id, pay_amount, paid_at) VALUES ('A-1', 'wx-2', 12.50, NOW(3))`)
+	_, err = b.db.ExecContext(b.ctx, `INSERT INTO payment_conflict (order_no, payment_id, pay_amount, paid_at) VALUES ('A-1', 'legacy:A-1', 12.50, NOW(3))`)
+	var me *mysql.MySQLError
+	require.ErrorAs(t, err, &me)
+	require.EqualValues(t, 1062, me.Number, "one row per payment")
 }

@@ -13,8 +13,8 @@ import (
 type action struct {
 	SQL   string // "" for a note only
 	Alter bool   // an ALTER TABLE: runs under the algorithm rules
-	// Inplace starts the algorithm rules at INPLACE: an ALTER that adds an
-	// index is never instant, on MySQL or MariaDB.
+	// Inplace starts the algorithm rules at INPLACE: an ALTER that adds or
+	// drops an index is never instant, on MySQL or MariaDB.
 	Inplace bool
 	Note    string // why, printed before it
 }
@@ -27,9 +27,9 @@ func (a action) firstAlgorithm() string {
 	return algoInstant
 }
 
-func addsIndex(cs []clause) bool {
+func changesIndex(cs []clause) bool {
 	for _, c := range cs {
-		if c.Kind == addIndex {
+		if c.Kind == addIndex || c.Kind == dropIndex {
 			return true
 		}
 	}
@@ -213,9 +213,9 @@ func planStatement(st statement, sim, ref schema) ([]action, []Problem) {
 		}
 		switch {
 		case len(keep) == len(st.Clauses):
-			acts = append(acts, action{SQL: st.SQL, Alter: true, Inplace: addsIndex(keep)})
+			acts = append(acts, action{SQL: st.SQL, Alter: true, Inplace: changesIndex(keep)})
 		case len(keep) > 0:
-			acts = append(acts, action{SQL: "ALTER TABLE " + st.Table + " " + strings.Join(keepSQL, ", "), Alter: true, Inplace: addsIndex(keep)})
+			acts = append(acts, action{SQL: "ALTER TABLE " + st.Table + " " + strings.Join(keepSQL, ", "), Alter: true, Inplace: changesIndex(keep)})
 		}
 		return acts, probs
 	case stmtDropTable:

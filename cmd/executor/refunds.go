@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders"
+)
+
+func init() {
+	register(command{
+		name:    "refunds",
+		usage:   "owed|list|show|mark-refunded [flags] [PAYMENT_ID]",
+		summary: "refunds owed for late and duplicate payments (payment_conflict); -json for machines",
+		run:     cmdRefunds,
+	})
+}
+
+// mountRefundAPI mounts the refund routes on the API port (serve).
+func mountRefundAPI(mount func(string, http.Handler), db *sqlx.DB, logger *slog.Logger) {
+	orders.NewRefundAPI(orders.NewRefunds(db), logger).Mount(mount)
+}
+
+var refundSubcommands = map[string]subcommand[*refundCtx]{
+	"owed":          {"owed [-json]   (how many refunds are owed, their sum, the oldest)", refundOwed},
+	"list":          {"list [-status owed|refunded] [-order ORDERNO] [-limit N] [-before ID] [-json]", refundList},
+	"show":          {"show PAYMENT_ID [-json]", refundShow},
+	"mark-refunded": {"mark-refunded PAYMENT_ID [-note TEXT] [-json]   (record that the payment was paid back)", refundMark},
+}
+
+var refundOrder = []string{"owed", "list", "show", "mark-refunded"}
+
+// refundCtx is what every refunds verb gets.
+type refundCtx = viewCtx[*orders.Refunds]
+
+func cmdRefunds(ctx context.Context, env *cliEnv, args []string) error {
+	return dispatchSub(ctx, env, "refunds", refundSubcommands, refundOrder,
+		&refundCtx{env: env, newView: orders.NewRefunds, what: "PAYMENT_ID"}, args)
+}
+
+func refundOwed(ctx context.Context, rc *refundCtx, args []string) error {
+	if _, err := rc.parse(newFlagSet(rc.env, "refunds owed"), args, 0); err != nil {
+		return err
+	}
+	closeDB, err := rc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	o, err := rc.view.Owed(ctx)
+	if err != nil {
+		return err
+	}
+	if rc.jsonOut {
+		return printJSON(rc.env.stdout, o)
+	}
+	oldest := "-"
+	if o.Oldest != nil {
+		oldest = fmt.Sprintf("%s (%s ago)", o.Oldest.Format(letterTimeLayout), o.OldestAge.Round(time.Second))
+	}
+	tw := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "refunds owed\t%d\n", o.Count)
+	fmt.Fprintf(tw, "amount owed\t%s\n", o.Amount)
+	fmt.Fprintf(tw, "oldest owed\t%s\n", oldest)
+	fmt.Fprintf(tw, "conflicts recorded\t%d (refunded or not)\n", o.Total)
+	return tw.Flush()
+}
+
+func refundList(ctx context.Context, rc *refundCtx, args []string) error {
+	fs := newFlagSet(rc.env, "refunds list")
+	status := fs.String("status", "", "only this refund status: owed or refunded")
+	order := fs.String("order", "", "only this order's payments")
+	limit := fs.Int("limit", 50, fmt.Sprintf("most rows shown (1-%d)", orders.MaxListLimit))
+	before := fs.Int64("before", 0, "page: rows with id below this")
+	if _, err := rc.parse(fs, args, 0); err != nil {
+		return err
+	}
+	f := orders.RefundFilter{Status: strings.ToLower(*status), OrderNo: *order, Limit: *limit, BeforeID: *before}
+	closeDB, err := rc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	l, err := rc.view.List(ctx, f)
+	var inv *orders.InvalidInputError
+	if errors.As(err, &inv) {
+		return usagef("-%s: %s", inv.Field, inv.Msg)
+	}
+	if err != nil {
+		return err
+	}
+	if rc.jsonOut {
+		return printJSON(rc.env.stdout, l)
+	}
+	w := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT")
+	for _, p := range l.Conflicts {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.PaymentID, p.OrderNo, p.Amount, p.Reason,
+			p.Channel, p.RefundStatus, p.PaidAt.Format(letterTimeLayout))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if l.NextBefore != 0 {
+		fmt.Fprintf(rc.env.stdout, "(more: -before %d)\n", l.NextBefore)
+	}
+	return nil
+}
+
+func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
+	if rc.jsonOut {
+		return printJSON(rc.env.stdout, p)
+	}
+	refunded := "-"
+	if p.RefundedAt != nil {
+		refunded = p.RefundedAt.Format(letterTimeLayout)
+	}
+	tw := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
+	for _, kv := range [][2]string{
+		{"paymentId", p.PaymentID}, {"orderNo", p.OrderNo}, {"amount", p.Amount}, {"reason", p.Reason},
+		{"channel", p.Channel}, {"refundStatus", p.RefundStatus}, {"refundedAt", refunded}, {"refundNote", p.RefundNote},
+		{"paidAt", p.PaidAt.Format(letterTimeLayout)}, {"createdAt", p.CreatedAt.Format(letterTimeLayout)},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+// oneConflict runs a verb about one payment and prints its row.
+func oneConflict(ctx context.Context, rc *refundCtx, fs *flag.FlagSet, args []string,
+	op func(ctx context.Context, paymentID string) (*orders.PaymentConflict, error)) error {
+	pos, err := rc.parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	closeDB, err := rc.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	p, err := op(ctx, pos[0])
+	var inv *orders.InvalidInputError
+	switch {
+	case errors.Is(err, orders.ErrRefundNotFound):
+		return fmt.Errorf("no payment conflict with payment id %q", pos[0])
+	case errors.As(err, &inv):
+		return usagef("%s", inv.Msg)
+	case err != nil && p == nil:
+		return err
+	}
+	if perr := printConflict(rc, p); perr != nil {
+		return perr
+	}
+	return err // a refund recorded before is shown, then the refusal
+}
+
+func refundShow(ctx context.Context, rc *refundCtx, args []string) error {
+	return oneConflict(ctx, rc, newFlagSet(rc.env, "refunds show"), args, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+		return rc.view.Get(ctx, id)
+	})
+}
+
+func refundMark(ctx context.Context, rc *refundCtx, args []string) error {
+	fs := newFlagSet(rc.env, "refunds mark-refunded")
+	note := fs.String("note", "", "what to keep with it, e.g. the payment side's refund id (at most 255 bytes)")
+	return oneConflict(ctx, rc, fs, args, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+		return rc.view.MarkRefunded(ctx, id, *note)
+	})
+}

@@ -1,0 +1,110 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/orderjob/executor/internal/api"
+)
+
+// This file holds what the operator APIs of the outbox and the refunds
+// share: error answers, paging parameters, JSON bodies.
+
+// opsError is every error answer of those APIs: what is wrong, with which
+// input, and the row concerned when there is one (a conflict).
+type opsError struct {
+	Error   string `json:"error"`
+	Field   string `json:"field,omitempty"`
+	Subject any    `json:"subject,omitempty"`
+}
+
+// opsFail writes the answer for err: 400 for bad input, 404 for notFound,
+// 409 (with subject) for conflict, nothing when the client went away, 500
+// otherwise (logged).
+func opsFail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, notFound, conflict error, subject any) {
+	var inv *InvalidInputError
+	switch {
+	case errors.As(err, &inv):
+		api.WriteJSON(w, http.StatusBadRequest, opsError{Error: inv.Msg, Field: inv.Field})
+	case notFound != nil && errors.Is(err, notFound):
+		api.WriteJSON(w, http.StatusNotFound, opsError{Error: err.Error()})
+	case conflict != nil && errors.Is(err, conflict):
+		api.WriteJSON(w, http.StatusConflict, opsError{Error: err.Error(), Subject: subject})
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+	default:
+		log.ErrorContext(r.Context(), "operator API", "method", r.Method, "path", r.URL.Path, "err", err)
+		api.WriteError(w, http.StatusInternalServerError, "internal error; see the executor log")
+	}
+}
+
+// checkPage fills the default page size (50) and checks a list's limit and
+// before id.
+func checkPage(limit *int, before int64) error {
+	if *limit == 0 {
+		*limit = 50
+	}
+	if *limit < 1 || *limit > MaxListLimit {
+		return invalidInput("limit", "limit %d is not in 1..%d", *limit, MaxListLimit)
+	}
+	if before < 0 {
+		return invalidInput("before", "before %d is negative", before)
+	}
+	return nil
+}
+
+// pageParams reads the "before" and "limit" query parameters (absent: 0).
+func pageParams(q url.Values) (before int64, limit int, err error) {
+	if v := q.Get("before"); v != "" {
+		if before, err = strconv.ParseInt(v, 10, 64); err != nil || before < 0 {
+			return 0, 0, invalidInput("before", "before %q is not a non-negative integer", v)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			return 0, 0, invalidInput("limit", "limit %q is not a positive integer", v)
+		}
+	}
+	return before, limit, nil
+}
+
+// readBody decodes an optional JSON body into v: empty is fine, unknown
+// fields are not.
+func readBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return invalidInput("body", "body is not the expected JSON: %v", err)
+	}
+	return nil
+}
+
+// pathID reads a positive integer path value.
+func pathID(r *http.Request, name string) (int64, error) {
+	v := r.PathValue(name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, invalidInput(name, "%s %q is not a positive integer", name, v)
+	}
+	return id, nil
+}
+
+// opsMux returns routes mounted by mount on a mux of their own, without a
+// token check (tests, embedding).
+func opsMux(mount func(func(pattern string, h http.Handler))) http.Handler {
+	mux := http.NewServeMux()
+	mount(func(p string, h http.Handler) { mux.Handle(p, h) })
+	return mux
+}
+
+func noLogger(log *slog.Logger, component string) *slog.Logger {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return log.With("component", component)
+}

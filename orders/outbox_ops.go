@@ -1,0 +1,175 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the operators' view of order_outbox: what waits, what
+// the relays parked and why, and requeueing parked events. The CLI
+// (executor outbox), the API port and the metrics read it through Outbox
+// (and the relay's Backlog, which is the same statement).
+
+// Outbox event statuses (order_outbox.status).
+const (
+	// OutboxPending: to be delivered (claimed by a relay, or waiting for
+	// its next attempt).
+	OutboxPending = "pending"
+	// OutboxDone: acknowledged by its receiver.
+	OutboxDone = "done"
+	// OutboxParked: the relays stopped trying (a permanent answer, or
+	// outbox.maxAttempts failures) until an operator requeues it.
+	OutboxParked = "parked"
+)
+
+// ErrOutboxEventNotFound: no outbox event has that id.
+var ErrOutboxEventNotFound = errors.New("orders: outbox event not found")
+
+// ErrOutboxNotParked: only parked events are requeued.
+var ErrOutboxNotParked = errors.New("orders: outbox event is not parked; nothing to requeue")
+
+// OutboxEvent is one row of order_outbox. Times are UTC.
+type OutboxEvent struct {
+	ID        int64  `db:"id" json:"id"`
+	EventType string `db:"event_type" json:"eventType"`
+	OrderNo   string `db:"order_no" json:"orderNo"`
+	// Payload is the event's body (StockReleaseEvent, CouponRestoreEvent).
+	Payload json.RawMessage `db:"payload" json:"payload"`
+	TraceID string          `db:"trace_id" json:"traceId"`
+	// Status is OutboxPending, OutboxDone or OutboxParked.
+	Status   string `db:"status" json:"status"`
+	Attempts int    `db:"attempts" json:"attempts"`
+	// NextAttemptAt is when a pending event is due (or its claim ends);
+	// for a parked one when it was parked, for a delivered one when.
+	NextAttemptAt time.Time  `db:"next_attempt_at" json:"nextAttemptAt"`
+	LastError     string     `db:"last_error" json:"lastError"`
+	ParkReason    string     `db:"park_reason" json:"parkReason"`
+	ParkedAt      *time.Time `db:"parked_at" json:"parkedAt,omitempty"`
+	CreatedAt     time.Time  `db:"created_at" json:"createdAt"`
+	DeliveredAt   *time.Time `db:"delivered_at" json:"deliveredAt,omitempty"`
+}
+
+// OutboxFilter selects events to list.
+type OutboxFilter struct {
+	// Status: OutboxPending, OutboxParked, OutboxDone, or "" for all.
+	Status string
+	// EventType and OrderNo: only these; "" for all.
+	EventType, OrderNo string
+	// Limit is the most events returned, 1-1000. Default 50.
+	Limit int
+	// BeforeID pages: only events with a smaller id (0: from the newest).
+	BeforeID int64
+}
+
+// OutboxList is a page of events, newest first, and the BeforeID of the
+// next page (0 when this is the last).
+type OutboxList struct {
+	Events     []OutboxEvent `json:"events"`
+	NextBefore int64         `json:"nextBefore"`
+}
+
+// OutboxStats is what waits in order_outbox, as the gauges show it.
+type OutboxStats struct {
+	Pending                 int     `json:"pending"`
+	OldestPendingAgeSeconds float64 `json:"oldestPendingAgeSeconds"`
+	Parked                  int     `json:"parked"`
+}
+
+// Outbox is the operators' view of order_outbox. It needs only the
+// database, and is safe for concurrent use.
+type Outbox struct {
+	db    *sqlx.DB
+	store store
+}
+
+// NewOutbox returns the view over db.
+func NewOutbox(db *sqlx.DB) *Outbox { return &Outbox{db: db} }
+
+// ValidOutboxStatus reports whether s is an outbox event status.
+func ValidOutboxStatus(s string) bool {
+	return s == OutboxPending || s == OutboxDone || s == OutboxParked
+}
+
+// List returns events newest first, with the next page's BeforeID.
+func (o *Outbox) List(ctx context.Context, f OutboxFilter) (OutboxList, error) {
+	if f.Status != "" && !ValidOutboxStatus(f.Status) {
+		return OutboxList{}, invalidInput("status", "status %q is not pending, parked or done", f.Status)
+	}
+	if len(f.EventType) > 32 || len(f.OrderNo) > maxLetterOrderNoLen {
+		return OutboxList{}, invalidInput("eventType", "event type or order number too long")
+	}
+	if err := checkPage(&f.Limit, f.BeforeID); err != nil {
+		return OutboxList{}, err
+	}
+	evs, err := o.store.listOutbox(ctx, o.db, f)
+	if err != nil {
+		return OutboxList{}, err
+	}
+	l := OutboxList{Events: evs}
+	if len(evs) == f.Limit {
+		l.NextBefore = evs[len(evs)-1].ID
+	}
+	return l, nil
+}
+
+// Get returns one event, or ErrOutboxEventNotFound.
+func (o *Outbox) Get(ctx context.Context, id int64) (*OutboxEvent, error) {
+	ev, err := o.store.outboxEvent(ctx, o.db, id)
+	if err != nil {
+		return nil, err
+	}
+	if ev == nil {
+		return nil, ErrOutboxEventNotFound
+	}
+	return ev, nil
+}
+
+// Stats counts what waits and what is parked.
+func (o *Outbox) Stats(ctx context.Context) (OutboxStats, error) {
+	b, err := o.store.outboxBacklog(ctx, o.db)
+	if err != nil {
+		return OutboxStats{}, err
+	}
+	return OutboxStats{Pending: b.Pending, OldestPendingAgeSeconds: b.OldestAge.Seconds(), Parked: b.Parked}, nil
+}
+
+// Requeue gives a parked event back to the relays: pending, due now, its
+// attempts counted from zero again (its last error kept). Another status
+// returns the event with ErrOutboxNotParked.
+func (o *Outbox) Requeue(ctx context.Context, id int64) (*OutboxEvent, error) {
+	if _, err := o.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	ok, err := o.store.requeueOutboxEvent(ctx, o.db, id)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := o.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return ev, ErrOutboxNotParked
+	}
+	return ev, nil
+}
+
+// RequeueParked requeues every parked event (of eventType, when not "") as
+// Requeue does one, and returns how many.
+func (o *Outbox) RequeueParked(ctx context.Context, eventType string) (int, error) {
+	if len(eventType) > 32 {
+		return 0, invalidInput("eventType", "event type is %d bytes, at most 32", len(eventType))
+	}
+	total := 0
+	for {
+		n, err := o.store.requeueParked(ctx, o.db, eventType, 1000)
+		total += n
+		if err != nil || n < 1000 {
+			return total, err
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package orders_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+// statusReceiver answers every delivery with the status it is set to.
+type statusReceiver struct {
+	srv    *httptest.Server
+	status atomic.Int32
+	calls  atomic.Int32
+}
+
+func newStatusReceiver(t *testing.T, status int) *statusReceiver {
+	t.Helper()
+	r := &statusReceiver{}
+	r.status.Store(int32(status))
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		r.calls.Add(1)
+		w.WriteHeader(int(r.status.Load()))
+		_, _ = w.Write([]byte("answer " + http.StatusText(int(r.status.Load()))))
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func statusRelay(t *testing.T, b *testBundle, inv, cpn *statusReceiver, maxAttempts int) *orders.Relay {
+	t.Helper()
+	r, err := orders.NewRelay(b.db.DB, orders.RelayConfig{
+		Endpoints:   map[string]string{orders.EventStockRelease: inv.srv.URL, orders.EventCouponRestore: cpn.srv.URL},
+		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: maxAttempts,
+	})
+	require.NoError(t, err)
+	return r
+}
+
+// runDue runs the relay until nothing is due (backoffs of a millisecond).
+func runDue(t *testing.T, b *testBundle, r *orders.Relay) orders.RelayStats {
+	t.Helper()
+	var total orders.RelayStats
+	for range 100 {
+		time.Sleep(2 * time.Millisecond)
+		st, err := r.RunOnce(b.ctx)
+		require.NoError(t, err)
+		total.Claimed += st.Claimed
+		total.Delivered += st.Delivered
+		total.Failed += st.Failed
+		total.Parked += st.Parked
+		if st.Claimed == 0 {
+			return total
+		}
+	}
+	t.Fatal("events still due after 100 passes")
+	return total
+}
+
+// An event its receiver refuses for good (404) is parked at once, with the
+// reason; 429 and 408 are retried; an event failing outbox.maxAttempts
+// times is parked too. Parked events wait for an operator, show in the
+// view and the gauge, and deliver once requeued.
+func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
+	t.Parallel()
+	b, base := closedInOutbox(t, 4)
+	inv := newStatusReceiver(t, http.StatusNotFound)
+	cpn := newStatusReceiver(t, http.StatusTooManyRequests)
+	r := statusRelay(t, b, inv, cpn, 3)
+	ob := orders.NewOutbox(b.db.DB)
+	count := func(status, typ string) int {
+		return b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE status = ? AND event_type = ?`, status, typ)
+	}
+	stock, coupons := count("pending", orders.EventStockRelease), count("pending", orders.EventCouponRestore)
+	require.Equal(t, 4, stock)
+	require.Positive(t, coupons)
+
+	st, err := r.RunOnce(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, stock, st.Parked, "404: parked at the first answer")
+	require.Equal(t, coupons, st.Failed, "429: retried")
+	require.Equal(t, stock, count("parked", orders.EventStockRelease))
+	l, err := ob.List(b.ctx, orders.OutboxFilter{Status: orders.OutboxParked})
+	require.NoError(t, err)
+	require.Len(t, l.Events, stock)
+	for _, e := range l.Events {
+		require.Equal(t, "permanent answer: status 404", e.ParkReason)
+		require.Equal(t, 1, e.Attempts)
+		require.Contains(t, e.LastError, "status 404")
+		require.NotNil(t, e.ParkedAt)
+		require.True(t, json.Valid(e.Payload))
+	}
+
+	cpn.status.Store(http.StatusRequestTimeout)
+	time.Sleep(2 * time.Millisecond)
+	st, err = r.RunOnce(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, coupons, st.Failed, "408: retried")
+	require.Zero(t, st.Parked)
+	cpn.status.Store(http.StatusServiceUnavailable)
+	st = runDue(t, b, r)
+	require.Equal(t, coupons, st.Parked, "the third failed attempt parks")
+	require.Equal(t, coupons, count("parked", orders.EventCouponRestore))
+	ev, err := ob.List(b.ctx, orders.OutboxFilter{Status: orders.OutboxParked, EventType: orders.EventCouponRestore, Limit: 1})
+	require.NoError(t, err)
+	require.Equal(t, "3 attempts failed (outbox.maxAttempts)", ev.Events[0].ParkReason)
+	require.Equal(t, 3, ev.Events[0].Attempts)
+
+	s, err := ob.Stats(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, orders.OutboxStats{Pending: 0, Parked: stock + coupons}, s)
+	backlog, err := r.Backlog(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, stock+coupons, backlog.Parked)
+	require.Zero(t, runDue(t, b, r).Claimed, "parked events are not claimed")
+
+	// The receivers are fixed; the operator requeues one, then the rest.
+	inv.status.Store(http.StatusOK)
+	cpn.status.Store(http.StatusNoContent)
+	one := l.Events[0]
+	got, err := ob.Requeue(b.ctx, one.ID)
+	require.NoError(t, err)
+	require.Equal(t, orders.OutboxPending, got.Status)
+	require.Zero(t, got.Attempts)
+	require.Empty(t, got.ParkReason)
+	_, err = ob.Requeue(b.ctx, one.ID)
+	require.ErrorIs(t, err, orders.ErrOutboxNotParked)
+	_, err = ob.Requeue(b.ctx, 1<<40)
+	require.ErrorIs(t, err, orders.ErrOutboxEventNotFound)
+	n, err := ob.RequeueParked(b.ctx, orders.EventCouponRestore)
+	require.NoError(t, err)
+	require.Equal(t, coupons, n)
+	n, err = ob.RequeueParked(b.ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, stock-1, n)
+	require.Equal(t, stock+coupons, runDue(t, b, r).Delivered)
+	require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{Delivered: true}))
+}
+
+// The outbox view over HTTP: the parked list, an event, the stats, and
+// requeues, with 404 and 409 where they apply.
+func TestOutboxAPI(t *testing.T) {
+	t.Parallel()
+	b, _ := closedInOutbox(t, 2)
+	inv := newStatusReceiver(t, http.StatusGone)
+	cpn := newStatusReceiver(t, http.StatusBadRequest)
+	_, err := statusRelay(t, b, inv, cpn, 0).RunOnce(b.ctx)
+	require.NoError(t, err)
+	srv := httptest.NewServer(orders.NewOutboxAPI(orders.NewOutbox(b.db.DB), nil).Handler())
+	t.Cleanup(srv.Close)
+	call := func(method, path string, want int, v any) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, path)
+		if v != nil {
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+		}
+	}
+	var l orders.OutboxList
+	call("GET", "/api/outbox/events?status=parked", 200, &l)
+	require.NotEmpty(t, l.Events)
+	for _, e := range l.Events {
+		require.True(t, strings.HasPrefix(e.ParkReason, "permanent answer: status 4"), e.ParkReason)
+	}
+	var s orders.OutboxStats
+	call("GET", "/api/outbox/stats", 200, &s)
+	require.Equal(t, len(l.Events), s.Parked)
+	var e orders.OutboxEvent
+	call("POST", "/api/outbox/events/"+itoa(l.Events[0].ID)+"/requeue", 200, &e)
+	require.Equal(t, "pending", e.Status)
+	var conflict struct {
+		Error   string             `json:"error"`
+		Subject orders.OutboxEvent `json:"subject"`
+	}
+	call("POST", "/api/outbox/events/"+itoa(l.Events[0].ID)+"/requeue", 409, &conflict)
+	require.Equal(t, l.Events[0].ID, conflict.Subject.ID)
+	call("GET", "/api/outbox/events/99999999", 404, nil)
+	call("GET", "/api/outbox/events/x", 400, nil)
+	call("GET", "/api/outbox/events?status=lost", 400, nil)
+	call("GET", "/api/outbox/events?colour=blue", 400, nil)
+	var res orders.OutboxRequeueResult
+	call("POST", "/api/outbox/requeue", 200, &res)
+	require.Equal(t, len(l.Events)-1, res.Requeued)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,163 @@
+package orders_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+// conflictRow is one payment_conflict row as the tests read it.
+type conflictRow struct {
+	PaymentID string `db:"payment_id"`
+	OrderNo   string `db:"order_no"`
+	Amount    string `db:"pay_amount"`
+	Reason    string `db:"reason"`
+	Channel   string `db:"channel"`
+	Refund    string `db:"refund_status"`
+}
+
+func (b *testBundle) conflicts(t *testing.T) []conflictRow {
+	t.Helper()
+	var rows []conflictRow
+	require.NoError(t, b.db.SelectContext(b.ctx, &rows,
+		`SELECT payment_id, order_no, pay_amount, reason, channel, refund_status FROM payment_conflict ORDER BY id`))
+	return rows
+}
+
+// Two distinct late payments of one closed order (two channels) owe two
+// refunds, each with its amount; their repeated notifications owe nothing
+// more.
+func TestTwoLatePaymentsTwoConflictRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.shop(t)
+	b.place(t, "LATE-1", true, orders.Item{SKUID: 1, Quantity: 1})
+	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 59.90 WHERE order_no = 'LATE-1'`)
+	require.NoError(t, err)
+	base := snapshot(t, b)
+	out, err := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute}).CloseOrder(b.ctx, "LATE-1")
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeClosed, out)
+
+	for range 2 {
+		pay, err := b.svc.PayWith(b.ctx, "LATE-1", orders.Notice{PaymentID: "wx-4200001", Amount: "59.90", Channel: "wechat"})
+		require.NoError(t, err)
+		require.Equal(t, orders.PayAlreadyClosed, pay)
+		pay, err = b.svc.PayWith(b.ctx, "LATE-1", orders.Notice{PaymentID: "ali-2026113022", Amount: "59.9", Channel: "alipay"})
+		require.NoError(t, err)
+		require.Equal(t, orders.PayAlreadyClosed, pay)
+	}
+	require.Equal(t, []conflictRow{
+		{PaymentID: "wx-4200001", OrderNo: "LATE-1", Amount: "59.90", Reason: "late", Channel: "wechat", Refund: "owed"},
+		{PaymentID: "ali-2026113022", OrderNo: "LATE-1", Amount: "59.90", Reason: "late", Channel: "alipay", Refund: "owed"},
+	}, b.conflicts(t))
+	require.Equal(t, 2, b.count(t, `SELECT status FROM order_info WHERE order_no = 'LATE-1'`), "still closed")
+	b.check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+}
+
+// A second, distinct payment of an order already paid is a refund owed; a
+// repeat of the payment that paid it, or a payment without an id of its
+// own (Pay), is not.
+func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.shop(t)
+	b.place(t, "DUP-1", false, orders.Item{SKUID: 2, Quantity: 3})
+	base := snapshot(t, b)
+	steps := []struct {
+		n    orders.Notice
+		want orders.PayOutcome
+	}{
+		{orders.Notice{PaymentID: "wx-1", Amount: "10.00", Channel: "wechat"}, orders.PayPaid},
+		{orders.Notice{PaymentID: "wx-1", Amount: "10.00", Channel: "wechat"}, orders.PayAlreadyPaid},
+		{orders.Notice{PaymentID: "ali-9", Amount: "10.00", Channel: "alipay"}, orders.PayDuplicate},
+		{orders.Notice{PaymentID: "ali-9", Amount: "10.00", Channel: "alipay"}, orders.PayDuplicate},
+	}
+	for i, s := range steps {
+		got, err := b.svc.PayWith(b.ctx, "DUP-1", s.n)
+		require.NoError(t, err, "step %d", i)
+		require.Equal(t, s.want, got, "step %d", i)
+	}
+	got, err := b.svc.Pay(b.ctx, "DUP-1")
+	require.NoError(t, err)
+	require.Equal(t, orders.PayAlreadyPaid, got, "without an id of its own, a payment of a paid order is taken as a repeat")
+	require.Equal(t, []conflictRow{{PaymentID: "ali-9", OrderNo: "DUP-1", Amount: "10.00", Reason: "duplicate", Channel: "alipay", Refund: "owed"}},
+		b.conflicts(t))
+	var paid string
+	require.NoError(t, b.db.GetContext(b.ctx, &paid, `SELECT payment_id FROM order_payment WHERE order_no = 'DUP-1'`))
+	require.Equal(t, "wx-1", paid)
+	b.checkPaid(t, base, "DUP-1")
+	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+
+	for _, bad := range []orders.Notice{{}, {PaymentID: "legacy:DUP-1"}, {PaymentID: "x", Amount: "1,50"}, {PaymentID: "has space"}} {
+		_, err := b.svc.PayWith(b.ctx, "DUP-1", bad)
+		var inv *orders.InvalidInputError
+		require.ErrorAs(t, err, &inv, "%+v", bad)
+	}
+}
+
+// checkPaid checks the invariants with no for the paid order: its stock
+// consumed, nothing else changed.
+func (b *testBundle) checkPaid(t *testing.T, base *ordertest.Baseline, no string) {
+	t.Helper()
+	require.Equal(t, 1, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no))
+	b.check(t, base)
+}
+
+// With Redis down, Pay goes on under the row lock and status CAS: an unpaid
+// order past its deadline but not yet closed is paid at once, and the close
+// job, once Redis is back, never closes it.
+func TestPayWithRedisStopped(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	b := setup(t, withLocker(orders.LockerConfig{Client: rdb}))
+	b.shop(t)
+	b.place(t, "NOREDIS-1", true, orders.Item{SKUID: 3, Quantity: 2})
+	b.place(t, "NOREDIS-2", false, orders.Item{SKUID: 3, Quantity: 1})
+	base := snapshot(t, b)
+	srv.Stop()
+
+	start := time.Now()
+	out, err := b.svc.PayWith(b.ctx, "NOREDIS-1", orders.Notice{PaymentID: "wx-77"})
+	require.NoError(t, err)
+	require.Equal(t, orders.PayPaid, out)
+	require.Less(t, time.Since(start), 2*time.Second, "no waiting through every lock try")
+
+	srv.Start()
+	st, err := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute}).Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed, "the other order, not the paid one: %s", st)
+	require.Equal(t, 1, b.count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-1'`), "paid, never closed")
+	require.Equal(t, 2, b.count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-2'`))
+	b.check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+}
+
+// A lock held by someone else (a close in progress) is waited for, not
+// taken for an outage: after the tries, Pay fails and changes nothing.
+func TestPayWaitsForLockHeldElsewhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc, err := orders.NewService(b.db.DB, b.locker, orders.ServiceConfig{LockTries: 2})
+	require.NoError(t, err)
+	b.shop(t)
+	b.place(t, "HELD-P", false, orders.Item{SKUID: 4, Quantity: 1})
+	lease, err := b.locker.Acquire(b.ctx, []string{"HELD-P"})
+	require.NoError(t, err)
+	_, err = svc.Pay(b.ctx, "HELD-P")
+	require.ErrorIs(t, err, orders.ErrOrderLocked)
+	require.Zero(t, b.count(t, `SELECT status FROM order_info WHERE order_no = 'HELD-P'`))
+	require.NoError(t, lease.Release(b.ctx))
+	out, err := svc.Pay(b.ctx, "HELD-P")
+	require.NoError(t, err)
+	require.Equal(t, orders.PayPaid, out)
+}

@@ -1,0 +1,207 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the operators' view of payment_conflict: the refunds the
+// business owes for payments that could not be taken (PayWith: a late
+// payment of a closed order, a second payment of a paid one). The CLI
+// (executor refunds), the API port and the metrics all read it through
+// Refunds, so they say the same.
+
+// Refund statuses (payment_conflict.refund_status).
+const (
+	// RefundOwed: the payment is to be paid back.
+	RefundOwed = "owed"
+	// RefundDone: an operator recorded that it was paid back.
+	RefundDone = "refunded"
+)
+
+// ErrRefundNotFound: no payment conflict has that payment id.
+var ErrRefundNotFound = errors.New("orders: no payment conflict with that payment id")
+
+// ErrRefundDone: the refund was already recorded.
+var ErrRefundDone = errors.New("orders: the refund was already recorded")
+
+// PaymentConflict is one row of payment_conflict: a payment that could not
+// be taken. Times are the database session's wall clock (see DeadLetter).
+type PaymentConflict struct {
+	ID        int64  `db:"id"`
+	PaymentID string `db:"payment_id"`
+	OrderNo   string `db:"order_no"`
+	// Amount is what was paid, a decimal in the currency's main unit.
+	Amount string `db:"pay_amount"`
+	// Reason is ConflictLate or ConflictDuplicate.
+	Reason  string `db:"reason"`
+	Channel string `db:"channel"`
+	// RefundStatus is RefundOwed or RefundDone; RefundedAt and RefundNote
+	// are set with RefundDone.
+	RefundStatus string     `db:"refund_status"`
+	RefundedAt   *time.Time `db:"refunded_at"`
+	RefundNote   string     `db:"refund_note"`
+	PaidAt       time.Time  `db:"paid_at"`
+	CreatedAt    time.Time  `db:"created_at"`
+}
+
+type paymentConflictJSON struct {
+	ID           int64  `json:"id"`
+	PaymentID    string `json:"paymentId"`
+	OrderNo      string `json:"orderNo"`
+	Amount       string `json:"amount"`
+	Reason       string `json:"reason"`
+	Channel      string `json:"channel"`
+	RefundStatus string `json:"refundStatus"`
+	RefundedAt   string `json:"refundedAt,omitempty"`
+	RefundNote   string `json:"refundNote"`
+	PaidAt       string `json:"paidAt"`
+	CreatedAt    string `json:"createdAt"`
+}
+
+// MarshalJSON renders the conflict with camelCase keys and zone-less times.
+func (p PaymentConflict) MarshalJSON() ([]byte, error) {
+	j := paymentConflictJSON{ID: p.ID, PaymentID: p.PaymentID, OrderNo: p.OrderNo, Amount: p.Amount, Reason: p.Reason,
+		Channel: p.Channel, RefundStatus: p.RefundStatus, RefundNote: p.RefundNote,
+		PaidAt: p.PaidAt.Format(WallTimeLayout), CreatedAt: p.CreatedAt.Format(WallTimeLayout)}
+	if p.RefundedAt != nil {
+		j.RefundedAt = p.RefundedAt.Format(WallTimeLayout)
+	}
+	return json.Marshal(j)
+}
+
+// RefundFilter selects payment conflicts to list.
+type RefundFilter struct {
+	// Status: RefundOwed, RefundDone, or "" for all.
+	Status string
+	// OrderNo: only this order's; "" for all.
+	OrderNo string
+	// Limit is the most rows returned, 1-1000. Default 50.
+	Limit int
+	// BeforeID pages: only rows with a smaller id (0: from the newest).
+	BeforeID int64
+}
+
+// RefundList is a page of payment conflicts, newest first, and the
+// BeforeID of the next page (0 when this is the last).
+type RefundList struct {
+	Conflicts  []PaymentConflict `json:"conflicts"`
+	NextBefore int64             `json:"nextBefore"`
+}
+
+// RefundsOwed sums up what is owed.
+type RefundsOwed struct {
+	// Count is the payments owed back; Amount their sum (a decimal, in the
+	// currency's main unit: conflicts of several currencies add up
+	// meaninglessly, so a shop with several keeps amounts apart itself).
+	Count  int    `json:"count"`
+	Amount string `json:"amount"`
+	// Oldest is when the oldest owed payment was recorded (session wall
+	// clock), and OldestAge how long ago; zero when nothing is owed.
+	Oldest    *time.Time    `json:"-"`
+	OldestAge time.Duration `json:"-"`
+	// Total is every conflict recorded, refunded or not.
+	Total int `json:"total"`
+}
+
+type refundsOwedJSON struct {
+	Count            int     `json:"count"`
+	Amount           string  `json:"amount"`
+	Oldest           string  `json:"oldest,omitempty"`
+	OldestAgeSeconds float64 `json:"oldestAgeSeconds"`
+	Total            int     `json:"total"`
+}
+
+// MarshalJSON renders the summary with a zone-less time and the age in
+// seconds.
+func (r RefundsOwed) MarshalJSON() ([]byte, error) {
+	j := refundsOwedJSON{Count: r.Count, Amount: r.Amount, OldestAgeSeconds: r.OldestAge.Seconds(), Total: r.Total}
+	if r.Oldest != nil {
+		j.Oldest = r.Oldest.Format(WallTimeLayout)
+	}
+	return json.Marshal(j)
+}
+
+// Refunds is the operators' view of the refunds owed: list, sum up, record
+// a refund. It needs only the database, and is safe for concurrent use.
+type Refunds struct {
+	db    *sqlx.DB
+	store store
+}
+
+// NewRefunds returns the view over db.
+func NewRefunds(db *sqlx.DB) *Refunds { return &Refunds{db: db} }
+
+// ValidRefundStatus reports whether s is a refund status.
+func ValidRefundStatus(s string) bool { return s == RefundOwed || s == RefundDone }
+
+// List returns payment conflicts newest first, with the next page's
+// BeforeID.
+func (r *Refunds) List(ctx context.Context, f RefundFilter) (RefundList, error) {
+	if f.Status != "" && !ValidRefundStatus(f.Status) {
+		return RefundList{}, invalidInput("status", "status %q is not owed or refunded", f.Status)
+	}
+	if len(f.OrderNo) > maxLetterOrderNoLen {
+		return RefundList{}, invalidInput("orderNo", "order number must be at most %d bytes", maxLetterOrderNoLen)
+	}
+	if err := checkPage(&f.Limit, f.BeforeID); err != nil {
+		return RefundList{}, err
+	}
+	rows, err := r.store.listConflicts(ctx, r.db, f)
+	if err != nil {
+		return RefundList{}, err
+	}
+	l := RefundList{Conflicts: rows}
+	if len(rows) == f.Limit {
+		l.NextBefore = rows[len(rows)-1].ID
+	}
+	return l, nil
+}
+
+// Owed sums up the refunds owed.
+func (r *Refunds) Owed(ctx context.Context) (RefundsOwed, error) {
+	return r.store.refundsOwed(ctx, r.db)
+}
+
+// Get returns the conflict of a payment, or ErrRefundNotFound.
+func (r *Refunds) Get(ctx context.Context, paymentID string) (*PaymentConflict, error) {
+	if !paymentIDRe.MatchString(paymentID) {
+		return nil, invalidInput("paymentId", "payment id %q is not 1-128 printable ASCII characters", paymentID)
+	}
+	p, err := r.store.conflict(ctx, r.db, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, ErrRefundNotFound
+	}
+	return p, nil
+}
+
+// MarkRefunded records that the payment was paid back (note: e.g. the
+// payment side's refund id, at most 255 bytes) and returns the row. A
+// refund recorded before returns the row with ErrRefundDone.
+func (r *Refunds) MarkRefunded(ctx context.Context, paymentID, note string) (*PaymentConflict, error) {
+	if len(note) > 255 {
+		return nil, invalidInput("note", "note is %d bytes, at most 255", len(note))
+	}
+	if _, err := r.Get(ctx, paymentID); err != nil {
+		return nil, err
+	}
+	done, err := r.store.markRefunded(ctx, r.db, paymentID, note)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.Get(ctx, paymentID)
+	if err != nil {
+		return nil, err
+	}
+	if !done {
+		return p, ErrRefundDone
+	}
+	return p, nil
+}

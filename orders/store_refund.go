@@ -1,0 +1,98 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL of the refunds view (refunds.go). None of it is
+// on a hot path: operators and a metrics sampler read payment_conflict,
+// which holds one row per payment that could not be taken.
+
+const conflictColumns = `id, payment_id, order_no, pay_amount, reason, channel, refund_status, refunded_at,
+	refund_note, paid_at, created_at`
+
+// listConflictsSQL lists conflicts newest first, one page.
+// Params: status ("" for any), status, order_no ("" for any), order_no,
+// before id (0 for the first page), before id, limit. No locks.
+const listConflictsSQL = `
+SELECT ` + conflictColumns + ` FROM payment_conflict
+WHERE (? = '' OR refund_status = ?) AND (? = '' OR order_no = ?) AND (? = 0 OR id < ?)
+ORDER BY id DESC
+LIMIT ?`
+
+func (store) listConflicts(ctx context.Context, q sqlx.QueryerContext, f RefundFilter) ([]PaymentConflict, error) {
+	rows := []PaymentConflict{}
+	err := sqlx.SelectContext(ctx, q, &rows, listConflictsSQL, f.Status, f.Status, f.OrderNo, f.OrderNo, f.BeforeID, f.BeforeID, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list payment conflicts: %w", err)
+	}
+	return rows, nil
+}
+
+// conflictSQL reads one conflict. Params: payment_id. uk_payment_id.
+const conflictSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict WHERE payment_id = ?`
+
+func (store) conflict(ctx context.Context, q sqlx.QueryerContext, paymentID string) (*PaymentConflict, error) {
+	var p PaymentConflict
+	err := sqlx.GetContext(ctx, q, &p, conflictSQL, paymentID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read payment conflict %s: %w", paymentID, err)
+	}
+	return &p, nil
+}
+
+// markRefundedSQL records a refund. Params: note, payment_id. uk_payment_id;
+// one row, or none when it was recorded before.
+const markRefundedSQL = `
+UPDATE payment_conflict SET refund_status = 'refunded', refunded_at = NOW(3), refund_note = ?
+WHERE payment_id = ? AND refund_status = 'owed'`
+
+func (store) markRefunded(ctx context.Context, e sqlx.ExecerContext, paymentID, note string) (bool, error) {
+	res, err := e.ExecContext(ctx, markRefundedSQL, note, paymentID)
+	if err != nil {
+		return false, fmt.Errorf("record refund of payment %s: %w", paymentID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// refundsOwedSQL sums up the owed refunds over idx_refund_status_created
+// (the owed rows only: refunded ones pile up); conflictsTotalSQL counts
+// every conflict over the same (narrow) index. No params, no locks.
+const (
+	refundsOwedSQL = `
+SELECT COUNT(*) AS n, COALESCE(SUM(pay_amount), 0) AS amount, MIN(created_at) AS oldest, NOW(3) AS now
+FROM payment_conflict FORCE INDEX (idx_refund_status_created)
+WHERE refund_status = 'owed'`
+	conflictsTotalSQL = `SELECT COUNT(*) FROM payment_conflict FORCE INDEX (idx_refund_status_created)`
+)
+
+func (store) refundsOwed(ctx context.Context, q sqlx.QueryerContext) (RefundsOwed, error) {
+	var row struct {
+		N      int          `db:"n"`
+		Amount string       `db:"amount"`
+		Oldest sql.NullTime `db:"oldest"`
+		Now    time.Time    `db:"now"`
+	}
+	if err := sqlx.GetContext(ctx, q, &row, refundsOwedSQL); err != nil {
+		return RefundsOwed{}, fmt.Errorf("sum up refunds owed: %w", err)
+	}
+	r := RefundsOwed{Count: row.N, Amount: row.Amount}
+	if row.Oldest.Valid {
+		t := row.Oldest.Time
+		r.Oldest, r.OldestAge = &t, max(row.Now.Sub(t), 0)
+	}
+	if err := sqlx.GetContext(ctx, q, &r.Total, conflictsTotalSQL); err != nil {
+		return RefundsOwed{}, fmt.Errorf("count payment conflicts: %w", err)
+	}
+	return r, nil
+}
