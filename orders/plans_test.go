@@ -76,6 +76,8 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "gauge: overdue", Query: q(overdueSQL, f.now, 2000, f.now, f.now), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
 		{Name: "gauge: refunds owed", Query: q(refundsOwedSQL), Units: max(f.owed, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "range", "ref")},
+		{Name: "operator: refund", Query: q(conflictSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
+		{Name: "operator: record refund", Query: q(markRefundedSQL, "r-1", f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
 		// Lifecycle after payment.
 		{Name: "lifecycle: scan shipped", Query: q(scanShippedSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: 500, Plan: uses("o", "idx_status_ship_time", "range")},
@@ -104,6 +106,9 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "relay: failed", Query: q(markFailedSQL, "boom", 1e6, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
 		{Name: "relay: parked", Query: q(markParkedSQL, "status 404", "permanent answer: status 404", f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
 		{Name: "relay: parked count", Query: q(outboxParkedSQL), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
+		{Name: "operator: outbox event", Query: q(outboxEventSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
+		{Name: "operator: requeue event", Query: q(requeueOutboxSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
+		{Name: "operator: requeue parked", Query: q(requeueParkedSQL, "", "", 1000), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
 		{Name: "relay: release", Query: lit(releaseEventsSQL, f.events, 7), Units: len(f.events), Plan: pk("order_outbox")},
 		{Name: "relay: purge delivered", Query: q(purgeDeliveredSQL, 0, 1000), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref").And("o", "PRIMARY", "eq_ref", "const").And("<derived2>", "", "ALL", "system")},
