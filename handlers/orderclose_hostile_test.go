@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -36,7 +36,7 @@ func TestOrderCloseHostileParams(t *testing.T) {
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)
-	admin := fakeadmin.New(t, fakeadmin.Options{Token: "tok"})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok"})
 	exec, err := xxljob.New(xxljob.Config{AdminAddresses: []string{admin.URL}, AccessToken: "tok", AppName: "hostile-params",
 		Address: "http://127.0.0.1:9999/", ListenAddr: "127.0.0.1:0", LogPath: t.TempDir(),
 		CallbackRetryInterval: 50 * time.Millisecond})
@@ -48,7 +48,7 @@ func TestOrderCloseHostileParams(t *testing.T) {
 		defer cancel()
 		require.NoError(t, exec.Shutdown(sctx))
 	})
-	client := fakeadmin.NewClient("http://"+exec.Addr().String()+"/", "tok", fakeadmin.V24)
+	client := xxljobtest.NewClient("http://"+exec.Addr().String()+"/", "tok", xxljobtest.V24)
 	t.Cleanup(client.Close)
 
 	for i, tc := range []struct{ param, want string }{
@@ -67,7 +67,7 @@ func TestOrderCloseHostileParams(t *testing.T) {
 		{"pageSize=-1", `job param pageSize="-1": want a whole number from 1 to 5000`},
 		{"maxOrders=99999999999999999999", `job param maxOrders="99999999999999999999": want a whole number`},
 	} {
-		p := fakeadmin.Trigger(1, OrderTimeoutCloseJob, int64(5000+i))
+		p := xxljobtest.Trigger(1, OrderTimeoutCloseJob, int64(5000+i))
 		p.ExecutorParams = tc.param
 		env, err := client.Run(ctx, p)
 		require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestOrderCloseHostileParams(t *testing.T) {
 		require.NoError(t, db.Get(&n, "SELECT COUNT(*) FROM "+table), table)
 	}
 	// And a good param still works.
-	p := fakeadmin.Trigger(1, OrderTimeoutCloseJob, 6000)
+	p := xxljobtest.Trigger(1, OrderTimeoutCloseJob, 6000)
 	p.ExecutorParams = "pageSize=50"
 	env, err := client.Run(ctx, p)
 	require.NoError(t, err)

@@ -11,9 +11,12 @@ import (
 // queued at once, 3.4 at most 50 per POST; 100 keeps bodies small under load.
 const maxCallbackBatch = 100
 
-// callbacker delivers run results to the admin. One sender goroutine takes
-// everything queued and POSTs it as one array; what no admin accepts goes to
-// the spool on disk and is retried by spoolLoop.
+// callbacker delivers run results to the admin. Each result is first
+// written to the spool (see spool.go), then queued in memory for one sender
+// goroutine that POSTs what is queued as one batch. A batch no admin accepts
+// on its first attempt is left to the spool's retry loop, and so is every
+// result that finds the memory queue full: memory stays bounded however long
+// the admin hangs, and nothing waits in memory only.
 type callbacker struct {
 	client   *adminClient
 	spool    *spool
@@ -21,49 +24,87 @@ type callbacker struct {
 	obs      Observer
 	log      *slog.Logger
 	interval time.Duration // spool retry period
+	size     int           // memory queue bound
 
 	mu        sync.Mutex
-	queue     []callbackParam
+	queue     []spoolItem
+	reserved  int // places taken by pushes writing to the spool
 	closed    bool
 	lastSpool int           // last count given to the observer, -1 before the first
 	notify    chan struct{} // cap 1: queue became non-empty
+	nudge     chan struct{} // cap 1: results wait on disk and an admin answers
 }
 
-func newCallbacker(client *adminClient, sp *spool, logs *logStore, obs Observer, log *slog.Logger, interval time.Duration) *callbacker {
+func newCallbacker(client *adminClient, logs *logStore, obs Observer, log *slog.Logger, interval time.Duration, size int) *callbacker {
 	return &callbacker{
-		client: client, spool: sp, logs: logs, obs: obs, interval: interval,
+		client: client, logs: logs, obs: obs, interval: interval, size: size,
 		log:       log.With("component", "xxljob.callback"),
 		notify:    make(chan struct{}, 1),
+		nudge:     make(chan struct{}, 1),
 		lastSpool: -1,
 	}
 }
 
-// push queues one result. It never blocks. After the sender was closed (only
-// reachable through a bug in the shutdown order) the item goes straight to
-// the spool, so no result is lost.
+// push reports one result. It returns once the result is on disk (or, if
+// the disk fails, in memory). After the sender closed (only results of runs
+// cancelled at shutdown come late) the result is left on disk for the next
+// start.
 func (c *callbacker) push(p callbackParam) {
 	c.mu.Lock()
-	if c.closed {
+	room := !c.closed && len(c.queue)+c.reserved < c.size
+	if room {
+		c.reserved++
+	}
+	c.mu.Unlock()
+
+	ref, err := c.spool.append(p, room)
+	c.mu.Lock()
+	if room {
+		c.reserved--
+	}
+	switch {
+	case err == nil && room && !c.closed:
+		c.queue = append(c.queue, spoolItem{p: p, ref: ref})
 		c.mu.Unlock()
-		c.spoolBatch([]callbackParam{p})
+		c.signal(c.notify)
+		return
+	case err == nil: // on disk for the retry loop (the queue was full, or closed meanwhile)
+		c.mu.Unlock()
+		if room {
+			c.spool.release([]spoolRef{ref})
+		}
+	case !c.closed && len(c.queue) < 2*c.size:
+		// The disk failed: memory is all that is left. The bound is
+		// stretched (to twice its size) rather than a result dropped.
+		c.queue = append(c.queue, spoolItem{p: p})
+		c.mu.Unlock()
+		c.log.Error("callback spool write failed; result kept in memory only", "log_id", p.LogID, "error", err)
+		c.signal(c.notify)
+		return
+	default:
+		c.mu.Unlock()
+		c.log.Error("callback result lost: the spool cannot be written and the memory queue is full or closed", "log_id", p.LogID, "error", err)
 		return
 	}
-	c.queue = append(c.queue, p)
-	c.mu.Unlock()
+	c.reportSpool()
+	c.signal(c.nudge)
+}
+
+func (c *callbacker) signal(ch chan struct{}) {
 	select {
-	case c.notify <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-func (c *callbacker) take() []callbackParam {
+func (c *callbacker) take() []spoolItem {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := min(len(c.queue), maxCallbackBatch)
 	if n == 0 {
 		return nil
 	}
-	batch := make([]callbackParam, n)
+	batch := make([]spoolItem, n)
 	copy(batch, c.queue)
 	c.queue = c.queue[n:]
 	if len(c.queue) == 0 {
@@ -82,9 +123,7 @@ func (c *callbacker) run(ctx context.Context, stop <-chan struct{}) {
 		case <-c.notify:
 		}
 		for batch := c.take(); batch != nil; batch = c.take() {
-			if !c.deliver(ctx, batch, false) {
-				c.spoolBatch(batch)
-			}
+			c.first(ctx, batch)
 			select {
 			case <-stop:
 				return // flush takes the rest
@@ -94,26 +133,66 @@ func (c *callbacker) run(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-// flush sends what is left after the sender stopped, spooling what no admin
-// accepts. Later pushes go straight to the spool.
+// first makes the first delivery attempt of a queued batch. Accepted, the
+// results are marked delivered; refused, they are left to the retry loop.
+func (c *callbacker) first(ctx context.Context, batch []spoolItem) bool {
+	ok := c.deliver(ctx, batch, false)
+	refs := itemRefs(batch)
+	if ok {
+		if err := c.spool.ack(refs); err != nil {
+			c.log.WarnContext(ctx, "mark callbacks delivered; they may be sent again after a restart", "error", err)
+		}
+		if c.spool.pending() > 0 {
+			c.signal(c.nudge) // an admin answers again: deliver what waits on disk now
+		}
+	} else {
+		c.spool.release(refs)
+		c.unpersisted(ctx, batch)
+	}
+	c.reportSpool()
+	return ok
+}
+
+// unpersisted writes to the spool the results of a refused batch that
+// never reached it (the disk had failed when they came).
+func (c *callbacker) unpersisted(ctx context.Context, batch []spoolItem) {
+	for _, it := range batch {
+		if it.ref.seg != nil {
+			continue
+		}
+		if _, err := c.spool.append(it.p, false); err != nil {
+			c.log.ErrorContext(ctx, "callback result lost: not accepted and the spool cannot be written", "log_id", it.p.LogID, "error", err)
+		}
+	}
+}
+
+// flush sends what is left after the sender stopped, once; what no admin
+// accepts stays in the spool for the next start.
 func (c *callbacker) flush(ctx context.Context) {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	failed := false // after one failure the admins are down: spool the rest at once
+	failed := false // after one failure the admins are down: leave the rest at once
 	for batch := c.take(); batch != nil; batch = c.take() {
-		if failed || ctx.Err() != nil || !c.deliver(ctx, batch, false) {
-			failed = true
-			c.spoolBatch(batch)
+		if failed || ctx.Err() != nil {
+			c.spool.release(itemRefs(batch))
+			c.unpersisted(ctx, batch)
+			continue
 		}
+		failed = !c.first(ctx, batch)
 	}
+	c.reportSpool()
 }
 
 // deliver POSTs one batch and appends the outcome to each item's run log.
 // Spool retries (retry) log only their success: one "callback fail" line per
 // run is enough during a long admin outage.
-func (c *callbacker) deliver(ctx context.Context, batch []callbackParam, retry bool) bool {
-	err := c.client.post(ctx, adminCallback, batch)
+func (c *callbacker) deliver(ctx context.Context, batch []spoolItem, retry bool) bool {
+	ps := make([]callbackParam, len(batch))
+	for i, it := range batch {
+		ps[i] = it.p
+	}
+	err := c.client.callback(ctx, ps)
 	c.obs.CallbackSent(len(batch), err)
 	line := lineCallbackFinish
 	if err != nil {
@@ -122,10 +201,10 @@ func (c *callbacker) deliver(ctx context.Context, batch []callbackParam, retry b
 			return false
 		}
 		line = lineCallbackFail + err.Error()
-		c.log.WarnContext(ctx, "callback not delivered", "batch_size", len(batch), "error", err)
+		c.log.WarnContext(ctx, "callback not delivered, left to the spool", "batch_size", len(batch), "error", err)
 	}
 	now := time.Now()
-	for _, p := range batch {
+	for _, p := range ps {
 		rl, perr := c.logs.open(p.LogID, p.LogDateTim, nil)
 		if perr == nil {
 			rl.entry(now, slog.LevelInfo, line)
@@ -134,23 +213,10 @@ func (c *callbacker) deliver(ctx context.Context, batch []callbackParam, retry b
 	return err == nil
 }
 
-func (c *callbacker) spoolBatch(batch []callbackParam) {
-	n, err := c.spool.write(batch)
-	if err != nil {
-		// Nothing else can keep these results: say which ones are lost.
-		ids := make([]int64, len(batch))
-		for i, p := range batch {
-			ids[i] = p.LogID
-		}
-		c.log.Error("callback results lost: spool write failed", "log_ids", ids, "error", err)
-		return
-	}
-	c.reportSpool(n)
-	c.log.Warn("callback results spooled to disk", "batch_size", len(batch), "spool_files", n)
-}
-
-// reportSpool tells the observer the spool size when it changed.
-func (c *callbacker) reportSpool(n int) {
+// reportSpool tells the observer the number of results waiting on disk
+// when it changed.
+func (c *callbacker) reportSpool() {
+	n := c.spool.pending()
 	c.mu.Lock() // held while calling the observer so reports stay in order
 	defer c.mu.Unlock()
 	if n != c.lastSpool {
@@ -159,7 +225,8 @@ func (c *callbacker) reportSpool(n int) {
 	}
 }
 
-// spoolLoop retries the spool at start and every interval until stop closes.
+// spoolLoop retries the spool at start, every interval and when nudged,
+// until stop closes.
 func (c *callbacker) spoolLoop(ctx context.Context, stop <-chan struct{}) {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -168,43 +235,49 @@ func (c *callbacker) spoolLoop(ctx context.Context, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
+		case <-c.nudge:
+			t.Stop()
 		}
 		c.retrySpool(ctx, stop)
 		t.Reset(c.interval)
 	}
 }
 
-// retrySpool re-sends spooled batches, oldest first. A file is removed only
-// once an admin accepted its batch; the round stops at the first failure
-// (the admins are most likely down).
+// retrySpool re-sends results waiting on disk, oldest first, and stops at
+// the first batch no admin accepts (the admins are most likely down).
 func (c *callbacker) retrySpool(ctx context.Context, stop <-chan struct{}) {
-	names, err := c.spool.list()
-	if err != nil {
-		c.log.ErrorContext(ctx, "read callback spool", "error", err)
-		return
-	}
-	c.reportSpool(len(names))
-	for _, name := range names {
+	c.reportSpool()
+	delivered := 0
+	err := c.spool.diskBatches(maxCallbackBatch, func(batch []spoolItem) bool {
 		select {
 		case <-stop:
-			return
+			return false
 		default:
 		}
-		batch, err := c.spool.read(name)
-		if err != nil {
-			c.log.ErrorContext(ctx, "unreadable callback spool file set aside", "file", name, "error", err)
-			c.spool.setAside(name)
-			continue
+		if !c.deliver(ctx, batch, true) {
+			return false
 		}
-		if len(batch) > 0 && !c.deliver(ctx, batch, true) {
-			return
+		if err := c.spool.ack(itemRefs(batch)); err != nil {
+			c.log.WarnContext(ctx, "mark callbacks delivered; they may be sent again after a restart", "error", err)
 		}
-		n, err := c.spool.remove(name)
-		if err != nil {
-			c.log.ErrorContext(ctx, "remove delivered spool file", "file", name, "error", err)
-			continue
-		}
-		c.reportSpool(n)
-		c.log.InfoContext(ctx, "spooled callback results delivered", "batch_size", len(batch), "spool_files", n)
+		delivered += len(batch)
+		c.reportSpool()
+		return true
+	})
+	if err != nil {
+		c.log.ErrorContext(ctx, "read callback spool", "error", err)
 	}
+	if delivered > 0 {
+		c.log.InfoContext(ctx, "spooled callback results delivered", "num_delivered", delivered, "num_waiting", c.spool.pending())
+	}
+}
+
+func itemRefs(batch []spoolItem) []spoolRef {
+	refs := make([]spoolRef, 0, len(batch))
+	for _, it := range batch {
+		if it.ref.seg != nil {
+			refs = append(refs, it.ref)
+		}
+	}
+	return refs
 }

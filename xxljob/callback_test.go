@@ -14,23 +14,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
-
-func spoolFiles(t *testing.T, root string) []string {
-	t.Helper()
-	m, err := filepath.Glob(filepath.Join(root, "callbacklog", "xxl-job-callback-*.json"))
-	require.NoError(t, err)
-	return m
-}
 
 func TestCallbackBatchesAndExactlyOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("fine")}})
 	var ids []int64
 	for i := range 20 {
-		p := fakeadmin.Trigger(i+1, "ok", nextLogID())
+		p := xxljobtest.Trigger(i+1, "ok", nextLogID())
 		b.run(t, p)
 		ids = append(ids, p.LogID)
 	}
@@ -45,32 +38,34 @@ func TestCallbackBatchesAndExactlyOnce(t *testing.T) {
 
 func TestCallbackAdminDownThenBack(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []fakeadmin.Mode{fakeadmin.Down503, fakeadmin.DownClose} {
+	for _, mode := range []xxljobtest.Mode{xxljobtest.Down503, xxljobtest.DownClose} {
 		b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("late")}})
 		b.admin.SetMode(mode)
-		p := fakeadmin.Trigger(1, "ok", nextLogID())
+		p := xxljobtest.Trigger(1, "ok", nextLogID())
 		b.run(t, p)
-		waitFor(t, func() bool { return len(spoolFiles(t, b.logPath)) > 0 }, "result spooled to disk")
+		waitFor(t, func() bool {
+			return strings.Contains(b.runLogNow(p), "----------- xxl-job job callback fail, callbackResult:")
+		}, "first delivery failed")
+		require.Equal(t, map[int64]int{p.LogID: 200}, spooled(t, b.logPath), "the result waits on disk")
 		_, ok := b.admin.Callback(p.LogID)
 		require.False(t, ok)
-		require.Contains(t, b.runLog(t, p), "----------- xxl-job job callback fail, callbackResult:")
 
-		b.admin.SetMode(fakeadmin.Up)
+		b.admin.SetMode(xxljobtest.Up)
 		cb := b.callback(t, p.LogID)
 		require.Equal(t, 200, cb.HandleCode)
 		require.Equal(t, "late", cb.HandleMsg)
 		require.Equal(t, p.LogDateTime, cb.LogDateTim)
-		waitFor(t, func() bool { return len(spoolFiles(t, b.logPath)) == 0 }, "spool file removed after delivery")
+		waitFor(t, func() bool { return len(spooled(t, b.logPath)) == 0 }, "marked delivered in the spool")
 		waitFor(t, func() bool {
-			return strings.Contains(b.runLog(t, p), "----------- xxl-job job callback finish.")
+			return strings.Contains(b.runLogNow(p), "----------- xxl-job job callback finish.")
 		}, "callback finish line")
 	}
 }
 
 func TestCallbackSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	admin := fakeadmin.New(t, fakeadmin.Options{Token: "T"})
-	admin.SetMode(fakeadmin.Down503)
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: "T"})
+	admin.SetMode(xxljobtest.Down503)
 	root := t.TempDir()
 	g := newGate()
 	handlers := map[string]xxljob.Handler{"ok": okHandler("before restart"), "block": g.handler()}
@@ -78,25 +73,27 @@ func TestCallbackSurvivesRestart(t *testing.T) {
 	// First executor: one result while the admin is down, one flushed by Shutdown.
 	first := setup(t, opts{token: "T", admin: admin, logPath: root, handlers: handlers,
 		cfg: func(c *xxljob.Config) { c.CallbackRetryInterval = time.Hour }})
-	p1 := fakeadmin.Trigger(1, "ok", nextLogID())
+	p1 := xxljobtest.Trigger(1, "ok", nextLogID())
 	first.run(t, p1)
-	p2 := fakeadmin.Trigger(2, "block", nextLogID())
+	p2 := xxljobtest.Trigger(2, "block", nextLogID())
 	first.run(t, p2)
 	g.waitStarted(t, p2.LogID)
-	waitFor(t, func() bool { return len(spoolFiles(t, root)) > 0 }, "first result spooled")
+	waitFor(t, func() bool {
+		return strings.Contains(first.runLogNow(p1), "callback fail")
+	}, "first result's delivery failed")
 	g.open()
 	ctx, cancel := context.WithTimeout(t.Context(), waitLong)
 	defer cancel()
 	require.NoError(t, first.exec.Shutdown(ctx))
 	require.Empty(t, admin.Callbacks())
-	require.NotEmpty(t, spoolFiles(t, root))
+	require.Equal(t, map[int64]int{p1.LogID: 200, p2.LogID: 200}, spooled(t, root))
 
 	// Second executor on the same LogPath, admin back.
-	admin.SetMode(fakeadmin.Up)
+	admin.SetMode(xxljobtest.Up)
 	second := setup(t, opts{token: "T", admin: admin, logPath: root, handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
 	require.Equal(t, "before restart", second.callback(t, p1.LogID).HandleMsg)
 	require.Equal(t, "released", second.callback(t, p2.LogID).HandleMsg)
-	waitFor(t, func() bool { return len(spoolFiles(t, root)) == 0 }, "spool emptied")
+	waitFor(t, func() bool { return len(spooled(t, root)) == 0 }, "spool emptied")
 	require.Zero(t, admin.Repeats(p1.LogID))
 }
 
@@ -113,8 +110,9 @@ func TestCallbackCorruptSpoolFileSetAside(t *testing.T) {
 	b := setup(t, opts{logPath: root})
 	cb := b.callback(t, 77)
 	require.Equal(t, 500, cb.HandleCode)
-	waitFor(t, func() bool { return len(spoolFiles(t, root)) == 0 }, "spool emptied")
+	waitFor(t, func() bool { return len(spooled(t, root)) == 0 }, "spool emptied")
 	require.FileExists(t, bad+".bad")
+	require.NoFileExists(t, good, "an earlier spool file is removed once journaled")
 }
 
 // recorder is an Observer for tests.
@@ -176,13 +174,13 @@ func TestObserver(t *testing.T) {
 	rec := &recorder{finished: map[int64]int{}}
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("")},
 		cfg: func(c *xxljob.Config) { c.Observer = rec }})
-	b.admin.SetMode(fakeadmin.Down503)
-	p := fakeadmin.Trigger(1, "ok", nextLogID())
+	b.admin.SetMode(xxljobtest.Down503)
+	p := xxljobtest.Trigger(1, "ok", nextLogID())
 	b.run(t, p)
 	waitFor(t, func() bool {
 		return rec.snapshot(func(r *recorder) bool { return r.sentErrs > 0 && len(r.spool) > 0 && r.regErrs > 0 })
 	}, "failed callback, spool and registry seen")
-	b.admin.SetMode(fakeadmin.Up)
+	b.admin.SetMode(xxljobtest.Up)
 	b.callback(t, p.LogID)
 	waitFor(t, func() bool {
 		return rec.snapshot(func(r *recorder) bool { return r.spool[len(r.spool)-1] == 0 && r.regs > r.regErrs })

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -24,7 +24,7 @@ func TestRunFromContext(t *testing.T) {
 			return nil
 		}),
 	}})
-	p := fakeadmin.Trigger(42, "whoAmI", nextLogID())
+	p := xxljobtest.Trigger(42, "whoAmI", nextLogID())
 	b.run(t, p)
 	require.Equal(t, 200, b.callback(t, p.LogID).HandleCode)
 	require.Equal(t, xxljob.RunRef{JobID: 42, LogID: p.LogID, Handler: "whoAmI"}, <-got)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,9 +22,13 @@ type Config struct {
 	// e.g. "http://admin:8080/xxl-job-admin". They are tried in order; the
 	// first that accepts a call wins. Required.
 	AdminAddresses []string
-	// AccessToken is the shared secret of the admin and its executors.
-	// "" disables the checks (Start then logs a warning).
+	// AccessToken is the shared secret of the admin and its executors (on
+	// the branch after 3.4: the executor group's token). "" disables the
+	// checks (Start then logs a warning); the main dialect requires one.
 	AccessToken string
+	// AdminVersion is the admin generation: AdminAuto (default), Admin2x,
+	// Admin33, Admin34 or AdminMain. Auto learns it from the admin.
+	AdminVersion AdminVersion
 	// AppName is the executor group's AppName in the admin (registryKey).
 	// Required, at most 64 characters.
 	AppName string
@@ -31,9 +36,13 @@ type Config struct {
 	// (registryValue). Default "http://{IP}:{Port}/". It must stay stable
 	// across restarts: the admin matches it as a plain string.
 	Address string
-	// IP is used for the default Address. Default: the host's first
-	// non-loopback IPv4 address (127.0.0.1 if there is none).
+	// IP is used for the default Address. Default: the first IPv4 address
+	// of an interface that is up, not loopback and not in IPExclude; else
+	// the host name's address; else 127.0.0.1 (Start then warns).
 	IP string
+	// IPExclude lists interface names (path.Match patterns) never used for
+	// the default IP. Default DefaultIPExclude; []string{"-"} excludes none.
+	IPExclude []string
 	// Port is used for the default Address and ListenAddr. Default 9999.
 	Port int
 	// ListenAddr is where the executor's HTTP server binds. Default
@@ -56,6 +65,21 @@ type Config struct {
 	CallbackRetryInterval time.Duration
 	// HTTPClientTimeout bounds each executor → admin request. Default 3s.
 	HTTPClientTimeout time.Duration
+	// AdminCAFile is a PEM file of CA certificates trusted, besides the
+	// system's, for https admin addresses (a private CA).
+	AdminCAFile string
+	// AdminInsecureSkipVerify accepts any certificate from an https admin,
+	// as the Java executor does. Start warns loudly every time.
+	AdminInsecureSkipVerify bool
+	// LogReadLimit bounds how much of a run log file one /log answer
+	// carries, in bytes. Default 64 MiB: far above a run's log, and the
+	// admin holds each answer in memory. An answer cut at the limit ends
+	// with a line naming the file.
+	LogReadLimit int64
+	// CallbackQueueSize bounds the results held in memory for delivery.
+	// Every result is on disk before it is queued; one that finds the queue
+	// full is delivered from disk instead. Default 1000.
+	CallbackQueueSize int
 	// Logger receives the process log. Default: discard.
 	Logger *slog.Logger
 	// Observer receives events for metrics. Default: none.
@@ -94,6 +118,9 @@ type Executor struct {
 	workLoops     tracker // callback sender, spool retry, log cleanup
 	serving       tracker // HTTP server
 
+	wire     *wire
+	draining atomic.Bool // Shutdown started: beats fail
+
 	cleanupInterval time.Duration
 	nowFunc         func() time.Time
 
@@ -128,21 +155,41 @@ func New(cfg Config) (*Executor, error) {
 	cfg.CallbackRetryInterval = cmp.Or(cfg.CallbackRetryInterval, 30*time.Second)
 	cfg.HTTPClientTimeout = cmp.Or(cfg.HTTPClientTimeout, 3*time.Second)
 	cfg.ListenAddr = cmp.Or(cfg.ListenAddr, ":"+strconv.Itoa(cfg.Port))
+	cfg.AdminVersion = cmp.Or(cfg.AdminVersion, AdminAuto)
+	cfg.LogReadLimit = cmp.Or(cfg.LogReadLimit, 64<<20)
+	cfg.CallbackQueueSize = cmp.Or(cfg.CallbackQueueSize, 1000)
+	if cfg.IPExclude == nil {
+		cfg.IPExclude = DefaultIPExclude
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
+	var errs []error
 	ipGuess := false
 	if cfg.Address == "" {
 		if cfg.IP == "" {
-			cfg.IP, ipGuess = hostIPv4()
+			var err error
+			if cfg.IP, ipGuess, err = hostIPv4(cfg.IPExclude); err != nil {
+				errs = append(errs, fmt.Errorf("IPExclude: %w", err))
+			}
 		}
 		cfg.Address = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)) + "/"
 	}
-
-	var errs []error
+	if _, err := ParseAdminVersion(string(cfg.AdminVersion)); err != nil {
+		errs = append(errs, fmt.Errorf("AdminVersion: %w", err))
+	}
+	if cfg.AdminVersion == AdminMain && cfg.AccessToken == "" {
+		errs = append(errs, errors.New("AccessToken: required by the main dialect (the admin sends the executor group's token)"))
+	}
+	if cfg.LogReadLimit < 0 {
+		errs = append(errs, fmt.Errorf("LogReadLimit: %d is negative", cfg.LogReadLimit))
+	}
+	if cfg.CallbackQueueSize < 0 {
+		errs = append(errs, fmt.Errorf("CallbackQueueSize: %d is negative", cfg.CallbackQueueSize))
+	}
 	if len(cfg.AdminAddresses) == 0 {
 		errs = append(errs, errors.New("AdminAddresses: at least one admin address is required"))
 	}
@@ -175,6 +222,11 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("LogPath: %w", err))
 	}
+	w := newWire(cfg.AdminVersion)
+	client, err := newAdminClient(cfg, w)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("xxljob: invalid config: %w", errors.Join(errs...))
 	}
@@ -184,15 +236,19 @@ func New(cfg Config) (*Executor, error) {
 		log:             cfg.Logger.With("component", "xxljob"),
 		obs:             cfg.Observer,
 		logs:            logs,
-		client:          newAdminClient(cfg.AdminAddresses, cfg.AccessToken, cfg.HTTPClientTimeout),
+		client:          client,
 		runner:          newRunner(),
+		wire:            w,
 		ipGuess:         ipGuess,
 		cleanupInterval: 24 * time.Hour,
 		nowFunc:         time.Now,
 		stopWork:        make(chan struct{}),
 		shutdownDone:    make(chan struct{}),
 	}
-	e.callback = newCallbacker(e.client, newSpool(logs.root), logs, e.obs, cfg.Logger, cfg.CallbackRetryInterval)
+	w.onChange = func(from, to dialect, why string) {
+		e.log.Info("admin dialect learned", "from", from.String(), "to", to.String(), "reason", why)
+	}
+	e.callback = newCallbacker(e.client, logs, e.obs, cfg.Logger, cfg.CallbackRetryInterval, cfg.CallbackQueueSize)
 	e.runner.execFunc = e.runTrigger
 	e.runner.callbackFunc = e.callback.push
 	return e, nil
@@ -207,19 +263,6 @@ func checkHTTPURL(s string) error {
 		return fmt.Errorf("%q is not an http(s) URL", s)
 	}
 	return nil
-}
-
-// hostIPv4 returns the first non-loopback IPv4 address of the host.
-func hostIPv4() (ip string, guessed bool) {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-				return n.IP.String(), false
-			}
-		}
-	}
-	return "127.0.0.1", true
 }
 
 // Register binds a handler name (the admin's "JobHandler") to h. It must be
@@ -255,18 +298,19 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("xxljob: start: %w", err)
 	}
+	sp, err := e.openSpool(ctx)
+	if err != nil {
+		return fmt.Errorf("xxljob: start: callback spool: %w", err)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", e.cfg.ListenAddr)
 	if err != nil {
+		sp.close()
 		return fmt.Errorf("xxljob: start: listen %s: %w", e.cfg.ListenAddr, err)
 	}
 	e.state, e.ln = stateStarted, ln
-	if e.cfg.AccessToken == "" {
-		e.log.WarnContext(ctx, "XXL-JOB ACCESS TOKEN IS EMPTY: anyone who can reach this port can run and kill jobs; set AccessToken")
-	}
-	if e.ipGuess {
-		e.log.WarnContext(ctx, "no non-loopback IPv4 address found, advertising 127.0.0.1", "address", e.cfg.Address)
-	}
+	e.callback.spool = sp
+	e.startWarnings(ctx)
 
 	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	e.baseCancel = cancel
@@ -295,6 +339,21 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.log.InfoContext(ctx, "xxl-job executor started", "listen", ln.Addr().String(),
 		"config", e.cfg)
 	return nil
+}
+
+// startWarnings says at every start what an operator must not miss.
+func (e *Executor) startWarnings(ctx context.Context) {
+	if e.cfg.AccessToken == "" {
+		e.log.WarnContext(ctx, "XXL-JOB ACCESS TOKEN IS EMPTY: anyone who can reach this port can run and kill jobs; set AccessToken")
+	}
+	if e.cfg.AdminInsecureSkipVerify {
+		e.log.WarnContext(ctx, "TLS CERTIFICATES OF THE ADMIN ARE NOT VERIFIED (AdminInsecureSkipVerify): anyone on the path can "+
+			"impersonate the admin and read the access token; trust its CA with AdminCAFile instead")
+	}
+	if e.ipGuess {
+		e.log.WarnContext(ctx, "no usable IPv4 address found, advertising 127.0.0.1: an admin on another host cannot reach this executor; set Address or IP",
+			"address", e.cfg.Address)
+	}
 }
 
 // Addr returns the address the server is bound to, or nil before Start.

@@ -1,6 +1,7 @@
 package xxljob
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -69,14 +70,35 @@ func FuzzDecodeLogParam(f *testing.F) {
 		if err != nil {
 			return
 		}
-		res, err := store.read(lp)
+		path, err := store.path(lp.LogID, lp.LogDateTim)
 		if err != nil {
-			t.Fatalf("read %+v: %v", lp, err)
+			t.Fatalf("valid log param without a path: %v", err)
 		}
+		fh, err := os.Open(path)
+		if err != nil {
+			return // no such log
+		}
+		defer fh.Close()
+		s, err := scanLog(fh, lp.FromLineNum, 64<<20)
+		if err != nil {
+			t.Fatalf("scan %+v: %v", lp, err)
+		}
+		var buf bytes.Buffer
+		if err := writeLogAnswer(&buf, dialect2x, s); err != nil {
+			t.Fatalf("answer %+v: %v", lp, err)
+		}
+		var env struct {
+			Code    int       `json:"code"`
+			Content logResult `json:"content"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &env); err != nil {
+			t.Fatalf("answer is not JSON: %v: %s", err, buf.Bytes())
+		}
+		res := env.Content
 		if res.FromLineNum != lp.FromLineNum {
 			t.Fatal("fromLineNum not echoed")
 		}
-		if !res.IsEnd && strings.Count(res.LogContent, "\n") != int(max(0, res.ToLineNum-max(lp.FromLineNum, 1)+1)) {
+		if got, want := strings.Count(res.LogContent, "\n"), int(max(0, res.ToLineNum-max(lp.FromLineNum, 1)+1)); got != want {
 			t.Fatalf("content %q does not match lines %d..%d", res.LogContent, lp.FromLineNum, res.ToLineNum)
 		}
 	})

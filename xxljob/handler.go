@@ -12,8 +12,9 @@ import (
 // kills the job, when the job's executorTimeout expires, when a COVER_EARLY
 // trigger replaces the run, or when the executor shuts down; a handler should
 // return soon after. Returning nil reports success (CodeSuccess), an error
-// reports CodeFail with err.Error() as the message (CodeTimeout if the error
-// is context.DeadlineExceeded). A panic is recovered and reported as CodeFail
+// reports CodeFail with err.Error() as the message (CodeTimeout if it wraps
+// ErrTimeout; a context.DeadlineExceeded of the handler's own, from a query
+// or an HTTP call, is a failure). A panic is recovered and reported as CodeFail
 // with its stack. Triggers of different jobs bound to the same handler run in
 // parallel, so Handle must be safe for concurrent use.
 type Handler interface {

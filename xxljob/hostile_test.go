@@ -26,7 +26,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -84,7 +84,7 @@ func (h *hostile) stillServing(t *testing.T) {
 	require.Equal(t, `{"code":200}`, string(env.Raw))
 }
 
-var logFileRE = regexp.MustCompile(`^logs(/\d{4,5}-\d{2}-\d{2}(/\d+\.log)?|/callbacklog(/xxl-job-callback-\d+(-\d+)?\.json)?)?$`)
+var logFileRE = regexp.MustCompile(`^logs(/\d{4,5}-\d{2}-\d{2}(/\d+\.log)?|/callbackspool(/callbacks-\d{20}\.(jsonl|ack))?)?$`)
 
 // requireOnlyLogs fails if anything exists in the sandbox but the log path's
 // date folders with numbered run logs and the callback spool.
@@ -273,7 +273,7 @@ func TestHostileBodies(t *testing.T) {
 func TestHostileIDsAndLogPaths(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
-	run := func(body string) fakeadmin.Envelope {
+	run := func(body string) xxljobtest.Envelope {
 		t.Helper()
 		env, err := h.client.Post(t.Context(), "run", []byte(body))
 		require.NoError(t, err)
@@ -300,7 +300,7 @@ func TestHostileIDsAndLogPaths(t *testing.T) {
 	}
 	// Extreme but valid numbers run; their logs land in date folders under
 	// the log path, named by the number.
-	accepted := []fakeadmin.TriggerParam{
+	accepted := []xxljobtest.TriggerParam{
 		{JobID: -2147483648, ExecutorHandler: "count", LogID: 9223372036854775807, LogDateTime: 0, GlueType: "BEAN", BroadcastTotal: 1},
 		{JobID: 2147483647, ExecutorHandler: "count", LogID: 1, LogDateTime: 253402300799999, GlueType: "BEAN", BroadcastIndex: -1, BroadcastTotal: -5},
 		{JobID: 0, ExecutorHandler: "count", LogID: nextLogID(), LogDateTime: time.Now().UnixMilli(), ExecutorTimeout: -2147483648, ExecutorParams: "../../x\x00; rm -rf /"},
@@ -347,7 +347,7 @@ func TestHostileGlueRefused(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "pwned")
 	for _, glue := range []string{"GLUE_GROOVY", "GLUE_SHELL", "GLUE_PYTHON", "GLUE_PYTHON2", "GLUE_PHP", "GLUE_NODEJS",
 		"GLUE_POWERSHELL", "bean", "Bean", " BEAN", "BEAN ", "BEAN\x00", "JAVA", "GLUE_SHELL;BEAN", strings.Repeat("G", 1000)} {
-		p := fakeadmin.Trigger(1, "count", nextLogID())
+		p := xxljobtest.Trigger(1, "count", nextLogID())
 		p.GlueType, p.GlueSource = glue, "#!/bin/sh\ntouch "+marker
 		env, err := h.client.Run(t.Context(), p)
 		require.NoError(t, err)
@@ -359,7 +359,7 @@ func TestHostileGlueRefused(t *testing.T) {
 		require.Equal(t, "glueType["+echoed+"] is not valid.", env.MsgString())
 	}
 	// A BEAN trigger carrying a script runs the compiled handler only.
-	p := fakeadmin.Trigger(1, "count", nextLogID())
+	p := xxljobtest.Trigger(1, "count", nextLogID())
 	p.GlueSource = "#!/bin/sh\ntouch " + marker
 	h.run(t, p)
 	require.Equal(t, 200, h.callback(t, p.LogID).HandleCode)
@@ -380,7 +380,9 @@ func TestHostileSlowLoris(t *testing.T) {
 	var wg sync.WaitGroup
 	cut := make([]time.Duration, conns)
 	for i := range conns {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			c, err := net.Dial("tcp", h.exec.Addr().String())
 			if err != nil {
 				cut[i] = -1
@@ -400,7 +402,7 @@ func TestHostileSlowLoris(t *testing.T) {
 				}
 			}
 			cut[i] = time.Since(start)
-		})
+		}()
 	}
 	// While they trickle, the executor answers at once.
 	for range 10 {
@@ -449,7 +451,9 @@ func TestHostileConcurrentRuns(t *testing.T) {
 		var wg sync.WaitGroup
 		var ok, failed atomic.Int64
 		for i := range n {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				body := fmt.Sprintf(`{"jobId":%d,"executorHandler":"count","logId":%d,"logDateTime":%d,"glueType":"BEAN","broadcastTotal":1}`,
 					1+i%jobs, first+int64(i), time.Now().UnixMilli())
 				req, _ := http.NewRequest(http.MethodPost, addr+"/run", strings.NewReader(body))
@@ -464,7 +468,7 @@ func TestHostileConcurrentRuns(t *testing.T) {
 				if string(b) == `{"code":200}` {
 					ok.Add(1)
 				}
-			})
+			}()
 		}
 		wg.Wait()
 		require.Zero(t, failed.Load(), "calls without an answer")

@@ -1,7 +1,6 @@
 package xxljob
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -24,10 +23,6 @@ import (
 const (
 	logDateLayout = "2006-01-02"
 	logLineLayout = "2006-01-02 15:04:05.000"
-	// maxLogPage bounds one /log answer. The doc has no limit; with one, a
-	// huge log is simply delivered over several polls (toLineNum is the last
-	// line sent, so the UI continues from there).
-	maxLogPage = 1 << 20
 )
 
 type logStore struct {
@@ -115,52 +110,6 @@ func appendFile(path string, b []byte) error {
 	}
 	_, err = f.Write(b) // one write per entry keeps concurrent entries whole
 	return errors.Join(err, f.Close())
-}
-
-// read answers /log: lines fromLineNum..last (numbered from 1), each followed
-// by "\n"; toLineNum is the last line's number; isEnd stays false while the
-// file exists because the admin decides the end from the job's result.
-func (s *logStore) read(p logParam) (logResult, error) {
-	res := logResult{FromLineNum: p.FromLineNum}
-	path, err := s.path(p.LogID, p.LogDateTim)
-	if err != nil {
-		return res, err
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		res.LogContent, res.IsEnd = msgLogNotFound, true
-		return res, nil
-	}
-	if err != nil {
-		return res, err
-	}
-	defer f.Close()
-
-	var sb strings.Builder
-	br := bufio.NewReaderSize(f, 64<<10)
-	var n int32
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			n++
-			if n >= p.FromLineNum {
-				if sb.Len() > 0 && sb.Len()+len(line) > maxLogPage {
-					n-- // this line goes to the next page
-					break
-				}
-				sb.WriteString(strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"))
-				sb.WriteByte('\n')
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return res, err
-		}
-	}
-	res.ToLineNum, res.LogContent = n, sb.String()
-	return res, nil
 }
 
 // cleanup deletes the date folders at least days before today's local

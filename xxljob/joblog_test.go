@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -24,7 +24,7 @@ func TestLogPagingMidRunAndAfter(t *testing.T) {
 	})
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"h": h}})
 	t.Cleanup(g.open)
-	p := fakeadmin.Trigger(1, "h", nextLogID())
+	p := xxljobtest.Trigger(1, "h", nextLogID())
 	p.ExecutorParams = "p=1"
 	b.run(t, p)
 	g.waitStarted(t, p.LogID)
@@ -33,7 +33,7 @@ func TestLogPagingMidRunAndAfter(t *testing.T) {
 	env, lr, err := b.client.Log(t.Context(), p.LogDateTime, p.LogID, 1)
 	require.NoError(t, err)
 	require.Equal(t, 200, env.Code)
-	require.Equal(t, fakeadmin.LogResult{FromLineNum: 1, ToLineNum: 5, LogContent: lr.LogContent, IsEnd: false}, *lr)
+	require.Equal(t, xxljobtest.LogResult{FromLineNum: 1, ToLineNum: 5, LogContent: lr.LogContent, IsEnd: false}, *lr)
 	lines := strings.SplitAfter(lr.LogContent, "\n")
 	require.Len(t, lines, 6) // 5 lines and "" after the last "\n"
 	require.True(t, strings.HasSuffix(lines[0], " [INFO] ----------- xxl-job job execute start -----------\n"), lines[0])
@@ -50,7 +50,7 @@ func TestLogPagingMidRunAndAfter(t *testing.T) {
 	require.Equal(t, lines[3]+lines[4], lr.LogContent)
 	_, lr, err = b.client.Log(t.Context(), p.LogDateTime, p.LogID, 6)
 	require.NoError(t, err)
-	require.Equal(t, fakeadmin.LogResult{FromLineNum: 6, ToLineNum: 5}, *lr, "from > to: nothing new")
+	require.Equal(t, xxljobtest.LogResult{FromLineNum: 6, ToLineNum: 5}, *lr, "from > to: nothing new")
 
 	// After the end: end lines, then the callback line.
 	g.open()
@@ -78,18 +78,18 @@ func TestLogPageLikeAdminUI(t *testing.T) {
 	})
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"h": h}})
 	t.Cleanup(g.open)
-	p := fakeadmin.Trigger(1, "h", nextLogID())
+	p := xxljobtest.Trigger(1, "h", nextLogID())
 	b.run(t, p)
 
 	finished := func() bool { _, ok := b.admin.Callback(p.LogID); return ok }
 	type page struct {
-		res fakeadmin.PageResult
+		res xxljobtest.PageResult
 		err error
 	}
 	pages := make(chan page, 1)
 	go func() {
 		res, err := b.client.PageLog(t.Context(), p.LogDateTime, p.LogID,
-			fakeadmin.PageOptions{Interval: 5 * time.Millisecond, MaxIdlePolls: 10000, Finished: finished})
+			xxljobtest.PageOptions{Interval: 5 * time.Millisecond, MaxIdlePolls: 10000, Finished: finished})
 		pages <- page{res, err}
 	}()
 	waitFor(t, func() bool {
@@ -108,7 +108,7 @@ func TestLogPageLikeAdminUI(t *testing.T) {
 	require.Contains(t, pg.res.Content, "execute end(finish)")
 
 	// Opened after the end: one pull.
-	res, err := b.client.PageLog(t.Context(), p.LogDateTime, p.LogID, fakeadmin.PageOptions{Finished: finished})
+	res, err := b.client.PageLog(t.Context(), p.LogDateTime, p.LogID, xxljobtest.PageOptions{Finished: finished})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Polls)
 	require.True(t, strings.HasPrefix(file, res.Content) || strings.HasPrefix(res.Content, file))

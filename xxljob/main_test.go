@@ -1,7 +1,9 @@
 package xxljob_test
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -16,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -36,16 +38,17 @@ type opts struct {
 	handlers map[string]xxljob.Handler
 	cfg      func(*xxljob.Config)
 	before   func(*xxljob.Executor) // after New, before Start
-	admin    *fakeadmin.Admin       // reuse an admin (restart tests)
+	admin    *xxljobtest.Admin       // reuse an admin (restart tests)
 	logPath  string                 // reuse a log path (restart tests)
+	version  xxljob.AdminVersion    // default Admin2x, the fake admin's V24
 
 	shutdownErrOK bool // the test checks Shutdown's error itself
 }
 
 type bundle struct {
-	admin   *fakeadmin.Admin
+	admin   *xxljobtest.Admin
 	exec    *xxljob.Executor
-	client  *fakeadmin.Client
+	client  *xxljobtest.Client
 	logPath string
 	logs    *syncBuffer // process log
 }
@@ -61,7 +64,7 @@ func setup(t *testing.T, o opts) *bundle {
 		}
 	})
 	if b.admin == nil {
-		b.admin = fakeadmin.New(t, fakeadmin.Options{Token: o.token})
+		b.admin = xxljobtest.New(t, xxljobtest.Options{Token: o.token})
 	}
 	if b.logPath == "" {
 		b.logPath = t.TempDir()
@@ -69,6 +72,7 @@ func setup(t *testing.T, o opts) *bundle {
 	cfg := xxljob.Config{
 		AdminAddresses:        []string{b.admin.URL},
 		AccessToken:           o.token,
+		AdminVersion:          cmp.Or(o.version, xxljob.Admin2x),
 		AppName:               "test-executor",
 		Address:               "http://127.0.0.1:9999/",
 		ListenAddr:            "127.0.0.1:0",
@@ -99,13 +103,13 @@ func setup(t *testing.T, o opts) *bundle {
 		}
 	})
 	b.exec = exec
-	b.client = fakeadmin.NewClient("http://"+exec.Addr().String()+"/", o.token, fakeadmin.V24)
+	b.client = xxljobtest.NewClient("http://"+exec.Addr().String()+"/", o.token, xxljobtest.V24)
 	t.Cleanup(b.client.Close)
 	return b
 }
 
 // run triggers p and requires it to be accepted.
-func (b *bundle) run(t *testing.T, p fakeadmin.TriggerParam) {
+func (b *bundle) run(t *testing.T, p xxljobtest.TriggerParam) {
 	t.Helper()
 	env, err := b.client.Run(t.Context(), p)
 	require.NoError(t, err)
@@ -113,7 +117,7 @@ func (b *bundle) run(t *testing.T, p fakeadmin.TriggerParam) {
 }
 
 // callback waits for the callback of logID.
-func (b *bundle) callback(t *testing.T, logID int64) fakeadmin.Callback {
+func (b *bundle) callback(t *testing.T, logID int64) xxljobtest.Callback {
 	t.Helper()
 	c, err := b.admin.WaitCallback(logID, waitLong)
 	require.NoError(t, err)
@@ -121,10 +125,16 @@ func (b *bundle) callback(t *testing.T, logID int64) fakeadmin.Callback {
 }
 
 // runLog returns the content of a run's log file.
-func (b *bundle) runLog(t *testing.T, p fakeadmin.TriggerParam) string {
+func (b *bundle) runLog(t *testing.T, p xxljobtest.TriggerParam) string {
 	t.Helper()
 	data, err := os.ReadFile(logFile(b.logPath, p.LogDateTime, p.LogID))
 	require.NoError(t, err)
+	return string(data)
+}
+
+// runLogNow is runLog for polling: "" while the file does not exist yet.
+func (b *bundle) runLogNow(p xxljobtest.TriggerParam) string {
+	data, _ := os.ReadFile(logFile(b.logPath, p.LogDateTime, p.LogID))
 	return string(data)
 }
 
@@ -207,6 +217,58 @@ func jsonKeys(t *testing.T, raw []byte) []string {
 		require.NoError(t, dec.Decode(&skip))
 	}
 	return keys
+}
+
+// spooled returns the results waiting in the callback spool under root, by
+// logId, read from its files as a restarted executor would.
+func spooled(t *testing.T, root string) map[int64]int {
+	t.Helper()
+	dir := filepath.Join(root, "callbackspool")
+	acked := map[uint64]bool{}
+	acks, err := filepath.Glob(filepath.Join(dir, "callbacks-*.ack"))
+	require.NoError(t, err)
+	for _, a := range acks {
+		forLines(t, a, func(line string) {
+			n, err := strconv.ParseUint(line, 10, 64)
+			require.NoError(t, err)
+			acked[n] = true
+		})
+	}
+	out := map[int64]int{}
+	segs, err := filepath.Glob(filepath.Join(dir, "callbacks-*.jsonl"))
+	require.NoError(t, err)
+	for _, sg := range segs {
+		forLines(t, sg, func(line string) {
+			var r struct {
+				Seq        uint64 `json:"seq"`
+				LogID      int64  `json:"logId"`
+				HandleCode int    `json:"handleCode"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+			if !acked[r.Seq] {
+				out[r.LogID] = r.HandleCode
+			}
+		})
+	}
+	return out
+}
+
+func forLines(t *testing.T, path string, fn func(string)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return // removed meanwhile: all delivered
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" {
+			fn(line)
+		}
+	}
+	require.NoError(t, sc.Err())
 }
 
 type syncBuffer struct {

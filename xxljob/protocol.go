@@ -1,9 +1,9 @@
 package xxljob
 
 // This file holds everything that is fixed by the XXL-JOB wire protocol
-// (admin 2.4.x, see doc.go): routes, header names, wire structs, codes and the
-// exact messages the admin UI shows. A protocol revision (3.5 renames /run to
-// /trigger, for example) should only need changes here.
+// (see doc.go): routes, header names, wire structs, codes and the exact
+// messages the admin UI shows. What differs between admin generations is in
+// dialect.go.
 
 import (
 	"bytes"
@@ -29,6 +29,7 @@ const (
 	pathBeat     = "/beat"
 	pathIdleBeat = "/idleBeat"
 	pathRun      = "/run"
+	pathTrigger  = "/trigger" // /run renamed on the branch after 3.4
 	pathKill     = "/kill"
 	pathLog      = "/log"
 )
@@ -43,6 +44,7 @@ const (
 
 const (
 	headerAccessToken = "XXL-JOB-ACCESS-TOKEN"
+	headerAppName     = "XXL-JOB-APPNAME" // main dialect: the executor group
 	contentTypeJSON   = "application/json;charset=UTF-8"
 
 	maxRequestBody  = 5 << 20         // request body limit of the executor server
@@ -70,6 +72,8 @@ const (
 	msgTimeout            = "job execute timeout "
 	msgLogNotFound        = "readLog fail, logFile not exists"
 	msgRefuseShutdown     = "executor is shutting down, trigger refused"
+	msgDraining           = "executor is shutting down, route to another executor"
+	msgSuccess            = "Success" // 3.x Response.ofSuccess()
 	msgRefuseNotStarted   = "executor is not started, trigger refused"
 
 	reasonCoverEarly    = "block strategy effect：Cover Early"
@@ -105,6 +109,9 @@ func echo(s string) string {
 func msgRepeatTrigger(logID int64) string {
 	return "repeate trigger job, logId:" + strconv.FormatInt(logID, 10)
 }
+func msgRepeatTriggerNew(logID int64) string {
+	return "repeat trigger job, logId:" + strconv.FormatInt(logID, 10)
+}
 func msgRequestError(err error) string { return "request error:" + err.Error() }
 
 // Lines the runner and the callback sender write into a run's log. Java puts
@@ -132,19 +139,17 @@ func (e *Executor) route(path string) (func(body []byte) returnT, bool) {
 		return e.beat, true
 	case pathIdleBeat:
 		return e.idleBeat, true
-	case pathRun:
+	case pathRun, pathTrigger:
 		return e.run, true
 	case pathKill:
 		return e.kill, true
-	case pathLog:
-		return e.readLog, true
 	}
 	return nil, false
 }
 
 // returnT is the response envelope. Nulls are omitted like Gson does on the
-// Java executor, so success is literally {"code":200}. The /log result goes
-// under both content (2.x admins) and data (3.3+ admins).
+// Java executor, so a 2.x success is literally {"code":200}. Content is the
+// 2.x payload field, Data the 3.x one (see dialect.go).
 type returnT struct {
 	Code    int    `json:"code"`
 	Msg     string `json:"msg,omitempty"`
@@ -196,11 +201,20 @@ type jobIDParam struct {
 	JobID int32 `json:"jobId"`
 }
 
-// logParam is the /log body. logDateTim is spelled so on the wire.
+// logParam is the /log body. Up to 3.4 the trigger time is spelled
+// logDateTim; the main dialect spells it logDateTime. Both are read.
 type logParam struct {
 	LogDateTim  int64 `json:"logDateTim"`
 	LogID       int64 `json:"logId"`
 	FromLineNum int32 `json:"fromLineNum"`
+}
+
+// logParamWire decodes either spelling of the trigger time.
+type logParamWire struct {
+	LogDateTim  *int64 `json:"logDateTim"`
+	LogDateTime *int64 `json:"logDateTime"`
+	LogID       int64  `json:"logId"`
+	FromLineNum int32  `json:"fromLineNum"`
 }
 
 // logResult is the /log payload.
@@ -218,13 +232,38 @@ type registryParam struct {
 	RegistryValue string `json:"registryValue"`
 }
 
-// callbackParam is one element of the /api/callback array. It is also the
-// format of the on-disk callback spool.
+// callbackParam is one element of the /api/callback array (up to 3.4).
 type callbackParam struct {
 	LogID      int64  `json:"logId"`
 	LogDateTim int64  `json:"logDateTim"`
 	HandleCode int    `json:"handleCode"`
 	HandleMsg  string `json:"handleMsg,omitempty"`
+}
+
+// callbackData is one result in the main dialect's callback object, where
+// the trigger time is spelled logDateTime.
+type callbackData struct {
+	LogID       int64  `json:"logId"`
+	LogDateTime int64  `json:"logDateTime"`
+	HandleCode  int    `json:"handleCode"`
+	HandleMsg   string `json:"handleMsg,omitempty"`
+}
+
+// callbackRequest is the main dialect's /api/callback body.
+type callbackRequest struct {
+	CallbackList []callbackData `json:"callbackList"`
+}
+
+// callbackBody builds the /api/callback body of a batch in dialect d.
+func callbackBody(d dialect, batch []callbackParam) any {
+	if d != dialectMain {
+		return batch
+	}
+	list := make([]callbackData, len(batch))
+	for i, p := range batch {
+		list[i] = callbackData{LogID: p.LogID, LogDateTime: p.LogDateTim, HandleCode: p.HandleCode, HandleMsg: p.HandleMsg}
+	}
+	return callbackRequest{CallbackList: list}
 }
 
 var (
@@ -269,11 +308,19 @@ func decodeJobID(body []byte) (jobIDParam, error) {
 }
 
 func decodeLogParam(body []byte) (logParam, error) {
-	var p logParam
-	if err := decodeObject(body, &p); err != nil {
-		return p, err
+	var w logParamWire
+	if err := decodeObject(body, &w); err != nil {
+		return logParam{}, err
 	}
-	return p, checkLogRef(p.LogID, p.LogDateTim, "logDateTim")
+	p := logParam{LogID: w.LogID, FromLineNum: w.FromLineNum}
+	field := "logDateTim"
+	switch {
+	case w.LogDateTime != nil:
+		p.LogDateTim, field = *w.LogDateTime, "logDateTime"
+	case w.LogDateTim != nil:
+		p.LogDateTim = *w.LogDateTim
+	}
+	return p, checkLogRef(p.LogID, p.LogDateTim, field)
 }
 
 // checkLogRef validates the two numbers a log file path is built from.

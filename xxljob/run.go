@@ -11,8 +11,15 @@ import (
 	"unicode/utf8"
 )
 
-// errExecTimeout is the cancellation cause when executorTimeout expires.
-var errExecTimeout = errors.New("xxljob: job execute timeout")
+// ErrTimeout reports a run as timed out (CodeTimeout, 502), as Java's
+// XxlJobHelper.handleTimeout does. A handler returns it, or an error wrapping
+// it, to say the run took too long by its own measure; the message sent to
+// the admin is the error's text. It is also the cancellation cause of a
+// run's context when the job's executorTimeout expires, so a handler that
+// returns context.Cause(ctx) then reports the timeout too. Any other error,
+// a deadline of the handler's own (context.DeadlineExceeded from a query or
+// an HTTP call) included, is a failure (CodeFail, 500).
+var ErrTimeout = errors.New("job execute timeout")
 
 // runTrigger is the runner's execFunc: it builds the Request of a dequeued
 // trigger and executes it under the job's executorTimeout.
@@ -57,7 +64,7 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 
 	if timeout > 0 { // counted from dequeue, as in Java
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errExecTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 		defer cancel()
 	}
 	done := make(chan outcome, 1)
@@ -75,27 +82,30 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 	var se *stopError
 	handlerFailed := false
 	cause := context.Cause(ctx)
+	succeeded := returned && o.err == nil && o.panic == ""
 	switch {
+	case succeeded: // even if a deadline passed as it returned
+		res = Result{Code: CodeSuccess, Msg: req.resultMsg()}
 	case ctx.Err() != nil && errors.As(cause, &se):
 		res = Result{Code: CodeFail, Msg: se.reason + suffixRunningKilled}
 		rl.entry(time.Now(), slog.LevelWarn, lineToStopPfx+se.reason)
-	case ctx.Err() != nil && errors.Is(cause, errExecTimeout):
+	case ctx.Err() != nil && (errors.Is(cause, ErrTimeout) || errors.Is(cause, context.DeadlineExceeded)):
+		// The run's own deadline: the job's executorTimeout (or RunOnce's
+		// caller's). Deadlines the handler set itself are not this context's.
 		res = Result{Code: CodeTimeout, Msg: msgTimeout}
-		rl.entry(time.Now(), slog.LevelWarn, lineTimeout+" after "+timeout.String())
+		line := lineTimeout
+		if timeout > 0 {
+			line += " after " + timeout.String()
+		}
+		rl.entry(time.Now(), slog.LevelWarn, line)
 	case !returned: // the parent context ended: RunOnce's caller or the executor itself
 		res = Result{Code: CodeFail, Msg: "job cancelled: " + cause.Error()}
-		if errors.Is(cause, context.DeadlineExceeded) {
-			res.Code = CodeTimeout
-		}
 	case o.panic != "":
 		res, handlerFailed = Result{Code: CodeFail, Msg: o.panic}, true
-	case o.err != nil:
-		res, handlerFailed = Result{Code: CodeFail, Msg: o.err.Error()}, true
-		if errors.Is(o.err, context.DeadlineExceeded) {
-			res.Code = CodeTimeout
-		}
+	case errors.Is(o.err, ErrTimeout): // the handler says it timed out
+		res, handlerFailed = Result{Code: CodeTimeout, Msg: o.err.Error()}, true
 	default:
-		res = Result{Code: CodeSuccess, Msg: req.resultMsg()}
+		res, handlerFailed = Result{Code: CodeFail, Msg: o.err.Error()}, true
 	}
 	res.Msg = truncateMsg(res.Msg)
 
@@ -150,7 +160,8 @@ func truncateMsg(s string) string {
 // logOut (if not nil). No admin is involved and no callback is sent; Start is
 // not needed. The run uses a synthetic log id (epoch milliseconds, unique in
 // this process) and job id 0. Cancelling ctx ends the run (CodeFail, or
-// CodeTimeout for a deadline). The error reports only what prevented the run,
+// CodeTimeout when its deadline passes). The error reports only what
+// prevented the run,
 // such as an unknown handler; a failed run is a Result with CodeFail.
 func (e *Executor) RunOnce(ctx context.Context, handler, param string, shardIndex, shardTotal int, logOut io.Writer) (Result, error) {
 	h, ok := e.runner.handler(handler)

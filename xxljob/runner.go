@@ -81,9 +81,13 @@ func (r *runner) start(base context.Context) {
 }
 
 // trigger handles /run. It only enqueues and never waits for a handler.
-func (r *runner) trigger(p triggerParam) returnT {
+func (r *runner) trigger(p triggerParam, d dialect) returnT {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var killed []callbackParam
+	defer func() {
+		r.mu.Unlock()
+		r.report(killed)
+	}()
 	if r.refuse != "" {
 		return failure(r.refuse)
 	}
@@ -95,11 +99,11 @@ func (r *runner) trigger(p triggerParam) returnT {
 		return failure(msgHandlerNotFound(p.ExecutorHandler))
 	}
 	if _, dup := r.active[p.LogID]; dup || r.recent.has(p.LogID) {
-		return failure(msgRepeatTrigger(p.LogID))
+		return failure(d.repeatTrigger(p.LogID))
 	}
 	t := r.threads[p.JobID]
 	if t != nil && t.name != p.ExecutorHandler {
-		r.stopLocked(t, reasonChangeHandler)
+		killed = append(killed, r.stopLocked(t, reasonChangeHandler)...)
 		t = nil
 	}
 	if t != nil && t.busy() {
@@ -107,7 +111,7 @@ func (r *runner) trigger(p triggerParam) returnT {
 		case blockDiscardLater:
 			return failure(msgDiscardLater)
 		case blockCoverEarly:
-			r.stopLocked(t, reasonCoverEarly)
+			killed = append(killed, r.stopLocked(t, reasonCoverEarly)...)
 			t = nil
 		}
 	}
@@ -120,6 +124,14 @@ func (r *runner) trigger(p triggerParam) returnT {
 	r.active[p.LogID] = struct{}{}
 	t.signal()
 	return success()
+}
+
+// report hands results to the callback sender, never under r.mu: the
+// sender writes each result to disk before anything else.
+func (r *runner) report(ps []callbackParam) {
+	for _, p := range ps {
+		r.callbackFunc(p)
+	}
 }
 
 // loop is a job thread: it runs the queue in order until stopped, idle for
@@ -170,22 +182,32 @@ func (r *runner) loop(t *jobThread) {
 	}
 }
 
-// stopLocked stops a job thread: queued triggers are reported killed at
-// once, the running one is cancelled and reports when execFunc returns.
-func (r *runner) stopLocked(t *jobThread, reason string) {
+// stopLocked stops a job thread: the results of its queued triggers are
+// returned for the caller to report once r.mu is released; the running one
+// is cancelled and reports when execFunc returns.
+func (r *runner) stopLocked(t *jobThread, reason string) []callbackParam {
 	if t.stopReason != "" {
-		return
+		return nil
 	}
 	r.removeLocked(t, reason)
-	for _, q := range t.queue {
-		r.finishLocked(q.LogID)
-		r.callbackFunc(callbackParam{LogID: q.LogID, LogDateTim: q.LogDateTime, HandleCode: CodeFail, HandleMsg: reason + suffixQueuedKilled})
-	}
-	t.queue = nil
+	killed := r.dropQueueLocked(t, reason)
 	if t.cancelRun != nil {
 		t.cancelRun(&stopError{reason: reason})
 	}
 	t.signal()
+	return killed
+}
+
+// dropQueueLocked empties t's queue and returns a killed result for each
+// trigger in it.
+func (r *runner) dropQueueLocked(t *jobThread, reason string) []callbackParam {
+	var killed []callbackParam
+	for _, q := range t.queue {
+		r.finishLocked(q.LogID)
+		killed = append(killed, callbackParam{LogID: q.LogID, LogDateTim: q.LogDateTime, HandleCode: CodeFail, HandleMsg: reason + suffixQueuedKilled})
+	}
+	t.queue = nil
+	return killed
 }
 
 func (r *runner) removeLocked(t *jobThread, reason string) {
@@ -203,12 +225,14 @@ func (r *runner) finishLocked(logID int64) {
 // kill handles /kill; false means no thread existed for the job.
 func (r *runner) kill(jobID int32) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	t := r.threads[jobID]
 	if t == nil {
+		r.mu.Unlock()
 		return false
 	}
-	r.stopLocked(t, reasonKill)
+	killed := r.stopLocked(t, reasonKill)
+	r.mu.Unlock()
+	r.report(killed)
 	return true
 }
 
@@ -220,24 +244,33 @@ func (r *runner) busy(jobID int32) bool {
 	return t != nil && t.busy()
 }
 
-// close refuses new triggers; job threads exit once their queue is empty.
-func (r *runner) close() {
+// close refuses new triggers and kills every queued one at once, as the
+// Java executor does at shutdown (the admin has been told to route
+// elsewhere: a run started now would begin after the executor deregistered).
+// Running triggers go on; their job threads exit when they finish.
+func (r *runner) close() (queued int) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.refuse = msgRefuseShutdown
+	var killed []callbackParam
 	for _, t := range r.threads {
+		killed = append(killed, r.dropQueueLocked(t, reasonShutdown)...)
 		t.signal()
 	}
+	r.mu.Unlock()
+	r.report(killed)
+	return len(killed)
 }
 
 // stopAll stops every job thread with reason (shutdown timeout reached).
 func (r *runner) stopAll(reason string) int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	n := len(r.threads)
+	var killed []callbackParam
 	for _, t := range r.threads {
-		r.stopLocked(t, reason)
+		killed = append(killed, r.stopLocked(t, reason)...)
 	}
+	r.mu.Unlock()
+	r.report(killed)
 	return n
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -19,13 +19,13 @@ func TestRunRefusals(t *testing.T) {
 	t.Parallel()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
 
-	p := fakeadmin.Trigger(1, "nope", nextLogID())
+	p := xxljobtest.Trigger(1, "nope", nextLogID())
 	env, err := b.client.Run(t.Context(), p)
 	require.NoError(t, err)
 	require.Equal(t, `{"code":500,"msg":"job handler [nope] not found."}`, string(env.Raw))
 
 	for _, glue := range []string{"GLUE_GROOVY", "GLUE_SHELL", "GLUE_PYTHON", "bean"} {
-		g := fakeadmin.Trigger(1, "ok", nextLogID())
+		g := xxljobtest.Trigger(1, "ok", nextLogID())
 		g.GlueType, g.GlueSource = glue, "rm -rf /"
 		env, err = b.client.Run(t.Context(), g)
 		require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestRunPassesTriggerFields(t *testing.T) {
 		return nil
 	})
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"shard": h}})
-	p := fakeadmin.Trigger(42, "shard", nextLogID())
+	p := xxljobtest.Trigger(42, "shard", nextLogID())
 	p.ExecutorParams, p.BroadcastIndex, p.BroadcastTotal, p.LogDateTime = "limit=10", 2, 3, 1700000000123
 	b.run(t, p)
 	r := <-got
@@ -72,7 +72,10 @@ func TestResults(t *testing.T) {
 		"nomsg": okHandler(""),
 		"err":   xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error { return errors.New("db down") }),
 		"deadline": xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error {
-			return fmt.Errorf("query: %w", context.DeadlineExceeded)
+			return fmt.Errorf("query: %w", context.DeadlineExceeded) // a deadline of its own
+		}),
+		"timeout": xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error {
+			return fmt.Errorf("upstream took 40s: %w", xxljob.ErrTimeout) // Java's handleTimeout
 		}),
 		"long":  okHandler(long),
 		"panic": xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error { panic("boom") }),
@@ -86,13 +89,14 @@ func TestResults(t *testing.T) {
 		{"msg", 200, "closed 3"},
 		{"nomsg", 200, ""},
 		{"err", 500, "db down"},
-		{"deadline", 502, "query: context deadline exceeded"},
+		{"deadline", 500, "query: context deadline exceeded"},
+		{"timeout", 502, "upstream took 40s: job execute timeout"},
 		{"long", 200, strings.Repeat("é", 50000) + "..."},
 		{"panic", 500, "panic: boom\n\ngoroutine "},
 	}
-	ps := map[string]fakeadmin.TriggerParam{}
+	ps := map[string]xxljobtest.TriggerParam{}
 	for i, tc := range tests {
-		ps[tc.handler] = fakeadmin.Trigger(i+1, tc.handler, nextLogID())
+		ps[tc.handler] = xxljobtest.Trigger(i+1, tc.handler, nextLogID())
 		b.run(t, ps[tc.handler])
 	}
 	for _, tc := range tests {
@@ -139,7 +143,7 @@ func TestSerialExecutionOrder(t *testing.T) {
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"serial": h}})
 	var want []int64
 	for range 8 {
-		p := fakeadmin.Trigger(1, "serial", nextLogID())
+		p := xxljobtest.Trigger(1, "serial", nextLogID())
 		p.ExecutorBlockStrategy = []string{"SERIAL_EXECUTION", "", "UNKNOWN"}[len(want)%3]
 		b.run(t, p)
 		want = append(want, p.LogID)
@@ -162,7 +166,7 @@ func TestJobsRunInParallel(t *testing.T) {
 		return nil
 	})
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"h": h}})
-	p1, p2 := fakeadmin.Trigger(1, "h", nextLogID()), fakeadmin.Trigger(2, "h", nextLogID())
+	p1, p2 := xxljobtest.Trigger(1, "h", nextLogID()), xxljobtest.Trigger(2, "h", nextLogID())
 	b.run(t, p1)
 	b.run(t, p2)
 	require.Equal(t, 200, b.callback(t, p1.LogID).HandleCode)
@@ -175,12 +179,12 @@ func TestDiscardLater(t *testing.T) {
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
 	t.Cleanup(g.open)
 
-	first := fakeadmin.Trigger(1, "block", nextLogID())
+	first := xxljobtest.Trigger(1, "block", nextLogID())
 	first.ExecutorBlockStrategy = "DISCARD_LATER"
 	b.run(t, first) // idle: accepted
 	g.waitStarted(t, first.LogID)
 
-	later := fakeadmin.Trigger(1, "block", nextLogID())
+	later := xxljobtest.Trigger(1, "block", nextLogID())
 	later.ExecutorBlockStrategy = "DISCARD_LATER"
 	env, err := b.client.Run(t.Context(), later)
 	require.NoError(t, err)
@@ -198,12 +202,12 @@ func TestCoverEarly(t *testing.T) {
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
 	t.Cleanup(g.open)
 
-	running := fakeadmin.Trigger(1, "block", nextLogID())
+	running := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, running)
 	g.waitStarted(t, running.LogID)
-	queued := fakeadmin.Trigger(1, "block", nextLogID())
+	queued := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, queued)
-	cover := fakeadmin.Trigger(1, "block", nextLogID())
+	cover := xxljobtest.Trigger(1, "block", nextLogID())
 	cover.ExecutorBlockStrategy = "COVER_EARLY"
 	b.run(t, cover)
 	g.waitStarted(t, cover.LogID) // on a fresh job thread
@@ -225,10 +229,10 @@ func TestHandlerChangeStopsOldThread(t *testing.T) {
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler(), "ok": okHandler("new")}})
 	t.Cleanup(g.open)
-	old := fakeadmin.Trigger(1, "block", nextLogID())
+	old := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, old)
 	g.waitStarted(t, old.LogID)
-	next := fakeadmin.Trigger(1, "ok", nextLogID())
+	next := xxljobtest.Trigger(1, "ok", nextLogID())
 	b.run(t, next)
 	cb := b.callback(t, old.LogID)
 	require.Equal(t, "change jobhandler or glue type, and terminate the old job thread. [job running, killed]", cb.HandleMsg)
@@ -240,14 +244,14 @@ func TestDuplicateLogID(t *testing.T) {
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
 	t.Cleanup(g.open)
-	running := fakeadmin.Trigger(1, "block", nextLogID())
+	running := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, running)
 	g.waitStarted(t, running.LogID)
-	queued := fakeadmin.Trigger(1, "block", nextLogID())
+	queued := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, queued)
 
 	for _, id := range []int64{running.LogID, queued.LogID} {
-		dup := fakeadmin.Trigger(1, "block", id)
+		dup := xxljobtest.Trigger(1, "block", id)
 		dup.ExecutorBlockStrategy = "COVER_EARLY" // a repeat must not cover anything
 		env, err := b.client.Run(t.Context(), dup)
 		require.NoError(t, err)
@@ -258,7 +262,7 @@ func TestDuplicateLogID(t *testing.T) {
 	require.Equal(t, 200, b.callback(t, queued.LogID).HandleCode)
 
 	// Already run: still a repeat, on another job too.
-	env, err := b.client.Run(t.Context(), fakeadmin.Trigger(2, "block", running.LogID))
+	env, err := b.client.Run(t.Context(), xxljobtest.Trigger(2, "block", running.LogID))
 	require.NoError(t, err)
 	require.Equal(t, 500, env.Code)
 	require.Zero(t, b.admin.Repeats(running.LogID))
@@ -269,7 +273,7 @@ func TestTimeout(t *testing.T) {
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"stubborn": g.stubborn(), "ok": okHandler("")}})
 	t.Cleanup(g.open)
-	p := fakeadmin.Trigger(1, "stubborn", nextLogID())
+	p := xxljobtest.Trigger(1, "stubborn", nextLogID())
 	p.ExecutorTimeout = 1
 	b.run(t, p)
 	g.waitStarted(t, p.LogID)
@@ -281,7 +285,7 @@ func TestTimeout(t *testing.T) {
 	require.Contains(t, b.runLog(t, p), "----------- xxl-job job execute timeout")
 
 	// The job's next trigger runs although the stubborn handler still runs.
-	next := fakeadmin.Trigger(1, "ok", nextLogID())
+	next := xxljobtest.Trigger(1, "ok", nextLogID())
 	b.run(t, next)
 	require.Equal(t, 200, b.callback(t, next.LogID).HandleCode)
 }
@@ -296,10 +300,10 @@ func TestKill(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"code":200,"msg":"job thread already killed."}`, string(env.Raw))
 
-	running := fakeadmin.Trigger(1, "block", nextLogID())
+	running := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, running)
 	g.waitStarted(t, running.LogID)
-	queued := fakeadmin.Trigger(1, "block", nextLogID())
+	queued := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, queued)
 
 	env, err = b.client.Kill(t.Context(), 1)
@@ -317,7 +321,7 @@ func TestKill(t *testing.T) {
 	require.Equal(t, "job thread already killed.", env.MsgString())
 
 	// The job can be triggered again.
-	again := fakeadmin.Trigger(1, "block", nextLogID())
+	again := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, again)
 	g.waitStarted(t, again.LogID)
 	g.open()
@@ -331,7 +335,7 @@ func TestIdleJobThreadExits(t *testing.T) {
 		handlers: map[string]xxljob.Handler{"ok": okHandler("")},
 		before:   func(e *xxljob.Executor) { xxljob.SetIdleTimeout(e, 20*time.Millisecond) },
 	})
-	p := fakeadmin.Trigger(1, "ok", nextLogID())
+	p := xxljobtest.Trigger(1, "ok", nextLogID())
 	b.run(t, p)
 	b.callback(t, p.LogID)
 	waitFor(t, func() bool { return xxljob.ThreadCount(b.exec) == 0 }, "idle job thread exits")
@@ -339,7 +343,7 @@ func TestIdleJobThreadExits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "job thread already killed.", env.MsgString())
 
-	next := fakeadmin.Trigger(1, "ok", nextLogID())
+	next := xxljobtest.Trigger(1, "ok", nextLogID())
 	b.run(t, next)
 	require.Equal(t, 200, b.callback(t, next.LogID).HandleCode)
 }

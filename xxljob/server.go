@@ -6,11 +6,13 @@ import (
 	"net/http"
 )
 
-// ServeHTTP serves the admin's calls: POST /beat, /idleBeat, /run, /kill and
-// /log. Every answer is HTTP 200 with a JSON envelope, errors included, as
-// the admin expects. The checks run in the Java executor's order: method,
-// empty path, access token, path. The path must match exactly, so mount the
-// executor at a server root (http.StripPrefix works too).
+// ServeHTTP serves the admin's calls: POST /beat, /idleBeat, /run (also
+// /trigger, its name after 3.4), /kill and /log. Every answer is HTTP 200
+// with a JSON envelope, errors included, as the admin expects. The checks
+// run in the Java executor's order: method, empty path, access token (and,
+// in the main dialect, the XXL-JOB-APPNAME header), path. The path must
+// match exactly, so mount the executor at a server root (http.StripPrefix
+// works too).
 func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeReturn(w, failure(msgMethodNotSupported))
@@ -24,14 +26,15 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeReturn(w, failure(msgURIEmpty))
 		return
 	}
-	if !e.tokenOK(r.Header.Get(headerAccessToken)) {
-		writeReturn(w, failure(msgTokenWrong))
+	if msg := e.authorize(r.Header, uri); msg != "" {
+		writeReturn(w, failure(msg))
 		return
 	}
-	handle, ok := e.route(uri)
-	if !ok {
-		writeReturn(w, failure(msgURINotFound(uri)))
-		return
+	if uri != pathLog {
+		if _, ok := e.route(uri); !ok {
+			writeReturn(w, failure(msgURINotFound(uri)))
+			return
+		}
 	}
 	var body []byte
 	if uri != pathBeat { // the beat body ("" in 2.x, none in 3.3+) is ignored
@@ -42,27 +45,77 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body = b
 	}
+	if uri == pathLog {
+		e.serveLog(w, body)
+		return
+	}
+	handle, _ := e.route(uri)
 	writeReturn(w, handle(body))
 }
 
+// authorize checks the access token and, when the admin names the group
+// (the main dialect's XXL-JOB-APPNAME), that it names ours. It returns the
+// refusal, or "" to go on. A request naming a group teaches an auto executor
+// that its admin speaks the main dialect.
+func (e *Executor) authorize(h http.Header, uri string) string {
+	appname, named := h[http.CanonicalHeaderKey(headerAppName)]
+	if named || uri == pathTrigger {
+		e.wire.learn(dialectMain, whyMainRequest)
+	}
+	token := h.Get(headerAccessToken)
+	if e.wire.get() == dialectMain {
+		// The main executor refuses a blank token or group outright.
+		got := ""
+		if named {
+			got = appname[0]
+		}
+		if token == "" || got == "" {
+			return msgMainAuthEmpty
+		}
+		if !e.tokenOK(token) || got != e.cfg.AppName {
+			return msgMainAuthInvalid
+		}
+		return ""
+	}
+	if !e.tokenOK(token) {
+		return msgTokenWrong
+	}
+	if named && appname[0] != e.cfg.AppName {
+		return msgMainAuthInvalid
+	}
+	return ""
+}
+
 // tokenOK compares in constant time. An empty configured token disables the
-// check, as in Java.
+// check, as in Java (the main dialect requires one: see New).
 func (e *Executor) tokenOK(got string) bool {
 	want := e.cfg.AccessToken
 	return want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-func (e *Executor) beat([]byte) returnT { return success() }
+// beat answers FAILOVER routing. From the moment Shutdown starts it fails,
+// as a Java executor's closed port does, so the admin picks another address
+// instead of one that would refuse the trigger.
+func (e *Executor) beat([]byte) returnT {
+	if e.draining.Load() {
+		return failure(msgDraining)
+	}
+	return e.wire.get().ok()
+}
 
+// idleBeat answers BUSYOVER routing; it fails while draining, like beat.
 func (e *Executor) idleBeat(body []byte) returnT {
 	p, err := decodeJobID(body)
 	if err != nil {
 		return failure(msgRequestError(err))
 	}
+	if e.draining.Load() {
+		return failure(msgDraining)
+	}
 	if e.runner.busy(p.JobID) {
 		return failure(msgBusy)
 	}
-	return success()
+	return e.wire.get().ok()
 }
 
 func (e *Executor) run(body []byte) returnT {
@@ -70,11 +123,13 @@ func (e *Executor) run(body []byte) returnT {
 	if err != nil {
 		return failure(msgRequestError(err))
 	}
-	rt := e.runner.trigger(p)
+	d := e.wire.get()
+	rt := e.runner.trigger(p, d)
 	if rt.Code != CodeSuccess {
 		e.log.Warn("trigger refused", "job_id", p.JobID, "log_id", p.LogID, "handler", p.ExecutorHandler, "msg", rt.Msg)
+		return rt
 	}
-	return rt
+	return d.ok()
 }
 
 func (e *Executor) kill(body []byte) returnT {
@@ -82,23 +137,10 @@ func (e *Executor) kill(body []byte) returnT {
 	if err != nil {
 		return failure(msgRequestError(err))
 	}
+	d := e.wire.get()
 	if !e.runner.kill(p.JobID) {
-		return successMsg(msgAlreadyKilled)
+		return d.okMsg(msgAlreadyKilled)
 	}
 	e.log.Info("job killed by the admin", "job_id", p.JobID)
-	return success()
-}
-
-func (e *Executor) readLog(body []byte) returnT {
-	p, err := decodeLogParam(body)
-	if err != nil {
-		return failure(msgRequestError(err))
-	}
-	res, err := e.logs.read(p)
-	if err != nil {
-		return failure(msgRequestError(err))
-	}
-	rt := success()
-	rt.Content, rt.Data = &res, &res // 2.x admins read content, 3.3+ data
-	return rt
+	return d.ok()
 }

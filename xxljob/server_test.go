@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -20,15 +20,15 @@ func TestRegistration(t *testing.T) {
 	regs, err := b.admin.WaitRegistrations(3, waitLong) // at start, then every RegistryInterval
 	require.NoError(t, err)
 	for _, r := range regs {
-		require.Equal(t, fakeadmin.Registry{RegistryGroup: "EXECUTOR", RegistryKey: "test-executor", RegistryValue: "http://127.0.0.1:9999/"}, r)
+		require.Equal(t, xxljobtest.Registry{RegistryGroup: "EXECUTOR", RegistryKey: "test-executor", RegistryValue: "http://127.0.0.1:9999/"}, r)
 	}
 	require.Empty(t, b.admin.Removals())
 }
 
 func TestRegistrationTriesAdminsInOrder(t *testing.T) {
 	t.Parallel()
-	down := fakeadmin.New(t, fakeadmin.Options{})
-	down.SetMode(fakeadmin.Down503)
+	down := xxljobtest.New(t, xxljobtest.Options{})
+	down.SetMode(xxljobtest.Down503)
 	b := setup(t, opts{cfg: func(c *xxljob.Config) {
 		c.AdminAddresses = []string{down.URL, c.AdminAddresses[0]}
 	}})
@@ -45,7 +45,7 @@ func TestBeat(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, `{"code":200}`, string(env.Raw), "body %q", body)
 	}
-	v34 := fakeadmin.NewClient("http://"+b.exec.Addr().String(), "", fakeadmin.V34)
+	v34 := xxljobtest.NewClient("http://"+b.exec.Addr().String(), "", xxljobtest.V34)
 	defer v34.Close()
 	env, err := v34.Beat(t.Context())
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestIdleBeat(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"code":200}`, string(env.Raw), "unknown job is idle")
 
-	p := fakeadmin.Trigger(1, "block", nextLogID())
+	p := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, p)
 	g.waitStarted(t, p.LogID)
 	env, err = b.client.IdleBeat(t.Context(), 1)
@@ -87,11 +87,11 @@ func TestAccessToken(t *testing.T) {
 	const wrong = `{"code":500,"msg":"The access token is wrong."}`
 
 	for _, token := range []string{"", "nope", "S3CRET", "s3cret2"} {
-		c := fakeadmin.NewClient(addr, token, fakeadmin.V24)
+		c := xxljobtest.NewClient(addr, token, xxljobtest.V24)
 		env, err := c.Beat(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, wrong, string(env.Raw), "token %q", token)
-		p := fakeadmin.Trigger(1, "ok", nextLogID())
+		p := xxljobtest.Trigger(1, "ok", nextLogID())
 		env, err = c.Run(t.Context(), p)
 		require.NoError(t, err)
 		require.Equal(t, wrong, string(env.Raw))

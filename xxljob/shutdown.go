@@ -13,13 +13,19 @@ var errShutdown = errors.New("xxljob: executor shut down")
 
 // Shutdown stops the executor in order:
 //
-//  1. registryRemove, so the admin stops routing triggers here;
-//  2. /run is refused while /log, /kill, /beat and /idleBeat keep working;
-//  3. running and queued runs get up to ShutdownTimeout (or until ctx ends)
-//     to finish; the rest are cancelled and report CodeFail with reason
+//  1. /beat and /idleBeat fail from now on, so the admin's FAILOVER and
+//     BUSYOVER routes pick another executor (as at a Java executor's closed
+//     port); registryRemove, so the admin drops this address at its next
+//     refresh;
+//  2. /run is refused and the triggers still queued are killed at once
+//     (CodeFail, "web container destroy and kill the job. [job not executed,
+//     in the job queue, killed.]"), as the Java executor does; /log and /kill
+//     keep serving the runs that drain;
+//  3. running runs get up to ShutdownTimeout (or until ctx ends) to finish;
+//     the rest are cancelled and report CodeFail with reason
 //     "web container destroy and kill the job.";
-//  4. queued callbacks are flushed under their own deadline, to the disk
-//     spool if no admin accepts them;
+//  4. queued callbacks get one delivery attempt under their own deadline;
+//     what no admin accepts stays in the disk spool for the next start;
 //  5. the HTTP server is closed and every goroutine has stopped.
 //
 // A handler that ignores cancellation is waited for until ctx ends; the
@@ -60,7 +66,9 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	}
 	var errs []error
 
-	// (1) Deregister, after the heartbeat stopped so it cannot re-register.
+	// (1) Fail beats, and deregister after the heartbeat stopped so it
+	// cannot re-register.
+	e.draining.Store(true)
 	e.regCancel()
 	rctx, cancel := grace()
 	if err := e.registryLoops.wait(rctx); err != nil {
@@ -73,8 +81,10 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	}
 	cancel()
 
-	// (2) Refuse new triggers; idle job threads exit.
-	e.runner.close()
+	// (2) Refuse new triggers, kill the queued ones; idle job threads exit.
+	if n := e.runner.close(); n > 0 {
+		log.InfoContext(ctx, "queued triggers killed", "num_triggers", n)
+	}
 
 	// (3) Let runs finish, then cancel what is left.
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.ShutdownTimeout)
@@ -103,6 +113,7 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	fctx, cancel := grace()
 	e.callback.flush(fctx)
 	cancel()
+	e.callback.spool.close()
 
 	// (5) Close the HTTP server.
 	sctx, cancel := grace()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -21,28 +21,36 @@ func TestShutdownWaitsForRunningJob(t *testing.T) {
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler(), "ok": okHandler("")}})
 	t.Cleanup(g.open)
-	p := fakeadmin.Trigger(1, "block", nextLogID())
+	p := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, p)
 	g.waitStarted(t, p.LogID)
-	queued := fakeadmin.Trigger(1, "block", nextLogID())
+	queued := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, queued)
 
 	done := make(chan error, 1)
 	go func() { done <- b.exec.Shutdown(context.Background()) }()
 
-	// While waiting for the job: /run refused, the rest still served.
+	// While waiting for the job: /run refused, the queued trigger killed at
+	// once, beats failing so the admin routes elsewhere.
 	waitFor(t, func() bool {
-		env, err := b.client.Run(t.Context(), fakeadmin.Trigger(2, "ok", nextLogID()))
+		env, err := b.client.Run(t.Context(), xxljobtest.Trigger(2, "ok", nextLogID()))
 		return err == nil && env.MsgString() == "executor is shutting down, trigger refused"
 	}, "/run refused during shutdown")
+	cb := b.callback(t, queued.LogID)
+	require.Equal(t, 500, cb.HandleCode)
+	require.Equal(t, "web container destroy and kill the job. [job not executed, in the job queue, killed.]", cb.HandleMsg)
 	_, err := b.admin.WaitRemovals(1, waitLong)
 	require.NoError(t, err)
+	const draining = `{"code":500,"msg":"executor is shutting down, route to another executor"}`
 	env, err := b.client.Beat(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, 200, env.Code)
+	require.Equal(t, draining, string(env.Raw), "FAILOVER must move on")
 	env, err = b.client.IdleBeat(t.Context(), 1)
 	require.NoError(t, err)
-	require.Equal(t, 500, env.Code, "job 1 still busy")
+	require.Equal(t, draining, string(env.Raw), "BUSYOVER must move on")
+	env, err = b.client.IdleBeat(t.Context(), 2)
+	require.NoError(t, err)
+	require.Equal(t, draining, string(env.Raw), "an idle job too")
 	env, lr, err := b.client.Log(t.Context(), p.LogDateTime, p.LogID, 1)
 	require.NoError(t, err)
 	require.Equal(t, 200, env.Code)
@@ -50,15 +58,14 @@ func TestShutdownWaitsForRunningJob(t *testing.T) {
 	env, err = b.client.Kill(t.Context(), 3)
 	require.NoError(t, err)
 	require.Equal(t, "job thread already killed.", env.MsgString())
+	require.NotContains(t, b.runLog(t, queued), "execute start", "the queued trigger never ran")
 
-	g.open() // the running and the queued trigger both finish normally
+	g.open() // the running trigger finishes normally
 	require.NoError(t, <-done)
 	// Flushed before Shutdown returned: no waiting needed.
-	for _, id := range []int64{p.LogID, queued.LogID} {
-		cb, ok := b.admin.Callback(id)
-		require.True(t, ok, "callback %d delivered by Shutdown", id)
-		require.Equal(t, 200, cb.HandleCode)
-	}
+	cb, ok := b.admin.Callback(p.LogID)
+	require.True(t, ok, "callback delivered by Shutdown")
+	require.Equal(t, 200, cb.HandleCode)
 	// registryRemove came before the results.
 	removeAt, callbackAt := -1, -1
 	for i, r := range b.admin.Requests() {
@@ -70,7 +77,7 @@ func TestShutdownWaitsForRunningJob(t *testing.T) {
 		}
 	}
 	require.True(t, removeAt >= 0 && removeAt < callbackAt, "registryRemove %d, callback %d", removeAt, callbackAt)
-	require.Equal(t, []fakeadmin.Registry{{RegistryGroup: "EXECUTOR", RegistryKey: "test-executor", RegistryValue: "http://127.0.0.1:9999/"}}, b.admin.Removals())
+	require.Equal(t, []xxljobtest.Registry{{RegistryGroup: "EXECUTOR", RegistryKey: "test-executor", RegistryValue: "http://127.0.0.1:9999/"}}, b.admin.Removals())
 	_, err = b.client.Beat(t.Context())
 	require.Error(t, err, "server closed")
 	require.NoError(t, b.exec.Shutdown(t.Context()), "second call")
@@ -82,10 +89,10 @@ func TestShutdownCancelsAfterTimeout(t *testing.T) {
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()},
 		cfg: func(c *xxljob.Config) { c.ShutdownTimeout = 50 * time.Millisecond }})
 	t.Cleanup(g.open)
-	p := fakeadmin.Trigger(1, "block", nextLogID())
+	p := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, p)
 	g.waitStarted(t, p.LogID)
-	queued := fakeadmin.Trigger(1, "block", nextLogID())
+	queued := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, queued)
 
 	require.NoError(t, b.exec.Shutdown(t.Context()))
@@ -103,17 +110,13 @@ func TestShutdownAdminDownSpoolsResults(t *testing.T) {
 	t.Parallel()
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
-	p := fakeadmin.Trigger(1, "block", nextLogID())
+	p := xxljobtest.Trigger(1, "block", nextLogID())
 	b.run(t, p)
 	g.waitStarted(t, p.LogID)
-	b.admin.SetMode(fakeadmin.DownClose)
+	b.admin.SetMode(xxljobtest.DownClose)
 	go g.open()
 	require.NoError(t, b.exec.Shutdown(t.Context()))
-	files := spoolFiles(t, b.logPath)
-	require.Len(t, files, 1)
-	data, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	require.Contains(t, string(data), `"handleCode":200`)
+	require.Equal(t, map[int64]int{p.LogID: 200}, spooled(t, b.logPath))
 }
 
 func TestShutdownStubbornHandler(t *testing.T) {
@@ -121,7 +124,7 @@ func TestShutdownStubbornHandler(t *testing.T) {
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"stubborn": g.stubborn()}, shutdownErrOK: true,
 		cfg: func(c *xxljob.Config) { c.ShutdownTimeout = 20 * time.Millisecond }})
-	p := fakeadmin.Trigger(1, "stubborn", nextLogID())
+	p := xxljobtest.Trigger(1, "stubborn", nextLogID())
 	b.run(t, p)
 	g.waitStarted(t, p.LogID)
 

@@ -1,9 +1,12 @@
 package xxljob
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,124 +14,497 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 )
 
-// spool keeps callback batches that no admin accepted, one JSON file per
-// batch (the wire array) in {LogPath}/callbacklog/, so results survive admin
-// outages and executor restarts. Files appear atomically: written under a
-// temporary name, then hard-linked to a final name that is never reused.
+// spool is the callback journal in {LogPath}/callbackspool/. Every result is
+// appended to it (and made durable) before it is queued for the admin, and
+// marked delivered once an admin accepted it, so a crash at any point loses
+// no finished result: at the next start whatever is not marked is sent
+// again (a result sent twice is harmless, the admin keeps the first).
+//
+// Files are segments of at most segmentRecords results, one JSON object a
+// line, named by the sequence number of their first result:
+//
+//	callbacks-00000000000000000042.jsonl  {"seq":42,"logId":…,"handleCode":…}
+//	callbacks-00000000000000000042.ack    "42\n43\n" (delivered seqs)
+//
+// A result is written once and acknowledged once (two appends); a segment
+// whose results are all delivered is removed. No operation lists the folder
+// except opening the spool at start, so each costs O(1) however many
+// results wait during a long admin outage. In memory the spool keeps one
+// byte of state per result of each live segment.
 type spool struct {
 	dir string
-	mu  sync.Mutex // serialises name choice
+
+	mu      sync.Mutex
+	segs    []*segment // oldest first; the last may be active
+	active  *os.File   // appends go here; nil until the first append
+	nextSeq uint64
+	onDisk  int    // results in recDisk across segments
+	written uint64 // appends made, counted for the group commit below
+	line    []byte // encoding buffer
+
+	// Group commit: an append returns once an fsync covering it is done;
+	// one caller syncs for everybody written before it.
+	syncMu sync.Mutex
+	synced atomic.Uint64
+}
+
+// Result states.
+const (
+	recDone   byte = iota // delivered (or a gap: a torn or unreadable line)
+	recDisk               // on disk only: the retry loop delivers it
+	recMemory             // also queued in memory: the sender delivers it
+)
+
+type segment struct {
+	first  uint64 // seq of state[0]
+	state  []byte
+	live   int // results not done
+	onDisk int // results in recDisk
+	sealed bool
+	ack    *os.File // opened at the first acknowledgement
+}
+
+// spoolRef names one result in the spool.
+type spoolRef struct {
+	seg *segment
+	seq uint64
+}
+
+type spoolRecord struct {
+	Seq uint64 `json:"seq"`
+	callbackParam
 }
 
 const (
-	spoolPrefix = "xxl-job-callback-"
-	spoolSuffix = ".json"
-	spoolBad    = ".bad"
+	spoolDirName     = "callbackspool"
+	segmentPrefix    = "callbacks-"
+	segmentSuffix    = ".jsonl"
+	ackSuffix        = ".ack"
+	segmentRecords   = 10000
+	tempPrefix       = ".tmp-"
+	legacySpoolDir   = "callbacklog"  // ours before, and the Java 2.x executor's
+	javaSpoolDir     = "callbacklogs" // the Java 3.3+ executor's
+	importedSuffix   = ".imported"
+	unreadableSuffix = ".bad"
 )
 
-func newSpool(logRoot string) *spool {
-	return &spool{dir: filepath.Join(logRoot, "callbacklog")}
+func segmentName(first uint64) string {
+	return fmt.Sprintf("%s%020d", segmentPrefix, first)
 }
 
-// write stores one batch and returns the number of spooled files.
-func (s *spool) write(batch []callbackParam) (int, error) {
-	b, err := json.Marshal(batch)
+// openSpool reads what an earlier process left: it removes temporary
+// files, rebuilds the state of every segment from its results and
+// acknowledgements, and removes segments with nothing left to deliver.
+// torn counts result lines that could not be read (a crash while writing
+// one leaves an unfinished last line; that result was never queued).
+func openSpool(dir string) (s *spool, torn int, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, 0, err
+	}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return 0, err
-	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err = errors.Join(err, tmp.Close()); err != nil {
-		return 0, err
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	base := spoolPrefix + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	for i := -1; i < 1000; i++ {
-		name := base + spoolSuffix
-		if i >= 0 {
-			name = base + "-" + strconv.Itoa(i) + spoolSuffix
-		}
-		err = os.Link(tmp.Name(), filepath.Join(s.dir, name))
-		if err == nil {
-			return s.countLocked()
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return 0, err
-		}
-	}
-	return 0, fmt.Errorf("no free spool file name for %s", base)
-}
-
-// list returns the spooled file names, oldest first.
-func (s *spool) list() ([]string, error) {
-	entries, err := os.ReadDir(s.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var names []string
+	s = &spool{dir: dir}
+	var firsts []uint64
+	acks := map[uint64]bool{}
 	for _, e := range entries {
-		n := e.Name()
-		if e.Type().IsRegular() && strings.HasPrefix(n, spoolPrefix) && strings.HasSuffix(n, spoolSuffix) {
-			names = append(names, n)
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, tempPrefix):
+			_ = os.Remove(filepath.Join(dir, name))
+		case strings.HasPrefix(name, segmentPrefix) && strings.HasSuffix(name, segmentSuffix):
+			if n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, segmentPrefix), segmentSuffix), 10, 64); err == nil {
+				firsts = append(firsts, n)
+			}
+		case strings.HasPrefix(name, segmentPrefix) && strings.HasSuffix(name, ackSuffix):
+			if n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, segmentPrefix), ackSuffix), 10, 64); err == nil {
+				acks[n] = true
+			}
 		}
 	}
-	// Names embed epoch ms of equal width for centuries: lexical is chronological.
-	slices.Sort(names)
-	return names, nil
+	slices.Sort(firsts)
+	for _, first := range firsts {
+		seg, bad, err := s.loadSegment(first)
+		if err != nil {
+			return nil, torn, fmt.Errorf("read %s: %w", segmentName(first)+segmentSuffix, err)
+		}
+		torn += bad
+		delete(acks, first)
+		s.nextSeq = max(s.nextSeq, seg.first+uint64(len(seg.state)))
+		if seg.live == 0 {
+			s.removeSegment(seg)
+			continue
+		}
+		s.segs = append(s.segs, seg)
+		s.onDisk += seg.onDisk
+	}
+	for first := range acks { // acknowledgements of a segment already removed
+		_ = os.Remove(filepath.Join(dir, segmentName(first)+ackSuffix))
+	}
+	s.nextSeq = max(s.nextSeq, 1)
+	return s, torn, nil
 }
 
-func (s *spool) read(name string) ([]callbackParam, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, name))
+func (s *spool) loadSegment(first uint64) (*segment, int, error) {
+	seg := &segment{first: first, sealed: true}
+	base := filepath.Join(s.dir, segmentName(first))
+	bad := 0
+	err := readLines(base+segmentSuffix, func(line []byte) {
+		var r spoolRecord
+		if json.Unmarshal(line, &r) != nil || r.Seq < first || r.Seq-first >= 2*segmentRecords || r.LogID <= 0 {
+			bad++
+			return
+		}
+		for uint64(len(seg.state)) <= r.Seq-first {
+			seg.state = append(seg.state, recDone)
+		}
+		if seg.state[r.Seq-first] == recDone {
+			seg.state[r.Seq-first] = recDisk
+			seg.live++
+		}
+	}, func() { bad++ })
+	if err != nil {
+		return nil, bad, err
+	}
+	err = readLines(base+ackSuffix, func(line []byte) {
+		seq, perr := strconv.ParseUint(string(line), 10, 64)
+		if perr == nil && seq >= first && seq-first < uint64(len(seg.state)) && seg.state[seq-first] != recDone {
+			seg.state[seq-first] = recDone
+			seg.live--
+		}
+	}, func() {})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, bad, err
+	}
+	seg.onDisk = seg.live
+	return seg, bad, nil
+}
+
+// readLines calls fn for each complete line of the file and unfinished for
+// a last line without "\n" (a write cut short by a crash).
+func readLines(path string, fn func([]byte), unfinished func()) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			if len(bytes.TrimSpace(line)) > 0 {
+				unfinished()
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			fn(line)
+		}
+	}
+}
+
+// append writes one result, durably, and returns its reference. queued
+// says whether the caller keeps it in memory and delivers it itself;
+// otherwise the retry loop delivers it from disk.
+func (s *spool) append(p callbackParam, queued bool) (spoolRef, error) {
+	s.mu.Lock()
+	seg, err := s.activeLocked()
+	if err != nil {
+		s.mu.Unlock()
+		return spoolRef{}, err
+	}
+	seq := s.nextSeq
+	s.line = s.line[:0]
+	b, err := json.Marshal(spoolRecord{Seq: seq, callbackParam: p})
+	if err != nil {
+		s.mu.Unlock()
+		return spoolRef{}, err
+	}
+	s.line = append(append(s.line, b...), '\n')
+	if _, err := s.active.Write(s.line); err != nil {
+		// Part of the line may be in the file: later results go to a new
+		// segment, so they never share a line with this one.
+		seg.sealed = true
+		s.closeActiveLocked()
+		s.mu.Unlock()
+		return spoolRef{}, err
+	}
+	s.nextSeq++
+	st := recDisk
+	if queued {
+		st = recMemory
+	} else {
+		seg.onDisk++
+		s.onDisk++
+	}
+	seg.state = append(seg.state, st)
+	seg.live++
+	s.written++
+	w := s.written
+	if len(seg.state) >= segmentRecords {
+		seg.sealed = true // the next append starts a new segment
+	}
+	s.mu.Unlock()
+	return spoolRef{seg: seg, seq: seq}, s.waitDurable(w)
+}
+
+// activeLocked returns the segment appends go to, starting a new one when
+// the last is sealed (full, or after a write error).
+func (s *spool) activeLocked() (*segment, error) {
+	if n := len(s.segs); s.active != nil && n > 0 && !s.segs[n-1].sealed {
+		return s.segs[n-1], nil
+	}
+	s.closeActiveLocked()
+	name := filepath.Join(s.dir, segmentName(s.nextSeq)+segmentSuffix)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	var batch []callbackParam
-	if err := json.Unmarshal(b, &batch); err != nil {
+	if err := syncDir(s.dir); err != nil { // the new name must survive a crash too
+		_ = f.Close()
+		_ = os.Remove(name)
 		return nil, err
 	}
-	for _, p := range batch {
-		if p.LogID <= 0 || p.HandleCode <= 0 {
-			return nil, fmt.Errorf("invalid item logId=%d handleCode=%d", p.LogID, p.HandleCode)
+	seg := &segment{first: s.nextSeq}
+	s.segs = append(s.segs, seg)
+	s.active = f
+	return seg, nil
+}
+
+// closeActiveLocked syncs and closes the active file; a segment left with
+// nothing to deliver is removed.
+func (s *spool) closeActiveLocked() {
+	if s.active == nil {
+		return
+	}
+	if s.active.Sync() == nil {
+		s.bumpSynced(s.written)
+	}
+	_ = s.active.Close()
+	s.active = nil
+	if n := len(s.segs); n > 0 {
+		last := s.segs[n-1]
+		last.sealed = true
+		if last.live == 0 {
+			s.dropLocked(last)
 		}
 	}
-	return batch, nil
 }
 
-// remove deletes a delivered file and returns the number left.
-func (s *spool) remove(name string) (int, error) {
+// waitDurable returns once an fsync covers append number w.
+func (s *spool) waitDurable(w uint64) error {
+	if s.synced.Load() >= w {
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.synced.Load() >= w {
+		return nil
+	}
+	s.mu.Lock()
+	f, target := s.active, s.written
+	s.mu.Unlock()
+	if f == nil { // closed meanwhile, which synced it
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		if s.synced.Load() >= w { // a segment switch closed f after syncing it
+			return nil
+		}
+		return err
+	}
+	s.bumpSynced(target)
+	return nil
+}
+
+func (s *spool) bumpSynced(n uint64) {
+	for {
+		cur := s.synced.Load()
+		if cur >= n || s.synced.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// ack marks delivered results. A full segment with nothing left is removed.
+// Acknowledgements are not synced: one lost in a crash only means that
+// result is sent again.
+func (s *spool) ack(refs []spoolRef) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, err
+	var errs []error
+	for seg, seqs := range groupBySegment(refs) {
+		var b []byte
+		for _, seq := range seqs {
+			i := seq - seg.first
+			if seg.state[i] == recDone {
+				continue
+			}
+			if seg.state[i] == recDisk {
+				seg.onDisk--
+				s.onDisk--
+			}
+			seg.state[i] = recDone
+			seg.live--
+			b = strconv.AppendUint(b, seq, 10)
+			b = append(b, '\n')
+		}
+		if seg.live == 0 && seg.sealed && !s.isActive(seg) {
+			s.dropLocked(seg)
+			continue
+		}
+		if len(b) == 0 {
+			continue
+		}
+		if seg.ack == nil {
+			f, err := os.OpenFile(filepath.Join(s.dir, segmentName(seg.first)+ackSuffix), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			seg.ack = f
+		}
+		if _, err := seg.ack.Write(b); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return s.countLocked()
+	return errors.Join(errs...)
 }
 
-// setAside renames a corrupt file so it is kept for a human but not retried.
-func (s *spool) setAside(name string) {
-	p := filepath.Join(s.dir, name)
-	_ = os.Rename(p, p+spoolBad)
+func (s *spool) isActive(seg *segment) bool {
+	n := len(s.segs)
+	return s.active != nil && n > 0 && s.segs[n-1] == seg
 }
 
-func (s *spool) countLocked() (int, error) {
-	names, err := s.list()
-	return len(names), err
+// release hands results whose first delivery failed to the retry loop.
+func (s *spool) release(refs []spoolRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range refs {
+		if i := r.seq - r.seg.first; r.seg.state[i] == recMemory {
+			r.seg.state[i] = recDisk
+			r.seg.onDisk++
+			s.onDisk++
+		}
+	}
+}
+
+// dropLocked removes a segment with nothing left to deliver: the results
+// file first, so a crash in between leaves only an orphan acknowledgement
+// file, which the next start removes.
+func (s *spool) dropLocked(seg *segment) {
+	s.removeSegment(seg)
+	if i := slices.Index(s.segs, seg); i >= 0 {
+		s.segs = slices.Delete(s.segs, i, i+1)
+	}
+}
+
+func (s *spool) removeSegment(seg *segment) {
+	if seg.ack != nil {
+		_ = seg.ack.Close()
+		seg.ack = nil
+	}
+	base := filepath.Join(s.dir, segmentName(seg.first))
+	_ = os.Remove(base + segmentSuffix)
+	_ = os.Remove(base + ackSuffix)
+}
+
+// pending returns the number of results waiting on disk for the retry loop.
+func (s *spool) pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.onDisk
+}
+
+// spoolItem is a result read back from disk.
+type spoolItem struct {
+	p   callbackParam
+	ref spoolRef
+}
+
+// diskBatches reads the results waiting on disk, oldest first, and hands
+// them to visit in batches of at most size; visit returns false to stop.
+// Segments are read whole, once per call, never per result.
+func (s *spool) diskBatches(size int, visit func([]spoolItem) bool) error {
+	s.mu.Lock()
+	var segs []*segment
+	for _, seg := range s.segs {
+		if seg.onDisk > 0 {
+			segs = append(segs, seg)
+		}
+	}
+	s.mu.Unlock()
+	var batch []spoolItem
+	stopped := false
+	for _, seg := range segs {
+		err := readLines(filepath.Join(s.dir, segmentName(seg.first)+segmentSuffix), func(line []byte) {
+			if stopped {
+				return
+			}
+			var r spoolRecord
+			if json.Unmarshal(line, &r) != nil || r.Seq < seg.first {
+				return
+			}
+			s.mu.Lock()
+			waiting := r.Seq-seg.first < uint64(len(seg.state)) && seg.state[r.Seq-seg.first] == recDisk
+			s.mu.Unlock()
+			if !waiting {
+				return
+			}
+			batch = append(batch, spoolItem{p: r.callbackParam, ref: spoolRef{seg: seg, seq: r.Seq}})
+			if len(batch) == size {
+				stopped = !visit(batch)
+				batch = nil
+			}
+		}, func() {}) // the active segment's last line may be mid-write
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if stopped {
+			return nil
+		}
+	}
+	if len(batch) > 0 {
+		visit(batch)
+	}
+	return nil
+}
+
+// close syncs and closes the files; the spool is not used afterwards.
+func (s *spool) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeActiveLocked()
+	for _, seg := range s.segs {
+		if seg.ack != nil {
+			_ = seg.ack.Close()
+			seg.ack = nil
+		}
+	}
+}
+
+func groupBySegment(refs []spoolRef) map[*segment][]uint64 {
+	m := map[*segment][]uint64{}
+	for _, r := range refs {
+		if r.seg != nil {
+			m[r.seg] = append(m[r.seg], r.seq)
+		}
+	}
+	return m
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -37,7 +37,7 @@ func TestWireTriggerParamFixture(t *testing.T) {
 	raw := fixture(t, "trigger_param.json")
 
 	// The fake admin encodes a TriggerParam exactly like the admin.
-	p := fakeadmin.TriggerParam{
+	p := xxljobtest.TriggerParam{
 		JobID: 7, ExecutorHandler: "orderTimeoutCloseJob", ExecutorBlockStrategy: "SERIAL_EXECUTION",
 		LogID: 1021, LogDateTime: 1700000000123, GlueType: "BEAN", GlueUpdatetime: 1699990000000, BroadcastTotal: 1,
 	}
@@ -61,7 +61,7 @@ func TestWireTriggerParamFixture(t *testing.T) {
 func TestWireCallbackRequest(t *testing.T) {
 	t.Parallel()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"h": closeOrders(), "quiet": okHandler("")}})
-	p1, p2 := fakeadmin.Trigger(1, "h", nextLogID()), fakeadmin.Trigger(2, "quiet", nextLogID())
+	p1, p2 := xxljobtest.Trigger(1, "h", nextLogID()), xxljobtest.Trigger(2, "quiet", nextLogID())
 	b.run(t, p1)
 	b.run(t, p2)
 	b.callback(t, p1.LogID)
@@ -110,13 +110,12 @@ func TestWireLogResult(t *testing.T) {
 	env, err = b.client.Post(t.Context(), "log", fixture(t, "log_param.json"))
 	require.NoError(t, err)
 	want := fixture(t, "log_result.json")
-	require.Equal(t, append(jsonKeys(t, want), "data"), jsonKeys(t, env.Raw))
+	require.Equal(t, jsonKeys(t, want), jsonKeys(t, env.Raw), "a 2.x answer carries the log once, under content")
 	var wantEnv struct{ Content json.RawMessage }
 	require.NoError(t, json.Unmarshal(want, &wantEnv))
 	require.Equal(t, jsonKeys(t, wantEnv.Content), jsonKeys(t, env.Content))
-	require.JSONEq(t, string(env.Content), string(env.Data), "data duplicates content for 3.x admins")
 
-	var lr, wantLR fakeadmin.LogResult
+	var lr, wantLR xxljobtest.LogResult
 	require.NoError(t, json.Unmarshal(env.Content, &lr))
 	require.NoError(t, json.Unmarshal(wantEnv.Content, &wantLR))
 	require.Equal(t, wantLR.FromLineNum, lr.FromLineNum)
@@ -124,12 +123,10 @@ func TestWireLogResult(t *testing.T) {
 	require.GreaterOrEqual(t, lr.ToLineNum, 5) // start, param, handler line, end, result (+ callback line later)
 	require.Equal(t, lr.ToLineNum, strings.Count(lr.LogContent, "\n"))
 
-	// A missing file: the exact answer of the doc, plus data.
+	// A missing file: the exact answer of the doc.
 	miss, err := b.client.Post(t.Context(), "log", []byte(`{"logDateTim":1700000000123,"logId":99999999,"fromLineNum":1}`))
 	require.NoError(t, err)
-	var missWant struct{ Content json.RawMessage }
-	require.NoError(t, json.Unmarshal(fixture(t, "log_result_missing.json"), &missWant))
-	require.Equal(t, `{"code":200,"content":`+string(missWant.Content)+`,"data":`+string(missWant.Content)+`}`, string(miss.Raw))
+	require.Equal(t, string(fixture(t, "log_result_missing.json")), string(miss.Raw))
 }
 
 func TestWireRegistryParam(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/metricstest"
@@ -25,7 +25,7 @@ import (
 
 // serveProcess is `executor serve` running in-process against a fake admin.
 type serveProcess struct {
-	admin   *fakeadmin.Admin
+	admin   *xxljobtest.Admin
 	address string // the executor's advertised address
 	apiURL  string // http://127.0.0.1:{api port}
 	stdout  *syncBuffer
@@ -48,7 +48,7 @@ func startServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string
 // launchServe is startServe without waiting for the registration.
 func launchServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string]string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{admin: fakeadmin.New(t, fakeadmin.Options{Token: "tok-m"}), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	p := &serveProcess{admin: xxljobtest.New(t, xxljobtest.Options{Token: "tok-m"}), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	port, apiPort := freePort(t), freePort(t)
 	p.address = fmt.Sprintf("http://127.0.0.1:%d/", port)
 	p.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
@@ -151,9 +151,9 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	defer func() { _, _ = mu.UnlockContext(ctx) }()
 
 	p := startServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{"LOG_LEVEL": "debug"})
-	client := fakeadmin.NewClient(p.address, "tok-m", fakeadmin.V24)
+	client := xxljobtest.NewClient(p.address, "tok-m", xxljobtest.V24)
 	defer client.Close()
-	trig := fakeadmin.Trigger(7, "orderTimeoutCloseJob", 9001)
+	trig := xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9001)
 	env, err := client.Run(ctx, trig)
 	require.NoError(t, err)
 	require.Equal(t, 200, env.Code, env.MsgString())

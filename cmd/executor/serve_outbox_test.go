@@ -15,7 +15,7 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -89,7 +89,7 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	defer inv.Close()
 	defer cpn.Close()
 
-	admin := fakeadmin.New(t, fakeadmin.Options{Token: "tok-ob"})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok-ob"})
 	port := freePort(t)
 	address := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	for k, v := range map[string]string{
@@ -123,9 +123,9 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	_, err = admin.WaitRegistrations(1, 15*time.Second)
 	require.NoError(t, err, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
 
-	client := fakeadmin.NewClient(address, "tok-ob", fakeadmin.V24)
+	client := xxljobtest.NewClient(address, "tok-ob", xxljobtest.V24)
 	defer client.Close()
-	env, err := client.Run(ctx, fakeadmin.Trigger(7, "orderTimeoutCloseJob", 9101))
+	env, err := client.Run(ctx, xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9101))
 	require.NoError(t, err)
 	require.Equal(t, 200, env.Code, env.MsgString())
 	cb, err := admin.WaitCallback(9101, 30*time.Second)

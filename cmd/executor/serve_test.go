@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -63,7 +63,7 @@ func TestServeEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, before.Due)
 
-	admin := fakeadmin.New(t, fakeadmin.Options{Token: "tok-e2e"})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok-e2e"})
 	port, apiPort := freePort(t), freePort(t)
 	address := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	for k, v := range map[string]string{
@@ -91,11 +91,11 @@ func TestServeEndToEnd(t *testing.T) {
 
 	regs, err := admin.WaitRegistrations(1, 15*time.Second)
 	require.NoError(t, err, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
-	require.Equal(t, fakeadmin.Registry{RegistryGroup: "EXECUTOR", RegistryKey: "order-job-e2e", RegistryValue: address}, regs[0])
+	require.Equal(t, xxljobtest.Registry{RegistryGroup: "EXECUTOR", RegistryKey: "order-job-e2e", RegistryValue: address}, regs[0])
 
-	client := fakeadmin.NewClient(address, "tok-e2e", fakeadmin.V24)
+	client := xxljobtest.NewClient(address, "tok-e2e", xxljobtest.V24)
 	defer client.Close()
-	trig := fakeadmin.Trigger(7, "orderTimeoutCloseJob", 9001)
+	trig := xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9001)
 	env, err := client.Run(ctx, trig)
 	require.NoError(t, err)
 	require.Equal(t, 200, env.Code, env.MsgString())

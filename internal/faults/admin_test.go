@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -29,11 +29,11 @@ func scenarioAdminDown(t *testing.T, h *harness, r *report) {
 	_, prefix := redistest.Client(t)
 	res := demo(t, db.DB, 1500, 4)
 	base := snapshot(t, db.DB)
-	admin := fakeadmin.New(t, fakeadmin.Options{Token: adminToken})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
 	e := serveEnv(baseEnv(t, db.DSN, redistest.Addr(), prefix), admin, freePort(t))
 	spoolDir := filepath.Join(e["XXL_JOB_EXECUTOR_LOGPATH"], "callbacklog")
 
-	admin.SetMode(fakeadmin.DownClose)
+	admin.SetMode(xxljobtest.DownClose)
 	var want []int64
 	runAll := func(s *served, first int64, n int) {
 		for i := range n {
@@ -50,12 +50,12 @@ func scenarioAdminDown(t *testing.T, h *harness, r *report) {
 	runAll(a, 1000, h.p.adminRuns/2)
 	a.kill9()
 	// Executor B (same address, same log path): more runs, then SIGTERM.
-	admin.SetMode(fakeadmin.Down503)
+	admin.SetMode(xxljobtest.Down503)
 	b := h.serve(t, "serve-B", e)
 	runAll(b, 2000, h.p.adminRuns-h.p.adminRuns/2)
 	// A run still going at SIGTERM: shutdown waits for it, then flushes its
 	// result to the spool.
-	p := fakeadmin.Trigger(99, "demoJob", 2999)
+	p := xxljobtest.Trigger(99, "demoJob", 2999)
 	p.ExecutorParams = "1"
 	env, err := b.client.Run(t.Context(), p)
 	require.NoError(t, err)
@@ -72,10 +72,10 @@ func scenarioAdminDown(t *testing.T, h *harness, r *report) {
 		// The executor is up first; the admin returns later.
 		c = h.serve(t, "serve-C", e)
 		time.Sleep(time.Second) // its start-time retry fails
-		admin.SetMode(fakeadmin.Up)
+		admin.SetMode(xxljobtest.Up)
 		r.add("admin back while the executor runs: spool retry")
 	} else {
-		admin.SetMode(fakeadmin.Up)
+		admin.SetMode(xxljobtest.Up)
 		c = h.serve(t, "serve-C", e)
 		r.add("admin back while the executor was down: delivered at start")
 	}

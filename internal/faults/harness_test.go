@@ -24,7 +24,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -443,11 +443,11 @@ type served struct {
 	*child
 	address string // registryValue, http://127.0.0.1:port/
 	port    int
-	client  *fakeadmin.Client
+	client  *xxljobtest.Client
 }
 
 // serveEnv adds the serve settings for admin and port to e.
-func serveEnv(e env, admin *fakeadmin.Admin, port int) env {
+func serveEnv(e env, admin *xxljobtest.Admin, port int) env {
 	return e.with(
 		"XXL_JOB_ADMIN_ADDRESSES", admin.URL,
 		"XXL_JOB_ACCESS_TOKEN", adminToken,
@@ -464,7 +464,7 @@ func (h *harness) serve(t *testing.T, name string, e env) *served {
 	port, err := strconv.Atoi(e["XXL_JOB_EXECUTOR_PORT"])
 	require.NoError(t, err)
 	s := &served{child: h.start(t, name, e, "serve"), port: port, address: e["XXL_JOB_EXECUTOR_ADDRESS"]}
-	s.client = fakeadmin.NewClient(s.address, adminToken, fakeadmin.V24)
+	s.client = xxljobtest.NewClient(s.address, adminToken, xxljobtest.V24)
 	t.Cleanup(s.client.Close)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -482,9 +482,9 @@ func (h *harness) serve(t *testing.T, name string, e env) *served {
 }
 
 // trigger sends one /run of orderTimeoutCloseJob and requires it accepted.
-func (s *served) trigger(t *testing.T, jobID int, logID int64, param string, shard, total int) fakeadmin.TriggerParam {
+func (s *served) trigger(t *testing.T, jobID int, logID int64, param string, shard, total int) xxljobtest.TriggerParam {
 	t.Helper()
-	p := fakeadmin.Trigger(jobID, "orderTimeoutCloseJob", logID)
+	p := xxljobtest.Trigger(jobID, "orderTimeoutCloseJob", logID)
 	p.ExecutorParams, p.BroadcastIndex, p.BroadcastTotal = param, shard, total
 	env, err := s.client.Run(context.Background(), p)
 	require.NoError(t, err)
@@ -493,7 +493,7 @@ func (s *served) trigger(t *testing.T, jobID int, logID int64, param string, sha
 }
 
 // runLog returns a run's log as the admin UI would read it.
-func (s *served) runLog(t *testing.T, p fakeadmin.TriggerParam) string {
+func (s *served) runLog(t *testing.T, p xxljobtest.TriggerParam) string {
 	t.Helper()
 	_, lr, err := s.client.Log(context.Background(), p.LogDateTime, p.LogID, 1)
 	require.NoError(t, err)

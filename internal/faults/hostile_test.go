@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -39,7 +39,7 @@ func scenarioHostilePorts(t *testing.T, h *harness, r *report) {
 	_, prefix := redistest.Client(t)
 	res := demo(t, db.DB, 2000, 8)
 	base := snapshot(t, db.DB)
-	admin := fakeadmin.New(t, fakeadmin.Options{Token: adminToken})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
 	sandbox := t.TempDir()
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	e := serveEnv(baseEnv(t, db.DSN, redistest.Addr(), prefix), admin, freePort(t)).with(
@@ -140,13 +140,13 @@ func scenarioHostilePorts(t *testing.T, h *harness, r *report) {
 		var refused atomic.Int64
 		tr := &http.Transport{MaxConnsPerHost: 256, MaxIdleConnsPerHost: 256}
 		defer tr.CloseIdleConnections()
-		c := fakeadmin.NewClient(s.address, adminToken, fakeadmin.V24)
+		c := xxljobtest.NewClient(s.address, adminToken, xxljobtest.V24)
 		defer c.Close()
 		for i := range n {
 			id := nextLog.Add(1)
 			ids[i] = id
 			wg.Go(func() {
-				p := fakeadmin.Trigger(1+i%jobs, "orderTimeoutCloseJob", id)
+				p := xxljobtest.Trigger(1+i%jobs, "orderTimeoutCloseJob", id)
 				p.ExecutorParams = "pageSize=100"
 				env, err := c.Run(context.Background(), p)
 				if err != nil || env.Code != 200 {

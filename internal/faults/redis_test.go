@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/fakeadmin"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -35,7 +35,7 @@ func scenarioRedisOutage(t *testing.T, h *harness, r *report) {
 	rs := redistest.StartServer(t)
 	res := demo(t, db.DB, 3000, 3)
 	base := snapshot(t, db.DB)
-	admin := fakeadmin.New(t, fakeadmin.Options{Token: adminToken})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
 	e := baseEnv(t, db.DSN, rs.Addr, "faults:")
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s := h.serve(t, "serve-1", serveEnv(e, admin, freePort(t)).with("EXECUTOR_API_ADDR", apiAddr, "EXECUTOR_API_TOKEN", apiToken))

@@ -1,4 +1,4 @@
-package fakeadmin
+package xxljobtest
 
 import (
 	"bytes"
@@ -65,6 +65,9 @@ func (e Envelope) MsgString() string {
 
 // Client calls an executor the way the admin does.
 type Client struct {
+	// AppName is the executor group a Main admin names in XXL-JOB-APPNAME.
+	AppName string
+
 	address string // executor address, ends with "/"
 	token   string
 	version Version
@@ -73,7 +76,7 @@ type Client struct {
 }
 
 // NewClient returns a client for the executor at address (its registryValue,
-// e.g. "http://127.0.0.1:9999/"). Close it when done.
+// e.g. "http://127.0.0.1:9999/"). For Main set AppName. Close it when done.
 func NewClient(address, token string, version Version) *Client {
 	if !strings.HasSuffix(address, "/") {
 		address += "/"
@@ -86,10 +89,10 @@ func NewClient(address, token string, version Version) *Client {
 // Close releases idle connections.
 func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
-// Beat calls /beat with the admin's body ("" in 2.x, none in 3.4).
+// Beat calls /beat with the admin's body ("" in 2.x, none in 3.x).
 func (c *Client) Beat(ctx context.Context) (Envelope, error) {
 	body := []byte(`""`)
-	if c.version == V34 {
+	if c.version.v3() {
 		body = nil
 	}
 	return c.Post(ctx, "beat", body)
@@ -100,8 +103,11 @@ func (c *Client) IdleBeat(ctx context.Context, jobID int) (Envelope, error) {
 	return c.postJSON(ctx, "idleBeat", map[string]int{"jobId": jobID})
 }
 
-// Run calls /run.
+// Run calls /run, in Main /trigger.
 func (c *Client) Run(ctx context.Context, p TriggerParam) (Envelope, error) {
+	if c.version == Main {
+		return c.postJSON(ctx, "trigger", p)
+	}
 	return c.postJSON(ctx, "run", p)
 }
 
@@ -110,16 +116,20 @@ func (c *Client) Kill(ctx context.Context, jobID int) (Envelope, error) {
 	return c.postJSON(ctx, "kill", map[string]int{"jobId": jobID})
 }
 
-// Log calls /log and decodes the LogResult from the field this admin
-// generation reads (content for V24, data for V34); it is nil if absent.
+// Log calls /log (LogParam up to 3.4, LogRequest in Main) and decodes the
+// LogResult from the field this admin generation reads (content for V24,
+// data for 3.x); it is nil if absent.
 func (c *Client) Log(ctx context.Context, logDateTim, logID int64, fromLineNum int) (Envelope, *LogResult, error) {
 	body := fmt.Sprintf(`{"logDateTim":%d,"logId":%d,"fromLineNum":%d}`, logDateTim, logID, fromLineNum)
+	if c.version == Main {
+		body = fmt.Sprintf(`{"logId":%d,"logDateTime":%d,"fromLineNum":%d}`, logID, logDateTim, fromLineNum)
+	}
 	env, err := c.Post(ctx, "log", []byte(body))
 	if err != nil {
 		return env, nil, err
 	}
 	raw := env.Content
-	if c.version == V34 {
+	if c.version.v3() {
 		raw = env.Data
 	}
 	if len(raw) == 0 || string(raw) == "null" {
@@ -127,7 +137,7 @@ func (c *Client) Log(ctx context.Context, logDateTim, logID int64, fromLineNum i
 	}
 	var lr LogResult
 	if err := json.Unmarshal(raw, &lr); err != nil {
-		return env, nil, fmt.Errorf("fakeadmin: log result: %w", err)
+		return env, nil, fmt.Errorf("xxljobtest: log result: %w", err)
 	}
 	return env, &lr, nil
 }
@@ -152,7 +162,11 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (Envelope, 
 	req.Header.Set("Content-Type", "application/json;charset=UTF-8")
 	req.Header.Set("Accept-Charset", "application/json;charset=UTF-8")
 	req.Header.Set("Connection", "Keep-Alive")
-	if strings.TrimSpace(c.token) != "" {
+	switch {
+	case c.version == Main: // the group's token and appname, always
+		req.Header.Set("XXL-JOB-ACCESS-TOKEN", c.token)
+		req.Header.Set("XXL-JOB-APPNAME", c.AppName)
+	case strings.TrimSpace(c.token) != "":
 		req.Header.Set("XXL-JOB-ACCESS-TOKEN", c.token)
 	}
 	resp, err := c.hc.Do(req)

@@ -1,20 +1,25 @@
-// Package fakeadmin is a test double of an XXL-JOB admin ("scheduling
-// center"), faithful to the wire protocol of xxl-job-admin 2.4.x (and, with
-// V34, the 3.4.x envelope) as described in docs/xxl-job-protocol.md.
+// Package xxljobtest is a test double of an XXL-JOB admin ("scheduling
+// center") for testing code built on package xxljob. It speaks each admin
+// generation's wire dialect as read from xuxueli/xxl-job's sources: 2.3 to
+// 2.5 (V24), 3.3 (V33), 3.4 (V34) and the branch after 3.4 at commit
+// xxljob.MainCommit (Main).
 //
 // Admin is the executor → admin side: an httptest server answering
-// {base}/api/registry, /api/registryRemove and /api/callback with the admin's
-// token check and Jackson-style envelopes ({"code":200,"msg":null,
-// "content":null}), recording what it received, and switchable down (HTTP 503
-// or dropped connections) and up again.
+// {base}/api/registry, /api/registryRemove and /api/callback with the
+// admin's checks (the access token; in Main the executor group's token found
+// by the XXL-JOB-APPNAME header) and Jackson-style envelopes
+// ({"code":200,"msg":null,"content":null} in 2.x, {"code":200,"msg":"Success",
+// "data":null,"success":true} in 3.x), recording what it received, and
+// switchable down (HTTP 503, dropped connections, or hanging without an
+// answer) and up again.
 //
-// Client is the admin → executor side: it sends /beat, /idleBeat, /run, /kill
-// and /log exactly as the admin does (headers, the "" beat body, TriggerParam
-// field names and order) and decodes the answers; PageLog reads a run log the
-// way the admin's log page polls it.
+// Client is the admin → executor side: it sends /beat, /idleBeat, /run (in
+// Main /trigger), /kill and /log exactly as that admin does (headers, bodies,
+// field names and order) and decodes the answers; PageLog reads a run log
+// the way the admin's log page polls it.
 //
 // The package is for tests only.
-package fakeadmin
+package xxljobtest
 
 import (
 	"encoding/json"
@@ -32,9 +37,16 @@ import (
 type Version int
 
 const (
-	V24 Version = iota // 2.3.x–2.5.0: envelope {code,msg,content}, /beat body ""
-	V34                // 3.3.x–3.4.x: envelope {code,msg,data}, no /beat body
+	V24  Version = iota // 2.3.x–2.5.0: envelope {code,msg,content}, /beat body ""
+	V33                 // 3.3.x: envelope {code,msg,data}, no /beat body, token header required
+	V34                 // 3.4.x: as 3.3, the token header optional
+	Main                // the branch after 3.4: /trigger, group tokens, callbackList, logDateTime
 )
+
+func (v Version) String() string { return [...]string{"2.4", "3.3", "3.4", "main"}[v] }
+
+// v3 reports the Response envelope ({code,msg,data,success}).
+func (v Version) v3() bool { return v >= V33 }
 
 // Mode is how the fake admin answers.
 type Mode int
@@ -43,13 +55,20 @@ const (
 	Up        Mode = iota // normal
 	Down503               // HTTP 503 to everything
 	DownClose             // the connection is closed without an answer
+	Hang                  // the request is read, never answered, and not recorded
 )
 
 // Options configures an Admin.
 type Options struct {
-	Token       string  // the admin's accessToken; "" disables the check
-	ContextPath string  // servlet context path; default "/xxl-job-admin"
-	Version     Version // wire generation; default V24
+	// Token is the admin's accessToken (2.x-3.4); "" disables the check.
+	Token string
+	// Groups are the executor groups of a Main admin, appname to token: its
+	// /api/* answers only a known appname with that group's token.
+	Groups map[string]string
+	// ContextPath is the servlet context path; default "/xxl-job-admin".
+	ContextPath string
+	// Version is the wire generation; default V24.
+	Version Version
 }
 
 // Registry is one received RegistryParam.
@@ -62,7 +81,7 @@ type Registry struct {
 // Callback is the first callback received for a logId.
 type Callback struct {
 	LogID      int64           `json:"logId"`
-	LogDateTim int64           `json:"logDateTim"`
+	LogDateTim int64           `json:"logDateTim"` // logDateTime in Main, copied here
 	HandleCode int             `json:"handleCode"`
 	HandleMsg  string          `json:"handleMsg"`
 	Raw        json.RawMessage `json:"-"` // the item exactly as received
@@ -86,6 +105,9 @@ type Admin struct {
 
 	mu            sync.Mutex
 	mode          Mode
+	unhang        chan struct{} // closed when a Hang mode ends
+	closed        chan struct{}
+	groups        map[string]string
 	registrations []Registry
 	removals      []Registry
 	callbacks     []Callback
@@ -103,28 +125,63 @@ func New(tb testing.TB, opts Options) *Admin {
 		opts.ContextPath = "/xxl-job-admin"
 	}
 	opts.ContextPath = "/" + strings.Trim(opts.ContextPath, "/")
-	a := &Admin{opts: opts, byLog: map[int64]int{}, repeats: map[int64]int{}, changed: make(chan struct{})}
+	a := &Admin{opts: opts, byLog: map[int64]int{}, repeats: map[int64]int{}, changed: make(chan struct{}),
+		unhang: make(chan struct{}), closed: make(chan struct{}), groups: map[string]string{}}
+	for k, v := range opts.Groups {
+		a.groups[k] = v
+	}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
 	a.URL = a.srv.URL + opts.ContextPath
 	tb.Cleanup(a.Close)
 	return a
 }
 
-// Close stops the server.
-func (a *Admin) Close() { a.srv.Close() }
+// Close stops the server; hanging requests are let go first.
+func (a *Admin) Close() {
+	a.mu.Lock()
+	select {
+	case <-a.closed:
+	default:
+		close(a.closed)
+	}
+	a.mu.Unlock()
+	a.srv.Close()
+}
 
 // SetMode switches the admin down or up.
 func (a *Admin) SetMode(m Mode) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.mode == Hang && m != Hang {
+		close(a.unhang)
+		a.unhang = make(chan struct{})
+	}
 	a.mode = m
+}
+
+// SetGroup creates or changes an executor group of a Main admin, as the
+// console (or `executor provision`) does. The real admin takes up to 30 s to
+// see it (its group cache); this one sees it at once.
+func (a *Admin) SetGroup(appname, token string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.groups[appname] = token
 }
 
 func (a *Admin) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
-	mode := a.mode
+	mode, unhang := a.mode, a.unhang
 	a.mu.Unlock()
 	switch mode {
+	case Hang:
+		_, _ = io.Copy(io.Discard, r.Body)
+		select { // then the client's timeout ends it, or the mode changes
+		case <-unhang:
+		case <-a.closed:
+		case <-r.Context().Done():
+		}
+		panic(http.ErrAbortHandler) // a hung request is never answered
+
 	case Down503:
 		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
 		return
@@ -151,7 +208,7 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	a.record(Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 
-	// JobApiController.api, in its order.
+	// The admin's API controller, in its order.
 	if r.Method != http.MethodPost {
 		a.reply(w, 500, "invalid request, HttpMethod not support.")
 		return
@@ -160,19 +217,28 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request) {
 		a.reply(w, 500, "invalid request, uri-mapping empty.")
 		return
 	}
-	if strings.TrimSpace(a.opts.Token) != "" && r.Header.Get("XXL-JOB-ACCESS-TOKEN") != a.opts.Token {
-		a.reply(w, 500, "The access token is wrong.")
+	if a.opts.Version == V33 && len(r.Header.Values("XXL-JOB-ACCESS-TOKEN")) == 0 {
+		// 3.3.0/3.3.1 declare the header required: Spring answers 400.
+		http.Error(w, "Required request header 'XXL-JOB-ACCESS-TOKEN' is not present", http.StatusBadRequest)
 		return
 	}
-	if a.opts.Version == V34 && len(strings.TrimSpace(string(body))) == 0 {
-		a.reply(w, 500, "request body is blank")
+	if a.opts.Version.v3() && blank(string(body)) {
+		a.reply(w, 500, "invalid request, requestBody empty.")
+		return
+	}
+	if msg := a.authorize(r.Header); msg != "" {
+		a.reply(w, 500, msg)
 		return
 	}
 	switch uri {
 	case "callback":
-		var items []json.RawMessage
-		if err := json.Unmarshal(body, &items); err != nil {
-			http.Error(w, "callback body: "+err.Error(), http.StatusInternalServerError) // Spring error page
+		items, err := a.callbackItems(body)
+		if err != nil {
+			if a.opts.Version.v3() {
+				a.reply(w, 500, "openapi invoke error: "+err.Error())
+			} else {
+				http.Error(w, "callback body: "+err.Error(), http.StatusInternalServerError) // Spring error page
+			}
 			return
 		}
 		if err := a.addCallbacks(items); err != nil {
@@ -204,21 +270,67 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// authorize is the token check: one admin token up to 3.4 (only when set),
+// the executor group's own token in Main.
+func (a *Admin) authorize(h http.Header) string {
+	token := h.Get("XXL-JOB-ACCESS-TOKEN")
+	if a.opts.Version != Main {
+		if strings.TrimSpace(a.opts.Token) != "" && token != a.opts.Token {
+			return "The access token is wrong."
+		}
+		return ""
+	}
+	appname := h.Get("XXL-JOB-APPNAME")
+	if blank(token) || blank(appname) {
+		return "invalid request, accessToken or appname is empty."
+	}
+	a.mu.Lock()
+	want, ok := a.groups[appname]
+	a.mu.Unlock()
+	if !ok || token != want {
+		return "invalid request, accessToken or appname invalid."
+	}
+	return ""
+}
+
+// callbackItems returns the results of a callback body: a JSON array up to
+// 3.4, an object {"callbackList":[...]} in Main.
+func (a *Admin) callbackItems(body []byte) ([]json.RawMessage, error) {
+	var items []json.RawMessage
+	if a.opts.Version != Main {
+		err := json.Unmarshal(body, &items)
+		return items, err
+	}
+	var req struct {
+		CallbackList []json.RawMessage `json:"callbackList"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, err
+	}
+	return req.CallbackList, nil
+}
+
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// reply writes the admin's envelope, nulls included (Jackson).
+// reply writes the admin's envelope as Jackson writes it: nulls included,
+// and in 3.x the isSuccess() getter as "success" and "Success" as the msg of
+// Response.ofSuccess().
 func (a *Admin) reply(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	if a.opts.Version.v3() {
+		if code == 200 && msg == "" {
+			msg = "Success"
+		}
+		m, _ := json.Marshal(msg)
+		fmt.Fprintf(w, `{"code":%d,"msg":%s,"data":null,"success":%t}`, code, m, code == 200)
+		return
+	}
 	m := "null"
 	if msg != "" {
 		b, _ := json.Marshal(msg)
 		m = string(b)
 	}
-	field := "content"
-	if a.opts.Version == V34 {
-		field = "data"
-	}
-	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
-	fmt.Fprintf(w, `{"code":%d,"msg":%s,"%s":null}`, code, m, field)
+	fmt.Fprintf(w, `{"code":%d,"msg":%s,"content":null}`, code, m)
 }
 
 func (a *Admin) record(r Request) {
@@ -237,6 +349,13 @@ func (a *Admin) addCallbacks(items []json.RawMessage) error {
 		var c Callback
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return fmt.Errorf("callback item: %w", err)
+		}
+		if a.opts.Version == Main {
+			var m struct {
+				LogDateTime int64 `json:"logDateTime"`
+			}
+			_ = json.Unmarshal(raw, &m)
+			c.LogDateTim = m.LogDateTime
 		}
 		c.Raw = append(json.RawMessage(nil), raw...)
 		if _, seen := a.byLog[c.LogID]; seen {
@@ -319,7 +438,7 @@ func (a *Admin) WaitCallback(logID int64, timeout time.Duration) (Callback, erro
 		return ok
 	})
 	if err != nil {
-		return c, fmt.Errorf("fakeadmin: no callback for logId %d: %w", logID, err)
+		return c, fmt.Errorf("xxljobtest: no callback for logId %d: %w", logID, err)
 	}
 	return c, nil
 }
@@ -328,7 +447,7 @@ func (a *Admin) WaitCallback(logID int64, timeout time.Duration) (Callback, erro
 func (a *Admin) WaitRegistrations(n int, timeout time.Duration) ([]Registry, error) {
 	err := a.wait(timeout, func() bool { return len(a.registrations) >= n })
 	if err != nil {
-		return a.Registrations(), fmt.Errorf("fakeadmin: fewer than %d registrations: %w", n, err)
+		return a.Registrations(), fmt.Errorf("xxljobtest: fewer than %d registrations: %w", n, err)
 	}
 	return a.Registrations(), nil
 }
@@ -337,7 +456,7 @@ func (a *Admin) WaitRegistrations(n int, timeout time.Duration) ([]Registry, err
 func (a *Admin) WaitRemovals(n int, timeout time.Duration) ([]Registry, error) {
 	err := a.wait(timeout, func() bool { return len(a.removals) >= n })
 	if err != nil {
-		return a.Removals(), fmt.Errorf("fakeadmin: fewer than %d removals: %w", n, err)
+		return a.Removals(), fmt.Errorf("xxljobtest: fewer than %d removals: %w", n, err)
 	}
 	return a.Removals(), nil
 }
