@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // Job params with SQL metacharacters, sent over the XXL-JOB port to the real

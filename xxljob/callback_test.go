@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 func TestCallbackBatchesAndExactlyOnce(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 func TestLogPagingMidRunAndAfter(t *testing.T) {

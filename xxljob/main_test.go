@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 func TestMain(m *testing.M) {
@@ -38,7 +38,7 @@ type opts struct {
 	handlers map[string]xxljob.Handler
 	cfg      func(*xxljob.Config)
 	before   func(*xxljob.Executor) // after New, before Start
-	admin    *xxljobtest.Admin       // reuse an admin (restart tests)
+	admin    *xxljobtest.Admin      // reuse an admin (restart tests)
 	logPath  string                 // reuse a log path (restart tests)
 	version  xxljob.AdminVersion    // default Admin2x, the fake admin's V24
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 func TestRunRefusals(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/xxljob"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 func TestShutdownWaitsForRunningJob(t *testing.T) {

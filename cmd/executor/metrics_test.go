@@ -14,13 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/metricstest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // serveProcess is `executor serve` running in-process against a fake admin.

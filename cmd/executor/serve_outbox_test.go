@@ -15,10 +15,10 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 func TestCloseExtensions(t *testing.T) {

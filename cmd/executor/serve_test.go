@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutines.

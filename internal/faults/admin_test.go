@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // Scenario 4: the admin is unreachable while runs finish, and the executor is

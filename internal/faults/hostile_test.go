@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 const apiToken = "faults-api-token"

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // failFast bounds a run while Redis is down: lock calls fail at once
