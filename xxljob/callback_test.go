@@ -230,3 +230,56 @@ func TestAdminAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestJavaSpoolImport: results a Java 3.3/3.4 (logDateTim) or post-3.4
+// (logDateTime) executor left undelivered in {logpath}/callbacklogs reach the
+// admin once, and their files are moved aside; Java 2.x files (Java
+// serialisation, in callbacklog/) are left untouched and named in the log.
+func TestJavaSpoolImport(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	java3 := filepath.Join(root, "callbacklogs")
+	java2 := filepath.Join(root, "callbacklog")
+	require.NoError(t, os.MkdirAll(java3, 0o755))
+	require.NoError(t, os.MkdirAll(java2, 0o755))
+	f34 := filepath.Join(java3, "xxl-job-callback-9e107d9d372bb6826bd81d3542a419d6.log")
+	require.NoError(t, os.WriteFile(f34, []byte(`[{"logId":501,"logDateTim":1761412677119,"handleCode":200,"handleMsg":"java 3.4"},`+
+		`{"logId":502,"logDateTim":1761412677120,"handleCode":500,"handleMsg":"java failed"}]`), 0o644))
+	fMain := filepath.Join(java3, "xxl-job-callback-e4d909c290d0fb1ca068ffaddf22cbd0.log")
+	require.NoError(t, os.WriteFile(fMain, []byte(`[{"logId":503,"logDateTime":1761412677121,"handleCode":502,"handleMsg":"job execute timeout "}]`), 0o644))
+	bad := filepath.Join(java3, "xxl-job-callback-0.log")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"not":"a list"`), 0o644))
+	ser := filepath.Join(java2, "xxl-job-callback-1761412677119.log")
+	serialized := []byte{0xac, 0xed, 0x00, 0x05, 's', 'r'} // a Java serialisation stream
+	require.NoError(t, os.WriteFile(ser, serialized, 0o644))
+
+	b := setup(t, opts{logPath: root})
+	for id, want := range map[int64]xxljobtest.Callback{
+		501: {LogID: 501, LogDateTim: 1761412677119, HandleCode: 200, HandleMsg: "java 3.4"},
+		502: {LogID: 502, LogDateTim: 1761412677120, HandleCode: 500, HandleMsg: "java failed"},
+		503: {LogID: 503, LogDateTim: 1761412677121, HandleCode: 502, HandleMsg: "job execute timeout "},
+	} {
+		cb := b.callback(t, id)
+		want.Raw = cb.Raw
+		require.Equal(t, want, cb)
+	}
+	require.NoFileExists(t, f34)
+	require.FileExists(t, f34+".imported")
+	require.FileExists(t, fMain+".imported")
+	require.FileExists(t, bad+".bad", "an unreadable file is set aside, not lost")
+	data, err := os.ReadFile(ser)
+	require.NoError(t, err)
+	require.Equal(t, serialized, data, "Java 2.x file untouched")
+	require.Contains(t, b.logs.String(), "Java 2.x callback spool file left untouched")
+	require.Contains(t, b.logs.String(), ser)
+	waitFor(t, func() bool { return len(spooled(t, root)) == 0 }, "spool emptied")
+
+	// Imported once: a restart sends nothing again.
+	require.NoError(t, b.exec.Shutdown(t.Context()))
+	before := b.admin.CallbackBatches()
+	again := setup(t, opts{admin: b.admin, logPath: root})
+	_, err = again.admin.WaitRegistrations(len(again.admin.Registrations())+2, waitLong)
+	require.NoError(t, err)
+	require.Equal(t, before, b.admin.CallbackBatches())
+	require.Zero(t, b.admin.Repeats(501))
+}

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,6 +24,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		crashChild() // never returns: the test kills it
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -41,6 +45,8 @@ type opts struct {
 	admin    *xxljobtest.Admin      // reuse an admin (restart tests)
 	logPath  string                 // reuse a log path (restart tests)
 	version  xxljob.AdminVersion    // default Admin2x, the fake admin's V24
+
+	adminVersion xxljobtest.Version // the generation the test client speaks
 
 	shutdownErrOK bool // the test checks Shutdown's error itself
 }
@@ -64,7 +70,7 @@ func setup(t *testing.T, o opts) *bundle {
 		}
 	})
 	if b.admin == nil {
-		b.admin = xxljobtest.New(t, xxljobtest.Options{Token: o.token})
+		b.admin = xxljobtest.New(t, xxljobtest.Options{Token: o.token, Version: o.adminVersion})
 	}
 	if b.logPath == "" {
 		b.logPath = t.TempDir()
@@ -81,7 +87,7 @@ func setup(t *testing.T, o opts) *bundle {
 		RegistryInterval:      50 * time.Millisecond,
 		CallbackRetryInterval: 50 * time.Millisecond,
 		HTTPClientTimeout:     2 * time.Second,
-		Logger:                slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:                newTextLogger(b.logs),
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
@@ -103,7 +109,8 @@ func setup(t *testing.T, o opts) *bundle {
 		}
 	})
 	b.exec = exec
-	b.client = xxljobtest.NewClient("http://"+exec.Addr().String()+"/", o.token, xxljobtest.V24)
+	b.client = xxljobtest.NewClient("http://"+exec.Addr().String()+"/", o.token, o.adminVersion)
+	b.client.AppName = cfg.AppName
 	t.Cleanup(b.client.Close)
 	return b
 }
@@ -113,7 +120,7 @@ func (b *bundle) run(t *testing.T, p xxljobtest.TriggerParam) {
 	t.Helper()
 	env, err := b.client.Run(t.Context(), p)
 	require.NoError(t, err)
-	require.Equal(t, `{"code":200}`, string(env.Raw), "trigger logId %d", p.LogID)
+	require.Equal(t, 200, env.Code, "trigger logId %d: %s", p.LogID, env.Raw)
 }
 
 // callback waits for the callback of logID.
@@ -201,6 +208,17 @@ func waitFor(t *testing.T, cond func() bool, msg string) {
 	require.Eventually(t, cond, waitLong, 5*time.Millisecond, msg)
 }
 
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
 // jsonKeys returns the keys of a JSON object in wire order.
 func jsonKeys(t *testing.T, raw []byte) []string {
 	t.Helper()
@@ -269,6 +287,10 @@ func forLines(t *testing.T, path string, fn func(string)) {
 		}
 	}
 	require.NoError(t, sc.Err())
+}
+
+func newTextLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 type syncBuffer struct {

@@ -2,6 +2,7 @@ package xxljob
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -33,7 +34,12 @@ func (e *Executor) registryLoop(ctx context.Context) {
 			return // interrupted by Shutdown: not a failure worth reporting
 		}
 		e.obs.Registered(err)
+		var ae *adminError
 		switch {
+		case err != nil && !failing && errors.As(err, &ae) && (ae.Msg == msgMainAuthInvalid || ae.Msg == msgMainAuthEmpty):
+			log.WarnContext(ctx, "registry refused: the admin (the branch after 3.4 keeps a token per executor group) has no executor group "+
+				"with this appname and access token; create the group with its token (executor provision does), or set the token the group has",
+				"app_name", e.cfg.AppName, "error", err, "interval", e.cfg.RegistryInterval)
 		case err != nil && !failing:
 			log.WarnContext(ctx, "registry failed, will retry", "error", err, "interval", e.cfg.RegistryInterval)
 		case err != nil:
@@ -42,6 +48,9 @@ func (e *Executor) registryLoop(ctx context.Context) {
 			log.InfoContext(ctx, "registered with admin", "app_name", e.cfg.AppName, "address", e.cfg.Address)
 		default:
 			log.DebugContext(ctx, "registry succeeded", "address", e.cfg.Address)
+		}
+		if err == nil && e.callback.spool.pending() > 0 {
+			e.callback.signal(e.callback.nudge) // an admin answers: deliver what waits on disk now
 		}
 		failing, ok = err != nil, ok || err == nil
 		t.Reset(e.cfg.RegistryInterval)

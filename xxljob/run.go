@@ -23,7 +23,7 @@ var ErrTimeout = errors.New("job execute timeout")
 
 // runTrigger is the runner's execFunc: it builds the Request of a dequeued
 // trigger and executes it under the job's executorTimeout.
-func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam) Result {
+func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam) {
 	rl, err := e.logs.open(p.LogID, p.LogDateTime, e.logWriteError(p.LogID))
 	if err != nil { // unreachable: decodeTrigger validated both numbers
 		e.log.Error("run log path", "log_id", p.LogID, "error", err)
@@ -33,7 +33,9 @@ func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam)
 	req.Param, req.Handler = p.ExecutorParams, t.name
 	req.ShardIndex, req.ShardTotal = int(p.BroadcastIndex), int(p.BroadcastTotal)
 	timeout := time.Duration(p.ExecutorTimeout) * time.Second
-	return e.execute(ctx, t.handler, req, timeout)
+	e.execute(ctx, t.handler, req, timeout, func(res Result) {
+		e.runner.callbackFunc(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: res.Code, HandleMsg: res.Msg})
+	})
 }
 
 func newRequest(rl *runLog) *Request {
@@ -54,8 +56,10 @@ type outcome struct {
 // execute runs one handler call and maps its outcome to a Result. It returns
 // when the handler returns or, if ctx ends first (kill, cover, timeout,
 // shutdown), at once: such a handler keeps running in the background,
-// tracked so Shutdown can wait for it.
-func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout time.Duration) Result {
+// tracked so Shutdown can wait for it. report (if not nil) gets the result
+// before the run log's end lines are written: once the log says the run is
+// over, its result is in the callback spool.
+func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout time.Duration, report func(Result)) Result {
 	rl := req.run.rl
 	start := time.Now()
 	rl.entry(start, slog.LevelInfo, lineExecStart)
@@ -108,6 +112,9 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 		res, handlerFailed = Result{Code: CodeFail, Msg: o.err.Error()}, true
 	}
 	res.Msg = truncateMsg(res.Msg)
+	if report != nil {
+		report(res)
+	}
 
 	now := time.Now()
 	if handlerFailed {
@@ -182,7 +189,7 @@ func (e *Executor) RunOnce(ctx context.Context, handler, param string, shardInde
 	req := newRequest(rl)
 	req.LogID, req.LogDateTime, req.Param, req.Handler = logID, time.UnixMilli(now.UnixMilli()), param, handler
 	req.ShardIndex, req.ShardTotal = shardIndex, shardTotal
-	return e.execute(ctx, h, req, 0), nil
+	return e.execute(ctx, h, req, 0, nil), nil
 }
 
 func (e *Executor) nextRunOnceID(now time.Time) int64 {

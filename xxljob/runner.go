@@ -11,7 +11,9 @@ import (
 // triggers, applies the block strategies and kills. Different jobIds run in
 // parallel. All state is guarded by mu; nothing under mu blocks.
 type runner struct {
-	execFunc     func(ctx context.Context, t *jobThread, p triggerParam) Result
+	// execFunc runs a trigger; it reports the result through callbackFunc
+	// itself, before the run log's last lines say the run is over.
+	execFunc     func(ctx context.Context, t *jobThread, p triggerParam)
 	callbackFunc func(callbackParam)
 	idleTimeout  time.Duration // a job thread idle this long exits (Java ~90 s)
 
@@ -171,14 +173,13 @@ func (r *runner) loop(t *jobThread) {
 		t.running, t.cancelRun = true, cancel
 		r.mu.Unlock()
 
-		res := r.execFunc(ctx, t, p)
+		r.execFunc(ctx, t, p)
 		cancel(nil)
 
 		r.mu.Lock()
 		t.running, t.cancelRun = false, nil
 		r.finishLocked(p.LogID)
 		r.mu.Unlock()
-		r.callbackFunc(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: res.Code, HandleMsg: res.Msg})
 	}
 }
 

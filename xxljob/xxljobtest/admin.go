@@ -65,7 +65,8 @@ type Options struct {
 	// Groups are the executor groups of a Main admin, appname to token: its
 	// /api/* answers only a known appname with that group's token.
 	Groups map[string]string
-	// ContextPath is the servlet context path; default "/xxl-job-admin".
+	// ContextPath is the servlet context path; default "/xxl-job-admin",
+	// "/" for the server root (3.4.1 and later).
 	ContextPath string
 	// Version is the wire generation; default V24.
 	Version Version
@@ -125,6 +126,9 @@ func New(tb testing.TB, opts Options) *Admin {
 		opts.ContextPath = "/xxl-job-admin"
 	}
 	opts.ContextPath = "/" + strings.Trim(opts.ContextPath, "/")
+	if opts.ContextPath == "/" { // 3.4.1 and later: the admin at the server root
+		opts.ContextPath = ""
+	}
 	a := &Admin{opts: opts, byLog: map[int64]int{}, repeats: map[int64]int{}, changed: make(chan struct{}),
 		unhang: make(chan struct{}), closed: make(chan struct{}), groups: map[string]string{}}
 	for k, v := range opts.Groups {
