@@ -56,21 +56,32 @@ type Admin struct {
 	Timeout   time.Duration `yaml:"timeout" env:"XXL_JOB_ADMIN_TIMEOUT" default:"3s" doc:"timeout of each call to the admin"`
 	Username  string        `yaml:"username" env:"XXL_JOB_ADMIN_USERNAME" default:"admin" doc:"console user for provision and trigger (needs the admin role)"`
 	Password  string        `yaml:"password" env:"XXL_JOB_ADMIN_PASSWORD" secret:"true" doc:"console password; prefer the environment variable"`
-	Version   string        `yaml:"version" env:"XXL_JOB_ADMIN_VERSION" default:"auto" doc:"console API generation: auto, 2.4 or 3.4"`
+	Version   string        `yaml:"version" env:"XXL_JOB_ADMIN_VERSION" default:"auto" doc:"admin generation, for the executor protocol and the console API: auto, 2.x, 3.3, 3.4 or main (the branch after 3.4)"`
 	JobsFile  string        `yaml:"jobsFile" env:"XXL_JOB_ADMIN_JOBSFILE" default:"config/jobs.yml" doc:"declarative jobs file used by provision and trigger"`
+	TLS       AdminTLS      `yaml:"tls"`
+}
+
+// AdminTLS is `xxl.job.admin.tls`: how an https admin is trusted, by the
+// executor and by provision and trigger.
+type AdminTLS struct {
+	CAFile             string `yaml:"caFile" env:"XXL_JOB_ADMIN_TLS_CAFILE" doc:"PEM file of CA certificates trusted for an https admin, besides the system's (a private CA)"`
+	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" env:"XXL_JOB_ADMIN_TLS_INSECURESKIPVERIFY" default:"false" doc:"accept any certificate from the admin, as the Java executor does; warned at every start"`
 }
 
 // Executor is `xxl.job.executor`.
 type Executor struct {
-	Enabled          bool          `yaml:"enabled" env:"XXL_JOB_EXECUTOR_ENABLED" default:"true" doc:"false turns the XXL-JOB side off (no protocol server, no registration); the API port and the delayed-task dispatcher still run"`
-	AppName          string        `yaml:"appname" env:"XXL_JOB_EXECUTOR_APPNAME" default:"order-job-executor" doc:"executor group AppName in the admin (4-64 chars)"`
-	Address          string        `yaml:"address" redact:"url" env:"XXL_JOB_EXECUTOR_ADDRESS" doc:"address advertised to the admin; empty means http://{ip}:{port}/"`
-	IP               string        `yaml:"ip" env:"XXL_JOB_EXECUTOR_IP" doc:"IP advertised when address is empty; empty means the first non-loopback address"`
-	Port             int           `yaml:"port" env:"XXL_JOB_EXECUTOR_PORT" default:"9999" doc:"port of the XXL-JOB protocol server"`
-	BindAddr         string        `yaml:"bindAddr" env:"XXL_JOB_EXECUTOR_BINDADDR" doc:"listen address; empty means :{port} (all interfaces, as the Java executor)"`
-	LogPath          string        `yaml:"logpath" env:"XXL_JOB_EXECUTOR_LOGPATH" default:"./logs/xxl-job" doc:"folder of run logs and the callback spool"`
-	LogRetentionDays int           `yaml:"logretentiondays" env:"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS" default:"30" doc:"days run logs are kept; below 3 disables cleanup"`
-	ShutdownTimeout  time.Duration `yaml:"shutdownTimeout" env:"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT" default:"30s" doc:"how long a graceful shutdown waits for running jobs before cancelling them"`
+	Enabled           bool          `yaml:"enabled" env:"XXL_JOB_EXECUTOR_ENABLED" default:"true" doc:"false turns the XXL-JOB side off (no protocol server, no registration); the API port and the delayed-task dispatcher still run"`
+	AppName           string        `yaml:"appname" env:"XXL_JOB_EXECUTOR_APPNAME" default:"order-job-executor" doc:"executor group AppName in the admin (4-64 chars)"`
+	Address           string        `yaml:"address" redact:"url" env:"XXL_JOB_EXECUTOR_ADDRESS" doc:"address advertised to the admin; empty means http://{ip}:{port}/"`
+	IP                string        `yaml:"ip" env:"XXL_JOB_EXECUTOR_IP" doc:"IP advertised when address is empty; empty means the first IPv4 of an interface that is up, not loopback and not excluded, else the host name's"`
+	IPExclude         []string      `yaml:"ipExclude" env:"XXL_JOB_EXECUTOR_IPEXCLUDE" default:"docker0,veth*,br-*" doc:"interfaces (name patterns) never advertised by default; - for none"`
+	Port              int           `yaml:"port" env:"XXL_JOB_EXECUTOR_PORT" default:"9999" doc:"port of the XXL-JOB protocol server"`
+	BindAddr          string        `yaml:"bindAddr" env:"XXL_JOB_EXECUTOR_BINDADDR" doc:"listen address; empty means :{port} (all interfaces, as the Java executor)"`
+	LogPath           string        `yaml:"logpath" env:"XXL_JOB_EXECUTOR_LOGPATH" default:"./logs/xxl-job" doc:"folder of run logs and the callback spool"`
+	LogRetentionDays  int           `yaml:"logretentiondays" env:"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS" default:"30" doc:"days run logs are kept; below 3 disables cleanup"`
+	ShutdownTimeout   time.Duration `yaml:"shutdownTimeout" env:"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT" default:"30s" doc:"how long a graceful shutdown waits for running jobs before cancelling them"`
+	LogReadLimit      int           `yaml:"logReadLimit" env:"XXL_JOB_EXECUTOR_LOGREADLIMIT" default:"67108864" doc:"bytes of a run log one /log answer carries at most (the admin holds each answer in memory); a longer answer ends with a line naming the file"`
+	CallbackQueueSize int           `yaml:"callbackQueueSize" env:"XXL_JOB_EXECUTOR_CALLBACKQUEUESIZE" default:"1000" doc:"run results held in memory for delivery; each is on disk first, and one that finds the queue full is delivered from disk"`
 	// The Java executor's package filter for its handler scan and its GLUE
 	// switch: accepted so a Java configuration loads, with a notice, since
 	// handlers are compiled in and GLUE is always refused.

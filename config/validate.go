@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path"
 	"reflect"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderjob/executor/internal/redact"
+	"github.com/orderjob/executor/xxljob"
 )
 
 func (c *Config) validate() []error {
@@ -30,10 +32,11 @@ func (c *Config) validate() []error {
 	if d := c.XXL.Job.Admin.Timeout; d <= 0 || d > time.Minute {
 		bad("xxl.job.admin.timeout: %s is outside 1ms..1m", d)
 	}
-	switch c.XXL.Job.Admin.Version {
-	case "auto", "2.4", "3.4":
-	default:
-		bad("xxl.job.admin.version: %q is not auto, 2.4 or 3.4", c.XXL.Job.Admin.Version)
+	if _, err := xxljob.ParseAdminVersion(c.XXL.Job.Admin.Version); err != nil {
+		bad("xxl.job.admin.version: %v", err)
+	}
+	if c.XXL.Job.Admin.Version == string(xxljob.AdminMain) && c.XXL.Job.AccessToken == "" {
+		bad("xxl.job.accessToken: the main admin (the branch after 3.4) needs the executor group's token")
 	}
 	ex := c.XXL.Job.Executor
 	if n := len(ex.AppName); n < 4 || n > 64 {
@@ -55,6 +58,17 @@ func (c *Config) validate() []error {
 	}
 	if ex.ShutdownTimeout < 0 {
 		bad("xxl.job.executor.shutdownTimeout: %s is negative", ex.ShutdownTimeout)
+	}
+	if ex.LogReadLimit < 1<<10 {
+		bad("xxl.job.executor.logReadLimit: %d is below 1024 bytes", ex.LogReadLimit)
+	}
+	if ex.CallbackQueueSize < 1 {
+		bad("xxl.job.executor.callbackQueueSize: %d must be at least 1", ex.CallbackQueueSize)
+	}
+	for _, pat := range ex.IPExclude {
+		if _, err := path.Match(pat, ""); err != nil {
+			bad("xxl.job.executor.ipExclude: bad pattern %q", pat)
+		}
 	}
 	if _, err := c.MySQL.NormalizedDSN(); err != nil {
 		bad("mysql.dsn: %v", err)

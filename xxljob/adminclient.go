@@ -42,7 +42,7 @@ func newAdminClient(cfg Config, w *wire) (*adminClient, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
 	tr.IdleConnTimeout = 90 * time.Second
-	tlsCfg, err := adminTLS(cfg)
+	tlsCfg, err := AdminTLSConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -55,10 +55,11 @@ func newAdminClient(cfg Config, w *wire) (*adminClient, error) {
 	return c, nil
 }
 
-// adminTLS builds the TLS settings of the calls to an https admin: the
-// system's roots plus AdminCAFile's, or no verification at all when
-// AdminInsecureSkipVerify is set (Start warns about it).
-func adminTLS(cfg Config) (*tls.Config, error) {
+// AdminTLSConfig returns the TLS settings of the executor's calls to an
+// https admin: the system's roots plus AdminCAFile's, or no verification at
+// all when AdminInsecureSkipVerify is set (Start warns about it). A tool that
+// calls the same admin (a console client) can share them.
+func AdminTLSConfig(cfg Config) (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.AdminInsecureSkipVerify} //nolint:gosec // opt-in, warned at every start
 	if cfg.AdminCAFile == "" {
 		return t, nil

@@ -178,8 +178,10 @@ func New(cfg Config) (*Executor, error) {
 		}
 		cfg.Address = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)) + "/"
 	}
-	if _, err := ParseAdminVersion(string(cfg.AdminVersion)); err != nil {
+	if v, err := ParseAdminVersion(string(cfg.AdminVersion)); err != nil {
 		errs = append(errs, fmt.Errorf("AdminVersion: %w", err))
+	} else {
+		cfg.AdminVersion = v
 	}
 	if cfg.AdminVersion == AdminMain && cfg.AccessToken == "" {
 		errs = append(errs, errors.New("AccessToken: required by the main dialect (the admin sends the executor group's token)"))

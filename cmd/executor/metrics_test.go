@@ -200,7 +200,7 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	require.Equal(t, 0.0, get(metrics.XXLRunsInProgress, "handler", "orderTimeoutCloseJob"))
 	require.Positive(t, get(metrics.XXLRegistryHeartbeatsTotal, "result", "ok"))
 	require.InDelta(t, float64(time.Now().Unix()), get(metrics.XXLRegistryLastSuccess), 60)
-	require.Equal(t, 0.0, get(metrics.XXLCallbackSpoolFiles))
+	require.Equal(t, 0.0, get(metrics.XXLCallbackSpoolResults))
 	require.Equal(t, 0.0, get(metrics.XXLCallbackQueueLength))
 
 	// The gauges sampled from MySQL: the locked order is left overdue, the

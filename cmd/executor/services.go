@@ -140,17 +140,23 @@ func (s *services) Close() error {
 func executorConfig(cfg *config.Config, logger *slog.Logger) xxljob.Config {
 	x := cfg.XXL.Job
 	return xxljob.Config{
-		AdminAddresses:    x.Admin.Addresses,
-		AccessToken:       x.AccessToken,
-		AppName:           x.Executor.AppName,
-		Address:           x.Executor.Address,
-		IP:                x.Executor.IP,
-		Port:              x.Executor.Port,
-		ListenAddr:        x.Executor.BindAddr,
-		LogPath:           x.Executor.LogPath,
-		LogRetentionDays:  x.Executor.LogRetentionDays,
-		ShutdownTimeout:   x.Executor.ShutdownTimeout,
-		HTTPClientTimeout: x.Admin.Timeout,
-		Logger:            logger, // xxljob tags its parts with "component" itself
+		AdminAddresses:          x.Admin.Addresses,
+		AccessToken:             x.AccessToken,
+		AdminVersion:            xxljob.AdminVersion(x.Admin.Version), // checked by the loader
+		AppName:                 x.Executor.AppName,
+		Address:                 x.Executor.Address,
+		IP:                      x.Executor.IP,
+		IPExclude:               x.Executor.IPExclude,
+		Port:                    x.Executor.Port,
+		ListenAddr:              x.Executor.BindAddr,
+		LogPath:                 x.Executor.LogPath,
+		LogRetentionDays:        x.Executor.LogRetentionDays,
+		ShutdownTimeout:         x.Executor.ShutdownTimeout,
+		HTTPClientTimeout:       x.Admin.Timeout,
+		AdminCAFile:             x.Admin.TLS.CAFile,
+		AdminInsecureSkipVerify: x.Admin.TLS.InsecureSkipVerify,
+		LogReadLimit:            int64(x.Executor.LogReadLimit),
+		CallbackQueueSize:       x.Executor.CallbackQueueSize,
+		Logger:                  logger, // xxljob tags its parts with "component" itself
 	}
 }

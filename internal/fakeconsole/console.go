@@ -1,6 +1,8 @@
 // Package fakeconsole is a test helper: an in-memory XXL-JOB admin console
 // served by httptest, following shared/docs/xxl-job-admin-api.md for 2.4.x
-// and 3.4.x. It answers the console endpoints `executor provision` and
+// and 3.4.x, and xuxueli/xxl-job's branch after 3.4 at commit 128dd678
+// (group title and job description both renamed "name", a token per
+// executor group, unique appnames). It answers the console endpoints `executor provision` and
 // `executor trigger` use, with each version's paths, envelope, list shape,
 // paging parameters, login and "not logged in" answers, validates forms as
 // the admin does (failure texts in Chinese, the admin's default locale), and
@@ -34,8 +36,9 @@ type Version string
 
 // Supported versions.
 const (
-	V24 Version = "2.4" // context path /xxl-job-admin
-	V34 Version = "3.4" // 3.4.1+: context path /
+	V24   Version = "2.4"  // context path /xxl-job-admin
+	V34   Version = "3.4"  // 3.4.1+: context path /
+	VMain Version = "main" // the branch after 3.4: as 3.4, plus the renames and group tokens
 )
 
 // Options configure a Console. Zero values take the defaults.
@@ -51,9 +54,10 @@ type Options struct {
 type Group struct {
 	ID          int
 	AppName     string
-	Title       string
+	Title       string // "name" on the branch after 3.4
 	AddressType int
 	AddressList string
+	AccessToken string // the branch after 3.4 only
 }
 
 // Job is a job as stored.
@@ -220,6 +224,18 @@ func (c *Console) SetJob(id int, change func(*Job)) {
 	}
 }
 
+// SetGroupToken changes a stored group's access token, as a person in the
+// console would.
+func (c *Console) SetGroupToken(id int, token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range c.groups {
+		if g.ID == id {
+			g.AccessToken = token
+		}
+	}
+}
+
 // ScriptRuns sets the outcome of the runs later triggers create.
 func (c *Console) ScriptRuns(r Run) {
 	c.mu.Lock()
@@ -284,6 +300,22 @@ func (c *Console) Logins() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.logins
+}
+
+// titleKey and descKey name the group title and the job description, both
+// renamed "name" on the branch after 3.4.
+func (c *Console) titleKey() string {
+	if c.opts.Version == VMain {
+		return "name"
+	}
+	return "title"
+}
+
+func (c *Console) descKey() string {
+	if c.opts.Version == VMain {
+		return "name"
+	}
+	return "jobDesc"
 }
 
 func (c *Console) cookieName() string {
@@ -380,7 +412,7 @@ func (c *Console) login(w http.ResponseWriter, form url.Values) {
 	c.logins++
 	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: token, Path: "/", HttpOnly: true})
 	msg := any(nil)
-	if c.opts.Version == V34 {
+	if c.opts.Version != V24 {
 		msg = "Success"
 	}
 	c.envelope(w, 200, msg, nil)

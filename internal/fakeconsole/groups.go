@@ -13,14 +13,18 @@ func (c *Console) groupJSON(g *Group) map[string]any {
 	if g.AddressList != "" {
 		reg = strings.Split(g.AddressList, ",")
 	}
-	return map[string]any{"id": g.ID, "appname": g.AppName, "title": g.Title, "addressType": g.AddressType,
+	m := map[string]any{"id": g.ID, "appname": g.AppName, c.titleKey(): g.Title, "addressType": g.AddressType,
 		"addressList": nullIfEmpty(g.AddressList), "registryList": reg, "updateTime": c.stamp()}
+	if c.opts.Version == VMain {
+		m["accessToken"] = nullIfEmpty(g.AccessToken)
+	}
+	return m
 }
 
 func (c *Console) groupList(w http.ResponseWriter, form url.Values) {
 	p := c.params(w, form, "/jobgroup/pageList")
 	offset, size := p.page()
-	appname, title := p.str("appname"), p.str("title")
+	appname, title := p.str("appname"), p.str(c.titleKey())
 	if p.err {
 		return
 	}
@@ -65,7 +69,9 @@ func (c *Console) groupSave(w http.ResponseWriter, form url.Values, update bool)
 	if p.err {
 		return
 	}
-	appname, title, list := form.Get("appname"), form.Get("title"), form.Get("addressList")
+	appname, title, list := form.Get("appname"), form.Get(c.titleKey()), form.Get("addressList")
+	token := form.Get("accessToken") // bound on the branch after 3.4, an unknown field before
+	dup := slices.ContainsFunc(c.groups, func(g *Group) bool { return g.AppName == appname })
 	switch {
 	case strings.TrimSpace(appname) == "":
 		c.fail(w, "请输入AppName")
@@ -77,6 +83,8 @@ func (c *Console) groupSave(w http.ResponseWriter, form url.Values, update bool)
 		c.fail(w, "请输入名称")
 	case addressType != 0 && strings.TrimSpace(list) == "":
 		c.fail(w, "机器地址不可为空")
+	case !update && dup && c.opts.Version == VMain:
+		c.fail(w, "AppName 重复")
 	case c.titleTooLong(title):
 		c.fail(w, "\n### Error updating database.  Cause: com.mysql.cj.jdbc.exceptions.MysqlDataTruncation: "+
 			"Data truncation: Data too long for column 'title' at row 1")
@@ -84,15 +92,20 @@ func (c *Console) groupSave(w http.ResponseWriter, form url.Values, update bool)
 		if addressType == 0 {
 			list = "" // recomputed from live registrations: none here
 		}
+		if c.opts.Version != VMain {
+			token = ""
+		}
 		if !update {
 			c.nextID++
-			c.groups = append(c.groups, &Group{ID: c.nextID, AppName: appname, Title: title, AddressType: addressType, AddressList: list})
+			c.groups = append(c.groups, &Group{ID: c.nextID, AppName: appname, Title: title, AddressType: addressType,
+				AddressList: list, AccessToken: token})
 			c.ok(w, nil) // no id: the caller lists again
 			return
 		}
 		for _, g := range c.groups {
 			if g.ID == id {
-				*g = Group{ID: id, AppName: appname, Title: title, AddressType: addressType, AddressList: list}
+				// The update overwrites the token too: an omitted one is cleared.
+				*g = Group{ID: id, AppName: appname, Title: title, AddressType: addressType, AddressList: list, AccessToken: token}
 				c.ok(w, nil)
 				return
 			}
@@ -104,7 +117,7 @@ func (c *Console) groupSave(w http.ResponseWriter, form url.Values, update bool)
 // titleTooLong: the column is varchar(12) up to 3.3.2, 64 from 3.4.0.
 func (c *Console) titleTooLong(title string) bool {
 	limit := 12
-	if c.opts.Version == V34 {
+	if c.opts.Version != V24 {
 		limit = 64
 	}
 	return len([]rune(title)) > limit

@@ -121,7 +121,7 @@ func TestCallbacksAndRegistry(t *testing.T) {
 	require.Equal(t, 1.0, value(t, s, metrics.XXLCallbackBatchesTotal, "result", "error"))
 	require.Equal(t, 3.0, value(t, s, metrics.XXLCallbackResultsTotal, "result", "ok"))
 	require.Equal(t, 2.0, value(t, s, metrics.XXLCallbackResultsTotal, "result", "error"))
-	require.Equal(t, 4.0, value(t, s, metrics.XXLCallbackSpoolFiles))
+	require.Equal(t, 4.0, value(t, s, metrics.XXLCallbackSpoolResults))
 }
 
 func TestDelayAttempts(t *testing.T) {

@@ -27,6 +27,13 @@ type flavour struct {
 	// idParam names the job id on start/stop: `id`, or `ids[]` (exactly one)
 	// from 3.3.
 	idParam string
+	// titleKey and descKey name the group title and the job description:
+	// both are "name" on the branch after 3.4.
+	titleKey string
+	descKey  string
+	// groupToken: the group carries the executors' access token (the
+	// branch after 3.4 checks executors against it).
+	groupToken bool
 }
 
 // api24 is 2.4.x (and 2.3.x, 2.5.0, 3.0.x, 3.1.x, which share its paths;
@@ -42,6 +49,8 @@ var api24 = &flavour{
 	groupCreate:  "/jobgroup/save",
 	jobCreate:    "/jobinfo/add",
 	idParam:      "id",
+	titleKey:     "title",
+	descKey:      "jobDesc",
 }
 
 // api34 is 3.3.0 to 3.4.x.
@@ -56,7 +65,18 @@ var api34 = &flavour{
 	groupCreate:  "/jobgroup/insert",
 	jobCreate:    "/jobinfo/insert",
 	idParam:      "ids[]",
+	titleKey:     "title",
+	descKey:      "jobDesc",
 }
+
+// apiMain is xuxueli/xxl-job's branch after 3.4 (read at commit 128dd678):
+// 3.4's console with the group title and the job description renamed
+// "name", and the executors' access token kept per group.
+var apiMain = func() *flavour {
+	f := *api34
+	f.name, f.titleKey, f.descKey, f.groupToken = "main", "name", "name", true
+	return &f
+}()
 
 // Paths shared by every supported generation.
 const (
@@ -75,12 +95,16 @@ const (
 	pathProbeLogin = "/auth/doLogin"
 )
 
+// flavourByName maps xxl.job.admin.version to a console generation: 3.3
+// shares 3.4's console API; "2.4" is the older spelling of "2.x".
 func flavourByName(name string) *flavour {
 	switch name {
-	case api24.name:
+	case "2.x", api24.name:
 		return api24
-	case api34.name:
+	case "3.3", api34.name:
 		return api34
+	case apiMain.name:
+		return apiMain
 	}
 	return nil
 }

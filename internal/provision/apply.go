@@ -84,7 +84,14 @@ func readPlan(ctx context.Context, c *Client, f *JobsFile, prune bool) (*Plan, e
 		return nil, fmt.Errorf("provision: %d executor groups have appname %q (ids %s): remove the extra ones in the console",
 			len(groups), f.Group.AppName, strings.Join(ids, ", "))
 	}
-	return buildPlan(f, group, jobs, prune)
+	token := ""
+	if c.api.groupToken {
+		if token = c.cfg.GroupToken; token == "" {
+			return nil, errors.New("provision: the admin (the branch after 3.4) lets executors register only with their group's " +
+				"access token: set xxl.job.accessToken, and provision creates the group with it")
+		}
+	}
+	return buildPlan(f, group, jobs, prune, token)
 }
 
 // checkSchedules asks the admin to judge every schedule about to be saved,

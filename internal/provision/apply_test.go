@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -23,7 +24,11 @@ func TestApply_FirstRunCreatesGroupAndJobsWithDeclaredFields(t *testing.T) {
 			groups := b.fake.Groups()
 			require.Len(t, groups, 1)
 			g := groups[0]
-			require.Equal(t, fakeconsole.Group{ID: g.ID, AppName: testAppName, Title: "Order jobs"}, g)
+			want := fakeconsole.Group{ID: g.ID, AppName: testAppName, Title: "Order jobs"}
+			if v == fakeconsole.VMain {
+				want.AccessToken = testGroupToken // executors register only with their group's token
+			}
+			require.Equal(t, want, g)
 
 			jobs := b.fake.Jobs()
 			require.Len(t, jobs, 3)
@@ -61,7 +66,7 @@ func TestApply_FirstRunCreatesGroupAndJobsWithDeclaredFields(t *testing.T) {
 				order = append(order, w.Path+" "+w.Form.Get("executorHandler")+w.Form.Get("id")+w.Form.Get("ids[]"))
 			}
 			create, start := "/jobinfo/add", "/jobinfo/start"
-			if v == fakeconsole.V34 {
+			if v != fakeconsole.V24 {
 				create = "/jobinfo/insert"
 			}
 			require.Equal(t, []string{
@@ -82,7 +87,7 @@ func TestApply_FirstRunCreatesGroupAndJobsWithDeclaredFields(t *testing.T) {
 }
 
 func groupCreatePath(v fakeconsole.Version) string {
-	if v == fakeconsole.V34 {
+	if v != fakeconsole.V24 {
 		return "/jobgroup/insert"
 	}
 	return "/jobgroup/save"
@@ -151,6 +156,9 @@ func TestApply_ChangedCronIsOneUpdateOfThatField(t *testing.T) {
 			// A complete form: the admin overwrites every field.
 			form := writes[0].Form
 			for _, fl := range (jobFields{}).list() {
+				if fl.name == "jobDesc" && v == fakeconsole.VMain {
+					fl.name = "name"
+				}
 				require.Contains(t, form, fl.name)
 			}
 			require.Equal(t, strconv.Itoa(closeJob.ID), form.Get("id"))
@@ -378,4 +386,35 @@ func TestApply_UpdatesGroupTitle(t *testing.T) {
 	require.Contains(t, out, "group order-job-executor (id "+strconv.Itoa(id)+"): update\n    title: \"Old title\" -> \"Order jobs\"")
 	require.Equal(t, "Order jobs", b.fake.Groups()[0].Title)
 	require.Len(t, b.fake.Groups(), 1)
+}
+
+// TestApply_MainKeepsTheGroupToken: the branch after 3.4 checks executors
+// against their group's token, so provisioning creates the group with the
+// executors' token and puts it back when it differs; the value never shows.
+func TestApply_MainKeepsTheGroupToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fakeconsole.VMain, testJobs)
+	out := b.mustApply(ApplyOptions{})
+	require.Contains(t, out, "with the executors' access token")
+	require.Equal(t, testGroupToken, b.fake.Groups()[0].AccessToken)
+
+	// Someone changed it in the console: the next run restores it.
+	g := b.fake.Groups()[0]
+	b.fake.SetGroupToken(g.ID, "changed-by-hand")
+	out, plan, err := b.apply(ApplyOptions{})
+	require.NoError(t, err, out)
+	require.Equal(t, OpUpdate, plan.Group.Op)
+	require.Contains(t, out, `accessToken: "(another token)" -> "(the executors' token)"`)
+	require.Equal(t, testGroupToken, b.fake.Groups()[0].AccessToken)
+	require.NotContains(t, out+b.log.String(), testGroupToken)
+	require.NotContains(t, out+b.log.String(), "changed-by-hand")
+	out = b.mustApply(ApplyOptions{})
+	require.NotContains(t, out, "accessToken", "unchanged once restored")
+
+	// Without a token there is nothing to create the group with.
+	c, err := NewClient(ClientConfig{Addresses: []string{b.fake.URL()}, Username: b.opts.Username, Password: b.opts.Password})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = Apply(b.ctx, c, b.file, ApplyOptions{Out: &bytes.Buffer{}})
+	require.ErrorContains(t, err, "set xxl.job.accessToken")
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,8 +28,13 @@ type ClientConfig struct {
 	// endpoints require it). The password is never logged or printed.
 	Username string
 	Password string
-	// Version is "auto" (or empty: detect), "2.4" or "3.4".
+	// Version is "auto" (or empty: detect), "2.x" (or "2.4"), "3.3", "3.4"
+	// or "main" (the branch after 3.4).
 	Version string
+	// GroupToken is the executors' access token. The branch after 3.4 keeps
+	// it on the executor group and lets executors register only with it, so
+	// the group is created (and kept) with it there; older admins ignore it.
+	GroupToken string
 	// Timeout bounds each HTTP call. Default 3s.
 	Timeout time.Duration
 	// Logger receives the process log. Default: discard.
@@ -67,7 +73,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	cfg.Version = cmp.Or(cfg.Version, "auto")
 	if cfg.Version != "auto" && flavourByName(cfg.Version) == nil {
-		problems = append(problems, fmt.Errorf("admin version %q is not auto, 2.4 or 3.4", cfg.Version))
+		problems = append(problems, fmt.Errorf("admin version %q is not auto, 2.x, 3.3, 3.4 or main", cfg.Version))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("provision: %w", errors.Join(problems...))
@@ -90,14 +96,15 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		log:     logger,
-		secrets: []string{cfg.Password},
+		secrets: slices.DeleteFunc([]string{cfg.Password, cfg.GroupToken}, func(s string) bool { return s == "" }),
 	}, nil
 }
 
 // Close releases the client's idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
-// Version is the API generation in use ("2.4" or "3.4"); empty before Login.
+// Version is the API generation in use ("2.4", "3.4" or "main"); empty
+// before Login.
 func (c *Client) Version() string {
 	if c.api == nil {
 		return ""
@@ -189,7 +196,29 @@ func (c *Client) detect(ctx context.Context, base string) (*flavour, error) {
 			Total *int `json:"total"`
 		}
 		if code, _, _ := envelopeCode(obj); code == 200 && json.Unmarshal(obj["data"], &payload) == nil && payload.Total != nil {
+			return c.detectMain(ctx, base)
+		}
+	}
+	return nil, c.notUnderstood("POST "+pathJobList+" (version probe)", b)
+}
+
+// detectMain tells the branch after 3.4 from 3.3-3.4: it lists jobs with
+// only 3.4's description filter, jobDesc. 3.4 answers; the branch after 3.4
+// renamed the filter "name" and requires it, so Spring refuses, naming it.
+func (c *Client) detectMain(ctx context.Context, base string) (*flavour, error) {
+	form := jobListForm(0, "")
+	form.Del("name")
+	b, err := c.post(ctx, base, pathJobList, api34.page(form, 0, 1))
+	if err != nil {
+		return nil, fmt.Errorf("POST %s (version probe): %w", pathJobList, err)
+	}
+	if obj, ok := jsonObject(b.body); ok && b.status == http.StatusOK {
+		code, msg, ok := envelopeCode(obj)
+		switch {
+		case ok && code == 200:
 			return api34, nil
+		case ok && strings.Contains(msg, "'name'"):
+			return apiMain, nil
 		}
 	}
 	return nil, c.notUnderstood("POST "+pathJobList+" (version probe)", b)

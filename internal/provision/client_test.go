@@ -171,5 +171,5 @@ func TestNewClient_ChecksConfig(t *testing.T) {
 	require.ErrorContains(t, err, `admin address "ftp://x" is not an http(s) URL`)
 	require.ErrorContains(t, err, "no console username")
 	require.ErrorContains(t, err, "no console password")
-	require.ErrorContains(t, err, `admin version "9" is not auto, 2.4 or 3.4`)
+	require.ErrorContains(t, err, `admin version "9" is not auto, 2.x, 3.3, 3.4 or main`)
 }

@@ -13,9 +13,27 @@ import (
 type Group struct {
 	ID          int    `json:"id"`
 	AppName     string `json:"appname"`
-	Title       string `json:"title"`
+	Title       string `json:"title"`       // "name" on the branch after 3.4
 	AddressType int    `json:"addressType"` // 0 automatic (registry), 1 manual
 	AddressList string `json:"addressList"`
+	AccessToken string `json:"accessToken"` // the branch after 3.4 only
+}
+
+// UnmarshalJSON reads the title under either of its names.
+func (g *Group) UnmarshalJSON(b []byte) error {
+	type plain Group
+	var aux struct {
+		plain
+		Name *string `json:"name"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*g = Group(aux.plain)
+	if aux.Name != nil && g.Title == "" {
+		g.Title = *aux.Name
+	}
+	return nil
 }
 
 // Job is a job row as the console lists it. Dates are left out on purpose:
@@ -25,6 +43,24 @@ type Job struct {
 	GlueType      string `json:"glueType"`
 	TriggerStatus int    `json:"triggerStatus"` // 0 stopped, 1 running
 	jobFields
+}
+
+// UnmarshalJSON reads the description under either of its names (jobDesc,
+// "name" on the branch after 3.4).
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type plain Job
+	var aux struct {
+		plain
+		Name *string `json:"name"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*j = Job(aux.plain)
+	if aux.Name != nil && j.JobDesc == "" {
+		j.JobDesc = *aux.Name
+	}
+	return nil
 }
 
 // jobFields are the fields /jobinfo/update overwrites, all of them: the
@@ -70,9 +106,13 @@ func (f jobFields) list() []field {
 	}
 }
 
-func (f jobFields) form() url.Values {
+// form is the console form of the fields, the description under api's name.
+func (f jobFields) form(api *flavour) url.Values {
 	form := url.Values{}
 	for _, fl := range f.list() {
+		if fl.name == "jobDesc" {
+			fl.name = api.descKey
+		}
 		form.Set(fl.name, fl.value)
 	}
 	return form
@@ -103,7 +143,7 @@ type logChunk struct {
 // findGroups lists the groups whose appname is exactly appname. The filter
 // is a LIKE, so near names come back too and are dropped here.
 func (c *Client) findGroups(ctx context.Context, appname string) ([]Group, error) {
-	rows, err := listAll[Group](ctx, c, pathGroupList, url.Values{"appname": {appname}, "title": {""}})
+	rows, err := listAll[Group](ctx, c, pathGroupList, url.Values{"appname": {appname}, c.api.titleKey: {""}})
 	if err != nil {
 		return nil, fmt.Errorf("list executor groups: %w", err)
 	}
@@ -116,33 +156,44 @@ func (c *Client) findGroups(ctx context.Context, appname string) ([]Group, error
 	return out, nil
 }
 
-func groupForm(g Group) url.Values {
-	return url.Values{
-		"appname":     {g.AppName},
-		"title":       {g.Title},
-		"addressType": {strconv.Itoa(g.AddressType)},
-		"addressList": {g.AddressList},
+// groupForm is the console form of a group. Where the group keeps the
+// token, every save sends it: an update overwrites it, an omitted one
+// clears it.
+func (c *Client) groupForm(g Group) url.Values {
+	form := url.Values{
+		"appname":      {g.AppName},
+		c.api.titleKey: {g.Title},
+		"addressType":  {strconv.Itoa(g.AddressType)},
+		"addressList":  {g.AddressList},
 	}
+	if c.api.groupToken {
+		form.Set("accessToken", g.AccessToken)
+	}
+	return form
 }
 
 // createGroup saves a new group. The admin returns no id: list again.
 func (c *Client) createGroup(ctx context.Context, g Group) error {
-	_, err := c.envelope(ctx, c.api.groupCreate, groupForm(g))
+	_, err := c.envelope(ctx, c.api.groupCreate, c.groupForm(g))
 	return err
 }
 
 func (c *Client) updateGroup(ctx context.Context, g Group) error {
-	form := groupForm(g)
+	form := c.groupForm(g)
 	form.Set("id", strconv.Itoa(g.ID))
 	_, err := c.envelope(ctx, pathGroupUpdate, form)
 	return err
 }
 
+// jobListForm is the job list filter. Both names of the description
+// filter are sent (each generation requires its own and ignores the other),
+// so the version probe can use it before the generation is known.
 func jobListForm(groupID int, handler string) url.Values {
 	return url.Values{
 		"jobGroup":        {strconv.Itoa(groupID)},
 		"triggerStatus":   {"-1"},
 		"jobDesc":         {""},
+		"name":            {""},
 		"executorHandler": {handler},
 		"author":          {""},
 	}
@@ -161,7 +212,7 @@ func (c *Client) listJobs(ctx context.Context, groupID int, handler string) ([]J
 // addJob creates a BEAN job. triggerStatus is never sent: a job saved as
 // running with no next fire time counts as misfired at once.
 func (c *Client) addJob(ctx context.Context, f jobFields) (int, error) {
-	form := f.form()
+	form := f.form(c.api)
 	form.Set("glueType", "BEAN")
 	form.Set("glueSource", "")
 	form.Set("glueRemark", "")
@@ -182,7 +233,7 @@ func (c *Client) addJob(ctx context.Context, f jobFields) (int, error) {
 }
 
 func (c *Client) updateJob(ctx context.Context, id int, f jobFields) error {
-	form := f.form()
+	form := f.form(c.api)
 	form.Set("id", strconv.Itoa(id))
 	_, err := c.envelope(ctx, pathJobUpdate, form)
 	return err

@@ -73,9 +73,10 @@ type Plan struct {
 
 // buildPlan compares the file with the admin's state: group is nil when it
 // does not exist yet, jobs are all the jobs of the group.
-func buildPlan(f *JobsFile, group *Group, jobs []Job, prune bool) (*Plan, error) {
+// token is the group's access token where the admin keeps one, else "".
+func buildPlan(f *JobsFile, group *Group, jobs []Job, prune bool, token string) (*Plan, error) {
 	p := &Plan{prune: prune}
-	p.Group = planGroup(f.Group, group)
+	p.Group = planGroup(f.Group, group, token)
 
 	// Match admin jobs to declared ones by handler + marker key.
 	declaredHandler := map[string]bool{}
@@ -152,8 +153,8 @@ func buildPlan(f *JobsFile, group *Group, jobs []Job, prune bool) (*Plan, error)
 	return p, nil
 }
 
-func planGroup(spec GroupSpec, cur *Group) GroupPlan {
-	want := Group{AppName: spec.AppName, Title: spec.Title}
+func planGroup(spec GroupSpec, cur *Group, token string) GroupPlan {
+	want := Group{AppName: spec.AppName, Title: spec.Title, AccessToken: token}
 	if len(spec.Addresses) > 0 {
 		want.AddressType, want.AddressList = 1, strings.Join(spec.Addresses, ",")
 	}
@@ -171,6 +172,13 @@ func planGroup(spec GroupSpec, cur *Group) GroupPlan {
 	// An automatic group's list is the admin's to rewrite from registrations.
 	if want.AddressType == 1 && cur.AddressList != want.AddressList {
 		gp.Changes = append(gp.Changes, Change{"addressList", cur.AddressList, want.AddressList})
+	}
+	if token != "" && cur.AccessToken != token { // the values are secrets: never printed
+		old := "(another token)"
+		if cur.AccessToken == "" {
+			old = "(none)"
+		}
+		gp.Changes = append(gp.Changes, Change{"accessToken", old, "(the executors' token)"})
 	}
 	if len(gp.Changes) > 0 {
 		gp.Op = OpUpdate
@@ -299,6 +307,9 @@ func (p *Plan) Print(w io.Writer) {
 		kind := "automatic registration"
 		if g.Want.AddressType == 1 {
 			kind = "manual addresses " + g.Want.AddressList
+		}
+		if g.Want.AccessToken != "" {
+			kind += ", with the executors' access token"
 		}
 		fmt.Fprintf(w, "group %s: create (title %q, %s)\n", g.Want.AppName, g.Want.Title, kind)
 	default:

@@ -51,7 +51,10 @@ jobs:
     childJobs: [demo]
 `
 
-var versions = []fakeconsole.Version{fakeconsole.V24, fakeconsole.V34}
+var versions = []fakeconsole.Version{fakeconsole.V24, fakeconsole.V34, fakeconsole.VMain}
+
+// testGroupToken is the executors' access token the clients carry.
+const testGroupToken = "group-T0ken"
 
 // syncBuffer is a bytes.Buffer safe for a logger and a reader.
 type syncBuffer struct {
@@ -92,11 +95,12 @@ func setup(t *testing.T, v fakeconsole.Version, jobsYAML string) *bundle {
 func (b *bundle) newClient(version string) *Client {
 	b.t.Helper()
 	c, err := NewClient(ClientConfig{
-		Addresses: []string{b.fake.URL()},
-		Username:  b.opts.Username,
-		Password:  b.opts.Password,
-		Version:   version,
-		Logger:    slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Addresses:  []string{b.fake.URL()},
+		Username:   b.opts.Username,
+		Password:   b.opts.Password,
+		Version:    version,
+		GroupToken: testGroupToken,
+		Logger:     slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	require.NoError(b.t, err)
 	b.t.Cleanup(c.Close)
