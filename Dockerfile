@@ -3,6 +3,8 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# xxljob is a module of its own, required through a replace directive.
+COPY xxljob/go.mod xxljob/go.sum xxljob/
 RUN go mod download
 COPY . .
 # The build context has no .git: the version and commit come in as arguments

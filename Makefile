@@ -17,7 +17,7 @@ test: ## everything CI runs after the services are up
 	./scripts/test.sh
 
 lint: ## formatting and vet
-	test -z "$$(gofmt -l .)" && $(GO) vet ./...
+	test -z "$$(gofmt -l .)" && $(GO) vet ./... && cd xxljob && $(GO) vet ./...
 
 run: ## serve: register with the admin and run jobs
 	$(GO) run ./cmd/executor serve

@@ -4,29 +4,36 @@
 //
 // # Compatibility
 //
-// The wire format is that of xxl-job-admin 2.4.x (identical on the wire to
-// 2.3.0 to 2.5.0). It also works with 3.3.x and 3.4.x admins: the executor
-// always sends the XXL-JOB-ACCESS-TOKEN header, accepts an empty /beat body,
-// and puts the /log result under both "content" and "data". 3.5 (/run renamed
-// /trigger) is not a target. Only BEAN mode is supported: GLUE triggers are
-// refused, no code sent over the wire is ever run.
+// Every admin generation from 2.3 to the branch after 3.4 (read at commit
+// MainCommit) is served; Config.AdminVersion names one (Admin2x for 2.3 to
+// 2.5, Admin33, Admin34, AdminMain) or, by default (AdminAuto), lets the
+// executor learn it from the admin's answers and calls. The generations
+// differ only at the edges: the envelope's payload field (content in 2.x,
+// data in 3.x), the success message ("Success" from 3.3), where /kill puts
+// "job thread already killed.", one refusal's spelling, and, after 3.4, /run
+// renamed /trigger, an object-shaped callback, logDateTime instead of
+// logDateTim, and a token per executor group named by the XXL-JOB-APPNAME
+// header. Until auto knows, answers carry what every generation reads.
+// Only BEAN mode is supported: GLUE triggers are refused, no code sent over
+// the wire is ever run.
 //
 // # Routes and headers
 //
 // Served (admin → executor), all POST, all answered with HTTP 200 and a JSON
 // envelope such as {"code":200} or {"code":500,"msg":"..."}:
 //
-//	/beat      liveness (FAILOVER routing)
-//	/idleBeat  {"jobId"}: 500 while the job runs or has queued triggers (BUSYOVER)
-//	/run       a trigger; queued at once, never waits for the handler
+//	/beat      liveness (FAILOVER routing); 500 once Shutdown started
+//	/idleBeat  {"jobId"}: 500 while the job runs or has queued triggers (BUSYOVER), or once Shutdown started
+//	/run       a trigger (also /trigger); queued at once, never waits for the handler
 //	/kill      {"jobId"}: stop the job's running and queued triggers
-//	/log       {"logDateTim","logId","fromLineNum"}: page a run's log
+//	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end
 //
 // Called (executor → admin), on each admin base URL in order until one
 // accepts: {admin}/api/registry, {admin}/api/registryRemove and
 // {admin}/api/callback, with Content-Type application/json;charset=UTF-8 and
-// the XXL-JOB-ACCESS-TOKEN header. When AccessToken is set, requests to the
-// executor must carry it in that header (compared in constant time).
+// the XXL-JOB-ACCESS-TOKEN and XXL-JOB-APPNAME headers. When AccessToken is
+// set, requests to the executor must carry it in that header (compared in
+// constant time); in the main dialect they must also name this AppName.
 //
 // # Lifecycle
 //
@@ -40,13 +47,17 @@
 //     the executor (never from the HTTP request), with the job's
 //     executorTimeout, and a Request with its parameters and run log.
 //  3. Callback: every accepted trigger yields exactly one result (200
-//     success, 500 failure, 502 timeout), sent in batches to
-//     {admin}/api/callback. Results no admin accepts are spooled to
-//     {LogPath}/callbacklog/ and retried every CallbackRetryInterval, also
-//     after a restart.
-//  4. Deregister: Shutdown sends registryRemove, refuses new triggers, waits
-//     up to ShutdownTimeout for runs, cancels the rest, flushes the
-//     callbacks and stops the server. See Executor.Shutdown.
+//     success, 500 failure, 502 timeout: the run's own deadline or a handler
+//     returning ErrTimeout). Each result is written to the disk spool
+//     ({LogPath}/callbackspool/) first, then sent in batches to
+//     {admin}/api/callback from a memory queue of at most CallbackQueueSize;
+//     what no admin accepts, or does not fit the queue, is delivered from disk
+//     every CallbackRetryInterval, also after a crash or restart. Results a
+//     Java 3.3+ executor left in {LogPath}/callbacklogs/ are delivered once.
+//  4. Deregister: Shutdown fails beats, sends registryRemove, refuses new
+//     triggers and kills the queued ones, waits up to ShutdownTimeout for
+//     runs, cancels the rest, gives the callbacks one attempt and stops the
+//     server. See Executor.Shutdown.
 //
 // A run (every outcome on the right is also a callback):
 //
@@ -69,7 +80,9 @@
 //
 // Each run writes {LogPath}/{yyyy-MM-dd}/{logId}.log (the trigger's local
 // date); the admin UI reads it through /log while the run is in progress and
-// after. Handlers write to it with Request.Log or Request.Logf. The process
+// after. An answer streams the file from fromLineNum to the end (at most
+// LogReadLimit bytes), since the admin UI reads a finished run's log in one
+// pull. Handlers write to it with Request.Log or Request.Logf. The process
 // log (Config.Logger) is separate. Folders older than LogRetentionDays are
 // removed daily.
 package xxljob

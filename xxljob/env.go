@@ -40,7 +40,10 @@ var envFields = []struct {
 	{EnvVar{"XXL_JOB_ADMIN_TLS_CAFILE", "xxl.job.admin.tls.caFile", "PEM file of CAs trusted for an https admin, besides the system's"},
 		func(c *Config, v string) error { c.AdminCAFile = v; return nil }},
 	{EnvVar{"XXL_JOB_ADMIN_TLS_INSECURESKIPVERIFY", "xxl.job.admin.tls.insecureSkipVerify", "true: accept any admin certificate (warned at every start)"},
-		func(c *Config, v string) (err error) { c.AdminInsecureSkipVerify, err = strconv.ParseBool(v); return err }},
+		func(c *Config, v string) (err error) {
+			c.AdminInsecureSkipVerify, err = strconv.ParseBool(v)
+			return err
+		}},
 	{EnvVar{"XXL_JOB_EXECUTOR_APPNAME", "xxl.job.executor.appname", "the executor group's AppName"},
 		func(c *Config, v string) error { c.AppName = v; return nil }},
 	{EnvVar{"XXL_JOB_EXECUTOR_ADDRESS", "xxl.job.executor.address", "URL the admin calls; default http://{ip}:{port}/"},

@@ -97,9 +97,10 @@ type Observer interface {
 	RunFinished(handler string, jobID int, logID int64, code int, d time.Duration)
 	// CallbackSent is called after each attempt to deliver a batch of results.
 	CallbackSent(items int, err error)
-	// CallbackSpool is called with the number of spooled batch files after
-	// the spool changed (or was first read).
-	CallbackSpool(files int)
+	// CallbackSpool is called with the number of results waiting in the
+	// disk spool for delivery (not counting those also queued in memory)
+	// when it changed, or was first read.
+	CallbackSpool(results int)
 	// Registered is called after each registry round.
 	Registered(err error)
 }

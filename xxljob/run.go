@@ -112,6 +112,8 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 		res, handlerFailed = Result{Code: CodeFail, Msg: o.err.Error()}, true
 	}
 	res.Msg = truncateMsg(res.Msg)
+	d := time.Since(start)
+	e.obs.RunFinished(req.Handler, req.JobID, req.LogID, res.Code, d)
 	if report != nil {
 		report(res)
 	}
@@ -125,8 +127,6 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 	}
 	rl.entry(now, slog.LevelInfo, lineResult(res.Code, res.Msg))
 
-	d := time.Since(start)
-	e.obs.RunFinished(req.Handler, req.JobID, req.LogID, res.Code, d)
 	level := slog.LevelInfo
 	if res.Code != CodeSuccess {
 		level = slog.LevelWarn

@@ -7,6 +7,7 @@ import (
 	"flag"
 
 	"github.com/orderjob/executor/internal/provision"
+	"github.com/orderjob/executor/xxljob"
 )
 
 func init() {
@@ -91,13 +92,20 @@ func provisionSetup(env *cliEnv, jobsPath string) (*provision.Client, *provision
 	if err != nil {
 		return nil, nil, err
 	}
+	// The executor's own TLS settings: the console is the same admin.
+	tlsCfg, err := xxljob.AdminTLSConfig(executorConfig(cfg, nil))
+	if err != nil {
+		return nil, nil, err
+	}
 	client, err := provision.NewClient(provision.ClientConfig{
-		Addresses: admin.Addresses,
-		Username:  admin.Username,
-		Password:  admin.Password,
-		Version:   admin.Version,
-		Timeout:   admin.Timeout,
-		Logger:    newLogger(cfg, env.stderr).With("component", "provision"),
+		Addresses:  admin.Addresses,
+		Username:   admin.Username,
+		Password:   admin.Password,
+		Version:    admin.Version,
+		GroupToken: cfg.XXL.Job.AccessToken,
+		Timeout:    admin.Timeout,
+		TLS:        tlsCfg,
+		Logger:     newLogger(cfg, env.stderr).With("component", "provision"),
 	})
 	if err != nil {
 		return nil, nil, err

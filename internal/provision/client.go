@@ -3,6 +3,7 @@ package provision
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type ClientConfig struct {
 	GroupToken string
 	// Timeout bounds each HTTP call. Default 3s.
 	Timeout time.Duration
+	// TLS is the TLS configuration for https admins. Default: the system's
+	// roots.
+	TLS *tls.Config
 	// Logger receives the process log. Default: discard.
 	Logger *slog.Logger
 }
@@ -84,11 +88,15 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	jar, _ := cookiejar.New(nil) // never fails without options
+	// Its own transport, so Close drops exactly our connections.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.TLS != nil {
+		tr.TLSClientConfig = cfg.TLS
+	}
 	return &Client{
 		cfg: cfg,
 		http: &http.Client{
-			// Its own transport, so Close drops exactly our connections.
-			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+			Transport: tr,
 			Jar:       jar,
 			Timeout:   cfg.Timeout,
 			// A redirect is the 2.x "not logged in" answer; following it
