@@ -45,19 +45,30 @@ func newCallbacker(client *adminClient, logs *logStore, obs Observer, log *slog.
 	}
 }
 
-// push reports one result. It returns once the result is on disk (or, if
-// the disk fails, in memory). After the sender closed (only results of runs
-// cancelled at shutdown come late) the result is left on disk for the next
-// start.
-func (c *callbacker) push(p callbackParam) {
+// push reports one result: persist, then queue at once.
+func (c *callbacker) push(p callbackParam) { c.persist(p)() }
+
+// persist writes one result to the spool (or, if the disk fails, keeps it
+// for memory only) and returns the function that queues it for delivery. A
+// run's result is persisted before its log's last lines are written and
+// queued after them, so the admin, which ends its log page once it has the
+// result, has the whole log by then, and a crash in between loses nothing.
+// After the sender closed (only results of runs cancelled at shutdown come
+// late) the result is left on disk for the next start.
+func (c *callbacker) persist(p callbackParam) (queue func()) {
 	c.mu.Lock()
 	room := !c.closed && len(c.queue)+c.reserved < c.size
 	if room {
 		c.reserved++
 	}
 	c.mu.Unlock()
-
 	ref, err := c.spool.append(p, room)
+	return func() { c.enqueue(p, ref, room, err) }
+}
+
+// enqueue hands a persisted result to the sender, or to the retry loop when
+// it took no place in the memory queue.
+func (c *callbacker) enqueue(p callbackParam, ref spoolRef, room bool, err error) {
 	c.mu.Lock()
 	if room {
 		c.reserved--

@@ -232,3 +232,22 @@ func TestDialectAutoMainAfterRestart(t *testing.T) {
 	require.Equal(t, "from java", cb.HandleMsg)
 	require.Equal(t, int64(1700000000123), cb.LogDateTim)
 }
+
+// TestDialectNotLearnedFromStrangers: a request that fails the token check
+// does not change how an auto executor answers its admin.
+func TestDialectNotLearnedFromStrangers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{token: "T", version: xxljob.AdminAuto})
+	_, err := b.admin.WaitRegistrations(2, waitLong) // learned 2.x from the admin's answers
+	require.NoError(t, err)
+	stranger := xxljobtest.NewClient("http://"+b.exec.Addr().String(), "guess", xxljobtest.Main)
+	stranger.AppName = "test-executor"
+	defer stranger.Close()
+	env, err := stranger.Run(t.Context(), xxljobtest.Trigger(1, "x", nextLogID()))
+	require.NoError(t, err)
+	require.Equal(t, `{"code":500,"msg":"The access token is wrong."}`, string(env.Raw))
+	env, err = b.client.Kill(t.Context(), 9)
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200,"msg":"job thread already killed."}`, string(env.Raw), "still 2.x")
+	require.NotContains(t, b.logs.String(), "to=main")
+}

@@ -33,6 +33,7 @@ func TestLogWholeFinishedLogInOneAnswer(t *testing.T) {
 	p := xxljobtest.Trigger(1, "big", nextLogID())
 	b.run(t, p)
 	b.callback(t, p.LogID)
+	waitFor(t, func() bool { return strings.Contains(b.runLogNow(p), "callback finish") }, "the log's last line")
 	file := b.runLog(t, p)
 	require.Greater(t, len(file), 5<<20)
 
@@ -59,6 +60,7 @@ func TestLogReadLimit(t *testing.T) {
 	p := xxljobtest.Trigger(1, "big", nextLogID())
 	b.run(t, p)
 	b.callback(t, p.LogID)
+	waitFor(t, func() bool { return strings.Contains(b.runLogNow(p), "callback finish") }, "the log's last line")
 	file := b.runLog(t, p)
 	lines := strings.SplitAfter(file, "\n")
 	lines = lines[:len(lines)-1]

@@ -83,6 +83,7 @@ func setup(t *testing.T, o opts) *bundle {
 		Address:               "http://127.0.0.1:9999/",
 		ListenAddr:            "127.0.0.1:0",
 		LogPath:               b.logPath,
+		LogRetentionDays:      1, // no cleanup: fixtures' trigger times are years old (the cleanup tests set it)
 		ShutdownTimeout:       5 * time.Second,
 		RegistryInterval:      50 * time.Millisecond,
 		CallbackRetryInterval: 50 * time.Millisecond,

@@ -33,9 +33,11 @@ func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam)
 	req.Param, req.Handler = p.ExecutorParams, t.name
 	req.ShardIndex, req.ShardTotal = int(p.BroadcastIndex), int(p.BroadcastTotal)
 	timeout := time.Duration(p.ExecutorTimeout) * time.Second
+	var queue func()
 	e.execute(ctx, t.handler, req, timeout, func(res Result) {
-		e.runner.callbackFunc(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: res.Code, HandleMsg: res.Msg})
+		queue = e.callback.persist(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: res.Code, HandleMsg: res.Msg})
 	})
+	queue() // the log's last lines are written: now the admin may have the result
 }
 
 func newRequest(rl *runLog) *Request {
@@ -58,7 +60,7 @@ type outcome struct {
 // shutdown), at once: such a handler keeps running in the background,
 // tracked so Shutdown can wait for it. report (if not nil) gets the result
 // before the run log's end lines are written: once the log says the run is
-// over, its result is in the callback spool.
+// over, its result is in the callback spool (runTrigger sends it after).
 func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout time.Duration, report func(Result)) Result {
 	rl := req.run.rl
 	start := time.Now()

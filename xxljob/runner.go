@@ -11,8 +11,8 @@ import (
 // triggers, applies the block strategies and kills. Different jobIds run in
 // parallel. All state is guarded by mu; nothing under mu blocks.
 type runner struct {
-	// execFunc runs a trigger; it reports the result through callbackFunc
-	// itself, before the run log's last lines say the run is over.
+	// execFunc runs a trigger and reports its result itself; callbackFunc
+	// reports the results of triggers killed before they ran.
 	execFunc     func(ctx context.Context, t *jobThread, p triggerParam)
 	callbackFunc func(callbackParam)
 	idleTimeout  time.Duration // a job thread idle this long exits (Java ~90 s)

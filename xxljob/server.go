@@ -55,20 +55,19 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authorize checks the access token and, when the admin names the group
 // (the main dialect's XXL-JOB-APPNAME), that it names ours. It returns the
-// refusal, or "" to go on. A request naming a group teaches an auto executor
-// that its admin speaks the main dialect.
+// refusal, or "" to go on. A request that passed, naming a group or calling
+// /trigger, teaches an auto executor that its admin speaks the main dialect
+// (never one that failed: a stranger must not change how the executor
+// answers its admin).
 func (e *Executor) authorize(h http.Header, uri string) string {
 	appname, named := h[http.CanonicalHeaderKey(headerAppName)]
-	if named || uri == pathTrigger {
-		e.wire.learn(dialectMain, whyMainRequest)
+	got := ""
+	if named {
+		got = appname[0]
 	}
 	token := h.Get(headerAccessToken)
 	if e.wire.get() == dialectMain {
 		// The main executor refuses a blank token or group outright.
-		got := ""
-		if named {
-			got = appname[0]
-		}
 		if token == "" || got == "" {
 			return msgMainAuthEmpty
 		}
@@ -80,8 +79,11 @@ func (e *Executor) authorize(h http.Header, uri string) string {
 	if !e.tokenOK(token) {
 		return msgTokenWrong
 	}
-	if named && appname[0] != e.cfg.AppName {
+	if named && got != e.cfg.AppName {
 		return msgMainAuthInvalid
+	}
+	if named || uri == pathTrigger {
+		e.wire.learn(dialectMain, whyMainRequest)
 	}
 	return ""
 }

@@ -225,12 +225,15 @@ func (c *Client) PageLog(ctx context.Context, logDateTim, logID int64, opt PageO
 	from := 1
 	pull := func() (ended bool, err error) {
 		res.Polls++
+		// The admin loads the job log row (its handleCode) before it asks
+		// the executor for lines, so "finished" is as of before the call.
+		done := finished()
 		env, lr, err := c.Log(ctx, logDateTim, logID, from)
 		if err != nil || env.Code != 200 || lr == nil || lr.FromLineNum != from {
 			return false, err
 		}
 		if from > lr.ToLineNum {
-			return finished(), nil
+			return done, nil
 		}
 		res.Content += lr.LogContent
 		from = lr.ToLineNum + 1
