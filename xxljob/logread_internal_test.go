@@ -2,6 +2,7 @@ package xxljob
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -103,5 +104,47 @@ func TestLogAnswerMemory(t *testing.T) {
 	}
 	if perRun > 1<<20 {
 		t.Fatalf("%d bytes allocated per answer: the log is held in memory", perRun)
+	}
+}
+
+// TestLogAnswerReadErrorStaysJSON: the file shrinking under an answer that
+// has begun (retention cleanup, a person) ends the content with a line
+// saying so, and the answer stays valid JSON.
+func TestLogAnswerReadErrorStaysJSON(t *testing.T) {
+	t.Parallel()
+	e, body := bigLogExecutor(t, 1<<20)
+	p, err := decodeLogParam(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := e.logs.path(p.LogID, p.LogDateTim)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := scanLog(f, 1, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 100<<10); err != nil { // after the first pass, before the copy
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := writeLogAnswer(&out, dialect2x, s); err == nil {
+		t.Fatal("no error reported for a file that shrank")
+	}
+	var env struct {
+		Code    int       `json:"code"`
+		Content logResult `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &env); err != nil {
+		t.Fatalf("answer is not JSON: %v", err)
+	}
+	if !strings.HasSuffix(env.Content.LogContent, lineReadError+"the log file shrank while it was read\n") {
+		t.Fatalf("content ends %q", env.Content.LogContent[max(0, len(env.Content.LogContent)-200):])
+	}
+	if !strings.HasPrefix(env.Content.LogContent, "2026-01-02 03:04:05.678 [INFO] line 00000000") {
+		t.Fatal("what was read before the error is kept")
 	}
 }
