@@ -147,7 +147,25 @@ func TestSpoolSegments(t *testing.T) {
 // BenchmarkSpoolAppendAck is the cost of one result through the spool
 // (durable append, then acknowledgement) with n results already waiting on
 // disk: it does not grow with n, since nothing lists or rereads the folder.
+// The fsync dominates; "fsync-only" (a plain append and fsync of a line of
+// the same size) is the floor on the same disk.
 func BenchmarkSpoolAppendAck(b *testing.B) {
+	b.Run("fsync-only", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "plain"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		line := []byte(strings.Repeat("x", 140) + "\n")
+		for b.Loop() {
+			if _, err := f.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, waiting := range []int{0, 10000, 100000} {
 		b.Run(fmt.Sprintf("waiting=%d", waiting), func(b *testing.B) {
 			dir := b.TempDir()
