@@ -1,7 +1,6 @@
 package xxljob_test
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -238,56 +237,12 @@ func jsonKeys(t *testing.T, raw []byte) []string {
 	return keys
 }
 
-// spooled returns the results waiting in the callback spool under root, by
-// logId, read from its files as a restarted executor would.
+// spooled returns the results waiting in the callback spool under root.
 func spooled(t *testing.T, root string) map[int64]int {
 	t.Helper()
-	dir := filepath.Join(root, "callbackspool")
-	acked := map[uint64]bool{}
-	acks, err := filepath.Glob(filepath.Join(dir, "callbacks-*.ack"))
+	m, err := xxljobtest.Spooled(root)
 	require.NoError(t, err)
-	for _, a := range acks {
-		forLines(t, a, func(line string) {
-			n, err := strconv.ParseUint(line, 10, 64)
-			require.NoError(t, err)
-			acked[n] = true
-		})
-	}
-	out := map[int64]int{}
-	segs, err := filepath.Glob(filepath.Join(dir, "callbacks-*.jsonl"))
-	require.NoError(t, err)
-	for _, sg := range segs {
-		forLines(t, sg, func(line string) {
-			var r struct {
-				Seq        uint64 `json:"seq"`
-				LogID      int64  `json:"logId"`
-				HandleCode int    `json:"handleCode"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(line), &r), line)
-			if !acked[r.Seq] {
-				out[r.LogID] = r.HandleCode
-			}
-		})
-	}
-	return out
-}
-
-func forLines(t *testing.T, path string, fn func(string)) {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return // removed meanwhile: all delivered
-	}
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if line := sc.Text(); line != "" {
-			fn(line)
-		}
-	}
-	require.NoError(t, sc.Err())
+	return m
 }
 
 func newTextLogger(w io.Writer) *slog.Logger {

@@ -1,11 +1,7 @@
 package faults_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +27,7 @@ func scenarioAdminDown(t *testing.T, h *harness, r *report) {
 	base := snapshot(t, db.DB)
 	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
 	e := serveEnv(baseEnv(t, db.DSN, redistest.Addr(), prefix), admin, freePort(t))
-	spoolDir := filepath.Join(e["XXL_JOB_EXECUTOR_LOGPATH"], "callbacklog")
+	spoolDir := e["XXL_JOB_EXECUTOR_LOGPATH"] // the spool is under it
 
 	admin.SetMode(xxljobtest.DownClose)
 	var want []int64
@@ -53,8 +49,8 @@ func scenarioAdminDown(t *testing.T, h *harness, r *report) {
 	admin.SetMode(xxljobtest.Down503)
 	b := h.serve(t, "serve-B", e)
 	runAll(b, 2000, h.p.adminRuns-h.p.adminRuns/2)
-	// A run still going at SIGTERM: shutdown waits for it, then flushes its
-	// result to the spool.
+	// A run still going at SIGTERM: shutdown waits for it; its result stays
+	// in the spool.
 	p := xxljobtest.Trigger(99, "demoJob", 2999)
 	p.ExecutorParams = "1"
 	env, err := b.client.Run(t.Context(), p)
@@ -65,7 +61,7 @@ func scenarioAdminDown(t *testing.T, h *harness, r *report) {
 	want = append(want, p.LogID)
 	waitSpooled(t, spoolDir, want)
 	require.Empty(t, admin.Callbacks(), "nothing reached the admin while it was down")
-	r.add("%d callbacks spooled across a SIGKILL and a SIGTERM restart (one flushed at shutdown)", len(want))
+	r.add("%d callbacks spooled across a SIGKILL and a SIGTERM restart (one of a run still going at SIGTERM)", len(want))
 
 	var c *served
 	if h.p.adminRetryWay {
@@ -110,33 +106,12 @@ func scenarioAdminDown(t *testing.T, h *harness, r *report) {
 	r.add("callbacks=%d delivered once each (repeats %d)", len(want), repeats)
 }
 
-// spooled returns the logIds in the spool's files (the executor's private
-// format: one JSON array of callback items per file).
-func spooled(t *testing.T, dir string) map[int64]bool {
+// spooled returns the logIds waiting in the executor's callback spool.
+func spooled(t *testing.T, logPath string) map[int64]int {
 	t.Helper()
-	out := map[int64]bool{}
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return out
-	}
+	m, err := xxljobtest.Spooled(logPath)
 	require.NoError(t, err)
-	for _, en := range entries {
-		if !strings.HasSuffix(en.Name(), ".json") || strings.HasPrefix(en.Name(), ".") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, en.Name()))
-		if err != nil {
-			continue // removed meanwhile
-		}
-		var items []struct {
-			LogID int64 `json:"logId"`
-		}
-		require.NoError(t, json.Unmarshal(b, &items), "spool file %s", en.Name())
-		for _, it := range items {
-			out[it.LogID] = true
-		}
-	}
-	return out
+	return m
 }
 
 func waitSpooled(t *testing.T, dir string, ids []int64) {
@@ -144,7 +119,7 @@ func waitSpooled(t *testing.T, dir string, ids []int64) {
 	waitFor(t, 60*time.Second, func() bool {
 		got := spooled(t, dir)
 		for _, id := range ids {
-			if !got[id] {
+			if _, ok := got[id]; !ok {
 				return false
 			}
 		}

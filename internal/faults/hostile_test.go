@@ -237,7 +237,7 @@ func goroutines(t *testing.T, apiAddr string) int {
 	return n
 }
 
-var runLogRE = regexp.MustCompile(`^logs(/\d{4,5}-\d{2}-\d{2}(/\d+\.log)?|/callbacklog(/xxl-job-callback-\d+(-\d+)?\.json)?)?$`)
+var runLogRE = regexp.MustCompile(`^logs(/\d{4,5}-\d{2}-\d{2}(/\d+\.log)?|/callbackspool(/callbacks-\d{20}\.(jsonl|ack))?)?$`)
 
 func requireOnlyRunLogs(t *testing.T, sandbox string) {
 	t.Helper()
