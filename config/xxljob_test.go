@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,25 +11,33 @@ import (
 	"github.com/orderjob/executor/xxljob"
 )
 
-// TestXXLJobEnvironmentNamesAgree: every variable xxljob.ConfigFromEnv
-// reads (for other teams' executors) is one this loader reads for the same
-// key, so one container environment configures both alike.
+// xxljob.ConfigFromEnv and this loader read one table of environment
+// names: every variable xxljob reads is read here for the same key, and for
+// every key they share, each name read here is one xxljob reads.
 func TestXXLJobEnvironmentNamesAgree(t *testing.T) {
 	t.Parallel()
-	byEnv := map[string]config.Key{}
+	byPath := map[string]config.Key{}
 	for _, k := range config.Keys() {
-		for _, n := range k.EnvNames() {
-			byEnv[n] = k
+		for _, p := range append([]string{k.Path}, k.Aliases...) {
+			byPath[strings.ToLower(p)] = k
 		}
 	}
+	theirs := map[string][]string{} // our key's path → the names xxljob reads for it
 	for _, v := range xxljob.EnvVars() {
-		k, ok := byEnv[v.Name]
-		require.True(t, ok, "%s (xxljob) is not read by the config loader", v.Name)
-		paths := append([]string{k.Path}, k.Aliases...)
-		found := false
-		for _, p := range paths {
-			found = found || strings.EqualFold(p, v.Property)
-		}
-		require.True(t, found, "%s sets %v in config but %s in xxljob", v.Name, paths, v.Property)
+		k, ok := byPath[strings.ToLower(v.Property)]
+		require.True(t, ok, "xxljob reads %s for %s, a key this loader does not have", v.Name, v.Property)
+		require.Contains(t, k.EnvNames(), v.Name, "xxljob reads %s for %s; this loader does not", v.Name, k.Path)
+		theirs[k.Path] = append(theirs[k.Path], v.Name)
 	}
+	require.NotEmpty(t, theirs)
+	for _, k := range config.Keys() {
+		names, shared := theirs[k.Path]
+		if !shared {
+			continue
+		}
+		for _, n := range k.EnvNames() {
+			require.True(t, slices.Contains(names, n), "this loader reads %s for %s; xxljob.ConfigFromEnv does not", n, k.Path)
+		}
+	}
+	require.ElementsMatch(t, xxljob.TokenEnvVars, byPath["xxl.job.accesstoken"].EnvNames(), "the token's names")
 }

@@ -119,9 +119,10 @@ func (c *adminClient) callback(ctx context.Context, batch []callbackParam) error
 }
 
 func (c *adminClient) postOne(ctx context.Context, url string, body []byte) error {
+	shown := redactURL(url) // an address may carry a password
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("admin %s: %w", url, err)
+		return fmt.Errorf("admin %s: %w", shown, redactErr(err))
 	}
 	req.Header.Set("Content-Type", contentTypeJSON)
 	req.Header.Set("Accept-Charset", contentTypeJSON)
@@ -131,19 +132,19 @@ func (c *adminClient) postOne(ctx context.Context, url string, body []byte) erro
 	req.Header.Set(headerAppName, c.appName)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin %s: %w", url, err)
+		return fmt.Errorf("admin %s: %w", shown, redactErr(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminAnswer))
 	if err != nil {
-		return fmt.Errorf("admin %s: read answer: %w", url, err)
+		return fmt.Errorf("admin %s: read answer: %w", shown, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("admin %s: HTTP status %d", url, resp.StatusCode)
+		return fmt.Errorf("admin %s: HTTP status %d", shown, resp.StatusCode)
 	}
 	var rt adminReturn
 	if err := decodeObject(data, &rt); err != nil {
-		return fmt.Errorf("admin %s: answer invalid: %w", url, err)
+		return fmt.Errorf("admin %s: answer invalid: %w", shown, err)
 	}
 	msg := ""
 	if rt.Msg != nil {
@@ -157,7 +158,7 @@ func (c *adminClient) postOne(ctx context.Context, url string, body []byte) erro
 		c.wire.learn(d, why)
 	}
 	if rt.Code != CodeSuccess {
-		return &adminError{URL: url, Code: rt.Code, Msg: msg}
+		return &adminError{URL: shown, Code: rt.Code, Msg: msg}
 	}
 	return nil
 }

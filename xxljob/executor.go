@@ -86,14 +86,15 @@ type Config struct {
 	Observer Observer
 }
 
-// LogValue implements slog.LogValuer and redacts the access token.
+// LogValue implements slog.LogValuer; it redacts the access token and the
+// passwords and tokens inside the admin addresses.
 func (c Config) LogValue() slog.Value {
 	token := ""
 	if c.AccessToken != "" {
 		token = "REDACTED"
 	}
 	return slog.GroupValue(
-		slog.Any("admin_addresses", c.AdminAddresses), slog.String("access_token", token),
+		slog.Any("admin_addresses", redactURLs(c.AdminAddresses)), slog.String("access_token", token),
 		slog.String("app_name", c.AppName), slog.String("address", c.Address),
 		slog.String("listen_addr", c.ListenAddr), slog.String("log_path", c.LogPath),
 	)
