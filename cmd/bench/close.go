@@ -208,6 +208,7 @@ type row struct {
 	elapsed time.Duration
 	check   string
 	oldPlan string // growth rows: what the optimizer makes of the unhinted item lookup
+	dbName  string // growth rows: the database drained
 }
 
 func (r row) rate() float64 {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +25,7 @@ type benchDBs struct {
 	admin   *sqlx.DB
 	run     string
 	created []string
-	open    []*sqlx.DB
+	open    map[string]*sqlx.DB
 	// beforeDrop runs, per database, before it is dropped (the lying
 	// statistics are removed from the mysql schema that way).
 	beforeDrop map[string]func(context.Context) error
@@ -83,7 +85,10 @@ func (d *benchDBs) create(ctx context.Context, label string) (*sqlx.DB, string, 
 	}
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	d.open = append(d.open, db)
+	if d.open == nil {
+		d.open = map[string]*sqlx.DB{}
+	}
+	d.open[name] = db
 	return db, name, nil
 }
 
@@ -126,29 +131,61 @@ func (d *benchDBs) cloneDB(ctx context.Context, from, label string) (*sqlx.DB, s
 	return db, name, nil
 }
 
+// drop closes and drops one database this run created (running what
+// onDrop registered for it first), so that a large table done with frees
+// the server's buffer pool and disk for the next measurement.
+func (d *benchDBs) drop(ctx context.Context, name string) error {
+	if !strings.HasPrefix(name, "bench_close_"+d.run+"_") {
+		return fmt.Errorf("bench: not dropping %s, which this run did not create", name)
+	}
+	var errs []error
+	if fn := d.beforeDrop[name]; fn != nil {
+		delete(d.beforeDrop, name)
+		if err := fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("before dropping %s: %w", name, err))
+		}
+	}
+	if db := d.open[name]; db != nil {
+		delete(d.open, name)
+		db.Close()
+	}
+	if _, err := d.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("drop %s: %w", name, err))...)
+	}
+	d.created = slices.DeleteFunc(d.created, func(n string) bool { return n == name })
+	return errors.Join(errs...)
+}
+
 // dropAll closes and drops every database this run created.
 func (d *benchDBs) dropAll() []error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var errs []error
-	for name, fn := range d.beforeDrop {
-		if err := fn(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("before dropping %s: %w", name, err))
-		}
-	}
-	for _, db := range d.open {
-		db.Close()
-	}
-	for _, name := range d.created {
-		if !strings.HasPrefix(name, "bench_close_"+d.run+"_") {
-			continue // never drop what we did not name
-		}
-		if _, err := d.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			errs = append(errs, fmt.Errorf("drop %s: %w", name, err))
+	for _, name := range slices.Clone(d.created) {
+		if err := d.drop(ctx, name); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	d.admin.Close()
 	return errs
+}
+
+// settle waits, up to limit, until InnoDB has purged the undo history the
+// previous measurements left (a 1,000,000-order drain leaves 900,000
+// updated rows to purge), so that each measurement starts from a server in
+// the same state rather than paying for the one before. It returns how long
+// it waited.
+func (d *benchDBs) settle(ctx context.Context, limit time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) < limit && ctx.Err() == nil {
+		var name string
+		var n int64
+		if err := d.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_history_list_length'").Scan(&name, &n); err != nil || n < 20_000 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	return time.Since(start).Round(time.Second)
 }
 
 // dropRedisKeys deletes the bench's lock keys.

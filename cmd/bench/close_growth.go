@@ -58,7 +58,7 @@ func (b *closeBench) growthAndIdle(ctx context.Context) error {
 	slices.SortStableFunc(rows, func(a, c growthRow) int { return a.size - c.size })
 	rssDone := false
 	var drained *sqlx.DB // the largest fresh growth table, after its drain
-	drainedSize := 0
+	drainedSize, drainedName := 0, ""
 	if len(rows) > 0 {
 		ref := b.summary["ours1"]
 		fmt.Fprintf(b.out, "growth (ours, 1 shard; each row a fresh table of the same mix, drained right after its bulk load; vs ref: the rate over the rate of %d orders above):\n", f.orders)
@@ -70,14 +70,28 @@ func (b *closeBench) growthAndIdle(ctx context.Context) error {
 			if g.lie != 0 {
 				label = fmt.Sprintf("lying%d", g.size)
 			}
+			waited := b.dbs.settle(ctx, settleLimit)
 			load0 := loadAverage1()
 			r, how, db, err := b.drain(ctx, label, g, inChild, executor)
 			if err != nil {
 				return err
 			}
 			load := load0 + "→" + loadAverage1()
+			if waited > time.Second {
+				how = fmt.Sprintf("%s; started after a purge wait of %s", how, waited)
+			}
+			// Keep the largest fresh table for the drained-table tick; drop
+			// the others now, so the next rows have the buffer pool and
+			// the disk to themselves.
+			drop := r.dbName
 			if g.lie == 0 && g.size > drainedSize {
-				drained, drainedSize = db, g.size
+				drop = drainedName
+				drained, drainedSize, drainedName = db, g.size, r.dbName
+			}
+			if drop != "" {
+				if err := b.dbs.drop(ctx, drop); err != nil {
+					return err
+				}
 			}
 			rssDone = rssDone || (inChild && g.lie == 0)
 			vs := "-"
@@ -134,13 +148,17 @@ func (b *closeBench) growthSummary(ctx context.Context, rows []growthRow) error 
 	if ref == 0 || len(rows) == 0 || b.tmplName == "" {
 		return nil
 	}
-	db, _, err := b.dbs.cloneDB(ctx, b.tmplName, "ours1again")
+	db, name, err := b.dbs.cloneDB(ctx, b.tmplName, "ours1again")
 	if err != nil {
 		return err
 	}
+	b.dbs.settle(ctx, settleLimit)
 	load0 := loadAverage1()
 	again, err := b.ours(ctx, db, 1, b.due, false)
 	if err != nil {
+		return err
+	}
+	if err := b.dbs.drop(ctx, name); err != nil {
 		return err
 	}
 	mean := (ref + again.rate()) / 2
@@ -209,7 +227,7 @@ func (b *closeBench) drain(ctx context.Context, label string, g growthRow, inChi
 		}
 	}
 	r.check = b.check(ctx, db, base, true)
-	r.oldPlan = oldPlan
+	r.oldPlan, r.dbName = oldPlan, name
 	return r, how, db, nil
 }
 
@@ -242,6 +260,9 @@ func unhintedItemsPlan(ctx context.Context, db *sqlx.DB) string {
 	key := cmp.Or(plan[0].Key.String, "-")
 	return fmt.Sprintf("%s %s %d", plan[0].Type.String, key, plan[0].Rows.Int64)
 }
+
+// settleLimit bounds the wait for InnoDB's purge before a measurement.
+const settleLimit = 2 * time.Minute
 
 // idleTimeoutMinutes is the payment timeout of the idle-tick table's orders:
 // a year, so the unpaid ones, placed within the first half of it, stay not
