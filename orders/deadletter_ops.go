@@ -118,6 +118,14 @@ type DeadLetterFilter struct {
 	BeforeID int64
 }
 
+// DeadLetterList is a page of letters newest first, and the BeforeID of the
+// next page (0 when this is the last): what the CLI's -json and the API's
+// list print.
+type DeadLetterList struct {
+	DeadLetters []DeadLetter `json:"deadLetters"`
+	NextBefore  int64        `json:"nextBefore"`
+}
+
 // MaxListLimit caps DeadLetterFilter.Limit.
 const MaxListLimit = 1000
 
@@ -226,4 +234,19 @@ func (d *DeadLetters) Requeue(ctx context.Context, orderNo, stage string) (*Dead
 		return dl, ErrDeadLetterResolved
 	}
 	return dl, nil
+}
+
+// checkPage fills the default page size (50) and checks a list's limit and
+// before id.
+func checkPage(limit *int, before int64) error {
+	if *limit == 0 {
+		*limit = 50
+	}
+	if *limit < 1 || *limit > MaxListLimit {
+		return invalidInput("limit", "limit %d is not in 1..%d", *limit, MaxListLimit)
+	}
+	if before < 0 {
+		return invalidInput("before", "before %d is negative", before)
+	}
+	return nil
 }

@@ -1,12 +1,8 @@
 package orders_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -122,91 +118,4 @@ func TestDeadLetterJSON(t *testing.T) {
 	var back orders.DeadLetter
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, dl, back)
-}
-
-// The HTTP API over the same letters: list with filters and paging, one
-// letter, requeue, and the error answers.
-func TestDeadLetterAPI(t *testing.T) {
-	t.Parallel()
-	srv := letterServer(t)
-	call := func(method, path string) (int, map[string]any) {
-		t.Helper()
-		return callJSON(t, method, srv.URL+path)
-	}
-
-	code, m := call("GET", "/api/dead-letters?status=waiting&stage=close")
-	require.Equal(t, http.StatusOK, code)
-	list := m["deadLetters"].([]any)
-	require.Len(t, list, 2)
-	require.Equal(t, "W-2", list[0].(map[string]any)["orderNo"])
-	require.EqualValues(t, 0, m["nextBefore"])
-
-	code, m = call("GET", "/api/dead-letters?limit=2")
-	require.Equal(t, http.StatusOK, code)
-	require.Len(t, m["deadLetters"].([]any), 2)
-	require.NotZero(t, m["nextBefore"])
-
-	code, m = call("GET", "/api/dead-letters/P-1")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "parked", m["status"])
-	require.EqualValues(t, 8, m["attempts"])
-	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}$`, m["nextRetryAt"])
-
-	code, m = call("GET", "/api/dead-letters/W-1?stage=payment")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "payment", m["stage"])
-
-	code, m = call("POST", "/api/dead-letters/P-1/requeue")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "waiting", m["status"])
-
-	code, m = call("POST", "/api/dead-letters/R-1/requeue")
-	require.Equal(t, http.StatusConflict, code)
-	require.Contains(t, m["error"], "resolved")
-	require.Equal(t, "resolved", m["deadLetter"].(map[string]any)["status"])
-
-	for _, tc := range []struct {
-		method, path string
-		code         int
-		field, msg   string
-	}{
-		{"GET", "/api/dead-letters/NOPE", 404, "orderNo", `no close dead letter for order "NOPE"`},
-		{"POST", "/api/dead-letters/NOPE/requeue?stage=payment", 404, "orderNo", `no payment dead letter for order "NOPE"`},
-		{"GET", "/api/dead-letters?status=lost", 400, "status", `status "lost" is not waiting, parked or resolved`},
-		{"GET", "/api/dead-letters?limit=0", 400, "limit", `limit "0" is not a positive integer`},
-		{"GET", "/api/dead-letters?limit=5000", 400, "limit", "limit 5000 is not in 1..1000"},
-		{"GET", "/api/dead-letters?before=x", 400, "before", `before "x" is not a non-negative integer`},
-		{"GET", "/api/dead-letters?stauts=waiting", 400, "stauts", `unknown query parameter "stauts"`},
-		{"GET", "/api/dead-letters/P-1?x=1", 400, "x", `unknown query parameter "x"`},
-		{"GET", "/api/dead-letters/" + strings.Repeat("x", 65), 400, "orderNo", "order number must be 1-64 bytes"},
-	} {
-		code, m := call(tc.method, tc.path)
-		require.Equal(t, tc.code, code, tc.path)
-		require.Equal(t, tc.field, m["field"], tc.path)
-		require.Contains(t, m["error"], tc.msg, tc.path)
-	}
-}
-
-// callJSON makes an HTTP request and decodes the JSON object it answers.
-func callJSON(t *testing.T, method, url string) (int, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, url, nil)
-	require.NoError(t, err)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	require.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(body, &m), string(body))
-	return res.StatusCode, m
-}
-
-// letterServer serves the dead-letter API over letterWorld's letters.
-func letterServer(t *testing.T) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(orders.NewDeadLetterAPI(letterWorld(t, setup(t)), nil).Handler())
-	t.Cleanup(srv.Close)
-	return srv
 }

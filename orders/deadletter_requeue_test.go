@@ -2,7 +2,6 @@ package orders_test
 
 import (
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 
@@ -103,30 +102,5 @@ func TestParseSince(t *testing.T) {
 	for _, bad := range []string{"yesterday", "-5m", "0s", "2026-13-01"} {
 		_, _, err := orders.ParseSince(bad)
 		require.Error(t, err, bad)
-	}
-}
-
-// POST /api/dead-letters/requeue is RequeueMatching over HTTP.
-func TestDeadLetterAPIBulkRequeue(t *testing.T) {
-	t.Parallel()
-	srv := letterServer(t)
-	post := func(query string) (int, map[string]any) {
-		t.Helper()
-		return callJSON(t, "POST", srv.URL+"/api/dead-letters/requeue?"+query)
-	}
-	code, m := post("status=waiting&errorLike=coupon&dryRun=true")
-	require.Equal(t, http.StatusOK, code, m)
-	require.Equal(t, map[string]any{"matched": 1.0, "requeued": 0.0, "dryRun": true}, m)
-	code, m = post("status=parked&since=1h")
-	require.Equal(t, http.StatusOK, code, m)
-	require.EqualValues(t, 1, m["matched"])
-	require.EqualValues(t, 1, m["requeued"])
-	require.NotEmpty(t, m["since"])
-
-	for query, field := range map[string]string{"": "status", "status=resolved": "status", "status=parked&since=soon": "since",
-		"status=parked&dryRun=maybe": "dryRun", "status=parked&bogus=1": "bogus"} {
-		code, m := post(query)
-		require.Equal(t, http.StatusBadRequest, code, query)
-		require.Equal(t, field, m["field"], query)
 	}
 }

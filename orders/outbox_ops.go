@@ -173,3 +173,9 @@ func (o *Outbox) RequeueParked(ctx context.Context, eventType string) (int, erro
 		}
 	}
 }
+
+// OutboxRequeueResult is what a requeue of every parked event did (the
+// CLI's -json and the API's answer).
+type OutboxRequeueResult struct {
+	Requeued int `json:"requeued"`
+}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,55 +143,3 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	require.Equal(t, stock+coupons, runDue(t, b, r).Delivered)
 	require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{Delivered: true}))
 }
-
-// The outbox view over HTTP: the parked list, an event, the stats, and
-// requeues, with 404 and 409 where they apply.
-func TestOutboxAPI(t *testing.T) {
-	t.Parallel()
-	b, _ := closedInOutbox(t, 2)
-	inv := newStatusReceiver(t, http.StatusGone)
-	cpn := newStatusReceiver(t, http.StatusBadRequest)
-	_, err := statusRelay(t, b, inv, cpn, 0).RunOnce(b.ctx)
-	require.NoError(t, err)
-	srv := httptest.NewServer(orders.NewOutboxAPI(orders.NewOutbox(b.db.DB), nil).Handler())
-	t.Cleanup(srv.Close)
-	call := func(method, path string, want int, v any) {
-		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+path, nil)
-		require.NoError(t, err)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		require.Equal(t, want, resp.StatusCode, path)
-		if v != nil {
-			require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
-		}
-	}
-	var l orders.OutboxList
-	call("GET", "/api/outbox/events?status=parked", 200, &l)
-	require.NotEmpty(t, l.Events)
-	for _, e := range l.Events {
-		require.True(t, strings.HasPrefix(e.ParkReason, "permanent answer: status 4"), e.ParkReason)
-	}
-	var s orders.OutboxStats
-	call("GET", "/api/outbox/stats", 200, &s)
-	require.Equal(t, len(l.Events), s.Parked)
-	var e orders.OutboxEvent
-	call("POST", "/api/outbox/events/"+itoa(l.Events[0].ID)+"/requeue", 200, &e)
-	require.Equal(t, "pending", e.Status)
-	var conflict struct {
-		Error   string             `json:"error"`
-		Subject orders.OutboxEvent `json:"subject"`
-	}
-	call("POST", "/api/outbox/events/"+itoa(l.Events[0].ID)+"/requeue", 409, &conflict)
-	require.Equal(t, l.Events[0].ID, conflict.Subject.ID)
-	call("GET", "/api/outbox/events/99999999", 404, nil)
-	call("GET", "/api/outbox/events/x", 400, nil)
-	call("GET", "/api/outbox/events?status=lost", 400, nil)
-	call("GET", "/api/outbox/events?colour=blue", 400, nil)
-	var res orders.OutboxRequeueResult
-	call("POST", "/api/outbox/requeue", 200, &res)
-	require.Equal(t, len(l.Events)-1, res.Requeued)
-}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

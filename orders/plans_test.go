@@ -77,7 +77,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
 		{Name: "gauge: refunds owed", Query: q(refundsOwedSQL), Units: max(f.owed, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "range", "ref")},
 		{Name: "operator: refund", Query: q(conflictSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
-		{Name: "operator: record refund", Query: q(markRefundedSQL, "r-1", f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
+		{Name: "operator: record refund", Query: q(markRefundedSQL, "r-1", "alice", f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
 		// Lifecycle after payment.
 		{Name: "lifecycle: scan shipped", Query: q(scanShippedSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: 500, Plan: uses("o", "idx_status_ship_time", "range")},

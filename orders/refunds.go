@@ -45,8 +45,10 @@ type PaymentConflict struct {
 	RefundStatus string     `db:"refund_status"`
 	RefundedAt   *time.Time `db:"refunded_at"`
 	RefundNote   string     `db:"refund_note"`
-	PaidAt       time.Time  `db:"paid_at"`
-	CreatedAt    time.Time  `db:"created_at"`
+	// RefundedBy says who recorded the refund.
+	RefundedBy string    `db:"refunded_by"`
+	PaidAt     time.Time `db:"paid_at"`
+	CreatedAt  time.Time `db:"created_at"`
 }
 
 type paymentConflictJSON struct {
@@ -59,6 +61,7 @@ type paymentConflictJSON struct {
 	RefundStatus string `json:"refundStatus"`
 	RefundedAt   string `json:"refundedAt,omitempty"`
 	RefundNote   string `json:"refundNote"`
+	RefundedBy   string `json:"refundedBy"`
 	PaidAt       string `json:"paidAt"`
 	CreatedAt    string `json:"createdAt"`
 }
@@ -66,7 +69,7 @@ type paymentConflictJSON struct {
 // MarshalJSON renders the conflict with camelCase keys and zone-less times.
 func (p PaymentConflict) MarshalJSON() ([]byte, error) {
 	j := paymentConflictJSON{ID: p.ID, PaymentID: p.PaymentID, OrderNo: p.OrderNo, Amount: p.Amount, Reason: p.Reason,
-		Channel: p.Channel, RefundStatus: p.RefundStatus, RefundNote: p.RefundNote,
+		Channel: p.Channel, RefundStatus: p.RefundStatus, RefundNote: p.RefundNote, RefundedBy: p.RefundedBy,
 		PaidAt: p.PaidAt.Format(WallTimeLayout), CreatedAt: p.CreatedAt.Format(WallTimeLayout)}
 	if p.RefundedAt != nil {
 		j.RefundedAt = p.RefundedAt.Format(WallTimeLayout)
@@ -182,17 +185,22 @@ func (r *Refunds) Get(ctx context.Context, paymentID string) (*PaymentConflict, 
 	return p, nil
 }
 
-// MarkRefunded records that the payment was paid back (note: e.g. the
-// payment side's refund id, at most 255 bytes) and returns the row. A
-// refund recorded before returns the row with ErrRefundDone.
-func (r *Refunds) MarkRefunded(ctx context.Context, paymentID, note string) (*PaymentConflict, error) {
+// MarkRefunded records that the payment was paid back, by whom (the
+// operator's name, 1-64 bytes) and when (the database clock), with a note
+// (e.g. the payment side's refund id, at most 255 bytes), and returns the
+// row. A refund recorded before returns the row with ErrRefundDone. The
+// CLI, the API and the console all record refunds through it.
+func (r *Refunds) MarkRefunded(ctx context.Context, paymentID, note, by string) (*PaymentConflict, error) {
 	if len(note) > 255 {
 		return nil, invalidInput("note", "note is %d bytes, at most 255", len(note))
+	}
+	if by == "" || len(by) > 64 {
+		return nil, invalidInput("by", "who recorded the refund must be 1-64 bytes")
 	}
 	if _, err := r.Get(ctx, paymentID); err != nil {
 		return nil, err
 	}
-	done, err := r.store.markRefunded(ctx, r.db, paymentID, note)
+	done, err := r.store.markRefunded(ctx, r.db, paymentID, note, by)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // which holds one row per payment that could not be taken.
 
 const conflictColumns = `id, payment_id, order_no, pay_amount, reason, channel, refund_status, refunded_at,
-	refund_note, paid_at, created_at`
+	refund_note, refunded_by, paid_at, created_at`
 
 // listConflictsSQL lists conflicts newest first, one page.
 // Params: status ("" for any), status, order_no ("" for any), order_no,
@@ -50,14 +50,14 @@ func (store) conflict(ctx context.Context, q sqlx.QueryerContext, paymentID stri
 	return &p, nil
 }
 
-// markRefundedSQL records a refund. Params: note, payment_id. uk_payment_id;
-// one row, or none when it was recorded before.
+// markRefundedSQL records a refund. Params: note, by, payment_id.
+// uk_payment_id; one row, or none when it was recorded before.
 const markRefundedSQL = `
-UPDATE payment_conflict SET refund_status = 'refunded', refunded_at = NOW(3), refund_note = ?
+UPDATE payment_conflict SET refund_status = 'refunded', refunded_at = NOW(3), refund_note = ?, refunded_by = ?
 WHERE payment_id = ? AND refund_status = 'owed'`
 
-func (store) markRefunded(ctx context.Context, e sqlx.ExecerContext, paymentID, note string) (bool, error) {
-	res, err := e.ExecContext(ctx, markRefundedSQL, note, paymentID)
+func (store) markRefunded(ctx context.Context, e sqlx.ExecerContext, paymentID, note, by string) (bool, error) {
+	res, err := e.ExecContext(ctx, markRefundedSQL, note, by, paymentID)
 	if err != nil {
 		return false, fmt.Errorf("record refund of payment %s: %w", paymentID, err)
 	}

@@ -144,7 +144,7 @@ func runRegisterBench(ctx context.Context, args []string, stdout, stderr io.Writ
 
 	// HTTP: the API port (token check included) on loopback.
 	srv := api.New(api.Config{Addr: "127.0.0.1:0", Token: "bench-token", Logger: log})
-	delay.NewAPI(client, log).Mount(srv.Handle)
+	srv.MountDelayTasks(client)
 	if err := srv.Start(); err != nil {
 		return err
 	}

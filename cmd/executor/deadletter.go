@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/orders"
 )
@@ -22,11 +18,6 @@ func init() {
 		summary: "inspect and requeue dead letters (order_dead_letter); -json for machines",
 		run:     cmdDeadLetter,
 	})
-}
-
-// mountDeadLetterAPI mounts the dead-letter routes on the API port (serve).
-func mountDeadLetterAPI(mount func(string, http.Handler), db *sqlx.DB, logger *slog.Logger) {
-	orders.NewDeadLetterAPI(orders.NewDeadLetters(db), logger).Mount(mount)
 }
 
 // deadLetterSubcommands maps `executor deadletter X` to its function and

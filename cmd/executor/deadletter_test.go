@@ -133,7 +133,7 @@ func TestDeadLetterCLIBadInput(t *testing.T) {
 func TestDeadLetterAPIMounted(t *testing.T) {
 	db, _ := deadLetterWorld(t)
 	srv := api.New(api.Config{Addr: "127.0.0.1:0", Token: "s3cret"})
-	mountDeadLetterAPI(srv.Handle, db.DB, nil)
+	srv.MountDeadLetters(orders.NewDeadLetters(db.DB))
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	get := func(method, path, token string) (int, string) {

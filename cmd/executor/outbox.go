@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/orders"
 )
@@ -23,11 +19,6 @@ func init() {
 		summary: "outbox events (order_outbox): backlog, parked events, requeue; -json for machines",
 		run:     cmdOutbox,
 	})
-}
-
-// mountOutboxAPI mounts the outbox routes on the API port (serve).
-func mountOutboxAPI(mount func(string, http.Handler), db *sqlx.DB, logger *slog.Logger) {
-	orders.NewOutboxAPI(orders.NewOutbox(db), logger).Mount(mount)
 }
 
 var outboxSubcommands = map[string]subcommand[*outboxCtx]{

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net/http"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/orders"
 )
@@ -25,16 +22,11 @@ func init() {
 	})
 }
 
-// mountRefundAPI mounts the refund routes on the API port (serve).
-func mountRefundAPI(mount func(string, http.Handler), db *sqlx.DB, logger *slog.Logger) {
-	orders.NewRefundAPI(orders.NewRefunds(db), logger).Mount(mount)
-}
-
 var refundSubcommands = map[string]subcommand[*refundCtx]{
 	"owed":          {"owed [-json]   (how many refunds are owed, their sum, the oldest)", refundOwed},
 	"list":          {"list [-status owed|refunded] [-order ORDERNO] [-limit N] [-before ID] [-json]", refundList},
 	"show":          {"show PAYMENT_ID [-json]", refundShow},
-	"mark-refunded": {"mark-refunded PAYMENT_ID [-note TEXT] [-json]   (record that the payment was paid back)", refundMark},
+	"mark-refunded": {"mark-refunded PAYMENT_ID [-note TEXT] [-by NAME] [-json]   (record that the payment was paid back, and who did)", refundMark},
 }
 
 var refundOrder = []string{"owed", "list", "show", "mark-refunded"}
@@ -127,7 +119,7 @@ func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
 	tw := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
 	for _, kv := range [][2]string{
 		{"paymentId", p.PaymentID}, {"orderNo", p.OrderNo}, {"amount", p.Amount}, {"reason", p.Reason},
-		{"channel", p.Channel}, {"refundStatus", p.RefundStatus}, {"refundedAt", refunded}, {"refundNote", p.RefundNote},
+		{"channel", p.Channel}, {"refundStatus", p.RefundStatus}, {"refundedAt", refunded}, {"refundNote", p.RefundNote}, {"refundedBy", p.RefundedBy},
 		{"paidAt", p.PaidAt.Format(letterTimeLayout)}, {"createdAt", p.CreatedAt.Format(letterTimeLayout)},
 	} {
 		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
@@ -172,7 +164,24 @@ func refundShow(ctx context.Context, rc *refundCtx, args []string) error {
 func refundMark(ctx context.Context, rc *refundCtx, args []string) error {
 	fs := newFlagSet(rc.env, "refunds mark-refunded")
 	note := fs.String("note", "", "what to keep with it, e.g. the payment side's refund id (at most 255 bytes)")
+	by := fs.String("by", cliOperator(), "who records the refund (default: the OS user, cli:USER)")
 	return oneConflict(ctx, rc, fs, args, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
-		return rc.view.MarkRefunded(ctx, id, *note)
+		return rc.view.MarkRefunded(ctx, id, *note, *by)
 	})
+}
+
+// cliOperator names who runs a CLI action when they do not say: the OS
+// user, marked as coming from the CLI.
+func cliOperator() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return truncateBytes("cli:"+u.Username, 64)
+	}
+	return "cli"
+}
+
+func truncateBytes(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/config"
-	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/metrics"
+	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -106,7 +106,7 @@ func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc
 
 	if cfg.API.Addr != "" {
 		apiSrv := api.New(api.Config{Addr: cfg.API.Addr, Token: cfg.API.Token, TokenHeader: cfg.API.TokenHeader,
-			Pprof: cfg.API.Pprof, Logger: logger.With("component", "api")})
+			Pprof: cfg.API.Pprof, Logger: logger})
 		// What the API port's own routes need. The admin registration is not
 		// one of them: an admin outage must not take the delayed-task API
 		// out of a load balancer. Probes that want it ask /readyz?registry=1.
@@ -116,10 +116,10 @@ func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc
 			apiSrv.AddOptionalReadyCheck("registry", reg.check)
 		}
 		apiSrv.HandlePublic("GET /metrics", m.Handler())
-		delay.NewAPI(svc.delay.Client(), logger.With("component", "delay.api")).Mount(apiSrv.Handle)
-		mountDeadLetterAPI(apiSrv.Handle, svc.db, logger)
-		mountOutboxAPI(apiSrv.Handle, svc.db, logger)
-		mountRefundAPI(apiSrv.Handle, svc.db, logger)
+		apiSrv.MountDelayTasks(svc.delay.Client())
+		apiSrv.MountDeadLetters(orders.NewDeadLetters(svc.db))
+		apiSrv.MountOutbox(orders.NewOutbox(svc.db))
+		apiSrv.MountRefunds(orders.NewRefunds(svc.db))
 		parts = append(parts, part{"api", func(context.Context) error { return apiSrv.Start() }, apiSrv.Shutdown})
 	}
 	if svc.relay != nil {

@@ -34,7 +34,7 @@ type Config struct {
 	Token       string       // "" disables the check (New's caller warns)
 	TokenHeader string       // default X-Executor-Token
 	Pprof       bool         // serve /debug/pprof/ (protected)
-	Logger      *slog.Logger // nil discards
+	Logger      *slog.Logger // nil discards; the server tags its lines component=api
 }
 
 // ReadyCheck reports whether one dependency is usable.
@@ -44,7 +44,8 @@ type ReadyCheck func(ctx context.Context) error
 type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
-	log      *slog.Logger
+	log      *slog.Logger // component=api
+	base     *slog.Logger // untagged: the mounted parts tag their own lines
 	mu       sync.Mutex
 	checks   map[string]ReadyCheck
 	optional map[string]ReadyCheck // run only when /readyz names them
@@ -61,7 +62,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, checks: map[string]ReadyCheck{},
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger.With("component", "api"), base: cfg.Logger, checks: map[string]ReadyCheck{},
 		optional: map[string]ReadyCheck{}}
 	s.HandlePublic("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -66,7 +66,7 @@ func TestBacklogGauges(t *testing.T) {
 	require.Equal(t, 3.0, value(t, s, metrics.OrdersRefundsOwed))
 	require.InDelta(t, 15.90, value(t, s, metrics.OrdersRefundsOwedAmount), 1e-9)
 	require.InDelta(t, 7200, value(t, s, metrics.OrdersRefundsOwedOldestAge), 60)
-	_, err = refunds.MarkRefunded(ctx, "wx-1", "refund 5001")
+	_, err = refunds.MarkRefunded(ctx, "wx-1", "refund 5001", "test")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return value(t, scrape(t, m), metrics.OrdersRefundsOwed) == 2 }, 5*time.Second, 10*time.Millisecond)
 	s = scrape(t, m)

@@ -1,4 +1,4 @@
-package orders
+package api
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/orderjob/executor/internal/api"
+	"github.com/orderjob/executor/orders"
 )
 
 // This file holds what the operator APIs of the outbox and the refunds
@@ -28,34 +28,19 @@ type opsError struct {
 // 409 (with subject) for conflict, nothing when the client went away, 500
 // otherwise (logged).
 func opsFail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, notFound, conflict error, subject any) {
-	var inv *InvalidInputError
+	var inv *orders.InvalidInputError
 	switch {
 	case errors.As(err, &inv):
-		api.WriteJSON(w, http.StatusBadRequest, opsError{Error: inv.Msg, Field: inv.Field})
+		WriteJSON(w, http.StatusBadRequest, opsError{Error: inv.Msg, Field: inv.Field})
 	case notFound != nil && errors.Is(err, notFound):
-		api.WriteJSON(w, http.StatusNotFound, opsError{Error: err.Error()})
+		WriteJSON(w, http.StatusNotFound, opsError{Error: err.Error()})
 	case conflict != nil && errors.Is(err, conflict):
-		api.WriteJSON(w, http.StatusConflict, opsError{Error: err.Error(), Subject: subject})
+		WriteJSON(w, http.StatusConflict, opsError{Error: err.Error(), Subject: subject})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 	default:
 		log.ErrorContext(r.Context(), "operator API", "method", r.Method, "path", r.URL.Path, "err", err)
-		api.WriteError(w, http.StatusInternalServerError, "internal error; see the executor log")
+		WriteError(w, http.StatusInternalServerError, "internal error; see the executor log")
 	}
-}
-
-// checkPage fills the default page size (50) and checks a list's limit and
-// before id.
-func checkPage(limit *int, before int64) error {
-	if *limit == 0 {
-		*limit = 50
-	}
-	if *limit < 1 || *limit > MaxListLimit {
-		return invalidInput("limit", "limit %d is not in 1..%d", *limit, MaxListLimit)
-	}
-	if before < 0 {
-		return invalidInput("before", "before %d is negative", before)
-	}
-	return nil
 }
 
 // pageParams reads the "before" and "limit" query parameters (absent: 0).
@@ -84,7 +69,7 @@ func readBody(r *http.Request, v any) error {
 	return nil
 }
 
-// pathID reads a positive integer path value.
+// pathID reads the positive integer path value name.
 func pathID(r *http.Request, name string) (int64, error) {
 	v := r.PathValue(name)
 	id, err := strconv.ParseInt(v, 10, 64)
@@ -92,19 +77,4 @@ func pathID(r *http.Request, name string) (int64, error) {
 		return 0, invalidInput(name, "%s %q is not a positive integer", name, v)
 	}
 	return id, nil
-}
-
-// opsMux returns routes mounted by mount on a mux of their own, without a
-// token check (tests, embedding).
-func opsMux(mount func(func(pattern string, h http.Handler))) http.Handler {
-	mux := http.NewServeMux()
-	mount(func(p string, h http.Handler) { mux.Handle(p, h) })
-	return mux
-}
-
-func noLogger(log *slog.Logger, component string) *slog.Logger {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return log.With("component", component)
 }

@@ -1,4 +1,4 @@
-package orders
+package api
 
 import (
 	"context"
@@ -8,84 +8,67 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/orderjob/executor/internal/api"
+	"github.com/orderjob/executor/orders"
 )
 
-// DeadLetterAPI serves the dead letters over HTTP on the executor's API port
-// (which adds the token check). Mount it with Mount(srv.Handle).
-type DeadLetterAPI struct {
-	d   *DeadLetters
+// deadLetterAPI serves the dead letters (orders.DeadLetters) as JSON.
+type deadLetterAPI struct {
+	d   *orders.DeadLetters
 	log *slog.Logger
 }
 
-// NewDeadLetterAPI builds the HTTP API over d. A nil logger discards.
-func NewDeadLetterAPI(d *DeadLetters, log *slog.Logger) *DeadLetterAPI {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &DeadLetterAPI{d: d, log: log.With("component", "orders.deadletter_api")}
-}
-
-// Mount registers the routes with mount (e.g. (*api.Server).Handle):
+// MountDeadLetters mounts the dead-letter routes behind the token check:
 //
 //	GET  /api/dead-letters?status=&stage=&before=&limit=   list, newest first
 //	GET  /api/dead-letters/{orderNo}?stage=                one letter (stage default close)
 //	POST /api/dead-letters/{orderNo}/requeue?stage=        parked or waiting → waiting, due now
 //	POST /api/dead-letters/requeue?status=&errorLike=&since=&stage=&dryRun=
 //	                                                        every matching letter (RequeueMatching)
-func (a *DeadLetterAPI) Mount(mount func(pattern string, h http.Handler)) {
-	mount("GET /api/dead-letters", http.HandlerFunc(a.list))
-	mount("GET /api/dead-letters/{orderNo}", http.HandlerFunc(a.get))
-	mount("POST /api/dead-letters/{orderNo}/requeue", http.HandlerFunc(a.requeue))
-	mount("POST /api/dead-letters/requeue", http.HandlerFunc(a.requeueMatching))
-}
-
-// Handler returns the routes on a mux of their own, without a token check
-// (tests, embedding).
-func (a *DeadLetterAPI) Handler() http.Handler {
-	mux := http.NewServeMux()
-	a.Mount(func(p string, h http.Handler) { mux.Handle(p, h) })
-	return mux
+func (s *Server) MountDeadLetters(d *orders.DeadLetters) {
+	a := &deadLetterAPI{d: d, log: s.base.With("component", "api.dead_letters")}
+	s.Handle("GET /api/dead-letters", http.HandlerFunc(a.list))
+	s.Handle("GET /api/dead-letters/{orderNo}", http.HandlerFunc(a.get))
+	s.Handle("POST /api/dead-letters/{orderNo}/requeue", http.HandlerFunc(a.requeue))
+	s.Handle("POST /api/dead-letters/requeue", http.HandlerFunc(a.requeueMatching))
 }
 
 // deadLetterError is every error answer: what is wrong, with which input,
 // and the letter when there is one (a conflict).
 type deadLetterError struct {
-	Error      string      `json:"error"`
-	Field      string      `json:"field,omitempty"`
-	DeadLetter *DeadLetter `json:"deadLetter,omitempty"`
+	Error      string             `json:"error"`
+	Field      string             `json:"field,omitempty"`
+	DeadLetter *orders.DeadLetter `json:"deadLetter,omitempty"`
 }
 
-// DeadLetterList is the answer of GET /api/dead-letters: letters newest
-// first, and the "before" value of the next page (0 when this is the last).
-type DeadLetterList struct {
-	DeadLetters []DeadLetter `json:"deadLetters"`
-	NextBefore  int64        `json:"nextBefore"`
-}
-
-func (a *DeadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *DeadLetter, err error) {
-	var inv *InvalidInputError
+func (a *deadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *orders.DeadLetter, err error) {
+	var inv *orders.InvalidInputError
 	switch {
 	case errors.As(err, &inv):
-		api.WriteJSON(w, http.StatusBadRequest, deadLetterError{Error: inv.Msg, Field: inv.Field})
-	case errors.Is(err, ErrDeadLetterNotFound):
-		api.WriteJSON(w, http.StatusNotFound, deadLetterError{Error: fmt.Sprintf("no %s dead letter for order %q",
+		WriteJSON(w, http.StatusBadRequest, deadLetterError{Error: inv.Msg, Field: inv.Field})
+	case errors.Is(err, orders.ErrDeadLetterNotFound):
+		WriteJSON(w, http.StatusNotFound, deadLetterError{Error: fmt.Sprintf("no %s dead letter for order %q",
 			letterStage(r), r.PathValue("orderNo")), Field: "orderNo"})
-	case errors.Is(err, ErrDeadLetterResolved):
-		api.WriteJSON(w, http.StatusConflict, deadLetterError{Error: err.Error(), DeadLetter: dl})
+	case errors.Is(err, orders.ErrDeadLetterResolved):
+		WriteJSON(w, http.StatusConflict, deadLetterError{Error: err.Error(), DeadLetter: dl})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 	default:
 		a.log.ErrorContext(r.Context(), "dead-letter API", "method", r.Method, "path", r.URL.Path, "err", err)
-		api.WriteError(w, http.StatusInternalServerError, "internal error; see the executor log")
+		WriteError(w, http.StatusInternalServerError, "internal error; see the executor log")
 	}
+}
+
+// invalidInput is an operator input error naming its field, as the domain
+// packages report theirs.
+func invalidInput(field, format string, args ...any) error {
+	return &orders.InvalidInputError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func letterStage(r *http.Request) string {
 	if s := r.URL.Query().Get("stage"); s != "" {
 		return s
 	}
-	return StageClose
+	return orders.StageClose
 }
 
 // onlyQueryParams refuses query parameters other than allowed, so a typo is an
@@ -97,7 +80,7 @@ func onlyQueryParams(w http.ResponseWriter, r *http.Request, allowed ...string) 
 			ok = ok || k == a
 		}
 		if !ok {
-			api.WriteJSON(w, http.StatusBadRequest, deadLetterError{Field: k,
+			WriteJSON(w, http.StatusBadRequest, deadLetterError{Field: k,
 				Error: fmt.Sprintf("unknown query parameter %q (allowed: %v)", k, allowed)})
 			return false
 		}
@@ -105,12 +88,12 @@ func onlyQueryParams(w http.ResponseWriter, r *http.Request, allowed ...string) 
 	return true
 }
 
-func (a *DeadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
+func (a *deadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
 	if !onlyQueryParams(w, r, "status", "stage", "before", "limit") {
 		return
 	}
 	q := r.URL.Query()
-	f := DeadLetterFilter{Status: q.Get("status"), Stage: q.Get("stage")}
+	f := orders.DeadLetterFilter{Status: q.Get("status"), Stage: q.Get("stage")}
 	if v := q.Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -132,17 +115,17 @@ func (a *DeadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, nil, err)
 		return
 	}
-	ans := DeadLetterList{DeadLetters: dls}
+	ans := orders.DeadLetterList{DeadLetters: dls}
 	if f.Limit == 0 {
 		f.Limit = 50
 	}
 	if len(dls) == f.Limit {
 		ans.NextBefore = dls[len(dls)-1].ID
 	}
-	api.WriteJSON(w, http.StatusOK, ans)
+	WriteJSON(w, http.StatusOK, ans)
 }
 
-func (a *DeadLetterAPI) get(w http.ResponseWriter, r *http.Request) {
+func (a *deadLetterAPI) get(w http.ResponseWriter, r *http.Request) {
 	if !onlyQueryParams(w, r, "stage") {
 		return
 	}
@@ -151,10 +134,10 @@ func (a *DeadLetterAPI) get(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, nil, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, dl)
+	WriteJSON(w, http.StatusOK, dl)
 }
 
-func (a *DeadLetterAPI) requeue(w http.ResponseWriter, r *http.Request) {
+func (a *deadLetterAPI) requeue(w http.ResponseWriter, r *http.Request) {
 	if !onlyQueryParams(w, r, "stage") {
 		return
 	}
@@ -164,18 +147,18 @@ func (a *DeadLetterAPI) requeue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.InfoContext(r.Context(), "dead letter requeued", "order_no", dl.OrderNo, "stage", dl.Stage, "attempts", dl.Attempts)
-	api.WriteJSON(w, http.StatusOK, dl)
+	WriteJSON(w, http.StatusOK, dl)
 }
 
 // requeueMatching answers a RequeueResult: {"matched":N,"requeued":N,"dryRun":false}.
-func (a *DeadLetterAPI) requeueMatching(w http.ResponseWriter, r *http.Request) {
+func (a *deadLetterAPI) requeueMatching(w http.ResponseWriter, r *http.Request) {
 	if !onlyQueryParams(w, r, "status", "stage", "errorLike", "since", "dryRun") {
 		return
 	}
 	q := r.URL.Query()
-	f := RequeueFilter{Status: q.Get("status"), Stage: q.Get("stage"), ErrorLike: q.Get("errorLike")}
+	f := orders.RequeueFilter{Status: q.Get("status"), Stage: q.Get("stage"), ErrorLike: q.Get("errorLike")}
 	var err error
-	if f.Since, f.SinceAgo, err = ParseSince(q.Get("since")); err != nil {
+	if f.Since, f.SinceAgo, err = orders.ParseSince(q.Get("since")); err != nil {
 		a.fail(w, r, nil, err)
 		return
 	}
@@ -194,5 +177,5 @@ func (a *DeadLetterAPI) requeueMatching(w http.ResponseWriter, r *http.Request) 
 		a.log.InfoContext(r.Context(), "dead letters requeued", "status", f.Status, "error_like", f.ErrorLike,
 			"since", res.Since, "num_matched", res.Matched, "num_requeued", res.Requeued)
 	}
-	api.WriteJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }

@@ -1,4 +1,4 @@
-package delay
+package api
 
 import (
 	"bytes"
@@ -13,29 +13,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orderjob/executor/internal/api"
+	"github.com/orderjob/executor/delay"
 )
 
-// MaxRequestBytes bounds a registration body.
-const MaxRequestBytes = 128 << 10
+// MaxRegistrationBytes bounds a delayed-task registration body.
+const MaxRegistrationBytes = 128 << 10
 
-// API serves delayed tasks over HTTP on the executor's API port (which adds
-// the token check). Mount it with Mount(srv.Handle).
-type API struct {
-	c   *Client
+// delayAPI serves delayed tasks (delay.Client) as JSON: the order service's
+// registrations and the operator's reads and actions.
+type delayAPI struct {
+	c   *delay.Client
 	log *slog.Logger
 }
 
-// NewAPI builds the HTTP API over c (use Dispatcher.Client, so handler
-// names are checked against the dispatcher's). A nil logger discards.
-func NewAPI(c *Client, log *slog.Logger) *API {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &API{c: c, log: log.With("component", "delay.api")}
-}
-
-// Mount registers the routes with mount (e.g. (*api.Server).Handle):
+// MountDelayTasks mounts the delayed-task routes behind the token check. c
+// should be Dispatcher.Client, so handler names are checked against the
+// dispatcher's:
 //
 //	POST   /api/delay-tasks                     register (201 new, 200 existing)
 //	GET    /api/delay-tasks?status=&handler=&before=&limit=   list, newest first
@@ -44,22 +37,15 @@ func NewAPI(c *Client, log *slog.Logger) *API {
 //	GET    /api/delay-tasks/{bizUuid}           one task
 //	DELETE /api/delay-tasks/{bizUuid}           cancel (409 if RUNNING or DONE)
 //	POST   /api/delay-tasks/{bizUuid}/requeue   requeue a FAILED task
-func (a *API) Mount(mount func(pattern string, h http.Handler)) {
-	mount("POST /api/delay-tasks", http.HandlerFunc(a.register))
-	mount("GET /api/delay-tasks", http.HandlerFunc(a.list))
-	mount("GET /api/delay-tasks/stats", http.HandlerFunc(a.stats))
-	mount("GET /api/delay-tasks/check", http.HandlerFunc(a.check))
-	mount("GET /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.get))
-	mount("DELETE /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.cancel))
-	mount("POST /api/delay-tasks/{bizUuid}/requeue", http.HandlerFunc(a.requeue))
-}
-
-// Handler returns the routes on a mux of their own, without a token check
-// (tests, embedding).
-func (a *API) Handler() http.Handler {
-	mux := http.NewServeMux()
-	a.Mount(func(p string, h http.Handler) { mux.Handle(p, h) })
-	return mux
+func (s *Server) MountDelayTasks(c *delay.Client) {
+	a := &delayAPI{c: c, log: s.base.With("component", "api.delay_tasks")}
+	s.Handle("POST /api/delay-tasks", http.HandlerFunc(a.register))
+	s.Handle("GET /api/delay-tasks", http.HandlerFunc(a.list))
+	s.Handle("GET /api/delay-tasks/stats", http.HandlerFunc(a.stats))
+	s.Handle("GET /api/delay-tasks/check", http.HandlerFunc(a.check))
+	s.Handle("GET /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.get))
+	s.Handle("DELETE /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.cancel))
+	s.Handle("POST /api/delay-tasks/{bizUuid}/requeue", http.HandlerFunc(a.requeue))
 }
 
 // RegisterRequest is the body of POST /api/delay-tasks.
@@ -74,25 +60,25 @@ type RegisterRequest struct {
 
 // errorBody is every error answer: what is wrong, and with which field.
 type errorBody struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
-	Task  *Task  `json:"task,omitempty"`
+	Error string      `json:"error"`
+	Field string      `json:"field,omitempty"`
+	Task  *delay.Task `json:"task,omitempty"`
 }
 
 func writeErr(w http.ResponseWriter, status int, field, msg string) {
-	api.WriteJSON(w, status, errorBody{Error: msg, Field: field})
+	WriteJSON(w, status, errorBody{Error: msg, Field: field})
 }
 
 // fail maps a Client error to an answer.
-func (a *API) fail(w http.ResponseWriter, r *http.Request, t *Task, err error) {
-	var inv *InvalidError
+func (a *delayAPI) fail(w http.ResponseWriter, r *http.Request, t *delay.Task, err error) {
+	var inv *delay.InvalidError
 	switch {
 	case errors.As(err, &inv):
 		writeErr(w, http.StatusBadRequest, inv.Field, inv.Error())
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, delay.ErrNotFound):
 		writeErr(w, http.StatusNotFound, "bizUuid", "no task with bizUuid "+strconv.Quote(r.PathValue("bizUuid")))
-	case errors.Is(err, ErrConflict):
-		api.WriteJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Task: t})
+	case errors.Is(err, delay.ErrConflict):
+		WriteJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Task: t})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 	default:
@@ -101,7 +87,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, t *Task, err error) {
 	}
 }
 
-func (a *API) register(w http.ResponseWriter, r *http.Request) {
+func (a *delayAPI) register(w http.ResponseWriter, r *http.Request) {
 	reg, field, err := decodeRegistration(w, r)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -124,14 +110,14 @@ func (a *API) register(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/api/delay-tasks/"+t.BizUUID)
 	}
 	w.Header().Set("X-Trace-Id", t.TraceID)
-	api.WriteJSON(w, status, t)
+	WriteJSON(w, status, t)
 }
 
 // decodeRegistration reads and checks a body; field names the input at
 // fault.
-func decodeRegistration(w http.ResponseWriter, r *http.Request) (Registration, string, error) {
-	var reg Registration
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registration, string, error) {
+	var reg delay.Registration
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRegistrationBytes))
 	if err != nil {
 		return reg, "", err
 	}
@@ -183,8 +169,8 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (Registration, s
 		if *req.DelayMs < 0 {
 			return reg, "delayMs", fmt.Errorf("delayMs %d is negative", *req.DelayMs)
 		}
-		if *req.DelayMs > MaxDelay.Milliseconds() {
-			return reg, "delayMs", fmt.Errorf("delayMs %d is more than %s", *req.DelayMs, MaxDelay)
+		if *req.DelayMs > delay.MaxDelay.Milliseconds() {
+			return reg, "delayMs", fmt.Errorf("delayMs %d is more than %s", *req.DelayMs, delay.MaxDelay)
 		}
 		reg.Delay = time.Duration(*req.DelayMs) * time.Millisecond
 	default:
@@ -195,8 +181,8 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (Registration, s
 	}
 	if req.MaxRetry != nil {
 		switch m := *req.MaxRetry; {
-		case m < 0 || m > MaxMaxRetry:
-			return reg, "maxRetry", fmt.Errorf("maxRetry %d is not in 0..%d", m, MaxMaxRetry)
+		case m < 0 || m > delay.MaxMaxRetry:
+			return reg, "maxRetry", fmt.Errorf("maxRetry %d is not in 0..%d", m, delay.MaxMaxRetry)
 		case m == 0:
 			reg.MaxRetry = -1 // Registration: negative means none
 		default:
@@ -206,41 +192,41 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (Registration, s
 	return reg, "", nil
 }
 
-func (a *API) get(w http.ResponseWriter, r *http.Request) {
+func (a *delayAPI) get(w http.ResponseWriter, r *http.Request) {
 	t, err := a.c.Get(r.Context(), r.PathValue("bizUuid"))
 	if err != nil {
 		a.fail(w, r, nil, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, t)
+	WriteJSON(w, http.StatusOK, t)
 }
 
-func (a *API) cancel(w http.ResponseWriter, r *http.Request) {
+func (a *delayAPI) cancel(w http.ResponseWriter, r *http.Request) {
 	t, err := a.c.Cancel(r.Context(), r.PathValue("bizUuid"))
 	if err != nil {
 		a.fail(w, r, t, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, t)
+	WriteJSON(w, http.StatusOK, t)
 }
 
-func (a *API) requeue(w http.ResponseWriter, r *http.Request) {
+func (a *delayAPI) requeue(w http.ResponseWriter, r *http.Request) {
 	t, err := a.c.Requeue(r.Context(), r.PathValue("bizUuid"))
 	if err != nil {
 		a.fail(w, r, t, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, t)
+	WriteJSON(w, http.StatusOK, t)
 }
 
 // listAnswer is GET /api/delay-tasks: tasks newest first, and the "before"
 // value of the next page (0 when this is the last).
 type listAnswer struct {
-	Tasks      []*Task `json:"tasks"`
-	NextBefore int64   `json:"nextBefore"`
+	Tasks      []*delay.Task `json:"tasks"`
+	NextBefore int64         `json:"nextBefore"`
 }
 
-func (a *API) list(w http.ResponseWriter, r *http.Request) {
+func (a *delayAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
 		switch k {
@@ -250,7 +236,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f := ListFilter{Status: Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler")}
+	f := delay.ListFilter{Status: delay.Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler")}
 	if v := q.Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -279,19 +265,19 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if len(tasks) == f.Limit {
 		ans.NextBefore = tasks[len(tasks)-1].ID
 	}
-	api.WriteJSON(w, http.StatusOK, ans)
+	WriteJSON(w, http.StatusOK, ans)
 }
 
-func (a *API) stats(w http.ResponseWriter, r *http.Request) {
+func (a *delayAPI) stats(w http.ResponseWriter, r *http.Request) {
 	s, err := a.c.Stats(r.Context())
 	if err != nil {
 		a.fail(w, r, nil, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, s)
+	WriteJSON(w, http.StatusOK, s)
 }
 
-func (a *API) check(w http.ResponseWriter, r *http.Request) {
+func (a *delayAPI) check(w http.ResponseWriter, r *http.Request) {
 	rep, err := a.c.Check(r.Context())
 	if err != nil {
 		a.fail(w, r, nil, err)
@@ -301,5 +287,5 @@ func (a *API) check(w http.ResponseWriter, r *http.Request) {
 	if !rep.OK {
 		status = http.StatusConflict
 	}
-	api.WriteJSON(w, status, rep)
+	WriteJSON(w, status, rep)
 }

@@ -1,4 +1,4 @@
-package delay
+package api
 
 import (
 	"context"
@@ -10,19 +10,89 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/api"
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/redistest"
 )
+
+// delayBundle is one delayed-task test's database and Redis prefix.
+type delayBundle struct {
+	db     *dbtest.DB
+	rdb    *redis.Client
+	prefix string
+}
+
+func setupDelay(t *testing.T) *delayBundle {
+	t.Helper()
+	rdb, prefix := redistest.Client(t)
+	return &delayBundle{db: dbtest.New(t), rdb: rdb, prefix: prefix}
+}
+
+// dispatcher builds a dispatcher with the given handlers, timings small
+// enough for tests and, with cfg, other settings.
+func (b *delayBundle) dispatcher(t *testing.T, handlers map[string]delay.HandlerFunc, cfg func(*delay.Config)) *delay.Dispatcher {
+	t.Helper()
+	c := delay.Config{
+		DB: b.db.DB, Redis: b.rdb, KeyPrefix: b.prefix, Handlers: handlers,
+		RunningTimeout: 5 * time.Second, HandlerTimeout: 2 * time.Second,
+		ReconcileInterval: time.Hour, PollInterval: 20 * time.Millisecond,
+		BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, SweepGrace: time.Millisecond,
+		Workers: 8,
+	}
+	if cfg != nil {
+		cfg(&c)
+	}
+	d, err := delay.NewDispatcher(c)
+	require.NoError(t, err)
+	return d
+}
+
+// start starts d and stops it when the test ends.
+func start(t *testing.T, d *delay.Dispatcher) {
+	t.Helper()
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, d.Stop(ctx))
+	})
+}
+
+func (b *delayBundle) task(t *testing.T, biz string) *delay.Task {
+	t.Helper()
+	c, err := delay.NewClient(delay.ClientConfig{DB: b.db.DB})
+	require.NoError(t, err)
+	tk, err := c.Get(context.Background(), biz)
+	require.NoError(t, err)
+	return tk
+}
+
+func (b *delayBundle) waitStatus(t *testing.T, biz string, want delay.Status) {
+	t.Helper()
+	require.Eventually(t, func() bool { return b.task(t, biz).Status == want },
+		15*time.Second, 10*time.Millisecond, "task %s never reached %s", biz, want)
+}
+
+func (b *delayBundle) countStatus(t *testing.T, st delay.Status) int {
+	t.Helper()
+	var n int
+	require.NoError(t, sqlx.Get(b.db, &n, `SELECT COUNT(*) FROM job_delay_task WHERE status = ?`, string(st)))
+	return n
+}
+
+func noopTask(context.Context, *delay.Task) error { return nil }
 
 // apiServer mounts the API on the real API port (token check, body limit)
 // behind an httptest server.
-func apiServer(t *testing.T, b *testBundle) (*httptest.Server, *Dispatcher) {
+func apiServer(t *testing.T, b *delayBundle) (*httptest.Server, *delay.Dispatcher) {
 	t.Helper()
-	noop := func(context.Context, *Task) error { return nil }
-	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{"noop": noop, OrderTimeoutCloseHandler: noop}))
-	srv := api.New(api.Config{Token: "tok"})
-	NewAPI(d.Client(), b.log).Mount(srv.Handle)
+	d := b.dispatcher(t, map[string]delay.HandlerFunc{"noop": noopTask, delay.OrderTimeoutCloseHandler: noopTask}, nil)
+	srv := New(Config{Token: "tok"})
+	srv.MountDelayTasks(d.Client())
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
@@ -56,7 +126,7 @@ func call(t *testing.T, hs *httptest.Server, method, path, body string) answer {
 
 func TestAPIRegisterGetCancel(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDelay(t)
 	hs, _ := apiServer(t, b)
 
 	body := `{"bizUuid":"order-timeout-1001","handler":"orderTimeoutClose","delayMs":60000,"payload":{"orderNo":"1001"},"maxRetry":5}`
@@ -118,12 +188,12 @@ func TestAPIRegisterGetCancel(t *testing.T) {
 
 func TestAPICancelAfterFiringConflicts(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDelay(t)
 	hs, d := apiServer(t, b)
 	start(t, d)
 	a := call(t, hs, "POST", "/api/delay-tasks", `{"bizUuid":"fired-1","handler":"noop","delayMs":0}`)
 	require.Equal(t, http.StatusCreated, a.status, a.raw)
-	b.waitStatus(t, "fired-1", StatusDone)
+	b.waitStatus(t, "fired-1", delay.StatusDone)
 	c := call(t, hs, "DELETE", "/api/delay-tasks/fired-1", "")
 	require.Equal(t, http.StatusConflict, c.status, c.raw)
 	require.Contains(t, c.body["error"], "DONE")
@@ -132,7 +202,7 @@ func TestAPICancelAfterFiringConflicts(t *testing.T) {
 
 func TestAPIBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupDelay(t)
 	hs, _ := apiServer(t, b)
 	cases := []struct {
 		name, method, path, body string
@@ -156,8 +226,8 @@ func TestAPIBadInput(t *testing.T) {
 		{"bad bizUuid", "POST", "/api/delay-tasks", `{"bizUuid":"a b","handler":"noop","delayMs":1}`, 400, "bizUuid", "characters outside"},
 		{"maxRetry too big", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1,"maxRetry":1000}`, 400, "maxRetry", "not in 0..100"},
 		{"too far ahead", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","executeTime":"2999-01-01T00:00:00Z"}`, 400, "executeTime", "ahead"},
-		{"body too large", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, 413, "", "larger than"},
-		{"body beyond the port limit", "POST", "/api/delay-tasks", `{"payload":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`, 413, "", "larger than"},
+		{"body too large", "POST", "/api/delay-tasks", `{"bizUuid":"a","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", MaxRegistrationBytes) + `"}`, 413, "", "larger than"},
+		{"body beyond the port limit", "POST", "/api/delay-tasks", `{"payload":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, 413, "", "larger than"},
 		{"unknown task", "GET", "/api/delay-tasks/nope", ``, 404, "bizUuid", `no task with bizUuid "nope"`},
 		{"cancel unknown", "DELETE", "/api/delay-tasks/nope", ``, 404, "bizUuid", "no task"},
 		{"list bad status", "GET", "/api/delay-tasks?status=LOST", ``, 400, "status", "not one of"},
@@ -173,15 +243,17 @@ func TestAPIBadInput(t *testing.T) {
 			require.Equal(t, tc.field, a.body["field"], tc.name)
 		}
 	}
-	require.Zero(t, b.countStatus(t, StatusPending), "nothing was registered")
+	require.Zero(t, b.countStatus(t, delay.StatusPending), "nothing was registered")
 }
 
 func TestAPIRegistersWithoutRedis(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	c, err := NewClient(ClientConfig{DB: b.db.DB})
+	b := setupDelay(t)
+	c, err := delay.NewClient(delay.ClientConfig{DB: b.db.DB})
 	require.NoError(t, err)
-	hs := httptest.NewServer(NewAPI(c, nil).Handler())
+	srv := New(Config{Token: "tok"})
+	srv.MountDelayTasks(c)
+	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	a := call(t, hs, "POST", "/api/delay-tasks", `{"bizUuid":"r-1","handler":"anything","delayMs":10}`)
 	require.Equal(t, http.StatusCreated, a.status, a.raw)

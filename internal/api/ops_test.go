@@ -1,0 +1,125 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/orders"
+)
+
+// opsServer serves the outbox and refund APIs over a database with parked
+// and pending outbox events and refunds owed.
+func opsServer(t *testing.T) (*httptest.Server, *dbtest.DB) {
+	t.Helper()
+	db := dbtest.New(t)
+	for _, stmt := range []string{
+		`INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at) VALUES
+			('stock.release', 'O-1', '{}', 't1', 'parked', 1, UTC_TIMESTAMP(3), 'status 410', 'permanent answer: status 410', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3)),
+			('coupon.restore', 'O-1', '{}', 't2', 'parked', 1, UTC_TIMESTAMP(3), 'status 400', 'permanent answer: status 400', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3)),
+			('stock.release', 'O-2', '{}', 't3', 'pending', 0, UTC_TIMESTAMP(3), '', '', NULL, UTC_TIMESTAMP(3))`,
+		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, reason) VALUES
+			('wx-c', 'R-1', 20.00, NOW(3), 'late'), ('unp-d', 'R-1', 19.50, NOW(3), 'late'), ('ali-b', 'R-2', 20.00, NOW(3), 'duplicate')`,
+	} {
+		_, err := db.ExecContext(context.Background(), stmt)
+		require.NoError(t, err, stmt)
+	}
+	s := New(Config{})
+	s.MountOutbox(orders.NewOutbox(db.DB))
+	s.MountRefunds(orders.NewRefunds(db.DB))
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv, db
+}
+
+func callOps(t *testing.T, srv *httptest.Server, method, path, body string, want int, v any) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, bytes.NewBufferString(body))
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, want, resp.StatusCode, path)
+	if v != nil {
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+	}
+}
+
+// The outbox view over HTTP: the parked list, an event, the stats, and
+// requeues, with 404 and 409 where they apply.
+func TestOutboxAPI(t *testing.T) {
+	t.Parallel()
+	srv, _ := opsServer(t)
+	call := func(method, path string, want int, v any) { t.Helper(); callOps(t, srv, method, path, "", want, v) }
+	var l orders.OutboxList
+	call("GET", "/api/outbox/events?status=parked", 200, &l)
+	require.Len(t, l.Events, 2)
+	for _, e := range l.Events {
+		require.True(t, strings.HasPrefix(e.ParkReason, "permanent answer: status 4"), e.ParkReason)
+	}
+	var s orders.OutboxStats
+	call("GET", "/api/outbox/stats", 200, &s)
+	require.Equal(t, 2, s.Parked)
+	id := strconv.FormatInt(l.Events[0].ID, 10)
+	var e orders.OutboxEvent
+	call("POST", "/api/outbox/events/"+id+"/requeue", 200, &e)
+	require.Equal(t, "pending", e.Status)
+	var conflict struct {
+		Error   string             `json:"error"`
+		Subject orders.OutboxEvent `json:"subject"`
+	}
+	call("POST", "/api/outbox/events/"+id+"/requeue", 409, &conflict)
+	require.Equal(t, l.Events[0].ID, conflict.Subject.ID)
+	call("GET", "/api/outbox/events/99999999", 404, nil)
+	call("GET", "/api/outbox/events/x", 400, nil)
+	call("GET", "/api/outbox/events?status=lost", 400, nil)
+	call("GET", "/api/outbox/events?colour=blue", 400, nil)
+	var res orders.OutboxRequeueResult
+	call("POST", "/api/outbox/requeue", 200, &res)
+	require.Equal(t, 1, res.Requeued)
+}
+
+// The refunds view over HTTP: the summary, the list, one, and recording a
+// refund (with who: "api" unless the body says).
+func TestRefundAPI(t *testing.T) {
+	t.Parallel()
+	srv, _ := opsServer(t)
+	call := func(method, path, body string, want int, v any) { t.Helper(); callOps(t, srv, method, path, body, want, v) }
+	var summary struct {
+		Count  int    `json:"count"`
+		Amount string `json:"amount"`
+	}
+	call("GET", "/api/refunds/summary", "", 200, &summary)
+	require.Equal(t, 3, summary.Count)
+	require.Equal(t, "59.50", summary.Amount)
+	var list struct {
+		Conflicts []struct {
+			PaymentID string `json:"paymentId"`
+		} `json:"conflicts"`
+	}
+	call("GET", "/api/refunds?status=owed", "", 200, &list)
+	require.Len(t, list.Conflicts, 3)
+	var p struct {
+		RefundStatus string `json:"refundStatus"`
+		RefundedBy   string `json:"refundedBy"`
+		RefundNote   string `json:"refundNote"`
+	}
+	call("POST", "/api/refunds/ali-b/refunded", `{"note":"refund 9002"}`, 200, &p)
+	require.Equal(t, "refunded", p.RefundStatus)
+	require.Equal(t, "api", p.RefundedBy)
+	call("POST", "/api/refunds/wx-c/refunded", `{"note":"refund 9003","by":"finance-bot"}`, 200, &p)
+	require.Equal(t, "finance-bot", p.RefundedBy)
+	call("POST", "/api/refunds/ali-b/refunded", `{}`, 409, nil)
+	call("POST", "/api/refunds/zzz/refunded", ``, 404, nil)
+	call("POST", "/api/refunds/unp-d/refunded", `{"colour":"blue"}`, 400, nil)
+	call("GET", "/api/refunds?status=lost", "", 400, nil)
+	call("GET", "/api/refunds/unp-d", "", 200, nil)
+}

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/orderjob/executor/orders"
+)
+
+// outboxAPI serves the outbox view (orders.Outbox) as JSON.
+type outboxAPI struct {
+	o   *orders.Outbox
+	log *slog.Logger
+}
+
+// MountOutbox mounts the outbox routes behind the token check:
+//
+//	GET  /api/outbox/events?status=&eventType=&orderNo=&before=&limit=   list, newest first
+//	GET  /api/outbox/events/{id}                                         one event
+//	GET  /api/outbox/stats                                               pending, oldest pending age, parked
+//	POST /api/outbox/events/{id}/requeue                                 parked → pending, due now
+//	POST /api/outbox/requeue?eventType=                                  every parked event → pending
+func (s *Server) MountOutbox(o *orders.Outbox) {
+	a := &outboxAPI{o: o, log: s.base.With("component", "api.outbox")}
+	s.Handle("GET /api/outbox/events", http.HandlerFunc(a.list))
+	s.Handle("GET /api/outbox/events/{id}", http.HandlerFunc(a.get))
+	s.Handle("GET /api/outbox/stats", http.HandlerFunc(a.stats))
+	s.Handle("POST /api/outbox/events/{id}/requeue", http.HandlerFunc(a.requeue))
+	s.Handle("POST /api/outbox/requeue", http.HandlerFunc(a.requeueAll))
+}
+
+func (a *outboxAPI) fail(w http.ResponseWriter, r *http.Request, err error, ev *orders.OutboxEvent) {
+	opsFail(w, r, a.log, err, orders.ErrOutboxEventNotFound, orders.ErrOutboxNotParked, ev)
+}
+
+func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
+	if !onlyQueryParams(w, r, "status", "eventType", "orderNo", "before", "limit") {
+		return
+	}
+	q := r.URL.Query()
+	before, limit, err := pageParams(q)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	l, err := a.o.List(r.Context(), orders.OutboxFilter{Status: q.Get("status"), EventType: q.Get("eventType"),
+		OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	WriteJSON(w, http.StatusOK, l)
+}
+
+func (a *outboxAPI) get(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err == nil {
+		var ev *orders.OutboxEvent
+		if ev, err = a.o.Get(r.Context(), id); err == nil {
+			WriteJSON(w, http.StatusOK, ev)
+			return
+		}
+	}
+	a.fail(w, r, err, nil)
+}
+
+func (a *outboxAPI) stats(w http.ResponseWriter, r *http.Request) {
+	s, err := a.o.Stats(r.Context())
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	WriteJSON(w, http.StatusOK, s)
+}
+
+func (a *outboxAPI) requeue(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	ev, err := a.o.Requeue(r.Context(), id)
+	if err != nil {
+		a.fail(w, r, err, ev)
+		return
+	}
+	a.log.InfoContext(r.Context(), "outbox event requeued", "outbox_id", ev.ID, "order_no", ev.OrderNo, "event_type", ev.EventType)
+	WriteJSON(w, http.StatusOK, ev)
+}
+
+func (a *outboxAPI) requeueAll(w http.ResponseWriter, r *http.Request) {
+	if !onlyQueryParams(w, r, "eventType") {
+		return
+	}
+	n, err := a.o.RequeueParked(r.Context(), r.URL.Query().Get("eventType"))
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	a.log.InfoContext(r.Context(), "parked outbox events requeued", "num_requeued", n)
+	WriteJSON(w, http.StatusOK, orders.OutboxRequeueResult{Requeued: n})
+}

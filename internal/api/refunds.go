@@ -1,0 +1,94 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/orderjob/executor/orders"
+)
+
+// refundAPI serves the refunds view (orders.Refunds) as JSON.
+type refundAPI struct {
+	r   *orders.Refunds
+	log *slog.Logger
+}
+
+// MountRefunds mounts the refund routes behind the token check:
+//
+//	GET  /api/refunds?status=owed|refunded&orderNo=&before=&limit=   payment conflicts, newest first
+//	GET  /api/refunds/summary                                        refunds owed: count, amount, oldest
+//	GET  /api/refunds/{paymentId}                                    one
+//	POST /api/refunds/{paymentId}/refunded   {"note": "...", "by": "..."}   record the refund
+func (s *Server) MountRefunds(r *orders.Refunds) {
+	a := &refundAPI{r: r, log: s.base.With("component", "api.refunds")}
+	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
+	s.Handle("GET /api/refunds/summary", http.HandlerFunc(a.summary))
+	s.Handle("GET /api/refunds/{paymentId}", http.HandlerFunc(a.get))
+	s.Handle("POST /api/refunds/{paymentId}/refunded", http.HandlerFunc(a.refunded))
+}
+
+func (a *refundAPI) fail(w http.ResponseWriter, r *http.Request, err error, p *orders.PaymentConflict) {
+	opsFail(w, r, a.log, err, orders.ErrRefundNotFound, orders.ErrRefundDone, p)
+}
+
+func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {
+	if !onlyQueryParams(w, r, "status", "orderNo", "before", "limit") {
+		return
+	}
+	q := r.URL.Query()
+	before, limit, err := pageParams(q)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	l, err := a.r.List(r.Context(), orders.RefundFilter{Status: q.Get("status"), OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	WriteJSON(w, http.StatusOK, l)
+}
+
+func (a *refundAPI) summary(w http.ResponseWriter, r *http.Request) {
+	s, err := a.r.Owed(r.Context())
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	WriteJSON(w, http.StatusOK, s)
+}
+
+func (a *refundAPI) get(w http.ResponseWriter, r *http.Request) {
+	p, err := a.r.Get(r.Context(), r.PathValue("paymentId"))
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	WriteJSON(w, http.StatusOK, p)
+}
+
+// refundNote is the body of POST /api/refunds/{paymentId}/refunded: a note
+// and who records the refund (default "api": the API's token is shared,
+// it names no one).
+type refundNote struct {
+	Note string `json:"note"`
+	By   string `json:"by"`
+}
+
+func (a *refundAPI) refunded(w http.ResponseWriter, r *http.Request) {
+	var body refundNote
+	if err := readBody(r, &body); err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	if body.By == "" {
+		body.By = "api"
+	}
+	p, err := a.r.MarkRefunded(r.Context(), r.PathValue("paymentId"), body.Note, body.By)
+	if err != nil {
+		a.fail(w, r, err, p)
+		return
+	}
+	a.log.InfoContext(r.Context(), "refund recorded", "payment_id", p.PaymentID, "order_no", p.OrderNo, "amount", p.Amount, "by", p.RefundedBy)
+	WriteJSON(w, http.StatusOK, p)
+}
