@@ -120,6 +120,10 @@ type API struct {
 	Token       string `yaml:"token" env:"EXECUTOR_API_TOKEN" secret:"true" doc:"token required on the API port except /healthz, /readyz, /metrics; empty disables the check (loud warning)"`
 	TokenHeader string `yaml:"tokenHeader" env:"EXECUTOR_API_TOKEN_HEADER" default:"X-Executor-Token" doc:"header carrying the API token"`
 	Pprof       bool   `yaml:"pprof" env:"EXECUTOR_API_PPROF" default:"false" doc:"serve Go pprof under /debug/pprof/ (token protected)"`
+	// The operator console under /console/ (docs/console.md).
+	Console        bool          `yaml:"console" env:"EXECUTOR_API_CONSOLE" default:"true" doc:"serve the operator console under /console/; it stays off (and says why) without consoleTokens"`
+	ConsoleTokens  []string      `yaml:"consoleTokens" env:"EXECUTOR_API_CONSOLE_TOKENS" secret:"true" doc:"console operators' personal sign-in tokens as name:token (token at least 16 characters), comma-separated; the name is recorded with every action"`
+	ConsoleSession time.Duration `yaml:"consoleSession" env:"EXECUTOR_API_CONSOLE_SESSION" default:"8h" doc:"how long a console sign-in lasts (5m..168h)"`
 }
 
 // Log is `log`: the process log (run logs are separate, under logpath).
@@ -178,6 +182,7 @@ type OrderClose struct {
 	LockKeyPrefix string        `yaml:"lockKeyPrefix" env:"ORDER_CLOSE_LOCK_KEY_PREFIX" doc:"prefix before order:close:{orderNo} lock keys"`
 	LockTTL       time.Duration `yaml:"lockTTL" env:"ORDER_CLOSE_LOCK_TTL" default:"10s" doc:"per-order lock expiry; well above a page's close transaction"`
 	PageSize      int           `yaml:"pageSize" env:"ORDER_CLOSE_PAGE_SIZE" default:"500" doc:"orders per scan page and close batch (job param pageSize overrides)"`
+	RunRetention  time.Duration `yaml:"runRetention" env:"ORDER_CLOSE_RUN_RETENTION" default:"168h" doc:"records of close runs (order_close_run, the console's history) older than this are deleted"`
 }
 
 // Delay is `delay`: durable delayed tasks and their dispatcher.

@@ -94,6 +94,7 @@ func (c *Config) validate() []error {
 	if c.API.TokenHeader == "" {
 		bad("api.tokenHeader: must not be empty")
 	}
+	p = append(p, c.API.consoleProblems()...)
 	if _, err := ParseLevel(c.Log.Level); err != nil {
 		bad("log.level: %v", err)
 	}
@@ -112,6 +113,9 @@ func (c *Config) validate() []error {
 	}
 	if c.Order.Close.LockTTL < time.Second {
 		bad("order.close.lockTTL: %s is below 1s", c.Order.Close.LockTTL)
+	}
+	if r := c.Order.Close.RunRetention; r < time.Hour {
+		bad("order.close.runRetention: %s is below 1h", r)
 	}
 	if ps := c.Order.Close.PageSize; ps < 1 || ps > 5000 {
 		bad("order.close.pageSize: %d is outside 1..5000", ps)

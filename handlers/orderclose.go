@@ -53,6 +53,7 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 			return err
 		}
 		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
+		opt.Source = runSource(req)
 		if opt, err = c.Effective(opt); err != nil {
 			return err
 		}
@@ -90,6 +91,15 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 		req.SetResult(summary)
 		return nil
 	})
+}
+
+// runSource says in the run's record what started it: the admin's log id
+// (the run's log in the admin UI), or a run without the admin.
+func runSource(req *xxljob.Request) string {
+	if req.LogID > 0 {
+		return fmt.Sprintf("xxl-job log %d", req.LogID)
+	}
+	return "executor run"
 }
 
 // stopped reports a run that an error stopped: the error, and what to do

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -52,6 +53,11 @@ type CloserConfig struct {
 	// Observer receives page counts and close lateness for metrics. nil:
 	// none.
 	Observer Observer
+	// RunRetention is how long the record of each Run (order_close_run)
+	// is kept; each run deletes a few older ones. Default 7 days.
+	RunRetention time.Duration
+	// Host is recorded with each run. Default: the host name.
+	Host string
 }
 
 // Closer closes unpaid orders whose payment timeout has passed: the sweep
@@ -86,6 +92,13 @@ func NewCloser(db *sqlx.DB, locker *Locker, cfg CloserConfig) (*Closer, error) {
 	}
 	cfg.LockAttempts = cmp.Or(cfg.LockAttempts, 3)
 	cfg.CommitMargin = cmp.Or(cfg.CommitMargin, 200*time.Millisecond)
+	cfg.RunRetention = cmp.Or(cfg.RunRetention, DefaultRunRetention)
+	if cfg.RunRetention < time.Hour {
+		return nil, fmt.Errorf("orders: run retention %s is below 1h", cfg.RunRetention)
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
 	if err := cfg.fillExtensions(); err != nil {
 		return nil, err
 	}
@@ -126,6 +139,9 @@ type RunOptions struct {
 	DryRun bool
 	// Progress, if set, is called after each page, on the run's goroutine.
 	Progress func(PageStats)
+	// Source says in the run's record what started it (e.g. "xxl-job log
+	// 1234", "executor run"); at most 64 bytes.
+	Source string
 }
 
 // PageStats is what one page did; the counts are this page's.
@@ -161,6 +177,9 @@ type RunStats struct {
 	TradeErr      error // first error behind TradeErrors
 	Pages         int   // scan pages read
 	DryRun        bool
+	// MaxLateness is the largest close time minus deadline among the
+	// orders closed: how late the run was for the most overdue order.
+	MaxLateness time.Duration
 }
 
 // String renders the fixed summary line:
@@ -182,6 +201,7 @@ func (s *RunStats) add(p pageResult) {
 	s.Contended += p.contended
 	s.TradePaid += p.tradePaid
 	s.TradeErrors += p.tradeErrors
+	s.MaxLateness = max(s.MaxLateness, p.maxLate)
 	if s.TradeErr == nil {
 		s.TradeErr = p.tradeErr
 	}
@@ -243,6 +263,7 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 
 	err = c.closePages(ctx, opt, clock, pace, pages, &st, start)
 	st.Elapsed = time.Since(start)
+	c.recordRun(ctx, opt, dbNow, st, err)
 	if err != nil {
 		return st, err
 	}

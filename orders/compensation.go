@@ -17,8 +17,9 @@ type pageResult struct {
 	closed, paid, locked, deadLettered, gone, notDue int
 	lockErrors, leaseLost, contended                 int
 	lockErr                                          error
-	tradePaid, tradeErrors                           int   // payment step: already paid; call failed
-	tradeErr                                         error // first error behind tradeErrors
+	tradePaid, tradeErrors                           int           // payment step: already paid; call failed
+	tradeErr                                         error         // first error behind tradeErrors
+	maxLate                                          time.Duration // the latest close of the page (close time - deadline)
 
 	detail *pageDetail // per-order outcomes for CloseOrders; nil for Run
 }
@@ -101,6 +102,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			continue
 		case err == nil:
 			c.observeClosed(ctx, tr.late)
+			res.maxLate = max(res.maxLate, tr.maxLate)
 			for no, o := range tr.outcomes {
 				res.count(o)
 				res.detail.set(no, o)
@@ -170,10 +172,12 @@ type oneResult struct {
 	cause     error // why it was dead-lettered, or why its rows stayed contended
 	leaseLost bool
 	contended bool // skipped: its rows stayed locked by other transactions
+	late      time.Duration
 }
 
 func (p *pageResult) add(o oneResult) {
 	p.count(o.outcome)
+	p.maxLate = max(p.maxLate, o.late)
 	if o.leaseLost {
 		p.leaseLost++
 	}
@@ -196,7 +200,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease 
 		switch {
 		case err == nil:
 			c.observeClosed(ctx, tr.late)
-			return oneResult{outcome: tr.outcomes[r.OrderNo]}, nil
+			return oneResult{outcome: tr.outcomes[r.OrderNo], late: tr.maxLate}, nil
 		case leaseRanOut(err, lease):
 			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
 			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}, nil
@@ -234,6 +238,7 @@ type txResult struct {
 	outcomes map[string]Outcome // every order handled (closed or skipped)
 	bad      map[string]error   // orders left out because their data is wrong (batch mode)
 	late     []time.Duration    // lateness of the closed orders, for the Observer (nil without one)
+	maxLate  time.Duration      // the largest lateness among them, for the run record
 }
 
 // candidate is an order being closed in a transaction, with its lines.
@@ -420,6 +425,9 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		return tr, ErrLeaseExpired
 	}
 	tr.late = c.lateness(good, closeTime)
+	for _, cd := range good {
+		tr.maxLate = max(tr.maxLate, closeTime.Sub(cd.deadline()))
+	}
 	for _, no := range goodNos {
 		tr.outcomes[no] = OutcomeClosed
 	}

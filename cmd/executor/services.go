@@ -70,6 +70,7 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 		TradeCloser:  ext.tradeCloser,
 		Compensation: ext.compensation,
 		Observer:     o.orders,
+		RunRetention: cfg.Order.Close.RunRetention,
 		// deadLetterRetryJob and the close sweep share the retry policy.
 		DeadLetterBackoff: orders.DeadLetterBackoff{Base: cfg.Order.DeadLetter.BaseBackoff,
 			Max: cfg.Order.DeadLetter.MaxBackoff, ParkAfter: cfg.Order.DeadLetter.MaxAttempts},

@@ -1,0 +1,86 @@
+package orders_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/orders"
+)
+
+// Every run leaves its record, with the summary line, the counts and how
+// late it was; the view reads it back, adds up the last hour, and a run
+// deletes records past the retention.
+func TestCloseRunRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{Host: "host-1"}))
+	b.seed(t, orders.DemoSpec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
+	_, err := b.db.Exec(`UPDATE order_info SET create_time = NOW() - INTERVAL 3 HOUR WHERE status = 0 AND id % 7 = 0
+		AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()`)
+	require.NoError(t, err)
+	// An expired record, and one within the retention.
+	_, err = b.db.Exec(`INSERT INTO order_close_run (started_at, finished_at, result) VALUES
+		(NOW(3) - INTERVAL 9 DAY, NOW(3) - INTERVAL 9 DAY, 'old'), (NOW(3) - INTERVAL 2 HOUR, NOW(3) - INTERVAL 2 HOUR, 'kept')`)
+	require.NoError(t, err)
+
+	due := b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()`)
+	require.Positive(t, due)
+	st := b.run(t, orders.RunOptions{Source: "test run"})
+	require.Equal(t, due, st.Closed)
+	require.GreaterOrEqual(t, st.MaxLateness, 2*time.Hour, "the orders aged by 3 hours were 2.5 hours late")
+	dry := b.run(t, orders.RunOptions{DryRun: true, ShardIndex: 1, ShardTotal: 2})
+	require.Zero(t, dry.Closed)
+
+	runs, err := orders.NewCloseRuns(b.db.DB).Recent(b.ctx, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 3, "the expired record is gone")
+	last, first := runs[0], runs[1]
+	require.True(t, last.DryRun)
+	require.Equal(t, 1, last.ShardIndex)
+	require.Equal(t, 2, last.ShardTotal)
+	require.Equal(t, "test run", first.Source)
+	require.Equal(t, "host-1", first.Host)
+	require.Equal(t, due, first.Scanned)
+	require.Equal(t, due, first.Closed)
+	require.Equal(t, st.String(), first.Result)
+	require.Empty(t, first.Error)
+	require.False(t, first.Failed())
+	require.Equal(t, st.MaxLateness.Milliseconds(), first.MaxLatenessMs)
+	require.False(t, first.FinishedAt.Before(first.StartedAt))
+	require.Equal(t, "kept", runs[2].Result)
+
+	older, err := orders.NewCloseRuns(b.db.DB).Recent(b.ctx, runs[1].ID, 10)
+	require.NoError(t, err)
+	require.Len(t, older, 1)
+
+	sum, err := orders.NewCloseRuns(b.db.DB).Summary(b.ctx, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, 2, sum.Runs)
+	require.Equal(t, due, sum.Closed)
+	require.Zero(t, sum.Failed)
+	require.Equal(t, st.MaxLateness.Truncate(time.Millisecond), sum.MaxLateness)
+	require.False(t, sum.Capped)
+
+	_, err = orders.NewCloseRuns(b.db.DB).Recent(b.ctx, 0, 0)
+	var inv *orders.InvalidInputError
+	require.ErrorAs(t, err, &inv)
+	require.Equal(t, "limit", inv.Field)
+}
+
+// A run stopped by an error is recorded with it, and counts as failed.
+func TestCloseRunRecordsError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, orders.DemoSpec{Orders: 10, DueFraction: 1})
+	_, err := b.db.Exec(`RENAME TABLE order_close_log TO order_close_log_gone`)
+	require.NoError(t, err)
+	_, err = b.closer.Run(b.ctx, orders.RunOptions{})
+	require.Error(t, err)
+	runs, err := orders.NewCloseRuns(b.db.DB).Recent(b.ctx, 0, 1)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Contains(t, runs[0].Error, "order_close_log")
+	require.True(t, runs[0].Failed())
+	require.Zero(t, runs[0].Closed)
+}

@@ -1,0 +1,111 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL of the close-run records (order_close_run): the
+// insert every Run ends with, the retention purge, and the operator's
+// reads. None of them touches another table or takes a lock beyond the
+// rows it writes.
+
+const closeRunColumns = `id, started_at, finished_at, host, source, shard_index, shard_total, dry_run, scanned,
+	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error`
+
+// insertCloseRunSQL records one finished run; finished_at is the database
+// clock now. Named parameters are CloseRun's db tags.
+const insertCloseRunSQL = `
+INSERT INTO order_close_run (started_at, finished_at, host, source, shard_index, shard_total, dry_run, scanned,
+	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error)
+VALUES (:started_at, NOW(3), :host, :source, :shard_index, :shard_total, :dry_run, :scanned,
+	:closed, :skipped_paid, :skipped_locked, :dead_lettered, :lock_errors, :trade_errors, :max_lateness_ms, :result, :error)`
+
+func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r CloseRun) error {
+	if _, err := sqlx.NamedExecContext(ctx, e, insertCloseRunSQL, r); err != nil {
+		return fmt.Errorf("record close run: %w", err)
+	}
+	return nil
+}
+
+// expiredCloseRunsSQL finds the oldest records past the retention.
+//
+// Params: retention (microseconds), limit. A range of idx_finished_at from
+// its start; no locks. The ids are then deleted by primary key.
+const expiredCloseRunsSQL = `
+SELECT id FROM order_close_run FORCE INDEX (idx_finished_at)
+WHERE finished_at < NOW(3) - INTERVAL ? MICROSECOND
+ORDER BY finished_at
+LIMIT ?`
+
+// deleteCloseRunsSQL deletes the listed records (literal id list) through
+// the primary key.
+const deleteCloseRunsSQL = `DELETE FROM order_close_run WHERE id IN (%s)`
+
+func (store) purgeCloseRuns(ctx context.Context, e sqlx.ExtContext, retention time.Duration, limit int) error {
+	var ids []int64
+	if err := sqlx.SelectContext(ctx, e, &ids, expiredCloseRunsSQL, retention.Microseconds(), limit); err != nil {
+		return fmt.Errorf("find expired close runs: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := e.ExecContext(ctx, fmt.Sprintf(deleteCloseRunsSQL, intList(ids))); err != nil {
+		return fmt.Errorf("delete %d expired close runs: %w", len(ids), err)
+	}
+	return nil
+}
+
+// recentCloseRunsSQL reads a page of records newest first.
+//
+// Params: before id (exclusive), limit. A backwards range of the primary
+// key; no locks.
+const recentCloseRunsSQL = `SELECT ` + closeRunColumns + ` FROM order_close_run FORCE INDEX (PRIMARY)
+WHERE id < ? ORDER BY id DESC LIMIT ?`
+
+func (store) recentCloseRuns(ctx context.Context, q sqlx.QueryerContext, beforeID int64, limit int) ([]CloseRun, error) {
+	if beforeID <= 0 {
+		beforeID = math.MaxInt64
+	}
+	runs := []CloseRun{}
+	if err := sqlx.SelectContext(ctx, q, &runs, recentCloseRunsSQL, beforeID, limit); err != nil {
+		return nil, fmt.Errorf("read close runs: %w", err)
+	}
+	return runs, nil
+}
+
+// summarizeCloseRunsSQL adds up the newest records of a window.
+//
+// Params: window (microseconds), cap. A backwards range of idx_finished_at
+// over the window, at most cap rows (one primary-key lookup each); no
+// locks.
+const summarizeCloseRunsSQL = `
+SELECT COUNT(*) AS runs, COALESCE(SUM(t.error <> '' OR t.dead_lettered > 0), 0) AS failed,
+       COALESCE(SUM(t.closed), 0) AS closed, COALESCE(SUM(t.dead_lettered), 0) AS dead_lettered,
+       COALESCE(MAX(t.max_lateness_ms), 0) AS max_lateness_ms
+FROM (
+  SELECT error, dead_lettered, closed, max_lateness_ms
+  FROM order_close_run FORCE INDEX (idx_finished_at)
+  WHERE finished_at >= NOW(3) - INTERVAL ? MICROSECOND
+  ORDER BY finished_at DESC
+  LIMIT ?
+) t`
+
+func (store) summarizeCloseRuns(ctx context.Context, q sqlx.QueryerContext, window time.Duration, limit int) (CloseRunSummary, error) {
+	var r struct {
+		Runs         int   `db:"runs"`
+		Failed       int   `db:"failed"`
+		Closed       int   `db:"closed"`
+		DeadLettered int   `db:"dead_lettered"`
+		MaxLateMs    int64 `db:"max_lateness_ms"`
+	}
+	if err := sqlx.GetContext(ctx, q, &r, summarizeCloseRunsSQL, window.Microseconds(), limit); err != nil {
+		return CloseRunSummary{}, fmt.Errorf("add up close runs: %w", err)
+	}
+	return CloseRunSummary{Runs: r.Runs, Failed: r.Failed, Closed: r.Closed, DeadLettered: r.DeadLettered,
+		MaxLateness: time.Duration(r.MaxLateMs) * time.Millisecond, Capped: r.Runs >= limit}, nil
+}
