@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -569,4 +570,124 @@ func execOne(ctx context.Context, ext sqlx.ExecerContext, query string, args ...
 		return false, err
 	}
 	return n == 1, nil
+}
+
+// selectByTraceID reads one task through uk_trace_id.
+const selectByTraceID = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (uk_trace_id) WHERE trace_id = ?`
+
+func storeGetByTrace(ctx context.Context, q sqlx.QueryerContext, traceID string) (*Task, error) {
+	var t Task
+	if err := sqlx.GetContext(ctx, q, &t, selectByTraceID, traceID); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("read task with trace id %s: %w", traceID, err)
+	}
+	t.normalize()
+	return &t, nil
+}
+
+// The operator's task lists read a window of keys, the handler filter
+// ("" for any; params: handler, handler) evaluated on each row: newest id
+// first over the primary key (params: filter, cursor id, window), or, for
+// one status, most recently changed first over idx_status_updated
+// (status, updated_at, id) (params: filter, status, cursor updated_at,
+// cursor updated_at, cursor id, window). No locks; up to window keys.
+const (
+	taskWindowByID = `SELECT id, updated_at, (? = '' OR handler = ?) AS hit
+	FROM job_delay_task FORCE INDEX (PRIMARY)
+	WHERE id < ? ORDER BY id DESC LIMIT ?`
+	taskWindowByStatus = `SELECT id, updated_at, (? = '' OR handler = ?) AS hit
+	FROM job_delay_task FORCE INDEX (idx_status_updated)
+	WHERE status = ? AND (updated_at < ? OR (updated_at = ? AND id < ?))
+	ORDER BY updated_at DESC, id DESC LIMIT ?`
+)
+
+func storeTaskWindow(ctx context.Context, q sqlx.QueryerContext, f TaskQuery, window int) ([]taskWindowKey, error) {
+	var keys []taskWindowKey
+	var err error
+	if f.Status == "" {
+		before := f.After.ID
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		err = sqlx.SelectContext(ctx, q, &keys, taskWindowByID, f.Handler, f.Handler, before, window)
+	} else {
+		at, id := "9999-12-31 00:00:00.000", int64(math.MaxInt64)
+		if !f.After.IsZero() {
+			at, id = dbTime(f.After.At), f.After.ID
+		}
+		err = sqlx.SelectContext(ctx, q, &keys, taskWindowByStatus, f.Handler, f.Handler, string(f.Status), at, at, id, window)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return keys, nil
+}
+
+// selectTasksByID reads listed tasks through the primary key.
+const selectTasksByID = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (PRIMARY) WHERE id IN (?)`
+
+func storeTasksByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]*Task, error) {
+	tasks := []*Task{}
+	if len(ids) == 0 {
+		return tasks, nil
+	}
+	query, args, err := sqlx.In(selectTasksByID, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := sqlx.SelectContext(ctx, q, &tasks, query, args...); err != nil {
+		return nil, fmt.Errorf("read %d tasks: %w", len(ids), err)
+	}
+	for _, t := range tasks {
+		t.normalize()
+	}
+	return tasks, nil
+}
+
+// Bounded counts for Tallies, each at most a cap of index entries, no
+// locks: tasks of one status (idx_status_updated; params: status, cap),
+// PENDING and due (idx_status_next_attempt; params: now, cap) with the
+// oldest due time, RUNNING since before a time (idx_status_updated;
+// params: before, cap).
+const (
+	countStatusCapped = `SELECT COUNT(*) FROM (
+		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_updated) WHERE status = ? LIMIT ?) t`
+	countDueCapped = `SELECT COUNT(*) AS n, MIN(t.next_attempt_time) AS oldest FROM (
+		SELECT next_attempt_time FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
+		WHERE status = 'PENDING' AND next_attempt_time <= ? ORDER BY next_attempt_time LIMIT ?) t`
+	countStuckCapped = `SELECT COUNT(*) FROM (
+		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_updated)
+		WHERE status = 'RUNNING' AND updated_at < ? LIMIT ?) t`
+)
+
+func storeCountStatus(ctx context.Context, q sqlx.QueryerContext, st Status, limit int) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, q, &n, countStatusCapped, string(st), limit); err != nil {
+		return 0, fmt.Errorf("count %s tasks: %w", st, err)
+	}
+	return n, nil
+}
+
+func storeCountDue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, time.Time, error) {
+	var r struct {
+		N      int          `db:"n"`
+		Oldest sql.NullTime `db:"oldest"`
+	}
+	if err := sqlx.GetContext(ctx, q, &r, countDueCapped, dbTime(now), limit); err != nil {
+		return 0, time.Time{}, fmt.Errorf("count due tasks: %w", err)
+	}
+	if !r.Oldest.Valid {
+		return r.N, time.Time{}, nil
+	}
+	return r.N, utcWall(r.Oldest.Time), nil
+}
+
+func storeCountStuck(ctx context.Context, q sqlx.QueryerContext, before time.Time, limit int) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, q, &n, countStuckCapped, dbTime(before), limit); err != nil {
+		return 0, fmt.Errorf("count stuck tasks: %w", err)
+	}
+	return n, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -244,4 +245,117 @@ func (store) requeueLetters(ctx context.Context, e sqlx.ExecerContext, f Requeue
 		return 0, fmt.Errorf("requeue %d dead letters: %w", len(ids), err)
 	}
 	return res.RowsAffected()
+}
+
+// letterHit is the row filter of a letter list's search window: the stage
+// and the error text ("" for any). Params: stage, stage, text, text.
+const letterHit = `(? = '' OR stage = ?) AND (? = '' OR last_error LIKE CONCAT('%', ?, '%'))`
+
+// letterWindowByIDSQL is a letter list's search window without a status:
+// newest id first from the cursor.
+//
+// Params: the row filter's four, cursor id (exclusive), window. A
+// backwards range of the primary key, the filter evaluated on each row
+// read; no locks. Returns up to window keys.
+const letterWindowByIDSQL = `
+SELECT id, updated_at, ` + letterHit + ` AS hit
+FROM order_dead_letter FORCE INDEX (PRIMARY)
+WHERE id < ?
+ORDER BY id DESC
+LIMIT ?`
+
+// letterWindowByStatusSQL is a letter list's search window over one
+// status: most recently changed first from the cursor, within the time
+// range.
+//
+// Params: the row filter's four, status, since, until, cursor updated_at,
+// cursor updated_at, cursor id, window. A backwards range of
+// idx_status_updated (status, updated_at, id), the filter evaluated on the
+// row behind each entry; no locks. Returns up to window keys.
+const letterWindowByStatusSQL = `
+SELECT id, updated_at, ` + letterHit + ` AS hit
+FROM order_dead_letter FORCE INDEX (idx_status_updated)
+WHERE status = ? AND updated_at >= ? AND updated_at < ?
+  AND (updated_at < ? OR (updated_at = ? AND id < ?))
+ORDER BY updated_at DESC, id DESC
+LIMIT ?`
+
+// listEnd is the open upper end of a time range or a cursor.
+var listEnd = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f DeadLetterQuery, window int) ([]letterWindowKey, error) {
+	hit := []any{f.Stage, f.Stage, f.ErrorLike, f.ErrorLike}
+	var keys []letterWindowKey
+	var err error
+	if f.Status == "" {
+		before := f.After.ID
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		err = sqlx.SelectContext(ctx, q, &keys, letterWindowByIDSQL, append(hit, before, window)...)
+	} else {
+		since, until := f.Since, f.Until
+		if since.IsZero() {
+			since = firstCursor.CreateTime
+		}
+		if until.IsZero() {
+			until = listEnd
+		}
+		cur := f.After
+		if cur.IsZero() {
+			cur = Cursor{At: listEnd, ID: math.MaxInt64}
+		}
+		err = sqlx.SelectContext(ctx, q, &keys, letterWindowByStatusSQL,
+			append(hit, f.Status, since, until, cur.At, cur.At, cur.ID, window)...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return keys, nil
+}
+
+// lettersByIDSQL reads listed letters (literal id list) through the
+// primary key. No locks.
+const lettersByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (PRIMARY) WHERE id IN (%s)`
+
+func (store) lettersByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]DeadLetter, error) {
+	rows := []DeadLetter{}
+	if len(ids) == 0 {
+		return rows, nil
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lettersByIDSQL, intList(ids))); err != nil {
+		return nil, fmt.Errorf("read %d dead letters: %w", len(ids), err)
+	}
+	return rows, nil
+}
+
+// lettersOfOrderSQL reads every letter of one order (all stages) through
+// uk_order_stage. Params: order_no. No locks; one row per stage.
+const lettersOfOrderSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (uk_order_stage)
+WHERE order_no = ? ORDER BY stage`
+
+func (store) lettersOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]DeadLetter, error) {
+	rows := []DeadLetter{}
+	if err := sqlx.SelectContext(ctx, q, &rows, lettersOfOrderSQL, orderNo); err != nil {
+		return nil, fmt.Errorf("read dead letters of %s: %w", orderNo, err)
+	}
+	return rows, nil
+}
+
+// countLettersSQL counts the letters of one status, up to a cap.
+//
+// Params: status, cap. A range of idx_status_updated over the status, at
+// most cap entries (resolved letters pile up: the count stops there); no
+// locks.
+const countLettersSQL = `
+SELECT COUNT(*) FROM (
+  SELECT 1 FROM order_dead_letter FORCE INDEX (idx_status_updated) WHERE status = ? LIMIT ?
+) t`
+
+func (store) countLetters(ctx context.Context, q sqlx.QueryerContext, status string, limit int) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, q, &n, countLettersSQL, status, limit); err != nil {
+		return 0, fmt.Errorf("count %s dead letters: %w", status, err)
+	}
+	return n, nil
 }

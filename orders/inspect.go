@@ -1,0 +1,309 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/keyset"
+)
+
+// Inspector is the operators' read-only view of an order and of the
+// figures an operator looks at first: due orders, dead letters by status,
+// fulfilment flags. Every statement behind it reads a bounded number of
+// rows through a named index; counts that could grow without bound stop at
+// CountCap. It needs only the database and is safe for concurrent use.
+type Inspector struct {
+	db    *sqlx.DB
+	mode  CompensationMode
+	store store
+}
+
+// NewInspector returns the view over db; mode says whether closes give
+// stock and coupons back here (CompensateLocal) or through outbox events.
+func NewInspector(db *sqlx.DB, mode CompensationMode) *Inspector {
+	return &Inspector{db: db, mode: mode}
+}
+
+// Mode is the compensation mode the Inspector was made with.
+func (i *Inspector) Mode() CompensationMode { return i.mode }
+
+// CountCap bounds the counts of the operator's views: beyond it a count
+// says "at least CountCap".
+const CountCap = 10000
+
+// OrderStatusName names an order_info.status value.
+func OrderStatusName(s int) string {
+	switch s {
+	case statusUnpaid:
+		return "unpaid"
+	case statusPaid:
+		return "paid"
+	case statusClosed:
+		return "closed"
+	case statusShipped:
+		return "shipped"
+	case statusCompleted:
+		return "completed"
+	}
+	return fmt.Sprintf("status %d", s)
+}
+
+// OrderRecord is an order_info row as an operator sees it. Times are the
+// database session's wall clock.
+type OrderRecord struct {
+	ID             int64          `db:"id"`
+	OrderNo        string         `db:"order_no"`
+	UserID         int64          `db:"user_id"`
+	Status         int            `db:"status"`
+	CreateTime     time.Time      `db:"create_time"`
+	TimeoutMinutes int            `db:"timeout_minutes"`
+	CouponID       sql.NullInt64  `db:"coupon_id"`
+	PayAmount      string         `db:"pay_amount"`
+	PayTime        sql.NullTime   `db:"pay_time"`
+	ShipTime       sql.NullTime   `db:"ship_time"`
+	CompleteTime   sql.NullTime   `db:"complete_time"`
+	CloseTime      sql.NullTime   `db:"close_time"`
+	CloseReason    sql.NullString `db:"close_reason"`
+	UpdateTime     time.Time      `db:"update_time"`
+}
+
+// Deadline is when the order falls due: create_time + timeout_minutes.
+func (o OrderRecord) Deadline() time.Time {
+	return o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute)
+}
+
+// StatusName names the status.
+func (o OrderRecord) StatusName() string { return OrderStatusName(o.Status) }
+
+// OrderItem is one order_item line.
+type OrderItem struct {
+	ID       int64 `db:"id"`
+	SKUID    int64 `db:"sku_id"`
+	Quantity int64 `db:"quantity"`
+}
+
+// StockRow is the inventory row of one SKU.
+type StockRow struct {
+	SKUID     int64 `db:"sku_id"`
+	Available int64 `db:"available"`
+	Locked    int64 `db:"locked"`
+}
+
+// CouponRow is a user_coupon row; Status 0 unused, 1 locked by an unpaid
+// order, 2 used.
+type CouponRow struct {
+	ID      int64          `db:"id"`
+	UserID  int64          `db:"user_id"`
+	Status  int            `db:"status"`
+	OrderNo sql.NullString `db:"order_no"`
+}
+
+// StatusName names the coupon's status.
+func (c CouponRow) StatusName() string {
+	switch c.Status {
+	case 0:
+		return "unused"
+	case 1:
+		return "locked"
+	case 2:
+		return "used"
+	}
+	return fmt.Sprintf("status %d", c.Status)
+}
+
+// CloseLogRow is the order's order_close_log row.
+type CloseLogRow struct {
+	ID       int64     `db:"id"`
+	OrderNo  string    `db:"order_no"`
+	ClosedAt time.Time `db:"closed_at"`
+	Reason   string    `db:"reason"`
+}
+
+// FulfilmentFlag is an order_fulfillment_overdue row: a paid order not
+// shipped in time, with the order's current status and ship time.
+type FulfilmentFlag struct {
+	ID          int64        `db:"id"`
+	OrderID     int64        `db:"order_id"`
+	OrderNo     string       `db:"order_no"`
+	UserID      int64        `db:"user_id"`
+	PayTime     time.Time    `db:"pay_time"`
+	Deadline    time.Time    `db:"deadline"`
+	FlaggedAt   time.Time    `db:"flagged_at"`
+	OrderStatus int          `db:"order_status"`
+	ShipTime    sql.NullTime `db:"ship_time"`
+}
+
+// Open reports whether the flagged order is still waiting to be shipped.
+func (f FulfilmentFlag) Open() bool { return f.OrderStatus == statusPaid }
+
+// OrderDetail is everything the executor's tables hold about one order.
+type OrderDetail struct {
+	Order OrderRecord
+	Items []OrderItem
+	// Stock holds the inventory rows of the order's SKUs and Coupon its
+	// coupon's row, in local compensation mode; in outbox mode stock and
+	// coupons live in other services and these stay empty.
+	Stock  []StockRow
+	Coupon *CouponRow
+	// CloseLog is the order's close record, nil while it is not closed.
+	CloseLog *CloseLogRow
+	// DeadLetters are the order's letters, one per stage.
+	DeadLetters []DeadLetter
+	// Fulfilment is the order's fulfilment flag, if it has one.
+	Fulfilment *FulfilmentFlag
+	Mode       CompensationMode
+}
+
+// Order returns what the tables hold about orderNo, or ErrOrderNotFound.
+func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, error) {
+	if orderNo == "" || len(orderNo) > maxLetterOrderNoLen {
+		return nil, invalidInput("orderNo", "order number must be 1-%d bytes", maxLetterOrderNoLen)
+	}
+	o, err := i.store.orderRecord(ctx, i.db, orderNo)
+	if err != nil {
+		return nil, err
+	}
+	d := &OrderDetail{Order: *o, Mode: i.mode}
+	if d.Items, err = i.store.itemsOfOrder(ctx, i.db, orderNo); err != nil {
+		return nil, err
+	}
+	if i.mode == CompensateLocal {
+		skus := map[int64]bool{}
+		for _, it := range d.Items {
+			skus[it.SKUID] = true
+		}
+		if d.Stock, err = i.store.stockRows(ctx, i.db, sortedKeys(skus)); err != nil {
+			return nil, err
+		}
+		if o.CouponID.Valid {
+			if d.Coupon, err = i.store.couponRow(ctx, i.db, o.CouponID.Int64); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if d.CloseLog, err = i.store.closeLogRow(ctx, i.db, orderNo); err != nil {
+		return nil, err
+	}
+	if d.DeadLetters, err = i.store.lettersOfOrder(ctx, i.db, orderNo); err != nil {
+		return nil, err
+	}
+	if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, orderNo); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Due is what the close sweep has in front of it: unpaid orders past their
+// deadline by the database clock and not held back by a dead letter.
+type Due struct {
+	Count int // up to OverdueCap
+	// Oldest is how long ago the earliest deadline among them passed.
+	Oldest time.Duration
+}
+
+// DueOrders counts the due orders (as the overdue gauge does).
+func (i *Inspector) DueOrders(ctx context.Context) (Due, error) {
+	now, err := i.store.dbNow(ctx, i.db)
+	if err != nil {
+		return Due{}, err
+	}
+	n, first, err := i.store.overdue(ctx, i.db, now, OverdueCap)
+	if err != nil || n == 0 || !first.Valid {
+		return Due{Count: n}, err
+	}
+	return Due{Count: n, Oldest: max(now.Sub(first.Time), 0)}, nil
+}
+
+// DeadLetterCounts counts the letters of each status, each up to CountCap.
+func (i *Inspector) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	for _, st := range []string{DeadLetterWaiting, DeadLetterParked, DeadLetterResolved} {
+		n, err := i.store.countLetters(ctx, i.db, st, CountCap)
+		if err != nil {
+			return nil, err
+		}
+		out[st] = n
+	}
+	return out, nil
+}
+
+// FlagCounts are the fulfilment flags: all of them and those raised in the
+// last day, each up to CountCap.
+type FlagCounts struct {
+	Total, LastDay int
+}
+
+// FulfilmentCounts counts the fulfilment flags.
+func (i *Inspector) FulfilmentCounts(ctx context.Context) (FlagCounts, error) {
+	now, err := i.store.dbNow(ctx, i.db)
+	if err != nil {
+		return FlagCounts{}, err
+	}
+	var c FlagCounts
+	if c.Total, err = i.store.countFlags(ctx, i.db, firstCursor.CreateTime, CountCap); err != nil {
+		return c, err
+	}
+	c.LastDay, err = i.store.countFlags(ctx, i.db, now.Add(-24*time.Hour), CountCap)
+	return c, err
+}
+
+// FlagQuery selects a page of fulfilment flags, most recently flagged
+// first.
+type FlagQuery struct {
+	// Since keeps flags raised at or after it (zero: all).
+	Since time.Time
+	// Open keeps only flags whose order is still unshipped (checked on the
+	// rows of the search window).
+	Open bool
+	// After continues a list where its previous page's Next left off.
+	After Cursor
+	// Limit is the page size, 1-200. Default 50.
+	Limit int
+}
+
+// FlagPage is one page of flags.
+type FlagPage struct {
+	Flags      []FulfilmentFlag
+	Next       Cursor
+	Examined   int
+	WindowFull bool
+}
+
+// FulfilmentFlags returns one page of flags (see FlagQuery).
+func (i *Inspector) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage, error) {
+	var p FlagPage
+	if q.Limit == 0 {
+		q.Limit = DefaultPageLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxPageLimit {
+		return p, invalidInput("limit", "limit %d is not in 1..%d", q.Limit, MaxPageLimit)
+	}
+	if !q.After.IsZero() && q.After.At.IsZero() {
+		return p, invalidInput("after", "after %q belongs to another list", q.After)
+	}
+	window := q.Limit + 1
+	if q.Open {
+		window = SearchWindow
+	}
+	rows, err := i.store.flagWindow(ctx, i.db, q, window)
+	if err != nil {
+		return p, err
+	}
+	p.Examined = len(rows)
+	hits := make([]bool, len(rows))
+	for k, r := range rows {
+		hits[k] = !q.Open || r.Open()
+	}
+	picked, next, full := keyset.Pick(hits, q.Limit, window)
+	for _, k := range picked {
+		p.Flags = append(p.Flags, rows[k])
+	}
+	if next >= 0 {
+		p.Next, p.WindowFull = Cursor{At: rows[next].FlaggedAt, ID: rows[next].ID}, full
+	}
+	return p, nil
+}

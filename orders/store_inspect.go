@@ -1,0 +1,158 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL of the operators' read-only views (Inspector):
+// one order's rows, bounded counts, and the fulfilment-flag list. Each
+// statement reaches its rows through a named index and takes no locks.
+
+// orderRecordSQL reads one order through uk_order_no. Params: order_no.
+const orderRecordSQL = `
+SELECT id, order_no, user_id, status, create_time, timeout_minutes, coupon_id, pay_amount,
+       pay_time, ship_time, complete_time, close_time, close_reason, update_time
+FROM order_info FORCE INDEX (uk_order_no) WHERE order_no = ?`
+
+func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*OrderRecord, error) {
+	var o OrderRecord
+	err := sqlx.GetContext(ctx, q, &o, orderRecordSQL, orderNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("order %s: %w", orderNo, ErrOrderNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read order %s: %w", orderNo, err)
+	}
+	return &o, nil
+}
+
+// itemsOfOrderSQL reads one order's lines through idx_order_no. Params:
+// order_no.
+const itemsOfOrderSQL = `SELECT id, sku_id, quantity FROM order_item FORCE INDEX (idx_order_no) WHERE order_no = ? ORDER BY id`
+
+func (store) itemsOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]OrderItem, error) {
+	var rows []OrderItem
+	if err := sqlx.SelectContext(ctx, q, &rows, itemsOfOrderSQL, orderNo); err != nil {
+		return nil, fmt.Errorf("read items of %s: %w", orderNo, err)
+	}
+	return rows, nil
+}
+
+// stockRowsSQL reads the inventory rows of the listed SKUs (literal id
+// list) through the primary key.
+const stockRowsSQL = `SELECT sku_id, available, locked FROM inventory FORCE INDEX (PRIMARY) WHERE sku_id IN (%s) ORDER BY sku_id`
+
+func (store) stockRows(ctx context.Context, q sqlx.QueryerContext, skus []int64) ([]StockRow, error) {
+	if len(skus) == 0 {
+		return nil, nil
+	}
+	var rows []StockRow
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(stockRowsSQL, intList(skus))); err != nil {
+		return nil, fmt.Errorf("read stock of %d SKUs: %w", len(skus), err)
+	}
+	return rows, nil
+}
+
+// couponRowSQL reads one coupon by primary key. Params: id.
+const couponRowSQL = `SELECT id, user_id, status, order_no FROM user_coupon FORCE INDEX (PRIMARY) WHERE id = ?`
+
+func (store) couponRow(ctx context.Context, q sqlx.QueryerContext, id int64) (*CouponRow, error) {
+	var c CouponRow
+	err := sqlx.GetContext(ctx, q, &c, couponRowSQL, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read coupon %d: %w", id, err)
+	}
+	return &c, nil
+}
+
+// closeLogRowSQL reads an order's close record through uk_order_no.
+// Params: order_no.
+const closeLogRowSQL = `SELECT id, order_no, closed_at, reason FROM order_close_log FORCE INDEX (uk_order_no) WHERE order_no = ?`
+
+func (store) closeLogRow(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*CloseLogRow, error) {
+	var r CloseLogRow
+	err := sqlx.GetContext(ctx, q, &r, closeLogRowSQL, orderNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read close log of %s: %w", orderNo, err)
+	}
+	return &r, nil
+}
+
+const flagColumns = `f.id, f.order_id, f.order_no, f.user_id, f.pay_time, f.deadline, f.flagged_at,
+       COALESCE(o.status, -1) AS order_status, o.ship_time`
+
+// flagOfOrderSQL reads an order's fulfilment flag through uk_order_no, with
+// the order's current status (primary key). Params: order_no.
+const flagOfOrderSQL = `SELECT ` + flagColumns + `
+FROM order_fulfillment_overdue f FORCE INDEX (uk_order_no)
+LEFT JOIN order_info o FORCE INDEX (PRIMARY) ON o.id = f.order_id
+WHERE f.order_no = ?`
+
+func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*FulfilmentFlag, error) {
+	var f FulfilmentFlag
+	err := sqlx.GetContext(ctx, q, &f, flagOfOrderSQL, orderNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read fulfilment flag of %s: %w", orderNo, err)
+	}
+	return &f, nil
+}
+
+// flagWindowSQL is the fulfilment-flag list's window: most recently
+// flagged first from the cursor, with each order's status.
+//
+// Params: since, cursor flagged_at, cursor flagged_at, cursor id, window. A
+// backwards range of idx_flagged_at (flagged_at, id) and one primary-key
+// lookup of order_info per flag; no locks.
+const flagWindowSQL = `SELECT ` + flagColumns + `
+FROM order_fulfillment_overdue f FORCE INDEX (idx_flagged_at)
+LEFT JOIN order_info o FORCE INDEX (PRIMARY) ON o.id = f.order_id
+WHERE f.flagged_at >= ? AND (f.flagged_at < ? OR (f.flagged_at = ? AND f.id < ?))
+ORDER BY f.flagged_at DESC, f.id DESC
+LIMIT ?`
+
+func (store) flagWindow(ctx context.Context, q sqlx.QueryerContext, f FlagQuery, window int) ([]FulfilmentFlag, error) {
+	since := f.Since
+	if since.IsZero() {
+		since = firstCursor.CreateTime
+	}
+	cur := f.After
+	if cur.IsZero() {
+		cur = Cursor{At: listEnd, ID: math.MaxInt64}
+	}
+	var rows []FulfilmentFlag
+	if err := sqlx.SelectContext(ctx, q, &rows, flagWindowSQL, since, cur.At, cur.At, cur.ID, window); err != nil {
+		return nil, fmt.Errorf("list fulfilment flags: %w", err)
+	}
+	return rows, nil
+}
+
+// countFlagsSQL counts the flags raised since a time, up to a cap.
+// Params: since, cap. A range of idx_flagged_at, at most cap entries.
+const countFlagsSQL = `
+SELECT COUNT(*) FROM (
+  SELECT 1 FROM order_fulfillment_overdue FORCE INDEX (idx_flagged_at) WHERE flagged_at >= ? LIMIT ?
+) t`
+
+func (store) countFlags(ctx context.Context, q sqlx.QueryerContext, since time.Time, limit int) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, q, &n, countFlagsSQL, since, limit); err != nil {
+		return 0, fmt.Errorf("count fulfilment flags: %w", err)
+	}
+	return n, nil
+}
