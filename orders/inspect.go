@@ -307,3 +307,7 @@ func (i *Inspector) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage,
 	}
 	return p, nil
 }
+
+// Now reads the database clock (the session's wall clock, the one every
+// order-table time is on), for time filters given as "6h ago".
+func (i *Inspector) Now(ctx context.Context) (time.Time, error) { return i.store.dbNow(ctx, i.db) }

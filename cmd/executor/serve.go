@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -120,6 +121,9 @@ func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc
 		apiSrv.MountDeadLetters(orders.NewDeadLetters(svc.db))
 		apiSrv.MountOutbox(orders.NewOutbox(svc.db))
 		apiSrv.MountRefunds(orders.NewRefunds(svc.db))
+		if err := mountConsole(apiSrv, cfg, svc, logger); err != nil {
+			return nil, err
+		}
 		parts = append(parts, part{"api", func(context.Context) error { return apiSrv.Start() }, apiSrv.Shutdown})
 	}
 	if svc.relay != nil {
@@ -138,6 +142,29 @@ func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc
 		}, exec.Shutdown})
 	}
 	return parts, nil
+}
+
+// mountConsole mounts the operator console on the API port unless
+// api.console is false; without consoleTokens it is mounted to say why it
+// is off.
+func mountConsole(srv *api.Server, cfg *config.Config, svc *services, logger *slog.Logger) error {
+	if !cfg.API.Console {
+		return nil
+	}
+	var ops []api.Operator
+	for _, o := range cfg.API.ConsoleOperators() {
+		ops = append(ops, api.Operator{Name: o.Name, Token: o.Token})
+	}
+	if len(ops) == 0 {
+		logger.Warn("api.console is on but api.consoleTokens is empty: /console/ says it is off; set EXECUTOR_API_CONSOLE_TOKENS=name:token,...")
+	}
+	err := srv.MountConsole(api.ConsoleConfig{Operators: ops, Session: cfg.API.ConsoleSession, DB: svc.db,
+		Tasks: svc.delay.Client(), Mode: svc.compensation})
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	logger.Info("operator console on the API port", "path", "/console/", "operators", len(ops))
+	return nil
 }
 
 // startParts starts parts in order and returns those started; on an error

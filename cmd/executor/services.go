@@ -26,6 +26,8 @@ type services struct {
 	delay     *delay.Dispatcher // built, not started: serve starts it
 	relay     *orders.Relay     // outbox compensation only; built, not started: serve starts it
 	lifecycle *orders.Lifecycle // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// compensation is where closes give stock and coupons back.
+	compensation orders.CompensationMode
 }
 
 // openDeps connects to MySQL and Redis and builds the order closer.
@@ -64,7 +66,7 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 		s.Close()
 		return nil, err
 	}
-	s.relay = ext.relay
+	s.relay, s.compensation = ext.relay, ext.compensation
 	s.closer, err = orders.NewCloser(db, s.locker, orders.CloserConfig{
 		Logger:       logger, // NewCloser tags its lines itself
 		TradeCloser:  ext.tradeCloser,

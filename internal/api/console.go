@@ -1,0 +1,280 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/orders"
+)
+
+// The operator console: server-rendered pages under /console/ on the API
+// port, for what the job left behind (dead letters, delayed tasks, outbox
+// events, refunds owed, fulfilment flags) and the actions that fix it. No
+// JavaScript and nothing fetched from elsewhere: the templates and the
+// style sheet are embedded, and the pages work on a phone's screen.
+//
+// Operators sign in with a personal token (api.consoleTokens, name:token);
+// the session is a signed cookie (console_auth.go), every state change is a
+// POST carrying a CSRF token, first answered with a confirmation and then
+// with what it changed. Each action runs the same domain call as the CLI
+// and the JSON API, and is logged with the operator's name.
+
+//go:embed console
+var consoleFiles embed.FS
+
+// ConsoleConfig configures the console.
+type ConsoleConfig struct {
+	// Operators sign in with their tokens. None: the console answers every
+	// page with why it is off.
+	Operators []Operator
+	// Session is how long a sign-in lasts. Default 8h.
+	Session time.Duration
+	// DB is the order database. Required.
+	DB *sqlx.DB
+	// Tasks reads and acts on delayed tasks; nil leaves them out.
+	Tasks *delay.Client
+	// Mode is the close path's compensation mode (the order page shows
+	// stock and coupons in local mode, outbox events in outbox mode).
+	Mode orders.CompensationMode
+	// Now is the clock of sessions. Default time.Now.
+	Now func() time.Time
+}
+
+// Operator is one console user.
+type Operator struct {
+	Name, Token string
+}
+
+// Console serves /console/.
+type Console struct {
+	cfg      ConsoleConfig
+	log      *slog.Logger
+	pages    map[string]*template.Template
+	sessions *sessions // nil when the console is off
+	letters  *orders.DeadLetters
+	inspect  *orders.Inspector
+	runs     *orders.CloseRuns
+	offWhy   string
+}
+
+// consolePath is where the console lives; its cookie is scoped to it.
+const consolePath = "/console/"
+
+// MountConsole mounts the console under /console/. Its pages carry their
+// own sign-in (a browser cannot send the API's token header), so they are
+// mounted without the port's token check.
+func (s *Server) MountConsole(cfg ConsoleConfig) error {
+	c, err := NewConsole(cfg, s.log)
+	if err != nil {
+		return err
+	}
+	s.HandlePublic(consolePath, c)
+	return nil
+}
+
+// NewConsole checks cfg and builds the console. A nil logger discards.
+func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("api: ConsoleConfig.DB is required")
+	}
+	if cfg.Session == 0 {
+		cfg.Session = 8 * time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
+		letters: orders.NewDeadLetters(cfg.DB), inspect: orders.NewInspector(cfg.DB, cfg.Mode),
+		runs: orders.NewCloseRuns(cfg.DB)}
+	var err error
+	if c.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Operators) == 0 {
+		c.offWhy = "api.consoleTokens is empty: no operator can sign in. Give each operator a personal token " +
+			"(EXECUTOR_API_CONSOLE_TOKENS=alice:<at least 16 characters>,bob:...) and restart."
+		return c, nil
+	}
+	if c.sessions, err = newSessions(cfg.Operators, cfg.Session, cfg.Now); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ServeHTTP routes a console request.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if strings.HasPrefix(r.URL.Path, consolePath+"static/") {
+		c.static(w, r)
+		return
+	}
+	if c.sessions == nil {
+		c.render(w, r, http.StatusServiceUnavailable, "off", nil, pageData{Title: "Console off", Message: c.offWhy})
+		return
+	}
+	if r.Method == http.MethodPost && !sameOrigin(r) {
+		c.fail(w, r, nil, http.StatusForbidden, "this form was not sent from the console's own pages")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	switch r.URL.Path {
+	case consolePath + "signin":
+		c.signIn(w, r)
+		return
+	case consolePath + "signout":
+		c.signOut(w, r)
+		return
+	}
+	op, err := c.sessions.read(r)
+	if err != nil {
+		c.toSignIn(w, r, err)
+		return
+	}
+	if r.Method == http.MethodPost && !c.sessions.validCSRF(r, r.PostFormValue("csrf")) {
+		c.fail(w, r, op, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and try again")
+		return
+	}
+	mux := c.routes(op)
+	mux.ServeHTTP(w, r)
+}
+
+// routes maps the console's paths for one signed-in operator.
+func (c *Console) routes(op *session) *http.ServeMux {
+	mux := http.NewServeMux()
+	on := func(pattern string, f func(http.ResponseWriter, *http.Request, *session)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { f(w, r, op) })
+	}
+	on("GET /console/{$}", c.overview)
+	on("GET /console/dead-letters", c.deadLetterList)
+	on("GET /console/dead-letters/{id}", c.deadLetterDetail)
+	on("POST /console/dead-letters/{id}/requeue", c.deadLetterRequeue)
+	on("POST /console/dead-letters/requeue", c.deadLetterRequeueMatching)
+	on("GET /console/orders/{orderNo}", c.orderDetail)
+	on("GET /console/fulfilment", c.flagList)
+	on("GET /console/runs", c.runList)
+	if c.cfg.Tasks != nil {
+		on("GET /console/tasks", c.taskList)
+		on("GET /console/tasks/{bizUuid}", c.taskDetail)
+		on("POST /console/tasks/{bizUuid}/requeue", c.taskRequeue)
+		on("POST /console/tasks/{bizUuid}/cancel", c.taskCancel)
+	}
+	on("/console/", func(w http.ResponseWriter, r *http.Request, op *session) {
+		c.fail(w, r, op, http.StatusNotFound, fmt.Sprintf("no console page at %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// sameOrigin refuses a POST whose Origin (or, without one, Referer) names
+// another host: SameSite=Strict keeps the session cookie off such
+// requests already, this also covers the sign-in form.
+func sameOrigin(r *http.Request) bool {
+	src := r.Header.Get("Origin")
+	if src == "" {
+		src = r.Header.Get("Referer")
+	}
+	if src == "" || src == "null" && r.Header.Get("Origin") == "" {
+		return true // non-browser clients send neither
+	}
+	u, err := url.Parse(src)
+	return err == nil && u.Host == r.Host
+}
+
+// pageData is what every page template gets besides its own data.
+type pageData struct {
+	Title    string
+	Operator string
+	CSRF     string
+	Message  string // the error or notice of the page
+	Nav      string // the section the page belongs to
+	Tasks    bool   // the delayed-task pages exist
+	Data     any
+}
+
+// render executes page with data into w with the status.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, op *session, d pageData) {
+	t, ok := c.pages[page]
+	if !ok {
+		panic("console: no template " + page)
+	}
+	if op != nil {
+		d.Operator, d.CSRF = op.name, c.sessions.csrf(op)
+	}
+	d.Tasks = c.cfg.Tasks != nil
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, "layout", d); err != nil {
+		c.log.ErrorContext(r.Context(), "console template", "page", page, "err", err)
+		http.Error(w, "internal error; see the executor log", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// fail renders the error page with status and msg.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, op *session, status int, msg string) {
+	c.render(w, r, status, "error", op, pageData{Title: http.StatusText(status), Message: msg})
+}
+
+// failErr renders the page for a domain error: 400 naming the field of bad
+// input, 404 for what does not exist, 409 for a state that refuses the
+// action, 500 (logged) otherwise.
+func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, err error) {
+	var inv *orders.InvalidInputError
+	var dinv *delay.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", inv.Field, inv.Msg))
+	case errors.As(err, &dinv):
+		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", dinv.Field, dinv.Msg))
+	case errors.Is(err, orders.ErrDeadLetterNotFound), errors.Is(err, orders.ErrOrderNotFound), errors.Is(err, delay.ErrNotFound):
+		c.fail(w, r, op, http.StatusNotFound, err.Error())
+	case errors.Is(err, orders.ErrDeadLetterResolved), errors.Is(err, delay.ErrConflict):
+		c.fail(w, r, op, http.StatusConflict, err.Error())
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+	default:
+		c.log.ErrorContext(r.Context(), "console", "method", r.Method, "path", r.URL.Path, "err", err)
+		c.fail(w, r, op, http.StatusInternalServerError, "internal error; see the executor log")
+	}
+}
+
+// static serves the embedded style sheet.
+func (c *Console) static(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, consolePath)
+	b, err := fs.ReadFile(consoleFiles, "console/"+name)
+	if err != nil || r.Method != http.MethodGet || strings.Contains(name, "..") {
+		http.NotFound(w, r)
+		return
+	}
+	if strings.HasSuffix(name, ".css") {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	}
+	_, _ = w.Write(b)
+}
+
+// audit logs an operator's action: who, what, on what, with what result.
+func (c *Console) audit(r *http.Request, op *session, action, target string, attrs ...any) {
+	c.log.InfoContext(r.Context(), "console action", append([]any{"operator", op.name, "action", action, "target", target}, attrs...)...)
+}

@@ -1,0 +1,210 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/orders"
+)
+
+// The console's actions. Each is a POST: without confirm=yes it answers
+// with a page saying what the action will do and a button that sends it
+// again confirmed; confirmed, it runs the same domain call as the CLI and
+// the JSON API, logs it with the operator's name, and answers with what
+// changed.
+
+// confirmData is a confirmation page.
+type confirmData struct {
+	Action string   // what is about to happen, as a heading
+	What   []string // what it will change
+	Post   string   // where the confirmed form goes
+	Fields url.Values
+	Back   string
+}
+
+// change is one field an action changed.
+type change struct {
+	Field, Before, After string
+}
+
+// doneData is an action's result page.
+type doneData struct {
+	Action  string
+	Summary string
+	Changes []change
+	Back    string
+	BackTo  string
+}
+
+func confirmed(r *http.Request) bool { return r.PostFormValue("confirm") == "yes" }
+
+func (c *Console) confirm(w http.ResponseWriter, r *http.Request, op *session, d confirmData) {
+	c.render(w, r, http.StatusOK, "confirm", op, pageData{Title: "Confirm: " + d.Action, Data: d})
+}
+
+func (c *Console) done(w http.ResponseWriter, r *http.Request, op *session, d doneData) {
+	c.render(w, r, http.StatusOK, "done", op, pageData{Title: "Done: " + d.Action, Data: d})
+}
+
+// letterChanges lists the fields of a letter that differ between before
+// and after.
+func letterChanges(before, after *orders.DeadLetter) []change {
+	var out []change
+	add := func(f, b, a string) {
+		if b != a {
+			out = append(out, change{f, b, a})
+		}
+	}
+	add("status", before.Status, after.Status)
+	add("status reason", before.StatusReason, after.StatusReason)
+	add("next retry at", before.NextRetryAt.Format(orders.WallTimeLayout), after.NextRetryAt.Format(orders.WallTimeLayout))
+	add("attempts", strconv.Itoa(before.Attempts), strconv.Itoa(after.Attempts))
+	return out
+}
+
+func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *session) {
+	id, err := pathID(r, "id")
+	var before *orders.DeadLetter
+	if err == nil {
+		before, err = c.letters.GetByID(r.Context(), id)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	back := fmt.Sprintf("%sdead-letters/%d", consolePath, id)
+	if !confirmed(r) {
+		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo),
+			What: []string{fmt.Sprintf("status %s → waiting, next retry now: the next deadLetterRetryJob run (and the close sweep) tries the order again", before.Status),
+				fmt.Sprintf("attempts stay %d; a letter that fails again is parked again", before.Attempts)},
+			Post: r.URL.Path, Back: back})
+		return
+	}
+	after, err := c.letters.Requeue(r.Context(), before.OrderNo, before.Stage)
+	c.audit(r, op, "requeue dead letter", before.OrderNo, "stage", before.Stage, "letter_id", id, "err", errText(err))
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	c.done(w, r, op, doneData{Action: fmt.Sprintf("requeued the %s dead letter of order %s", after.Stage, after.OrderNo),
+		Summary: "The letter is waiting and due now.", Changes: letterChanges(before, after), Back: back, BackTo: "the letter"})
+}
+
+func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Request, op *session) {
+	f := orders.RequeueFilter{Status: strings.ToLower(r.PostFormValue("status")), Stage: r.PostFormValue("stage"),
+		ErrorLike: r.PostFormValue("error")}
+	var err error
+	if f.Since, f.SinceAgo, err = orders.ParseSince(r.PostFormValue("since")); err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	fields := url.Values{}
+	for _, k := range []string{"status", "stage", "error", "since"} {
+		if v := r.PostFormValue(k); v != "" {
+			fields.Set(k, v)
+		}
+	}
+	back := consolePath + "dead-letters?" + fields.Encode()
+	if !confirmed(r) {
+		f.DryRun = true
+		res, err := c.letters.RequeueMatching(r.Context(), f)
+		if err != nil {
+			c.failErr(w, r, op, err)
+			return
+		}
+		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue %d %s dead letter(s)", res.Matched, f.Status),
+			What: []string{describeRequeue(f, res),
+				"each goes to waiting, due now; attempts and last errors are kept"},
+			Post: r.URL.Path, Fields: fields, Back: back})
+		return
+	}
+	res, err := c.letters.RequeueMatching(r.Context(), f)
+	c.audit(r, op, "requeue dead letters", f.Status, "stage", f.Stage, "error_like", f.ErrorLike, "since", res.Since,
+		"num_matched", res.Matched, "num_requeued", res.Requeued, "err", errText(err))
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	c.done(w, r, op, doneData{Action: "requeued dead letters", Summary: res.String() + ".",
+		Changes: []change{{"letters matching", "", strconv.Itoa(res.Matched)}, {fmt.Sprintf("status %s → waiting", f.Status), "", strconv.Itoa(res.Requeued)}},
+		Back:    consolePath + "dead-letters?status=waiting", BackTo: "the waiting letters"})
+}
+
+// describeRequeue says which letters a bulk requeue selects.
+func describeRequeue(f orders.RequeueFilter, res orders.RequeueResult) string {
+	s := fmt.Sprintf("%d letter(s) in status %s", res.Matched, f.Status)
+	if f.Stage != "" {
+		s += ", stage " + f.Stage
+	}
+	if f.ErrorLike != "" {
+		s += fmt.Sprintf(", last error containing %q", f.ErrorLike)
+	}
+	if res.Since != "" {
+		s += ", changed since " + res.Since
+	}
+	return s
+}
+
+// taskChanges lists the fields of a task that differ between before and
+// after.
+func taskChanges(before, after *delay.Task) []change {
+	var out []change
+	add := func(f, b, a string) {
+		if b != a {
+			out = append(out, change{f, b, a})
+		}
+	}
+	add("status", string(before.Status), string(after.Status))
+	add("retry count", strconv.Itoa(before.RetryCount), strconv.Itoa(after.RetryCount))
+	add("next attempt", before.NextAttemptTime.UTC().Format(orders.WallTimeLayout)+" UTC", after.NextAttemptTime.UTC().Format(orders.WallTimeLayout)+" UTC")
+	return out
+}
+
+func (c *Console) taskRequeue(w http.ResponseWriter, r *http.Request, op *session) {
+	c.taskAction(w, r, op, "requeue", "status FAILED → PENDING with a fresh set of retries, due now", c.cfg.Tasks.Requeue)
+}
+
+func (c *Console) taskCancel(w http.ResponseWriter, r *http.Request, op *session) {
+	c.taskAction(w, r, op, "cancel", "status → CANCELLED: the task never runs", c.cfg.Tasks.Cancel)
+}
+
+// taskAction confirms and runs one action on a task.
+func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session, verb, what string,
+	act func(ctx context.Context, bizUUID string) (*delay.Task, error)) {
+	biz := r.PathValue("bizUuid")
+	before, err := c.cfg.Tasks.Get(r.Context(), biz)
+	if err != nil {
+		if errors.Is(err, delay.ErrNotFound) {
+			err = fmt.Errorf("no task with bizUuid %q: %w", biz, err)
+		}
+		c.failErr(w, r, op, err)
+		return
+	}
+	back := consolePath + "tasks/" + url.PathEscape(biz)
+	if !confirmed(r) {
+		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("%s task %s (%s, now %s)", verb, biz, before.Handler, before.Status),
+			What: []string{what}, Post: r.URL.Path, Back: back})
+		return
+	}
+	after, err := act(r.Context(), biz)
+	c.audit(r, op, verb+" delayed task", biz, "trace_id", before.TraceID, "err", errText(err))
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	c.done(w, r, op, doneData{Action: fmt.Sprintf("%s task %s", verb, biz), Summary: "The task is " + string(after.Status) + ".",
+		Changes: taskChanges(before, after), Back: back, BackTo: "the task"})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Each action is refused without its CSRF token, first answers with a
+// confirmation that changes nothing, then does it and says what changed.
+func TestConsoleActions(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	b := w.browser(t)
+	b.signIn(aliceToken)
+	csrf := b.csrf()
+	letterStatus := func(no string) string {
+		var s string
+		require.NoError(t, w.db.Get(&s, `SELECT status FROM order_dead_letter WHERE order_no = ?`, no))
+		return s
+	}
+	taskStatus := func(biz string) string {
+		var s string
+		require.NoError(t, w.db.Get(&s, `SELECT status FROM job_delay_task WHERE biz_uuid = ?`, biz))
+		return s
+	}
+	requeueO1 := "/console/dead-letters/" + itoa(w.ids["O-1"]) + "/requeue"
+
+	// No CSRF token, a wrong one, or one sent from another site: 403, nothing changes.
+	for _, form := range []url.Values{{}, {"csrf": {"forged"}, "confirm": {"yes"}}} {
+		p := b.post(requeueO1, form)
+		require.Equal(t, http.StatusForbidden, p.status, p.body)
+		require.Contains(t, p.body, "CSRF")
+	}
+	req, err := http.NewRequest("POST", w.srv.URL+requeueO1, strings.NewReader(url.Values{"csrf": {csrf}, "confirm": {"yes"}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://evil.example")
+	res, err := b.hc.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusForbidden, res.StatusCode)
+	// Another operator's session's token does not do either.
+	other := w.browser(t)
+	other.signIn(bobToken)
+	require.Equal(t, http.StatusForbidden, b.post(requeueO1, url.Values{"csrf": {other.csrf()}, "confirm": {"yes"}}).status)
+	require.Equal(t, "parked", letterStatus("O-1"))
+
+	// Confirm first: nothing changes yet.
+	p := b.post(requeueO1, url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "Confirm: requeue the close dead letter of order O-1")
+	require.Contains(t, p.body, `name="confirm" value="yes"`)
+	require.Equal(t, "parked", letterStatus("O-1"))
+	p = b.post(requeueO1, url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "Done: requeued the close dead letter of order O-1")
+	require.Regexp(t, `<td>status</td><td>parked</td><td>waiting</td>`, p.body)
+	require.Equal(t, "waiting", letterStatus("O-1"))
+
+	// The same rules as the CLI and the API: a resolved letter is not requeued.
+	p = b.post("/console/dead-letters/"+itoa(w.ids["R-1"])+"/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusConflict, p.status, p.body)
+	require.Contains(t, p.body, "resolved")
+	p = b.post("/console/dead-letters/424242/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusNotFound, p.status)
+
+	// Bulk: the confirmation counts the letters (a dry run), then moves them.
+	p = b.post("/console/dead-letters/requeue", url.Values{"csrf": {csrf}, "status": {"parked"}, "since": {"3h"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "Confirm: requeue 1 parked dead letter(s)")
+	require.Equal(t, "parked", letterStatus(hostileNo))
+	p = b.post("/console/dead-letters/requeue", url.Values{"csrf": {csrf}, "status": {"parked"}, "since": {"3h"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "requeued 1 of 1 matching letter(s)")
+	require.Equal(t, "waiting", letterStatus(hostileNo))
+	p = b.post("/console/dead-letters/requeue", url.Values{"csrf": {csrf}, "status": {"resolved"}})
+	require.Equal(t, http.StatusBadRequest, p.status)
+	require.Contains(t, p.body, "status: status &#34;resolved&#34;: a bulk requeue needs status parked or waiting")
+
+	// Delayed tasks: requeue a FAILED one, cancel a PENDING one; others conflict.
+	p = b.post("/console/tasks/task-failed/requeue", url.Values{"csrf": {csrf}})
+	require.Contains(t, p.body, "Confirm: requeue task task-failed")
+	require.Equal(t, "FAILED", taskStatus("task-failed"))
+	p = b.post("/console/tasks/task-failed/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Regexp(t, `<td>status</td><td>FAILED</td><td>PENDING</td>`, p.body)
+	require.Regexp(t, `<td>retry count</td><td>4</td><td>0</td>`, p.body)
+	require.Equal(t, "PENDING", taskStatus("task-failed"))
+	p = b.post("/console/tasks/task-pending/cancel", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Equal(t, "CANCELLED", taskStatus("task-pending"))
+	p = b.post("/console/tasks/task-done/cancel", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusConflict, p.status, p.body)
+	require.Contains(t, p.body, "DONE")
+	p = b.post("/console/tasks/task-done/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusConflict, p.status)
+	p = b.post("/console/tasks/nope/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusNotFound, p.status)
+	require.Equal(t, "DONE", taskStatus("task-done"))
+	// GET does not act.
+	require.Equal(t, http.StatusNotFound, b.get("/console/tasks/task-done/cancel").status)
+}
+
+// Order numbers and errors holding markup, quotes and non-ASCII are shown
+// as text on every page that shows them, and links to them work.
+func TestConsoleEscaping(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	b := w.browser(t)
+	b.signIn(aliceToken)
+	_, err := w.db.Exec(`INSERT INTO order_info (order_no, user_id, status, create_time) VALUES (?, 1, 0, NOW())`, hostileNo)
+	require.NoError(t, err)
+	for _, path := range []string{"/console/dead-letters?status=parked", "/console/dead-letters/" + itoa(w.ids[hostileNo]),
+		"/console/orders/" + url.PathEscape(hostileNo)} {
+		p := b.get(path)
+		require.Equal(t, http.StatusOK, p.status, "%s: %s", path, p.body)
+		require.NotContains(t, p.body, "<script>", path)
+		require.NotContains(t, p.body, `"pwned"`, path)
+		require.Contains(t, p.body, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&#39;ü订单", path)
+		if !strings.HasPrefix(path, "/console/orders/") {
+			require.Contains(t, p.body, `boom &lt;script&gt;document.title=&#34;pwned&#34;&lt;/script&gt; &#34;quoted&#34; &#39;single&#39; 错误`, path)
+		}
+		// The order link is a path-escaped URL that leads to the order.
+		require.Contains(t, p.body, `href="/console/orders/%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E%27%C3%BC%E8%AE%A2%E5%8D%95"`, path)
+	}
+	p := b.get("/console/orders/" + url.PathEscape(hostileNo))
+	require.Contains(t, p.body, "<h1>Order &lt;script&gt;")
+	// The signin page's "why" is text too.
+	p = b.get("/console/signin?why=" + url.QueryEscape(`<b onmouseover="x">`))
+	require.NotContains(t, p.body, "<b onmouseover")
+}

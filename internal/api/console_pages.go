@@ -1,0 +1,393 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/keyset"
+	"github.com/orderjob/executor/orders"
+)
+
+// The console's read-only pages: the overview, the lists and the details.
+
+// pageNames are the templates under console/, each rendered inside
+// layout.html.
+var pageNames = []string{"off", "error", "signin", "overview", "deadletters", "deadletter", "order",
+	"tasks", "task", "flags", "runs", "confirm", "done"}
+
+var consoleFuncs = template.FuncMap{
+	// wall renders a wall-clock time of the database session (order
+	// tables) to the millisecond.
+	"wall": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.Format("2006-01-02 15:04:05.000")
+	},
+	"utc": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05.000") + " UTC"
+	},
+	"dur":    roundDuration,
+	"path":   url.PathEscape,
+	"list":   func(s ...string) []string { return s },
+	"capped": capped,
+}
+
+// capped renders a bounded count: "10000+" at the cap.
+func capped(n int) string {
+	if n >= orders.CountCap {
+		return fmt.Sprintf("%d+", n)
+	}
+	return strconv.Itoa(n)
+}
+
+// roundDuration renders d for people: 3.2s, 4m10s, 2h5m, 3d4h.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	}
+	days := int(d / (24 * time.Hour))
+	return fmt.Sprintf("%dd%dh", days, int((d-time.Duration(days)*24*time.Hour)/time.Hour))
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	pages := map[string]*template.Template{}
+	for _, name := range pageNames {
+		t, err := template.New(name).Funcs(consoleFuncs).ParseFS(consoleFiles, "console/layout.html", "console/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("api: console template %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// overviewData is the overview page: cards of figures, each linking to
+// its list, and the recent close runs.
+type overviewData struct {
+	Cards    []card
+	Runs     []orders.CloseRun
+	Problems []string // figures that could not be read
+}
+
+type card struct {
+	Title   string
+	Figures []figure
+}
+
+// figure is one number of the overview; Class is "bad" or "warn" when it
+// wants a person's attention.
+type figure struct {
+	Label, Value, Link, Class string
+}
+
+// attention is the class of a count that should be zero.
+func attention(n int, class string) string {
+	if n > 0 {
+		return class
+	}
+	return ""
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) {
+	ctx := r.Context()
+	var d overviewData
+	note := func(what string, err error) bool {
+		if err != nil {
+			c.log.WarnContext(ctx, "console overview", "figure", what, "err", err)
+			d.Problems = append(d.Problems, what+": "+err.Error())
+		}
+		return err == nil
+	}
+	if due, err := c.inspect.DueOrders(ctx); note("due orders", err) {
+		d.Cards = append(d.Cards, card{"Orders due to close", []figure{
+			{"due now", capped(due.Count), consolePath + "runs", attention(due.Count, "warn")},
+			{"oldest due for", roundDuration(due.Oldest), consolePath + "runs", ""},
+		}})
+	}
+	if n, err := c.inspect.DeadLetterCounts(ctx); note("dead letters", err) {
+		link := func(st string) string { return consolePath + "dead-letters?status=" + st }
+		d.Cards = append(d.Cards, card{"Dead letters", []figure{
+			{"parked (need a person)", capped(n[orders.DeadLetterParked]), link("parked"), attention(n[orders.DeadLetterParked], "bad")},
+			{"waiting for a retry", capped(n[orders.DeadLetterWaiting]), link("waiting"), attention(n[orders.DeadLetterWaiting], "warn")},
+			{"resolved", capped(n[orders.DeadLetterResolved]), link("resolved"), ""},
+		}})
+	}
+	if c.cfg.Tasks != nil {
+		if t, err := c.cfg.Tasks.Tallies(ctx); note("delayed tasks", err) {
+			link := func(st delay.Status) string { return consolePath + "tasks?status=" + string(st) }
+			f := []figure{
+				{"due now (backlog)", capped(t.DueNow), link(delay.StatusPending), attention(t.DueNow, "warn")},
+				{"oldest due for", roundDuration(t.Oldest), link(delay.StatusPending), ""},
+				{"RUNNING past " + roundDuration(t.RunningTimeout), capped(t.StuckRunning), link(delay.StatusRunning), attention(t.StuckRunning, "bad")},
+			}
+			for _, st := range delay.Statuses {
+				class := ""
+				if st == delay.StatusFailed {
+					class = attention(t.Counts[st], "bad")
+				}
+				f = append(f, figure{string(st), capped(t.Counts[st]), link(st), class})
+			}
+			d.Cards = append(d.Cards, card{"Delayed tasks", f})
+		}
+	}
+	if n, err := c.inspect.FulfilmentCounts(ctx); note("fulfilment flags", err) {
+		d.Cards = append(d.Cards, card{"Fulfilment overdue", []figure{
+			{"flagged in the last day", capped(n.LastDay), consolePath + "fulfilment?since=24h", attention(n.LastDay, "warn")},
+			{"flagged in all", capped(n.Total), consolePath + "fulfilment", ""},
+		}})
+	}
+	if s, err := c.runs.Summary(ctx, time.Hour); note("close runs of the last hour", err) {
+		runs := strconv.Itoa(s.Runs)
+		if s.Capped {
+			runs += "+"
+		}
+		d.Cards = append(d.Cards, card{"Close runs, last hour", []figure{
+			{"runs", runs, consolePath + "runs", ""},
+			{"failed", strconv.Itoa(s.Failed), consolePath + "runs", attention(s.Failed, "bad")},
+			{"orders closed", strconv.Itoa(s.Closed), consolePath + "runs", ""},
+			{"dead-lettered", strconv.Itoa(s.DeadLettered), consolePath + "dead-letters?status=waiting", attention(s.DeadLettered, "bad")},
+			{"latest close after its deadline", roundDuration(s.MaxLateness), consolePath + "runs", ""},
+		}})
+	}
+	var err error
+	d.Runs, err = c.runs.Recent(ctx, 0, 10)
+	note("recent close runs", err)
+	c.render(w, r, http.StatusOK, "overview", op, pageData{Title: "Overview", Nav: "overview", Data: d})
+}
+
+// query reads a list's query parameters, refusing any not in allowed (a
+// typo must not silently list everything).
+func query(r *http.Request, allowed ...string) (url.Values, error) {
+	q := r.URL.Query()
+	for k := range q {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			return nil, invalidInput(k, "unknown filter %q (filters: %s)", k, strings.Join(allowed, ", "))
+		}
+	}
+	return q, nil
+}
+
+// sinceParam reads a time-range bound: a database wall-clock time or a
+// duration back from now.
+func sinceParam(q url.Values, field string, now time.Time) (time.Time, error) {
+	at, ago, err := orders.ParseSince(q.Get(field))
+	if err != nil {
+		return time.Time{}, invalidInput(field, "%s %q is neither a time (2006-01-02 15:04) nor a duration (90m, 6h, 7d)", field, q.Get(field))
+	}
+	if ago > 0 {
+		return now.Add(-ago), nil
+	}
+	return at, nil
+}
+
+// listData is what every list page shows around its rows: the filters as
+// given, and the links to the first and next pages.
+type listData struct {
+	Filter     url.Values
+	Next       string // URL of the next page, "" at the end
+	First      string // URL of the first page, "" on it
+	Examined   int
+	WindowFull bool
+	Rows       any
+	Bulk       bool // a bulk action is offered for these filters
+}
+
+func pageLinks(base string, q url.Values, next keyset.Cursor) (nextURL, firstURL string) {
+	f := url.Values{}
+	for k, v := range q {
+		if k != "after" && len(v) > 0 && v[0] != "" {
+			f.Set(k, v[0])
+		}
+	}
+	if q.Get("after") != "" {
+		firstURL = base + "?" + f.Encode()
+	}
+	if !next.IsZero() {
+		f.Set("after", next.String())
+		nextURL = base + "?" + f.Encode()
+	}
+	return nextURL, firstURL
+}
+
+func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *session) {
+	q, err := query(r, "status", "stage", "since", "until", "error", "after")
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	f := orders.DeadLetterQuery{Status: strings.ToLower(q.Get("status")), Stage: q.Get("stage"), ErrorLike: q.Get("error")}
+	now, err := c.inspect.Now(r.Context())
+	if err == nil {
+		f.Since, err = sinceParam(q, "since", now)
+	}
+	if err == nil {
+		f.Until, err = sinceParam(q, "until", now)
+	}
+	if err == nil {
+		f.After, err = orders.ParseCursor(q.Get("after"))
+	}
+	var p orders.DeadLetterPage
+	if err == nil {
+		p, err = c.letters.Page(r.Context(), f)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Letters,
+		Bulk: (f.Status == orders.DeadLetterParked || f.Status == orders.DeadLetterWaiting) && f.Until.IsZero()}
+	d.Next, d.First = pageLinks(consolePath+"dead-letters", q, p.Next)
+	c.render(w, r, http.StatusOK, "deadletters", op, pageData{Title: "Dead letters", Nav: "dead-letters", Data: d})
+}
+
+
+// deadLetterData is a dead letter's page: the letter and its order.
+type deadLetterData struct {
+	Letter *orders.DeadLetter
+	Order  *orders.OrderDetail // nil when the order is gone
+}
+
+func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	id, err := pathID(r, "id")
+	var dl *orders.DeadLetter
+	if err == nil {
+		dl, err = c.letters.GetByID(r.Context(), id)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	d := deadLetterData{Letter: dl}
+	if d.Order, err = c.inspect.Order(r.Context(), dl.OrderNo); err != nil && !errors.Is(err, orders.ErrOrderNotFound) {
+		c.failErr(w, r, op, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "deadletter", op, pageData{Title: "Dead letter " + strconv.FormatInt(id, 10), Nav: "dead-letters", Data: d})
+}
+
+func (c *Console) orderDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	d, err := c.inspect.Order(r.Context(), r.PathValue("orderNo"))
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "order", op, pageData{Title: "Order " + d.Order.OrderNo, Data: d})
+}
+
+func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) {
+	q, err := query(r, "since", "open", "after")
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	var f orders.FlagQuery
+	switch q.Get("open") {
+	case "", "0", "false":
+	case "1", "true":
+		f.Open = true
+	default:
+		c.failErr(w, r, op, invalidInput("open", "open %q is not true or false", q.Get("open")))
+		return
+	}
+	now, err := c.inspect.Now(r.Context())
+	if err == nil {
+		f.Since, err = sinceParam(q, "since", now)
+	}
+	if err == nil {
+		f.After, err = orders.ParseCursor(q.Get("after"))
+	}
+	var p orders.FlagPage
+	if err == nil {
+		p, err = c.inspect.FulfilmentFlags(r.Context(), f)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Flags}
+	d.Next, d.First = pageLinks(consolePath+"fulfilment", q, p.Next)
+	c.render(w, r, http.StatusOK, "flags", op, pageData{Title: "Fulfilment flags", Nav: "fulfilment", Data: d})
+}
+
+func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {
+	q, err := query(r, "after")
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	cur, err := orders.ParseCursor(q.Get("after"))
+	var runs []orders.CloseRun
+	if err == nil {
+		runs, err = c.runs.Recent(r.Context(), cur.ID, orders.DefaultPageLimit+1)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	var next keyset.Cursor
+	if len(runs) > orders.DefaultPageLimit {
+		runs = runs[:orders.DefaultPageLimit]
+		next = keyset.Cursor{ID: runs[len(runs)-1].ID}
+	}
+	d := listData{Filter: q, Rows: runs, Examined: len(runs)}
+	d.Next, d.First = pageLinks(consolePath+"runs", q, next)
+	c.render(w, r, http.StatusOK, "runs", op, pageData{Title: "Close runs", Nav: "runs", Data: d})
+}
+
+func (c *Console) taskList(w http.ResponseWriter, r *http.Request, op *session) {
+	q, err := query(r, "status", "handler", "bizUuid", "traceId", "after")
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	f := delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler"),
+		BizUUID: q.Get("bizUuid"), TraceID: q.Get("traceId")}
+	f.After, err = orders.ParseCursor(q.Get("after"))
+	var p delay.TaskPage
+	if err == nil {
+		p, err = c.cfg.Tasks.Page(r.Context(), f)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Tasks}
+	d.Next, d.First = pageLinks(consolePath+"tasks", q, p.Next)
+	c.render(w, r, http.StatusOK, "tasks", op, pageData{Title: "Delayed tasks", Nav: "tasks", Data: d})
+}
+
+func (c *Console) taskDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	t, err := c.cfg.Tasks.Get(r.Context(), r.PathValue("bizUuid"))
+	if err != nil {
+		if errors.Is(err, delay.ErrNotFound) {
+			err = fmt.Errorf("no task with bizUuid %q: %w", r.PathValue("bizUuid"), err)
+		}
+		c.failErr(w, r, op, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "task", op, pageData{Title: "Task " + t.BizUUID, Nav: "tasks", Data: t})
+}
