@@ -2,6 +2,7 @@ package delay
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -48,6 +49,16 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "by bizUuid", Query: q(selectByBizUUID, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "const")},
 		{Name: "cancel", Query: q(cancelTask, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "range")},
 		{Name: "requeue", Query: q(requeueTask, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "range")},
+		// The operators' views (the console): list windows, exact
+		// lookups, page rows, bounded counts.
+		{Name: "list: newest page", Query: q(taskWindowByID, "", "", int64(math.MaxInt64), 51), Units: 51, Plan: pk},
+		{Name: "list: handler window", Query: q(taskWindowByID, "x", "x", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: pk},
+		{Name: "list: status window", Query: q(taskWindowByStatus, "x", "x", "DONE", "9999-12-31 00:00:00.000", "9999-12-31 00:00:00.000", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "list: page rows", Query: in(selectTasksByID, f.due[:50]), Units: 50, Plan: pk},
+		{Name: "by trace id", Query: q(selectByTraceID, f.trace), Units: 1, Plan: uses("job_delay_task", "uk_trace_id", "const")},
+		{Name: "count: a status", Query: q(countStatusCapped, "DONE", CountCap), Units: CountCap, Plan: uses("job_delay_task", "idx_status_updated", "ref", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: due", Query: q(countDueCapped, now, CountCap), Units: f.dueCount, Plan: uses("job_delay_task", "idx_status_next_attempt", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: stuck", Query: q(countStuckCapped, dbTime(f.now.Add(-time.Hour)), CountCap), Units: max(f.stuck, 1), Plan: uses("job_delay_task", "idx_status_updated", "range").And("<derived2>", "", "ALL")},
 		// The sweep, recovery, the reconciler and the purge.
 		{Name: "sweep: due", Query: q(selectDue, 0, 1, 0, 100), Units: 100, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
 		{Name: "recovery: stuck", Query: q(selectStuck, hour, 1, 0, 100), Units: f.stuck, Plan: uses("job_delay_task", "idx_status_updated", "range")},
@@ -59,12 +70,14 @@ func TestHotStatementPlans(t *testing.T) {
 // planFixture is a task table after a while: finished tasks pile up, a few
 // are pending (due and later), running (some stuck), failed or cancelled.
 type planFixture struct {
-	db      *dbtest.DB
-	now     time.Time
-	due     []int64 // PENDING and due
-	running []int64 // RUNNING under claim 9
-	stuck   int     // RUNNING for over an hour
-	biz     string  // a FAILED task's bizUuid
+	db       *dbtest.DB
+	now      time.Time
+	due      []int64 // PENDING and due
+	running  []int64 // RUNNING under claim 9
+	stuck    int     // RUNNING for over an hour
+	biz      string  // a FAILED task's bizUuid
+	trace    string  // its trace id
+	dueCount int     // PENDING and due
 }
 
 func newPlanFixture(t *testing.T) *planFixture {
@@ -99,6 +112,8 @@ func newPlanFixture(t *testing.T) *planFixture {
 	require.NoError(t, db.SelectContext(ctx, &f.running, `SELECT id FROM job_delay_task WHERE status = 'RUNNING' AND claim_id = 9 ORDER BY id LIMIT 200`))
 	require.NoError(t, db.GetContext(ctx, &f.stuck, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL 1 HOUR`))
 	require.NoError(t, db.GetContext(ctx, &f.biz, `SELECT biz_uuid FROM job_delay_task WHERE status = 'FAILED' ORDER BY id LIMIT 1`))
+	require.NoError(t, db.GetContext(ctx, &f.trace, `SELECT trace_id FROM job_delay_task WHERE biz_uuid = ?`, f.biz))
+	require.NoError(t, db.GetContext(ctx, &f.dueCount, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`))
 	require.Len(t, f.due, 200)
 	require.NotEmpty(t, f.running)
 	require.Positive(t, f.stuck)

@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 
 // planTables are the tables whose statistics the plan test makes lie.
 var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
-	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor", "order_payment"}
+	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor", "order_payment", "order_close_run"}
 
 // TestHotStatementPlans runs every statement of the package's hot paths
 // through plantest.Check: with the statistics as the bulk load left them and
@@ -72,6 +73,27 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "operator: requeue letter", Query: q(requeueLetterSQL, f.letterNo, StageClose), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		{Name: "operator: bulk requeue, find", Query: q(matchLettersSQL, "parked", StageClose, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.CreateTime, -1, "boom", "boom", requeuePage), Units: len(f.parkedLetters), Plan: uses("order_dead_letter", "idx_status_updated", "range")},
 		{Name: "operator: bulk requeue, move", Query: lit(requeueLettersSQL, f.parkedLetters, "parked", StageClose, firstCursor.CreateTime, "boom", "boom"), Units: len(f.parkedLetters), Plan: pk("order_dead_letter")},
+		// The operators' views (the console): close-run records, letter
+		// lists over bounded windows, one order's rows, bounded counts.
+		{Name: "runs: record", Query: f.named(t, insertCloseRunSQL, CloseRun{StartedAt: f.now, Result: "r"}), Units: 1},
+		{Name: "runs: expired", Query: q(expiredCloseRunsSQL, (7 * 24 * time.Hour).Microseconds(), runPurgeBatch), Units: runPurgeBatch, Plan: uses("order_close_run", "idx_finished_at", "range")},
+		{Name: "runs: delete expired", Query: lit(deleteCloseRunsSQL, f.oldRuns), Units: len(f.oldRuns), Plan: pk("order_close_run")},
+		{Name: "runs: recent", Query: q(recentCloseRunsSQL, int64(math.MaxInt64), 50), Units: 50, Plan: pk("order_close_run")},
+		{Name: "runs: last hour", Query: q(summarizeCloseRunsSQL, time.Hour.Microseconds(), SummaryCap), Units: max(f.lastHourRuns, 1), Plan: uses("order_close_run", "idx_finished_at", "range").And("<derived2>", "", "ALL")},
+		{Name: "letters: newest page", Query: q(letterWindowByIDSQL, "", "", "", "", int64(math.MaxInt64), 51), Units: 51, Plan: pk("order_dead_letter")},
+		{Name: "letters: stage and error window", Query: q(letterWindowByIDSQL, "payment", "payment", "boom", "boom", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: pk("order_dead_letter")},
+		{Name: "letters: status and time window", Query: q(letterWindowByStatusSQL, "", "", "boom", "boom", DeadLetterResolved, firstCursor.CreateTime, listEnd, listEnd, listEnd, int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: uses("order_dead_letter", "idx_status_updated", "range")},
+		{Name: "letters: page rows", Query: lit(lettersByIDSQL, f.parkedLetters), Units: len(f.parkedLetters), Plan: pk("order_dead_letter")},
+		{Name: "letters: of one order", Query: q(lettersOfOrderSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "letters: count resolved", Query: q(countLettersSQL, DeadLetterResolved, CountCap), Units: min(f.resolvedLetters, CountCap), Plan: uses("order_dead_letter", "idx_status_updated", "ref", "range").And("<derived2>", "", "ALL")},
+		{Name: "order: row", Query: q(orderRecordSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		{Name: "order: items", Query: q(itemsOfOrderSQL, one), Units: 3, Plan: byNo("order_item", "idx_order_no")},
+		{Name: "order: stock", Query: lit(stockRowsSQL, f.skus[:3]), Units: 3, Plan: pk("inventory")},
+		{Name: "order: coupon", Query: q(couponRowSQL, f.coupons[0]), Units: 1, Plan: pk("user_coupon")},
+		{Name: "order: close log", Query: q(closeLogRowSQL, f.closedNo), Units: 1, Plan: byNo("order_close_log", "uk_order_no")},
+		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: byNo("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
+		{Name: "flags: window", Query: q(flagWindowSQL, firstCursor.CreateTime, listEnd, listEnd, int64(math.MaxInt64), SearchWindow), Units: min(f.flags, SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
+		{Name: "flags: count", Query: q(countFlagsSQL, firstCursor.CreateTime, CountCap), Units: min(f.flags, CountCap), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range", "index").And("<derived2>", "", "ALL")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: q(overdueSQL, f.now, 2000, f.now, f.now), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
@@ -169,6 +191,20 @@ type planFixture struct {
 	owed          int    // of those, refunds owed
 	conflictID    string // a conflict's payment id
 	parkedEvents  int    // parked outbox events
+
+	closedNo        string  // an order with a close record
+	oldRuns         []int64 // close-run records past the retention
+	lastHourRuns    int
+	resolvedLetters int
+	flags           int // fulfilment flags
+}
+
+// named expands a query with :name parameters from arg.
+func (f *planFixture) named(t *testing.T, query string, arg any) plantest.Query {
+	t.Helper()
+	q, args, err := sqlx.Named(query, arg)
+	require.NoError(t, err)
+	return plantest.Q(q, args...)
 }
 
 func newPlanFixture(t *testing.T) *planFixture {
@@ -205,6 +241,11 @@ func newPlanFixture(t *testing.T) *planFixture {
 		// Capped runs of many shardings have left their cursors.
 		`INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
 			SELECT seq DIV 8 + 1, seq % 8, NOW(), seq, UTC_TIMESTAMP(3) FROM seq_0_to_199`,
+		// Close records of earlier closes.
+		`INSERT INTO order_close_log (order_no, closed_at, reason) SELECT order_no, NOW(3), 'payment_timeout' FROM order_info WHERE status = 1 AND id % 5 = 3`,
+		// Close runs every minute for ten days.
+		`INSERT INTO order_close_run (started_at, finished_at, scanned, closed, result)
+			SELECT NOW(3) - INTERVAL seq MINUTE, NOW(3) - INTERVAL seq MINUTE, 5, 5, 'r' FROM seq_1_to_14400`,
 	} {
 		_, err := db.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)
@@ -280,5 +321,10 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.owed, `SELECT COUNT(*) FROM payment_conflict WHERE refund_status = 'owed'`)
 	get(&f.conflictID, `SELECT payment_id FROM payment_conflict ORDER BY id LIMIT 1`)
 	get(&f.parkedEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'parked'`)
+	sel(&f.oldRuns, `SELECT id FROM order_close_run WHERE finished_at < NOW(3) - INTERVAL 7 DAY ORDER BY finished_at LIMIT 100`)
+	get(&f.closedNo, `SELECT order_no FROM order_close_log ORDER BY id LIMIT 1`)
+	get(&f.lastHourRuns, `SELECT COUNT(*) FROM order_close_run WHERE finished_at >= NOW(3) - INTERVAL 1 HOUR`)
+	get(&f.resolvedLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'resolved'`)
+	get(&f.flags, `SELECT COUNT(*) FROM order_fulfillment_overdue`)
 	return f
 }
