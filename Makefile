@@ -8,7 +8,7 @@ COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_FLAGS := -trimpath -tags timetzdata -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 BIN         ?= bin/executor
 
-.PHONY: build test lint run demo bench compose-up compose-config clean
+.PHONY: build test lint run demo bench screenshots compose-up compose-config clean
 
 build: ## static release binary (same flags as the Dockerfile)
 	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/executor
@@ -24,6 +24,9 @@ run: ## serve: register with the admin and run jobs
 
 demo: ## the main job end to end: schema, demo orders, one close run
 	./scripts/demo.sh
+
+screenshots: ## docs/images/console-*.png: the console in headless chromium on demo data
+	$(GO) test ./cmd/executor -run '^TestConsoleInBrowser$$' -count=1 -console-screenshots $(CURDIR)/docs/images
 
 bench: ## close throughput at the default size (takes minutes)
 	$(GO) run ./cmd/bench close

@@ -94,9 +94,10 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 }
 
 // runSource says in the run's record what started it: the admin's log id
-// (the run's log in the admin UI), or a run without the admin.
+// (the run's log in the admin UI), or a run without the admin (executor
+// run, whose requests carry no job id).
 func runSource(req *xxljob.Request) string {
-	if req.LogID > 0 {
+	if req.JobID > 0 {
 		return fmt.Sprintf("xxl-job log %d", req.LogID)
 	}
 	return "executor run"

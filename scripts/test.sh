@@ -17,6 +17,12 @@ if ! command -v faketime >/dev/null 2>&1; then
   apt-get install -y -q faketime >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q faketime >/dev/null; }
 fi
 command -v faketime >/dev/null || { echo "FATAL: faketime is needed (apt-get install faketime)" >&2; exit 1; }
+# chromium: the console's browser test drives Debian's chromium headless.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium"
+  apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null; }
+fi
+command -v chromium >/dev/null || { echo "FATAL: chromium is needed (apt-get install chromium)" >&2; exit 1; }
 
 # Two Go modules: the application (.) and xxljob (its own module for other
 # teams, standard library only in its core; see docs/xxljob.md). Each is

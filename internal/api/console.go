@@ -77,7 +77,7 @@ const consolePath = "/console/"
 // own sign-in (a browser cannot send the API's token header), so they are
 // mounted without the port's token check.
 func (s *Server) MountConsole(cfg ConsoleConfig) error {
-	c, err := NewConsole(cfg, s.log)
+	c, err := NewConsole(cfg, s.base)
 	if err != nil {
 		return err
 	}
@@ -275,6 +275,11 @@ func (c *Console) static(w http.ResponseWriter, r *http.Request) {
 }
 
 // audit logs an operator's action: who, what, on what, with what result.
-func (c *Console) audit(r *http.Request, op *session, action, target string, attrs ...any) {
-	c.log.InfoContext(r.Context(), "console action", append([]any{"operator", op.name, "action", action, "target", target}, attrs...)...)
+func (c *Console) audit(r *http.Request, op *session, action, target string, err error, attrs ...any) {
+	attrs = append([]any{"operator", op.name, "action", action, "target", target}, attrs...)
+	if err != nil {
+		c.log.WarnContext(r.Context(), "console action refused or failed", append(attrs, "err", err.Error())...)
+		return
+	}
+	c.log.InfoContext(r.Context(), "console action", attrs...)
 }

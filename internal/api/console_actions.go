@@ -87,7 +87,7 @@ func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *
 		return
 	}
 	after, err := c.letters.Requeue(r.Context(), before.OrderNo, before.Stage)
-	c.audit(r, op, "requeue dead letter", before.OrderNo, "stage", before.Stage, "letter_id", id, "err", errText(err))
+	c.audit(r, op, "requeue dead letter", before.OrderNo, err, "stage", before.Stage, "letter_id", id)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
@@ -125,8 +125,8 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	res, err := c.letters.RequeueMatching(r.Context(), f)
-	c.audit(r, op, "requeue dead letters", f.Status, "stage", f.Stage, "error_like", f.ErrorLike, "since", res.Since,
-		"num_matched", res.Matched, "num_requeued", res.Requeued, "err", errText(err))
+	c.audit(r, op, "requeue dead letters", f.Status, err, "stage", f.Stage, "error_like", f.ErrorLike, "since", res.Since,
+		"num_matched", res.Matched, "num_requeued", res.Requeued)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
@@ -193,18 +193,11 @@ func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session
 		return
 	}
 	after, err := act(r.Context(), biz)
-	c.audit(r, op, verb+" delayed task", biz, "trace_id", before.TraceID, "err", errText(err))
+	c.audit(r, op, verb+" delayed task", biz, err, "trace_id", before.TraceID)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
 	c.done(w, r, op, doneData{Action: fmt.Sprintf("%s task %s", verb, biz), Summary: "The task is " + string(after.Status) + ".",
 		Changes: taskChanges(before, after), Back: back, BackTo: "the task"})
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

@@ -92,7 +92,10 @@ func TestOutboxAPI(t *testing.T) {
 func TestRefundAPI(t *testing.T) {
 	t.Parallel()
 	srv, _ := opsServer(t)
-	call := func(method, path, body string, want int, v any) { t.Helper(); callOps(t, srv, method, path, body, want, v) }
+	call := func(method, path, body string, want int, v any) {
+		t.Helper()
+		callOps(t, srv, method, path, body, want, v)
+	}
 	var summary struct {
 		Count  int    `json:"count"`
 		Amount string `json:"amount"`
