@@ -155,7 +155,12 @@ type OrderDetail struct {
 	DeadLetters []DeadLetter
 	// Fulfilment is the order's fulfilment flag, if it has one.
 	Fulfilment *FulfilmentFlag
-	Mode       CompensationMode
+	// Outbox holds the order's compensation events in outbox mode.
+	Outbox []OutboxEvent
+	// Conflicts are payments of the order that could not be taken
+	// (refunds owed or made).
+	Conflicts []PaymentConflict
+	Mode      CompensationMode
 }
 
 // Order returns what the tables hold about orderNo, or ErrOrderNotFound.
@@ -192,6 +197,14 @@ func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, er
 		return nil, err
 	}
 	if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, orderNo); err != nil {
+		return nil, err
+	}
+	if i.mode == CompensateOutbox {
+		if d.Outbox, err = i.store.listOutbox(ctx, i.db, OutboxFilter{OrderNo: orderNo, Limit: MaxPageLimit}); err != nil {
+			return nil, err
+		}
+	}
+	if d.Conflicts, err = i.store.listConflicts(ctx, i.db, RefundFilter{OrderNo: orderNo, Limit: MaxPageLimit}); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -177,7 +177,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`.cards`)))
 	overview := text(`main`)
 	shot("console-overview.png")
-	for _, want := range []string{"Dead letters", "parked (need a person)", "Delayed tasks", "FAILED", "dead_lettered=3"} {
+	for _, want := range []string{"Dead letters", "parked (need a person)", "Delayed tasks", "FAILED", "dead_lettered=3", "Refunds owed", "payments to pay back"} {
 		require.Contains(t, overview, want)
 	}
 	require.Contains(t, text(`header`), "alice")

@@ -65,6 +65,8 @@ type Console struct {
 	pages    map[string]*template.Template
 	sessions *sessions // nil when the console is off
 	letters  *orders.DeadLetters
+	outbox   *orders.Outbox
+	refunds  *orders.Refunds
 	inspect  *orders.Inspector
 	runs     *orders.CloseRuns
 	offWhy   string
@@ -100,7 +102,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		letters: orders.NewDeadLetters(cfg.DB), inspect: orders.NewInspector(cfg.DB, cfg.Mode),
+		letters: orders.NewDeadLetters(cfg.DB), outbox: orders.NewOutbox(cfg.DB), refunds: orders.NewRefunds(cfg.DB), inspect: orders.NewInspector(cfg.DB, cfg.Mode),
 		runs: orders.NewCloseRuns(cfg.DB)}
 	var err error
 	if c.pages, err = parsePages(); err != nil {
@@ -172,6 +174,12 @@ func (c *Console) routes(op *session) *http.ServeMux {
 	on("POST /console/dead-letters/{id}/requeue", c.deadLetterRequeue)
 	on("POST /console/dead-letters/requeue", c.deadLetterRequeueMatching)
 	on("GET /console/orders/{orderNo}", c.orderDetail)
+	on("GET /console/outbox", c.outboxList)
+	on("GET /console/outbox/{id}", c.outboxDetail)
+	on("POST /console/outbox/{id}/requeue", c.outboxRequeue)
+	on("GET /console/refunds", c.refundList)
+	on("GET /console/refunds/{paymentId}", c.refundDetail)
+	on("POST /console/refunds/{paymentId}/refunded", c.refundMark)
 	on("GET /console/fulfilment", c.flagList)
 	on("GET /console/runs", c.runList)
 	if c.cfg.Tasks != nil {
@@ -249,9 +257,11 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, e
 		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", inv.Field, inv.Msg))
 	case errors.As(err, &dinv):
 		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", dinv.Field, dinv.Msg))
-	case errors.Is(err, orders.ErrDeadLetterNotFound), errors.Is(err, orders.ErrOrderNotFound), errors.Is(err, delay.ErrNotFound):
+	case errors.Is(err, orders.ErrDeadLetterNotFound), errors.Is(err, orders.ErrOrderNotFound), errors.Is(err, delay.ErrNotFound),
+		errors.Is(err, orders.ErrOutboxEventNotFound), errors.Is(err, orders.ErrRefundNotFound):
 		c.fail(w, r, op, http.StatusNotFound, err.Error())
-	case errors.Is(err, orders.ErrDeadLetterResolved), errors.Is(err, delay.ErrConflict):
+	case errors.Is(err, orders.ErrDeadLetterResolved), errors.Is(err, delay.ErrConflict),
+		errors.Is(err, orders.ErrOutboxNotParked), errors.Is(err, orders.ErrRefundDone):
 		c.fail(w, r, op, http.StatusConflict, err.Error())
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 	default:

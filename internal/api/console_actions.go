@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
@@ -55,17 +56,11 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, op *session, d do
 // letterChanges lists the fields of a letter that differ between before
 // and after.
 func letterChanges(before, after *orders.DeadLetter) []change {
-	var out []change
-	add := func(f, b, a string) {
-		if b != a {
-			out = append(out, change{f, b, a})
-		}
-	}
-	add("status", before.Status, after.Status)
-	add("status reason", before.StatusReason, after.StatusReason)
-	add("next retry at", before.NextRetryAt.Format(orders.WallTimeLayout), after.NextRetryAt.Format(orders.WallTimeLayout))
-	add("attempts", strconv.Itoa(before.Attempts), strconv.Itoa(after.Attempts))
-	return out
+	return changes(
+		change{"status", before.Status, after.Status},
+		change{"status reason", before.StatusReason, after.StatusReason},
+		change{"next retry at", before.NextRetryAt.Format(orders.WallTimeLayout), after.NextRetryAt.Format(orders.WallTimeLayout)},
+		change{"attempts", strconv.Itoa(before.Attempts), strconv.Itoa(after.Attempts)})
 }
 
 func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *session) {
@@ -154,17 +149,14 @@ func describeRequeue(f orders.RequeueFilter, res orders.RequeueResult) string {
 // taskChanges lists the fields of a task that differ between before and
 // after.
 func taskChanges(before, after *delay.Task) []change {
-	var out []change
-	add := func(f, b, a string) {
-		if b != a {
-			out = append(out, change{f, b, a})
-		}
-	}
-	add("status", string(before.Status), string(after.Status))
-	add("retry count", strconv.Itoa(before.RetryCount), strconv.Itoa(after.RetryCount))
-	add("next attempt", before.NextAttemptTime.UTC().Format(orders.WallTimeLayout)+" UTC", after.NextAttemptTime.UTC().Format(orders.WallTimeLayout)+" UTC")
-	return out
+	return changes(
+		change{"status", string(before.Status), string(after.Status)},
+		change{"retry count", strconv.Itoa(before.RetryCount), strconv.Itoa(after.RetryCount)},
+		change{"next attempt", utcText(before.NextAttemptTime), utcText(after.NextAttemptTime)})
 }
+
+// utcText renders a UTC time of the delayed-task and outbox tables.
+func utcText(t time.Time) string { return t.UTC().Format(orders.WallTimeLayout) + " UTC" }
 
 func (c *Console) taskRequeue(w http.ResponseWriter, r *http.Request, op *session) {
 	c.taskAction(w, r, op, "requeue", "status FAILED → PENDING with a fresh set of retries, due now", c.cfg.Tasks.Requeue)

@@ -133,3 +133,63 @@ func TestConsoleEscaping(t *testing.T) {
 	p = b.get("/console/signin?why=" + url.QueryEscape(`<b onmouseover="x">`))
 	require.NotContains(t, p.body, "<b onmouseover")
 }
+
+// Parked outbox events and refunds owed: listed, shown, and acted on
+// through the same views as the CLI and the API; a refund is recorded with
+// the operator's name.
+func TestConsoleOutboxAndRefunds(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	b := w.browser(t)
+	ov := b.signIn(aliceToken)
+	require.Contains(t, ov.body, "Refunds owed")
+	require.Contains(t, ov.body, `href="/console/refunds?status=owed">2</a>`)
+	require.Contains(t, ov.body, `href="/console/refunds?status=owed">35.50</a>`)
+	require.Contains(t, ov.body, `href="/console/outbox?status=parked">1</a>`, "parked events show even in local mode")
+	csrf := b.csrf()
+	var eventID int64
+	require.NoError(t, w.db.Get(&eventID, `SELECT id FROM order_outbox WHERE status = 'parked'`))
+
+	for path, want := range map[string]string{
+		"/console/outbox?status=parked":    "permanent answer: status 410",
+		"/console/outbox/" + itoa(eventID): "inventory service answered 410",
+		"/console/refunds?status=owed":     "wx-late-1",
+		"/console/refunds/wx-late-1":       "late: the order was closed",
+		"/console/refunds?orderNo=O-3":     "ali-dup-2",
+		"/console/orders/O-2":              "wx-late-1",
+		"/console/outbox?status=lost":      "status: status &#34;lost&#34;",
+		"/console/refunds?status=lost":     "status: status &#34;lost&#34;",
+	} {
+		p := b.get(path)
+		wantStatus := http.StatusOK
+		if strings.Contains(path, "lost") {
+			wantStatus = http.StatusBadRequest
+		}
+		require.Equal(t, wantStatus, p.status, "%s: %s", path, p.body)
+		require.Contains(t, p.body, want, path)
+	}
+	require.Equal(t, http.StatusNotFound, b.get("/console/outbox/987654").status)
+	require.Equal(t, http.StatusNotFound, b.get("/console/refunds/nope").status)
+
+	p := b.post("/console/outbox/"+itoa(eventID)+"/requeue", url.Values{"csrf": {csrf}})
+	require.Contains(t, p.body, "Confirm: requeue the stock.release event of order O-2")
+	p = b.post("/console/outbox/"+itoa(eventID)+"/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Regexp(t, `<td>status</td><td>parked</td><td>pending</td>`, p.body)
+	p = b.post("/console/outbox/"+itoa(eventID)+"/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusConflict, p.status, "only parked events are requeued")
+
+	p = b.post("/console/refunds/wx-late-1/refunded", url.Values{"csrf": {csrf}, "note": {"refund R-77"}})
+	require.Contains(t, p.body, "Confirm: record the refund of payment wx-late-1")
+	require.Contains(t, p.body, "recorded as done by alice")
+	require.Contains(t, p.body, `name="note" value="refund R-77"`)
+	p = b.post("/console/refunds/wx-late-1/refunded", url.Values{"csrf": {csrf}, "note": {"refund R-77"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "recorded by alice")
+	var st, by, note string
+	require.NoError(t, w.db.QueryRow(`SELECT refund_status, refunded_by, refund_note FROM payment_conflict WHERE payment_id = 'wx-late-1'`).Scan(&st, &by, &note))
+	require.Equal(t, []string{"refunded", "alice", "refund R-77"}, []string{st, by, note})
+	p = b.post("/console/refunds/wx-late-1/refunded", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusConflict, p.status)
+	require.Contains(t, b.get("/console/refunds/wx-late-1").body, "alice")
+}

@@ -20,7 +20,7 @@ import (
 // pageNames are the templates under console/, each rendered inside
 // layout.html.
 var pageNames = []string{"off", "error", "signin", "overview", "deadletters", "deadletter", "order",
-	"tasks", "task", "flags", "runs", "confirm", "done"}
+	"tasks", "task", "flags", "runs", "confirm", "done", "outboxlist", "outboxevent", "refundlist", "refund"}
 
 var consoleFuncs = template.FuncMap{
 	// wall renders a wall-clock time of the database session (order
@@ -132,6 +132,24 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 			{"resolved", capped(n[orders.DeadLetterResolved]), link("resolved"), ""},
 		}})
 	}
+	if o, err := c.refunds.Owed(ctx); note("refunds owed", err) {
+		d.Cards = append(d.Cards, card{"Refunds owed (payment conflicts)", []figure{
+			{"payments to pay back", strconv.Itoa(o.Count), consolePath + "refunds?status=owed", attention(o.Count, "bad")},
+			{"amount owed", o.Amount, consolePath + "refunds?status=owed", ""},
+			{"oldest owed for", roundDuration(o.OldestAge), consolePath + "refunds?status=owed", ""},
+			{"recorded in all", strconv.Itoa(o.Total), consolePath + "refunds", ""},
+		}})
+	}
+	// The outbox matters in outbox mode, or when events are left from a
+	// time the executor ran in it.
+	s, err := c.outbox.Stats(ctx)
+	if (c.cfg.Mode == orders.CompensateOutbox || err == nil && s.Pending+s.Parked > 0) && note("outbox", err) {
+		d.Cards = append(d.Cards, card{"Outbox (stock and coupon events)", []figure{
+			{"pending delivery", strconv.Itoa(s.Pending), consolePath + "outbox?status=pending", attention(s.Pending, "warn")},
+			{"oldest pending for", roundDuration(time.Duration(s.OldestPendingAgeSeconds * float64(time.Second))), consolePath + "outbox?status=pending", ""},
+			{"parked (need a person)", strconv.Itoa(s.Parked), consolePath + "outbox?status=parked", attention(s.Parked, "bad")},
+		}})
+	}
 	if c.cfg.Tasks != nil {
 		if t, err := c.cfg.Tasks.Tallies(ctx); note("delayed tasks", err) {
 			link := func(st delay.Status) string { return consolePath + "tasks?status=" + string(st) }
@@ -169,7 +187,6 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 			{"latest close after its deadline", roundDuration(s.MaxLateness), consolePath + "runs", ""},
 		}})
 	}
-	var err error
 	d.Runs, err = c.runs.Recent(ctx, 0, 10)
 	note("recent close runs", err)
 	c.render(w, r, http.StatusOK, "overview", op, pageData{Title: "Overview", Nav: "overview", Data: d})

@@ -73,6 +73,11 @@ func newConsoleWorld(t *testing.T) *consoleWorld {
 		`INSERT INTO order_close_log (order_no, closed_at, reason) VALUES ('O-2', NOW(3), 'payment_timeout')`,
 		`INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
 			SELECT id, order_no, user_id, pay_time, pay_time + INTERVAL 7 DAY, NOW(3) - INTERVAL 1 HOUR FROM order_info WHERE order_no = 'O-3'`,
+		`INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at) VALUES
+			('stock.release', 'O-2', '{"orderNo":"O-2"}', 'tr-1', 'parked', 3, UTC_TIMESTAMP(3), 'inventory service answered 410', 'permanent answer: status 410', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3)),
+			('coupon.restore', 'O-2', '{}', 'tr-2', 'done', 1, UTC_TIMESTAMP(3), '', '', NULL, UTC_TIMESTAMP(3))`,
+		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, reason, channel) VALUES
+			('wx-late-1', 'O-2', 25.50, NOW(3), 'late', 'wechat'), ('ali-dup-2', 'O-3', 10.00, NOW(3), 'duplicate', 'alipay')`,
 		`INSERT INTO order_close_run (started_at, finished_at, host, source, scanned, closed, max_lateness_ms, result) VALUES
 			(NOW(3) - INTERVAL 10 MINUTE, NOW(3) - INTERVAL 10 MINUTE, 'h1', 'xxl-job log 41', 5, 5, 1500, 'scanned=5 closed=5 skipped_paid=0 skipped_locked=0 dead_lettered=0 seconds=0.100')`,
 	} {

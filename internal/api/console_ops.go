@@ -1,0 +1,187 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/orderjob/executor/internal/keyset"
+	"github.com/orderjob/executor/orders"
+)
+
+// The console's pages and actions over the outbox (parked events) and
+// the refunds owed (payment conflicts), through the same views the CLI and
+// the JSON API use (orders.Outbox, orders.Refunds).
+
+// beforeParam reads a list position of an id-ordered list.
+func beforeParam(q url.Values) (int64, error) {
+	c, err := orders.ParseCursor(q.Get("after"))
+	if err != nil || !c.At.IsZero() {
+		return 0, invalidInput("after", "after %q is not a list position", q.Get("after"))
+	}
+	return c.ID, nil
+}
+
+func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
+	q, err := query(r, "status", "eventType", "orderNo", "after")
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	f := orders.OutboxFilter{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
+	f.BeforeID, err = beforeParam(q)
+	var l orders.OutboxList
+	if err == nil {
+		l, err = c.outbox.List(r.Context(), f)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	d := listData{Filter: q, Rows: l.Events, Examined: len(l.Events)}
+	d.Next, d.First = pageLinks(consolePath+"outbox", q, keyset.Cursor{ID: l.NextBefore})
+	c.render(w, r, http.StatusOK, "outboxlist", op, pageData{Title: "Outbox events", Nav: "outbox", Data: d})
+}
+
+func (c *Console) outboxDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	id, err := pathID(r, "id")
+	var ev *orders.OutboxEvent
+	if err == nil {
+		ev, err = c.outbox.Get(r.Context(), id)
+	}
+	if err != nil {
+		c.failErr(w, r, op, wrapOutbox(err, id))
+		return
+	}
+	c.render(w, r, http.StatusOK, "outboxevent", op, pageData{Title: "Outbox event " + strconv.FormatInt(id, 10), Nav: "outbox", Data: ev})
+}
+
+func wrapOutbox(err error, id int64) error {
+	if err == orders.ErrOutboxEventNotFound {
+		return fmt.Errorf("outbox event %d: %w", id, err)
+	}
+	return err
+}
+
+func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *session) {
+	id, err := pathID(r, "id")
+	var before *orders.OutboxEvent
+	if err == nil {
+		before, err = c.outbox.Get(r.Context(), id)
+	}
+	if err != nil {
+		c.failErr(w, r, op, wrapOutbox(err, id))
+		return
+	}
+	back := fmt.Sprintf("%soutbox/%d", consolePath, id)
+	if !confirmed(r) {
+		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue the %s event of order %s", before.EventType, before.OrderNo),
+			What: []string{fmt.Sprintf("status %s → pending, due now: the relays deliver it again", before.Status),
+				fmt.Sprintf("attempts %d → 0; the last error is kept", before.Attempts)},
+			Post: r.URL.Path, Back: back})
+		return
+	}
+	after, err := c.outbox.Requeue(r.Context(), id)
+	c.audit(r, op, "requeue outbox event", before.OrderNo, err, "outbox_id", id, "event_type", before.EventType)
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	c.done(w, r, op, doneData{Action: fmt.Sprintf("requeued the %s event of order %s", after.EventType, after.OrderNo),
+		Summary: "The event is pending and due now.", Back: back, BackTo: "the event",
+		Changes: changes(
+			change{"status", before.Status, after.Status},
+			change{"attempts", strconv.Itoa(before.Attempts), strconv.Itoa(after.Attempts)},
+			change{"park reason", before.ParkReason, after.ParkReason},
+			change{"next attempt", utcText(before.NextAttemptAt), utcText(after.NextAttemptAt)})})
+}
+
+func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session) {
+	q, err := query(r, "status", "orderNo", "after")
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	f := orders.RefundFilter{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo")}
+	f.BeforeID, err = beforeParam(q)
+	var l orders.RefundList
+	if err == nil {
+		l, err = c.refunds.List(r.Context(), f)
+	}
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	d := listData{Filter: q, Rows: l.Conflicts, Examined: len(l.Conflicts)}
+	d.Next, d.First = pageLinks(consolePath+"refunds", q, keyset.Cursor{ID: l.NextBefore})
+	c.render(w, r, http.StatusOK, "refundlist", op, pageData{Title: "Refunds", Nav: "refunds", Data: d})
+}
+
+func (c *Console) refundDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	p, err := c.refunds.Get(r.Context(), r.PathValue("paymentId"))
+	if err != nil {
+		c.failErr(w, r, op, wrapRefund(err, r.PathValue("paymentId")))
+		return
+	}
+	c.render(w, r, http.StatusOK, "refund", op, pageData{Title: "Payment " + p.PaymentID, Nav: "refunds", Data: p})
+}
+
+func wrapRefund(err error, paymentID string) error {
+	if err == orders.ErrRefundNotFound {
+		return fmt.Errorf("payment %q: %w", paymentID, err)
+	}
+	return err
+}
+
+func (c *Console) refundMark(w http.ResponseWriter, r *http.Request, op *session) {
+	id := r.PathValue("paymentId")
+	before, err := c.refunds.Get(r.Context(), id)
+	if err != nil {
+		c.failErr(w, r, op, wrapRefund(err, id))
+		return
+	}
+	note := strings.TrimSpace(r.PostFormValue("note"))
+	back := consolePath + "refunds/" + url.PathEscape(id)
+	if !confirmed(r) {
+		what := []string{fmt.Sprintf("payment %s of order %s (%s, %s): refund status %s → refunded", id, before.OrderNo,
+			before.Amount, before.Reason, before.RefundStatus),
+			fmt.Sprintf("recorded as done by %s, now", op.name)}
+		if note != "" {
+			what = append(what, "with the note: "+note)
+		}
+		c.confirm(w, r, op, confirmData{Action: "record the refund of payment " + id, What: what, Post: r.URL.Path,
+			Fields: url.Values{"note": {note}}, Back: back})
+		return
+	}
+	after, err := c.refunds.MarkRefunded(r.Context(), id, note, op.name)
+	c.audit(r, op, "record refund", id, err, "order_no", before.OrderNo, "amount", before.Amount)
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	refundedAt := ""
+	if after.RefundedAt != nil {
+		refundedAt = after.RefundedAt.Format(orders.WallTimeLayout)
+	}
+	c.done(w, r, op, doneData{Action: "recorded the refund of payment " + id,
+		Summary: fmt.Sprintf("Payment %s of order %s is refunded, recorded by %s.", id, after.OrderNo, after.RefundedBy),
+		Back:    back, BackTo: "the payment",
+		Changes: changes(
+			change{"refund status", before.RefundStatus, after.RefundStatus},
+			change{"refunded at", "", refundedAt},
+			change{"refunded by", before.RefundedBy, after.RefundedBy},
+			change{"note", before.RefundNote, after.RefundNote})})
+}
+
+// changes keeps the changes whose values differ.
+func changes(all ...change) []change {
+	var out []change
+	for _, ch := range all {
+		if ch.Before != ch.After {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
