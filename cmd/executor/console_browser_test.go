@@ -70,6 +70,8 @@ func consoleDemo(t *testing.T, ctx context.Context, db *dbtest.DB, env map[strin
 	require.NoError(t, err)
 	var closed string
 	require.NoError(t, db.GetContext(ctx, &closed, `SELECT order_no FROM order_info WHERE status = 2 ORDER BY id LIMIT 1`))
+	_, err = db.ExecContext(ctx, `UPDATE order_info SET pay_amount = 129.00 WHERE order_no = ?`, closed)
+	require.NoError(t, err)
 	out2, err := svc.Pay(ctx, closed)
 	require.NoError(t, err)
 	require.Equal(t, orders.PayAlreadyClosed, out2)
