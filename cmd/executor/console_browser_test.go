@@ -238,6 +238,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.Equal(t, want, statuses[no], no)
 	}
 	require.Contains(t, stdout.String(), `"msg":"console action","component":"api.console","operator":"alice","action":"requeue dead letter","target":"`+requeued+`"`)
+	// On a phone's screen no page is wider than the screen: wide tables
+	// scroll inside their own box.
+	do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	for _, path := range []string{"/console/", "/console/dead-letters?status=parked", "/console/dead-letters/1", "/console/tasks"} {
+		do(chromedp.Navigate(base+path), chromedp.WaitVisible(css(`main`)))
+		wide, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+		require.NoError(t, err)
+		require.False(t, wide, "%s is wider than a phone's screen", path)
+	}
 	for _, name := range []string{"console-overview.png", "console-dead-letter.png"} {
 		fi, err := os.Stat(filepath.Join(shots, name))
 		require.NoError(t, err)

@@ -202,7 +202,7 @@ func sameOrigin(r *http.Request) bool {
 	if src == "" {
 		src = r.Header.Get("Referer")
 	}
-	if src == "" || src == "null" && r.Header.Get("Origin") == "" {
+	if src == "" {
 		return true // non-browser clients send neither
 	}
 	u, err := url.Parse(src)

@@ -210,11 +210,11 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, consolePath+"signin", http.StatusSeeOther)
 }
 
-// oneLine shortens s to one line of at most n bytes.
+// oneLine shortens s to one line of at most n bytes, cut between runes.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
-		s = s[:n]
+		s = strings.ToValidUTF8(s[:n], "")
 	}
 	return s
 }
