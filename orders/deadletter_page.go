@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/orderjob/executor/internal/keyset"
@@ -112,27 +111,12 @@ func (d *DeadLetters) Page(ctx context.Context, q DeadLetterQuery) (DeadLetterPa
 	if err != nil {
 		return p, err
 	}
-	p.Examined = len(keys)
-	hits := make([]bool, len(keys))
-	for i, k := range keys {
-		hits[i] = k.Hit
-	}
-	picked, next, full := keyset.Pick(hits, q.Limit, window)
-	ids := make([]int64, len(picked))
-	for i, k := range picked {
-		ids[i] = keys[k].ID
-	}
-	if next >= 0 {
-		p.Next, p.WindowFull = keys[next].cursor(q.Status != ""), full
-	}
+	var ids []int64
+	ids, p.Next, p.Examined, p.WindowFull = pickWindow(keys, q.Limit, window, q.Status != "")
 	if p.Letters, err = d.store.lettersByID(ctx, d.db, ids); err != nil {
 		return p, err
 	}
-	order := make(map[int64]int, len(ids))
-	for i, id := range ids {
-		order[id] = i
-	}
-	slices.SortFunc(p.Letters, func(a, b DeadLetter) int { return order[a.ID] - order[b.ID] })
+	inOrder(p.Letters, ids, func(l DeadLetter) int64 { return l.ID })
 	return p, nil
 }
 
@@ -149,19 +133,4 @@ func (d *DeadLetters) GetByID(ctx context.Context, id int64) (*DeadLetter, error
 		return nil, fmt.Errorf("dead letter %d: %w", id, ErrDeadLetterNotFound)
 	}
 	return dl, nil
-}
-
-// letterWindowKey is one row of a search window: its key, and whether it
-// passed the row filters.
-type letterWindowKey struct {
-	ID        int64     `db:"id"`
-	UpdatedAt time.Time `db:"updated_at"`
-	Hit       bool      `db:"hit"`
-}
-
-func (k letterWindowKey) cursor(byStatus bool) Cursor {
-	if byStatus {
-		return Cursor{At: k.UpdatedAt, ID: k.ID}
-	}
-	return Cursor{ID: k.ID}
 }

@@ -200,11 +200,11 @@ func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, er
 		return nil, err
 	}
 	if i.mode == CompensateOutbox {
-		if d.Outbox, err = i.store.listOutbox(ctx, i.db, OutboxFilter{OrderNo: orderNo, Limit: MaxPageLimit}); err != nil {
+		if d.Outbox, err = i.store.outboxOfOrder(ctx, i.db, orderNo); err != nil {
 			return nil, err
 		}
 	}
-	if d.Conflicts, err = i.store.listConflicts(ctx, i.db, RefundFilter{OrderNo: orderNo, Limit: MaxPageLimit}); err != nil {
+	if d.Conflicts, err = i.store.conflictsOfOrder(ctx, i.db, orderNo); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -94,6 +94,16 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: byNo("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
 		{Name: "flags: window", Query: q(flagWindowSQL, firstCursor.CreateTime, listEnd, listEnd, int64(math.MaxInt64), SearchWindow), Units: min(f.flags, SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
 		{Name: "flags: count", Query: q(countFlagsSQL, firstCursor.CreateTime, CountCap), Units: min(f.flags, CountCap), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range", "index").And("<derived2>", "", "ALL")},
+		{Name: "outbox: newest page", Query: q(outboxWindowByIDSQL, "", "", int64(math.MaxInt64), 51), Units: 51, Plan: pk("order_outbox")},
+		{Name: "outbox: event type window", Query: q(outboxWindowByIDSQL, "coupon.restore", "coupon.restore", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: pk("order_outbox")},
+		{Name: "outbox: parked page", Query: q(outboxWindowByStatusSQL, "", "", OutboxParked, listEnd, listEnd, int64(math.MaxInt64), 51), Units: 51, Plan: uses("order_outbox", "idx_status_next", "range")},
+		{Name: "outbox: done window", Query: q(outboxWindowByStatusSQL, "x", "x", OutboxDone, listEnd, listEnd, int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: uses("order_outbox", "idx_status_next", "range")},
+		{Name: "outbox: page rows", Query: lit(outboxByIDSQL, f.events[:50]), Units: 50, Plan: pk("order_outbox")},
+		{Name: "outbox: of one order", Query: q(outboxOfOrderSQL, f.eventOrderNo), Units: 2, Plan: byNo("order_outbox", "uk_order_event")},
+		{Name: "refunds: newest page", Query: q(conflictWindowByIDSQL, int64(math.MaxInt64), 51), Units: 51, Plan: pk("payment_conflict")},
+		{Name: "refunds: owed page", Query: q(conflictWindowByStatusSQL, RefundDone, listEnd, listEnd, int64(math.MaxInt64), 51), Units: 51, Plan: uses("payment_conflict", "idx_refund_status_created", "range")},
+		{Name: "refunds: page rows", Query: lit(conflictsByIDSQL, f.conflictIDs), Units: len(f.conflictIDs), Plan: pk("payment_conflict")},
+		{Name: "refunds: of one order", Query: q(conflictsOfOrderSQL, f.conflictOrderNo), Units: 1, Plan: byNo("payment_conflict", "idx_order_no")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: q(overdueSQL, f.now, 2000, f.now, f.now), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
@@ -193,6 +203,9 @@ type planFixture struct {
 	parkedEvents  int    // parked outbox events
 
 	closedNo        string  // an order with a close record
+	eventOrderNo    string  // an order with outbox events
+	conflictIDs     []int64 // some payment_conflict ids
+	conflictOrderNo string  // an order with a payment conflict
 	oldRuns         []int64 // close-run records past the retention
 	lastHourRuns    int
 	resolvedLetters int
@@ -323,6 +336,9 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.parkedEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'parked'`)
 	sel(&f.oldRuns, `SELECT id FROM order_close_run WHERE finished_at < NOW(3) - INTERVAL 7 DAY ORDER BY finished_at LIMIT 100`)
 	get(&f.closedNo, `SELECT order_no FROM order_close_log ORDER BY id LIMIT 1`)
+	get(&f.eventOrderNo, `SELECT order_no FROM order_outbox ORDER BY id LIMIT 1`)
+	sel(&f.conflictIDs, `SELECT id FROM payment_conflict ORDER BY id LIMIT 50`)
+	get(&f.conflictOrderNo, `SELECT order_no FROM payment_conflict ORDER BY id LIMIT 1`)
 	get(&f.lastHourRuns, `SELECT COUNT(*) FROM order_close_run WHERE finished_at >= NOW(3) - INTERVAL 1 HOUR`)
 	get(&f.resolvedLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'resolved'`)
 	get(&f.flags, `SELECT COUNT(*) FROM order_fulfillment_overdue`)

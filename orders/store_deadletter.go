@@ -258,7 +258,7 @@ const letterHit = `(? = '' OR stage = ?) AND (? = '' OR last_error LIKE CONCAT('
 // backwards range of the primary key, the filter evaluated on each row
 // read; no locks. Returns up to window keys.
 const letterWindowByIDSQL = `
-SELECT id, updated_at, ` + letterHit + ` AS hit
+SELECT id, updated_at AS at, ` + letterHit + ` AS hit
 FROM order_dead_letter FORCE INDEX (PRIMARY)
 WHERE id < ?
 ORDER BY id DESC
@@ -273,7 +273,7 @@ LIMIT ?`
 // idx_status_updated (status, updated_at, id), the filter evaluated on the
 // row behind each entry; no locks. Returns up to window keys.
 const letterWindowByStatusSQL = `
-SELECT id, updated_at, ` + letterHit + ` AS hit
+SELECT id, updated_at AS at, ` + letterHit + ` AS hit
 FROM order_dead_letter FORCE INDEX (idx_status_updated)
 WHERE status = ? AND updated_at >= ? AND updated_at < ?
   AND (updated_at < ? OR (updated_at = ? AND id < ?))
@@ -283,9 +283,9 @@ LIMIT ?`
 // listEnd is the open upper end of a time range or a cursor.
 var listEnd = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
-func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f DeadLetterQuery, window int) ([]letterWindowKey, error) {
+func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f DeadLetterQuery, window int) ([]windowKey, error) {
 	hit := []any{f.Stage, f.Stage, f.ErrorLike, f.ErrorLike}
-	var keys []letterWindowKey
+	var keys []windowKey
 	var err error
 	if f.Status == "" {
 		before := f.After.ID

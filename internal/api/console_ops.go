@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orderjob/executor/internal/keyset"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -15,33 +14,24 @@ import (
 // the refunds owed (payment conflicts), through the same views the CLI and
 // the JSON API use (orders.Outbox, orders.Refunds).
 
-// beforeParam reads a list position of an id-ordered list.
-func beforeParam(q url.Values) (int64, error) {
-	c, err := orders.ParseCursor(q.Get("after"))
-	if err != nil || !c.At.IsZero() {
-		return 0, invalidInput("after", "after %q is not a list position", q.Get("after"))
-	}
-	return c.ID, nil
-}
-
 func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
 	q, err := query(r, "status", "eventType", "orderNo", "after")
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
-	f := orders.OutboxFilter{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
-	f.BeforeID, err = beforeParam(q)
-	var l orders.OutboxList
+	f := orders.OutboxQuery{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
+	f.After, err = orders.ParseCursor(q.Get("after"))
+	var p orders.OutboxPage
 	if err == nil {
-		l, err = c.outbox.List(r.Context(), f)
+		p, err = c.outbox.Page(r.Context(), f)
 	}
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
-	d := listData{Filter: q, Rows: l.Events, Examined: len(l.Events)}
-	d.Next, d.First = pageLinks(consolePath+"outbox", q, keyset.Cursor{ID: l.NextBefore})
+	d := listData{Filter: q, Rows: p.Events, Examined: p.Examined, WindowFull: p.WindowFull}
+	d.Next, d.First = pageLinks(consolePath+"outbox", q, p.Next)
 	c.render(w, r, http.StatusOK, "outboxlist", op, pageData{Title: "Outbox events", Nav: "outbox", Data: d})
 }
 
@@ -104,18 +94,18 @@ func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session
 		c.failErr(w, r, op, err)
 		return
 	}
-	f := orders.RefundFilter{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo")}
-	f.BeforeID, err = beforeParam(q)
-	var l orders.RefundList
+	f := orders.RefundQuery{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo")}
+	f.After, err = orders.ParseCursor(q.Get("after"))
+	var p orders.RefundPage
 	if err == nil {
-		l, err = c.refunds.List(r.Context(), f)
+		p, err = c.refunds.Page(r.Context(), f)
 	}
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
-	d := listData{Filter: q, Rows: l.Conflicts, Examined: len(l.Conflicts)}
-	d.Next, d.First = pageLinks(consolePath+"refunds", q, keyset.Cursor{ID: l.NextBefore})
+	d := listData{Filter: q, Rows: p.Conflicts, Examined: len(p.Conflicts)}
+	d.Next, d.First = pageLinks(consolePath+"refunds", q, p.Next)
 	c.render(w, r, http.StatusOK, "refundlist", op, pageData{Title: "Refunds", Nav: "refunds", Data: d})
 }
 

@@ -1,0 +1,147 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// This file holds the SQL of the console's outbox and refund pages
+// (ops_page.go): search windows of keys in keyset order, then the rows of a
+// page by primary key, and one order's rows. No locks.
+
+// outboxWindowByIDSQL: newest id first from the cursor. Params: event type
+// ("" any), event type, cursor id, window. Primary key backwards.
+const outboxWindowByIDSQL = `
+SELECT id, next_attempt_at AS at, (? = '' OR event_type = ?) AS hit
+FROM order_outbox FORCE INDEX (PRIMARY)
+WHERE id < ?
+ORDER BY id DESC
+LIMIT ?`
+
+// outboxWindowByStatusSQL: one status, latest next_attempt_at first from
+// the cursor. Params: event type, event type, status, cursor time, cursor
+// time, cursor id, window. idx_status_next (status, next_attempt_at, id)
+// backwards.
+const outboxWindowByStatusSQL = `
+SELECT id, next_attempt_at AS at, (? = '' OR event_type = ?) AS hit
+FROM order_outbox FORCE INDEX (idx_status_next)
+WHERE status = ? AND (next_attempt_at < ? OR (next_attempt_at = ? AND id < ?))
+ORDER BY next_attempt_at DESC, id DESC
+LIMIT ?`
+
+func (store) outboxWindow(ctx context.Context, q sqlx.QueryerContext, f OutboxQuery, window int) ([]windowKey, error) {
+	var keys []windowKey
+	var err error
+	if f.Status == "" {
+		err = sqlx.SelectContext(ctx, q, &keys, outboxWindowByIDSQL, f.EventType, f.EventType, beforeID(f.After), window)
+	} else {
+		at, id := cursorKey(f.After)
+		err = sqlx.SelectContext(ctx, q, &keys, outboxWindowByStatusSQL, f.EventType, f.EventType, f.Status, at, at, id, window)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list outbox events: %w", err)
+	}
+	return keys, nil
+}
+
+// beforeID is a cursor's id as an exclusive upper bound (the start: all).
+func beforeID(c Cursor) int64 {
+	if c.IsZero() {
+		return math.MaxInt64
+	}
+	return c.ID
+}
+
+// cursorKey is a timed cursor's key (the start: past every row).
+func cursorKey(c Cursor) (any, int64) {
+	if c.IsZero() {
+		return listEnd, math.MaxInt64
+	}
+	return c.At, c.ID
+}
+
+// outboxByIDSQL reads listed events (literal id list) by primary key.
+const outboxByIDSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (PRIMARY) WHERE id IN (%s)`
+
+func (store) outboxByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]OutboxEvent, error) {
+	evs := []OutboxEvent{}
+	if len(ids) == 0 {
+		return evs, nil
+	}
+	if err := sqlx.SelectContext(ctx, q, &evs, fmt.Sprintf(outboxByIDSQL, intList(ids))); err != nil {
+		return nil, fmt.Errorf("read %d outbox events: %w", len(ids), err)
+	}
+	return evs, nil
+}
+
+// outboxOfOrderSQL reads one order's events (one per event type) through
+// uk_order_event. Params: order_no.
+const outboxOfOrderSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (uk_order_event)
+WHERE order_no = ? ORDER BY id DESC`
+
+func (store) outboxOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]OutboxEvent, error) {
+	evs := []OutboxEvent{}
+	if err := sqlx.SelectContext(ctx, q, &evs, outboxOfOrderSQL, orderNo); err != nil {
+		return nil, fmt.Errorf("read outbox events of %s: %w", orderNo, err)
+	}
+	return evs, nil
+}
+
+// conflictWindowByIDSQL: newest id first from the cursor. Params: cursor
+// id, window. Primary key backwards.
+const conflictWindowByIDSQL = `
+SELECT id, created_at AS at, TRUE AS hit FROM payment_conflict FORCE INDEX (PRIMARY)
+WHERE id < ? ORDER BY id DESC LIMIT ?`
+
+// conflictWindowByStatusSQL: one refund status, newest first from the
+// cursor. Params: status, cursor time, cursor time, cursor id, window.
+// idx_refund_status_created (refund_status, created_at, id) backwards.
+const conflictWindowByStatusSQL = `
+SELECT id, created_at AS at, TRUE AS hit FROM payment_conflict FORCE INDEX (idx_refund_status_created)
+WHERE refund_status = ? AND (created_at < ? OR (created_at = ? AND id < ?))
+ORDER BY created_at DESC, id DESC LIMIT ?`
+
+func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f RefundQuery, window int) ([]windowKey, error) {
+	var keys []windowKey
+	var err error
+	if f.Status == "" {
+		err = sqlx.SelectContext(ctx, q, &keys, conflictWindowByIDSQL, beforeID(f.After), window)
+	} else {
+		at, id := cursorKey(f.After)
+		err = sqlx.SelectContext(ctx, q, &keys, conflictWindowByStatusSQL, f.Status, at, at, id, window)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list payment conflicts: %w", err)
+	}
+	return keys, nil
+}
+
+// conflictsByIDSQL reads listed conflicts (literal id list) by primary key.
+const conflictsByIDSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict FORCE INDEX (PRIMARY) WHERE id IN (%s)`
+
+func (store) conflictsByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]PaymentConflict, error) {
+	rows := []PaymentConflict{}
+	if len(ids) == 0 {
+		return rows, nil
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(conflictsByIDSQL, intList(ids))); err != nil {
+		return nil, fmt.Errorf("read %d payment conflicts: %w", len(ids), err)
+	}
+	return rows, nil
+}
+
+// conflictsOfOrderSQL reads one order's conflicts through idx_order_no.
+// Params: order_no.
+const conflictsOfOrderSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict FORCE INDEX (idx_order_no)
+WHERE order_no = ? ORDER BY id DESC`
+
+func (store) conflictsOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]PaymentConflict, error) {
+	rows := []PaymentConflict{}
+	if err := sqlx.SelectContext(ctx, q, &rows, conflictsOfOrderSQL, orderNo); err != nil {
+		return nil, fmt.Errorf("read payment conflicts of %s: %w", orderNo, err)
+	}
+	return rows, nil
+}
