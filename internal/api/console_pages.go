@@ -281,7 +281,6 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 	c.render(w, r, http.StatusOK, "deadletters", op, pageData{Title: "Dead letters", Nav: "dead-letters", Data: d})
 }
 
-
 // deadLetterData is a dead letter's page: the letter and its order.
 type deadLetterData struct {
 	Letter *orders.DeadLetter
