@@ -107,12 +107,22 @@ func (d *Dispatcher) popLimit(held int) int {
 	return min(d.cfg.BatchSize, (held-k+1)*d.cfg.HandlerBatchSize)
 }
 
-// execute runs one work item and records its tasks' results.
+// execute runs one work item, records its tasks' results and then tells
+// the timer it is done with them (RabbitMQ acknowledges their messages only
+// now, so a crash before the results are stored redelivers them).
 func (d *Dispatcher) execute(ctx context.Context, it workItem) []result {
 	if it.batch == nil {
-		return []result{d.run(ctx, it.task)}
+		res := d.run(ctx, it.task)
+		d.timer.done([]int64{it.task.ID}, false)
+		return []result{res}
 	}
-	return d.runBatch(ctx, it.batch)
+	res := d.runBatch(ctx, it.batch)
+	ids := make([]int64, len(it.batch))
+	for i, t := range it.batch {
+		ids[i] = t.ID
+	}
+	d.timer.done(ids, false)
+	return res
 }
 
 // runBatch performs one attempt of each task (all of one batch handler) in

@@ -18,10 +18,14 @@ import (
 type ClientConfig struct {
 	// DB holds job_delay_task. Required.
 	DB *sqlx.DB
-	// Redis is the timer's server. Optional: without it, registrations reach
-	// the timer through the dispatchers' reconciler (within its interval).
+	// Timer is told of new tasks (the Dispatcher's, in an executor).
+	// Default: the Redis timer on Redis under KeyPrefix. Without either,
+	// registrations reach the timer through the dispatchers' reconciler
+	// (within its interval).
+	Timer Timer
+	// Redis is the Redis timer's server, when Timer is not set.
 	Redis redis.UniversalClient
-	// KeyPrefix starts the timer's Redis keys. Default "delay:".
+	// KeyPrefix starts the Redis timer's keys. Default "delay:".
 	KeyPrefix string
 	// RunningTimeout is the age at which a RUNNING task counts as stuck in
 	// Stats and Check. Default 120s.
@@ -41,7 +45,7 @@ type ClientConfig struct {
 // only if the order does) followed by Schedule after the commit.
 type Client struct {
 	db             *sqlx.DB
-	timer          *timer // nil without Redis
+	timer          Timer // nil without one
 	clock          *clock
 	validate       func(string) error
 	runningTimeout time.Duration
@@ -69,8 +73,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Redis != nil {
-		c.timer = newTimer(cfg.Redis, cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix))
+	switch {
+	case cfg.Timer != nil:
+		c.timer = cfg.Timer
+	case cfg.Redis != nil:
+		c.timer = NewRedisTimer(cfg.Redis, cfg.KeyPrefix)
 	}
 	return c, nil
 }
@@ -208,7 +215,7 @@ func (c *Client) schedule(ctx context.Context, onlyMissing bool, tasks ...*Task)
 		if t == nil || t.Status != StatusPending {
 			continue
 		}
-		entries = append(entries, timerEntry{ID: t.ID, Time: t.NextAttemptTime})
+		entries = append(entries, timerEntry{ID: t.ID, Time: t.NextAttemptTime, Attempt: t.RetryCount + 1})
 		if earliest.IsZero() || t.NextAttemptTime.Before(earliest) {
 			earliest = t.NextAttemptTime
 		}

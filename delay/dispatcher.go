@@ -23,10 +23,15 @@ import (
 type Config struct {
 	// DB holds job_delay_task. Required.
 	DB *sqlx.DB
-	// Redis holds the timer. Required.
+	// Timer tells when tasks fall due; the dispatcher starts and stops its
+	// consuming side with its own Start and Stop (the owner starts and stops
+	// the timer itself, before and after). Default: the Redis timer on Redis
+	// under KeyPrefix.
+	Timer Timer
+	// Redis holds the Redis timer. Required when Timer is not set.
 	Redis redis.UniversalClient
-	// KeyPrefix starts the timer's keys. Default "delay:". Executors sharing
-	// tasks share the prefix.
+	// KeyPrefix starts the Redis timer's keys. Default "delay:". Executors
+	// sharing tasks share the prefix.
 	KeyPrefix string
 	// Handlers are the in-process handlers by name (e.g.
 	// OrderTimeoutCloseHandler). Names are a letter then letters, digits,
@@ -120,14 +125,14 @@ type Config struct {
 // ErrStopped is the cause given to handlers cancelled by Stop.
 var ErrStopped = errors.New("delay: dispatcher stopped")
 
-// Dispatcher runs due tasks: it pops the Redis timer, claims rows by CAS,
+// Dispatcher runs due tasks: it pops the timer, claims rows by CAS,
 // runs handlers under a timeout, records the result, retries with backoff,
 // recovers stuck claims and refills the timer from the table. Run one in
 // every executor; they share work through the timer and the table.
 type Dispatcher struct {
 	cfg      Config
 	client   *Client
-	timer    *timer
+	timer    Timer
 	clock    *clock
 	log      *slog.Logger
 	handlers map[string]HandlerFunc
@@ -161,8 +166,8 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("delay: Config.DB is required")
 	}
-	if cfg.Redis == nil {
-		return nil, errors.New("delay: Config.Redis is required")
+	if cfg.Redis == nil && cfg.Timer == nil {
+		return nil, errors.New("delay: Config.Timer or Config.Redis is required")
 	}
 	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
 	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, 120*time.Second)
@@ -269,7 +274,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		d.http = &http.Client{Transport: tr}
 	}
 	c, err := NewClient(ClientConfig{
-		DB: cfg.DB, Redis: cfg.Redis, KeyPrefix: cfg.KeyPrefix, RunningTimeout: cfg.RunningTimeout,
+		DB: cfg.DB, Timer: cfg.Timer, Redis: cfg.Redis, KeyPrefix: cfg.KeyPrefix, RunningTimeout: cfg.RunningTimeout,
 		ValidateHandler: d.ValidateHandler, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -341,6 +346,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := d.clock.Sync(ctx); err != nil {
 		return fmt.Errorf("delay: start: %w", err)
 	}
+	if err := d.timer.start(ctx, d.scheduled); err != nil {
+		return fmt.Errorf("delay: start timer: %w", err)
+	}
 	d.started = true
 	loopCtx, loopCancel := context.WithCancelCause(ctx)
 	workCtx, workCancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -390,6 +398,18 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 
 	d.loopCancel(ErrStopped)
 	defer d.http.CloseIdleConnections()
+	err := d.drain(ctx)
+	// Last, so that what the workers recorded is acknowledged first: what
+	// the timer still holds goes back to it (RabbitMQ redelivers it to
+	// another executor).
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return errors.Join(err, d.timer.stop(tctx))
+}
+
+// drain waits for the loops and workers to end until ctx is done, then
+// cancels the handlers in flight and waits a few seconds more.
+func (d *Dispatcher) drain(ctx context.Context) error {
 	select {
 	case <-d.done:
 		d.log.InfoContext(ctx, "delay dispatcher stopped")
@@ -404,6 +424,21 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("delay: stop: handlers ignore cancellation and are still running: %w", ctx.Err())
 	}
+}
+
+// notIn returns the ids of ids that are not in entries.
+func notIn(ids []int64, entries []timerEntry) []int64 {
+	in := make(map[int64]bool, len(entries))
+	for _, e := range entries {
+		in[e.ID] = true
+	}
+	var out []int64
+	for _, id := range ids {
+		if !in[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // scheduled is the Client's hook: a task registered here is due at
@@ -561,8 +596,11 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 			}
 		}
 		pending, err := storePendingTimes(cctx, d.cfg.DB, rest)
-		if err == nil && len(pending) > 0 {
-			err = d.timer.add(cctx, pending...)
+		if err == nil {
+			d.timer.done(notIn(rest, pending), true)
+			if len(pending) > 0 {
+				err = d.timer.add(cctx, pending...)
+			}
 		}
 		if err != nil {
 			d.log.WarnContext(ctx, "put not-yet-due tasks back on the timer; the reconciler will", "err", err)

@@ -50,35 +50,19 @@ func (d *Dispatcher) maintainOnce(ctx context.Context) {
 	}
 }
 
-// Reconcile adds to the timer every PENDING task due within
-// ReconcileHorizon that it lacks, and returns how many it added. Entries
-// present are left alone (their score may be newer than this read). After
-// Redis lost its data, this is what brings the tasks back: they run late by
-// at most the time until the next Reconcile.
+// Reconcile brings the timer in line with the table and returns how many
+// tasks it scheduled. The Redis timer gets every PENDING task due within
+// ReconcileHorizon that it lacks (after Redis lost its data, this is what
+// brings the tasks back: they run late by at most the time until the next
+// Reconcile); the RabbitMQ timer, which cannot tell what its queues hold,
+// gets the tasks whose publish was never confirmed and those overdue by
+// more than RabbitMQConfig.RepublishAfter.
 func (d *Dispatcher) Reconcile(ctx context.Context) (int64, error) {
-	const page = 1000
 	now, err := d.clock.NowSynced(ctx)
 	if err != nil {
 		return 0, err
 	}
-	horizon := now.Add(d.cfg.ReconcileHorizon)
-	after := timerEntry{Time: time.Unix(0, 0)}
-	var added int64
-	for {
-		entries, err := storeTimerPage(ctx, d.cfg.DB, horizon, after, page)
-		if err != nil {
-			return added, err
-		}
-		n, err := d.timer.addMissing(ctx, entries)
-		added += n
-		if err != nil {
-			return added, err
-		}
-		if len(entries) < page {
-			return added, nil
-		}
-		after = entries[len(entries)-1]
-	}
+	return d.timer.reconcile(ctx, d.cfg.DB, now, d.cfg.ReconcileHorizon)
 }
 
 // RecoverStuck ends claims RUNNING longer than RunningTimeout as failed
@@ -103,7 +87,7 @@ func (d *Dispatcher) recoverShard(ctx context.Context, shard, total int) (recove
 			ok, err = storeRetry(ctx, d.cfg.DB, t, time.Time{}, msg) // due now
 			if ok {
 				recovered++
-				d.reschedule(ctx, log, timerEntry{ID: t.ID, Time: d.clock.Now()})
+				d.reschedule(ctx, log, timerEntry{ID: t.ID, Time: d.clock.Now(), Attempt: t.RetryCount + 2})
 			}
 		} else {
 			ok, err = storeFailed(ctx, d.cfg.DB, t, msg+"; out of retries")

@@ -121,7 +121,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 			return resultLost
 		}
 		d.counters.released.Add(1)
-		d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: d.clock.Now()})
+		d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: d.clock.Now(), Attempt: t.RetryCount + 1})
 		log.InfoContext(ctx, "delayed task released by shutdown", "err", err)
 		return resultReleased
 	}
@@ -154,7 +154,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 		return resultLost
 	}
 	d.counters.retried.Add(1)
-	d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: next})
+	d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: next, Attempt: t.RetryCount + 2})
 	log.WarnContext(ctx, "delayed task attempt failed; will retry", "retry_count", t.RetryCount+1,
 		"max_retry", t.MaxRetry, "next_attempt_time", next, "err", err)
 	return resultRetry
@@ -186,7 +186,7 @@ func (d *Dispatcher) settleLater(ctx, fctx context.Context, log *slog.Logger, t 
 	}) {
 		return resultLost, true
 	}
-	d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: next})
+	d.reschedule(fctx, log, timerEntry{ID: t.ID, Time: next, Attempt: t.RetryCount + 1})
 	if res == resultNotDue {
 		d.counters.notDue.Add(1)
 		log.InfoContext(ctx, "delayed task came before its due time; moved to it", "next_attempt_time", next, "err", err)

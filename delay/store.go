@@ -19,7 +19,9 @@ import (
 // back as UTC whatever the DSN's loc (utcWall). Every state change is a
 // conditional UPDATE whose WHERE repeats the expected state; finishing a
 // claim also repeats its claim_id, so a runner whose task was recovered and
-// claimed again writes nothing.
+// claimed again writes nothing. Every change that makes a task PENDING at a
+// new time clears published_at (the RabbitMQ timer's record that its
+// broker holds a message for the schedule).
 
 const taskColumns = `id, trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
 	status, retry_count, max_retry, last_error, claim_id, created_at, updated_at`
@@ -124,7 +126,7 @@ func storeCancel(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool
 // requeueTask gives a FAILED task a fresh set of retries, due now. 0 or 1 row.
 const requeueTask = `UPDATE job_delay_task
 	SET status = 'PENDING', retry_count = 0, next_attempt_time = UTC_TIMESTAMP(3),
-	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	    published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE biz_uuid = ? AND status = 'FAILED'`
 
 func storeRequeue(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool, error) {
@@ -151,7 +153,7 @@ const selectClaimed = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDE
 // the rows a claim took but could not read back: nobody runs them, and left
 // RUNNING they would wait for recovery (which spends a retry).
 const unclaimTasks = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
-	SET status = 'PENDING', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	SET status = 'PENDING', published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
 
 // claimTasksOf is claimTasks for the tasks of the given handlers only;
@@ -260,13 +262,8 @@ func storeReadClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, c
 
 // selectPendingTimes reads when PENDING tasks among ids are due, to put a
 // timer entry back after a claim found one not yet due.
-const selectPendingTimes = `SELECT id, next_attempt_time FROM job_delay_task FORCE INDEX (PRIMARY)
+const selectPendingTimes = `SELECT id, next_attempt_time, retry_count + 1 AS attempt FROM job_delay_task FORCE INDEX (PRIMARY)
 	WHERE id IN (?) AND status = 'PENDING'`
-
-type timerEntry struct {
-	ID   int64     `db:"id"`
-	Time time.Time `db:"next_attempt_time"`
-}
 
 func storePendingTimes(ctx context.Context, db *sqlx.DB, ids []int64) ([]timerEntry, error) {
 	q, args, err := sqlx.In(selectPendingTimes, ids)
@@ -293,7 +290,7 @@ const finishDone = `UPDATE job_delay_task
 // now); it also recovers a stuck claim. 0 or 1 row, as finishDone.
 const finishRetry = `UPDATE job_delay_task
 	SET status = 'PENDING', retry_count = retry_count + 1, next_attempt_time = COALESCE(?, UTC_TIMESTAMP(3)),
-	    last_error = ?, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	    last_error = ?, published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
 // finishFailed ends a claim out of retries (or with a permanent error).
@@ -308,7 +305,7 @@ const finishFailed = `UPDATE job_delay_task
 // next attempt moved to it). 0 or 1 row, as finishDone.
 const rescheduleClaim = `UPDATE job_delay_task
 	SET status = 'PENDING', next_attempt_time = COALESCE(?, UTC_TIMESTAMP(3)), execute_time = ?, last_error = ?,
-	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	    published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
 // lockClaimedRunning and finishDoneMany end many successful claims of
@@ -443,6 +440,85 @@ func storeTimerPage(ctx context.Context, db *sqlx.DB, horizon time.Time, after t
 	}
 	for i := range out {
 		out[i].Time = utcWall(out[i].Time)
+	}
+	return out, nil
+}
+
+// markPublishedHead, followed by one "(?, ?)" per task and ")", records
+// that the broker confirmed the message of each task's current schedule:
+// only a row still PENDING at the time the message carries, so a confirm
+// that arrives after the task was rescheduled marks nothing. Primary-key
+// range (named: the (id, time) list could otherwise plan over
+// idx_status_next_attempt); no other locks.
+const markPublishedHead = `UPDATE job_delay_task FORCE INDEX (PRIMARY) SET published_at = UTC_TIMESTAMP(3)
+	WHERE status = 'PENDING' AND (id, next_attempt_time) IN (`
+
+func storeMarkPublished(ctx context.Context, db sqlx.ExecerContext, entries []timerEntry) error {
+	const chunk = 500
+	for len(entries) > 0 {
+		n := min(len(entries), chunk)
+		var q strings.Builder
+		q.WriteString(markPublishedHead)
+		args := make([]any, 0, 2*n)
+		for i, e := range entries[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?)")
+			args = append(args, e.ID, dbTime(e.Time))
+		}
+		q.WriteString(")")
+		if _, err := db.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("record %d tasks published: %w", n, err)
+		}
+		entries = entries[n:]
+	}
+	return nil
+}
+
+// republishRow is a task the RabbitMQ reconciler publishes again; At is
+// its keyset position (updated_at or next_attempt_time).
+type republishRow struct {
+	timerEntry
+	At time.Time `db:"at"`
+}
+
+// selectUnpublished pages PENDING tasks whose current schedule was never
+// confirmed published and that last changed before a cutoff (so a publish
+// still in flight is left alone), in (updated_at, id) order after a keyset
+// position. Consistent read over idx_status_published.
+const selectUnpublished = `SELECT id, next_attempt_time, retry_count + 1 AS attempt, updated_at AS at
+	FROM job_delay_task FORCE INDEX (idx_status_published)
+	WHERE status = 'PENDING' AND published_at IS NULL AND updated_at < ?
+	  AND updated_at >= ? AND (updated_at > ? OR id > ?)
+	ORDER BY updated_at, id LIMIT ?`
+
+// selectOverdue pages PENDING tasks due before a cutoff whose message was
+// confirmed before another (so it was lost or purged, or is waiting behind
+// a backlog), in (next_attempt_time, id) order after a keyset position.
+// Consistent read over idx_status_next_attempt; the rows overdue but
+// published since are read and skipped.
+const selectOverdue = `SELECT id, next_attempt_time, retry_count + 1 AS attempt, next_attempt_time AS at
+	FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
+	WHERE status = 'PENDING' AND next_attempt_time < ? AND published_at < ?
+	  AND next_attempt_time >= ? AND (next_attempt_time > ? OR id > ?)
+	ORDER BY next_attempt_time, id LIMIT ?`
+
+// storeRepublishPage runs selectUnpublished or selectOverdue: rows before
+// the cutoffs, after the keyset position after.
+func storeRepublishPage(ctx context.Context, db *sqlx.DB, query string, cutoffs []time.Time, after republishRow, n int) ([]republishRow, error) {
+	args := make([]any, 0, len(cutoffs)+4)
+	for _, c := range cutoffs {
+		args = append(args, dbTime(c))
+	}
+	at := dbTime(after.At)
+	args = append(args, at, at, after.ID, n)
+	var out []republishRow
+	if err := db.SelectContext(ctx, &out, query, args...); err != nil {
+		return nil, fmt.Errorf("page tasks to publish: %w", err)
+	}
+	for i := range out {
+		out[i].Time, out[i].At = utcWall(out[i].Time), utcWall(out[i].At)
 	}
 	return out, nil
 }

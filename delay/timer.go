@@ -6,28 +6,75 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 )
 
-// timer is the Redis side: one sorted set per key prefix whose members are
-// task ids and whose scores are next attempt times (Unix ms, database
-// clock). It is an index over PENDING rows, never the truth: a member popped
-// for a task that is no longer PENDING and due is dropped by the claim, and
-// a PENDING row missing from the set is put back by the reconciler.
-type timer struct {
+// Timer tells dispatchers when PENDING tasks fall due. It is an index over
+// the table by next attempt time, never the truth: an id it hands out is
+// claimed in the table (an entry for a task that is no longer PENDING and
+// due is dropped by the claim), and the reconciler puts back what it lost.
+// NewRedisTimer (a sorted set, the default) and NewRabbitMQTimer (delay-tier
+// queues) implement it; a Dispatcher and its Client share one.
+type Timer interface {
+	// add schedules entries just made PENDING at these times (a committed
+	// registration, an attempt's result, recovery, requeue), replacing what
+	// the timer holds for them; for an id popped and not yet done, the
+	// entry takes over what the pop handed out.
+	add(ctx context.Context, entries ...timerEntry) error
+	// addMissing puts back entries the timer may lack (popped ids a claim
+	// did not take), keeping what it holds for them; it returns how many
+	// it added.
+	addMissing(ctx context.Context, entries []timerEntry) (int64, error)
+	// pop hands out up to n ids due at now (database clock); next is when
+	// the earliest one left is due (zero when none is known).
+	pop(ctx context.Context, now time.Time, n int) (ids []int64, next time.Time, err error)
+	// done ends popped ids: claimed and their attempt's result recorded,
+	// or found no longer PENDING (dup: the entry was a duplicate).
+	done(ids []int64, dup bool)
+	// reconcile brings the timer in line with the table, whose clock reads
+	// now; horizon is how far ahead the dispatcher wants tasks scheduled.
+	reconcile(ctx context.Context, db *sqlx.DB, now time.Time, horizon time.Duration) (int64, error)
+	// size is how many entries the timer holds, for operators.
+	size(ctx context.Context) (int64, error)
+	// start and stop bracket a Dispatcher's run: a timer that pushes due
+	// tasks (RabbitMQ) consumes meanwhile and calls wake with the due time
+	// of each task it learns of.
+	start(ctx context.Context, wake func(due time.Time)) error
+	stop(ctx context.Context) error
+}
+
+// timerEntry is a task on a timer: its id, its next attempt time and which
+// attempt that is (1 for the first; 0 when not known).
+type timerEntry struct {
+	ID      int64     `db:"id"`
+	Time    time.Time `db:"next_attempt_time"`
+	Attempt int       `db:"attempt"`
+}
+
+// redisTimer is the Redis side: one sorted set per key prefix whose members
+// are task ids and whose scores are next attempt times (Unix ms, database
+// clock). A PENDING row missing from the set is put back by the reconciler.
+type redisTimer struct {
 	rdb redis.UniversalClient
 	key string
 }
 
-func newTimer(rdb redis.UniversalClient, prefix string) *timer {
-	return &timer{rdb: rdb, key: prefix + "timer"}
+// NewRedisTimer returns the timer kept in a Redis sorted set under
+// keyPrefix ("delay:" when empty). Executors sharing tasks share the
+// prefix. It needs no start: the dispatchers poll it.
+func NewRedisTimer(rdb redis.UniversalClient, keyPrefix string) Timer {
+	if keyPrefix == "" {
+		keyPrefix = DefaultKeyPrefix
+	}
+	return &redisTimer{rdb: rdb, key: keyPrefix + "timer"}
 }
 
 func score(t time.Time) float64 { return float64(t.UnixMilli()) }
 
 // add sets members' scores (ZADD): used after a registration commits and
 // after a failed attempt, where the row's time is the truth.
-func (tm *timer) add(ctx context.Context, entries ...timerEntry) error {
+func (tm *redisTimer) add(ctx context.Context, entries ...timerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -44,7 +91,7 @@ func (tm *timer) add(ctx context.Context, entries ...timerEntry) error {
 // addMissing adds members that are absent (ZADD NX): the reconciler works
 // from a snapshot of the table that may be older than a score set since, so
 // it never overwrites one.
-func (tm *timer) addMissing(ctx context.Context, entries []timerEntry) (int64, error) {
+func (tm *redisTimer) addMissing(ctx context.Context, entries []timerEntry) (int64, error) {
 	if len(entries) == 0 {
 		return 0, nil
 	}
@@ -83,7 +130,7 @@ return ids
 
 // pop takes due members. next is when the earliest remaining member is due
 // (zero if none).
-func (tm *timer) pop(ctx context.Context, now time.Time, n int) (ids []int64, next time.Time, err error) {
+func (tm *redisTimer) pop(ctx context.Context, now time.Time, n int) (ids []int64, next time.Time, err error) {
 	res, err := popScript.Run(ctx, tm.rdb, []string{tm.key}, now.UnixMilli(), n).StringSlice()
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("timer pop: %w", err)
@@ -108,7 +155,38 @@ func (tm *timer) pop(ctx context.Context, now time.Time, n int) (ids []int64, ne
 	return ids, next, nil
 }
 
-// size is the number of members (for stats and tests).
-func (tm *timer) size(ctx context.Context) (int64, error) {
+// size is the number of members.
+func (tm *redisTimer) size(ctx context.Context) (int64, error) {
 	return tm.rdb.ZCard(ctx, tm.key).Result()
+}
+
+func (tm *redisTimer) done([]int64, bool) {}
+
+func (tm *redisTimer) start(context.Context, func(time.Time)) error { return nil }
+
+func (tm *redisTimer) stop(context.Context) error { return nil }
+
+// reconcile adds every PENDING task due within horizon that the set lacks
+// (ZADD NX: entries present may be newer than this read). After Redis lost
+// its data, this is what brings the tasks back.
+func (tm *redisTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Time, horizon time.Duration) (int64, error) {
+	const page = 1000
+	until := now.Add(horizon)
+	after := timerEntry{Time: time.Unix(0, 0)}
+	var added int64
+	for {
+		entries, err := storeTimerPage(ctx, db, until, after, page)
+		if err != nil {
+			return added, err
+		}
+		n, err := tm.addMissing(ctx, entries)
+		added += n
+		if err != nil {
+			return added, err
+		}
+		if len(entries) < page {
+			return added, nil
+		}
+		after = entries[len(entries)-1]
+	}
 }

@@ -1,0 +1,77 @@
+package delay
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// reconcile publishes again, since a queue cannot be asked whether it holds
+// a task: first the PENDING tasks whose publish was never confirmed and
+// whose row last changed more than RepublishAfter ago (registered or
+// rescheduled while the broker was unreachable, or their confirm was
+// lost); then, only while this dispatcher keeps up (nothing waits in the
+// ready queue, nothing held is overdue), those overdue by more than
+// RepublishAfter and last published longer ago than that (their message
+// was purged or lost). When the dispatchers are behind, overdue tasks are
+// most likely waiting in the ready queue, and publishing them again would
+// double the backlog. The duplicates this makes are dropped at the claim
+// and counted (RabbitMQStats.Duplicates).
+func (t *RabbitMQTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Time, _ time.Duration) (int64, error) {
+	if err := t.pub.Err(); err != nil {
+		return 0, fmt.Errorf("rabbitmq timer: %w (new and rescheduled tasks wait in the table)", err)
+	}
+	cutoff := now.Add(-t.cfg.RepublishAfter)
+	n, err := t.republish(ctx, db, selectUnpublished, []time.Time{cutoff})
+	if err != nil || !t.keepingUp(now) {
+		return n, err
+	}
+	m, err := t.republish(ctx, db, selectOverdue, []time.Time{cutoff, cutoff})
+	return n + m, err
+}
+
+// keepingUp: this process consumes, the ready queue is empty and no held
+// message has been due for a second.
+func (t *RabbitMQTimer) keepingUp(now time.Time) bool {
+	t.consMu.Lock()
+	consuming := t.cons != nil
+	t.consMu.Unlock()
+	if !consuming || t.held.overdue(now) > time.Second {
+		return false
+	}
+	depth, err := t.readyDepth()
+	return err == nil && depth == 0
+}
+
+// republish pages query's rows and publishes them, recording published_at
+// for those confirmed before the next page.
+func (t *RabbitMQTimer) republish(ctx context.Context, db *sqlx.DB, query string, cutoffs []time.Time) (int64, error) {
+	const page = 1000
+	after := republishRow{At: time.Unix(0, 0)}
+	var total int64
+	for {
+		rows, err := storeRepublishPage(ctx, db, query, cutoffs, after, page)
+		if err != nil || len(rows) == 0 {
+			return total, err
+		}
+		entries := make([]timerEntry, len(rows))
+		for i, r := range rows {
+			entries[i] = r.timerEntry
+		}
+		confirmed, perr := t.publish(ctx, entries)
+		total += int64(len(confirmed))
+		t.republished.Add(int64(len(confirmed)))
+		if err := storeMarkPublished(ctx, db, confirmed); err != nil {
+			return total, err
+		}
+		if perr != nil {
+			return total, perr
+		}
+		if len(rows) < page {
+			return total, nil
+		}
+		after = rows[len(rows)-1]
+	}
+}
