@@ -193,11 +193,22 @@ type Delay struct {
 	NotNowBackoff     time.Duration `yaml:"notNowBackoff" env:"DELAY_NOT_NOW_BACKOFF" default:"1s" doc:"first wait of a task that could not run now (lock held elsewhere, Redis or the database unreachable, payment side failing); no retry is spent"`
 	NotNowBackoffMax  time.Duration `yaml:"notNowBackoffMax" env:"DELAY_NOT_NOW_BACKOFF_MAX" default:"30s" doc:"longest such wait (the waits double up to it)"`
 	NotNowMaxAge      time.Duration `yaml:"notNowMaxAge" env:"DELAY_NOT_NOW_MAX_AGE" default:"1h" doc:"past this long after its execute time, a task that cannot run now counts a failure (spends a retry)"`
-	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the Redis timer is refilled from the table"`
+	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the timer is brought in line with the table (and stuck tasks recovered)"`
 	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" default:"168h" doc:"DONE and CANCELLED tasks older than this are purged"`
 	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys"`
 	Services          []string      `yaml:"services" redact:"named" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
 	ServiceToken      string        `yaml:"serviceToken" env:"DELAY_SERVICE_TOKEN" secret:"true" doc:"token sent to HTTP task targets"`
+	Timer             string        `yaml:"timer" env:"DELAY_TIMER" default:"redis" doc:"what tells the dispatchers when tasks fall due: redis (a sorted set) or rabbitmq (delay-tier queues, delay.rabbitmq); the table stays the truth either way, and Redis is still needed for the order locks"`
+	RabbitMQ          DelayRabbitMQ `yaml:"rabbitmq"`
+}
+
+// DelayRabbitMQ is `delay.rabbitmq`: the RabbitMQ timer (delay.timer:
+// rabbitmq), on RabbitMQ 3.10 or later without any plugin.
+type DelayRabbitMQ struct {
+	URL            string        `yaml:"url" redact:"url" env:"DELAY_RABBITMQ_URL" doc:"amqp://user:password@host:5672/vhost; required with delay.timer rabbitmq"`
+	Prefix         string        `yaml:"prefix" env:"DELAY_RABBITMQ_PREFIX" default:"delay." doc:"start of the timer's exchange and queue names ({prefix}hop, {prefix}ready, {prefix}wait.1s ...); executors sharing tasks share it"`
+	Prefetch       int           `yaml:"prefetch" env:"DELAY_RABBITMQ_PREFETCH" default:"10000" doc:"most messages a dispatcher holds unacknowledged (due within a second, or running); above twice the tasks due per second per executor; at most 65535"`
+	RepublishAfter time.Duration `yaml:"republishAfter" env:"DELAY_RABBITMQ_REPUBLISH_AFTER" default:"10s" doc:"the reconciler publishes again a task never confirmed published this long after its last change, or overdue by this much (its message lost or purged)"`
 }
 
 // Outbox is `outbox`: how the relay treats events its receivers keep

@@ -114,6 +114,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"ORDER_COMPENSATION_MODE":          "outbox",
 		"ORDER_COMPENSATION_INVENTORY_URL": "http://inv/release?api_key=SECRET-10",
 		"ORDER_COMPENSATION_COUPON_URL":    "http://a:SECRET-11@coupon/restore",
+		"DELAY_TIMER":                      "rabbitmq",
+		"DELAY_RABBITMQ_URL":               "amqp://orders:SECRET-12@mq:5672/orders",
 	}))
 	require.NoError(t, err)
 	var sb strings.Builder
@@ -122,6 +124,37 @@ func TestSecretsNeverLogged(t *testing.T) {
 	require.Contains(t, sb.String(), "db:3306", "non-secret parts stay readable")
 	require.Contains(t, sb.String(), "order-svc:8080")
 	require.Contains(t, sb.String(), "https://pay/close?token=xxxxx")
+	require.Contains(t, sb.String(), "mq:5672/orders")
+}
+
+// delay.timer picks the timer; rabbitmq needs a broker URL and sane
+// limits, and every problem is named at once.
+func TestDelayTimerConfig(t *testing.T) {
+	t.Parallel()
+	c, err := config.LoadWith(nil, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, "redis", c.Delay.Timer)
+	require.Equal(t, "delay.", c.Delay.RabbitMQ.Prefix)
+
+	c, err = config.LoadWith([]byte("delay:\n  timer: rabbitmq\n  rabbitmq:\n    url: amqp://u:p@mq:5672/shop\n    prefetch: 500\n"), noEnv)
+	require.NoError(t, err)
+	require.Equal(t, 500, c.Delay.RabbitMQ.Prefetch)
+	require.Equal(t, 10*time.Second, c.Delay.RabbitMQ.RepublishAfter)
+
+	_, err = config.LoadWith(nil, envOf(map[string]string{"DELAY_TIMER": "kafka"}))
+	require.ErrorContains(t, err, `delay.timer: "kafka" is not redis or rabbitmq`)
+	_, err = config.LoadWith(nil, envOf(map[string]string{"DELAY_TIMER": "rabbitmq"}))
+	require.ErrorContains(t, err, "delay.rabbitmq.url")
+	_, err = config.LoadWith(nil, envOf(map[string]string{"DELAY_TIMER": "rabbitmq", "DELAY_RABBITMQ_URL": "http://u:SECRET@mq/",
+		"DELAY_RABBITMQ_PREFIX": "a b", "DELAY_RABBITMQ_PREFETCH": "70000", "DELAY_RABBITMQ_REPUBLISH_AFTER": "10ms"}))
+	require.Error(t, err)
+	for _, want := range []string{"delay.rabbitmq.url", "delay.rabbitmq.prefix", "delay.rabbitmq.prefetch: 70000", "delay.rabbitmq.republishAfter: 10ms"} {
+		require.ErrorContains(t, err, want)
+	}
+	require.NotContains(t, err.Error(), "SECRET")
+	// The RabbitMQ keys are only checked when they are used.
+	_, err = config.LoadWith(nil, envOf(map[string]string{"DELAY_RABBITMQ_PREFETCH": "70000"}))
+	require.NoError(t, err)
 }
 
 func TestNormalizedDSN(t *testing.T) {

@@ -159,6 +159,25 @@ func (c *Config) validate() []error {
 	if d.ReconcileInterval <= 0 {
 		bad("delay.reconcileInterval: %s must be positive", d.ReconcileInterval)
 	}
+	switch d.Timer {
+	case "redis":
+	case "rabbitmq":
+		r := d.RabbitMQ
+		if u, err := url.Parse(r.URL); r.URL == "" || err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+			bad("delay.rabbitmq.url: %q is not amqp://user:password@host:port/vhost (delay.timer is rabbitmq)", redact.URL(r.URL))
+		}
+		if !rabbitPrefixRe.MatchString(r.Prefix) {
+			bad("delay.rabbitmq.prefix: %q is not 1 to 200 letters, digits, '.', '_', '-'", r.Prefix)
+		}
+		if r.Prefetch < 1 || r.Prefetch > 65535 {
+			bad("delay.rabbitmq.prefetch: %d is outside 1..65535", r.Prefetch)
+		}
+		if r.RepublishAfter < time.Second {
+			bad("delay.rabbitmq.republishAfter: %s is below 1s", r.RepublishAfter)
+		}
+	default:
+		bad("delay.timer: %q is not redis or rabbitmq", d.Timer)
+	}
 	for _, s := range d.Services {
 		name, base, ok := strings.Cut(s, "=")
 		if u, err := url.Parse(base); !ok || name == "" || err != nil || u.Host == "" {
@@ -167,6 +186,10 @@ func (c *Config) validate() []error {
 	}
 	return p
 }
+
+// rabbitPrefixRe keeps every name under the prefix within RabbitMQ's 255
+// bytes (the same rule as the delay package's).
+var rabbitPrefixRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,200}$`)
 
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)

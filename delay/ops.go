@@ -40,7 +40,8 @@ type Stats struct {
 	OldestDueAge   Duration         `json:"oldestDueAge"`   // how late it is
 	StuckRunning   int64            `json:"stuckRunning"`   // RUNNING longer than RunningTimeout
 	RunningTimeout Duration         `json:"runningTimeout"` // the limit used
-	TimerSize      *int64           `json:"timerSize"`      // members in the Redis timer (nil without Redis)
+	Timer          string           `json:"timer"`          // redis, rabbitmq, or "" (none: the reconciler schedules)
+	TimerSize      *int64           `json:"timerSize"`      // entries on the timer: Redis members, or RabbitMQ messages queued and held (nil when it does not answer)
 }
 
 // Duplicate is a value held by more than one row.
@@ -90,6 +91,12 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 	s, err := storeStats(ctx, c.db, c.runningTimeout)
 	if err != nil {
 		return nil, err
+	}
+	switch c.timer.(type) {
+	case *redisTimer:
+		s.Timer = "redis"
+	case *RabbitMQTimer:
+		s.Timer = "rabbitmq"
 	}
 	if c.timer != nil {
 		if n, err := c.timer.size(ctx); err == nil {

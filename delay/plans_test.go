@@ -28,6 +28,9 @@ func TestHotStatementPlans(t *testing.T) {
 	now := dbTime(f.now)
 	one := f.due[0]
 	hour := time.Hour.Microseconds()
+	epoch := "1000-01-01 00:00:00.000"
+	markSQL, markArgs := markPublished(f.dueEntries)
+	markQ := q(markSQL, markArgs...)
 
 	plantest.Check(t, f.db.DB, []string{"job_delay_task"}, []plantest.Statement{
 		// The dispatcher: claim popped ids, read the claim back, finish.
@@ -64,6 +67,14 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "recovery: stuck", Query: q(selectStuck, hour, 1, 0, 100), Units: f.stuck, Plan: uses("job_delay_task", "idx_status_updated", "range")},
 		{Name: "reconciler: timer page", Query: q(selectTimerPage, dbTime(f.now.Add(time.Hour)), "1000-01-01 00:00:00.000", "1000-01-01 00:00:00.000", 0, 500), Units: 500, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
 		{Name: "purge", Query: q(purgeTasks, hour, 1000), Units: 1000, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		// The RabbitMQ timer: published_at after confirms, and its
+		// reconciler's two pages (never confirmed; overdue and published
+		// long ago).
+		{Name: "rabbitmq: mark published", Query: markQ, Units: n, Plan: pk},
+		{Name: "rabbitmq reconciler: unpublished", Query: q(selectUnpublished, now, epoch, epoch, 0, 500), Units: 500,
+			Plan: uses("job_delay_task", "idx_status_published", "range")},
+		{Name: "rabbitmq reconciler: overdue", Query: q(selectOverdue, now, now, epoch, epoch, 0, 500), Units: 500,
+			Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
 	})
 }
 
@@ -78,6 +89,8 @@ type planFixture struct {
 	biz      string  // a FAILED task's bizUuid
 	trace    string  // its trace id
 	dueCount int     // PENDING and due
+	// dueEntries are the due tasks with their next attempt times.
+	dueEntries []timerEntry
 }
 
 func newPlanFixture(t *testing.T) *planFixture {
@@ -87,9 +100,11 @@ func newPlanFixture(t *testing.T) *planFixture {
 	db := f.db
 	// seq_1_to_N is MariaDB's sequence engine; the plan test is about
 	// MariaDB's statistics anyway.
+	// The due PENDING tasks were published an hour ago (RabbitMQ timer);
+	// the later ones never (published_at NULL).
 	_, err := db.ExecContext(ctx, `INSERT INTO job_delay_task
 		(trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json, status, retry_count, max_retry,
-		 last_error, claim_id, created_at, updated_at)
+		 last_error, claim_id, published_at, created_at, updated_at)
 		SELECT CONCAT('t', seq), CONCAT('b', seq), IF(seq % 4 = 0, 'x', 'orderTimeoutClose'),
 		       UTC_TIMESTAMP(3) - INTERVAL (20000 - seq) SECOND,
 		       CASE WHEN seq % 100 < 85 THEN UTC_TIMESTAMP(3) - INTERVAL 2 DAY
@@ -98,7 +113,8 @@ func newPlanFixture(t *testing.T) *planFixture {
 		       '{}',
 		       CASE WHEN seq % 100 < 85 THEN 'DONE' WHEN seq % 100 < 95 THEN 'PENDING'
 		            WHEN seq % 100 < 97 THEN 'RUNNING' WHEN seq % 100 < 99 THEN 'FAILED' ELSE 'CANCELLED' END,
-		       0, 3, '', IF(seq % 100 BETWEEN 95 AND 96, 9, 0), UTC_TIMESTAMP(3) - INTERVAL 3 DAY,
+		       0, 3, '', IF(seq % 100 BETWEEN 95 AND 96, 9, 0),
+		       IF(seq % 100 BETWEEN 85 AND 89, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, NULL), UTC_TIMESTAMP(3) - INTERVAL 3 DAY,
 		       CASE WHEN seq % 100 < 85 THEN UTC_TIMESTAMP(3) - INTERVAL 2 DAY
 		            WHEN seq % 100 = 95 THEN UTC_TIMESTAMP(3) - INTERVAL 2 HOUR
 		            ELSE UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE END
@@ -115,6 +131,11 @@ func newPlanFixture(t *testing.T) *planFixture {
 	require.NoError(t, db.GetContext(ctx, &f.trace, `SELECT trace_id FROM job_delay_task WHERE biz_uuid = ?`, f.biz))
 	require.NoError(t, db.GetContext(ctx, &f.dueCount, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`))
 	require.Len(t, f.due, 200)
+	require.NoError(t, db.SelectContext(ctx, &f.dueEntries, `SELECT id, next_attempt_time FROM job_delay_task
+		WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) ORDER BY id LIMIT 200`))
+	for i := range f.dueEntries {
+		f.dueEntries[i].Time = utcWall(f.dueEntries[i].Time)
+	}
 	require.NotEmpty(t, f.running)
 	require.Positive(t, f.stuck)
 	return f

@@ -173,6 +173,14 @@ func (t *RabbitMQTimer) Check(context.Context) error {
 	return nil
 }
 
+// Consumes reports whether a Dispatcher runs on the timer (its consuming
+// side is open).
+func (t *RabbitMQTimer) Consumes() bool {
+	t.consMu.Lock()
+	defer t.consMu.Unlock()
+	return t.cons != nil
+}
+
 // Stats returns the running totals.
 func (t *RabbitMQTimer) Stats() RabbitMQStats {
 	ps := t.pub.Stats()
@@ -314,6 +322,10 @@ func (t *RabbitMQTimer) readyDepth() (int, error) {
 	})
 	return n, err
 }
+
+// Queues lists the timer's queues: the delay tiers, shortest first, then
+// the ready queue.
+func (t *RabbitMQTimer) Queues() []string { return t.names.queues() }
 
 // DeleteTopology deletes the timer's queues (with the messages in them)
 // and exchange, for an operator leaving the RabbitMQ timer, and for tests.

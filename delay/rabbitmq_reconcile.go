@@ -12,8 +12,9 @@ import (
 // a task: first the PENDING tasks whose publish was never confirmed and
 // whose row last changed more than RepublishAfter ago (registered or
 // rescheduled while the broker was unreachable, or their confirm was
-// lost); then, only while this dispatcher keeps up (nothing waits in the
-// ready queue, nothing held is overdue), those overdue by more than
+// lost); then, only while this dispatcher keeps up (fewer than
+// keepUpDepth messages wait in the ready queue, nothing held has been due
+// for a second), those overdue by more than
 // RepublishAfter and last published longer ago than that (their message
 // was purged or lost). When the dispatchers are behind, overdue tasks are
 // most likely waiting in the ready queue, and publishing them again would
@@ -32,8 +33,12 @@ func (t *RabbitMQTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Tim
 	return n + m, err
 }
 
-// keepingUp: this process consumes, the ready queue is empty and no held
-// message has been due for a second.
+// keepUpDepth: a ready queue holding fewer messages is read as in flight
+// (messages dead-lettered a moment ago), not as a backlog.
+const keepUpDepth = 1000
+
+// keepingUp: this process consumes, the ready queue holds fewer than
+// keepUpDepth messages and no held message has been due for a second.
 func (t *RabbitMQTimer) keepingUp(now time.Time) bool {
 	t.consMu.Lock()
 	consuming := t.cons != nil
@@ -42,7 +47,7 @@ func (t *RabbitMQTimer) keepingUp(now time.Time) bool {
 		return false
 	}
 	depth, err := t.readyDepth()
-	return err == nil && depth == 0
+	return err == nil && depth < keepUpDepth
 }
 
 // republish pages query's rows and publishes them, recording published_at

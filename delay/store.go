@@ -457,23 +457,29 @@ func storeMarkPublished(ctx context.Context, db sqlx.ExecerContext, entries []ti
 	const chunk = 500
 	for len(entries) > 0 {
 		n := min(len(entries), chunk)
-		var q strings.Builder
-		q.WriteString(markPublishedHead)
-		args := make([]any, 0, 2*n)
-		for i, e := range entries[:n] {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?)")
-			args = append(args, e.ID, dbTime(e.Time))
-		}
-		q.WriteString(")")
-		if _, err := db.ExecContext(ctx, q.String(), args...); err != nil {
+		q, args := markPublished(entries[:n])
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("record %d tasks published: %w", n, err)
 		}
 		entries = entries[n:]
 	}
 	return nil
+}
+
+// markPublished is the markPublishedHead statement for entries.
+func markPublished(entries []timerEntry) (string, []any) {
+	var q strings.Builder
+	q.WriteString(markPublishedHead)
+	args := make([]any, 0, 2*len(entries))
+	for i, e := range entries {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, e.ID, dbTime(e.Time))
+	}
+	q.WriteString(")")
+	return q.String(), args
 }
 
 // republishRow is a task the RabbitMQ reconciler publishes again; At is

@@ -253,6 +253,12 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	flushAt := fs.Duration("flush-at", 0, "delete the bench's Redis keys this long after the first task is due (0: never)")
 	mysqlDSN := fs.String("mysql", dbenchDefaultMySQL(), "MySQL server DSN (no database; env BENCH_MYSQL_DSN)")
 	redisAddr := fs.String("redis", dbenchDefaultRedis(), "Redis address (env BENCH_REDIS_ADDR)")
+	timerKind := fs.String("timer", "redis", "the dispatchers' timer: redis or rabbitmq (delay-tier queues; Redis still holds the order locks)")
+	rabbitURL := fs.String("rabbitmq", dbenchDefaultRabbitMQ(), "-timer rabbitmq: broker URL (env BENCH_RABBITMQ_URL)")
+	republishAfter := fs.Duration("republish-after", 10*time.Second, "-timer rabbitmq: RabbitMQConfig.RepublishAfter")
+	prefetch := fs.Int("prefetch", 10000, "-timer rabbitmq: RabbitMQConfig.Prefetch")
+	closeAt := fs.Duration("close-connections-at", 0, "-timer rabbitmq: have the broker close every connection of the run this long after the first task is due (rabbitmqctl close_connection; 0: never)")
+	purgeAt := fs.Duration("purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -264,6 +270,12 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *handler != delay.OrderTimeoutCloseHandler && *handler != "noop" {
 		return fmt.Errorf("-handler %q: want orderTimeoutClose or noop", *handler)
+	}
+	if *timerKind != "redis" && *timerKind != "rabbitmq" {
+		return fmt.Errorf("-timer %q: want redis or rabbitmq", *timerKind)
+	}
+	if *timerKind != "rabbitmq" && (*closeAt > 0 || *purgeAt > 0) {
+		return errors.New("-close-connections-at and -purge-at need -timer rabbitmq")
 	}
 	n := int(math.Round(float64(*rate) * duration.Seconds()))
 
@@ -297,6 +309,18 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			c()
 		}
 	}()
+	var rb *rabbitBench
+	var regTimer delay.Timer
+	if *timerKind == "rabbitmq" {
+		rb = newRabbitBench(*rabbitURL, *republishAfter, *prefetch, stderr)
+		// Stopped after the dispatchers (deferred before them).
+		defer rb.close()
+		rt, err := rb.timer(ctx, env.db, log, false)
+		if err != nil {
+			return err
+		}
+		regTimer = rt
+	}
 	for e := range *executors {
 		db, err := env.open(*workers + 8)
 		if err != nil {
@@ -329,8 +353,16 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		} else {
 			handlers[*handler] = tr.wrap(func(context.Context, *delay.Task) error { return nil })
 		}
+		var timer delay.Timer
+		if rb != nil {
+			rt, err := rb.timer(ctx, db, log, true)
+			if err != nil {
+				return err
+			}
+			timer = rt
+		}
 		d, err := delay.NewDispatcher(delay.Config{
-			DB: db, Redis: rdb, KeyPrefix: env.prefix, Logger: log.With("executor", e),
+			DB: db, Timer: timer, Redis: rdb, KeyPrefix: env.prefix, Logger: log.With("executor", e),
 			Handlers: handlers, BatchHandlers: batchHandlers, HandlerBatchSize: *handlerBatch,
 			Workers:      *workers,
 			PollInterval: *poll, ReconcileInterval: *reconcile,
@@ -365,7 +397,7 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer regDB.Close()
 	regRedis := env.newRedis()
 	defer regRedis.Close()
-	client, err := delay.NewClient(delay.ClientConfig{DB: regDB, Redis: regRedis, KeyPrefix: env.prefix, Logger: log})
+	client, err := delay.NewClient(delay.ClientConfig{DB: regDB, Timer: regTimer, Redis: regRedis, KeyPrefix: env.prefix, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -410,22 +442,22 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 		})
 	}
-	var flushed atomic.Int64
-	var flushWG sync.WaitGroup
+	var faults []*benchFault
 	if *flushAt > 0 {
-		flushWG.Go(func() {
-			select {
-			case <-time.After(time.Until(firstDue.Add(*flushAt))):
-			case <-ctx.Done():
-				return
-			}
+		faults = append(faults, &benchFault{name: "the Redis flush", at: *flushAt, run: func(ctx context.Context) (string, error) {
 			k, err := env.flushPrefix(ctx)
-			if err != nil {
-				fmt.Fprintf(stderr, "bench: flush: %v\n", err)
-			}
-			flushed.Store(time.Now().UnixNano())
-			fmt.Fprintf(stderr, "bench: deleted %d Redis keys under %s at +%s\n", k, env.prefix, time.Since(firstDue).Round(time.Millisecond))
-		})
+			return fmt.Sprintf("deleted %d Redis keys under %s", k, env.prefix), err
+		}})
+	}
+	if *closeAt > 0 {
+		faults = append(faults, &benchFault{name: "the broker closed the connections", at: *closeAt, run: rb.closeConnections})
+	}
+	if *purgeAt > 0 {
+		faults = append(faults, &benchFault{name: "the tier queues were purged", at: *purgeAt, run: rb.purgeTiers})
+	}
+	var flushWG sync.WaitGroup
+	for _, f := range faults {
+		flushWG.Go(func() { f.inject(ctx, firstDue, stderr) })
 	}
 	regWG.Wait()
 	regTook, regAhead := time.Since(start), time.Until(firstDue)
@@ -468,8 +500,6 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	lost, dup := 0, 0
 	var late []float64
-	var afterFlush []float64
-	flushNS := flushed.Load()
 	for i := range n {
 		c := tr.completed[i].Load()
 		if status[i] != "DONE" || c == 0 {
@@ -481,10 +511,12 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if s := tr.firstStart[i].Load(); s != 0 {
 			l := float64(s-tr.executeAt[i].Load()) / 1e6
 			late = append(late, l)
-			// Due after the flush: those registered before it lost their
+			// Due after a fault: those registered before it lost their
 			// timer entries; the reconciler brings them back.
-			if at := tr.executeAt[i].Load(); flushNS != 0 && at >= flushNS {
-				afterFlush = append(afterFlush, l)
+			for _, f := range faults {
+				if at := tr.executeAt[i].Load(); f.doneNS != 0 && at >= f.doneNS {
+					f.after = append(f.after, l)
+				}
 			}
 		}
 	}
@@ -528,17 +560,28 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if orderNos != nil {
 		fmt.Fprintf(stdout, "orders: %d closed, %d close-log rows (of %d)\n", closedOrders, closeLogs, n)
 	}
-	if flushNS != 0 {
-		slices.Sort(afterFlush)
-		if len(afterFlush) > 0 {
-			over := len(afterFlush) - sortIndexAbove(afterFlush, 1000)
-			fmt.Fprintf(stdout, "after the Redis flush: %d tasks due after it all ran, %d of them over 1s late, lateness max %.0f ms (reconcile interval %s)\n",
-				len(afterFlush), over, afterFlush[len(afterFlush)-1], *reconcile)
+	for _, f := range faults {
+		slices.Sort(f.after)
+		if len(f.after) > 0 {
+			over := len(f.after) - sortIndexAbove(f.after, 1000)
+			bound := ""
+			if rb != nil {
+				bound = fmt.Sprintf(", republish after %s", *republishAfter)
+			}
+			fmt.Fprintf(stdout, "after %s: %d tasks due after it all ran, %d of them over 1s late, lateness max %.0f ms (reconcile interval %s%s)\n",
+				f.name, len(f.after), over, f.after[len(f.after)-1], *reconcile, bound)
 		}
 	}
+	dupPublish := ""
+	if rb != nil {
+		s := rb.stats()
+		fmt.Fprintf(stdout, "rabbitmq: %d messages published, %d hops, %d published again by the reconciler, %d duplicates dropped at the claim (%.3f%% of tasks), %d publishes not confirmed, %d reconnects\n",
+			s.Published, s.Hops, s.Republished, s.Duplicates, 100*float64(s.Duplicates)/float64(n), s.Failures, s.Reconnects)
+		dupPublish = fmt.Sprintf(" dup_publish_pct=%.3f", 100*float64(s.Duplicates)/float64(n))
+	}
 	fmt.Fprintf(stdout, "lost=%d (not DONE or never completed)  dup=%d (completed more than once)\n", lost, dup)
-	fmt.Fprintf(stdout, "p50_ms=%.0f p99_ms=%.0f p999_ms=%.0f lost=%d dup=%d\n",
-		dbenchPercentile(late, 50), dbenchPercentile(late, 99), dbenchPercentile(late, 99.9), lost, dup)
+	fmt.Fprintf(stdout, "p50_ms=%.0f p99_ms=%.0f p999_ms=%.0f lost=%d dup=%d%s\n",
+		dbenchPercentile(late, 50), dbenchPercentile(late, 99), dbenchPercentile(late, 99.9), lost, dup, dupPublish)
 	if lost > 0 || dup > 0 || (orderNos != nil && (closedOrders != n || closeLogs != n)) {
 		return fmt.Errorf("%d lost, %d doubled", lost, dup)
 	}
@@ -549,4 +592,30 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 func sortIndexAbove(sorted []float64, x float64) int {
 	i, _ := slices.BinarySearch(sorted, math.Nextafter(x, math.Inf(1)))
 	return i
+}
+
+// benchFault is something done to the run at a set time after the first
+// task is due (a Redis flush, the broker closing connections, a purge); the
+// tasks due after it show how the reconciler made up for it.
+type benchFault struct {
+	name   string
+	at     time.Duration
+	run    func(context.Context) (string, error)
+	doneNS int64     // when it was done (UnixNano), 0 never
+	after  []float64 // lateness of the tasks due after it, ms
+}
+
+// inject waits until firstDue + at, then runs the fault.
+func (f *benchFault) inject(ctx context.Context, firstDue time.Time, stderr io.Writer) {
+	select {
+	case <-time.After(time.Until(firstDue.Add(f.at))):
+	case <-ctx.Done():
+		return
+	}
+	what, err := f.run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s: %v\n", f.name, err)
+	}
+	f.doneNS = time.Now().UnixNano()
+	fmt.Fprintf(stderr, "bench: %s at +%s\n", what, time.Since(firstDue).Round(time.Millisecond))
 }

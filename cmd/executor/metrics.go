@@ -41,6 +41,9 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, svc *services) {
 		m.WatchRelay(svc.relay)
 	}
 	m.WatchDispatcher(svc.delay)
+	if svc.rabbit != nil {
+		m.WatchRabbitMQTimer(svc.rabbit)
+	}
 	m.WatchDB(svc.db.DB)
 }
 

@@ -113,6 +113,10 @@ func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc
 		// out of a load balancer. Probes that want it ask /readyz?registry=1.
 		apiSrv.AddReadyCheck("mysql", func(ctx context.Context) error { return svc.db.PingContext(ctx) })
 		apiSrv.AddReadyCheck("redis", func(ctx context.Context) error { return svc.rdb.Ping(ctx).Err() })
+		if svc.rabbit != nil {
+			// The timer: while it is down, new tasks wait in the table.
+			apiSrv.AddReadyCheck("rabbitmq", svc.rabbit.Check)
+		}
 		if exec != nil {
 			apiSrv.AddOptionalReadyCheck("registry", reg.check)
 		}

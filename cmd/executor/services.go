@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,7 @@ type services struct {
 	locker    *orders.Locker
 	closer    *orders.Closer
 	delay     *delay.Dispatcher // built, not started: serve starts it
+	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started here (it connects in the background), stopped by Close
 	relay     *orders.Relay     // outbox compensation only; built, not started: serve starts it
 	lifecycle *orders.Lifecycle // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// compensation is where closes give stock and coupons back.
@@ -90,8 +92,13 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 		s.Close()
 		return nil, fmt.Errorf("delay.services: %w", err)
 	}
+	if s.rabbit, err = startRabbitTimer(ctx, cfg, db, logger); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.delay, err = delay.NewDispatcher(delay.Config{
 		DB:        db,
+		Timer:     timerOf(s.rabbit),
 		Redis:     rdb,
 		KeyPrefix: cfg.Delay.KeyPrefix,
 		// Due together, orderTimeoutClose tasks close their orders in one
@@ -124,9 +131,42 @@ func (s *services) handlerDeps() *handlers.Deps {
 	return &handlers.Deps{Closer: s.closer, Dispatcher: s.delay, Lifecycle: s.lifecycle}
 }
 
-// Close closes Redis, then the database.
+// startRabbitTimer builds and starts the RabbitMQ timer when delay.timer
+// says so (nil otherwise). A broker that does not answer is logged, not an
+// error: the timer keeps trying, readiness fails meanwhile, and tasks wait
+// in the table for the reconciler.
+func startRabbitTimer(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) (*delay.RabbitMQTimer, error) {
+	if cfg.Delay.Timer != "rabbitmq" {
+		return nil, nil
+	}
+	r := cfg.Delay.RabbitMQ
+	rt, err := delay.NewRabbitMQTimer(delay.RabbitMQConfig{URL: r.URL, Prefix: r.Prefix, Prefetch: r.Prefetch,
+		RepublishAfter: r.RepublishAfter, DB: db, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("delay.rabbitmq: %w", err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		return nil, fmt.Errorf("delay.rabbitmq: %w", err)
+	}
+	return rt, nil
+}
+
+// timerOf is rt as a delay.Timer: nil (the Redis timer) when rt is nil.
+func timerOf(rt *delay.RabbitMQTimer) delay.Timer {
+	if rt == nil {
+		return nil
+	}
+	return rt
+}
+
+// Close stops the RabbitMQ timer, closes Redis, then the database.
 func (s *services) Close() error {
 	var errs []error
+	if s.rabbit != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, s.rabbit.Stop(ctx))
+		cancel()
+	}
 	for _, n := range s.lockNodes {
 		errs = append(errs, n.Close())
 	}

@@ -49,8 +49,8 @@ func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // open loads the config and builds a Client on the configured database and
-// Redis (Redis only tells the timer of requeued tasks; without it the
-// dispatchers' reconciler does).
+// timer (which it only tells of requeued tasks; without it the dispatchers'
+// reconciler does).
 func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 	cfg, db, err := loadConfigDB(ctx, tc.env)
 	if err != nil {
@@ -62,15 +62,29 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tc.client, err = delay.NewClient(delay.ClientConfig{DB: db, Redis: rdb, KeyPrefix: cfg.Delay.KeyPrefix,
-		RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
+	rt, err := startRabbitTimer(ctx, cfg, db, log)
 	if err != nil {
 		db.Close()
 		rdb.Close()
 		return nil, err
 	}
+	closeAll := func() {
+		if rt != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = rt.Stop(sctx)
+			cancel()
+		}
+		db.Close()
+		rdb.Close()
+	}
+	tc.client, err = delay.NewClient(delay.ClientConfig{DB: db, Timer: timerOf(rt), Redis: rdb, KeyPrefix: cfg.Delay.KeyPrefix,
+		RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
 	tc.retention = cfg.Delay.Retention
-	return func() { db.Close(); rdb.Close() }, nil
+	return closeAll, nil
 }
 
 // parse parses flags (before or after positionals) and checks the number
@@ -110,10 +124,13 @@ func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
 	}
 	fmt.Fprintf(w, "due now (backlog)\t%s\n", due)
 	fmt.Fprintf(w, "stuck RUNNING > %s\t%d\n", s.RunningTimeout, s.StuckRunning)
-	if s.TimerSize != nil {
-		fmt.Fprintf(w, "Redis timer entries\t%d\n", *s.TimerSize)
-	} else {
-		fmt.Fprintf(w, "Redis timer entries\tunknown (Redis unreachable)\n")
+	what := map[string]string{"redis": "Redis timer entries", "rabbitmq": "RabbitMQ timer messages"}[s.Timer]
+	switch {
+	case what == "":
+	case s.TimerSize != nil:
+		fmt.Fprintf(w, "%s\t%d\n", what, *s.TimerSize)
+	default:
+		fmt.Fprintf(w, "%s\tunknown (%s unreachable)\n", what, strings.SplitN(what, " ", 2)[0])
 	}
 	fmt.Fprintf(w, "database time (UTC)\t%s\n", s.DBTime.Format(time.RFC3339Nano))
 	return w.Flush()

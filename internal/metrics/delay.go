@@ -52,6 +52,7 @@ func newDelayMetrics(m *Metrics) delayMetrics {
 		}
 		m.define(n, k)
 	}
+	defineRabbitMQ(m)
 	return d
 }
 
@@ -109,4 +110,60 @@ func delayHandlerLabel(handler string) string {
 		return handler[:delayHandlerLabelMaxChars]
 	}
 	return handler
+}
+
+// Metric names of the RabbitMQ timer (delay.timer: rabbitmq).
+const (
+	DelayRabbitMQConnected       = "delay_rabbitmq_connected"
+	DelayRabbitMQHeld            = "delay_rabbitmq_held_messages"
+	DelayRabbitMQPublishedTotal  = "delay_rabbitmq_published_total"
+	DelayRabbitMQRepublished     = "delay_rabbitmq_republished_total"
+	DelayRabbitMQHopsTotal       = "delay_rabbitmq_hops_total"
+	DelayRabbitMQDuplicatesTotal = "delay_rabbitmq_duplicates_total"
+	DelayRabbitMQFailuresTotal   = "delay_rabbitmq_publish_failures_total"
+	DelayRabbitMQReconnectsTotal = "delay_rabbitmq_reconnects_total"
+)
+
+func defineRabbitMQ(m *Metrics) {
+	for _, n := range []string{DelayRabbitMQConnected, DelayRabbitMQHeld} {
+		m.define(n, kindGauge)
+	}
+	for _, n := range []string{DelayRabbitMQPublishedTotal, DelayRabbitMQRepublished, DelayRabbitMQHopsTotal,
+		DelayRabbitMQDuplicatesTotal, DelayRabbitMQFailuresTotal, DelayRabbitMQReconnectsTotal} {
+		m.define(n, kindCounter)
+	}
+}
+
+// WatchRabbitMQTimer exports the RabbitMQ timer's state and totals, read
+// at each scrape (no broker round trip).
+func (m *Metrics) WatchRabbitMQTimer(t *delay.RabbitMQTimer) {
+	gauge := func(name, help string, f func(delay.RabbitMQStats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(t.Stats()) })
+	}
+	counter := func(name, help string, f func(delay.RabbitMQStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(t.Stats())) })
+	}
+	m.reg.MustRegister(
+		gauge(DelayRabbitMQConnected, "1 while the RabbitMQ timer's connections are up with their topology declared (the consumer's too, while the dispatcher runs).",
+			func(s delay.RabbitMQStats) float64 {
+				if s.Connected && (s.Consuming || !t.Consumes()) {
+					return 1
+				}
+				return 0
+			}),
+		gauge(DelayRabbitMQHeld, "Messages this dispatcher holds unacknowledged: due within a second, or being run.",
+			func(s delay.RabbitMQStats) float64 { return float64(s.Held) }),
+		counter(DelayRabbitMQPublishedTotal, "Delayed-task messages the broker confirmed (registrations, rescheduling, the reconciler).",
+			func(s delay.RabbitMQStats) int64 { return s.Published }),
+		counter(DelayRabbitMQRepublished, "Of those, published again by the reconciler (never confirmed, or overdue and long published).",
+			func(s delay.RabbitMQStats) int64 { return s.Republished }),
+		counter(DelayRabbitMQHopsTotal, "Messages sent on to their next delay tier.",
+			func(s delay.RabbitMQStats) int64 { return s.Hops }),
+		counter(DelayRabbitMQDuplicatesTotal, "Messages of tasks already claimed or no longer PENDING, dropped at the claim.",
+			func(s delay.RabbitMQStats) int64 { return s.Duplicates }),
+		counter(DelayRabbitMQFailuresTotal, "Publishes the broker did not confirm; their tasks wait for the reconciler.",
+			func(s delay.RabbitMQStats) int64 { return s.Failures }),
+		counter(DelayRabbitMQReconnectsTotal, "Connections to RabbitMQ re-established after a loss.",
+			func(s delay.RabbitMQStats) int64 { return s.Reconnects }),
+	)
 }

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -89,50 +90,86 @@ func deleteAll(t testing.TB, prefix string) {
 // test if it fails.
 func Ctl(t testing.TB, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	out, err := RunCtl(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("rabbittest: %v", err)
+	}
+	return out
+}
+
+// RunCtl runs rabbitmqctl -q with args (each call starts an Erlang VM: about
+// two seconds) and returns its output.
+func RunCtl(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "rabbitmqctl", append([]string{"-q"}, args...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("rabbittest: rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		return string(out), fmt.Errorf("rabbitmqctl %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return string(out), nil
 }
 
 // CloseConnections closes, from the broker's side, every connection whose
 // connection_name starts with namePrefix, and returns how many.
 func CloseConnections(t testing.TB, namePrefix string) int {
 	t.Helper()
+	n, err := CloseNamed(context.Background(), namePrefix)
+	if err != nil {
+		t.Fatalf("rabbittest: %v", err)
+	}
+	return n
+}
+
+// CloseNamed is CloseConnections for programs (the bench).
+func CloseNamed(ctx context.Context, namePrefix string) (int, error) {
 	// Plain output: the pid column is the node-qualified form that
 	// close_connection takes (the JSON formatter's is not).
-	out := Ctl(t, "list_connections", "pid", "client_properties", "--no-table-headers")
+	out, err := RunCtl(ctx, "list_connections", "pid", "client_properties", "--no-table-headers")
+	if err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, line := range strings.Split(out, "\n") {
 		pid, props, ok := strings.Cut(strings.TrimSpace(line), "\t")
-		if !ok {
+		if !ok || !strings.Contains(props, `{"connection_name","`+namePrefix) {
 			continue
 		}
-		if strings.Contains(props, `{"connection_name","`+namePrefix) {
-			Ctl(t, "close_connection", pid, "closed by a test")
-			n++
+		if _, err := RunCtl(ctx, "close_connection", pid, "closed on purpose (fault injection)"); err != nil {
+			return n, err
 		}
+		n++
 	}
-	return n
+	return n, nil
 }
 
 // Purge empties a queue: queue.purge, the operation rabbitmqctl
 // purge_queue runs, without its two seconds of CLI start-up.
 func Purge(t testing.TB, queue string) {
 	t.Helper()
-	conn, err := amqp.Dial(URL())
+	if _, err := PurgeQueues(URL(), queue); err != nil {
+		t.Fatalf("rabbittest: %v", err)
+	}
+}
+
+// PurgeQueues empties queues on the broker at url and returns how many
+// messages they held.
+func PurgeQueues(url string, queues ...string) (int, error) {
+	conn, err := amqp.Dial(url)
 	if err != nil {
-		t.Fatalf("rabbittest: purge %s: %v", queue, err)
+		return 0, fmt.Errorf("purge: %w", err)
 	}
 	defer conn.Close()
 	ch, err := conn.Channel()
 	if err != nil {
-		t.Fatalf("rabbittest: purge %s: %v", queue, err)
+		return 0, fmt.Errorf("purge: %w", err)
 	}
-	if _, err := ch.QueuePurge(queue, false); err != nil {
-		t.Fatalf("rabbittest: purge %s: %v", queue, err)
+	total := 0
+	for _, q := range queues {
+		n, err := ch.QueuePurge(q, false)
+		if err != nil {
+			return total, fmt.Errorf("purge %s: %w", q, err)
+		}
+		total += n
 	}
+	return total, nil
 }
