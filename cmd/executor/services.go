@@ -24,10 +24,10 @@ type services struct {
 	lockNodes []redis.UniversalClient
 	locker    *orders.Locker
 	closer    *orders.Closer
-	delay     *delay.Dispatcher // built, not started: serve starts it
+	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started here (it connects in the background), stopped by Close
-	relay     *orders.Relay     // outbox compensation only; built, not started: serve starts it
-	lifecycle *orders.Lifecycle // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
+	lifecycle *orders.Lifecycle    // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// compensation is where closes give stock and coupons back.
 	compensation orders.CompensationMode
 }
