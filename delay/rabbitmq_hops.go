@@ -19,11 +19,15 @@ import (
 // the message on to its next tier, or, with less than the smallest tier
 // left, holds it in memory until it is due.
 //
-// The tiers are powers of two seconds, so a wait of w seconds takes one hop
-// per binary digit of w: at most 17 for 36 hours, 5 for 30 minutes, and
-// one more per 18 hours beyond. Each hop is planned from the time left when
-// the message comes back, so a late dead-lettering shortens the next hop
-// instead of adding up.
+// The tiers are powers of two seconds, so a wait of w seconds takes about
+// one hop per binary digit of w: at most 17 for 36 hours, 4 to 6 for 30
+// minutes, and one more per 18 hours beyond. Each hop is planned from the
+// time left when the message comes back, so a late dead-lettering shortens
+// the next hop instead of adding up; and a hop always leaves at least
+// hopLead to wait in memory, so that the last one, dead-lettered a little
+// late as it may be (a few ms typically, ~100 ms on a saturated broker),
+// still lands before the due time. What is held in memory is therefore
+// less than a second plus hopLead.
 var rabbitTiers = func() []time.Duration {
 	tiers := make([]time.Duration, 17) // 1s .. 65536s (18h12m16s)
 	for i := range tiers {
@@ -32,13 +36,16 @@ var rabbitTiers = func() []time.Duration {
 	return tiers
 }()
 
+// hopLead is the least a hop leaves to wait after it (see above).
+const hopLead = 100 * time.Millisecond
+
 // rabbitHop is where a message goes with left to wait: the largest tier
-// that is not longer, or, under the smallest tier, straight to the ready
-// queue (tier 0).
+// that leaves at least hopLead, or none (0: straight to the ready queue,
+// to be held in memory).
 func rabbitHop(left time.Duration) time.Duration {
 	hop := time.Duration(0)
 	for _, t := range rabbitTiers {
-		if t > left {
+		if t > left-hopLead {
 			break
 		}
 		hop = t

@@ -72,8 +72,9 @@ func queueDepth(t *testing.T, name string) int {
 	return q.Messages
 }
 
-// The hop plan: each wait takes the largest power-of-two tier that fits,
-// until less than a second is left, which is held in memory.
+// The hop plan: each wait takes the largest power-of-two tier that leaves
+// at least hopLead (100 ms), until less than a second (and that lead) is
+// left, which is held in memory.
 func TestRabbitHopPlan(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -83,8 +84,13 @@ func TestRabbitHopPlan(t *testing.T) {
 	}{
 		{0, nil, 0},
 		{1500 * time.Millisecond, []time.Duration{time.Second}, 500 * time.Millisecond},
-		{40 * time.Second, []time.Duration{32 * time.Second, 8 * time.Second}, 0},
-		{3 * time.Hour, []time.Duration{8192 * time.Second, 2048 * time.Second, 512 * time.Second, 32 * time.Second, 16 * time.Second}, 0},
+		// Round waits end on the smaller tiers, so the last hop leaves a
+		// lead to land in.
+		{40 * time.Second, []time.Duration{32 * time.Second, 4 * time.Second, 2 * time.Second, time.Second}, time.Second},
+		{3 * time.Hour, []time.Duration{8192 * time.Second, 2048 * time.Second, 512 * time.Second, 32 * time.Second,
+			8 * time.Second, 4 * time.Second, 2 * time.Second, time.Second}, time.Second},
+		{40*time.Second + 300*time.Millisecond, []time.Duration{32 * time.Second, 8 * time.Second}, 300 * time.Millisecond},
+		{1050 * time.Millisecond, nil, 1050 * time.Millisecond},
 		{30*time.Minute - 1500*time.Millisecond, []time.Duration{1024 * time.Second, 512 * time.Second, 256 * time.Second, 4 * time.Second, 2 * time.Second}, 500 * time.Millisecond},
 		{-time.Second, nil, 0}, // overdue: straight to the ready queue
 	} {
@@ -93,7 +99,7 @@ func TestRabbitHopPlan(t *testing.T) {
 		require.Equal(t, c.held, held, "held of %s", c.wait)
 	}
 	// Every tier is 2^i seconds, up to 18h; beyond, a hop per 65536s.
-	hops, _ := rabbitPlan(48 * time.Hour)
+	hops, _ := rabbitPlan(48*time.Hour + 500*time.Millisecond)
 	require.Equal(t, []time.Duration{65536 * time.Second, 65536 * time.Second, 32768 * time.Second, 8192 * time.Second,
 		512 * time.Second, 256 * time.Second}, hops)
 }
