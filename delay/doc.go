@@ -7,13 +7,22 @@
 //   - job_delay_task (MySQL) is the truth: one row per task, unique by the
 //     caller's bizUuid (so retried registrations never create twice) and by a
 //     generated trace id carried to the handler.
-//   - A Redis sorted set is the timer: members are task ids, scores next
-//     attempt times. Dispatchers pop due members with one Lua script
-//     (ZRANGEBYSCORE and ZREM atomically), so no member is handed out twice
-//     or dropped between read and removal. The set is only an index: a
-//     popped id is claimed in the table, and a PENDING row missing from the
-//     set is put back by the reconciler, so losing Redis loses time, never a
-//     task.
+//   - A Timer says when tasks fall due; it is only an index: a popped id
+//     is claimed in the table, and what the timer lost is put back by the
+//     reconciler, so losing the timer loses time, never a task. The default
+//     (NewRedisTimer) is a Redis sorted set whose members are task ids and
+//     scores next attempt times; dispatchers pop due members with one Lua
+//     script (ZRANGEBYSCORE and ZREM atomically), so no member is handed
+//     out twice or dropped between read and removal. NewRabbitMQTimer keeps
+//     the tasks in RabbitMQ instead, without the delayed-message plugin: a
+//     message (task id, due time, attempt; never the payload) hops through
+//     delay-tier quorum queues of power-of-two TTLs, dead-lettered at least
+//     once into a ready queue, until less than a second is left, which the
+//     consuming dispatcher holds in memory; it is acknowledged only once
+//     the task's result (or its next hop) is stored. A queue has no
+//     membership test, so published_at records the broker's confirm and
+//     the reconciler publishes again what was never confirmed, or is
+//     overdue and long published; the claim drops the duplicates.
 //   - The claim is a CAS in the table: PENDING and due → RUNNING under a
 //     fresh claim_id. Every later write repeats the claim_id, so a runner
 //     whose task was recovered and claimed again writes nothing.

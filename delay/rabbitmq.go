@@ -70,12 +70,15 @@ type RabbitMQTimer struct {
 	log   *slog.Logger
 	pub   *rabbit.Session
 
-	// marks are confirmed publishes waiting for their published_at write.
-	marks    chan timerEntry
-	ownerCtx context.Context
-	stopOwn  context.CancelFunc
-	ownWG    sync.WaitGroup
-	started  atomic.Bool
+	// confirms are publishes of add waiting for their confirm; marks the
+	// confirmed ones waiting for their published_at write.
+	confirms    chan pendingPublish
+	marks       chan timerEntry
+	stopConfirm context.CancelFunc
+	confirmWG   sync.WaitGroup
+	stopOwn     context.CancelFunc
+	ownWG       sync.WaitGroup
+	started     atomic.Bool
 
 	// The consuming side, between a Dispatcher's start and stop.
 	consMu sync.Mutex
@@ -109,7 +112,7 @@ func NewRabbitMQTimer(cfg RabbitMQConfig) (*RabbitMQTimer, error) {
 	}
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "delay.rabbitmq")
 	t := &RabbitMQTimer{cfg: cfg, names: rabbitNames{prefix: cfg.Prefix}, clock: newClock(cfg.DB, time.Minute), log: log,
-		marks: make(chan timerEntry, 65536)}
+		confirms: make(chan pendingPublish, 65536), marks: make(chan timerEntry, 65536)}
 	var err error
 	t.pub, err = rabbit.New(rabbit.Config{URL: cfg.URL, Name: cfg.Prefix + "publish", Declare: t.names.declare,
 		ConfirmTimeout: 5 * time.Second, Logger: log})
@@ -130,21 +133,27 @@ func (t *RabbitMQTimer) Start(ctx context.Context) error {
 	if err := t.clock.Sync(ctx); err != nil {
 		t.log.WarnContext(ctx, "measure database clock for the RabbitMQ timer; using the local clock until it answers", "err", err)
 	}
-	t.ownerCtx, t.stopOwn = context.WithCancel(context.WithoutCancel(ctx))
+	base := context.WithoutCancel(ctx)
+	markCtx, stopOwn := context.WithCancel(base)
+	confirmCtx, stopConfirm := context.WithCancel(base)
+	t.stopOwn, t.stopConfirm = stopOwn, stopConfirm
 	t.pub.Start(ctx)
 	if err := t.pub.Err(); err != nil {
 		t.log.ErrorContext(ctx, "RabbitMQ timer not connected; tasks wait in the table for the reconciler", "err", err)
 	}
-	t.ownWG.Go(func() { t.markLoop(t.ownerCtx) })
+	t.ownWG.Go(func() { t.markLoop(markCtx) })
+	t.confirmWG.Go(func() { t.confirmLoop(confirmCtx) })
 	return nil
 }
 
-// Stop stops the consuming side if a Dispatcher left it running, writes
-// the published_at marks still waiting and closes the connection. Safe
-// twice and before Start.
+// Stop stops the consuming side if a Dispatcher left it running, waits for
+// the confirms of what was published, writes the published_at marks still
+// waiting and closes the connection. Safe twice and before Start.
 func (t *RabbitMQTimer) Stop(ctx context.Context) error {
 	err := t.stop(ctx)
 	if t.stopOwn != nil {
+		t.stopConfirm()
+		t.confirmWG.Wait()
 		t.stopOwn()
 		t.ownWG.Wait()
 	}
@@ -221,26 +230,70 @@ func (t *RabbitMQTimer) publish(ctx context.Context, entries []timerEntry) ([]ti
 
 // add publishes entries, or, for an id this process popped and still
 // holds, moves that message on instead (held again when due within a
-// second, sent to its next tier otherwise): one message per schedule.
+// second, sent to its next tier otherwise): one message per schedule. It
+// does not wait for the confirms of what it publishes: the row is already
+// the truth, and the confirm only writes published_at (without it, the
+// reconciler publishes the task again), so a registration costs no broker
+// round trip. A message it cannot send (the broker unreachable) is an
+// error.
 func (t *RabbitMQTimer) add(ctx context.Context, entries ...timerEntry) error {
-	fresh := entries[:0:0]
-	var errs []error
+	var failed []error
+	now := t.clock.Now()
 	for _, e := range entries {
 		if t.rehold(ctx, e) {
 			continue
 		}
-		fresh = append(fresh, e)
-	}
-	if len(fresh) > 0 {
-		confirmed, err := t.publish(ctx, fresh)
-		for _, e := range confirmed {
-			t.mark(e)
+		p := t.pub.PublishAsync(ctx, t.names.publishing(e, e.Time.Sub(now)))
+		if err := p.Failed(); err != nil {
+			failed = append(failed, err)
+			continue
 		}
-		if err != nil {
-			errs = append(errs, err)
+		t.confirms <- pendingPublish{p: p, e: e}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("rabbitmq timer: %d of %d messages not sent: %w", len(failed), len(entries), failed[0])
+	}
+	return nil
+}
+
+// pendingPublish is a message of add awaiting its confirm.
+type pendingPublish struct {
+	p *rabbit.Pending
+	e timerEntry
+}
+
+// confirmLoop waits for the confirms of add's messages, in order, and
+// queues the published_at marks of those confirmed; at the end, it waits
+// for what was sent before.
+func (t *RabbitMQTimer) confirmLoop(ctx context.Context) {
+	failures := 0
+	settle := func(pp pendingPublish) {
+		if err := pp.p.Wait(context.WithoutCancel(ctx)); err != nil {
+			if failures++; failures == 1 || failures%1000 == 0 {
+				t.log.WarnContext(ctx, "delayed-task message not confirmed; the reconciler will publish it again",
+					"task_id", pp.e.ID, "failures", failures, "err", err)
+			}
+			return
+		}
+		failures = 0
+		t.published.Add(1)
+		t.mark(pp.e)
+	}
+	for {
+		select {
+		case pp := <-t.confirms:
+			settle(pp)
+		case <-ctx.Done():
+			for {
+				select {
+				case pp := <-t.confirms:
+					settle(pp)
+				default:
+					return
+				}
+			}
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // addMissing re-holds the popped ids among entries. It publishes nothing

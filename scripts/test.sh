@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's test command (`make test`). Needs MariaDB and Redis answering
-# (TEST_MYSQL_DSN, TEST_REDIS_ADDR; docs/development.md; .ci/run starts them).
+# The README's test command (`make test`). Needs MariaDB, Redis and RabbitMQ
+# answering (TEST_MYSQL_DSN, TEST_REDIS_ADDR, TEST_RABBITMQ_URL;
+# docs/development.md; .ci/run starts them).
 # Runs formatting and vet checks, the documentation's links, the alerting
 # rules' promtool checks and tests, the whole test suite with the race
 # detector, each fuzz target for a few seconds, the

@@ -439,6 +439,10 @@ func (s *Session) PublishAsync(ctx context.Context, m Message) *Pending {
 	return &Pending{s: s, dc: dc, msgID: m.Msg.MessageId}
 }
 
+// Failed is the error of a publish that could not even be sent (the
+// session down); nil while its confirm is awaited.
+func (p *Pending) Failed() error { return p.err }
+
 // Wait waits for the broker's confirm (at most ConfirmTimeout): nil means
 // the message is routed to its queues and, with quorum queues, replicated.
 func (p *Pending) Wait(ctx context.Context) error {
