@@ -404,3 +404,44 @@ func TestRabbitConfigRefused(t *testing.T) {
 	var err error = &rabbit.TopologyError{Err: errors.New("x")}
 	require.Contains(t, fmt.Sprint(err), "conflicts")
 }
+
+// An operator deletes a tier queue: the registration's message comes back
+// unroutable, the task stays unpublished in the table, the timer declares
+// its topology again, and the reconciler publishes the task, which runs.
+func TestRabbitUnroutablePublishLeftToReconciler(t *testing.T) {
+	t.Parallel()
+	b, prefix := rabbitSetup(t)
+	rec := newRecorder()
+	d, rt := b.rabbitDispatcher(t, prefix, map[string]HandlerFunc{"rec": rec.handle}, nil)
+	ctx := context.Background()
+	names := rabbitNames{prefix: prefix}
+	conn, err := amqp.Dial(rabbittest.URL())
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(names.tier(4*time.Second), false, false, false)
+	require.NoError(t, err)
+
+	_, _, err = d.Client().Register(ctx, Registration{BizUUID: "returned", Handler: "rec", Delay: 5 * time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rt.Stats().Failures == 1 }, waitLong, 10*time.Millisecond, "%+v", rt.Stats())
+	var published *time.Time
+	require.NoError(t, b.db.Get(&published, `SELECT published_at FROM job_delay_task WHERE biz_uuid = 'returned'`))
+	require.Nil(t, published, "not confirmed: nothing recorded")
+	require.Eventually(t, func() bool {
+		_, err := ch.QueueDeclarePassive(names.tier(4*time.Second), true, false, false, false, nil)
+		if err != nil {
+			ch, _ = conn.Channel() // a passive declare of a missing queue closes the channel
+		}
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the timer declared its topology again")
+	require.Eventually(t, func() bool { return rt.Check(ctx) == nil }, 30*time.Second, 20*time.Millisecond)
+
+	b.ageTask(t, "returned", 2*time.Second)
+	n, err := d.Reconcile(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	b.waitStatus(t, "returned", StatusDone)
+	require.Equal(t, 1, rec.count("returned"))
+}
