@@ -73,6 +73,8 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "rabbitmq: mark published", Query: markQ, Units: n, Plan: pk},
 		{Name: "rabbitmq reconciler: unpublished", Query: q(selectUnpublished, now, epoch, epoch, 0, 500), Units: 500,
 			Plan: uses("job_delay_task", "idx_status_published", "range")},
+		{Name: "rabbitmq reconciler: its lock (no table)", Query: q(getReconcileLock, "delay."), Units: 1},
+		{Name: "rabbitmq reconciler: its lock released", Query: q(releaseReconcileLock, "delay."), Units: 1},
 		{Name: "rabbitmq reconciler: overdue", Query: q(selectOverdue, now, now, epoch, epoch, 0, 500), Units: 500,
 			Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
 	})

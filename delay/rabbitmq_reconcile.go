@@ -18,12 +18,19 @@ import (
 // RepublishAfter and last published longer ago than that (their message
 // was purged or lost). When the dispatchers are behind, overdue tasks are
 // most likely waiting in the ready queue, and publishing them again would
-// double the backlog. The duplicates this makes are dropped at the claim
-// and counted (RabbitMQStats.Duplicates).
+// double the backlog. One executor's reconciler at a time does this (the
+// others skip the tick): two publishing the same tasks at once would make
+// every one of them a duplicate. The duplicates left are dropped at the
+// claim and counted (RabbitMQStats.Duplicates).
 func (t *RabbitMQTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Time, _ time.Duration) (int64, error) {
 	if err := t.pub.Err(); err != nil {
 		return 0, fmt.Errorf("rabbitmq timer: %w (new and rescheduled tasks wait in the table)", err)
 	}
+	release, ok, err := storeReconcileLock(ctx, db, t.cfg.Prefix)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer release()
 	cutoff := now.Add(-t.cfg.RepublishAfter)
 	n, err := t.republish(ctx, db, selectUnpublished, []time.Time{cutoff})
 	if err != nil || !t.keepingUp(now) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -444,4 +446,41 @@ func TestRabbitUnroutablePublishLeftToReconciler(t *testing.T) {
 	require.Equal(t, int64(1), n)
 	b.waitStatus(t, "returned", StatusDone)
 	require.Equal(t, 1, rec.count("returned"))
+}
+
+// Two executors' reconcilers at the same moment publish each lost task
+// once: one holds the reconciler's lock, the other skips the tick.
+func TestRabbitConcurrentReconcilersPublishOnce(t *testing.T) {
+	t.Parallel()
+	b, prefix := rabbitSetup(t)
+	rec := newRecorder()
+	handlers := map[string]HandlerFunc{"rec": rec.handle}
+	d1, _ := b.rabbitDispatcher(t, prefix, handlers, nil)
+	d2, _ := b.rabbitDispatcher(t, prefix, handlers, nil)
+	ctx := context.Background()
+	const n = 300
+	// Published an hour ago and due a minute ago, but no message: lost.
+	c, err := NewClient(ClientConfig{DB: b.db.DB})
+	require.NoError(t, err)
+	for i := range n {
+		_, _, err := c.Register(ctx, Registration{BizUUID: bizN("lost", i), Handler: "rec", Delay: time.Hour})
+		require.NoError(t, err)
+	}
+	_, err = b.db.Exec(`UPDATE job_delay_task SET next_attempt_time = UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE,
+		published_at = UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, updated_at = UTC_TIMESTAMP(3) - INTERVAL 1 HOUR`)
+	require.NoError(t, err)
+
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for _, d := range []*Dispatcher{d1, d2, d1, d2} {
+		wg.Go(func() {
+			n, err := d.Reconcile(ctx)
+			require.NoError(t, err)
+			total.Add(n)
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(n), total.Load())
+	require.Eventually(t, func() bool { return b.countStatus(t, StatusDone) == n }, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, n, rec.total())
 }

@@ -482,6 +482,44 @@ func markPublished(entries []timerEntry) (string, []any) {
 	return q.String(), args
 }
 
+// getReconcileLock takes the server's named lock of the RabbitMQ
+// reconciler of this database and name prefix (hashed: names are at most 64
+// characters) without waiting: 1 when taken, 0 when another session holds
+// it. It is held on one connection for one reconcile and released by
+// releaseReconcileLock (or by the connection's end), so that the
+// dispatchers of several executors, reconciling on the same ticks, never
+// publish the same tasks again at once.
+const (
+	reconcileLockName    = `CONCAT('delay.rabbitmq:', LEFT(SHA2(CONCAT(DATABASE(), '/', ?), 256), 40))`
+	getReconcileLock     = `SELECT GET_LOCK(` + reconcileLockName + `, 0)`
+	releaseReconcileLock = `SELECT RELEASE_LOCK(` + reconcileLockName + `)`
+)
+
+// storeReconcileLock takes the reconciler's lock for prefix on a
+// connection of its own; ok is false when another holds it. release gives
+// it back.
+func storeReconcileLock(ctx context.Context, db *sqlx.DB, prefix string) (release func(), ok bool, err error) {
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("reconciler lock: %w", err)
+	}
+	var got sql.NullInt64
+	if err := conn.GetContext(ctx, &got, getReconcileLock, prefix); err != nil {
+		conn.Close()
+		return nil, false, fmt.Errorf("reconciler lock: %w", err)
+	}
+	if got.Int64 != 1 {
+		conn.Close()
+		return nil, false, nil
+	}
+	return func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.ExecContext(rctx, releaseReconcileLock, prefix)
+		conn.Close()
+	}, true, nil
+}
+
 // republishRow is a task the RabbitMQ reconciler publishes again; At is
 // its keyset position (updated_at or next_attempt_time).
 type republishRow struct {
