@@ -36,6 +36,10 @@ func (t *RabbitMQTimer) start(ctx context.Context, wake func(time.Time)) error {
 	if t.cons != nil {
 		return errors.New("delay: the RabbitMQ timer already has a dispatcher")
 	}
+	// The consuming side lives until stop, whatever becomes of ctx (the
+	// dispatcher's Start context, cancelled to begin a shutdown): hops in
+	// flight still need their confirms.
+	ctx = context.WithoutCancel(ctx)
 	cons, err := rabbit.New(rabbit.Config{URL: t.cfg.URL, Name: t.cfg.Prefix + "consume", Declare: t.names.declare,
 		Logger: t.log, Consume: &rabbit.Consume{Queue: t.names.ready(), Prefetch: t.cfg.Prefetch,
 			Deliver: func(d rabbit.Delivery) { t.onDelivery(ctx, d, wake) }, Lost: t.held.lost}})
