@@ -11,8 +11,8 @@ import (
 
 // This file holds CloseOrders, the batch form of CloseOrder for callers that
 // hold many order numbers at once (the delayed-task dispatcher's batch
-// handler): one database clock read, one read of the orders, one lock
-// pipeline and one close transaction per batch, through the same page
+// handler): one database clock read, one read of the orders and one of
+// their lines, one lock pipeline and one close transaction per batch, through the same page
 // machinery as Run (closePage: optimistic, then validated, then one order at
 // a time; dead letters), instead of all of it once per order.
 
@@ -139,6 +139,7 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Re
 	// The first look, without locks, as CloseOrder's: the close transaction
 	// reads each order again under its row lock.
 	var due []scanRow
+	var pd pageData
 	for _, no := range nos {
 		o, ok := byNo[no]
 		switch {
@@ -153,14 +154,23 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Re
 		case o.LetterStatus == "parked":
 			got[no] = Result{Outcome: OutcomeParked}
 		default:
-			due = append(due, scanRow{ID: o.ID, OrderNo: o.OrderNo, CreateTime: o.CreateTime})
+			due = append(due, o.scanRow)
+			if o.LetterStatus == DeadLetterWaiting {
+				if pd.letters == nil {
+					pd.letters = map[string]bool{}
+				}
+				pd.letters[no] = true
+			}
 		}
 	}
 	var pr pageResult
 	if len(due) > 0 {
+		if pd.items, err = c.pageItems(ctx, due); err != nil {
+			return err
+		}
 		detail := &pageDetail{out: make(map[string]Result, len(due))}
 		lease, lerr := c.lock(ctx, due)
-		pr, err = c.closePage(ctx, clock, page{rows: due, lease: lease, lerr: lerr, detail: detail})
+		pr, err = c.closePage(ctx, clock, page{rows: due, pageData: pd, lease: lease, lerr: lerr, detail: detail})
 		if err != nil {
 			return err
 		}

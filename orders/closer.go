@@ -437,7 +437,11 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 	if out, done, err := c.tradeStepOne(wctx, clock, o, lease); done {
 		return out, err
 	}
-	res, err := c.closeOne(wctx, clock, scanRow{ID: o.ID, OrderNo: o.OrderNo, CreateTime: o.CreateTime}, lease)
+	var pd pageData
+	if dl == DeadLetterWaiting {
+		pd.letters = map[string]bool{orderNo: true}
+	}
+	res, err := c.closeOne(wctx, clock, o.scanRow, pd, lease)
 	if err != nil {
 		return 0, err
 	}

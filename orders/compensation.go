@@ -46,10 +46,15 @@ func (p *pageResult) count(o Outcome) {
 // closePage closes the locked orders of a page in one transaction and
 // releases the page's locks. The work runs without ctx's cancellation
 // (bounded by its lease, see pageCtx) so that a cancelled run never leaves a
-// page half done. If the batch transaction fails for a reason other than lock
-// contention, it is rolled back and every order is closed in a transaction
-// of its own, so one bad order cannot hold back the others. The error is
-// fatal for the run (database unreachable, dead letter not written).
+// page half done.
+//
+// The transaction is first tried with writes only (txFast); when a guarded
+// write finds rows not as the page's reads left them, it is rolled back and
+// run again reading more under lock (txOptimistic, then txBatch). If the
+// batch transaction fails for a reason other than lock contention, it is
+// rolled back and every order is closed in a transaction of its own, so one
+// bad order cannot hold back the others. The error is fatal for the run
+// (database unreachable, dead letter not written).
 func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageResult, error) {
 	res := pageResult{detail: p.detail}
 	lease := p.lease
@@ -85,16 +90,23 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 		}
 	}
 
-	mode := txOptimistic
+	mode := txFast
 	for attempt := 1; ; attempt++ {
 		var tr txResult
 		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
 			var err error
-			tr, err = c.closeTx(ctx, tx, clock, held, lease, mode)
+			tr, err = c.closeTx(ctx, tx, clock, held, p.pageData, lease, mode)
 			return err
 		})
 		switch {
-		case errors.Is(err, errNeedsValidation) && mode == txOptimistic:
+		case errors.Is(err, errOrdersChanged) && mode == txFast:
+			// An order is no longer unpaid and due as the page read it:
+			// run the page again with its orders read under lock, which
+			// skips those.
+			mode = txOptimistic
+			attempt--
+			continue
+		case errors.Is(err, errNeedsValidation) && mode != txBatch:
 			// Some stock row or coupon was not as expected: run the page
 			// again with every row read and checked first.
 			mode = txBatch
@@ -115,7 +127,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 					bad = append(bad, r)
 				}
 			}
-			err := c.closeEach(ctx, clock, bad, lease, &res)
+			err := c.closeEach(ctx, clock, bad, p.pageData, lease, &res)
 			return res, err
 		case leaseRanOut(err, lease):
 			c.log.WarnContext(ctx, "order locks ran out before commit; page left to the next pass",
@@ -140,19 +152,19 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 		}
 		c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
 			"batch_size", len(held), "error", err.Error(), "error_kind", KindOf(err).String())
-		err = c.closeEach(ctx, clock, held, lease, &res)
+		err = c.closeEach(ctx, clock, held, p.pageData, lease, &res)
 		return res, err
 	}
 }
 
 // closeEach closes rows one transaction each, the fallback that keeps one
 // bad order from holding back or rolling back the others.
-func (c *Closer) closeEach(ctx context.Context, clock runClock, rows []scanRow, lease *Lease, res *pageResult) error {
+func (c *Closer) closeEach(ctx context.Context, clock runClock, rows []scanRow, pd pageData, lease *Lease, res *pageResult) error {
 	for _, r := range rows {
 		var one oneResult
 		var err error
 		if lease.ValidFor(c.cfg.CommitMargin) {
-			one, err = c.closeOne(ctx, clock, r, lease)
+			one, err = c.closeOne(ctx, clock, r, pd, lease)
 		} else {
 			// The lease is over: no transaction could commit.
 			one = oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}
@@ -189,12 +201,12 @@ func (p *pageResult) add(o oneResult) {
 // closeOne closes one locked order in its own transaction, retrying lock
 // contention, and dead-letters it if it still fails. The returned error is
 // fatal (the database is unreachable or the dead letter cannot be written).
-func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, lease *Lease) (oneResult, error) {
+func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pageData, lease *Lease) (oneResult, error) {
 	for attempt := 1; ; attempt++ {
 		var tr txResult
 		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
 			var err error
-			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, lease, txSingle)
+			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, pd, lease, txSingle)
 			return err
 		})
 		switch {
@@ -251,11 +263,21 @@ type candidate struct {
 type txMode int
 
 const (
-	// txOptimistic skips reading stock and coupon rows before changing them:
-	// the guarded UPDATEs must change exactly the expected rows, or closeTx
-	// returns errNeedsValidation and the caller rolls back and runs txBatch.
-	// Almost every page is clean, so this saves two locking reads a page.
-	txOptimistic txMode = iota
+	// txFast reads nothing: the status CAS, repeating what the page's read
+	// without locks saw (unpaid, due), must change every order of the
+	// page, or closeTx returns errOrdersChanged and the caller rolls back
+	// and runs txOptimistic; stock and coupons are changed as in
+	// txOptimistic. A page's orders are locked in Redis, so another closer
+	// or a payment changes one only when its lock ran out: almost every
+	// page closes this way, with writes only.
+	txFast txMode = iota
+	// txOptimistic locks and reads the orders first and skips those no
+	// longer unpaid and due, but does not read stock and coupon rows before
+	// changing them: the guarded UPDATEs must change exactly the expected
+	// rows, or closeTx returns errNeedsValidation and the caller rolls back
+	// and runs txBatch. Almost every page is clean, so this saves two
+	// locking reads a page.
+	txOptimistic
 	// txBatch locks and checks every stock and coupon row first and moves
 	// orders whose data is wrong out of the batch (txResult.bad).
 	txBatch
@@ -267,63 +289,41 @@ const (
 // expected; roll back and close the page with txBatch.
 var errNeedsValidation = errors.New("orders: page needs validated close")
 
-// closeTx closes the given orders inside tx: lock them, skip those no longer
-// unpaid and due, then the status CAS, the stock release, the coupon restore,
-// the close log and the dead-letter resolution, and last the lease check.
-// Locks are taken in one global order: orders (by id), inventory (by
-// sku_id), coupons (by id). In txBatch and txSingle modes the stock rows and
-// coupons are locked and validated before any write (see txMode). Any error
-// means the caller must roll back.
-func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, lease *Lease, mode txMode) (txResult, error) {
-	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-		tr.outcomes[r.OrderNo] = OutcomeNotFound // until the row is seen
-	}
-	slices.Sort(ids)
-	locked, err := c.store.lockOrders(ctx, tx, ids)
-	if err != nil {
-		return tr, err
-	}
-	var cands []*candidate
-	for _, o := range locked {
-		switch {
-		case o.Status == statusPaid:
-			tr.outcomes[o.OrderNo] = OutcomeSkippedPaid
-		case o.Status != statusUnpaid:
-			tr.outcomes[o.OrderNo] = OutcomeSkippedClosed
-		case !o.due(clock.now):
-			tr.outcomes[o.OrderNo] = OutcomeNotDue
-		default:
-			cands = append(cands, &candidate{orderRow: o})
-		}
-	}
-	if len(cands) == 0 {
-		return tr, nil
-	}
+// errOrdersChanged: a txFast close found an order no longer unpaid and due;
+// roll back and close the page with txOptimistic.
+var errOrdersChanged = errors.New("orders: page's orders changed since they were read")
 
-	// The orders' lines (never changed after an order is placed).
-	nos := make([]string, len(cands))
-	byNo := make(map[string]*candidate, len(cands))
-	for i, cd := range cands {
-		nos[i] = cd.OrderNo
-		byNo[cd.OrderNo] = cd
-	}
-	items, err := c.store.orderItems(ctx, tx, nos)
-	if err != nil {
-		return tr, err
-	}
-	for _, it := range items {
-		if cd := byNo[it.OrderNo]; cd != nil {
-			cd.items = append(cd.items, it)
+// closeTx closes the given orders inside tx: lock them (txFast: the CAS
+// does), skip those no longer unpaid and due, then the status CAS, the stock
+// release, the coupon restore, the close log and the resolution of the
+// waiting dead letters among them, and last the lease check. Locks are
+// taken in one global order: orders (by id), inventory (by sku_id), coupons
+// (by id). In txBatch and txSingle modes the stock rows and coupons are
+// locked and validated before any write (see txMode). Any error means the
+// caller must roll back.
+func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *Lease, mode txMode) (txResult, error) {
+	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
+	var cands []*candidate
+	if mode == txFast {
+		for _, r := range rows {
+			cands = append(cands, &candidate{orderRow: r.order()})
 		}
+	} else {
+		var err error
+		if cands, err = c.lockCandidates(ctx, tx, clock, rows, tr.outcomes); err != nil || len(cands) == 0 {
+			return tr, err
+		}
+	}
+	if err := c.attachItems(ctx, tx, cands, pd.items); err != nil {
+		return tr, err
 	}
 	good := cands
-	if mode == txOptimistic {
-		for _, it := range items {
-			if it.Quantity <= 0 {
-				return tr, errNeedsValidation
+	if mode == txFast || mode == txOptimistic {
+		for _, cd := range cands {
+			for _, it := range cd.items {
+				if it.Quantity <= 0 {
+					return tr, errNeedsValidation
+				}
 			}
 		}
 	} else {
@@ -357,9 +357,12 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 			couponNos = append(couponNos, cd.OrderNo)
 		}
 	}
-	n, err := c.store.closeOrders(ctx, tx, goodIDs, closeTime, c.cfg.Reason)
+	n, err := c.store.closeOrders(ctx, tx, goodIDs, closeTime, c.cfg.Reason, clock.now)
 	if err != nil {
 		return tr, err
+	}
+	if n != int64(len(goodIDs)) && mode == txFast {
+		return tr, errOrdersChanged
 	}
 	// A guarded UPDATE changing fewer rows than were locked and checked
 	// (only a trigger or a concurrent tool bypassing the row locks could do
@@ -376,11 +379,11 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		return tr, rowsError(fmt.Sprintf("close %d orders", len(goodIDs)), int64(len(goodIDs)), n)
 	}
 	// A row count short of the expected one means a stock row is missing or
-	// short, or a coupon is not locked by its order: optimistically that
+	// short, or a coupon is not locked by its order: unvalidated, that
 	// sends the page to validation; after validation it cannot happen (the
 	// rows are locked) and is an error.
 	short := func(what string, want, got int64) error {
-		if mode == txOptimistic {
+		if mode == txFast || mode == txOptimistic {
 			return errNeedsValidation
 		}
 		return rowsError(what, want, got)
@@ -416,8 +419,16 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 	if err := c.store.insertCloseLogs(ctx, tx, goodNos, closeTime, c.cfg.Reason); err != nil {
 		return tr, err
 	}
-	if err := c.store.resolveDeadLetters(ctx, tx, goodNos); err != nil {
-		return tr, err
+	var resolve []string
+	for _, no := range goodNos {
+		if pd.letters[no] {
+			resolve = append(resolve, no)
+		}
+	}
+	if len(resolve) > 0 {
+		if err := c.store.resolveDeadLetters(ctx, tx, resolve); err != nil {
+			return tr, err
+		}
 	}
 	// Last: commit only while every lock is surely still ours. A lock that
 	// may have expired means another holder may be acting on the order.
@@ -432,6 +443,60 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		tr.outcomes[no] = OutcomeClosed
 	}
 	return tr, nil
+}
+
+// lockCandidates locks and reads the orders of rows (ascending id) and
+// returns those still unpaid and due, recording the outcome of the others
+// (and of rows not found) in outcomes.
+func (c *Closer) lockCandidates(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, outcomes map[string]Outcome) ([]*candidate, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+		outcomes[r.OrderNo] = OutcomeNotFound // until the row is seen
+	}
+	slices.Sort(ids)
+	locked, err := c.store.lockOrders(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var cands []*candidate
+	for _, o := range locked {
+		switch {
+		case o.Status == statusPaid:
+			outcomes[o.OrderNo] = OutcomeSkippedPaid
+		case o.Status != statusUnpaid:
+			outcomes[o.OrderNo] = OutcomeSkippedClosed
+		case !o.due(clock.now):
+			outcomes[o.OrderNo] = OutcomeNotDue
+		default:
+			cands = append(cands, &candidate{orderRow: o})
+		}
+	}
+	return cands, nil
+}
+
+// attachItems gives each candidate its lines: from items when the page read
+// them ahead (an order missing there has none), else read here (lines never
+// change after an order is placed, so no lock is needed).
+func (c *Closer) attachItems(ctx context.Context, tx *sqlx.Tx, cands []*candidate, items map[string][]itemRow) error {
+	if items == nil {
+		nos := make([]string, len(cands))
+		for i, cd := range cands {
+			nos[i] = cd.OrderNo
+		}
+		rows, err := c.store.orderItems(ctx, tx, nos)
+		if err != nil {
+			return err
+		}
+		items = make(map[string][]itemRow, len(cands))
+		for _, it := range rows {
+			items[it.OrderNo] = append(items[it.OrderNo], it)
+		}
+	}
+	for _, cd := range cands {
+		cd.items = items[cd.OrderNo]
+	}
+	return nil
 }
 
 // validate locks the candidates' stock rows (ascending sku_id) and coupons

@@ -223,7 +223,7 @@ func (c *Closer) tradeStepOne(ctx context.Context, clock runClock, o orderRow, l
 		return 0, false, nil
 	}
 	var pr pageResult
-	rows, err := c.closeTrades(ctx, clock, []scanRow{{ID: o.ID, OrderNo: o.OrderNo, CreateTime: o.CreateTime}}, lease, &pr)
+	rows, err := c.closeTrades(ctx, clock, []scanRow{o.scanRow}, lease, &pr)
 	switch {
 	case err != nil:
 		return 0, true, err

@@ -41,14 +41,15 @@ func TestHotStatementPlans(t *testing.T) {
 	one := f.pageNos[0]
 
 	plantest.Check(t, f.db.DB, planTables, []plantest.Statement{
-		// The close sweep: scan page, dead-letter probe, then the close transaction.
+		// The close sweep: scan page, dead letters, items, then the close transaction.
 		{Name: "close: scan page", Query: q(scanPageSQL, f.cursor.CreateTime, f.cursor.CreateTime, f.cursor.ID, f.now, f.now, 1, 0, n), Units: n, Plan: uses("o", "idx_status_create_time", "range")},
-		{Name: "close: dead-letter probe", Query: in(blockedSQL, f.pageNos, f.now), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "close: open dead letters", Query: q(openLettersSQL, n+1), Units: n, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
+		{Name: "close: dead-letter probe", Query: in(letterStatesSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		{Name: "close: lock order rows", Query: lit(lockOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
 		{Name: "close: order items", Query: in(orderItemsSQL, f.pageNos), Units: n, Plan: uses("order_item", "idx_order_no", "range")},
 		{Name: "close: lock stock", Query: lit(lockStockSQL, f.skus), Units: n, Plan: pk("inventory")},
 		{Name: "close: lock coupons", Query: lit(lockCouponsSQL, f.coupons), Units: n, Plan: pk("user_coupon")},
-		{Name: "close: status CAS", Query: lit(closeOrdersSQL, f.pageIDs, f.now, DefaultReason), Units: n, Plan: pk("order_info")},
+		{Name: "close: status CAS", Query: lit(closeOrdersSQL, f.pageIDs, f.now, DefaultReason, f.now), Units: n, Plan: pk("order_info")},
 		{Name: "close: release stock", Query: q(fmt.Sprintf(releaseStockSQL, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: pk("inventory")},
 		{Name: "close: restore coupons", Query: plantest.In(t, fmt.Sprintf(restoreCouponsSQL, intList(f.coupons)), f.couponNos), Units: n, Plan: pk("user_coupon")},
 		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
@@ -283,7 +284,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 	byNo := map[string]*candidate{}
 	var cands []*candidate
 	for _, no := range f.pageNos {
-		c := &candidate{orderRow: orderRow{OrderNo: no}}
+		c := &candidate{orderRow: orderRow{scanRow: scanRow{OrderNo: no}}}
 		byNo[no] = c
 		cands = append(cands, c)
 	}

@@ -6,10 +6,12 @@ import (
 )
 
 // page is one scan page made ready for closing: its due orders (less those
-// whose dead letter holds them back) and, when the scanner locks ahead, the
-// lease of their Redis locks. err ends the run.
+// whose dead letter holds them back), what their close needs besides, and,
+// when the scanner locks ahead, the lease of their Redis locks. err ends
+// the run.
 type page struct {
-	rows  []scanRow
+	rows []scanRow
+	pageData
 	lease *Lease
 	lerr  error
 	err   error
@@ -17,13 +19,27 @@ type page struct {
 	detail *pageDetail // CloseOrders: where closePage records each order's outcome (Run: nil)
 }
 
+// pageData is what the close of a page's orders needs besides their rows,
+// read before the close transaction and without locks.
+type pageData struct {
+	// items are the orders' lines by order number (lines never change
+	// after an order is placed, so they can be read ahead); nil: the close
+	// transaction reads them.
+	items map[string][]itemRow
+	// letters holds the orders with a waiting close dead letter, which
+	// their close resolves. Orders without one cost the close no
+	// statement.
+	letters map[string]bool
+}
+
 // scan walks the shard's due orders in keyset pages (see scanPageSQL) and
 // sends each page on out; it closes out when the keyset range is exhausted,
 // MaxOrders is reached, ctx is cancelled or a read fails (sent as a page
 // with err). Out is unbuffered, so it works one page ahead of the closer.
 //
-// It locks a page's orders ahead too, so the lock round trip overlaps the
-// previous page's close, unless the page's close would start on an aged
+// It reads the page's dead letters (see letterFilter) and its orders' lines
+// and locks its orders ahead too, so that these round trips overlap the
+// previous page's close transaction, which then only writes, unless the page's close would start on an aged
 // lease: with a rate cap (the pacer waits first) or a payment step (whose
 // budget is counted from the lock), the closer locks each page when it
 // begins. A page it cannot hand over has its locks released here.
@@ -59,6 +75,7 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 			cur, resume = saved, &saved
 		}
 	}
+	letters := letterFilter{c: c, now: now}
 	wrapped := false
 	scanned := 0
 	for ctx.Err() == nil {
@@ -84,14 +101,17 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 		if len(rows) > 0 {
 			last := rows[len(rows)-1]
 			cur = scanCursor{CreateTime: last.CreateTime, ID: last.ID}
-			if rows, err = c.skipDeadLetters(ctx, rows, now); err != nil {
+			p := page{}
+			if p.rows, p.letters, err = letters.filter(ctx, rows); err == nil && !opt.DryRun {
+				p.items, err = c.pageItems(ctx, p.rows)
+			}
+			if err != nil {
 				send(page{err: err})
 				return
 			}
-			scanned += len(rows)
-			p := page{rows: rows}
-			if lockAhead && len(rows) > 0 {
-				p.lease, p.lerr = c.lock(ctx, rows)
+			scanned += len(p.rows)
+			if lockAhead && len(p.rows) > 0 {
+				p.lease, p.lerr = c.lock(ctx, p.rows)
 			}
 			if !send(p) {
 				return
@@ -154,11 +174,7 @@ func (c *Closer) freshLease(ctx context.Context, p *page) {
 
 // lock takes the Redis locks of a page's orders, in one pipeline per node.
 func (c *Closer) lock(ctx context.Context, rows []scanRow) (*Lease, error) {
-	nos := make([]string, len(rows))
-	for i, r := range rows {
-		nos[i] = r.OrderNo
-	}
-	return c.lockNos(ctx, nos)
+	return c.lockNos(ctx, orderNos(rows))
 }
 
 // lockNos takes the locks of the orders nos without ctx's cancellation (a
@@ -171,16 +187,50 @@ func (c *Closer) lockNos(ctx context.Context, nos []string) (*Lease, error) {
 	return c.locker.Acquire(ctx, nos)
 }
 
-// skipDeadLetters drops the orders whose close dead letter waits for its
-// retry time or is parked: the sweep leaves them alone.
-func (c *Closer) skipDeadLetters(ctx context.Context, rows []scanRow, now time.Time) ([]scanRow, error) {
-	nos := make([]string, len(rows))
-	for i, r := range rows {
-		nos[i] = r.OrderNo
+// letterFilter drops, page by page, the orders whose close dead letter
+// waits for its retry time or is parked (the sweep leaves them alone), and
+// tells which of the others have a waiting letter for their close to
+// resolve. It reads the open letters (openLettersSQL), up to one more than
+// the page has orders: one short read when there are few, usually none.
+// When there are more, it probes the page's orders instead
+// (letterStatesSQL), for this page and the rest of the run. Either way a
+// page costs at most about two reads per order, and a run with no open
+// letter one read per page.
+type letterFilter struct {
+	c     *Closer
+	now   time.Time
+	probe bool // too many open letters: probe each page's orders
+}
+
+func (f *letterFilter) filter(ctx context.Context, rows []scanRow) ([]scanRow, map[string]bool, error) {
+	var states []letterState
+	var err error
+	if !f.probe {
+		if states, err = f.c.store.openLetters(ctx, f.c.db, len(rows)+1); err != nil {
+			return nil, nil, err
+		}
+		f.probe = len(states) > len(rows)
 	}
-	blocked, err := c.store.blocked(ctx, c.db, nos, now)
-	if err != nil || len(blocked) == 0 {
-		return rows, err
+	if f.probe {
+		if states, err = f.c.store.letterStates(ctx, f.c.db, orderNos(rows)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(states) == 0 {
+		return rows, nil, nil
+	}
+	blocked := map[string]bool{}
+	var waiting map[string]bool
+	for _, l := range states {
+		switch {
+		case l.Status == DeadLetterParked || l.NextRetryAt.After(f.now):
+			blocked[l.OrderNo] = true
+		default:
+			if waiting == nil {
+				waiting = map[string]bool{}
+			}
+			waiting[l.OrderNo] = true
+		}
 	}
 	out := rows[:0:0]
 	for _, r := range rows {
@@ -188,5 +238,29 @@ func (c *Closer) skipDeadLetters(ctx context.Context, rows []scanRow, now time.T
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, waiting, nil
+}
+
+// pageItems reads the lines of the orders of rows, by order number.
+func (c *Closer) pageItems(ctx context.Context, rows []scanRow) (map[string][]itemRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	items, err := c.store.orderItems(ctx, c.db, orderNos(rows))
+	if err != nil {
+		return nil, err
+	}
+	by := make(map[string][]itemRow, len(rows))
+	for _, it := range items {
+		by[it.OrderNo] = append(by[it.OrderNo], it)
+	}
+	return by, nil
+}
+
+func orderNos(rows []scanRow) []string {
+	nos := make([]string, len(rows))
+	for i, r := range rows {
+		nos[i] = r.OrderNo
+	}
+	return nos
 }

@@ -43,12 +43,19 @@ func (store) dbNow(ctx context.Context, q sqlx.QueryerContext) (time.Time, error
 	return now, nil
 }
 
-// scanRow is one due order found by a scan page.
+// scanRow is one due order found by a scan page (or given to CloseOrders),
+// as it was without a lock: the close transaction's status CAS repeats
+// what it relies on (unpaid, due).
 type scanRow struct {
-	ID         int64     `db:"id"`
-	OrderNo    string    `db:"order_no"`
-	CreateTime time.Time `db:"create_time"`
+	ID             int64         `db:"id"`
+	OrderNo        string        `db:"order_no"`
+	CreateTime     time.Time     `db:"create_time"`
+	TimeoutMinutes int           `db:"timeout_minutes"`
+	CouponID       sql.NullInt64 `db:"coupon_id"`
 }
+
+// order is r as an unpaid order.
+func (r scanRow) order() orderRow { return orderRow{scanRow: r, Status: statusUnpaid} }
 
 // scanPageSQL reads the next keyset page of due orders of one shard.
 //
@@ -58,15 +65,20 @@ type scanRow struct {
 // total, shard index, limit.
 //
 // A plain consistent read: no row or gap locks, so concurrent runs and shards
-// never block each other here; the close transaction re-reads the rows with
-// FOR UPDATE. It walks idx_status_create_time from the cursor over
-// status = 0 AND create_time <= now, so rows already passed are never read
-// again and closed or paid orders are never read at all; per index entry it
-// checks the shard (id is the index's suffix) and, with one primary-key
-// lookup, the row's own timeout. Not-yet-due unpaid orders are the only rows
+// never block each other here (a locking range claim would: SKIP LOCKED
+// skips the rows another shard's claim holds for a moment while it walks
+// past them, so a shard would miss some of its own, and without SKIP LOCKED
+// it would wait on them). The close transaction's status CAS is the claim:
+// it repeats status = 0 and the deadline, so what this read saw needs no
+// second, locking read. It walks idx_status_create_time from the cursor
+// over status = 0 AND create_time <= now, so rows already passed are never
+// read again and closed or paid orders are never read at all; per index
+// entry it checks the shard (id is the index's suffix) and, with one
+// primary-key lookup, the row's own timeout, and returns the columns the
+// close needs from that row. Not-yet-due unpaid orders are the only rows
 // read and not returned. Returns up to limit rows in key order.
 const scanPageSQL = `
-SELECT o.id, o.order_no, o.create_time
+SELECT o.id, o.order_no, o.create_time, o.timeout_minutes, o.coupon_id
 FROM order_info o FORCE INDEX (idx_status_create_time)
 WHERE o.status = 0
   AND (o.create_time > ? OR (o.create_time = ? AND o.id > ?))
@@ -95,45 +107,62 @@ func (store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor
 	return rows, nil
 }
 
-// blockedSQL finds which orders of a scan page the sweep must leave alone:
-// those whose close dead letter waits for its retry time, or is parked.
-//
-// Params: the order_no list (bound, sqlx.In), now. Probes uk_order_stage once
-// per order of the page (forced: with a subquery in the scan instead, MariaDB
-// materialises the whole dead-letter table per page, and resolved letters
-// pile up there). No locks. Returns the blocked order numbers.
-const blockedSQL = `
-SELECT order_no FROM order_dead_letter FORCE INDEX (uk_order_stage)
-WHERE order_no IN (?) AND stage = 'close'
-  AND (status = 'parked' OR (status = 'waiting' AND next_retry_at > ?))`
+// letterState is the state of one order's open close dead letter.
+type letterState struct {
+	OrderNo     string    `db:"order_no"`
+	Status      string    `db:"status"`
+	NextRetryAt time.Time `db:"next_retry_at"`
+}
 
-func (store) blocked(ctx context.Context, q sqlx.QueryerContext, orderNos []string, now time.Time) (map[string]bool, error) {
-	query, args, err := sqlx.In(blockedSQL, orderNos, now)
+// openLettersSQL reads the open (waiting or parked) close dead letters, up
+// to a limit: when there are few (the usual case: none), the sweep learns
+// from this one short read which orders of a page have a letter, instead
+// of probing every order of every page (letterStatesSQL).
+//
+// Params: limit. Walks idx_status_retry over the two open statuses only
+// (resolved letters, which pile up, are never read); stage is checked on the
+// row. No locks. At most limit rows.
+const openLettersSQL = `
+SELECT order_no, status, next_retry_at FROM order_dead_letter FORCE INDEX (idx_status_retry)
+WHERE status IN ('parked', 'waiting') AND stage = 'close'
+LIMIT ?`
+
+func (store) openLetters(ctx context.Context, q sqlx.QueryerContext, limit int) ([]letterState, error) {
+	var rows []letterState
+	if err := sqlx.SelectContext(ctx, q, &rows, openLettersSQL, limit); err != nil {
+		return nil, fmt.Errorf("read open dead letters: %w", err)
+	}
+	return rows, nil
+}
+
+// letterStatesSQL reads the open close dead letters of the orders of a scan
+// page, when there are too many open letters to read them all.
+//
+// Params: the order_no list (bound, sqlx.In). Probes uk_order_stage once per
+// order of the page (forced: with a subquery in the scan instead, MariaDB
+// materialises the whole dead-letter table per page, and resolved letters
+// pile up there). No locks. One row per order with an open letter.
+const letterStatesSQL = `
+SELECT order_no, status, next_retry_at FROM order_dead_letter FORCE INDEX (uk_order_stage)
+WHERE order_no IN (?) AND stage = 'close' AND status IN ('parked', 'waiting')`
+
+func (store) letterStates(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]letterState, error) {
+	query, args, err := sqlx.In(letterStatesSQL, orderNos)
 	if err != nil {
 		return nil, err
 	}
-	var nos []string
-	if err := sqlx.SelectContext(ctx, q, &nos, query, args...); err != nil {
+	var rows []letterState
+	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
 		return nil, fmt.Errorf("read dead letters of %d orders: %w", len(orderNos), err)
 	}
-	if len(nos) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]bool, len(nos))
-	for _, no := range nos {
-		out[no] = true
-	}
-	return out, nil
+	return rows, nil
 }
 
-// orderRow is an order as the close transaction sees it.
+// orderRow is an order as the close transaction sees it: a page row and
+// its status.
 type orderRow struct {
-	ID             int64         `db:"id"`
-	OrderNo        string        `db:"order_no"`
-	Status         int           `db:"status"`
-	CreateTime     time.Time     `db:"create_time"`
-	TimeoutMinutes int           `db:"timeout_minutes"`
-	CouponID       sql.NullInt64 `db:"coupon_id"`
+	scanRow
+	Status int `db:"status"`
 }
 
 // due reports whether the order's own deadline has passed at now. Both times
@@ -259,21 +288,26 @@ func (store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64
 	return rows, nil
 }
 
-// closeOrdersSQL is the status CAS of a close: unpaid to closed.
+// closeOrdersSQL is the status CAS of a close: unpaid and due to closed.
 //
-// Params: close_time, close_reason, then the id list (literal). The WHERE
-// repeats status = 0, so an order paid in between is never closed even if the
-// Redis lock was lost: the database is the fence. The rows are already locked
-// by lockOrdersSQL; the caller expects exactly len(ids) rows affected. The
-// primary key is named, like in every statement here that lists ids and
-// repeats a status: when few rows have that status (the last pages of a
-// drain), the optimizer would otherwise walk the status index instead.
+// Params: close_time, close_reason, then the id list (literal), then now
+// (the run's clock). The WHERE repeats status = 0 and the deadline, so an
+// order paid or given a longer timeout in between is never closed even if
+// the Redis lock was lost: the database is the fence. It locks the rows it
+// reads, in ascending id order (the first of the close's locks: orders,
+// then stock by sku_id, then coupons by id); the caller expects exactly
+// len(ids) rows affected, and when fewer change (an order was paid since it
+// was read without a lock), rolls back and reads the rows under lock first
+// (lockOrdersSQL). The primary key is named, like in every statement here
+// that lists ids and repeats a status: when few rows have that status (the
+// last pages of a drain), the optimizer would otherwise walk the status
+// index instead.
 const closeOrdersSQL = `
 UPDATE order_info FORCE INDEX (PRIMARY) SET status = 2, close_time = ?, close_reason = ?
-WHERE id IN (%s) AND status = 0`
+WHERE id IN (%s) AND status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= ?`
 
-func (store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(closeOrdersSQL, intList(ids)), closeTime, reason)
+func (store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
+	res, err := e.ExecContext(ctx, fmt.Sprintf(closeOrdersSQL, intList(ids)), closeTime, reason, now)
 	if err != nil {
 		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
 	}
@@ -357,11 +391,15 @@ func closeLogsInsert(orderNos []string, closedAt time.Time, reason string) (stri
 }
 
 // resolveDeadLettersSQL marks the waiting close dead letters of orders that
-// have now been closed as resolved, inside the close transaction.
+// have now been closed as resolved, inside the close transaction. It runs
+// only for the orders known to have one (the sweep's letter read,
+// CloseOrder's and CloseOrders' first look); a letter written after that
+// look, for an order closed anyway, is resolved by the retry job, which
+// finds the order closed.
 // Params: the order_no list (bound, sqlx.In). One uk_order_stage probe per
 // order (forced: otherwise the optimizer may walk every waiting letter of
 // idx_status_retry, which grows with an outage); under READ COMMITTED it
-// locks only the rows it changes. Zero rows is the usual case.
+// locks only the rows it changes.
 const resolveDeadLettersSQL = `
 UPDATE order_dead_letter FORCE INDEX (uk_order_stage) SET status = 'resolved'
 WHERE stage = 'close' AND status = 'waiting' AND order_no IN (?)`

@@ -23,7 +23,7 @@ const OverdueCap = 10000
 // AND create_time <= now from its oldest entry, at most cap entries (one
 // primary-key lookup each, for timeout_minutes); of those it keeps the due
 // ones whose close is not held back by their dead letter (parked, or waiting
-// for its retry time: the sweep's own rule, see blockedSQL), which the
+// for its retry time: the sweep's own rule, see letterFilter), which the
 // dead-letter gauges report instead. The dead letter is probed with one
 // uk_order_stage lookup per order (eq_ref): a LEFT JOIN, not NOT EXISTS,
 // which MariaDB runs by materialising the whole dead-letter table, where

@@ -31,17 +31,20 @@ func init() {
 type closeFlags struct {
 	orders, skus           int
 	shards, sizes, lying   []int
+	ceiling                []int
 	dsn, redis             string
 	seedSeconds            float64
 	executor               string
 	idleOrders, rssOrders  int
 	pageSize               int
+	repeat                 int
 	cpuProfile             string
 	skip                   map[string]bool
 	couponFrac, dueFrac    float64
 	paidFrac, notDueFrac   float64
 	idleNotDueFrac         float64
 	small, keepGoingOnFail bool
+	statements             bool
 }
 
 func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
@@ -51,6 +54,7 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	fs.IntVar(&f.orders, "orders", 200_000, "orders in the side-by-side comparison")
 	fs.IntVar(&f.skus, "skus", 10_000, "SKUs the items are drawn from")
 	shards := fs.String("shards", "1,2,4", "shard counts to run ours with, concurrently within a count")
+	ceiling := fs.String("ceiling", "1,2,4", "worker counts of the no-lock ceiling (lock-free batched claims, no Redis), each beside ours")
 	fs.StringVar(&f.dsn, "dsn", "root@tcp(127.0.0.1:3306)/", "server DSN (no database: the bench creates and drops its own)")
 	fs.StringVar(&f.redis, "redis", "127.0.0.1:6379", "Redis address (keys under a prefix of the run's own)")
 	sizes := fs.String("sizes", "100000,1000000", "table sizes of the growth measurement (ours, 1 shard, each a fresh table drained right after its bulk load; up to 5000000)")
@@ -60,8 +64,10 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	fs.IntVar(&f.idleOrders, "idle-orders", 1_000_000, "orders of the idle-tick table (nothing due, however long the run takes)")
 	fs.IntVar(&f.rssOrders, "rss-orders", 0, "orders the RSS child drains (default: the largest -sizes; growth rows of that size drain in an executor child)")
 	fs.IntVar(&f.pageSize, "page-size", 500, "page size of ours")
+	fs.IntVar(&f.repeat, "repeat", 1, "rounds of ours and the ceiling, interleaved; each row's figure is then the median of its rounds (a shared machine's load swings within a minute)")
+	fs.BoolVar(&f.statements, "statements", false, "after each row of ours and the ceiling, the server's statement profile of its drain (needs performance_schema on)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the 1-shard run to this file")
-	skip := fs.String("skip", "", "comma-separated parts to skip: naive,seed,shards,growth,lying,idle,rss")
+	skip := fs.String("skip", "", "comma-separated parts to skip: naive,seed,shards,ceiling,growth,lying,idle,rss")
 	fs.Float64Var(&f.dueFrac, "due", 0.9, "fraction of orders unpaid and due")
 	fs.Float64Var(&f.paidFrac, "paid", 0.05, "fraction of orders paid")
 	fs.Float64Var(&f.notDueFrac, "not-due", 0.05, "fraction of orders unpaid, within their timeout")
@@ -93,6 +99,9 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	if f.shards, err = intList(*shards); err != nil {
 		return nil, fmt.Errorf("-shards: %w", err)
 	}
+	if f.ceiling, err = intList(*ceiling); err != nil {
+		return nil, fmt.Errorf("-ceiling: %w", err)
+	}
 	if f.sizes, err = intList(*sizes); err != nil {
 		return nil, fmt.Errorf("-sizes: %w", err)
 	}
@@ -108,8 +117,8 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	if f.rssOrders == 0 && len(f.sizes)+len(f.lying) > 0 {
 		f.rssOrders = slices.Max(append(slices.Clone(f.sizes), f.lying...))
 	}
-	if f.orders < 1 || f.skus < 1 || f.pageSize < 1 {
-		return nil, errors.New("-orders, -skus and -page-size must be positive")
+	if f.orders < 1 || f.skus < 1 || f.pageSize < 1 || f.repeat < 1 {
+		return nil, errors.New("-orders, -skus, -page-size and -repeat must be positive")
 	}
 	return f, nil
 }
@@ -193,8 +202,8 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if s["naive"] > 0 {
 		ratio = s["ours1"] / s["naive"] // how close to the ceiling of raw row updates
 	}
-	fmt.Fprintf(stdout, "closed/s=%.0f closed2/s=%.0f naive/s=%.0f seed/s=%.0f speedup=%.1f ratio=%.2f idle_tick_ms=%.1f peak_rss_mib=%.1f\n",
-		s["ours1"], s["ours2"], s["naive"], s["seed"], speedup, ratio, s["idle_ms"], s["rss"])
+	fmt.Fprintf(stdout, "closed/s=%.0f closed2/s=%.0f naive/s=%.0f seed/s=%.0f speedup=%.1f ratio=%.2f idle_tick_ms=%.1f peak_rss_mib=%.1f ceiling/s=%.0f ceiling_best/s=%.0f\n",
+		s["ours1"], s["ours2"], s["naive"], s["seed"], speedup, ratio, s["idle_ms"], s["rss"], s["ceiling1"], s["ceiling_best"])
 	if len(b.failed) > 0 {
 		return failedError{msg: "ours broke invariants: " + strings.Join(b.failed, "; ")}
 	}
@@ -243,9 +252,9 @@ func (b *closeBench) compare(ctx context.Context) error {
 	fmt.Fprintf(b.out, "data: %d orders (%d due, %d paid, %d not yet due), %d items over %d SKUs, %d coupons; generated in %.1fs; page size %d\n\n",
 		gen.Orders, gen.Due, gen.Paid, gen.NotDue, gen.Items, f.skus, gen.Coupons, genTime.Seconds(), f.pageSize)
 
-	fmt.Fprintf(b.out, "%-30s %8s %8s %9s  %s\n", "approach", "closed", "seconds", "closed/s", "invariants")
+	fmt.Fprintf(b.out, "%-36s %8s %8s %9s  %s\n", "approach", "closed", "seconds", "closed/s", "invariants")
 	emit := func(r row) {
-		fmt.Fprintf(b.out, "%-30s %8d %8.2f %9.0f  %s\n", r.name, r.closed, r.elapsed.Seconds(), r.rate(), r.check)
+		fmt.Fprintf(b.out, "%-36s %8d %8.2f %9.0f  %s\n", r.name, r.closed, r.elapsed.Seconds(), r.rate(), r.check)
 	}
 
 	if !f.skip["naive"] {
@@ -275,22 +284,41 @@ func (b *closeBench) compare(ctx context.Context) error {
 		emit(r)
 		b.summary["seed"] = r.rate()
 	}
-	for _, n := range f.shards {
-		if n > 1 && f.skip["shards"] {
-			continue
+	// Ours and the ceiling alternate, count by count and round by round, so
+	// that both see the same load on a shared machine.
+	rounds := map[string][]float64{}
+	for round := 1; round <= f.repeat; round++ {
+		measure := func(key string, drain func() (row, string, error)) error {
+			r, prof, err := drain()
+			if err != nil {
+				return err
+			}
+			if f.repeat > 1 {
+				r.name += fmt.Sprintf(" [%d/%d]", round, f.repeat)
+			}
+			emit(r)
+			fmt.Fprint(b.out, prof)
+			rounds[key] = append(rounds[key], r.rate())
+			return nil
 		}
-		db, _, err := b.dbs.cloneDB(ctx, tmplName, fmt.Sprintf("ours%d", n))
-		if err != nil {
-			return err
+		for _, n := range mergedCounts(f.shards, f.ceiling) {
+			if slices.Contains(f.shards, n) && !(n > 1 && f.skip["shards"]) {
+				if err := measure(fmt.Sprintf("ours%d", n), func() (row, string, error) {
+					return b.oursRow(ctx, tmplName, base, n, gen.Due)
+				}); err != nil {
+					return err
+				}
+			}
+			if slices.Contains(f.ceiling, n) && !f.skip["ceiling"] {
+				if err := measure(fmt.Sprintf("ceiling%d", n), func() (row, string, error) {
+					return b.ceilingRow(ctx, tmplName, base, n, gen.Due)
+				}); err != nil {
+					return err
+				}
+			}
 		}
-		r, err := b.ours(ctx, db, n, gen.Due, n == 1 && f.cpuProfile != "")
-		if err != nil {
-			return err
-		}
-		r.check = b.check(ctx, db, base, true)
-		emit(r)
-		b.summary[fmt.Sprintf("ours%d", n)] = r.rate()
 	}
+	b.roundsSummary(rounds)
 	fmt.Fprintln(b.out)
 	return nil
 }

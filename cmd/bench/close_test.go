@@ -13,19 +13,25 @@ import (
 	"github.com/orderjob/executor/internal/redistest"
 )
 
-// A tiny `bench close` prints the growth rows (fresh after the bulk load and
-// with lying statistics, each against the reference rate and with the plan
-// the unhinted item lookup would get), the idle tick, the load average, and
-// ends with the summary line in its fixed form.
+// A tiny `bench close` prints ours and the no-lock ceiling side by side
+// with the ratio between them, the growth rows (fresh after the bulk load
+// and with lying statistics, each against the reference rate and with the
+// plan the unhinted item lookup would get), the idle tick, the load
+// average, and ends with the summary line in its fixed form, the ceiling's
+// fields last.
 func TestBenchCloseSmall(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := benchClose(context.Background(), []string{"-orders", "3000", "-skus", "300", "-shards", "1",
+	err := benchClose(context.Background(), []string{"-orders", "3000", "-skus", "300", "-shards", "1,2", "-ceiling", "1,2",
 		"-sizes", "2000", "-lying", "2000", "-idle-orders", "3000", "-seed-seconds", "0.2", "-skip", "rss",
 		"-dsn", dbtest.ServerDSN(), "-redis", redistest.Addr()}, &out, &errOut)
 	require.NoError(t, err, errOut.String())
 	s := out.String()
 	t.Log(s)
 	require.Regexp(t, `load average at start \(1, 5, 15 min\): \S+ \S+ \S+`, s)
+	for _, r := range []string{`ours, 1 shard`, `ceiling, 1 worker\(s\), no lock`, `ours, 2 shards at once`, `ceiling, 2 worker\(s\), no lock`} {
+		require.Regexp(t, `(?m)^`+r+`\s+\d+ .* ok$`, s, "invariants checked (and the bench fails unless every due order closed)")
+	}
+	require.Regexp(t, `ours over the no-lock ceiling: 1 shard [\d.]+ of 1 worker; best \([12] shard\(s\), \d+/s\) [\d.]+ of the best \([12] worker\(s\), \d+/s\)`, s)
 	require.Regexp(t, `(?m)^\s+2000  fresh after bulk load\s+\d+ .* ok\s+in-process$`, s)
 	require.Regexp(t, `(?m)^\s+2000  lying: one value per index\s+\d+ .* ok\s+in-process$`, s)
 	require.Contains(t, s, "unhinted items plan")
@@ -34,6 +40,6 @@ func TestBenchCloseSmall(t *testing.T) {
 	require.Regexp(t, `idle tick on 3000 orders, nothing due .*: median [\d.]+ ms`, s)
 	require.Regexp(t, `load average at start: .*; at end: `, s)
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	require.Regexp(t, regexp.MustCompile(`^closed/s=\d+ closed2/s=\d+ naive/s=\d+ seed/s=\d+ speedup=[\d.]+ ratio=[\d.]+ idle_tick_ms=[\d.]+ peak_rss_mib=[\d.]+$`),
+	require.Regexp(t, regexp.MustCompile(`^closed/s=\d+ closed2/s=\d+ naive/s=\d+ seed/s=\d+ speedup=[\d.]+ ratio=[\d.]+ idle_tick_ms=[\d.]+ peak_rss_mib=[\d.]+ ceiling/s=\d+ ceiling_best/s=\d+$`),
 		lines[len(lines)-1], "the last line keeps its form")
 }

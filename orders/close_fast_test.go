@@ -1,0 +1,145 @@
+package orders_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+// offlineService is an order service whose Redis does not answer (a port
+// nothing listens on): its Pay goes on under the row lock and the status
+// CAS, so it can pay an order while a close holds the order's Redis lock.
+func offlineService(t *testing.T, b *testBundle) *orders.Service {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb})
+	require.NoError(t, err)
+	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
+	require.NoError(t, err)
+	return svc
+}
+
+// A page closes with writes only, trusting what its read without locks
+// saw; when orders changed after that read, under the page's Redis locks
+// (paid by a service that could not reach Redis, a deadline raised by an
+// operator), the status CAS changes fewer rows than the page has, and the
+// page is closed again with its orders read under lock: the changed ones
+// are skipped, the others closed, and nothing is given back twice. The
+// payment step runs between the lock and the close transaction, so it is
+// where the test changes them.
+func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.shop(t)
+	offline := offlineService(t, b)
+	var change func(no string)
+	trade := tradeFunc(func(_ context.Context, no string) (orders.TradeResult, error) {
+		change(no)
+		return orders.TradeClosed, nil
+	})
+	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: trade})
+	for _, no := range []string{"RUN-PAID", "RUN-LATER", "RUN-OK", "PAID", "PAID-OK", "LATER", "LATER-OK"} {
+		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 3, Quantity: 2})
+	}
+	base := snapshot(t, b)
+	change = func(no string) {
+		switch no {
+		case "RUN-PAID", "PAID":
+			out, err := offline.Pay(b.ctx, no)
+			require.NoError(t, err)
+			require.Equal(t, orders.PayPaid, out)
+		case "RUN-LATER", "LATER":
+			_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET timeout_minutes = 120 WHERE order_no = ?`, no)
+			require.NoError(t, err)
+		}
+	}
+
+	// Each change alone in a batch, so that each guard of the CAS is the
+	// one that must notice it.
+	for _, batch := range [][]string{{"PAID", "PAID-OK"}, {"LATER", "LATER-OK"}} {
+		outs, err := late.CloseOrders(b.ctx, batch)
+		require.NoError(t, err)
+		want := orders.OutcomeSkippedPaid
+		if batch[0] == "LATER" {
+			want = orders.OutcomeNotDue
+		}
+		require.Equal(t, []orders.Outcome{want, orders.OutcomeClosed}, []orders.Outcome{outs[0].Outcome, outs[1].Outcome}, batch[0])
+	}
+	st, err := late.Run(b.ctx, orders.RunOptions{PageSize: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed, "RUN-OK: %s", st)
+	require.Equal(t, 1, st.SkippedPaid)
+	require.Equal(t, 1, st.SkippedNotDue)
+	for no, want := range map[string]int{"RUN-PAID": 1, "RUN-LATER": 0, "RUN-OK": 2, "PAID": 1, "PAID-OK": 2, "LATER": 0, "LATER-OK": 2} {
+		require.Equal(t, want, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
+	}
+	b.check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+}
+
+// The sweep leaves alone the orders whose close letter is parked or waits
+// for its retry time, and resolves the waiting letters of the orders it
+// closes, both when the open letters are few enough to be read at once and
+// when there are more of them than a page has orders (each page's orders
+// probed instead). Orders without a letter cost their close no statement
+// about letters.
+func TestSweepHonoursLettersFewOrMany(t *testing.T) {
+	t.Parallel()
+	for _, many := range []bool{false, true} {
+		name := "few"
+		if many {
+			name = "many"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.shop(t)
+			late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+			for _, no := range []string{"L-PARKED", "L-LATER", "L-DUE", "L-NONE", "L-RESOLVED"} {
+				b.place(t, no, false, orders.Item{SKUID: 1, Quantity: 1})
+			}
+			letters := [][2]string{{"L-PARKED", "parked"}, {"L-LATER", "later"}, {"L-DUE", "due"}, {"L-RESOLVED", "resolved"}}
+			if many {
+				// Open letters of orders long gone: more than a page.
+				for i := range 12 {
+					letters = append(letters, [2]string{fmt.Sprintf("GONE-%d", i), "parked"})
+				}
+			}
+			for _, l := range letters {
+				status, retry := l[1], "NOW(3) + INTERVAL 31 MINUTE - INTERVAL 1 SECOND"
+				switch l[1] {
+				case "later":
+					status, retry = "waiting", "NOW(3) + INTERVAL 2 HOUR"
+				case "due":
+					status = "waiting"
+				}
+				_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, next_retry_at)
+					VALUES (?, 'close', ?, 'boom', `+retry+`)`, l[0], status)
+				require.NoError(t, err)
+			}
+			st, err := late.Run(b.ctx, orders.RunOptions{PageSize: 3})
+			require.NoError(t, err)
+			require.Equal(t, 3, st.Closed, "L-DUE, L-NONE, L-RESOLVED: %s", st)
+			for no, want := range map[string]int{"L-PARKED": 0, "L-LATER": 0, "L-DUE": 2, "L-NONE": 2, "L-RESOLVED": 2} {
+				require.Equal(t, want, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
+			}
+			got := b.deadLetters(t)
+			require.Equal(t, "resolved", got["L-DUE"].Status, "closed, so its letter is resolved")
+			require.Equal(t, "parked", got["L-PARKED"].Status)
+			require.Equal(t, "waiting", got["L-LATER"].Status)
+		})
+	}
+}
