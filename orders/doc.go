@@ -48,8 +48,8 @@
 //     NULL). A coupon in any other state is an error for that order.
 //   - order_close_log: one row per closed order; its unique key makes a
 //     second close of an order impossible.
-//   - order_dead_letter: a waiting close dead letter of the order is
-//     resolved.
+//   - order_dead_letter: a waiting close dead letter of the order, if it
+//     has one, is resolved.
 //
 // Either all of it commits or none of it does. Before COMMIT the transaction
 // checks that the order locks are still valid (their validity window has not
@@ -62,15 +62,22 @@
 // create_time <= now, keeping the rows of its shard (id % total = index) whose
 // own deadline has passed. So its cost grows with the number of due orders
 // (plus the unpaid orders still within their timeout), not with the size of
-// the table. For each page it takes the orders' Redis locks in one pipeline
+// the table. The scan is a plain read without locks, so shards and
+// overlapping runs never wait on each other there. For each page it learns
+// which orders have an open dead letter (one short read when there are few),
+// reads the orders' lines, and takes the orders' Redis locks in one pipeline
 // (a lock held elsewhere, e.g. by a payment in progress, means skip the order
-// and count it as skipped_locked), then closes the locked orders in one
-// transaction: lock the order rows, skip those paid or closed meanwhile, and
-// apply the changes above with one multi-row statement per table. A scanner
-// goroutine prepares the next page (scan and locks) while the current one is
-// being closed; with a rate cap or a payment step, whose waits and calls
-// would age a lease taken ahead, a page is locked when its close begins (and
-// a lease aged past half the TTL is taken again). MaxPerSecond paces closes,
+// and count it as skipped_locked); then it closes the locked orders in one
+// transaction of writes only: the status CAS repeats what the scan saw
+// (unpaid, due) and is the page's claim, and the changes above follow with
+// one multi-row statement per table. If the CAS changes fewer orders than
+// the page has (one was paid or given a longer timeout since the scan), the
+// transaction rolls back and runs again with the order rows locked and read
+// first, skipping those no longer unpaid and due. A scanner goroutine
+// prepares the next page (scan, letters, lines and locks) while the current
+// one is being closed; with a rate cap or a payment step, whose waits and
+// calls would age a lease taken ahead, a page is locked when its close
+// begins (and a lease aged past half the TTL is taken again). MaxPerSecond paces closes,
 // MaxOrders caps a run (closed and skipped orders alike; a capped run
 // resumes where the shard's last one stopped and wraps around, so orders
 // that never close cannot starve the others), DryRun only counts.
