@@ -175,7 +175,9 @@ func (o orderRow) deadline() time.Time {
 	return o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute)
 }
 
-// lockOrdersSQL locks the given orders' rows for the close transaction.
+// lockOrdersSQL locks the given orders' rows for a close transaction that
+// must read them first: a page whose status CAS found an order changed
+// since the page's read, and each order of the per-order fallback.
 //
 // Params: the id list (literal). Takes a record lock on each primary-key entry
 // in ascending id order (every close transaction locks orders in that order,

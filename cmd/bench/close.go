@@ -304,14 +304,14 @@ func (b *closeBench) compare(ctx context.Context) error {
 		for _, n := range mergedCounts(f.shards, f.ceiling) {
 			if slices.Contains(f.shards, n) && !(n > 1 && f.skip["shards"]) {
 				if err := measure(fmt.Sprintf("ours%d", n), func() (row, string, error) {
-					return b.oursRow(ctx, tmplName, base, n, gen.Due)
+					return b.oursRow(ctx, tmplName, base, n, gen.Due, round)
 				}); err != nil {
 					return err
 				}
 			}
 			if slices.Contains(f.ceiling, n) && !f.skip["ceiling"] {
 				if err := measure(fmt.Sprintf("ceiling%d", n), func() (row, string, error) {
-					return b.ceilingRow(ctx, tmplName, base, n, gen.Due)
+					return b.ceilingRow(ctx, tmplName, base, n, gen.Due, round)
 				}); err != nil {
 					return err
 				}

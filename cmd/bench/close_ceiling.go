@@ -216,9 +216,10 @@ func joinInts(ids []int64) string {
 
 // oursRow drains a fresh copy of the comparison's data with ours and shards
 // concurrent runs, and checks the invariants; it returns the row and the
-// drain's statement profile (-statements).
-func (b *closeBench) oursRow(ctx context.Context, tmplName string, base *ordertest.Baseline, shards, due int) (row, string, error) {
-	db, name, err := b.dbs.cloneDB(ctx, tmplName, fmt.Sprintf("ours%d", shards))
+// drain's statement profile (-statements). Each round drains a database of
+// its own name, so that the profile is the round's.
+func (b *closeBench) oursRow(ctx context.Context, tmplName string, base *ordertest.Baseline, shards, due, round int) (row, string, error) {
+	db, name, err := b.dbs.cloneDB(ctx, tmplName, fmt.Sprintf("ours%d_r%d", shards, round))
 	if err != nil {
 		return row{}, "", err
 	}
@@ -234,8 +235,8 @@ func (b *closeBench) oursRow(ctx context.Context, tmplName string, base *orderte
 // ceilingRow drains a fresh copy of the comparison's data with the ceiling
 // and checks the invariants and that every due order closed.
 // It returns the row and the drain's statement profile (-statements).
-func (b *closeBench) ceilingRow(ctx context.Context, tmplName string, base *ordertest.Baseline, workers, due int) (row, string, error) {
-	db, name, err := b.dbs.cloneDB(ctx, tmplName, fmt.Sprintf("ceiling%d", workers))
+func (b *closeBench) ceilingRow(ctx context.Context, tmplName string, base *ordertest.Baseline, workers, due, round int) (row, string, error) {
+	db, name, err := b.dbs.cloneDB(ctx, tmplName, fmt.Sprintf("ceiling%d_r%d", workers, round))
 	if err != nil {
 		return row{}, "", err
 	}
