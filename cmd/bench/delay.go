@@ -236,62 +236,123 @@ func (tr *delayBenchTracker) wrapBatch(inner delay.BatchHandlerFunc) delay.Batch
 	}
 }
 
-func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// delayFlags are bench delay's flags, checked.
+type delayFlags struct {
+	rates                            []int // -rate alone, or the -rates sweep
+	sweep                            bool
+	duration                         time.Duration
+	executors, workers, handlerBatch int
+	handler                          string
+	lead                             time.Duration
+	during, single                   bool
+	poll, reconcile, flushAt         time.Duration
+	mysqlDSN, redisAddr              string
+	timerKind, rabbitURL             string
+	republishAfter, closeAt, purgeAt time.Duration
+	prefetch                         int
+}
+
+// mode is how the handler gets its tasks: batch (the executor's batch
+// handler) or single (one call per task).
+func (o *delayFlags) mode() string {
+	if o.single || o.handler != delay.OrderTimeoutCloseHandler {
+		return "single"
+	}
+	return "batch"
+}
+
+func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
+	o := &delayFlags{}
 	fs := flag.NewFlagSet("bench delay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rate := fs.Int("rate", 1000, "tasks due per second")
-	duration := fs.Duration("duration", 60*time.Second, "how long tasks keep coming due")
-	executors := fs.Int("executors", 2, "dispatchers, each with its own database pool and Redis client")
-	handler := fs.String("handler", delay.OrderTimeoutCloseHandler, "orderTimeoutClose (real close of demo orders) or noop")
-	lead := fs.Duration("lead", 5*time.Second, "with -register-during: how long before its execute time each task is registered; otherwise the gap between the end of registration (estimated at 5,000/s) and the first due task")
-	during := fs.Bool("register-during", false, "register each task lead ahead of its time while others run (default: all registered before the first is due, as the demo orders are placed before)")
-	workers := fs.Int("workers", 8, "handler workers per dispatcher (the order close peaks at a few concurrent closes on 2 cores)")
-	single := fs.Bool("single", false, "orderTimeoutClose: one CloseOrder per task (the per-order handler) instead of the executor's batch handler (CloseOrders)")
-	handlerBatch := fs.Int("handler-batch", 0, "dispatcher HandlerBatchSize: most tasks per batch handler call (0: the default, BatchSize)")
-	poll := fs.Duration("poll", 50*time.Millisecond, "dispatcher PollInterval")
-	reconcile := fs.Duration("reconcile", 30*time.Second, "dispatcher ReconcileInterval")
-	flushAt := fs.Duration("flush-at", 0, "delete the bench's Redis keys this long after the first task is due (0: never)")
-	mysqlDSN := fs.String("mysql", dbenchDefaultMySQL(), "MySQL server DSN (no database; env BENCH_MYSQL_DSN)")
-	redisAddr := fs.String("redis", dbenchDefaultRedis(), "Redis address (env BENCH_REDIS_ADDR)")
-	timerKind := fs.String("timer", "redis", "the dispatchers' timer: redis or rabbitmq (delay-tier queues; Redis still holds the order locks)")
-	rabbitURL := fs.String("rabbitmq", dbenchDefaultRabbitMQ(), "-timer rabbitmq: broker URL (env BENCH_RABBITMQ_URL)")
-	republishAfter := fs.Duration("republish-after", 10*time.Second, "-timer rabbitmq: RabbitMQConfig.RepublishAfter")
-	prefetch := fs.Int("prefetch", 10000, "-timer rabbitmq: RabbitMQConfig.Prefetch")
-	closeAt := fs.Duration("close-connections-at", 0, "-timer rabbitmq: have the broker close every connection of the run this long after the first task is due (rabbitmqctl close_connection; 0: never)")
-	purgeAt := fs.Duration("purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
+	rates := fs.String("rates", "", "a sweep: comma-separated rates (tasks due per second), each run in turn for -duration in a database of its own, then a table of them all (instead of -rate)")
+	fs.DurationVar(&o.duration, "duration", 60*time.Second, "how long tasks keep coming due (at each rate)")
+	fs.IntVar(&o.executors, "executors", 2, "dispatchers, each with its own database pool and Redis client")
+	fs.StringVar(&o.handler, "handler", delay.OrderTimeoutCloseHandler, "orderTimeoutClose (real close of demo orders) or noop")
+	fs.DurationVar(&o.lead, "lead", 5*time.Second, "with -register-during: how long before its execute time each task is registered; otherwise the gap between the end of registration (estimated at 5,000/s) and the first due task")
+	fs.BoolVar(&o.during, "register-during", false, "register each task lead ahead of its time while others run (default: all registered before the first is due, as the demo orders are placed before)")
+	fs.IntVar(&o.workers, "workers", 8, "handler workers per dispatcher (the order close peaks at a few concurrent closes on 2 cores)")
+	fs.BoolVar(&o.single, "single", false, "orderTimeoutClose: one CloseOrder per task (the per-order handler) instead of the executor's batch handler (CloseOrders)")
+	fs.IntVar(&o.handlerBatch, "handler-batch", 0, "dispatcher HandlerBatchSize: most tasks per batch handler call (0: the default, BatchSize)")
+	fs.DurationVar(&o.poll, "poll", 50*time.Millisecond, "dispatcher PollInterval")
+	fs.DurationVar(&o.reconcile, "reconcile", 30*time.Second, "dispatcher ReconcileInterval")
+	fs.DurationVar(&o.flushAt, "flush-at", 0, "delete the bench's Redis keys this long after the first task is due (0: never)")
+	fs.StringVar(&o.mysqlDSN, "mysql", dbenchDefaultMySQL(), "MySQL server DSN (no database; env BENCH_MYSQL_DSN)")
+	fs.StringVar(&o.redisAddr, "redis", dbenchDefaultRedis(), "Redis address (env BENCH_REDIS_ADDR)")
+	fs.StringVar(&o.timerKind, "timer", "redis", "the dispatchers' timer: redis or rabbitmq (delay-tier queues; Redis still holds the order locks)")
+	fs.StringVar(&o.rabbitURL, "rabbitmq", dbenchDefaultRabbitMQ(), "-timer rabbitmq: broker URL (env BENCH_RABBITMQ_URL)")
+	fs.DurationVar(&o.republishAfter, "republish-after", 10*time.Second, "-timer rabbitmq: RabbitMQConfig.RepublishAfter")
+	fs.IntVar(&o.prefetch, "prefetch", 10000, "-timer rabbitmq: RabbitMQConfig.Prefetch")
+	fs.DurationVar(&o.closeAt, "close-connections-at", 0, "-timer rabbitmq: have the broker close every connection of the run this long after the first task is due (rabbitmqctl close_connection; 0: never)")
+	fs.DurationVar(&o.purgeAt, "purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *rate < 1 || *duration <= 0 || *executors < 1 || *workers < 1 {
-		return errors.New("-rate, -duration, -executors and -workers must be positive")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["rates"] && set["rate"]:
+		return nil, errors.New("-rate and -rates: give one (-rates runs each of its rates in turn)")
+	case set["rates"]:
+		rs, err := parseRates(*rates)
+		if err != nil {
+			return nil, fmt.Errorf("-rates: %w", err)
+		}
+		o.rates, o.sweep = rs, true
+	default:
+		o.rates = []int{*rate}
 	}
-	if *handler != delay.OrderTimeoutCloseHandler && *handler != "noop" {
-		return fmt.Errorf("-handler %q: want orderTimeoutClose or noop", *handler)
+	if *rate < 1 || o.duration <= 0 || o.executors < 1 || o.workers < 1 {
+		return nil, errors.New("-rate, -duration, -executors and -workers must be positive")
 	}
-	if *timerKind != "redis" && *timerKind != "rabbitmq" {
-		return fmt.Errorf("-timer %q: want redis or rabbitmq", *timerKind)
+	if o.handler != delay.OrderTimeoutCloseHandler && o.handler != "noop" {
+		return nil, fmt.Errorf("-handler %q: want orderTimeoutClose or noop", o.handler)
 	}
-	if *timerKind != "rabbitmq" && (*closeAt > 0 || *purgeAt > 0) {
-		return errors.New("-close-connections-at and -purge-at need -timer rabbitmq")
+	if o.timerKind != "redis" && o.timerKind != "rabbitmq" {
+		return nil, fmt.Errorf("-timer %q: want redis or rabbitmq", o.timerKind)
 	}
-	n := int(math.Round(float64(*rate) * duration.Seconds()))
+	if o.timerKind != "rabbitmq" && (o.closeAt > 0 || o.purgeAt > 0) {
+		return nil, errors.New("-close-connections-at and -purge-at need -timer rabbitmq")
+	}
+	return o, nil
+}
 
-	env, err := dbenchSetup(ctx, "delay", *mysqlDSN, *redisAddr, stderr)
+func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseDelayFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if !o.sweep {
+		_, err := runDelayRate(ctx, o, o.rates[0], stdout, stderr)
+		return err
+	}
+	return runDelaySweep(ctx, o, stdout, stderr)
+}
+
+// runDelayRate runs the bench at one rate in a database and Redis prefix
+// of its own, prints its figures (ending with the p50_ms=… line) and
+// returns them. A lost or doubled task is an error, after the figures.
+func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr io.Writer) (out delayRun, err error) {
+	n := int(math.Round(float64(rate) * o.duration.Seconds()))
+	loadStart := loadAverage()
+
+	env, err := dbenchSetup(ctx, "delay", o.mysqlDSN, o.redisAddr, stderr)
+	if err != nil {
+		return out, err
 	}
 	defer env.close()
 
 	// Demo orders, all past their deadline, one per task.
 	var orderNos []string
-	if *handler == delay.OrderTimeoutCloseHandler {
+	if o.handler == delay.OrderTimeoutCloseHandler {
 		t0 := time.Now()
 		res, err := orders.GenerateDemo(ctx, env.db, orders.DemoSpec{Orders: n, DueFraction: 1, OrderNoPrefix: "BD", Parallel: 4})
 		if err != nil {
-			return err
+			return out, err
 		}
 		orderNos = make([]string, n)
 		for i := range n {
@@ -311,20 +372,20 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}()
 	var rb *rabbitBench
 	var regTimer delay.Timer
-	if *timerKind == "rabbitmq" {
-		rb = newRabbitBench(*rabbitURL, *republishAfter, *prefetch, stderr)
+	if o.timerKind == "rabbitmq" {
+		rb = newRabbitBench(o.rabbitURL, o.republishAfter, o.prefetch, stderr)
 		// Stopped after the dispatchers (deferred before them).
 		defer rb.close()
 		rt, err := rb.timer(ctx, env.db, log, false)
 		if err != nil {
-			return err
+			return out, err
 		}
 		regTimer = rt
 	}
-	for e := range *executors {
-		db, err := env.open(*workers + 8)
+	for e := range o.executors {
+		db, err := env.open(o.workers + 8)
 		if err != nil {
-			return err
+			return out, err
 		}
 		rdb := env.newRedis()
 		closers = append(closers, func() { db.Close(); rdb.Close() })
@@ -333,48 +394,48 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		// per-order handler instead, for comparison.
 		handlers := map[string]delay.HandlerFunc{}
 		batchHandlers := map[string]delay.BatchHandlerFunc{}
-		if *handler == delay.OrderTimeoutCloseHandler {
+		if o.handler == delay.OrderTimeoutCloseHandler {
 			locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: env.prefix})
 			if err != nil {
-				return err
+				return out, err
 			}
 			closer, err := orders.NewCloser(db, locker, orders.CloserConfig{Logger: log})
 			if err != nil {
-				return err
+				return out, err
 			}
-			if *single {
-				handlers[*handler] = tr.wrap(delay.OrderCloseHandler(closer.CloseOrder))
+			if o.single {
+				handlers[o.handler] = tr.wrap(delay.OrderCloseHandler(closer.CloseOrder))
 			} else {
-				batchHandlers[*handler] = tr.wrapBatch(delay.OrderCloseBatchHandler(
+				batchHandlers[o.handler] = tr.wrapBatch(delay.OrderCloseBatchHandler(
 					func(ctx context.Context, nos []string) ([]orders.Result, error) {
 						return closer.CloseOrders(orders.WithOrderContexts(ctx, delay.OrderContexts(ctx)), nos)
 					}))
 			}
 		} else {
-			handlers[*handler] = tr.wrap(func(context.Context, *delay.Task) error { return nil })
+			handlers[o.handler] = tr.wrap(func(context.Context, *delay.Task) error { return nil })
 		}
 		var timer delay.Timer
 		if rb != nil {
 			rt, err := rb.timer(ctx, db, log, true)
 			if err != nil {
-				return err
+				return out, err
 			}
 			timer = rt
 		}
 		d, err := delay.NewDispatcher(delay.Config{
 			DB: db, Timer: timer, Redis: rdb, KeyPrefix: env.prefix, Logger: log.With("executor", e),
-			Handlers: handlers, BatchHandlers: batchHandlers, HandlerBatchSize: *handlerBatch,
-			Workers:      *workers,
-			PollInterval: *poll, ReconcileInterval: *reconcile,
+			Handlers: handlers, BatchHandlers: batchHandlers, HandlerBatchSize: o.handlerBatch,
+			Workers:      o.workers,
+			PollInterval: o.poll, ReconcileInterval: o.reconcile,
 		})
 		if err != nil {
-			return err
+			return out, err
 		}
 		dispatchers = append(dispatchers, d)
 	}
 	for _, d := range dispatchers {
 		if err := d.Start(ctx); err != nil {
-			return err
+			return out, err
 		}
 	}
 	stopAll := func() {
@@ -392,25 +453,25 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	// task lead ahead of its execute time.
 	regDB, err := env.open(16)
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer regDB.Close()
 	regRedis := env.newRedis()
 	defer regRedis.Close()
 	client, err := delay.NewClient(delay.ClientConfig{DB: regDB, Timer: regTimer, Redis: regRedis, KeyPrefix: env.prefix, Logger: log})
 	if err != nil {
-		return err
+		return out, err
 	}
 	start := time.Now().Add(time.Second) // first registration
-	firstDue := start.Add(*lead)
-	interval := time.Duration(float64(time.Second) / float64(*rate))
+	firstDue := start.Add(o.lead)
+	interval := time.Duration(float64(time.Second) / float64(rate))
 	regInterval := interval
-	if !*during {
+	if !o.during {
 		regInterval = 0
 		firstDue = firstDue.Add(time.Duration(n) * time.Second / 5000)
 	}
 	fmt.Fprintf(stderr, "bench: %d tasks due at %d/s for %s from +%s, %d dispatcher(s) x %d workers, handler %s, registered during the run: %t\n",
-		n, *rate, *duration, time.Until(firstDue).Round(time.Second), *executors, *workers, *handler, *during)
+		n, rate, o.duration, time.Until(firstDue).Round(time.Second), o.executors, o.workers, o.handler, o.during)
 	var regErrs atomic.Int64
 	var regWG sync.WaitGroup
 	var maxRegBehind atomic.Int64
@@ -429,7 +490,7 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 				if behind := -time.Until(regAt); behind > time.Duration(maxRegBehind.Load()) {
 					maxRegBehind.Store(int64(behind))
 				}
-				r := delay.Registration{BizUUID: "bd-" + strconv.Itoa(i), Handler: *handler,
+				r := delay.Registration{BizUUID: "bd-" + strconv.Itoa(i), Handler: o.handler,
 					ExecuteTime: firstDue.Add(time.Duration(i) * interval)}
 				if orderNos != nil {
 					r.Payload = delay.OrderTimeoutPayload{OrderNo: orderNos[i]}
@@ -443,17 +504,17 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		})
 	}
 	var faults []*benchFault
-	if *flushAt > 0 {
-		faults = append(faults, &benchFault{name: "the Redis flush", at: *flushAt, run: func(ctx context.Context) (string, error) {
+	if o.flushAt > 0 {
+		faults = append(faults, &benchFault{name: "the Redis flush", at: o.flushAt, run: func(ctx context.Context) (string, error) {
 			k, err := env.flushPrefix(ctx)
 			return fmt.Sprintf("deleted %d Redis keys under %s", k, env.prefix), err
 		}})
 	}
-	if *closeAt > 0 {
-		faults = append(faults, &benchFault{name: "the broker closed the connections", at: *closeAt, run: rb.closeConnections})
+	if o.closeAt > 0 {
+		faults = append(faults, &benchFault{name: "the broker closed the connections", at: o.closeAt, run: rb.closeConnections})
 	}
-	if *purgeAt > 0 {
-		faults = append(faults, &benchFault{name: "the tier queues were purged", at: *purgeAt, run: rb.purgeTiers})
+	if o.purgeAt > 0 {
+		faults = append(faults, &benchFault{name: "the tier queues were purged", at: o.purgeAt, run: rb.purgeTiers})
 	}
 	var flushWG sync.WaitGroup
 	for _, f := range faults {
@@ -465,11 +526,11 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	lastDue := firstDue.Add(time.Duration(n-1) * interval)
 
 	// Wait until every task is DONE (or give up).
-	deadline := lastDue.Add(2**reconcile + 60*time.Second)
+	deadline := lastDue.Add(2*o.reconcile + 60*time.Second)
 	var done int
 	for {
 		if err := env.db.GetContext(ctx, &done, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'DONE'`); err != nil {
-			return err
+			return out, err
 		}
 		if done >= n || time.Now().After(deadline) || ctx.Err() != nil {
 			break
@@ -490,7 +551,7 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 		Status  string `db:"status"`
 	}
 	if err := env.db.SelectContext(context.WithoutCancel(ctx), &rows, `SELECT biz_uuid, status FROM job_delay_task`); err != nil {
-		return err
+		return out, err
 	}
 	status := make([]string, n)
 	for _, r := range rows {
@@ -524,23 +585,19 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if orderNos != nil {
 		bg := context.WithoutCancel(ctx)
 		if err := env.db.GetContext(bg, &closedOrders, `SELECT COUNT(*) FROM order_info WHERE status = 2`); err != nil {
-			return err
+			return out, err
 		}
 		if err := env.db.GetContext(bg, &closeLogs, `SELECT COUNT(*) FROM order_close_log`); err != nil {
-			return err
+			return out, err
 		}
 	}
 	slices.Sort(late)
 	window := finished.Sub(firstDue).Seconds()
-	mode := "batch"
-	if *single || *handler != delay.OrderTimeoutCloseHandler {
-		mode = "single"
-	}
 	fmt.Fprintf(stdout, "delay bench: %d tasks due at %d/s over %s, %d dispatcher(s) x %d workers, handler %s (%s)\n",
-		n, *rate, *duration, *executors, *workers, *handler, mode)
-	if *during {
+		n, rate, o.duration, o.executors, o.workers, o.handler, o.mode())
+	if o.during {
 		fmt.Fprintf(stdout, "registration: during the run, %s ahead, %d errors; the producer was at most %s behind its schedule\n",
-			*lead, regErrs.Load(), time.Duration(maxRegBehind.Load()).Round(time.Millisecond))
+			o.lead, regErrs.Load(), time.Duration(maxRegBehind.Load()).Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(stdout, "registration: all %d before the run, in %s (%.0f/s), %d errors, done %s before the first due time\n",
 			n, regTook.Round(time.Millisecond), float64(n)/regTook.Seconds(), regErrs.Load(), regAhead.Round(time.Millisecond))
@@ -566,10 +623,10 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			over := len(f.after) - sortIndexAbove(f.after, 1000)
 			bound := ""
 			if rb != nil {
-				bound = fmt.Sprintf(", republish after %s", *republishAfter)
+				bound = fmt.Sprintf(", republish after %s", o.republishAfter)
 			}
 			fmt.Fprintf(stdout, "after %s: %d tasks due after it all ran, %d of them over 1s late, lateness max %.0f ms (reconcile interval %s%s)\n",
-				f.name, len(f.after), over, f.after[len(f.after)-1], *reconcile, bound)
+				f.name, len(f.after), over, f.after[len(f.after)-1], o.reconcile, bound)
 		}
 	}
 	dupPublish := ""
@@ -579,13 +636,16 @@ func runDelayBench(ctx context.Context, args []string, stdout, stderr io.Writer)
 			s.Published, s.Hops, s.Republished, s.Duplicates, 100*float64(s.Duplicates)/float64(n), s.Failures, s.Reconnects)
 		dupPublish = fmt.Sprintf(" dup_publish_pct=%.3f", 100*float64(s.Duplicates)/float64(n))
 	}
+	out = delayRun{rate: rate, achieved: float64(done) / window, lost: lost, dup: dup,
+		p50: dbenchPercentile(late, 50), p99: dbenchPercentile(late, 99), p999: dbenchPercentile(late, 99.9),
+		loadStart: loadStart, loadEnd: loadAverage()}
+	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the start: %s; at the end: %s\n", out.loadStart, out.loadEnd)
 	fmt.Fprintf(stdout, "lost=%d (not DONE or never completed)  dup=%d (completed more than once)\n", lost, dup)
-	fmt.Fprintf(stdout, "p50_ms=%.0f p99_ms=%.0f p999_ms=%.0f lost=%d dup=%d%s\n",
-		dbenchPercentile(late, 50), dbenchPercentile(late, 99), dbenchPercentile(late, 99.9), lost, dup, dupPublish)
+	fmt.Fprintf(stdout, "p50_ms=%.0f p99_ms=%.0f p999_ms=%.0f lost=%d dup=%d%s\n", out.p50, out.p99, out.p999, lost, dup, dupPublish)
 	if lost > 0 || dup > 0 || (orderNos != nil && (closedOrders != n || closeLogs != n)) {
-		return fmt.Errorf("%d lost, %d doubled", lost, dup)
+		return out, fmt.Errorf("%d lost, %d doubled", lost, dup)
 	}
-	return ctx.Err()
+	return out, ctx.Err()
 }
 
 // sortIndexAbove is the index of the first value above x in sorted.
