@@ -182,7 +182,13 @@ func TestRabbitMultiHopRunsOnTime(t *testing.T) {
 	started := rec.startTimes("hops")[0]
 	require.False(t, started.Before(tk.ExecuteTime.Add(-5*time.Millisecond)), "never early")
 	require.Less(t, started.Sub(tk.ExecuteTime), 300*time.Millisecond)
-	require.Equal(t, int64(2), rt.Stats().Hops, "4s by the client, then 2s and 1s by the consumer")
+	// Planned: 4s by the client, then 2s and 1s by the consumer. Each hop is
+	// planned from the time left when the message comes back, so a
+	// dead-lettering more than hopLead late in total (a loaded broker) makes
+	// the consumer hold the last stretch in memory instead of taking the 1s
+	// tier: one hop or two, never more.
+	hops := rt.Stats().Hops
+	require.True(t, hops == 1 || hops == 2, "hops by the consumer: %d, want 2 (1 when the broker dead-letters late)", hops)
 	require.Equal(t, 1, rec.count("hops"))
 }
 
