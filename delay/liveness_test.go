@@ -14,6 +14,7 @@ import (
 
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // With Redis down, the order's lock cannot be taken: each sweep pass is
@@ -25,7 +26,7 @@ func TestRedisDownSweepsSpendNoRetry(t *testing.T) {
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: b.prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: b.prefix})
 	require.NoError(t, err)
 	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // These tests run the real order close (orders.Closer.CloseOrder) behind
@@ -25,7 +26,7 @@ type orderWorld struct {
 // timeout would have passed.
 func newOrderWorld(t *testing.T, b *testBundle, db *sqlx.DB) *orderWorld {
 	t.Helper()
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix})
 	require.NoError(t, err)
 	svc, err := orders.NewService(db, locker, orders.ServiceConfig{})
 	require.NoError(t, err)
@@ -190,9 +191,9 @@ func TestOrderCloseNotDueSingleIsNotNow(t *testing.T) {
 	require.Contains(t, got.LastError, "not due yet")
 }
 
-func mustLocker(t *testing.T, b *testBundle) *orders.Locker {
+func mustLocker(t *testing.T, b *testBundle) *orderlock.Locker {
 	t.Helper()
-	l, err := orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix})
+	l, err := orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix})
 	require.NoError(t, err)
 	return l
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -77,7 +78,7 @@ func lifecycleExec(t *testing.T) (*dbtest.DB, *xxljob.Executor) {
 		_, err := db.ExecContext(ctx, q)
 		require.NoError(t, err)
 	}
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)
@@ -187,7 +188,7 @@ func TestDeadLetterRetryJob(t *testing.T) {
 	rdb, prefix := redistest.Client(t)
 	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 100, SKUs: 10, DueFraction: 0.5, PaidFraction: 0.5})
 	require.NoError(t, err)
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{
 		DeadLetterBackoff: orders.DeadLetterBackoff{Base: time.Minute, ParkAfter: 3}})

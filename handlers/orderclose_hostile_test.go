@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
@@ -32,7 +33,7 @@ func TestOrderCloseHostileParams(t *testing.T) {
 	before, err := ordertest.Counts(ctx, db.DB)
 	require.NoError(t, err)
 
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)

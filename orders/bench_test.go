@@ -10,6 +10,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // BenchmarkCloseRun closes b.N due orders (1-3 items over 10,000 SKUs, 30%
@@ -19,7 +20,7 @@ func BenchmarkCloseRun(b *testing.B) {
 	ctx := context.Background()
 	db := dbtest.New(b)
 	rdb, prefix := redistest.Client(b)
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(b, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
 	require.NoError(b, err)

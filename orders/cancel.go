@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // This file holds how long the close path works once its context is
@@ -21,7 +23,7 @@ const pageGrace = 3 * time.Second
 // finishes whole (its transaction commits or rolls back, its dead letters
 // are written), but ending pageGrace after the lease, since nothing can
 // commit after it anyway.
-func (c *Closer) pageCtx(ctx context.Context, lease *Lease) (context.Context, context.CancelFunc) {
+func (c *Closer) pageCtx(ctx context.Context, lease *orderlock.Lease) (context.Context, context.CancelFunc) {
 	until := lease.Until()
 	if until.IsZero() {
 		until = time.Now()
@@ -47,6 +49,6 @@ func (c *Closer) CancelBound() time.Duration { return c.pageTimeout() }
 // leaseRanOut reports a close transaction that failed because the lease
 // ended: refused before commit (ErrLeaseExpired), or cut by the page's
 // deadline after the lease was over.
-func leaseRanOut(err error, lease *Lease) bool {
+func leaseRanOut(err error, lease *orderlock.Lease) bool {
 	return errors.Is(err, ErrLeaseExpired) || (errors.Is(err, context.DeadlineExceeded) && !lease.ValidFor(0))
 }

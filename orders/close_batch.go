@@ -51,7 +51,13 @@ func (c *Closer) CloseOrders(ctx context.Context, orderNos []string) ([]Result, 
 		return outs, nil
 	}
 	got := make(map[string]Result, len(orderNos))
-	for chunk := range slices.Chunk(uniq(orderNos), c.cfg.PageSize) {
+	seen := make(map[string]bool, len(orderNos))
+	distinct := slices.DeleteFunc(slices.Clone(orderNos), func(no string) bool {
+		dup := seen[no]
+		seen[no] = true
+		return dup
+	})
+	for chunk := range slices.Chunk(distinct, c.cfg.PageSize) {
 		// Between batches, cancellation is honoured at once.
 		if err := ctx.Err(); err != nil {
 			return nil, err

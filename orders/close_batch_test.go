@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // batchObserver keeps the page reports and closed lateness it is told.
@@ -37,7 +38,7 @@ func (o *batchObserver) OrdersClosed(_ context.Context, late []time.Duration) {
 	o.closed += len(late)
 }
 
-func (o *batchObserver) LocksAcquired(context.Context, orders.LockReport) {}
+func (o *batchObserver) LocksAcquired(context.Context, orderlock.Report) {}
 
 // One batch holding every case CloseOrder knows, in the order given: the
 // outcomes are CloseOrder's, one transaction closes the clean orders, the

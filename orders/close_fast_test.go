@@ -12,6 +12,7 @@ import (
 
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // offlineService is an order service whose Redis does not answer (a port
@@ -25,7 +26,7 @@ func offlineService(t *testing.T, b *testBundle) *orders.Service {
 	require.NoError(t, l.Close())
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb})
 	require.NoError(t, err)
 	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
 	require.NoError(t, err)

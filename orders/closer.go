@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // CloserConfig configures a Closer. Zero values take the defaults given.
@@ -66,7 +67,7 @@ type CloserConfig struct {
 // shards may overlap, in this process or others.
 type Closer struct {
 	db     *sqlx.DB
-	locker *Locker
+	locker *orderlock.Locker
 	store  store
 	cfg    CloserConfig
 	log    *slog.Logger
@@ -78,7 +79,7 @@ const DefaultReason = "payment_timeout"
 // NewCloser checks cfg and returns a Closer over db (a DSN with
 // parseTime=true&loc=UTC; interpolateParams=true saves a round trip per
 // statement) and locker.
-func NewCloser(db *sqlx.DB, locker *Locker, cfg CloserConfig) (*Closer, error) {
+func NewCloser(db *sqlx.DB, locker *orderlock.Locker, cfg CloserConfig) (*Closer, error) {
 	if db == nil || locker == nil {
 		return nil, errors.New("orders: NewCloser needs a database and a locker")
 	}
@@ -457,7 +458,7 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 // release gives the lease back without the caller's cancellation, so a
 // cancelled run still frees its locks; a failure only delays other holders
 // until the TTL, so it is logged, not returned.
-func (c *Closer) release(ctx context.Context, lease *Lease) {
+func (c *Closer) release(ctx context.Context, lease *orderlock.Lease) {
 	if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
 		c.log.WarnContext(ctx, "release order locks", "num_locks", lease.Len(), "error", err.Error())
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 func TestRunClosesDueOrders(t *testing.T) {
@@ -248,7 +249,7 @@ func TestRunOptionsValidation(t *testing.T) {
 // A lease that cannot stay valid until commit makes every page roll back.
 func TestLeaseExpiredRollsBack(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withLocker(orders.LockerConfig{TTL: 20 * time.Millisecond}))
+	b := setup(t, withLocker(orderlock.Config{TTL: 20 * time.Millisecond}))
 	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.5})
 	st := b.run(t, orders.RunOptions{PageSize: 100})
 	require.Zero(t, st.Closed)

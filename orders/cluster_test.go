@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // startCluster starts a three-master Redis Cluster of private processes and
@@ -61,7 +62,7 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 func TestLockerOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := startCluster(t)
-	b := setup(t, withLocker(orders.LockerConfig{Client: cluster}))
+	b := setup(t, withLocker(orderlock.Config{Client: cluster}))
 	res, base := b.seed(t, orders.DemoSpec{Orders: 600, DueFraction: 1, CouponFraction: 0.3})
 
 	var nos []string

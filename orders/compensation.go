@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // pageResult counts what closing one page did.
@@ -159,7 +160,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 
 // closeEach closes rows one transaction each, the fallback that keeps one
 // bad order from holding back or rolling back the others.
-func (c *Closer) closeEach(ctx context.Context, clock runClock, rows []scanRow, pd pageData, lease *Lease, res *pageResult) error {
+func (c *Closer) closeEach(ctx context.Context, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease, res *pageResult) error {
 	for _, r := range rows {
 		var one oneResult
 		var err error
@@ -201,7 +202,7 @@ func (p *pageResult) add(o oneResult) {
 // closeOne closes one locked order in its own transaction, retrying lock
 // contention, and dead-letters it if it still fails. The returned error is
 // fatal (the database is unreachable or the dead letter cannot be written).
-func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pageData, lease *Lease) (oneResult, error) {
+func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pageData, lease *orderlock.Lease) (oneResult, error) {
 	for attempt := 1; ; attempt++ {
 		var tr txResult
 		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -301,7 +302,7 @@ var errOrdersChanged = errors.New("orders: page's orders changed since they were
 // (by id). In txBatch and txSingle modes the stock rows and coupons are
 // locked and validated before any write (see txMode). Any error means the
 // caller must roll back.
-func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *Lease, mode txMode) (txResult, error) {
+func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease, mode txMode) (txResult, error) {
 	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
 	var cands []*candidate
 	if mode == txFast {

@@ -132,14 +132,10 @@
 //
 // # Locks
 //
-// Locker takes the per-order locks ({prefix}order:close:{orderNo}) with one
-// pipelined SET NX PX per key and releases them with redsync's
-// compare-and-delete script, so they interoperate with redsync mutexes on
-// the same keys. It works with a single Redis, Sentinel or a Cluster (only
-// single-key commands), or as Redlock over several independent nodes (a key
-// is held when a majority set it within the validity window; held elsewhere
-// when a quorum answered and a node says it is taken; Redis unreachable
-// when no quorum answered).
+// Every close path and the payment side lock an order under the same key,
+// {prefix}order:close:{orderNo}, with an orderlock.Locker (a pipelined bulk
+// locker that interoperates with redsync mutexes; single Redis, Sentinel,
+// Cluster or Redlock).
 //
 // # The payment side, late payments and outbox compensation
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // testBundle is what most tests need: a fresh database, the shared Redis
@@ -20,13 +21,13 @@ type testBundle struct {
 	db     *dbtest.DB
 	rdb    *redis.Client
 	prefix string
-	locker *orders.Locker
+	locker *orderlock.Locker
 	closer *orders.Closer
 	svc    *orders.Service
 }
 
 type setupOpts struct {
-	lockerCfg orders.LockerConfig
+	lockerCfg orderlock.Config
 	closerCfg orders.CloserConfig
 }
 
@@ -46,7 +47,7 @@ func setup(t *testing.T, opts ...func(*setupOpts)) *testBundle {
 		cfg.Prefix = b.prefix
 	}
 	var err error
-	b.locker, err = orders.NewLocker(cfg)
+	b.locker, err = orderlock.New(cfg)
 	require.NoError(t, err)
 	b.closer, err = orders.NewCloser(b.db.DB, b.locker, o.closerCfg)
 	require.NoError(t, err)
@@ -59,7 +60,7 @@ func withCloser(cfg orders.CloserConfig) func(*setupOpts) {
 	return func(o *setupOpts) { o.closerCfg = cfg }
 }
 
-func withLocker(cfg orders.LockerConfig) func(*setupOpts) {
+func withLocker(cfg orderlock.Config) func(*setupOpts) {
 	return func(o *setupOpts) { o.lockerCfg = cfg }
 }
 

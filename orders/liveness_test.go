@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // holdOrderRow locks an order's row in a transaction of its own (as a slow
@@ -31,7 +32,7 @@ func (b *testBundle) holdOrderRow(t *testing.T, no string) (release func()) {
 // page ends there and the order is left for later (skipped, lease lost).
 func TestCloseStopsWithinCancelBound(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withLocker(orders.LockerConfig{TTL: time.Second}))
+	b := setup(t, withLocker(orderlock.Config{TTL: time.Second}))
 	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
 	b.shop(t)
 	b.place(t, "HELD-1", false, orders.Item{SKUID: 1, Quantity: 1})
@@ -79,7 +80,7 @@ func TestSlowPaymentSideLosesNoPage(t *testing.T) {
 			return 0, ctx.Err()
 		}
 	})
-	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: slow, TradeFanOut: 1}), withLocker(orders.LockerConfig{TTL: 2 * time.Second}))
+	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: slow, TradeFanOut: 1}), withLocker(orderlock.Config{TTL: 2 * time.Second}))
 	_, base := b.seed(t, orders.DemoSpec{Orders: 12, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{PageSize: 2})
 	require.Equal(t, 12, st.Closed, "%s (trade errors %d: %v)", st, st.TradeErrors, st.TradeErr)
@@ -91,7 +92,7 @@ func TestSlowPaymentSideLosesNoPage(t *testing.T) {
 // lock TTL; the page is locked after the wait, so it still closes.
 func TestRateCapLosesNoPage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withLocker(orders.LockerConfig{TTL: time.Second}))
+	b := setup(t, withLocker(orderlock.Config{TTL: time.Second}))
 	_, base := b.seed(t, orders.DemoSpec{Orders: 3, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{MaxPerSecond: 0.8})
 	require.Equal(t, 3, st.Closed, "%s (lease lost %d)", st, st.LeaseLost)
@@ -119,7 +120,7 @@ func TestMaxOrdersReachesPastStuckOrders(t *testing.T) {
 		newer = append(newer, fmt.Sprintf("NEWER-%d", i))
 		b.place(t, newer[i], false, orders.Item{SKUID: 2, Quantity: 1})
 	}
-	other, err := orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix, TTL: time.Minute})
+	other, err := orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix, TTL: time.Minute})
 	require.NoError(t, err)
 	held, err := other.Acquire(b.ctx, stuck)
 	require.NoError(t, err)

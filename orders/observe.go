@@ -3,15 +3,17 @@ package orders
 import (
 	"context"
 	"time"
+
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
-// Observer receives what the close path did, for metrics. The Closer and the
-// Locker call it synchronously on the goroutine doing the work, at page
-// granularity (plus one lateness per closed order), so its methods must be
-// cheap and must not block. ctx is the caller's: the context of the XXL-JOB
-// run or delayed task that called Run or CloseOrder, which an adapter may
-// read labels from. A nil Observer in CloserConfig or LockerConfig means
-// none.
+// Observer receives what the close path did, for metrics. The Closer (and,
+// given the same Observer in orderlock.Config, the Locker) calls it
+// synchronously on the goroutine doing the work, at page granularity (plus
+// one lateness per closed order), so its methods must be cheap and must not
+// block. ctx is the caller's: the context of the XXL-JOB run or delayed task
+// that called Run or CloseOrder, which an adapter may read labels from. A
+// nil Observer in CloserConfig means none.
 type Observer interface {
 	// ClosePage is called after each page of Run, and after each
 	// CloseOrder call that reached a decision (a page of one).
@@ -21,9 +23,9 @@ type Observer interface {
 	// (create_time + timeout_minutes), both on the database clock. The
 	// slice is reused: read it during the call only.
 	OrdersClosed(ctx context.Context, lateness []time.Duration)
-	// LocksAcquired is called after each Locker.Acquire that asked for at
-	// least one lock.
-	LocksAcquired(ctx context.Context, l LockReport)
+	// LocksAcquired sees each Locker.Acquire, when the Locker was given
+	// this Observer too.
+	orderlock.Observer
 }
 
 // PageReport is what one page did. For a page of Run, Scanned is the sum of
@@ -51,16 +53,6 @@ type PageReport struct {
 	// SkippedPaid, the payment side said the order is paid; TradeErrors of
 	// SkippedLocked, its close-trade call failed and the order stays open.
 	TradePaid, TradeErrors int
-}
-
-// LockReport is what one Locker.Acquire call did: Keys = Held + Taken +
-// Failed.
-type LockReport struct {
-	Keys     int           // distinct orders asked for
-	Held     int           // locked by this call
-	Taken    int           // held by someone else (contention)
-	Failed   int           // undecided because Redis failed
-	Duration time.Duration // from the first SET to the last answer
 }
 
 // observePage reports one page of Run.
@@ -124,13 +116,4 @@ func (c *Closer) observeClosed(ctx context.Context, late []time.Duration) {
 	if c.cfg.Observer != nil && len(late) > 0 {
 		c.cfg.Observer.OrdersClosed(ctx, late)
 	}
-}
-
-// observe reports one Acquire call.
-func (l *Locker) observe(ctx context.Context, keys int, lease *Lease, d time.Duration) {
-	if l.obs == nil || keys == 0 {
-		return
-	}
-	held, failed := lease.Len(), len(lease.failed)
-	l.obs.LocksAcquired(ctx, LockReport{Keys: keys, Held: held, Failed: failed, Taken: keys - held - failed, Duration: d})
 }

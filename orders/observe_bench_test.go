@@ -10,6 +10,7 @@ import (
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // BenchmarkCloseRunObserved is BenchmarkCloseRun with the Prometheus
@@ -20,7 +21,7 @@ func BenchmarkCloseRunObserved(b *testing.B) {
 	db := dbtest.New(b)
 	rdb, prefix := redistest.Client(b)
 	obs := metrics.New(metrics.Config{}).Orders()
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix, Observer: obs})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix, Observer: obs})
 	require.NoError(b, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{Observer: obs})
 	require.NoError(b, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // recorder is an Observer that keeps everything it is told. Pages come from
@@ -17,7 +18,7 @@ type recorder struct {
 	mu       sync.Mutex
 	pages    []orders.PageReport
 	lateness []time.Duration
-	locks    []orders.LockReport
+	locks    []orderlock.Report
 }
 
 func (r *recorder) ClosePage(_ context.Context, p orders.PageReport) {
@@ -32,7 +33,7 @@ func (r *recorder) OrdersClosed(_ context.Context, late []time.Duration) {
 	r.lateness = append(r.lateness, late...)
 }
 
-func (r *recorder) LocksAcquired(_ context.Context, l orders.LockReport) {
+func (r *recorder) LocksAcquired(_ context.Context, l orderlock.Report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.locks = append(r.locks, l)
@@ -70,7 +71,7 @@ func (r *recorder) reset() {
 func TestObserverSeesWhatRunDid(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
-	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orders.LockerConfig{Observer: rec}))
+	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
 	res, _ := b.seed(t, orders.DemoSpec{Orders: 1200, SKUs: 50, DueFraction: 0.7, PaidFraction: 0.1, NotDueFraction: 0.2})
 	require.Positive(t, res.Due)
 
@@ -176,7 +177,7 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 func TestObserverDryRun(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
-	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orders.LockerConfig{Observer: rec}))
+	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
 	res, _ := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{DryRun: true, ShardIndex: 0, ShardTotal: 1})
 	require.Equal(t, res.Due, st.Closed)

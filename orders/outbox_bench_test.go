@@ -10,6 +10,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // BenchmarkCloseRunOutbox is BenchmarkCloseRun in outbox mode: one
@@ -18,7 +19,7 @@ func BenchmarkCloseRunOutbox(b *testing.B) {
 	ctx := context.Background()
 	db := dbtest.New(b)
 	rdb, prefix := redistest.Client(b)
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(b, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{Compensation: orders.CompensateOutbox})
 	require.NoError(b, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // PayOutcome is the result of Pay and PayWith.
@@ -218,7 +219,7 @@ func (s *Service) payOrder(ctx context.Context, tx *sqlx.Tx, o orderRow) error {
 // 50-250 ms apart (redsync's rhythm) while someone else holds it. It
 // returns nil, without an error, when Redis is unreachable: the payment
 // then goes on under the row lock and status CAS alone.
-func (s *Service) lockForPay(ctx context.Context, orderNo string) (*Lease, error) {
+func (s *Service) lockForPay(ctx context.Context, orderNo string) (*orderlock.Lease, error) {
 	for try := 1; ; try++ {
 		actx, cancel := context.WithTimeout(ctx, 2*s.locker.Timeout())
 		lease, err := s.locker.Acquire(actx, []string{orderNo})

@@ -10,6 +10,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // conflictRow is one payment_conflict row as the tests read it.
@@ -119,7 +120,7 @@ func TestPayWithRedisStopped(t *testing.T) {
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	b := setup(t, withLocker(orders.LockerConfig{Client: rdb}))
+	b := setup(t, withLocker(orderlock.Config{Client: rdb}))
 	b.shop(t)
 	b.place(t, "NOREDIS-1", true, orders.Item{SKUID: 3, Quantity: 2})
 	b.place(t, "NOREDIS-2", false, orders.Item{SKUID: 3, Quantity: 1})

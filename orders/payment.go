@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orderjob/executor/orders/orderlock"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -107,7 +108,7 @@ const maxLoggedOrders = 20
 // side. Calls run at most TradeFanOut at once, all under a deadline of half
 // the lock TTL before the lease ends; the function returns when all have.
 // The error is a failed read of the orders.
-func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow, lease *Lease, res *pageResult) ([]scanRow, error) {
+func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow, lease *orderlock.Lease, res *pageResult) ([]scanRow, error) {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -218,7 +219,7 @@ func (c *Closer) closeTrade(ctx context.Context, orderNo string) (res TradeResul
 // paid (OutcomeSkippedPaid) or the call failed (OutcomeSkippedLocked with
 // the error, so a delayed task retries). Without a TradeCloser it does
 // nothing.
-func (c *Closer) tradeStepOne(ctx context.Context, clock runClock, o orderRow, lease *Lease) (out Outcome, done bool, err error) {
+func (c *Closer) tradeStepOne(ctx context.Context, clock runClock, o orderRow, lease *orderlock.Lease) (out Outcome, done bool, err error) {
 	if c.cfg.TradeCloser == nil {
 		return 0, false, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // paySide is an httptest payment side that answers each order as told:
@@ -198,7 +199,7 @@ func TestTradeStepOutcomes(t *testing.T) {
 	// answers below must not run into that budget.
 	rec := &recorder{}
 	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: counting, TradeFanOut: 4, Observer: rec}),
-		withLocker(orders.LockerConfig{TTL: time.Minute}))
+		withLocker(orderlock.Config{TTL: time.Minute}))
 	res, base := b.seed(t, orders.DemoSpec{Orders: 280, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
@@ -383,7 +384,7 @@ func TestTradeStepBudget(t *testing.T) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	})
-	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: hang}), withLocker(orders.LockerConfig{TTL: time.Second}))
+	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: hang}), withLocker(orderlock.Config{TTL: time.Second}))
 	_, base := b.seed(t, orders.DemoSpec{Orders: 30, DueFraction: 1})
 	start := time.Now()
 	st := b.run(t, orders.RunOptions{})

@@ -3,6 +3,8 @@ package orders
 import (
 	"context"
 	"time"
+
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // page is one scan page made ready for closing: its due orders (less those
@@ -12,7 +14,7 @@ import (
 type page struct {
 	rows []scanRow
 	pageData
-	lease *Lease
+	lease *orderlock.Lease
 	lerr  error
 	err   error
 
@@ -173,7 +175,7 @@ func (c *Closer) freshLease(ctx context.Context, p *page) {
 }
 
 // lock takes the Redis locks of a page's orders, in one pipeline per node.
-func (c *Closer) lock(ctx context.Context, rows []scanRow) (*Lease, error) {
+func (c *Closer) lock(ctx context.Context, rows []scanRow) (*orderlock.Lease, error) {
 	return c.lockNos(ctx, orderNos(rows))
 }
 
@@ -181,7 +183,7 @@ func (c *Closer) lock(ctx context.Context, rows []scanRow) (*Lease, error) {
 // half-taken set is never left behind: Acquire releases what it does not
 // return, and the caller releases the lease), bounded by the lock calls'
 // timeouts.
-func (c *Closer) lockNos(ctx context.Context, nos []string) (*Lease, error) {
+func (c *Closer) lockNos(ctx context.Context, nos []string) (*orderlock.Lease, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.locker.Timeout())
 	defer cancel()
 	return c.locker.Acquire(ctx, nos)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // ServiceConfig configures a Service. Zero values take the defaults given.
@@ -25,14 +26,14 @@ type ServiceConfig struct {
 // status CAS on both sides decides which one wins.
 type Service struct {
 	db     *sqlx.DB
-	locker *Locker
+	locker *orderlock.Locker
 	store  store
 	tries  int
 	log    *slog.Logger
 }
 
 // NewService returns a Service over db and locker.
-func NewService(db *sqlx.DB, locker *Locker, cfg ServiceConfig) (*Service, error) {
+func NewService(db *sqlx.DB, locker *orderlock.Locker, cfg ServiceConfig) (*Service, error) {
 	if db == nil || locker == nil {
 		return nil, errors.New("orders: NewService needs a database and a locker")
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 func init() {
@@ -145,7 +146,7 @@ type closeBench struct {
 	dbs     *benchDBs
 	rdb     *redis.Client
 	prefix  string
-	locker  *orders.Locker
+	locker  *orderlock.Locker
 	tmpDir  string
 	failed  []string // ours broke an invariant or left due orders
 	summary map[string]float64
@@ -184,7 +185,7 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err := b.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("Redis at %s does not answer: %w", f.redis, err)
 	}
-	if b.locker, err = orders.NewLocker(orders.LockerConfig{Client: b.rdb, Prefix: b.prefix}); err != nil {
+	if b.locker, err = orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix}); err != nil {
 		return err
 	}
 	if err := b.compare(ctx); err != nil {

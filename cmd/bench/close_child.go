@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 func init() {
@@ -50,7 +51,7 @@ func closeChild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	db.SetMaxOpenConns(16)
 	rdb := redis.NewClient(&redis.Options{Addr: *addr})
 	defer rdb.Close()
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: *prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: *prefix})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -395,7 +396,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		handlers := map[string]delay.HandlerFunc{}
 		batchHandlers := map[string]delay.BatchHandlerFunc{}
 		if o.handler == delay.OrderTimeoutCloseHandler {
-			locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: env.prefix})
+			locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: env.prefix})
 			if err != nil {
 				return out, err
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // screenshots, when set (make screenshots), is where the browser test
@@ -64,7 +65,7 @@ func consoleDemo(t *testing.T, ctx context.Context, db *dbtest.DB, env map[strin
 	require.Contains(t, out, "dead_lettered=3")
 
 	rdb, prefix := redistest.Client(t)
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
 	svc, err := orders.NewService(db.DB, locker, orders.ServiceConfig{})
 	require.NoError(t, err)

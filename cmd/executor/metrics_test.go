@@ -20,6 +20,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -144,7 +145,7 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 		WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()
 		  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_no = o.order_no AND i.sku_id = 7)
 		ORDER BY id LIMIT 1`))
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix, TTL: time.Minute})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix, TTL: time.Minute})
 	require.NoError(t, err)
 	mu := locker.Redsync().NewMutex(locker.KeyFor(held))
 	require.NoError(t, mu.LockContext(ctx))

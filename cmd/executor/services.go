@@ -14,6 +14,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -22,7 +23,7 @@ type services struct {
 	db        *sqlx.DB
 	rdb       redis.UniversalClient
 	lockNodes []redis.UniversalClient
-	locker    *orders.Locker
+	locker    *orderlock.Locker
 	closer    *orders.Closer
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started here (it connects in the background), stopped by Close
@@ -52,7 +53,7 @@ func openDeps(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs 
 	}
 	s.rdb = rdb
 	s.lockNodes = newLockNodes(cfg.Redis)
-	s.locker, err = orders.NewLocker(orders.LockerConfig{
+	s.locker, err = orderlock.New(orderlock.Config{
 		Client:   rdb,
 		Nodes:    s.lockNodes,
 		Prefix:   cfg.Order.Close.LockKeyPrefix,

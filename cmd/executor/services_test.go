@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // The loader checks the delayed-task timeouts with its own copy of the
@@ -21,7 +22,7 @@ func TestConfigCancelBoundIsTheClosers(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	for _, ttl := range []time.Duration{time.Second, 3 * time.Second, 4 * time.Second, 10 * time.Second, 7 * time.Minute} {
-		locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, TTL: ttl})
+		locker, err := orderlock.New(orderlock.Config{Client: rdb, TTL: ttl})
 		require.NoError(t, err)
 		closer, err := orders.NewCloser(db, locker, orders.CloserConfig{})
 		require.NoError(t, err)

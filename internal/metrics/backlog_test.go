@@ -14,6 +14,7 @@ import (
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // What piles up shows: the outbox backlog and its age, failed and
@@ -46,7 +47,7 @@ func TestBacklogGauges(t *testing.T) {
 		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
 	})
 	require.NoError(t, err)
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)

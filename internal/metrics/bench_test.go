@@ -7,6 +7,7 @@ import (
 
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // BenchmarkClosePageHooks is what the close path pays the Prometheus
@@ -21,7 +22,7 @@ func BenchmarkClosePageHooks(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		ob.LocksAcquired(ctx, orders.LockReport{Keys: 500, Held: 499, Taken: 1, Duration: time.Millisecond})
+		ob.LocksAcquired(ctx, orderlock.Report{Keys: 500, Held: 499, Taken: 1, Duration: time.Millisecond})
 		ob.ClosePage(ctx, orders.PageReport{ShardIndex: 3, ShardTotal: 8, Scanned: 500, Closed: 498, SkippedPaid: 1, SkippedLocked: 1})
 		ob.OrdersClosed(ctx, late)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/metricstest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -56,7 +57,7 @@ func TestRunsAndClosePathByHandler(t *testing.T) {
 			Scanned: 9, Closed: 4, DeadLettered: 1, SkippedPaid: 1, SkippedLocked: 2, SkippedClosed: 1})
 		ob.ClosePage(ctx, orders.PageReport{DryRun: true, Scanned: 100, Closed: 100})
 		ob.OrdersClosed(ctx, []time.Duration{3 * time.Second, 90 * time.Second, time.Hour, 2 * time.Second})
-		ob.LocksAcquired(ctx, orders.LockReport{Keys: 9, Held: 7, Taken: 2, Duration: 3 * time.Millisecond})
+		ob.LocksAcquired(ctx, orderlock.Report{Keys: 9, Held: 7, Taken: 2, Duration: 3 * time.Millisecond})
 		return nil
 	})))
 	require.NoError(t, e.Register("failJob", xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error {
@@ -152,7 +153,7 @@ func TestNamesCoverWhatIsServed(t *testing.T) {
 	m.XXLJob().RunFinished("h", 1, 1, xxljob.CodeSuccess, time.Second)
 	m.Orders().ClosePage(context.Background(), orders.PageReport{Scanned: 1, Closed: 1})
 	m.Orders().OrdersClosed(context.Background(), []time.Duration{time.Second})
-	m.Orders().LocksAcquired(context.Background(), orders.LockReport{Keys: 1, Held: 1})
+	m.Orders().LocksAcquired(context.Background(), orderlock.Report{Keys: 1, Held: 1})
 	m.Delay().TaskAttempted("x", "done", 0, 0)
 	names := map[string]bool{}
 	for _, n := range m.Names() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -88,7 +89,7 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 }
 
 // Orders returns the observer for orders.CloserConfig.Observer and
-// orders.LockerConfig.Observer.
+// orderlock.Config.Observer.
 func (m *Metrics) Orders() orders.Observer { return orderObserver{&m.orders} }
 
 // WatchCloser samples c's overdue orders and dead letters, at most every
@@ -163,7 +164,7 @@ func (ob orderObserver) OrdersClosed(ctx context.Context, lateness []time.Durati
 	}
 }
 
-func (ob orderObserver) LocksAcquired(_ context.Context, l orders.LockReport) {
+func (ob orderObserver) LocksAcquired(_ context.Context, l orderlock.Report) {
 	o := ob.o
 	o.lockDuration.Observe(l.Duration.Seconds())
 	o.lockAcquired.Add(float64(l.Held))

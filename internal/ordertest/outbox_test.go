@@ -9,6 +9,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // closeOutbox closes the seeded data's due orders in outbox mode.
@@ -19,7 +20,7 @@ func closeOutbox(t *testing.T) (check func() []string, exec func(query string)) 
 	ctx := context.Background()
 	db, base := seed(t)
 	rdb, prefix := redistest.Client(t)
-	locker, err := orders.NewLocker(orders.LockerConfig{Client: rdb, Prefix: prefix})
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{Compensation: orders.CompensateOutbox})
 	require.NoError(t, err)

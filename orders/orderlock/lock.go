@@ -1,4 +1,4 @@
-package orders
+package orderlock
 
 import (
 	"cmp"
@@ -24,8 +24,8 @@ import (
 // a close of one order never run at once.
 const KeyPattern = "order:close:{orderNo}"
 
-// LockerConfig configures a Locker. Zero values take the defaults given.
-type LockerConfig struct {
+// Config configures a Locker. Zero values take the defaults given.
+type Config struct {
 	// Client is the Redis deployment the locks live on: a single server, a
 	// Sentinel group or a Cluster (redis.NewUniversalClient). Used when Nodes
 	// is empty.
@@ -72,27 +72,27 @@ type Locker struct {
 	obs     Observer
 }
 
-// NewLocker checks cfg and returns a Locker.
-func NewLocker(cfg LockerConfig) (*Locker, error) {
+// New checks cfg and returns a Locker.
+func New(cfg Config) (*Locker, error) {
 	nodes := cfg.Nodes
 	if len(nodes) == 0 {
 		if cfg.Client == nil {
-			return nil, errors.New("orders: locker needs a Redis client or lock nodes")
+			return nil, errors.New("orderlock: locker needs a Redis client or lock nodes")
 		}
 		nodes = []redis.UniversalClient{cfg.Client}
 	}
 	for i, n := range nodes {
 		if n == nil {
-			return nil, fmt.Errorf("orders: lock node %d is nil", i)
+			return nil, fmt.Errorf("orderlock: lock node %d is nil", i)
 		}
 	}
 	ttl := cmp.Or(cfg.TTL, 10*time.Second)
 	if ttl < 10*time.Millisecond {
-		return nil, fmt.Errorf("orders: lock TTL %v is below 10ms", ttl)
+		return nil, fmt.Errorf("orderlock: lock TTL %v is below 10ms", ttl)
 	}
 	df := cmp.Or(cfg.DriftFactor, 0.01)
 	if df < 0 || df >= 0.5 {
-		return nil, fmt.Errorf("orders: lock drift factor %v out of [0, 0.5)", df)
+		return nil, fmt.Errorf("orderlock: lock drift factor %v out of [0, 0.5)", df)
 	}
 	pools := make([]redsyncredis.Pool, len(nodes))
 	for i, n := range nodes {
@@ -194,7 +194,7 @@ func (s *Lease) Release(ctx context.Context) error {
 func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error) {
 	token, err := newToken()
 	if err != nil {
-		return &Lease{locker: l}, fmt.Errorf("orders: lock token: %w", err)
+		return &Lease{locker: l}, fmt.Errorf("lock token: %w", err)
 	}
 	nos := uniq(orderNos)
 	lease := &Lease{locker: l, token: token, held: make(map[string]bool, len(nos))}
@@ -269,7 +269,7 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 		if len(errs) == 0 {
 			errs = append(errs, errors.New("no quorum"))
 		}
-		return lease, fmt.Errorf("orders: lock %d of %d orders: %w", len(lease.failed), len(nos), errors.Join(errs...))
+		return lease, fmt.Errorf("lock %d of %d orders: %w", len(lease.failed), len(nos), errors.Join(errs...))
 	}
 	return lease, nil
 }
@@ -419,4 +419,31 @@ func uniq(in []string) []string {
 		}
 	}
 	return out
+}
+
+// Observer receives what each Acquire did, for metrics. It is called
+// synchronously on the goroutine that called Acquire, so it must be cheap
+// and must not block; ctx is the caller's.
+type Observer interface {
+	// LocksAcquired is called after each Acquire that asked for at least
+	// one lock.
+	LocksAcquired(ctx context.Context, r Report)
+}
+
+// Report is what one Acquire call did: Keys = Held + Taken + Failed.
+type Report struct {
+	Keys     int           // distinct orders asked for
+	Held     int           // locked by this call
+	Taken    int           // held by someone else (contention)
+	Failed   int           // undecided because Redis failed
+	Duration time.Duration // from the first SET to the last answer
+}
+
+// observe reports one Acquire call.
+func (l *Locker) observe(ctx context.Context, keys int, lease *Lease, d time.Duration) {
+	if l.obs == nil || keys == 0 {
+		return
+	}
+	held, failed := lease.Len(), len(lease.failed)
+	l.obs.LocksAcquired(ctx, Report{Keys: keys, Held: held, Failed: failed, Taken: keys - held - failed, Duration: d})
 }
