@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -67,7 +68,7 @@ func lifecycleExec(t *testing.T) (*dbtest.DB, *xxljob.Executor) {
 	ctx := context.Background()
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
-	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 300, SKUs: 20, PaidFraction: 0.9, DueFraction: 0.05, NotDueFraction: 0.05})
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 300, SKUs: 20, PaidFraction: 0.9, DueFraction: 0.05, NotDueFraction: 0.05})
 	require.NoError(t, err)
 	for _, q := range []string{
 		`UPDATE order_info SET pay_time = NOW(3) - INTERVAL 20 DAY, status = 3, ship_time = NOW(3) - INTERVAL 15 DAY WHERE status = 1 AND id % 4 = 0`,
@@ -186,7 +187,7 @@ func TestDeadLetterRetryJob(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
-	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 100, SKUs: 10, DueFraction: 0.5, PaidFraction: 0.5})
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 100, SKUs: 10, DueFraction: 0.5, PaidFraction: 0.5})
 	require.NoError(t, err)
 	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -26,7 +27,7 @@ func TestOrderCloseHostileParams(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
-	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 200, SKUs: 20, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 200, SKUs: 20, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
 	require.NoError(t, err)
 	base, err := ordertest.Snapshot(ctx, db.DB)
 	require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // This file holds CloseOrders, the batch form of CloseOrder for callers that
@@ -151,9 +153,9 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Re
 		switch {
 		case !ok:
 			got[no] = Result{Outcome: OutcomeNotFound}
-		case o.Status == statusPaid:
+		case o.Status == orderstatus.Paid:
 			got[no] = Result{Outcome: OutcomeSkippedPaid}
-		case o.Status != statusUnpaid:
+		case o.Status != orderstatus.Unpaid:
 			got[no] = Result{Outcome: OutcomeSkippedClosed}
 		case !o.due(clock.now):
 			got[no] = Result{Outcome: OutcomeNotDue, DueIn: o.deadline().Sub(clock.now)}

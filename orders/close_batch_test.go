@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -179,7 +180,7 @@ func TestCloseOrdersLogsWithOrderContexts(t *testing.T) {
 func TestCloseOrdersPagesAndValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 250, DueFraction: 1, CouponFraction: 0.5})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 250, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
 	var victim string
@@ -210,7 +211,7 @@ func TestCloseOrdersPagesAndValidation(t *testing.T) {
 func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
 	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
@@ -274,7 +275,7 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
 	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
@@ -368,7 +369,7 @@ func TestCloseOrdersTradeStep(t *testing.T) {
 func TestCloseOrdersReadUsesIndexes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 0.5, PaidFraction: 0.5})
+	b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.5, PaidFraction: 0.5})
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
 		SELECT order_no, 'close', 'resolved', NOW(3) FROM order_info WHERE id % 2 = 0`)
 	require.NoError(t, err)

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // CloserConfig configures a Closer. Zero values take the defaults given.
@@ -410,9 +412,9 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 		return 0, err
 	case !ok:
 		return OutcomeNotFound, nil
-	case o.Status == statusPaid:
+	case o.Status == orderstatus.Paid:
 		return OutcomeSkippedPaid, nil
-	case o.Status != statusUnpaid:
+	case o.Status != orderstatus.Unpaid:
 		return OutcomeSkippedClosed, nil
 	case !o.due(clock.now):
 		return OutcomeNotDue, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -21,7 +22,7 @@ import (
 func TestRunClosesDueOrders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
 	require.Positive(t, res.Due)
 
 	var pages, progressClosed int
@@ -61,7 +62,7 @@ func TestConcurrentRunsSameShard(t *testing.T) {
 		t.Run(fmt.Sprintf("runs=%d", n), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			res, base := b.seed(t, orders.DemoSpec{Orders: 3000, CouponFraction: 0.3})
+			res, base := b.seed(t, orderdemo.Spec{Orders: 3000, CouponFraction: 0.3})
 			stats := make([]orders.RunStats, n)
 			var g errgroup.Group
 			for i := range n {
@@ -87,7 +88,7 @@ func TestConcurrentRunsSameShard(t *testing.T) {
 func TestShardsConcurrently(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 3000, DueFraction: 0.85, PaidFraction: 0.05, NotDueFraction: 0.1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.85, PaidFraction: 0.05, NotDueFraction: 0.1, CouponFraction: 0.3})
 	const total = 3
 	stats := make([]orders.RunStats, total)
 	var g errgroup.Group
@@ -116,7 +117,7 @@ func TestShardsConcurrently(t *testing.T) {
 func TestPayRacesClose(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
 	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
@@ -163,7 +164,7 @@ func TestPayRacesClose(t *testing.T) {
 func TestRerunAfterCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1, CouponFraction: 0.3})
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	var once sync.Once
@@ -185,7 +186,7 @@ func TestRerunAfterCancel(t *testing.T) {
 func TestDryRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 1000, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 1000, CouponFraction: 0.3})
 	before := b.counts(t)
 	sum := func() int {
 		return b.count(t, `SELECT COALESCE(SUM(available * 3 + locked), 0) FROM inventory`) +
@@ -207,7 +208,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 func TestMaxOrders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, base := b.seed(t, orders.DemoSpec{Orders: 1000, DueFraction: 1})
+	_, base := b.seed(t, orderdemo.Spec{Orders: 1000, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{MaxOrders: 250, PageSize: 100})
 	require.Equal(t, 250, st.Scanned)
 	require.Equal(t, 250, st.Closed)
@@ -218,7 +219,7 @@ func TestMaxOrders(t *testing.T) {
 func TestMaxPerSecond(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, base := b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 1})
+	_, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1})
 	const rate = 500.0
 	st := b.run(t, orders.RunOptions{MaxPerSecond: rate})
 	require.Equal(t, 2000, st.Closed)
@@ -250,7 +251,7 @@ func TestRunOptionsValidation(t *testing.T) {
 func TestLeaseExpiredRollsBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withLocker(orderlock.Config{TTL: 20 * time.Millisecond}))
-	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.5})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.5})
 	st := b.run(t, orders.RunOptions{PageSize: 100})
 	require.Zero(t, st.Closed)
 	require.Equal(t, res.Due, st.SkippedLocked)
@@ -264,7 +265,7 @@ func TestCloseReasonAndTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.newCloser(t, orders.CloserConfig{Reason: "test_reason"})
-	b.seed(t, orders.DemoSpec{Orders: 50, DueFraction: 1})
+	b.seed(t, orderdemo.Spec{Orders: 50, DueFraction: 1})
 	var dbNow time.Time
 	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT NOW(3)`))
 	_, err := c.Run(b.ctx, orders.RunOptions{})
@@ -291,7 +292,7 @@ var stringForm = regexp.MustCompile(`^scanned=\d+ closed=\d+ skipped_paid=\d+ sk
 func TestRunStatsStringForm(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seed(t, orders.DemoSpec{Orders: 10})
+	b.seed(t, orderdemo.Spec{Orders: 10})
 	st := b.run(t, orders.RunOptions{})
 	require.Regexp(t, stringForm, st.String())
 	require.False(t, errors.Is(st.LockErr, context.Canceled))

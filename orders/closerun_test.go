@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestCloseRunRecorded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{Host: "host-1"}))
-	b.seed(t, orders.DemoSpec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
+	b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
 	_, err := b.db.Exec(`UPDATE order_info SET create_time = NOW() - INTERVAL 3 HOUR WHERE status = 0 AND id % 7 = 0
 		AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()`)
 	require.NoError(t, err)
@@ -72,7 +73,7 @@ func TestCloseRunRecorded(t *testing.T) {
 func TestCloseRunRecordsError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seed(t, orders.DemoSpec{Orders: 10, DueFraction: 1})
+	b.seed(t, orderdemo.Spec{Orders: 10, DueFraction: 1})
 	_, err := b.db.Exec(`RENAME TABLE order_close_log TO order_close_log_gone`)
 	require.NoError(t, err)
 	_, err = b.closer.Run(b.ctx, orders.RunOptions{})

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -63,7 +64,7 @@ func TestLockerOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := startCluster(t)
 	b := setup(t, withLocker(orderlock.Config{Client: cluster}))
-	res, base := b.seed(t, orders.DemoSpec{Orders: 600, DueFraction: 1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 600, DueFraction: 1, CouponFraction: 0.3})
 
 	var nos []string
 	for i := range 200 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderjob/executor/internal/backoff"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // pageResult counts what closing one page did.
@@ -463,9 +464,9 @@ func (c *Closer) lockCandidates(ctx context.Context, tx *sqlx.Tx, clock runClock
 	var cands []*candidate
 	for _, o := range locked {
 		switch {
-		case o.Status == statusPaid:
+		case o.Status == orderstatus.Paid:
 			outcomes[o.OrderNo] = OutcomeSkippedPaid
-		case o.Status != statusUnpaid:
+		case o.Status != orderstatus.Unpaid:
 			outcomes[o.OrderNo] = OutcomeSkippedClosed
 		case !o.due(clock.now):
 			outcomes[o.OrderNo] = OutcomeNotDue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -48,7 +49,7 @@ func (b *testBundle) makeDue(t *testing.T) {
 // attempts 1). It returns the victims and a function that puts the row back.
 func failingLetters(t *testing.T, b *testBundle, orderCount int) (victims []string, restore func()) {
 	t.Helper()
-	b.seed(t, orders.DemoSpec{Orders: orderCount, DueFraction: 1, SKUs: 20, CouponFraction: 0.3})
+	b.seed(t, orderdemo.Spec{Orders: orderCount, DueFraction: 1, SKUs: 20, CouponFraction: 0.3})
 	const sku = 5
 	require.NoError(t, b.db.SelectContext(b.ctx, &victims, `SELECT DISTINCT order_no FROM order_item WHERE sku_id = ? ORDER BY order_no`, sku))
 	require.NotEmpty(t, victims)
@@ -177,7 +178,7 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 func TestRetryDeadLettersAlreadyDone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.5, SKUs: 10})
+	res, _ := b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.5, SKUs: 10})
 	st := b.run(t, orders.RunOptions{})
 	require.Equal(t, res.Due, st.Closed)
 	base := snapshot(t, b)

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -49,7 +50,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 	t.Parallel()
 	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: 10 * time.Minute}
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 600, DueFraction: 1, SKUs: 50, CouponFraction: 0.3})
+	res, _ := b.seed(t, orderdemo.Spec{Orders: 600, DueFraction: 1, SKUs: 50, CouponFraction: 0.3})
 
 	const sku = 7
 	var victims []string
@@ -121,7 +122,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 func TestBatchFailureFallsBackPerOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
 	var victim string
 	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 17`))
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'planted')`, victim)
@@ -143,7 +144,7 @@ func TestBatchFailureFallsBackPerOrder(t *testing.T) {
 func TestDeadLetterCouponMismatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 200, DueFraction: 1, CouponFraction: 1})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 200, DueFraction: 1, CouponFraction: 1})
 	var victim string
 	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 5`))
 	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
@@ -165,7 +166,7 @@ func TestDeadLetterCouponMismatch(t *testing.T) {
 func TestDeadLetterLockedStockShort(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, SKUs: 40})
+	res, _ := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, SKUs: 40})
 	const sku = 3
 	_, err := b.db.ExecContext(b.ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = ?`, sku)
 	require.NoError(t, err)
@@ -195,7 +196,7 @@ func TestDeadLetterParkAfter(t *testing.T) {
 	t.Parallel()
 	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, ParkAfter: 2}
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
-	b.seed(t, orders.DemoSpec{Orders: 100, DueFraction: 1, SKUs: 20})
+	b.seed(t, orderdemo.Spec{Orders: 100, DueFraction: 1, SKUs: 20})
 	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 4`)
 	require.NoError(t, err)
 
@@ -238,7 +239,7 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	c, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{NowOffset: 31 * time.Minute, LockAttempts: 2, DeadLetterBackoff: backoff})
 	require.NoError(t, err)
 
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 40, DueFraction: 1, SKUs: 20})
+	res, _ := b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 1, SKUs: 20})
 	require.NoError(t, b.svc.AddStock(b.ctx, 9999, 10))
 	b.place(t, "HELD", true, orders.Item{SKUID: 9999, Quantity: 2})
 	base := snapshot(t, b)

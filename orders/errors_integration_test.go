@@ -7,6 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -79,7 +80,7 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 			t.Run(tc.name+"/page"+map[int]string{1: "1", 100: "100"}[pageSize], func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
-				res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 0.9, PaidFraction: 0.1, CouponFraction: 0.3})
+				res, base := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 0.9, PaidFraction: 0.1, CouponFraction: 0.3})
 				var first []string
 				require.NoError(t, b.db.SelectContext(b.ctx, &first,
 					`SELECT order_no FROM order_info WHERE status = 0 ORDER BY id LIMIT 3`))
@@ -125,7 +126,7 @@ func TestOrderErrorDeadLettersOnlyThatOrder(t *testing.T) {
 	t.Parallel()
 	for _, pageSize := range []int{1, 50} {
 		b := setup(t)
-		res, base := b.seed(t, orders.DemoSpec{Orders: 120, DueFraction: 1})
+		res, base := b.seed(t, orderdemo.Spec{Orders: 120, DueFraction: 1})
 		var victim string
 		require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 7`))
 		// A value the column cannot hold: the release would push locked

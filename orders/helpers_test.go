@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -66,12 +67,12 @@ func withLocker(cfg orderlock.Config) func(*setupOpts) {
 
 // seed generates demo data (few SKUs, so pages share stock rows) and takes
 // the invariants' baseline.
-func (b *testBundle) seed(t *testing.T, spec orders.DemoSpec) (orders.DemoResult, *ordertest.Baseline) {
+func (b *testBundle) seed(t *testing.T, spec orderdemo.Spec) (orderdemo.Result, *ordertest.Baseline) {
 	t.Helper()
 	if spec.SKUs == 0 {
 		spec.SKUs = 200
 	}
-	res, err := orders.GenerateDemo(b.ctx, b.db.DB, spec)
+	res, err := orderdemo.Generate(b.ctx, b.db.DB, spec)
 	require.NoError(t, err)
 	base, err := ordertest.Snapshot(b.ctx, b.db)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/keyset"
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // Inspector is the operators' read-only view of an order and of the
@@ -38,15 +39,15 @@ const CountCap = 10000
 // OrderStatusName names an order_info.status value.
 func OrderStatusName(s int) string {
 	switch s {
-	case statusUnpaid:
+	case orderstatus.Unpaid:
 		return "unpaid"
-	case statusPaid:
+	case orderstatus.Paid:
 		return "paid"
-	case statusClosed:
+	case orderstatus.Closed:
 		return "closed"
-	case statusShipped:
+	case orderstatus.Shipped:
 		return "shipped"
-	case statusCompleted:
+	case orderstatus.Completed:
 		return "completed"
 	}
 	return fmt.Sprintf("status %d", s)
@@ -138,7 +139,7 @@ type FulfilmentFlag struct {
 }
 
 // Open reports whether the flagged order is still waiting to be shipped.
-func (f FulfilmentFlag) Open() bool { return f.OrderStatus == statusPaid }
+func (f FulfilmentFlag) Open() bool { return f.OrderStatus == orderstatus.Paid }
 
 // OrderDetail is everything the executor's tables hold about one order.
 type OrderDetail struct {

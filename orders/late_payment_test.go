@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -60,7 +61,7 @@ func TestLatePaymentRacesClose(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, withCloser(orders.CloserConfig{Compensation: mode}))
-			res, base := b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 1, CouponFraction: 0.5})
+			res, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1, CouponFraction: 0.5})
 			_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = (id % 997) + 0.25`)
 			require.NoError(t, err)
 			var nos []string

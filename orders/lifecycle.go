@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // Order lifecycle after payment (order_info.status):
@@ -305,7 +307,7 @@ func (l *Lifecycle) run(ctx context.Context, opt LifecycleOptions, job lifecycle
 // call is harmless. ErrOrderNotFound for an unknown order, ErrOrderState
 // (wrapped, with the status) for an order that is not paid.
 func (s *Service) Ship(ctx context.Context, orderNo string) (bool, error) {
-	return s.step(ctx, orderNo, "ship", s.store.shipOrder, statusShipped, statusCompleted)
+	return s.step(ctx, orderNo, "ship", s.store.shipOrder, orderstatus.Shipped, orderstatus.Completed)
 }
 
 // Confirm records that the buyer confirmed receipt: status 3 → 4 with
@@ -313,7 +315,7 @@ func (s *Service) Ship(ctx context.Context, orderNo string) (bool, error) {
 // with no error when it was completed already. ErrOrderNotFound for an
 // unknown order, ErrOrderState (wrapped) for an order that is not shipped.
 func (s *Service) Confirm(ctx context.Context, orderNo string) (bool, error) {
-	return s.step(ctx, orderNo, "confirm", s.store.confirmOrder, statusCompleted)
+	return s.step(ctx, orderNo, "confirm", s.store.confirmOrder, orderstatus.Completed)
 }
 
 // step runs one lifecycle CAS and explains a CAS that changed nothing.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -59,7 +60,7 @@ func (b *testBundle) orderStates(t *testing.T) map[string]orderState {
 // plus unpaid and closed orders from the demo generator.
 func lifecycleWorld(t *testing.T, b *testBundle, paid int) {
 	t.Helper()
-	b.seed(t, orders.DemoSpec{Orders: paid * 5 / 4, PaidFraction: 0.8, DueFraction: 0.1, NotDueFraction: 0.1, SKUs: 50, CouponFraction: 0.3})
+	b.seed(t, orderdemo.Spec{Orders: paid * 5 / 4, PaidFraction: 0.8, DueFraction: 0.1, NotDueFraction: 0.1, SKUs: 50, CouponFraction: 0.3})
 	for _, q := range []string{
 		`UPDATE order_info SET pay_time = NOW(3) - INTERVAL 20 DAY WHERE status = 1 AND id % 10 <= 5`,
 		`UPDATE order_info SET status = 3, ship_time = NOW(3) - INTERVAL 15 DAY WHERE status = 1 AND id % 10 IN (0, 1, 2)`,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -81,7 +82,7 @@ func TestSlowPaymentSideLosesNoPage(t *testing.T) {
 		}
 	})
 	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: slow, TradeFanOut: 1}), withLocker(orderlock.Config{TTL: 2 * time.Second}))
-	_, base := b.seed(t, orders.DemoSpec{Orders: 12, DueFraction: 1})
+	_, base := b.seed(t, orderdemo.Spec{Orders: 12, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{PageSize: 2})
 	require.Equal(t, 12, st.Closed, "%s (trade errors %d: %v)", st, st.TradeErrors, st.TradeErr)
 	require.Zero(t, st.TradeErrors)
@@ -93,7 +94,7 @@ func TestSlowPaymentSideLosesNoPage(t *testing.T) {
 func TestRateCapLosesNoPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withLocker(orderlock.Config{TTL: time.Second}))
-	_, base := b.seed(t, orders.DemoSpec{Orders: 3, DueFraction: 1})
+	_, base := b.seed(t, orderdemo.Spec{Orders: 3, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{MaxPerSecond: 0.8})
 	require.Equal(t, 3, st.Closed, "%s (lease lost %d)", st, st.LeaseLost)
 	require.Zero(t, st.LeaseLost)

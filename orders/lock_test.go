@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -18,7 +19,7 @@ import (
 func TestLockerRedsyncInterop(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orders.DemoSpec{Orders: 100, DueFraction: 1})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 100, DueFraction: 1})
 	var held string
 	require.NoError(t, b.db.GetContext(b.ctx, &held, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 10`))
 
@@ -61,7 +62,7 @@ func TestRedlockQuorum(t *testing.T) {
 		nodes = append(nodes, c)
 	}
 	b := setup(t, withLocker(orderlock.Config{Nodes: nodes, Timeout: 300 * time.Millisecond}))
-	res, base := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
 
 	// All three up: keys are set on every node while held, released after.
 	lease, err := b.locker.Acquire(b.ctx, []string{"Q1"})
@@ -90,7 +91,7 @@ func TestRedlockQuorum(t *testing.T) {
 	require.Zero(t, st.LockErrors)
 	b.check(t, base)
 
-	more, err := orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 200, DueFraction: 1, SKUs: 200})
+	more, err := orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 200, DueFraction: 1, SKUs: 200})
 	require.NoError(t, err)
 	base2 := snapshot(t, b)
 	servers[1].Stop()
@@ -120,7 +121,7 @@ func TestRedisDownSkipsOrders(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { c.Close() })
 	b := setup(t, withLocker(orderlock.Config{Client: c, Timeout: 300 * time.Millisecond}))
-	res, base := b.seed(t, orders.DemoSpec{Orders: 600, DueFraction: 1, CouponFraction: 0.3})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 600, DueFraction: 1, CouponFraction: 0.3})
 
 	srv.Stop()
 	start := time.Now()

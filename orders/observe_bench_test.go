@@ -8,6 +8,7 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/metrics"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -25,7 +26,7 @@ func BenchmarkCloseRunObserved(b *testing.B) {
 	require.NoError(b, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{Observer: obs})
 	require.NoError(b, err)
-	_, err = orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: b.N, DueFraction: 1, CouponFraction: 0.3})
+	_, err = orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: b.N, DueFraction: 1, CouponFraction: 0.3})
 	require.NoError(b, err)
 
 	b.ResetTimer()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -72,7 +73,7 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
 	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 1200, SKUs: 50, DueFraction: 0.7, PaidFraction: 0.1, NotDueFraction: 0.2})
+	res, _ := b.seed(t, orderdemo.Spec{Orders: 1200, SKUs: 50, DueFraction: 0.7, PaidFraction: 0.1, NotDueFraction: 0.2})
 	require.Positive(t, res.Due)
 
 	n, oldest, err := b.closer.Overdue(b.ctx)
@@ -178,7 +179,7 @@ func TestObserverDryRun(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
 	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1})
+	res, _ := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{DryRun: true, ShardIndex: 0, ShardTotal: 1})
 	require.Equal(t, res.Due, st.Closed)
 	rec.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -23,7 +24,7 @@ func BenchmarkCloseRunOutbox(b *testing.B) {
 	require.NoError(b, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{Compensation: orders.CompensateOutbox})
 	require.NoError(b, err)
-	_, err = orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: b.N, DueFraction: 1, CouponFraction: 0.3})
+	_, err = orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: b.N, DueFraction: 1, CouponFraction: 0.3})
 	require.NoError(b, err)
 	base, err := ordertest.Snapshot(ctx, db)
 	require.NoError(b, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -51,7 +52,7 @@ var traceIDForm = regexp.MustCompile(`^[0-9a-f]{32}$`)
 func TestOutboxCloseWritesEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
-	res, base := b.seed(t, orders.DemoSpec{Orders: 2000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.4})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.4})
 	before := b.localState(t)
 
 	st := b.run(t, orders.RunOptions{PageSize: 300})
@@ -106,7 +107,7 @@ func TestOutboxCloseWritesEvents(t *testing.T) {
 func TestOutboxValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
-	b.seed(t, orders.DemoSpec{Orders: 300, DueFraction: 1, SKUs: 20})
+	b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, SKUs: 20})
 	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 1`)
 	require.NoError(t, err)
 	var bad string

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // PayOutcome is the result of Pay and PayWith.
@@ -146,7 +148,7 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 			return err
 		case !ok:
 			return ErrOrderNotFound
-		case o.Status == statusPaid || o.Status == statusShipped || o.Status == statusCompleted:
+		case o.Status == orderstatus.Paid || o.Status == orderstatus.Shipped || o.Status == orderstatus.Completed:
 			accepted, found, err := s.store.orderPayment(ctx, tx, orderNo)
 			if err != nil {
 				return err
@@ -157,9 +159,9 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 			}
 			out = PayDuplicate
 			return s.recordConflict(ctx, tx, o, n, ConflictDuplicate)
-		case o.Status != statusUnpaid:
+		case o.Status != orderstatus.Unpaid:
 			out = PayAlreadyClosed
-			if o.Status != statusClosed {
+			if o.Status != orderstatus.Closed {
 				return nil
 			}
 			return s.recordConflict(ctx, tx, o, n, ConflictLate)

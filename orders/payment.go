@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/orderjob/executor/orders/orderlock"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // This file holds the payment step of a close: before a page's transaction,
@@ -119,7 +121,7 @@ func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow
 	}
 	open := make(map[int64]bool, len(cur))
 	for _, o := range cur {
-		if o.Status == statusUnpaid && o.due(clock.now) {
+		if o.Status == orderstatus.Unpaid && o.due(clock.now) {
 			open[o.ID] = true
 		}
 	}

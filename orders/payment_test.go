@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -200,7 +201,7 @@ func TestTradeStepOutcomes(t *testing.T) {
 	rec := &recorder{}
 	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: counting, TradeFanOut: 4, Observer: rec}),
 		withLocker(orderlock.Config{TTL: time.Minute}))
-	res, base := b.seed(t, orders.DemoSpec{Orders: 280, DueFraction: 1, CouponFraction: 0.5})
+	res, base := b.seed(t, orderdemo.Spec{Orders: 280, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
 	answers := []string{"closed", "already_paid", "not_found", "flaky", "fail", "slow", "garbage"}
@@ -385,7 +386,7 @@ func TestTradeStepBudget(t *testing.T) {
 		return 0, ctx.Err()
 	})
 	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: hang}), withLocker(orderlock.Config{TTL: time.Second}))
-	_, base := b.seed(t, orders.DemoSpec{Orders: 30, DueFraction: 1})
+	_, base := b.seed(t, orderdemo.Spec{Orders: 30, DueFraction: 1})
 	start := time.Now()
 	st := b.run(t, orders.RunOptions{})
 	require.Less(t, time.Since(start), 900*time.Millisecond, "within half the TTL, plus the rest")

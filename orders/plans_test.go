@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/plantest"
 	"github.com/orderjob/executor/internal/statslie"
 )
@@ -226,7 +227,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 	ctx := context.Background()
 	f := &planFixture{db: dbtest.New(t)}
 	db := f.db
-	_, err := GenerateDemo(ctx, db.DB, DemoSpec{Orders: 20000, SKUs: 2000, DueFraction: 0.6, PaidFraction: 0.3,
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 20000, SKUs: 2000, DueFraction: 0.6, PaidFraction: 0.3,
 		NotDueFraction: 0.1, CouponFraction: 0.3})
 	require.NoError(t, err)
 	for _, stmt := range []string{

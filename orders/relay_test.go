@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -166,7 +167,7 @@ func newRelay(t *testing.T, b *testBundle, inv, cpn *receiver, cfg orders.RelayC
 func closedInOutbox(t *testing.T, orderCount int) (*testBundle, *ordertest.Baseline) {
 	t.Helper()
 	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
-	_, base := b.seed(t, orders.DemoSpec{Orders: orderCount, DueFraction: 1, CouponFraction: 0.5, SKUs: 50})
+	_, base := b.seed(t, orderdemo.Spec{Orders: orderCount, DueFraction: 1, CouponFraction: 0.5, SKUs: 50})
 	st := b.run(t, orders.RunOptions{})
 	require.Equal(t, orderCount, st.Closed)
 	return b, base

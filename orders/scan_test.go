@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestScanUsesIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seed(t, orders.DemoSpec{Orders: 3000, DueFraction: 0.3, PaidFraction: 0.6})
+	b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.3, PaidFraction: 0.6})
 	// A dead-letter table with history (resolved and waiting letters).
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
 		SELECT order_no, 'close', IF(id % 3 = 0, 'waiting', 'resolved'), NOW(3) FROM order_info WHERE id % 2 = 0`)
@@ -83,7 +84,7 @@ func str(v any) string {
 func TestScanReadsOnlyCandidateRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, _ := b.seed(t, orders.DemoSpec{Orders: 20000, DueFraction: 0.01, NotDueFraction: 0.01, PaidFraction: 0.98, SKUs: 500})
+	res, _ := b.seed(t, orderdemo.Spec{Orders: 20000, DueFraction: 0.01, NotDueFraction: 0.01, PaidFraction: 0.98, SKUs: 500})
 
 	one, err := sqlx.Open("mysql", b.db.DSN)
 	require.NoError(t, err)

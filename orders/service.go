@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/jmoiron/sqlx"
+
 	"github.com/orderjob/executor/orders/orderlock"
 )
 

@@ -11,22 +11,16 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // This file holds the SQL of the close path (scan, close transaction, dead
-// letters). store_pay.go holds the order service's, store_demo.go the demo
-// generator's. Integer lists (ids, sku ids, quantities) are rendered as
+// letters). store_pay.go holds the order service's. Integer lists (ids, sku ids, quantities) are rendered as
 // literals: they come from the database as int64, so they cannot carry
 // anything but digits, and a page of 500 orders would otherwise bind
 // thousands of placeholders. Strings (order numbers, reasons, errors) are
 // always bound.
-
-// Order statuses of order_info.status.
-const (
-	statusUnpaid = 0
-	statusPaid   = 1
-	statusClosed = 2
-)
 
 // store runs the package's statements on a *sqlx.DB or *sqlx.Tx.
 type store struct{}
@@ -55,7 +49,7 @@ type scanRow struct {
 }
 
 // order is r as an unpaid order.
-func (r scanRow) order() orderRow { return orderRow{scanRow: r, Status: statusUnpaid} }
+func (r scanRow) order() orderRow { return orderRow{scanRow: r, Status: orderstatus.Unpaid} }
 
 // scanPageSQL reads the next keyset page of due orders of one shard.
 //

@@ -13,12 +13,6 @@ import (
 // auto-confirm job and the fulfillment-timeout job (Lifecycle). Like the
 // close path, ids are rendered as literal lists; everything else is bound.
 
-// Lifecycle statuses of order_info.status after paid (1).
-const (
-	statusShipped   = 3
-	statusCompleted = 4
-)
-
 // lifecycleRow is one order found by a lifecycle scan page; At is its
 // ship_time (auto-confirm) or pay_time (fulfillment timeout).
 type lifecycleRow struct {

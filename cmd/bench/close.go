@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -238,7 +239,7 @@ func (b *closeBench) compare(ctx context.Context) error {
 	}
 	b.tmplName = tmplName
 	start := time.Now()
-	gen, err := orders.GenerateDemo(ctx, tmpl, b.spec(f.orders))
+	gen, err := orderdemo.Generate(ctx, tmpl, b.spec(f.orders))
 	if err != nil {
 		return err
 	}
@@ -324,8 +325,8 @@ func (b *closeBench) compare(ctx context.Context) error {
 	return nil
 }
 
-func (b *closeBench) spec(n int) orders.DemoSpec {
-	return orders.DemoSpec{Orders: n, SKUs: b.f.skus, DueFraction: b.f.dueFrac, PaidFraction: b.f.paidFrac,
+func (b *closeBench) spec(n int) orderdemo.Spec {
+	return orderdemo.Spec{Orders: n, SKUs: b.f.skus, DueFraction: b.f.dueFrac, PaidFraction: b.f.paidFrac,
 		NotDueFraction: b.f.notDueFrac, CouponFraction: b.f.couponFrac, TimeoutMinutes: 30, OrderNoPrefix: "B"}
 }
 

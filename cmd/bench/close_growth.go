@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/statslie"
 	"github.com/orderjob/executor/orders"
@@ -186,7 +187,7 @@ func (b *closeBench) drain(ctx context.Context, label string, g growthRow, inChi
 	if err != nil {
 		return row{}, "", nil, err
 	}
-	gen, err := orders.GenerateDemo(ctx, db, b.spec(g.size))
+	gen, err := orderdemo.Generate(ctx, db, b.spec(g.size))
 	if err != nil {
 		return row{}, "", nil, err
 	}
@@ -278,7 +279,7 @@ func (b *closeBench) idle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gen, err := orders.GenerateDemo(ctx, db, orders.DemoSpec{Orders: f.idleOrders, SKUs: f.skus,
+	gen, err := orderdemo.Generate(ctx, db, orderdemo.Spec{Orders: f.idleOrders, SKUs: f.skus,
 		PaidFraction: 1 - f.idleNotDueFrac, NotDueFraction: f.idleNotDueFrac, CouponFraction: f.couponFrac,
 		TimeoutMinutes: idleTimeoutMinutes, OrderNoPrefix: "I"})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/sql/migrations"
@@ -351,7 +352,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	var orderNos []string
 	if o.handler == delay.OrderTimeoutCloseHandler {
 		t0 := time.Now()
-		res, err := orders.GenerateDemo(ctx, env.db, orders.DemoSpec{Orders: n, DueFraction: 1, OrderNoPrefix: "BD", Parallel: 4})
+		res, err := orderdemo.Generate(ctx, env.db, orderdemo.Spec{Orders: n, DueFraction: 1, OrderNoPrefix: "BD", Parallel: 4})
 		if err != nil {
 			return out, err
 		}

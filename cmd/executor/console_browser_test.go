@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -48,7 +49,7 @@ func chromiumPath(t *testing.T) string {
 // delayed task out of retries.
 func consoleDemo(t *testing.T, ctx context.Context, db *dbtest.DB, env map[string]string) []string {
 	t.Helper()
-	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 80, SKUs: 20, DueFraction: 0.6, PaidFraction: 0.2,
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 80, SKUs: 20, DueFraction: 0.6, PaidFraction: 0.2,
 		NotDueFraction: 0.2, CouponFraction: 0.5, OrderNoPrefix: "SHOP"})
 	require.NoError(t, err)
 	var broken []string

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/internal/orderdemo"
 )
 
 func init() {
@@ -44,7 +44,7 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer db.Close()
-	res, err := orders.GenerateDemo(ctx, db, orders.DemoSpec{
+	res, err := orderdemo.Generate(ctx, db, orderdemo.Spec{
 		Orders:         *n,
 		SKUs:           *skus,
 		DueFraction:    *due,

@@ -17,9 +17,9 @@ import (
 	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/metricstest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
@@ -125,7 +125,7 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
-	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 600, SKUs: 50, DueFraction: 0.7,
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 600, SKUs: 50, DueFraction: 0.7,
 		PaidFraction: 0.1, NotDueFraction: 0.2, CouponFraction: 0.3})
 	require.NoError(t, err)
 	before, err := ordertest.Counts(ctx, db.DB)
@@ -238,7 +238,7 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	// A delayed task whose order cannot be closed: the attempt and the
 	// close path are counted under "delay", and the closer's warning about
 	// it carries the task's trace id.
-	_, err = orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
+	_, err = orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
 	require.NoError(t, err)
 	var rt string
 	require.NoError(t, db.GetContext(ctx, &rt, `SELECT order_no FROM order_info WHERE order_no LIKE 'RT%'`))

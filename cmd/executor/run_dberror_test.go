@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
 )
 
 // A database whose order_close_log is missing (migrated, then the table was
@@ -21,7 +21,7 @@ func TestRunWithoutCloseLogTable(t *testing.T) {
 	db := dbtest.New(t)
 	_, err := db.ExecContext(ctx, `DROP TABLE order_close_log`)
 	require.NoError(t, err)
-	gen, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 700, SKUs: 40, DueFraction: 0.9, PaidFraction: 0.1, CouponFraction: 0.3})
+	gen, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 700, SKUs: 40, DueFraction: 0.9, PaidFraction: 0.1, CouponFraction: 0.3})
 	require.NoError(t, err)
 	_, prefix := redistest.Client(t)
 	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -53,7 +54,7 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.New(t)
 	_, prefix := redistest.Client(t)
-	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 200, SKUs: 30, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.5})
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 200, SKUs: 30, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.5})
 	require.NoError(t, err)
 	base, err := ordertest.Snapshot(ctx, db.DB)
 	require.NoError(t, err)

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -55,7 +55,7 @@ func TestServeEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.New(t)
 	_, prefix := redistest.Client(t)
-	_, err := orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 400, SKUs: 50, DueFraction: 0.7, PaidFraction: 0.1, NotDueFraction: 0.2, CouponFraction: 0.3})
+	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 400, SKUs: 50, DueFraction: 0.7, PaidFraction: 0.1, NotDueFraction: 0.2, CouponFraction: 0.3})
 	require.NoError(t, err)
 	base, err := ordertest.Snapshot(ctx, db.DB)
 	require.NoError(t, err)
@@ -120,7 +120,7 @@ func TestServeEndToEnd(t *testing.T) {
 
 	// The real-time path: a delayed task registered over the API port closes
 	// a newly due order within moments, through the dispatcher serve started.
-	_, err = orders.GenerateDemo(ctx, db.DB, orders.DemoSpec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
+	_, err = orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
 	require.NoError(t, err)
 	base, err = ordertest.Snapshot(ctx, db.DB)
 	require.NoError(t, err)

@@ -24,8 +24,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -263,16 +263,16 @@ func parseSummary(s string) summary {
 // Data and the ledger
 
 // demo generates orders in db (create times from the database clock).
-func demo(t *testing.T, db *sqlx.DB, n int, seed uint64) orders.DemoResult {
+func demo(t *testing.T, db *sqlx.DB, n int, seed uint64) orderdemo.Result {
 	t.Helper()
 	return demoSKUs(t, db, n, seed, 150)
 }
 
 // demoSKUs is demo with items drawn from skus SKUs (many SKUs: closes of
 // different orders rarely share a stock row).
-func demoSKUs(t *testing.T, db *sqlx.DB, n int, seed uint64, skus int) orders.DemoResult {
+func demoSKUs(t *testing.T, db *sqlx.DB, n int, seed uint64, skus int) orderdemo.Result {
 	t.Helper()
-	res, err := orders.GenerateDemo(context.Background(), db, orders.DemoSpec{
+	res, err := orderdemo.Generate(context.Background(), db, orderdemo.Spec{
 		Orders: n, SKUs: skus, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1,
 		CouponFraction: 0.3, Seed: seed, OrderNoPrefix: fmt.Sprintf("F%d-", seed),
 	})

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
-	"github.com/orderjob/executor/orders"
 )
 
 func seed(t *testing.T) (*dbtest.DB, *ordertest.Baseline) {
 	t.Helper()
 	db := dbtest.New(t)
-	_, err := orders.GenerateDemo(context.Background(), db.DB, orders.DemoSpec{Orders: 2000, SKUs: 100, CouponFraction: 0.5})
+	_, err := orderdemo.Generate(context.Background(), db.DB, orderdemo.Spec{Orders: 2000, SKUs: 100, CouponFraction: 0.5})
 	require.NoError(t, err)
 	base, err := ordertest.Snapshot(context.Background(), db)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package orders
+package orderdemo
 
 import (
 	"cmp"
@@ -13,12 +13,14 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/orderjob/executor/orders/orderstatus"
 )
 
-// DemoSpec describes demo data: orders as the order service would have left
+// Spec describes demo data: orders as the order service would have left
 // them (quantities moved from available to locked stock, coupons locked by
 // unpaid orders, paid orders' stock consumed and coupons used).
-type DemoSpec struct {
+type Spec struct {
 	// Orders to create.
 	Orders int
 	// SKUs is the number of SKUs (ids 1..SKUs) items are drawn from. Default
@@ -33,8 +35,8 @@ type DemoSpec struct {
 	// Reset empties order_info, order_item, inventory, user_coupon,
 	// order_close_log, order_dead_letter, order_fulfillment_overdue,
 	// payment_conflict and order_outbox first (TRUNCATE), but only when
-	// every row in them is one GenerateDemo made (it records what it makes
-	// in order_job_demo_batch); otherwise it returns a *DemoResetError and
+	// every row in them is one Generate made (it records what it makes
+	// in order_job_demo_batch); otherwise it returns a *ResetError and
 	// changes nothing. Without Reset, rows are added after the existing ones
 	// and stock is added to the SKUs earlier demo data made.
 	Reset bool
@@ -56,8 +58,8 @@ type DemoSpec struct {
 	Parallel int
 }
 
-// DemoResult says what GenerateDemo created.
-type DemoResult struct {
+// Result says what Generate created.
+type Result struct {
 	Orders, Due, Paid, NotDue, Items, Coupons int
 	// FirstID and LastID are the range of order ids created.
 	FirstID, LastID int64
@@ -67,7 +69,7 @@ type DemoResult struct {
 
 var safePrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
 
-// GenerateDemo inserts demo orders with multi-row statements on a few
+// Generate inserts demo orders with multi-row statements on a few
 // connections (200,000 orders in a few seconds). Create times come from the
 // database clock and rise with the order id, as in a real shop: due and paid
 // orders (mixed at random in their shares) were created over the day before
@@ -75,8 +77,8 @@ var safePrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
 // of their timeout (so they stay not due for at least half of it). Each order
 // has 1-3 items of distinct SKUs, 1-3 units each. Not safe to run twice at
 // once on the same database.
-func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, error) {
-	var res DemoResult
+func Generate(ctx context.Context, db *sqlx.DB, spec Spec) (Result, error) {
+	var res Result
 	spec, err := spec.withDefaults()
 	if err != nil {
 		return res, err
@@ -97,13 +99,13 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 		lastCoupon += int64(spec.Orders) // at most one per order
 	}
 	if err := st.demoReserve(ctx, db, "order_info", start.MaxOrder+1, lastOrder); err != nil {
-		return res, fmt.Errorf("orders: demo data: %w", err)
+		return res, fmt.Errorf("demo data: %w", err)
 	}
 	if err := st.demoReserve(ctx, db, "user_coupon", start.MaxCoupon+1, lastCoupon); err != nil {
-		return res, fmt.Errorf("orders: demo data: %w", err)
+		return res, fmt.Errorf("demo data: %w", err)
 	}
 	if err := st.demoRecordBatch(ctx, db, spec.OrderNoPrefix, start.MaxOrder+1, lastOrder, start.MaxCoupon+1, lastCoupon, spec.SKUs); err != nil {
-		return res, fmt.Errorf("orders: demo data: %w", err)
+		return res, fmt.Errorf("demo data: %w", err)
 	}
 	res.Now = start.Now
 	res.FirstID = start.MaxOrder + 1
@@ -167,7 +169,7 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 			age = timeoutSec + 60 + int64(oldSpan*(nOld-i)/nOld)
 			if rng.Float64() < paidShare {
 				res.Paid++
-				status = statusPaid
+				status = orderstatus.Paid
 			} else {
 				res.Due++
 			}
@@ -183,7 +185,7 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 			res.Coupons++
 			coupon = strconv.FormatInt(couponID, 10)
 			cstatus := 1
-			if status == statusPaid {
+			if status == orderstatus.Paid {
 				cstatus = 2
 			}
 			coupons = appendRow(coupons, demoInsertCouponsSQL, nCoupons,
@@ -207,7 +209,7 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 			}
 			skus = append(skus, sku)
 			qty := 1 + rng.Int64N(3)
-			if status == statusPaid {
+			if status == orderstatus.Paid {
 				consumed[sku] += qty
 			} else {
 				locked[sku] += qty
@@ -226,7 +228,7 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 		avail := spec.StockPerSKU - locked[sku] - consumed[sku]
 		if avail < 0 {
 			_ = g.Wait()
-			return res, fmt.Errorf("orders: demo stock per sku %d is below the %d units of sku %d's orders", spec.StockPerSKU, locked[sku]+consumed[sku], sku)
+			return res, fmt.Errorf("demo stock per sku %d is below the %d units of sku %d's orders", spec.StockPerSKU, locked[sku]+consumed[sku], sku)
 		}
 		stock = appendRow(stock, demoUpsertStockSQL, n, strconv.Itoa(sku), strconv.FormatInt(avail, 10), strconv.FormatInt(locked[sku], 10))
 		if n++; n == chunk {
@@ -238,7 +240,7 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 		submit(append(stock, demoUpsertStockTail...))
 	}
 	if err := g.Wait(); err != nil {
-		return res, fmt.Errorf("orders: generate demo data: %w", err)
+		return res, fmt.Errorf("generate demo data: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -247,9 +249,9 @@ func GenerateDemo(ctx context.Context, db *sqlx.DB, spec DemoSpec) (DemoResult, 
 	return res, nil
 }
 
-func (spec DemoSpec) withDefaults() (DemoSpec, error) {
+func (spec Spec) withDefaults() (Spec, error) {
 	if spec.Orders < 0 {
-		return spec, errors.New("orders: demo orders is negative")
+		return spec, errors.New("demo orders is negative")
 	}
 	spec.SKUs = cmp.Or(spec.SKUs, 10_000)
 	spec.TimeoutMinutes = cmp.Or(spec.TimeoutMinutes, 30)
@@ -260,21 +262,21 @@ func (spec DemoSpec) withDefaults() (DemoSpec, error) {
 		spec.OrderNoPrefix = "DEMO"
 	}
 	if !safePrefix.MatchString(spec.OrderNoPrefix) {
-		return spec, fmt.Errorf("orders: demo order number prefix %q: use letters, digits, '-' and '_' (at most 40)", spec.OrderNoPrefix)
+		return spec, fmt.Errorf("demo order number prefix %q: use letters, digits, '-' and '_' (at most 40)", spec.OrderNoPrefix)
 	}
 	if spec.DueFraction == 0 && spec.PaidFraction == 0 && spec.NotDueFraction == 0 {
 		spec.DueFraction, spec.PaidFraction, spec.NotDueFraction = 0.9, 0.05, 0.05
 	}
 	for _, f := range []float64{spec.DueFraction, spec.PaidFraction, spec.NotDueFraction, spec.CouponFraction} {
 		if f < 0 || f > 1 {
-			return spec, fmt.Errorf("orders: demo fraction %v out of [0, 1]", f)
+			return spec, fmt.Errorf("demo fraction %v out of [0, 1]", f)
 		}
 	}
 	if s := spec.DueFraction + spec.PaidFraction + spec.NotDueFraction; s > 1+1e-9 {
-		return spec, fmt.Errorf("orders: demo fractions add up to %v, above 1", s)
+		return spec, fmt.Errorf("demo fractions add up to %v, above 1", s)
 	}
 	if spec.SKUs < 1 || spec.TimeoutMinutes < 1 || spec.StockPerSKU < 1 || spec.Parallel < 1 {
-		return spec, errors.New("orders: demo SKUs, timeout, stock and parallel must be positive")
+		return spec, errors.New("demo SKUs, timeout, stock and parallel must be positive")
 	}
 	return spec, nil
 }

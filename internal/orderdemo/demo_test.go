@@ -1,20 +1,22 @@
-package orders_test
+package orderdemo_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
-	"github.com/orderjob/executor/orders"
 )
 
 func TestGenerateDemo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	spec := orders.DemoSpec{Orders: 10_000, SKUs: 300, DueFraction: 0.7, PaidFraction: 0.2, NotDueFraction: 0.1, CouponFraction: 0.3, Reset: true}
-	res, err := orders.GenerateDemo(b.ctx, b.db.DB, spec)
+	spec := orderdemo.Spec{Orders: 10_000, SKUs: 300, DueFraction: 0.7, PaidFraction: 0.2, NotDueFraction: 0.1, CouponFraction: 0.3, Reset: true}
+	res, err := orderdemo.Generate(b.ctx, b.db.DB, spec)
 	require.NoError(t, err)
 	require.Equal(t, 10_000, res.Orders)
 	require.Equal(t, res.Orders, res.Due+res.Paid+res.NotDue)
@@ -44,7 +46,7 @@ func TestGenerateDemo(t *testing.T) {
 	require.NoError(t, ordertest.Check(b.ctx, b.db, uniform))
 
 	// Appending keeps ids and numbers unique and adds stock.
-	more, err := orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 500, SKUs: 300, Seed: 2})
+	more, err := orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 500, SKUs: 300, Seed: 2})
 	require.NoError(t, err)
 	require.Equal(t, int64(10_001), more.FirstID)
 	for sku := range uniform.Stock {
@@ -53,14 +55,14 @@ func TestGenerateDemo(t *testing.T) {
 	require.NoError(t, ordertest.Check(b.ctx, b.db, uniform))
 
 	// Reset starts over.
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 10, SKUs: 5, Reset: true})
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 10, SKUs: 5, Reset: true})
 	require.NoError(t, err)
 	require.Equal(t, 10, b.count(t, `SELECT COUNT(*) FROM order_info`))
 	require.Equal(t, 5, b.count(t, `SELECT COUNT(*) FROM inventory`))
 
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 10, DueFraction: 0.8, PaidFraction: 0.5})
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 10, DueFraction: 0.8, PaidFraction: 0.5})
 	require.Error(t, err, "fractions above 1")
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 10, OrderNoPrefix: "x'; DROP"})
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 10, OrderNoPrefix: "x'; DROP"})
 	require.Error(t, err, "unsafe prefix")
 }
 
@@ -84,7 +86,7 @@ func TestDemoResetRefusesRowsItDidNotMake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			_, err := orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 50, SKUs: 10, CouponFraction: 0.5})
+			_, err := orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 50, SKUs: 10, CouponFraction: 0.5})
 			require.NoError(t, err)
 			for _, s := range tc.insert {
 				_, err := b.db.ExecContext(b.ctx, s)
@@ -93,8 +95,8 @@ func TestDemoResetRefusesRowsItDidNotMake(t *testing.T) {
 			before := b.count(t, `SELECT COUNT(*) FROM order_info`) + b.count(t, `SELECT COUNT(*) FROM user_coupon`)*1000 +
 				b.count(t, `SELECT COUNT(*) FROM inventory`)*1_000_000
 
-			_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 10, SKUs: 10, Reset: true})
-			var re *orders.DemoResetError
+			_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 10, SKUs: 10, Reset: true})
+			var re *orderdemo.ResetError
 			require.ErrorAs(t, err, &re)
 			require.Equal(t, tc.table, re.Table)
 			if tc.row != "" {
@@ -107,9 +109,9 @@ func TestDemoResetRefusesRowsItDidNotMake(t *testing.T) {
 			require.Equal(t, before, after, "nothing changed")
 
 			// The second key: the database's own name.
-			_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 10, SKUs: 10, Reset: true, ResetDatabase: "other"})
+			_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 10, SKUs: 10, Reset: true, ResetDatabase: "other"})
 			require.ErrorContains(t, err, "is not the database the DSN names")
-			_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 10, SKUs: 10, Reset: true, ResetDatabase: b.db.Name})
+			_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 10, SKUs: 10, Reset: true, ResetDatabase: b.db.Name})
 			require.NoError(t, err)
 			require.Equal(t, 10, b.count(t, `SELECT COUNT(*) FROM order_info`))
 		})
@@ -123,8 +125,8 @@ func TestDemoResetOfARealDatabaseChangesNothing(t *testing.T) {
 	b := setup(t)
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_info (order_no, user_id, status, create_time, timeout_minutes) VALUES ('REAL-1', 7, 0, NOW(), 30)`)
 	require.NoError(t, err)
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 100, Reset: true})
-	var re *orders.DemoResetError
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 100, Reset: true})
+	var re *orderdemo.ResetError
 	require.ErrorAs(t, err, &re)
 	require.Contains(t, err.Error(), "order_info holds rows and demo-data never recorded any of its own here")
 	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_info`))
@@ -138,7 +140,7 @@ func TestDemoNeverAddsToRealStock(t *testing.T) {
 	b := setup(t)
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO inventory (sku_id, available, locked) VALUES (3, 17, 2)`)
 	require.NoError(t, err)
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 100, SKUs: 10})
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 100, SKUs: 10})
 	require.ErrorContains(t, err, "inventory has sku_id 3, which demo-data did not make")
 	require.Equal(t, 0, b.count(t, `SELECT COUNT(*) FROM order_info`))
 	require.Equal(t, 17, b.count(t, `SELECT available FROM inventory WHERE sku_id = 3`))
@@ -146,9 +148,9 @@ func TestDemoNeverAddsToRealStock(t *testing.T) {
 	// SKUs beyond the real one's are fine, and later batches may reuse the demo's.
 	_, err = b.db.ExecContext(b.ctx, `UPDATE inventory SET sku_id = 500 WHERE sku_id = 3`)
 	require.NoError(t, err)
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 100, SKUs: 10})
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 100, SKUs: 10})
 	require.NoError(t, err)
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 100, SKUs: 10, Seed: 2})
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 100, SKUs: 10, Seed: 2})
 	require.NoError(t, err)
 	require.Equal(t, 17, b.count(t, `SELECT available FROM inventory WHERE sku_id = 500`))
 }
@@ -159,14 +161,39 @@ func TestDemoNeverAddsToRealStock(t *testing.T) {
 func TestDemoReservesItsIDRanges(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 100, SKUs: 10, CouponFraction: 0.3})
+	res, err := orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 100, SKUs: 10, CouponFraction: 0.3})
 	require.NoError(t, err)
 	require.Less(t, res.Coupons, 100)
 	_, err = b.db.ExecContext(b.ctx, `INSERT INTO user_coupon (user_id, status) VALUES (7, 0)`)
 	require.NoError(t, err)
 	require.Greater(t, b.count(t, `SELECT MAX(id) FROM user_coupon`), 100, "past the whole reserved range, not just the coupons used")
-	_, err = orders.GenerateDemo(b.ctx, b.db.DB, orders.DemoSpec{Orders: 10, SKUs: 10, Reset: true})
-	var re *orders.DemoResetError
+	_, err = orderdemo.Generate(b.ctx, b.db.DB, orderdemo.Spec{Orders: 10, SKUs: 10, Reset: true})
+	var re *orderdemo.ResetError
 	require.ErrorAs(t, err, &re, "the shop's coupon is not taken for a demo one")
 	require.Equal(t, "user_coupon", re.Table)
+}
+
+// testBundle is a fresh database and the context the tests run in.
+type testBundle struct {
+	ctx context.Context
+	db  *dbtest.DB
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{ctx: context.Background(), db: dbtest.New(t)}
+}
+
+func (b *testBundle) counts(t *testing.T) ordertest.StatusCounts {
+	t.Helper()
+	c, err := ordertest.Counts(b.ctx, b.db)
+	require.NoError(t, err)
+	return c
+}
+
+func (b *testBundle) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.GetContext(b.ctx, &n, query, args...))
+	return n
 }

@@ -1,4 +1,4 @@
-package orders
+package orderdemo
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 // This file holds the demo generator's SQL. The generator renders rows as
 // literals (numbers, timestamps and order numbers it made itself, checked to
 // be [A-Za-z0-9_-]) into multi-row INSERTs of a few thousand rows each.
+
+// store runs the package's statements on a *sqlx.DB.
+type store struct{}
 
 // demoStartSQL reads the database clock (seconds precision, like
 // create_time) and the highest order and coupon ids, so generated ids follow
@@ -57,7 +60,7 @@ func (store) demoExec(ctx context.Context, e sqlx.ExecerContext, stmt []byte) er
 	return nil
 }
 
-// demoBatchTable records what each GenerateDemo call made, so a Reset can
+// demoBatchTable records what each Generate call made, so a Reset can
 // tell demo rows from real ones: orders with ids in [first_order_id,
 // last_order_id] whose order_no is order_no_prefix + id; coupons with ids in
 // [first_coupon_id, last_coupon_id]; inventory rows of sku_id 1..skus. The
