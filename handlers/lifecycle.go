@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -95,7 +96,7 @@ func lifecycleHandler(name, daysKey, verb string, l *orders.Lifecycle,
 		summary := st.String()
 		if err == nil || st.Pages > 0 {
 			req.Logf("due: at or before %s (database time %s minus %d days)",
-				st.Cutoff.Format(orders.WallTimeLayout), st.Now.Format(orders.WallTimeLayout), st.Days)
+				st.Cutoff.Format(oplist.WallTimeLayout), st.Now.Format(oplist.WallTimeLayout), st.Days)
 		}
 		req.Logf("%s", summary)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
@@ -131,7 +133,7 @@ func (d *pageDetail) setOne(no string, r oneResult) {
 // closeBatch closes one batch of distinct order numbers (at most a page) and
 // records every one's outcome in got.
 func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Result) error {
-	dbNow, err := c.store.dbNow(ctx, c.db)
+	dbNow, err := sqlexec.Now(ctx, c.db)
 	if err != nil {
 		return err
 	}
@@ -163,7 +165,7 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Re
 			got[no] = Result{Outcome: OutcomeParked}
 		default:
 			due = append(due, o.scanRow)
-			if o.LetterStatus == DeadLetterWaiting {
+			if o.LetterStatus == deadletters.Waiting {
 				if pd.letters == nil {
 					pd.letters = map[string]bool{}
 				}

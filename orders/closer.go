@@ -3,7 +3,6 @@ package orders
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
@@ -240,7 +241,7 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	if err != nil {
 		return st, err
 	}
-	dbNow, err := c.store.dbNow(ctx, c.db)
+	dbNow, err := sqlexec.Now(ctx, c.db)
 	if err != nil {
 		return st, err
 	}
@@ -401,7 +402,7 @@ func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)
 // writes no dead letter and changes nothing; NotNow(err) is true for it.
 func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, err error) {
 	defer func() { c.observeOne(ctx, out, err) }()
-	dbNow, err := c.store.dbNow(ctx, c.db)
+	dbNow, err := sqlexec.Now(ctx, c.db)
 	if err != nil {
 		return 0, err
 	}
@@ -441,7 +442,7 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 		return out, err
 	}
 	var pd pageData
-	if dl == DeadLetterWaiting {
+	if dl == deadletters.Waiting {
 		pd.letters = map[string]bool{orderNo: true}
 	}
 	res, err := c.closeOne(wctx, clock, o.scanRow, pd, lease)
@@ -466,32 +467,8 @@ func (c *Closer) release(ctx context.Context, lease *orderlock.Lease) {
 	}
 }
 
-// inTx runs fn in a READ COMMITTED transaction and commits it if fn returns
-// nil; any error or panic rolls back. READ COMMITTED: every read that matters
-// is a locking read of rows by key, so the level changes no result, but it
-// takes no gap locks (REPEATABLE READ would lock index gaps next to missing
-// dead letters and inventory keys and make concurrent closes wait).
+// inTx runs fn in a READ COMMITTED transaction on the Closer's database
+// (sqlexec.InTx says why that level).
 func (c *Closer) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
-	return inTx(ctx, c.db, fn)
-}
-
-func inTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
-	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback()
-			panic(p)
-		}
-	}()
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return sqlexec.InTx(ctx, c.db, fn)
 }

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // Every Run leaves one row in order_close_run when it ends, whatever its
@@ -63,13 +66,13 @@ func (r CloseRun) MaxLateness() time.Duration {
 func (c *Closer) recordRun(ctx context.Context, opt RunOptions, started time.Time, st RunStats, runErr error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	r := CloseRun{StartedAt: started, Host: truncate(c.cfg.Host, 64), Source: truncate(opt.Source, 64),
+	r := CloseRun{StartedAt: started, Host: sqlexec.Truncate(c.cfg.Host, 64), Source: sqlexec.Truncate(opt.Source, 64),
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
 		Scanned: st.Scanned, Closed: st.Closed, SkippedPaid: st.SkippedPaid, SkippedLocked: st.SkippedLocked,
 		DeadLettered: st.DeadLettered, LockErrors: st.LockErrors, TradeErrors: st.TradeErrors,
-		MaxLatenessMs: st.MaxLateness.Milliseconds(), Result: truncate(st.String(), 255)}
+		MaxLatenessMs: st.MaxLateness.Milliseconds(), Result: sqlexec.Truncate(st.String(), 255)}
 	if runErr != nil {
-		r.Error = truncate(runErr.Error(), 2000)
+		r.Error = sqlexec.Truncate(runErr.Error(), 2000)
 		if errors.Is(runErr, context.Canceled) {
 			r.Error = "stopped: " + r.Error
 		}
@@ -96,11 +99,11 @@ func NewCloseRuns(db *sqlx.DB) *CloseRuns { return &CloseRuns{db: db} }
 // Recent returns up to limit (1-1000) records newest first, those with an
 // id below beforeID when it is positive.
 func (r *CloseRuns) Recent(ctx context.Context, beforeID int64, limit int) ([]CloseRun, error) {
-	if limit < 1 || limit > MaxListLimit {
-		return nil, invalidInput("limit", "limit %d is not in 1..%d", limit, MaxListLimit)
+	if limit < 1 || limit > oplist.MaxListLimit {
+		return nil, oplist.Invalid("limit", "limit %d is not in 1..%d", limit, oplist.MaxListLimit)
 	}
 	if beforeID < 0 {
-		return nil, invalidInput("before", "before %d is negative", beforeID)
+		return nil, oplist.Invalid("before", "before %d is negative", beforeID)
 	}
 	return r.store.recentCloseRuns(ctx, r.db, beforeID, limit)
 }

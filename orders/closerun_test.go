@@ -8,6 +8,7 @@ import (
 
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // Every run leaves its record, with the summary line, the counts and how
@@ -64,7 +65,7 @@ func TestCloseRunRecorded(t *testing.T) {
 	require.False(t, sum.Capped)
 
 	_, err = orders.NewCloseRuns(b.db.DB).Recent(b.ctx, 0, 0)
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	require.ErrorAs(t, err, &inv)
 	require.Equal(t, "limit", inv.Field)
 }

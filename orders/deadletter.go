@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // DeadLetterBackoff says when a failed close is tried again. Zero fields take
@@ -50,14 +50,5 @@ const maxErrorLen = 2000
 // database time, so next_retry_at is on the same clock the scan compares it
 // with.
 func (c *Closer) deadLetter(ctx context.Context, orderNo string, now time.Time, cause error) error {
-	return c.store.upsertDeadLetter(ctx, c.db, orderNo, truncate(cause.Error(), maxErrorLen), now, c.cfg.DeadLetterBackoff)
-}
-
-// truncate cuts s to at most n characters (runes: the column is utf8mb4).
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-3]) + "..."
+	return c.store.upsertDeadLetter(ctx, c.db, orderNo, sqlexec.Truncate(cause.Error(), maxErrorLen), now, c.cfg.DeadLetterBackoff)
 }

@@ -3,8 +3,12 @@ package orders
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/deadletters"
 )
 
 // RetryOptions are one dead-letter retry run's parameters (the job param of
@@ -102,7 +106,7 @@ func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryS
 	if opt.MaxLetters < 0 {
 		return st, fmt.Errorf("orders: maxLetters %d is negative", opt.MaxLetters)
 	}
-	dbNow, err := c.store.dbNow(ctx, c.db)
+	dbNow, err := sqlexec.Now(ctx, c.db)
 	if err != nil {
 		return st, err
 	}
@@ -186,13 +190,13 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *Re
 	switch out {
 	case OutcomeClosed:
 		st.Closed++
-		return c.store.noteLetter(ctx, c.db, l.ID, DeadLetterResolved, reasonClosedOnRetry)
+		return c.store.noteLetter(ctx, c.db, l.ID, deadletters.Resolved, reasonClosedOnRetry)
 	case OutcomeSkippedPaid, OutcomeSkippedClosed:
 		reason := reasonPaid
 		if out == OutcomeSkippedClosed {
 			reason = reasonNotUnpaid
 		}
-		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, DeadLetterResolved, reason)
+		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Resolved, reason)
 		if serr != nil {
 			return serr
 		}
@@ -203,7 +207,7 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *Re
 		}
 		return nil
 	case OutcomeNotFound:
-		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, DeadLetterParked, reasonOrderGone)
+		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Parked, reasonOrderGone)
 		if serr != nil {
 			return serr
 		}
@@ -217,15 +221,15 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *Re
 	case OutcomeDeadLettered:
 		// CloseOrder's dead-letter upsert raised attempts and set the next
 		// retry, or parked the letter at the maximum.
-		dl, rerr := c.store.letterByID(ctx, c.db, l.ID)
-		if rerr != nil {
+		dl, rerr := deadletters.New(c.db).GetByID(ctx, l.ID)
+		if rerr != nil && !errors.Is(rerr, deadletters.ErrNotFound) {
 			return rerr
 		}
-		if dl != nil && dl.Status == DeadLetterParked {
+		if rerr == nil && dl.Status == deadletters.Parked {
 			st.Parked++
 			reason := fmt.Sprintf("parked after %d failed attempts (maximum %d); see last_error", dl.Attempts, c.cfg.DeadLetterBackoff.ParkAfter)
 			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "attempts", dl.Attempts, "error", fmt.Sprint(err))
-			return c.store.noteLetter(ctx, c.db, l.ID, DeadLetterParked, reason)
+			return c.store.noteLetter(ctx, c.db, l.ID, deadletters.Parked, reason)
 		}
 		st.Failed++
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
 )
 
 // letterRow is a dead letter as the tests read it.
@@ -95,7 +96,7 @@ func TestRetryDeadLettersClosesDueOnce(t *testing.T) {
 	require.Contains(t, st.String(), fmt.Sprintf("closed=%d already_done=0 failed=0 parked=0 skipped=0", len(victims)))
 	for _, no := range victims {
 		dl := b.letters(t)[no]
-		require.Equal(t, orders.DeadLetterResolved, dl.Status, no)
+		require.Equal(t, deadletters.Resolved, dl.Status, no)
 		require.Equal(t, "closed by deadLetterRetryJob", dl.StatusReason)
 		require.Equal(t, 1, dl.Attempts, "a success does not count as an attempt")
 	}
@@ -127,7 +128,7 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 		require.Equal(t, len(victims), st.Found)
 		for _, no := range victims {
 			dl := b.letters(t)[no]
-			require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+			require.Equal(t, deadletters.Waiting, dl.Status)
 			require.Equal(t, attempt, dl.Attempts)
 			require.Contains(t, dl.LastError, "inventory row of sku 5 is missing")
 			want := now.Add(time.Minute << (attempt - 1))
@@ -146,7 +147,7 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 	require.Equal(t, len(victims), st.Parked)
 	for _, no := range victims {
 		dl := b.letters(t)[no]
-		require.Equal(t, orders.DeadLetterParked, dl.Status)
+		require.Equal(t, deadletters.Parked, dl.Status)
 		require.Equal(t, 4, dl.Attempts)
 		require.Equal(t, "parked after 4 failed attempts (maximum 4); see last_error", dl.StatusReason)
 	}
@@ -160,15 +161,15 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 	// and closes; the others stay parked.
 	restore()
 	base = snapshot(t, b)
-	dl, err := orders.NewDeadLetters(b.db.DB).Requeue(b.ctx, victims[0], "")
+	dl, err := deadletters.New(b.db.DB).Requeue(b.ctx, victims[0], "")
 	require.NoError(t, err)
-	require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+	require.Equal(t, deadletters.Waiting, dl.Status)
 	require.Empty(t, dl.StatusReason)
 	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)
-	require.Equal(t, orders.DeadLetterResolved, b.letters(t)[victims[0]].Status)
-	require.Equal(t, orders.DeadLetterParked, b.letters(t)[victims[1]].Status)
+	require.Equal(t, deadletters.Resolved, b.letters(t)[victims[0]].Status)
+	require.Equal(t, deadletters.Parked, b.letters(t)[victims[1]].Status)
 	b.check(t, base)
 }
 
@@ -196,12 +197,12 @@ func TestRetryDeadLettersAlreadyDone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, orders.RetryStats{Found: 3, AlreadyDone: 2, Parked: 1, Pages: 1}, retryStatsNoTime(rs))
 	dls := b.letters(t)
-	require.Equal(t, orders.DeadLetterResolved, dls[paid].Status)
+	require.Equal(t, deadletters.Resolved, dls[paid].Status)
 	require.Equal(t, "order is paid; nothing to close", dls[paid].StatusReason)
 	require.Equal(t, 2, dls[paid].Attempts)
-	require.Equal(t, orders.DeadLetterResolved, dls[closed].Status)
+	require.Equal(t, deadletters.Resolved, dls[closed].Status)
 	require.Contains(t, dls[closed].StatusReason, "no longer unpaid")
-	require.Equal(t, orders.DeadLetterParked, dls["GONE-1"].Status)
+	require.Equal(t, deadletters.Parked, dls["GONE-1"].Status)
 	require.Equal(t, "order not found in order_info", dls["GONE-1"].StatusReason)
 	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE stage = 'payment' AND status = 'waiting'`))
 	b.check(t, base)
@@ -260,10 +261,10 @@ func TestRetryDeadLettersConcurrentRuns(t *testing.T) {
 	for i, no := range victims {
 		dl := b.letters(t)[no]
 		if i < len(fixable) {
-			require.Equal(t, orders.DeadLetterResolved, dl.Status, no)
+			require.Equal(t, deadletters.Resolved, dl.Status, no)
 			require.Equal(t, 1, dl.Attempts, no)
 		} else {
-			require.Equal(t, orders.DeadLetterWaiting, dl.Status, no)
+			require.Equal(t, deadletters.Waiting, dl.Status, no)
 			require.Equal(t, 2, dl.Attempts, "replayed once: %s", no)
 		}
 	}
@@ -345,7 +346,7 @@ func TestRetryDeadLettersLockedOrderSkipped(t *testing.T) {
 	require.Equal(t, 1, st.Skipped)
 	require.Equal(t, len(victims)-1, st.Closed)
 	dl := b.letters(t)[victims[0]]
-	require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+	require.Equal(t, deadletters.Waiting, dl.Status)
 	require.Equal(t, 1, dl.Attempts)
 	require.True(t, dl.NextRetryAt.After(b.dbNow(t)), "claimed until the replay's worst case")
 

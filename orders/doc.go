@@ -122,7 +122,7 @@
 // Closer.RetryDeadLetters (deadLetterRetryJob) replays due waiting letters
 // with CloseOrder after claiming each one, resolves letters whose order was
 // paid or closed meanwhile, and parks those whose order is gone;
-// DeadLetters lists, shows and requeues them for operators.
+// Package deadletters lists, shows and requeues them for operators.
 //
 // # After payment
 //

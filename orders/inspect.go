@@ -9,6 +9,9 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/keyset"
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
@@ -18,15 +21,16 @@ import (
 // rows through a named index; counts that could grow without bound stop at
 // CountCap. It needs only the database and is safe for concurrent use.
 type Inspector struct {
-	db    *sqlx.DB
-	mode  CompensationMode
-	store store
+	db      *sqlx.DB
+	mode    CompensationMode
+	store   store
+	letters *deadletters.Ops
 }
 
 // NewInspector returns the view over db; mode says whether closes give
 // stock and coupons back here (CompensateLocal) or through outbox events.
 func NewInspector(db *sqlx.DB, mode CompensationMode) *Inspector {
-	return &Inspector{db: db, mode: mode}
+	return &Inspector{db: db, mode: mode, letters: deadletters.New(db)}
 }
 
 // Mode is the compensation mode the Inspector was made with.
@@ -153,7 +157,7 @@ type OrderDetail struct {
 	// CloseLog is the order's close record, nil while it is not closed.
 	CloseLog *CloseLogRow
 	// DeadLetters are the order's letters, one per stage.
-	DeadLetters []DeadLetter
+	DeadLetters []deadletters.Letter
 	// Fulfilment is the order's fulfilment flag, if it has one.
 	Fulfilment *FulfilmentFlag
 	// Outbox holds the order's compensation events in outbox mode.
@@ -166,8 +170,8 @@ type OrderDetail struct {
 
 // Order returns what the tables hold about orderNo, or ErrOrderNotFound.
 func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, error) {
-	if orderNo == "" || len(orderNo) > maxLetterOrderNoLen {
-		return nil, invalidInput("orderNo", "order number must be 1-%d bytes", maxLetterOrderNoLen)
+	if orderNo == "" || len(orderNo) > oplist.MaxOrderNoLen {
+		return nil, oplist.Invalid("orderNo", "order number must be 1-%d bytes", oplist.MaxOrderNoLen)
 	}
 	o, err := i.store.orderRecord(ctx, i.db, orderNo)
 	if err != nil {
@@ -194,7 +198,7 @@ func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, er
 	if d.CloseLog, err = i.store.closeLogRow(ctx, i.db, orderNo); err != nil {
 		return nil, err
 	}
-	if d.DeadLetters, err = i.store.lettersOfOrder(ctx, i.db, orderNo); err != nil {
+	if d.DeadLetters, err = i.letters.OfOrder(ctx, orderNo); err != nil {
 		return nil, err
 	}
 	if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, orderNo); err != nil {
@@ -221,7 +225,7 @@ type Due struct {
 
 // DueOrders counts the due orders (as the overdue gauge does).
 func (i *Inspector) DueOrders(ctx context.Context) (Due, error) {
-	now, err := i.store.dbNow(ctx, i.db)
+	now, err := sqlexec.Now(ctx, i.db)
 	if err != nil {
 		return Due{}, err
 	}
@@ -235,8 +239,8 @@ func (i *Inspector) DueOrders(ctx context.Context) (Due, error) {
 // DeadLetterCounts counts the letters of each status, each up to CountCap.
 func (i *Inspector) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	for _, st := range []string{DeadLetterWaiting, DeadLetterParked, DeadLetterResolved} {
-		n, err := i.store.countLetters(ctx, i.db, st, CountCap)
+	for _, st := range []string{deadletters.Waiting, deadletters.Parked, deadletters.Resolved} {
+		n, err := i.letters.Count(ctx, st, CountCap)
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +257,7 @@ type FlagCounts struct {
 
 // FulfilmentCounts counts the fulfilment flags.
 func (i *Inspector) FulfilmentCounts(ctx context.Context) (FlagCounts, error) {
-	now, err := i.store.dbNow(ctx, i.db)
+	now, err := sqlexec.Now(ctx, i.db)
 	if err != nil {
 		return FlagCounts{}, err
 	}
@@ -274,7 +278,7 @@ type FlagQuery struct {
 	// rows of the search window).
 	Open bool
 	// After continues a list where its previous page's Next left off.
-	After Cursor
+	After oplist.Cursor
 	// Limit is the page size, 1-200. Default 50.
 	Limit int
 }
@@ -282,7 +286,7 @@ type FlagQuery struct {
 // FlagPage is one page of flags.
 type FlagPage struct {
 	Flags      []FulfilmentFlag
-	Next       Cursor
+	Next       oplist.Cursor
 	Examined   int
 	WindowFull bool
 }
@@ -290,18 +294,15 @@ type FlagPage struct {
 // FulfilmentFlags returns one page of flags (see FlagQuery).
 func (i *Inspector) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage, error) {
 	var p FlagPage
-	if q.Limit == 0 {
-		q.Limit = DefaultPageLimit
-	}
-	if q.Limit < 1 || q.Limit > MaxPageLimit {
-		return p, invalidInput("limit", "limit %d is not in 1..%d", q.Limit, MaxPageLimit)
+	if err := oplist.CheckLimit(&q.Limit); err != nil {
+		return p, err
 	}
 	if !q.After.IsZero() && q.After.At.IsZero() {
-		return p, invalidInput("after", "after %q belongs to another list", q.After)
+		return p, oplist.Invalid("after", "after %q belongs to another list", q.After)
 	}
 	window := q.Limit + 1
 	if q.Open {
-		window = SearchWindow
+		window = oplist.SearchWindow
 	}
 	rows, err := i.store.flagWindow(ctx, i.db, q, window)
 	if err != nil {
@@ -317,11 +318,11 @@ func (i *Inspector) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage,
 		p.Flags = append(p.Flags, rows[k])
 	}
 	if next >= 0 {
-		p.Next, p.WindowFull = Cursor{At: rows[next].FlaggedAt, ID: rows[next].ID}, full
+		p.Next, p.WindowFull = oplist.Cursor{At: rows[next].FlaggedAt, ID: rows[next].ID}, full
 	}
 	return p, nil
 }
 
 // Now reads the database clock (the session's wall clock, the one every
 // order-table time is on), for time filters given as "6h ago".
-func (i *Inspector) Now(ctx context.Context) (time.Time, error) { return i.store.dbNow(ctx, i.db) }
+func (i *Inspector) Now(ctx context.Context) (time.Time, error) { return sqlexec.Now(ctx, i.db) }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
@@ -236,7 +238,7 @@ func (l *Lifecycle) run(ctx context.Context, opt LifecycleOptions, job lifecycle
 	if opt.MaxOrders < 0 {
 		return st, fmt.Errorf("orders: maxOrders %d is negative", opt.MaxOrders)
 	}
-	now, err := l.store.dbNow(ctx, l.db)
+	now, err := sqlexec.Now(ctx, l.db)
 	if err != nil {
 		return st, err
 	}
@@ -296,7 +298,7 @@ func (l *Lifecycle) run(ctx context.Context, opt LifecycleOptions, job lifecycle
 	}
 	st.Elapsed = time.Since(start)
 	l.log.InfoContext(ctx, job.name+" run finished", "shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal,
-		"dry_run", opt.DryRun, "days", st.Days, "cutoff", st.Cutoff.Format(WallTimeLayout),
+		"dry_run", opt.DryRun, "days", st.Days, "cutoff", st.Cutoff.Format(oplist.WallTimeLayout),
 		"num_scanned", st.Scanned, "num_"+job.verb, st.Changed, "num_skipped", st.Skipped, "seconds", st.Elapsed.Seconds())
 	return st, nil
 }

@@ -2,14 +2,12 @@ package orders
 
 import (
 	"context"
-	"slices"
-	"time"
 
-	"github.com/orderjob/executor/internal/keyset"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // The operator console's pages over order_outbox and payment_conflict:
-// like DeadLetters.Page, each reads a bounded window of index entries in
+// like deadletters.Ops.Page, each reads a bounded window of index entries in
 // keyset order, whatever the filters (Outbox.List and Refunds.List, which
 // the CLI and the JSON API page by id, stay as they are).
 
@@ -24,7 +22,7 @@ type OutboxQuery struct {
 	// OrderNo lists that order's events (through uk_order_event); the
 	// page is then the whole list.
 	OrderNo string
-	After   Cursor
+	After   oplist.Cursor
 	// Limit is the page size, 1-200. Default 50.
 	Limit int
 }
@@ -32,72 +30,25 @@ type OutboxQuery struct {
 // OutboxPage is one page of events.
 type OutboxPage struct {
 	Events     []OutboxEvent
-	Next       Cursor
+	Next       oplist.Cursor
 	Examined   int
 	WindowFull bool
-}
-
-// windowKey is one row of a search window: its key, and whether it passed
-// the row filters.
-type windowKey struct {
-	ID  int64     `db:"id"`
-	At  time.Time `db:"at"`
-	Hit bool      `db:"hit"`
-}
-
-// pickWindow picks a page out of keys; timed says whether the list's
-// cursor carries the time column.
-func pickWindow(keys []windowKey, limit, window int, timed bool) (ids []int64, next Cursor, examined int, full bool) {
-	hits := make([]bool, len(keys))
-	for i, k := range keys {
-		hits[i] = k.Hit
-	}
-	picked, n, full := keyset.Pick(hits, limit, window)
-	for _, i := range picked {
-		ids = append(ids, keys[i].ID)
-	}
-	if n >= 0 {
-		next = Cursor{ID: keys[n].ID}
-		if timed {
-			next.At = keys[n].At
-		}
-	}
-	return ids, next, len(keys), full
-}
-
-// inOrder sorts rows as ids lists them.
-func inOrder[T any](rows []T, ids []int64, id func(T) int64) {
-	pos := make(map[int64]int, len(ids))
-	for i, v := range ids {
-		pos[v] = i
-	}
-	slices.SortFunc(rows, func(a, b T) int { return pos[id(a)] - pos[id(b)] })
-}
-
-func checkCursorKind(after Cursor, timed bool) error {
-	if !after.IsZero() && after.At.IsZero() == timed {
-		return invalidInput("after", "after %q belongs to another list", after)
-	}
-	return nil
 }
 
 // Page returns one page of events (see OutboxQuery).
 func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
 	var p OutboxPage
 	if q.Status != "" && !ValidOutboxStatus(q.Status) {
-		return p, invalidInput("status", "status %q is not pending, parked or done", q.Status)
+		return p, oplist.Invalid("status", "status %q is not pending, parked or done", q.Status)
 	}
 	if len(q.EventType) > 32 {
-		return p, invalidInput("eventType", "event type is %d bytes, at most 32", len(q.EventType))
+		return p, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(q.EventType))
 	}
-	if len(q.OrderNo) > maxLetterOrderNoLen {
-		return p, invalidInput("orderNo", "order number must be at most %d bytes", maxLetterOrderNoLen)
+	if len(q.OrderNo) > oplist.MaxOrderNoLen {
+		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
 	}
-	if q.Limit == 0 {
-		q.Limit = DefaultPageLimit
-	}
-	if q.Limit < 1 || q.Limit > MaxPageLimit {
-		return p, invalidInput("limit", "limit %d is not in 1..%d", q.Limit, MaxPageLimit)
+	if err := oplist.CheckLimit(&q.Limit); err != nil {
+		return p, err
 	}
 	if q.OrderNo != "" {
 		evs, err := o.store.outboxOfOrder(ctx, o.db, q.OrderNo)
@@ -110,23 +61,23 @@ func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
 		return p, err
 	}
 	timed := q.Status != ""
-	if err := checkCursorKind(q.After, timed); err != nil {
+	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
 		return p, err
 	}
 	window := q.Limit + 1
 	if q.EventType != "" {
-		window = SearchWindow
+		window = oplist.SearchWindow
 	}
 	keys, err := o.store.outboxWindow(ctx, o.db, q, window)
 	if err != nil {
 		return p, err
 	}
 	var ids []int64
-	ids, p.Next, p.Examined, p.WindowFull = pickWindow(keys, q.Limit, window, timed)
+	ids, p.Next, p.Examined, p.WindowFull = oplist.PickWindow(keys, q.Limit, window, timed)
 	if p.Events, err = o.store.outboxByID(ctx, o.db, ids); err != nil {
 		return p, err
 	}
-	inOrder(p.Events, ids, func(e OutboxEvent) int64 { return e.ID })
+	oplist.InOrder(p.Events, ids, func(e OutboxEvent) int64 { return e.ID })
 	return p, nil
 }
 
@@ -138,7 +89,7 @@ type RefundQuery struct {
 	// OrderNo lists that order's conflicts (through idx_order_no); the
 	// page is then the whole list.
 	OrderNo string
-	After   Cursor
+	After   oplist.Cursor
 	// Limit is the page size, 1-200. Default 50.
 	Limit int
 }
@@ -146,23 +97,20 @@ type RefundQuery struct {
 // RefundPage is one page of conflicts.
 type RefundPage struct {
 	Conflicts []PaymentConflict
-	Next      Cursor
+	Next      oplist.Cursor
 }
 
 // Page returns one page of conflicts (see RefundQuery).
 func (r *Refunds) Page(ctx context.Context, q RefundQuery) (RefundPage, error) {
 	var p RefundPage
 	if q.Status != "" && !ValidRefundStatus(q.Status) {
-		return p, invalidInput("status", "status %q is not owed or refunded", q.Status)
+		return p, oplist.Invalid("status", "status %q is not owed or refunded", q.Status)
 	}
-	if len(q.OrderNo) > maxLetterOrderNoLen {
-		return p, invalidInput("orderNo", "order number must be at most %d bytes", maxLetterOrderNoLen)
+	if len(q.OrderNo) > oplist.MaxOrderNoLen {
+		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
 	}
-	if q.Limit == 0 {
-		q.Limit = DefaultPageLimit
-	}
-	if q.Limit < 1 || q.Limit > MaxPageLimit {
-		return p, invalidInput("limit", "limit %d is not in 1..%d", q.Limit, MaxPageLimit)
+	if err := oplist.CheckLimit(&q.Limit); err != nil {
+		return p, err
 	}
 	if q.OrderNo != "" {
 		cs, err := r.store.conflictsOfOrder(ctx, r.db, q.OrderNo)
@@ -174,7 +122,7 @@ func (r *Refunds) Page(ctx context.Context, q RefundQuery) (RefundPage, error) {
 		return p, err
 	}
 	timed := q.Status != ""
-	if err := checkCursorKind(q.After, timed); err != nil {
+	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
 		return p, err
 	}
 	keys, err := r.store.conflictWindow(ctx, r.db, q, q.Limit+1)
@@ -182,10 +130,10 @@ func (r *Refunds) Page(ctx context.Context, q RefundQuery) (RefundPage, error) {
 		return p, err
 	}
 	var ids []int64
-	ids, p.Next, _, _ = pickWindow(keys, q.Limit, q.Limit+1, timed)
+	ids, p.Next, _, _ = oplist.PickWindow(keys, q.Limit, q.Limit+1, timed)
 	if p.Conflicts, err = r.store.conflictsByID(ctx, r.db, ids); err != nil {
 		return p, err
 	}
-	inOrder(p.Conflicts, ids, func(c PaymentConflict) int64 { return c.ID })
+	oplist.InOrder(p.Conflicts, ids, func(c PaymentConflict) int64 { return c.ID })
 	return p, nil
 }

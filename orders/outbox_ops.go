@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // This file holds the operators' view of order_outbox: what waits, what
@@ -97,12 +99,12 @@ func ValidOutboxStatus(s string) bool {
 // List returns events newest first, with the next page's BeforeID.
 func (o *Outbox) List(ctx context.Context, f OutboxFilter) (OutboxList, error) {
 	if f.Status != "" && !ValidOutboxStatus(f.Status) {
-		return OutboxList{}, invalidInput("status", "status %q is not pending, parked or done", f.Status)
+		return OutboxList{}, oplist.Invalid("status", "status %q is not pending, parked or done", f.Status)
 	}
-	if len(f.EventType) > 32 || len(f.OrderNo) > maxLetterOrderNoLen {
-		return OutboxList{}, invalidInput("eventType", "event type or order number too long")
+	if len(f.EventType) > 32 || len(f.OrderNo) > oplist.MaxOrderNoLen {
+		return OutboxList{}, oplist.Invalid("eventType", "event type or order number too long")
 	}
-	if err := checkPage(&f.Limit, f.BeforeID); err != nil {
+	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return OutboxList{}, err
 	}
 	evs, err := o.store.listOutbox(ctx, o.db, f)
@@ -162,7 +164,7 @@ func (o *Outbox) Requeue(ctx context.Context, id int64) (*OutboxEvent, error) {
 // Requeue does one, and returns how many.
 func (o *Outbox) RequeueParked(ctx context.Context, eventType string) (int, error) {
 	if len(eventType) > 32 {
-		return 0, invalidInput("eventType", "event type is %d bytes, at most 32", len(eventType))
+		return 0, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(eventType))
 	}
 	total := 0
 	for {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
@@ -83,13 +85,13 @@ var (
 func (n Notice) validate() error {
 	switch {
 	case !paymentIDRe.MatchString(n.PaymentID):
-		return invalidInput("paymentId", "payment id %q is not 1-128 printable ASCII characters", n.PaymentID)
+		return oplist.Invalid("paymentId", "payment id %q is not 1-128 printable ASCII characters", n.PaymentID)
 	case strings.HasPrefix(n.PaymentID, LegacyPaymentIDPrefix):
-		return invalidInput("paymentId", "payment ids starting with %q are Pay's own", LegacyPaymentIDPrefix)
+		return oplist.Invalid("paymentId", "payment ids starting with %q are Pay's own", LegacyPaymentIDPrefix)
 	case n.Amount != "" && !amountRe.MatchString(n.Amount):
-		return invalidInput("amount", "amount %q is not a decimal like 12.30", n.Amount)
+		return oplist.Invalid("amount", "amount %q is not a decimal like 12.30", n.Amount)
 	case len(n.Channel) > 32:
-		return invalidInput("channel", "channel is %d characters, at most 32", len(n.Channel))
+		return oplist.Invalid("channel", "channel is %d characters, at most 32", len(n.Channel))
 	}
 	return nil
 }
@@ -141,7 +143,7 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 	}()
 	derived := strings.HasPrefix(n.PaymentID, LegacyPaymentIDPrefix)
 	var out PayOutcome
-	err = inTx(ctx, s.db, func(tx *sqlx.Tx) error {
+	err = sqlexec.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		o, ok, err := s.store.lockOrderByNo(ctx, tx, orderNo)
 		switch {
 		case err != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderlock"
 )
 
@@ -99,7 +100,7 @@ func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
 
 	for _, bad := range []orders.Notice{{}, {PaymentID: "legacy:DUP-1"}, {PaymentID: "x", Amount: "1,50"}, {PaymentID: "has space"}} {
 		_, err := b.svc.PayWith(b.ctx, "DUP-1", bad)
-		var inv *orders.InvalidInputError
+		var inv *oplist.InvalidInputError
 		require.ErrorAs(t, err, &inv, "%+v", bad)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orderjob/executor/internal/backoff"
 	"github.com/orderjob/executor/internal/redact"
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // HTTPTradeCloserConfig configures an HTTPTradeCloser. Zero values take the
@@ -163,11 +164,11 @@ func (h *HTTPTradeCloser) attempt(ctx context.Context, body []byte) (res TradeRe
 	if resp.StatusCode/100 != 2 {
 		s := resp.StatusCode
 		return 0, s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500,
-			fmt.Errorf("status %d: %s", s, truncate(strings.TrimSpace(string(raw)), 200))
+			fmt.Errorf("status %d: %s", s, sqlexec.Truncate(strings.TrimSpace(string(raw)), 200))
 	}
 	var tr tradeResponse
 	if err := json.Unmarshal(raw, &tr); err != nil {
-		return 0, false, fmt.Errorf("answer %q is not {\"result\": ...}: %w", truncate(string(raw), 200), err)
+		return 0, false, fmt.Errorf("answer %q is not {\"result\": ...}: %w", sqlexec.Truncate(string(raw), 200), err)
 	}
 	res, ok := tradeResults[tr.Result]
 	if !ok {

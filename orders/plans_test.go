@@ -13,7 +13,9 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/plantest"
+	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/internal/statslie"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // planTables are the tables whose statistics the plan test makes lie.
@@ -31,7 +33,7 @@ func TestHotStatementPlans(t *testing.T) {
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
 	q := plantest.Q
 	lit := func(q string, ids []int64, args ...any) plantest.Query {
-		return plantest.Q(fmt.Sprintf(q, intList(ids)), args...)
+		return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids)), args...)
 	}
 	uses := plantest.Uses
 	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
@@ -52,7 +54,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "close: lock coupons", Query: lit(lockCouponsSQL, f.coupons), Units: n, Plan: pk("user_coupon")},
 		{Name: "close: status CAS", Query: lit(closeOrdersSQL, f.pageIDs, f.now, DefaultReason, f.now), Units: n, Plan: pk("order_info")},
 		{Name: "close: release stock", Query: q(fmt.Sprintf(releaseStockSQL, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: pk("inventory")},
-		{Name: "close: restore coupons", Query: plantest.In(t, fmt.Sprintf(restoreCouponsSQL, intList(f.coupons)), f.couponNos), Units: n, Plan: pk("user_coupon")},
+		{Name: "close: restore coupons", Query: plantest.In(t, fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(f.coupons)), f.couponNos), Units: n, Plan: pk("user_coupon")},
 		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
 		{Name: "close: outbox events", Query: q(outbox, outboxArgs...), Units: n},
 		{Name: "close: resolve dead letters", Query: in(resolveDeadLettersSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
@@ -70,11 +72,6 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "retry: claim letter", Query: q(claimLetterSQL, f.now, f.letterID, 1, f.now), Units: 1, Plan: pk("order_dead_letter")},
 		{Name: "retry: settle letter", Query: q(settleLetterSQL, "resolved", "r", f.letterID), Units: 1, Plan: pk("order_dead_letter")},
 		{Name: "retry: note letter", Query: q(noteLetterSQL, "r", f.letterID, "waiting"), Units: 1, Plan: pk("order_dead_letter")},
-		{Name: "retry: letter by id", Query: q(letterByIDSQL, f.letterID), Units: 1, Plan: pk("order_dead_letter")},
-		{Name: "operator: letter", Query: q(letterSQL, f.letterNo, StageClose), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "operator: requeue letter", Query: q(requeueLetterSQL, f.letterNo, StageClose), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "operator: bulk requeue, find", Query: q(matchLettersSQL, "parked", StageClose, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.CreateTime, -1, "boom", "boom", requeuePage), Units: len(f.parkedLetters), Plan: uses("order_dead_letter", "idx_status_updated", "range")},
-		{Name: "operator: bulk requeue, move", Query: lit(requeueLettersSQL, f.parkedLetters, "parked", StageClose, firstCursor.CreateTime, "boom", "boom"), Units: len(f.parkedLetters), Plan: pk("order_dead_letter")},
 		// The operators' views (the console): close-run records, letter
 		// lists over bounded windows, one order's rows, bounded counts.
 		{Name: "runs: record", Query: f.named(t, insertCloseRunSQL, CloseRun{StartedAt: f.now, Result: "r"}), Units: 1},
@@ -82,28 +79,22 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "runs: delete expired", Query: lit(deleteCloseRunsSQL, f.oldRuns), Units: len(f.oldRuns), Plan: pk("order_close_run")},
 		{Name: "runs: recent", Query: q(recentCloseRunsSQL, int64(math.MaxInt64), 50), Units: 50, Plan: pk("order_close_run")},
 		{Name: "runs: last hour", Query: q(summarizeCloseRunsSQL, time.Hour.Microseconds(), SummaryCap), Units: max(f.lastHourRuns, 1), Plan: uses("order_close_run", "idx_finished_at", "range").And("<derived2>", "", "ALL")},
-		{Name: "letters: newest page", Query: q(letterWindowByIDSQL, "", "", "", "", int64(math.MaxInt64), 51), Units: 51, Plan: pk("order_dead_letter")},
-		{Name: "letters: stage and error window", Query: q(letterWindowByIDSQL, "payment", "payment", "boom", "boom", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: pk("order_dead_letter")},
-		{Name: "letters: status and time window", Query: q(letterWindowByStatusSQL, "", "", "boom", "boom", DeadLetterResolved, firstCursor.CreateTime, listEnd, listEnd, listEnd, int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: uses("order_dead_letter", "idx_status_updated", "range")},
-		{Name: "letters: page rows", Query: lit(lettersByIDSQL, f.parkedLetters), Units: len(f.parkedLetters), Plan: pk("order_dead_letter")},
-		{Name: "letters: of one order", Query: q(lettersOfOrderSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "letters: count resolved", Query: q(countLettersSQL, DeadLetterResolved, CountCap), Units: min(f.resolvedLetters, CountCap), Plan: uses("order_dead_letter", "idx_status_updated", "ref", "range").And("<derived2>", "", "ALL")},
 		{Name: "order: row", Query: q(orderRecordSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		{Name: "order: items", Query: q(itemsOfOrderSQL, one), Units: 3, Plan: byNo("order_item", "idx_order_no")},
 		{Name: "order: stock", Query: lit(stockRowsSQL, f.skus[:3]), Units: 3, Plan: pk("inventory")},
 		{Name: "order: coupon", Query: q(couponRowSQL, f.coupons[0]), Units: 1, Plan: pk("user_coupon")},
 		{Name: "order: close log", Query: q(closeLogRowSQL, f.closedNo), Units: 1, Plan: byNo("order_close_log", "uk_order_no")},
 		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: byNo("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
-		{Name: "flags: window", Query: q(flagWindowSQL, firstCursor.CreateTime, listEnd, listEnd, int64(math.MaxInt64), SearchWindow), Units: min(f.flags, SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
+		{Name: "flags: window", Query: q(flagWindowSQL, firstCursor.CreateTime, sqlexec.Latest, sqlexec.Latest, int64(math.MaxInt64), oplist.SearchWindow), Units: min(f.flags, oplist.SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
 		{Name: "flags: count", Query: q(countFlagsSQL, firstCursor.CreateTime, CountCap), Units: min(f.flags, CountCap), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range", "index").And("<derived2>", "", "ALL")},
 		{Name: "outbox: newest page", Query: q(outboxWindowByIDSQL, "", "", int64(math.MaxInt64), 51), Units: 51, Plan: pk("order_outbox")},
-		{Name: "outbox: event type window", Query: q(outboxWindowByIDSQL, "coupon.restore", "coupon.restore", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: pk("order_outbox")},
-		{Name: "outbox: parked page", Query: q(outboxWindowByStatusSQL, "", "", OutboxParked, listEnd, listEnd, int64(math.MaxInt64), 51), Units: 51, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "outbox: done window", Query: q(outboxWindowByStatusSQL, "x", "x", OutboxDone, listEnd, listEnd, int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: uses("order_outbox", "idx_status_next", "range")},
+		{Name: "outbox: event type window", Query: q(outboxWindowByIDSQL, "coupon.restore", "coupon.restore", int64(math.MaxInt64), oplist.SearchWindow), Units: oplist.SearchWindow, Plan: pk("order_outbox")},
+		{Name: "outbox: parked page", Query: q(outboxWindowByStatusSQL, "", "", OutboxParked, sqlexec.Latest, sqlexec.Latest, int64(math.MaxInt64), 51), Units: 51, Plan: uses("order_outbox", "idx_status_next", "range")},
+		{Name: "outbox: done window", Query: q(outboxWindowByStatusSQL, "x", "x", OutboxDone, sqlexec.Latest, sqlexec.Latest, int64(math.MaxInt64), oplist.SearchWindow), Units: oplist.SearchWindow, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "outbox: page rows", Query: lit(outboxByIDSQL, f.events[:50]), Units: 50, Plan: pk("order_outbox")},
 		{Name: "outbox: of one order", Query: q(outboxOfOrderSQL, f.eventOrderNo), Units: 2, Plan: byNo("order_outbox", "uk_order_event")},
 		{Name: "refunds: newest page", Query: q(conflictWindowByIDSQL, int64(math.MaxInt64), 51), Units: 51, Plan: pk("payment_conflict")},
-		{Name: "refunds: owed page", Query: q(conflictWindowByStatusSQL, RefundDone, listEnd, listEnd, int64(math.MaxInt64), 51), Units: 51, Plan: uses("payment_conflict", "idx_refund_status_created", "range")},
+		{Name: "refunds: owed page", Query: q(conflictWindowByStatusSQL, RefundDone, sqlexec.Latest, sqlexec.Latest, int64(math.MaxInt64), 51), Units: 51, Plan: uses("payment_conflict", "idx_refund_status_created", "range")},
 		{Name: "refunds: page rows", Query: lit(conflictsByIDSQL, f.conflictIDs), Units: len(f.conflictIDs), Plan: pk("payment_conflict")},
 		{Name: "refunds: of one order", Query: q(conflictsOfOrderSQL, f.conflictOrderNo), Units: 1, Plan: byNo("payment_conflict", "idx_order_no")},
 		// Gauges.
@@ -265,7 +256,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 		_, err := db.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
-	require.NoError(t, db.GetContext(ctx, &f.now, dbNowSQL))
+	require.NoError(t, db.GetContext(ctx, &f.now, `SELECT NOW(3)`))
 
 	var rows []scanRow
 	require.NoError(t, sqlx.SelectContext(ctx, db, &rows, `SELECT id, order_no, create_time FROM order_info

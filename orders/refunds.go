@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // This file holds the operators' view of payment_conflict: the refunds the
@@ -30,7 +32,7 @@ var ErrRefundNotFound = errors.New("orders: no payment conflict with that paymen
 var ErrRefundDone = errors.New("orders: the refund was already recorded")
 
 // PaymentConflict is one row of payment_conflict: a payment that could not
-// be taken. Times are the database session's wall clock (see DeadLetter).
+// be taken. Times are the database session's wall clock (see deadletters.Letter).
 type PaymentConflict struct {
 	ID        int64  `db:"id"`
 	PaymentID string `db:"payment_id"`
@@ -70,9 +72,9 @@ type paymentConflictJSON struct {
 func (p PaymentConflict) MarshalJSON() ([]byte, error) {
 	j := paymentConflictJSON{ID: p.ID, PaymentID: p.PaymentID, OrderNo: p.OrderNo, Amount: p.Amount, Reason: p.Reason,
 		Channel: p.Channel, RefundStatus: p.RefundStatus, RefundNote: p.RefundNote, RefundedBy: p.RefundedBy,
-		PaidAt: p.PaidAt.Format(WallTimeLayout), CreatedAt: p.CreatedAt.Format(WallTimeLayout)}
+		PaidAt: p.PaidAt.Format(oplist.WallTimeLayout), CreatedAt: p.CreatedAt.Format(oplist.WallTimeLayout)}
 	if p.RefundedAt != nil {
-		j.RefundedAt = p.RefundedAt.Format(WallTimeLayout)
+		j.RefundedAt = p.RefundedAt.Format(oplist.WallTimeLayout)
 	}
 	return json.Marshal(j)
 }
@@ -124,7 +126,7 @@ type refundsOwedJSON struct {
 func (r RefundsOwed) MarshalJSON() ([]byte, error) {
 	j := refundsOwedJSON{Count: r.Count, Amount: r.Amount, OldestAgeSeconds: r.OldestAge.Seconds(), Total: r.Total}
 	if r.Oldest != nil {
-		j.Oldest = r.Oldest.Format(WallTimeLayout)
+		j.Oldest = r.Oldest.Format(oplist.WallTimeLayout)
 	}
 	return json.Marshal(j)
 }
@@ -146,12 +148,12 @@ func ValidRefundStatus(s string) bool { return s == RefundOwed || s == RefundDon
 // BeforeID.
 func (r *Refunds) List(ctx context.Context, f RefundFilter) (RefundList, error) {
 	if f.Status != "" && !ValidRefundStatus(f.Status) {
-		return RefundList{}, invalidInput("status", "status %q is not owed or refunded", f.Status)
+		return RefundList{}, oplist.Invalid("status", "status %q is not owed or refunded", f.Status)
 	}
-	if len(f.OrderNo) > maxLetterOrderNoLen {
-		return RefundList{}, invalidInput("orderNo", "order number must be at most %d bytes", maxLetterOrderNoLen)
+	if len(f.OrderNo) > oplist.MaxOrderNoLen {
+		return RefundList{}, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
 	}
-	if err := checkPage(&f.Limit, f.BeforeID); err != nil {
+	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return RefundList{}, err
 	}
 	rows, err := r.store.listConflicts(ctx, r.db, f)
@@ -175,7 +177,7 @@ func (r *Refunds) Get(ctx context.Context, paymentID string) (*PaymentConflict, 
 	// Not paymentIDRe: rows written before payment ids carry
 	// "legacy:" + an order number, which may hold any character.
 	if paymentID == "" || len(paymentID) > 512 {
-		return nil, invalidInput("paymentId", "payment id must be 1-128 characters")
+		return nil, oplist.Invalid("paymentId", "payment id must be 1-128 characters")
 	}
 	p, err := r.store.conflict(ctx, r.db, paymentID)
 	if err != nil {
@@ -194,10 +196,10 @@ func (r *Refunds) Get(ctx context.Context, paymentID string) (*PaymentConflict, 
 // CLI, the API and the console all record refunds through it.
 func (r *Refunds) MarkRefunded(ctx context.Context, paymentID, note, by string) (*PaymentConflict, error) {
 	if len(note) > 255 {
-		return nil, invalidInput("note", "note is %d bytes, at most 255", len(note))
+		return nil, oplist.Invalid("note", "note is %d bytes, at most 255", len(note))
 	}
 	if by == "" || len(by) > 64 {
-		return nil, invalidInput("by", "who recorded the refund must be 1-64 bytes")
+		return nil, oplist.Invalid("by", "who recorded the refund must be 1-64 bytes")
 	}
 	if _, err := r.Get(ctx, paymentID); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // The refunds view: what is owed (count, sum, oldest), the list, and a
@@ -58,7 +59,7 @@ func TestRefundsOwedView(t *testing.T) {
 	_, err = r.MarkRefunded(b.ctx, "nope", "", "alice")
 	require.ErrorIs(t, err, orders.ErrRefundNotFound)
 	_, err = r.MarkRefunded(b.ctx, "wx-a", "", "")
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	require.ErrorAs(t, err, &inv)
 	require.Equal(t, "by", inv.Field)
 	o, err = r.Owed(b.ctx)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/orderjob/executor/internal/backoff"
 	"github.com/orderjob/executor/internal/redact"
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // RelayConfig configures a Relay. Zero values take the defaults given.
@@ -346,14 +347,14 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 				r.log.WarnContext(wctx, "outbox event parked: an operator must look", "outbox_id", ev.ID, "order_no", ev.OrderNo,
 					"event_type", ev.EventType, "attempt", ev.Attempts+1, "reason", reason, "error", derr.Error())
 				_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
-					return true, r.store.markParked(ctx, r.db, ev.ID, claimID, truncate(derr.Error(), maxErrorLen), reason)
+					return true, r.store.markParked(ctx, r.db, ev.ID, claimID, sqlexec.Truncate(derr.Error(), maxErrorLen), reason)
 				})
 			} else {
 				d.Failed++
 				r.log.DebugContext(wctx, "outbox delivery failed", "outbox_id", ev.ID, "order_no", ev.OrderNo,
 					"event_type", ev.EventType, "attempt", ev.Attempts+1, "error", derr.Error())
 				_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
-					return true, r.store.markFailed(ctx, r.db, ev.ID, claimID, truncate(derr.Error(), maxErrorLen), r.cfg.retrySchedule().Delay(ev.Attempts+1))
+					return true, r.store.markFailed(ctx, r.db, ev.ID, claimID, sqlexec.Truncate(derr.Error(), maxErrorLen), r.cfg.retrySchedule().Delay(ev.Attempts+1))
 				})
 			}
 			mu.Lock()
@@ -425,7 +426,7 @@ func (r *Relay) deliver(ctx context.Context, ev outboxEvent) error {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	if resp.StatusCode/100 != 2 {
 		return &DeliveryError{Status: resp.StatusCode,
-			Err: fmt.Errorf("POST %s: status %d: %s", redact.URL(endpoint), resp.StatusCode, truncate(strings.TrimSpace(string(body)), 200))}
+			Err: fmt.Errorf("POST %s: status %d: %s", redact.URL(endpoint), resp.StatusCode, sqlexec.Truncate(strings.TrimSpace(string(body)), 200))}
 	}
 	return nil
 }

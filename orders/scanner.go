@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderlock"
 )
 
@@ -225,7 +226,7 @@ func (f *letterFilter) filter(ctx context.Context, rows []scanRow) ([]scanRow, m
 	var waiting map[string]bool
 	for _, l := range states {
 		switch {
-		case l.Status == DeadLetterParked || l.NextRetryAt.After(f.now):
+		case l.Status == deadletters.Parked || l.NextRetryAt.After(f.now):
 			blocked[l.OrderNo] = true
 		default:
 			if waiting == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/orderlock"
 )
 
@@ -85,7 +86,7 @@ func (s *Service) PlaceOrder(ctx context.Context, o NewOrder) (int64, error) {
 	deltas := sumDeltas([]*candidate{cd})
 	timeout := cmp.Or(o.TimeoutMinutes, 30)
 	var id int64
-	err := inTx(ctx, s.db, func(tx *sqlx.Tx) error {
+	err := sqlexec.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		var err error
 		if id, err = s.store.insertOrder(ctx, tx, o, timeout); err != nil {
 			return err

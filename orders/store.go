@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
@@ -24,18 +25,6 @@ import (
 
 // store runs the package's statements on a *sqlx.DB or *sqlx.Tx.
 type store struct{}
-
-// dbNowSQL reads the database clock in the session time zone, the zone
-// create_time is written in. No locks; one row.
-const dbNowSQL = `SELECT NOW(3)`
-
-func (store) dbNow(ctx context.Context, q sqlx.QueryerContext) (time.Time, error) {
-	var now time.Time
-	if err := sqlx.GetContext(ctx, q, &now, dbNowSQL); err != nil {
-		return time.Time{}, fmt.Errorf("read database clock: %w", err)
-	}
-	return now, nil
-}
 
 // scanRow is one due order found by a scan page (or given to CloseOrders),
 // as it was without a lock: the close transaction's status CAS repeats
@@ -89,7 +78,7 @@ type scanCursor struct {
 }
 
 // firstCursor sorts before every row.
-var firstCursor = scanCursor{CreateTime: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), ID: -1}
+var firstCursor = scanCursor{CreateTime: sqlexec.Earliest, ID: -1}
 
 func (store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor, now time.Time, shardIndex, shardTotal, limit int) ([]scanRow, error) {
 	var rows []scanRow
@@ -184,7 +173,7 @@ FROM order_info WHERE id IN (%s) ORDER BY id FOR UPDATE`
 
 func (store) lockOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
 	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockOrdersSQL, intList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockOrdersSQL, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("lock %d orders: %w", len(ids), err)
 	}
 	return rows, nil
@@ -256,7 +245,7 @@ WHERE sku_id IN (%s) ORDER BY sku_id FOR UPDATE`
 
 func (store) lockStock(ctx context.Context, q sqlx.QueryerContext, skus []int64) ([]stockRow, error) {
 	var rows []stockRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockStockSQL, intList(skus))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockStockSQL, sqlexec.IntList(skus))); err != nil {
 		return nil, fmt.Errorf("lock stock of %d skus: %w", len(skus), err)
 	}
 	return rows, nil
@@ -278,7 +267,7 @@ WHERE id IN (%s) ORDER BY id FOR UPDATE`
 
 func (store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]couponRow, error) {
 	var rows []couponRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockCouponsSQL, intList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockCouponsSQL, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("lock %d coupons: %w", len(ids), err)
 	}
 	return rows, nil
@@ -303,7 +292,7 @@ UPDATE order_info FORCE INDEX (PRIMARY) SET status = 2, close_time = ?, close_re
 WHERE id IN (%s) AND status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= ?`
 
 func (store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(closeOrdersSQL, intList(ids)), closeTime, reason, now)
+	res, err := e.ExecContext(ctx, fmt.Sprintf(closeOrdersSQL, sqlexec.IntList(ids)), closeTime, reason, now)
 	if err != nil {
 		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
 	}
@@ -347,7 +336,7 @@ UPDATE user_coupon SET status = 0, order_no = NULL
 WHERE id IN (%s) AND status = 1 AND order_no IN (?)`
 
 func (store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
-	query, args, err := sqlx.In(fmt.Sprintf(restoreCouponsSQL, intList(ids)), orderNos)
+	query, args, err := sqlx.In(fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(ids)), orderNos)
 	if err != nil {
 		return 0, err
 	}
@@ -466,24 +455,12 @@ func (store) deadLetterStatus(ctx context.Context, q sqlx.QueryerContext, orderN
 	return status, nil
 }
 
-// intList renders ids as a comma-separated literal list.
-func intList(ids []int64) string {
-	b := make([]byte, 0, len(ids)*8)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
-	}
-	return string(b)
-}
-
 func deltaSKUs(deltas []skuDelta) string {
 	ids := make([]int64, len(deltas))
 	for i, d := range deltas {
 		ids[i] = d.SKUID
 	}
-	return intList(ids)
+	return sqlexec.IntList(ids)
 }
 
 // deltaCase renders `CASE WHEN sku_id IN (...) THEN q ... END`, one branch per
@@ -505,7 +482,7 @@ func deltaCase(deltas []skuDelta) string {
 	b.WriteString("CASE")
 	for _, q := range qtys {
 		b.WriteString(" WHEN sku_id IN (")
-		b.WriteString(intList(byQty[q]))
+		b.WriteString(sqlexec.IntList(byQty[q]))
 		b.WriteString(") THEN ")
 		b.WriteString(strconv.FormatInt(q, 10))
 	}

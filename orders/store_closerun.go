@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the SQL of the close-run records (order_close_run): the
@@ -54,7 +56,7 @@ func (store) purgeCloseRuns(ctx context.Context, e sqlx.ExtContext, retention ti
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := e.ExecContext(ctx, fmt.Sprintf(deleteCloseRunsSQL, intList(ids))); err != nil {
+	if _, err := e.ExecContext(ctx, fmt.Sprintf(deleteCloseRunsSQL, sqlexec.IntList(ids))); err != nil {
 		return fmt.Errorf("delete %d expired close runs: %w", len(ids), err)
 	}
 	return nil

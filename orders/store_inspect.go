@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // This file holds the SQL of the operators' read-only views (Inspector):
@@ -54,7 +57,7 @@ func (store) stockRows(ctx context.Context, q sqlx.QueryerContext, skus []int64)
 		return nil, nil
 	}
 	var rows []StockRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(stockRowsSQL, intList(skus))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(stockRowsSQL, sqlexec.IntList(skus))); err != nil {
 		return nil, fmt.Errorf("read stock of %d SKUs: %w", len(skus), err)
 	}
 	return rows, nil
@@ -133,7 +136,7 @@ func (store) flagWindow(ctx context.Context, q sqlx.QueryerContext, f FlagQuery,
 	}
 	cur := f.After
 	if cur.IsZero() {
-		cur = Cursor{At: listEnd, ID: math.MaxInt64}
+		cur = oplist.Cursor{At: sqlexec.Latest, ID: math.MaxInt64}
 	}
 	var rows []FulfilmentFlag
 	if err := sqlx.SelectContext(ctx, q, &rows, flagWindowSQL, since, cur.At, cur.At, cur.ID, window); err != nil {

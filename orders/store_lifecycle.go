@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the SQL of the order lifecycle after payment: shipping
@@ -71,7 +73,7 @@ UPDATE order_info FORCE INDEX (PRIMARY) SET status = 4, complete_time = NOW(3)
 WHERE id IN (%s) AND status = 3 AND ship_time <= ?`
 
 func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, cutoff time.Time) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(completeOrdersSQL, intList(ids)), cutoff)
+	res, err := e.ExecContext(ctx, fmt.Sprintf(completeOrdersSQL, sqlexec.IntList(ids)), cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("complete %d orders: %w", len(ids), err)
 	}
@@ -130,7 +132,7 @@ WHERE o.id IN (%s) AND o.status = 1 AND o.pay_time <= ?
 ON DUPLICATE KEY UPDATE flagged_at = order_fulfillment_overdue.flagged_at`
 
 func (store) flagOverdue(ctx context.Context, e sqlx.ExecerContext, ids []int64, days int, cutoff time.Time) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(flagOverdueSQL, intList(ids)), days, cutoff)
+	res, err := e.ExecContext(ctx, fmt.Sprintf(flagOverdueSQL, sqlexec.IntList(ids)), days, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("flag %d overdue orders: %w", len(ids), err)
 	}

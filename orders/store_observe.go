@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the SQL behind the close path's gauges (overdue orders,
@@ -61,7 +63,7 @@ func (store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, 
 // the earliest deadline among them passed (0 when there is none). It reads
 // two statements without locks, for a metrics gauge.
 func (c *Closer) Overdue(ctx context.Context) (count int, oldest time.Duration, err error) {
-	now, err := c.store.dbNow(ctx, c.db)
+	now, err := sqlexec.Now(ctx, c.db)
 	if err != nil {
 		return 0, 0, err
 	}

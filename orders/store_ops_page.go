@@ -6,6 +6,9 @@ import (
 	"math"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // This file holds the SQL of the console's outbox and refund pages
@@ -32,8 +35,8 @@ WHERE status = ? AND (next_attempt_at < ? OR (next_attempt_at = ? AND id < ?))
 ORDER BY next_attempt_at DESC, id DESC
 LIMIT ?`
 
-func (store) outboxWindow(ctx context.Context, q sqlx.QueryerContext, f OutboxQuery, window int) ([]windowKey, error) {
-	var keys []windowKey
+func (store) outboxWindow(ctx context.Context, q sqlx.QueryerContext, f OutboxQuery, window int) ([]oplist.WindowKey, error) {
+	var keys []oplist.WindowKey
 	var err error
 	if f.Status == "" {
 		err = sqlx.SelectContext(ctx, q, &keys, outboxWindowByIDSQL, f.EventType, f.EventType, beforeID(f.After), window)
@@ -48,7 +51,7 @@ func (store) outboxWindow(ctx context.Context, q sqlx.QueryerContext, f OutboxQu
 }
 
 // beforeID is a cursor's id as an exclusive upper bound (the start: all).
-func beforeID(c Cursor) int64 {
+func beforeID(c oplist.Cursor) int64 {
 	if c.IsZero() {
 		return math.MaxInt64
 	}
@@ -56,9 +59,9 @@ func beforeID(c Cursor) int64 {
 }
 
 // cursorKey is a timed cursor's key (the start: past every row).
-func cursorKey(c Cursor) (any, int64) {
+func cursorKey(c oplist.Cursor) (any, int64) {
 	if c.IsZero() {
-		return listEnd, math.MaxInt64
+		return sqlexec.Latest, math.MaxInt64
 	}
 	return c.At, c.ID
 }
@@ -71,7 +74,7 @@ func (store) outboxByID(ctx context.Context, q sqlx.QueryerContext, ids []int64)
 	if len(ids) == 0 {
 		return evs, nil
 	}
-	if err := sqlx.SelectContext(ctx, q, &evs, fmt.Sprintf(outboxByIDSQL, intList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &evs, fmt.Sprintf(outboxByIDSQL, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("read %d outbox events: %w", len(ids), err)
 	}
 	return evs, nil
@@ -104,8 +107,8 @@ SELECT id, created_at AS at, TRUE AS hit FROM payment_conflict FORCE INDEX (idx_
 WHERE refund_status = ? AND (created_at < ? OR (created_at = ? AND id < ?))
 ORDER BY created_at DESC, id DESC LIMIT ?`
 
-func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f RefundQuery, window int) ([]windowKey, error) {
-	var keys []windowKey
+func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f RefundQuery, window int) ([]oplist.WindowKey, error) {
+	var keys []oplist.WindowKey
 	var err error
 	if f.Status == "" {
 		err = sqlx.SelectContext(ctx, q, &keys, conflictWindowByIDSQL, beforeID(f.After), window)
@@ -127,7 +130,7 @@ func (store) conflictsByID(ctx context.Context, q sqlx.QueryerContext, ids []int
 	if len(ids) == 0 {
 		return rows, nil
 	}
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(conflictsByIDSQL, intList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(conflictsByIDSQL, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("read %d payment conflicts: %w", len(ids), err)
 	}
 	return rows, nil

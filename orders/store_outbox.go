@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the SQL of outbox mode: the close transaction's inserts
@@ -86,7 +88,7 @@ WHERE id IN (%s)`
 // short READ COMMITTED transaction.
 func (store) claimEvents(ctx context.Context, db *sqlx.DB, claimID int64, ttl time.Duration, limit int) ([]outboxEvent, error) {
 	var evs []outboxEvent
-	err := inTx(ctx, db, func(tx *sqlx.Tx) error {
+	err := sqlexec.InTx(ctx, db, func(tx *sqlx.Tx) error {
 		if err := sqlx.SelectContext(ctx, tx, &evs, lockDueEventsSQL, limit); err != nil {
 			return fmt.Errorf("pick due outbox events: %w", err)
 		}
@@ -97,7 +99,7 @@ func (store) claimEvents(ctx context.Context, db *sqlx.DB, claimID int64, ttl ti
 		for i, ev := range evs {
 			ids[i] = ev.ID
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(claimEventsSQL, intList(ids)), claimID, ttl.Microseconds()); err != nil {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(claimEventsSQL, sqlexec.IntList(ids)), claimID, ttl.Microseconds()); err != nil {
 			return fmt.Errorf("claim %d outbox events: %w", len(ids), err)
 		}
 		return nil
@@ -155,7 +157,7 @@ SET status = 'parked', attempts = attempts + 1, last_error = ?, park_reason = ?,
 WHERE id = ? AND claim_id = ? AND status = 'pending'`
 
 func (store) markParked(ctx context.Context, e sqlx.ExecerContext, id, claimID int64, lastErr, reason string) error {
-	if _, err := e.ExecContext(ctx, markParkedSQL, lastErr, truncate(reason, 255), id, claimID); err != nil {
+	if _, err := e.ExecContext(ctx, markParkedSQL, lastErr, sqlexec.Truncate(reason, 255), id, claimID); err != nil {
 		return fmt.Errorf("park outbox event %d: %w", id, err)
 	}
 	return nil
@@ -168,7 +170,7 @@ UPDATE order_outbox FORCE INDEX (PRIMARY) SET claim_id = 0, next_attempt_at = UT
 WHERE claim_id = ? AND status = 'pending' AND id IN (%s)`
 
 func (store) releaseEvents(ctx context.Context, e sqlx.ExecerContext, claimID int64, ids []int64) error {
-	if _, err := e.ExecContext(ctx, fmt.Sprintf(releaseEventsSQL, intList(ids)), claimID); err != nil {
+	if _, err := e.ExecContext(ctx, fmt.Sprintf(releaseEventsSQL, sqlexec.IntList(ids)), claimID); err != nil {
 		return fmt.Errorf("release %d outbox events: %w", len(ids), err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the SQL of the payment step (payment.go) and of late
@@ -23,7 +25,7 @@ FROM order_info WHERE id IN (%s)`
 
 func (store) readOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
 	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(readOrdersSQL, intList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(readOrdersSQL, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("read %d orders: %w", len(ids), err)
 	}
 	return rows, nil

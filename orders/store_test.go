@@ -11,12 +11,4 @@ func TestDeltaCase(t *testing.T) {
 	d := []skuDelta{{1, 2}, {3, 1}, {5, 2}, {9, 7}}
 	require.Equal(t, "CASE WHEN sku_id IN (3) THEN 1 WHEN sku_id IN (1,5) THEN 2 WHEN sku_id IN (9) THEN 7 END", deltaCase(d))
 	require.Equal(t, "1,3,5,9", deltaSKUs(d))
-	require.Equal(t, "", intList(nil))
-}
-
-func TestTruncate(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, "abc", truncate("abc", 5))
-	require.Equal(t, "ab...", truncate("abcdefgh", 5))
-	require.Equal(t, "订单...", truncate("订单关闭失败原因", 5))
 }

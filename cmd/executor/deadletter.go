@@ -8,7 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 func init() {
@@ -32,11 +33,11 @@ var deadLetterSubcommands = map[string]subcommand[*deadLetterCtx]{
 var deadLetterOrder = []string{"list", "show", "requeue"}
 
 // deadLetterCtx is what every deadletter subcommand gets.
-type deadLetterCtx = viewCtx[*orders.DeadLetters]
+type deadLetterCtx = viewCtx[*deadletters.Ops]
 
 func cmdDeadLetter(ctx context.Context, env *cliEnv, args []string) error {
 	return dispatchSub(ctx, env, "deadletter", deadLetterSubcommands, deadLetterOrder,
-		&deadLetterCtx{env: env, newView: orders.NewDeadLetters, what: "ORDERNO"}, args)
+		&deadLetterCtx{env: env, newView: deadletters.New, what: "ORDERNO"}, args)
 }
 
 // letterTimeLayout is the table layout of dead-letter times (the database session's
@@ -47,17 +48,17 @@ func deadLetterList(ctx context.Context, dc *deadLetterCtx, args []string) error
 	fs := newFlagSet(dc.env, "deadletter list")
 	status := fs.String("status", "", "only this status: waiting, parked or resolved")
 	stage := fs.String("stage", "", "only this stage (close, ...)")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most letters shown (1-%d)", orders.MaxListLimit))
+	limit := fs.Int("limit", 50, fmt.Sprintf("most letters shown (1-%d)", oplist.MaxListLimit))
 	before := fs.Int64("before", 0, "page: letters with id below this")
 	if _, err := dc.parse(fs, args, 0); err != nil {
 		return err
 	}
 	st := strings.ToLower(*status)
-	if st != "" && !orders.ValidDeadLetterStatus(st) {
+	if st != "" && !deadletters.ValidStatus(st) {
 		return usagef("-status %q is not waiting, parked or resolved", *status)
 	}
-	if *limit < 1 || *limit > orders.MaxListLimit {
-		return usagef("-limit %d is not in 1..%d", *limit, orders.MaxListLimit)
+	if *limit < 1 || *limit > oplist.MaxListLimit {
+		return usagef("-limit %d is not in 1..%d", *limit, oplist.MaxListLimit)
 	}
 	if *before < 0 {
 		return usagef("-before %d is negative", *before)
@@ -67,7 +68,7 @@ func deadLetterList(ctx context.Context, dc *deadLetterCtx, args []string) error
 		return err
 	}
 	defer closeDB()
-	dls, err := dc.view.List(ctx, orders.DeadLetterFilter{Status: st, Stage: *stage, Limit: *limit, BeforeID: *before})
+	dls, err := dc.view.List(ctx, deadletters.Filter{Status: st, Stage: *stage, Limit: *limit, BeforeID: *before})
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func deadLetterList(ctx context.Context, dc *deadLetterCtx, args []string) error
 		next = dls[len(dls)-1].ID
 	}
 	if dc.jsonOut {
-		return printJSON(dc.env.stdout, orders.DeadLetterList{DeadLetters: dls, NextBefore: next})
+		return printJSON(dc.env.stdout, deadletters.Listing{DeadLetters: dls, NextBefore: next})
 	}
 	w := tabwriter.NewWriter(dc.env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tORDER_NO\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR")
@@ -95,14 +96,14 @@ func deadLetterList(ctx context.Context, dc *deadLetterCtx, args []string) error
 
 // letterWhy is the most useful one-line explanation of a letter: the reason it is
 // parked or resolved, else its last error.
-func letterWhy(d orders.DeadLetter) string {
+func letterWhy(d deadletters.Letter) string {
 	if d.StatusReason != "" {
 		return d.StatusReason
 	}
 	return d.LastError
 }
 
-func printDeadLetter(w io.Writer, d *orders.DeadLetter) error {
+func printDeadLetter(w io.Writer, d *deadletters.Letter) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, kv := range [][2]string{
 		{"id", fmt.Sprint(d.ID)}, {"orderNo", d.OrderNo}, {"stage", d.Stage}, {"status", d.Status},
@@ -117,9 +118,9 @@ func printDeadLetter(w io.Writer, d *orders.DeadLetter) error {
 
 // oneLetter runs a single-letter subcommand and prints the letter.
 func oneLetter(ctx context.Context, dc *deadLetterCtx, name string, args []string,
-	op func(ctx context.Context, orderNo, stage string) (*orders.DeadLetter, error)) error {
+	op func(ctx context.Context, orderNo, stage string) (*deadletters.Letter, error)) error {
 	fs := newFlagSet(dc.env, "deadletter "+name)
-	stage := fs.String("stage", orders.StageClose, "the letter's stage")
+	stage := fs.String("stage", deadletters.StageClose, "the letter's stage")
 	pos, err := dc.parse(fs, args, 1)
 	if err != nil {
 		return err
@@ -130,9 +131,9 @@ func oneLetter(ctx context.Context, dc *deadLetterCtx, name string, args []strin
 	}
 	defer closeDB()
 	d, err := op(ctx, pos[0], *stage)
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	switch {
-	case errors.Is(err, orders.ErrDeadLetterNotFound):
+	case errors.Is(err, deadletters.ErrNotFound):
 		return fmt.Errorf("no %s dead letter for order %q", *stage, pos[0])
 	case errors.As(err, &inv):
 		return usagef("%s", inv.Msg)
@@ -150,29 +151,29 @@ func oneLetter(ctx context.Context, dc *deadLetterCtx, name string, args []strin
 }
 
 func deadLetterShow(ctx context.Context, dc *deadLetterCtx, args []string) error {
-	return oneLetter(ctx, dc, "show", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
+	return oneLetter(ctx, dc, "show", args, func(ctx context.Context, no, stage string) (*deadletters.Letter, error) {
 		return dc.view.Get(ctx, no, stage)
 	})
 }
 
 func deadLetterRequeue(ctx context.Context, dc *deadLetterCtx, args []string) error {
 	if !hasFlag(args, "status") {
-		return oneLetter(ctx, dc, "requeue", args, func(ctx context.Context, no, stage string) (*orders.DeadLetter, error) {
+		return oneLetter(ctx, dc, "requeue", args, func(ctx context.Context, no, stage string) (*deadletters.Letter, error) {
 			return dc.view.Requeue(ctx, no, stage)
 		})
 	}
 	fs := newFlagSet(dc.env, "deadletter requeue")
 	status := fs.String("status", "", "requeue every letter in this status: parked or waiting")
-	stage := fs.String("stage", orders.StageClose, "the letters' stage")
+	stage := fs.String("stage", deadletters.StageClose, "the letters' stage")
 	errorLike := fs.String("error-like", "", "only letters whose last error contains TEXT (% and _ are wildcards)")
 	since := fs.String("since", "", "only letters changed at or after TIME (2006-01-02 15:04:05, database wall clock) or DURATION ago (90m, 6h, 7d)")
 	dryRun := fs.Bool("dry-run", false, "count the letters, move none")
 	if _, err := dc.parse(fs, args, 0); err != nil {
 		return err
 	}
-	f := orders.RequeueFilter{Status: strings.ToLower(*status), Stage: *stage, ErrorLike: *errorLike, DryRun: *dryRun}
+	f := deadletters.RequeueFilter{Status: strings.ToLower(*status), Stage: *stage, ErrorLike: *errorLike, DryRun: *dryRun}
 	var err error
-	if f.Since, f.SinceAgo, err = orders.ParseSince(*since); err != nil {
+	if f.Since, f.SinceAgo, err = deadletters.ParseSince(*since); err != nil {
 		return usagef("-%v", err)
 	}
 	closeDB, err := dc.open(ctx)
@@ -181,7 +182,7 @@ func deadLetterRequeue(ctx context.Context, dc *deadLetterCtx, args []string) er
 	}
 	defer closeDB()
 	res, err := dc.view.RequeueMatching(ctx, f)
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	if errors.As(err, &inv) {
 		return usagef("-%s: %s", flagName(inv.Field), inv.Msg)
 	}

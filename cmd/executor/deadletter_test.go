@@ -14,7 +14,7 @@ import (
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
 )
 
 // deadLetterWorld is a database with letters in every status and the
@@ -46,7 +46,7 @@ func TestDeadLetterCLI(t *testing.T) {
 
 	code, out, errOut = runCLI(t, env, "deadletter", "list", "-status", "PARKED", "-json")
 	require.Equal(t, 0, code, errOut)
-	var list orders.DeadLetterList
+	var list deadletters.Listing
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
 	require.Len(t, list.DeadLetters, 1)
 	require.Equal(t, "P-1", list.DeadLetters[0].OrderNo)
@@ -64,9 +64,9 @@ func TestDeadLetterCLI(t *testing.T) {
 
 	code, out, errOut = runCLI(t, env, "deadletter", "requeue", "P-1", "-json")
 	require.Equal(t, 0, code, errOut)
-	var dl orders.DeadLetter
+	var dl deadletters.Letter
 	require.NoError(t, json.Unmarshal([]byte(out), &dl))
-	require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+	require.Equal(t, deadletters.Waiting, dl.Status)
 	require.Equal(t, 8, dl.Attempts)
 	var due int
 	require.NoError(t, db.Get(&due, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = 'P-1' AND status = 'waiting' AND next_retry_at <= NOW(3)`))
@@ -94,7 +94,7 @@ func TestDeadLetterCLIBulkRequeue(t *testing.T) {
 	require.Equal(t, "dry run: 1 letter(s) match; none moved\n", out)
 	code, out, errOut = runCLI(t, env, "deadletter", "requeue", "-status", "parked", "-since", "2h", "-json")
 	require.Equal(t, 0, code, errOut)
-	var res orders.RequeueResult
+	var res deadletters.RequeueResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.Equal(t, 1, res.Matched)
 	require.Equal(t, 1, res.Requeued)
@@ -133,7 +133,7 @@ func TestDeadLetterCLIBadInput(t *testing.T) {
 func TestDeadLetterAPIMounted(t *testing.T) {
 	db, _ := deadLetterWorld(t)
 	srv := api.New(api.Config{Addr: "127.0.0.1:0", Token: "s3cret"})
-	srv.MountDeadLetters(orders.NewDeadLetters(db.DB))
+	srv.MountDeadLetters(deadletters.New(db.DB))
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	get := func(method, path, token string) (int, string) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 func init() {
@@ -66,7 +67,7 @@ func outboxList(ctx context.Context, oc *outboxCtx, args []string) error {
 	status := fs.String("status", "", "only this status: pending, parked or done")
 	typ := fs.String("type", "", "only this event type: stock.release or coupon.restore")
 	order := fs.String("order", "", "only this order's events")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most events shown (1-%d)", orders.MaxListLimit))
+	limit := fs.Int("limit", 50, fmt.Sprintf("most events shown (1-%d)", oplist.MaxListLimit))
 	before := fs.Int64("before", 0, "page: events with id below this")
 	if _, err := oc.parse(fs, args, 0); err != nil {
 		return err
@@ -78,7 +79,7 @@ func outboxList(ctx context.Context, oc *outboxCtx, args []string) error {
 	defer closeDB()
 	l, err := oc.view.List(ctx, orders.OutboxFilter{Status: strings.ToLower(*status), EventType: *typ, OrderNo: *order,
 		Limit: *limit, BeforeID: *before})
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	if errors.As(err, &inv) {
 		return usagef("-%s: %s", inv.Field, inv.Msg)
 	}

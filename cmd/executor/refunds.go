@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 func init() {
@@ -71,7 +72,7 @@ func refundList(ctx context.Context, rc *refundCtx, args []string) error {
 	fs := newFlagSet(rc.env, "refunds list")
 	status := fs.String("status", "", "only this refund status: owed or refunded")
 	order := fs.String("order", "", "only this order's payments")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most rows shown (1-%d)", orders.MaxListLimit))
+	limit := fs.Int("limit", 50, fmt.Sprintf("most rows shown (1-%d)", oplist.MaxListLimit))
 	before := fs.Int64("before", 0, "page: rows with id below this")
 	if _, err := rc.parse(fs, args, 0); err != nil {
 		return err
@@ -83,7 +84,7 @@ func refundList(ctx context.Context, rc *refundCtx, args []string) error {
 	}
 	defer closeDB()
 	l, err := rc.view.List(ctx, f)
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	if errors.As(err, &inv) {
 		return usagef("-%s: %s", inv.Field, inv.Msg)
 	}
@@ -140,7 +141,7 @@ func oneConflict(ctx context.Context, rc *refundCtx, fs *flag.FlagSet, args []st
 	}
 	defer closeDB()
 	p, err := op(ctx, pos[0])
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	switch {
 	case errors.Is(err, orders.ErrRefundNotFound):
 		return fmt.Errorf("no payment conflict with payment id %q", pos[0])

@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -122,7 +123,7 @@ func serveParts(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, svc
 		}
 		apiSrv.HandlePublic("GET /metrics", m.Handler())
 		apiSrv.MountDelayTasks(svc.delay.Client())
-		apiSrv.MountDeadLetters(orders.NewDeadLetters(svc.db))
+		apiSrv.MountDeadLetters(deadletters.New(svc.db))
 		apiSrv.MountOutbox(orders.NewOutbox(svc.db))
 		apiSrv.MountRefunds(orders.NewRefunds(svc.db))
 		if err := mountConsole(apiSrv, cfg, svc, logger); err != nil {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // The operator console: server-rendered pages under /console/ on the API
@@ -64,7 +66,7 @@ type Console struct {
 	log      *slog.Logger
 	pages    map[string]*template.Template
 	sessions *sessions // nil when the console is off
-	letters  *orders.DeadLetters
+	letters  *deadletters.Ops
 	outbox   *orders.Outbox
 	refunds  *orders.Refunds
 	inspect  *orders.Inspector
@@ -102,7 +104,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		letters: orders.NewDeadLetters(cfg.DB), outbox: orders.NewOutbox(cfg.DB), refunds: orders.NewRefunds(cfg.DB), inspect: orders.NewInspector(cfg.DB, cfg.Mode),
+		letters: deadletters.New(cfg.DB), outbox: orders.NewOutbox(cfg.DB), refunds: orders.NewRefunds(cfg.DB), inspect: orders.NewInspector(cfg.DB, cfg.Mode),
 		runs: orders.NewCloseRuns(cfg.DB)}
 	var err error
 	if c.pages, err = parsePages(); err != nil {
@@ -250,17 +252,17 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, op *session, stat
 // input, 404 for what does not exist, 409 for a state that refuses the
 // action, 500 (logged) otherwise.
 func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, err error) {
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	var dinv *delay.InvalidError
 	switch {
 	case errors.As(err, &inv):
 		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", inv.Field, inv.Msg))
 	case errors.As(err, &dinv):
 		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", dinv.Field, dinv.Msg))
-	case errors.Is(err, orders.ErrDeadLetterNotFound), errors.Is(err, orders.ErrOrderNotFound), errors.Is(err, delay.ErrNotFound),
+	case errors.Is(err, deadletters.ErrNotFound), errors.Is(err, orders.ErrOrderNotFound), errors.Is(err, delay.ErrNotFound),
 		errors.Is(err, orders.ErrOutboxEventNotFound), errors.Is(err, orders.ErrRefundNotFound):
 		c.fail(w, r, op, http.StatusNotFound, err.Error())
-	case errors.Is(err, orders.ErrDeadLetterResolved), errors.Is(err, delay.ErrConflict),
+	case errors.Is(err, deadletters.ErrResolved), errors.Is(err, delay.ErrConflict),
 		errors.Is(err, orders.ErrOutboxNotParked), errors.Is(err, orders.ErrRefundDone):
 		c.fail(w, r, op, http.StatusConflict, err.Error())
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/delay"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // The console's actions. Each is a POST: without confirm=yes it answers
@@ -55,17 +56,17 @@ func (c *Console) done(w http.ResponseWriter, r *http.Request, op *session, d do
 
 // letterChanges lists the fields of a letter that differ between before
 // and after.
-func letterChanges(before, after *orders.DeadLetter) []change {
+func letterChanges(before, after *deadletters.Letter) []change {
 	return changes(
 		change{"status", before.Status, after.Status},
 		change{"status reason", before.StatusReason, after.StatusReason},
-		change{"next retry at", before.NextRetryAt.Format(orders.WallTimeLayout), after.NextRetryAt.Format(orders.WallTimeLayout)},
+		change{"next retry at", before.NextRetryAt.Format(oplist.WallTimeLayout), after.NextRetryAt.Format(oplist.WallTimeLayout)},
 		change{"attempts", strconv.Itoa(before.Attempts), strconv.Itoa(after.Attempts)})
 }
 
 func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *session) {
 	id, err := pathID(r, "id")
-	var before *orders.DeadLetter
+	var before *deadletters.Letter
 	if err == nil {
 		before, err = c.letters.GetByID(r.Context(), id)
 	}
@@ -92,10 +93,10 @@ func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *
 }
 
 func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Request, op *session) {
-	f := orders.RequeueFilter{Status: strings.ToLower(r.PostFormValue("status")), Stage: r.PostFormValue("stage"),
+	f := deadletters.RequeueFilter{Status: strings.ToLower(r.PostFormValue("status")), Stage: r.PostFormValue("stage"),
 		ErrorLike: r.PostFormValue("error")}
 	var err error
-	if f.Since, f.SinceAgo, err = orders.ParseSince(r.PostFormValue("since")); err != nil {
+	if f.Since, f.SinceAgo, err = deadletters.ParseSince(r.PostFormValue("since")); err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
@@ -132,7 +133,7 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 }
 
 // describeRequeue says which letters a bulk requeue selects.
-func describeRequeue(f orders.RequeueFilter, res orders.RequeueResult) string {
+func describeRequeue(f deadletters.RequeueFilter, res deadletters.RequeueResult) string {
 	s := fmt.Sprintf("%d letter(s) in status %s", res.Matched, f.Status)
 	if f.Stage != "" {
 		s += ", stage " + f.Stage
@@ -156,7 +157,7 @@ func taskChanges(before, after *delay.Task) []change {
 }
 
 // utcText renders a UTC time of the delayed-task and outbox tables.
-func utcText(t time.Time) string { return t.UTC().Format(orders.WallTimeLayout) + " UTC" }
+func utcText(t time.Time) string { return t.UTC().Format(oplist.WallTimeLayout) + " UTC" }
 
 func (c *Console) taskRequeue(w http.ResponseWriter, r *http.Request, op *session) {
 	c.taskAction(w, r, op, "requeue", "status FAILED → PENDING with a fresh set of retries, due now", c.cfg.Tasks.Requeue)

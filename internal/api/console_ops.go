@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // The console's pages and actions over the outbox (parked events) and
@@ -21,7 +22,7 @@ func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session
 		return
 	}
 	f := orders.OutboxQuery{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
-	f.After, err = orders.ParseCursor(q.Get("after"))
+	f.After, err = oplist.ParseCursor(q.Get("after"))
 	var p orders.OutboxPage
 	if err == nil {
 		p, err = c.outbox.Page(r.Context(), f)
@@ -95,7 +96,7 @@ func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session
 		return
 	}
 	f := orders.RefundQuery{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo")}
-	f.After, err = orders.ParseCursor(q.Get("after"))
+	f.After, err = oplist.ParseCursor(q.Get("after"))
 	var p orders.RefundPage
 	if err == nil {
 		p, err = c.refunds.Page(r.Context(), f)
@@ -153,7 +154,7 @@ func (c *Console) refundMark(w http.ResponseWriter, r *http.Request, op *session
 	}
 	refundedAt := ""
 	if after.RefundedAt != nil {
-		refundedAt = after.RefundedAt.Format(orders.WallTimeLayout)
+		refundedAt = after.RefundedAt.Format(oplist.WallTimeLayout)
 	}
 	c.done(w, r, op, doneData{Action: "recorded the refund of payment " + id,
 		Summary: fmt.Sprintf("Payment %s of order %s is refunded, recorded by %s.", id, after.OrderNo, after.RefundedBy),

@@ -13,6 +13,8 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/keyset"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // The console's read-only pages: the overview, the lists and the details.
@@ -127,9 +129,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 	if n, err := c.inspect.DeadLetterCounts(ctx); note("dead letters", err) {
 		link := func(st string) string { return consolePath + "dead-letters?status=" + st }
 		d.Cards = append(d.Cards, card{"Dead letters", []figure{
-			{"parked (need a person)", capped(n[orders.DeadLetterParked]), link("parked"), attention(n[orders.DeadLetterParked], "bad")},
-			{"waiting for a retry", capped(n[orders.DeadLetterWaiting]), link("waiting"), attention(n[orders.DeadLetterWaiting], "warn")},
-			{"resolved", capped(n[orders.DeadLetterResolved]), link("resolved"), ""},
+			{"parked (need a person)", capped(n[deadletters.Parked]), link("parked"), attention(n[deadletters.Parked], "bad")},
+			{"waiting for a retry", capped(n[deadletters.Waiting]), link("waiting"), attention(n[deadletters.Waiting], "warn")},
+			{"resolved", capped(n[deadletters.Resolved]), link("resolved"), ""},
 		}})
 	}
 	if o, err := c.refunds.Owed(ctx); note("refunds owed", err) {
@@ -211,7 +213,7 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 // sinceParam reads a time-range bound: a database wall-clock time or a
 // duration back from now.
 func sinceParam(q url.Values, field string, now time.Time) (time.Time, error) {
-	at, ago, err := orders.ParseSince(q.Get(field))
+	at, ago, err := deadletters.ParseSince(q.Get(field))
 	if err != nil {
 		return time.Time{}, invalidInput(field, "%s %q is neither a time (2006-01-02 15:04) nor a duration (90m, 6h, 7d)", field, q.Get(field))
 	}
@@ -256,7 +258,7 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 		c.failErr(w, r, op, err)
 		return
 	}
-	f := orders.DeadLetterQuery{Status: strings.ToLower(q.Get("status")), Stage: q.Get("stage"), ErrorLike: q.Get("error")}
+	f := deadletters.Query{Status: strings.ToLower(q.Get("status")), Stage: q.Get("stage"), ErrorLike: q.Get("error")}
 	now, err := c.inspect.Now(r.Context())
 	if err == nil {
 		f.Since, err = sinceParam(q, "since", now)
@@ -265,9 +267,9 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 		f.Until, err = sinceParam(q, "until", now)
 	}
 	if err == nil {
-		f.After, err = orders.ParseCursor(q.Get("after"))
+		f.After, err = oplist.ParseCursor(q.Get("after"))
 	}
-	var p orders.DeadLetterPage
+	var p deadletters.Page
 	if err == nil {
 		p, err = c.letters.Page(r.Context(), f)
 	}
@@ -276,20 +278,20 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 		return
 	}
 	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Letters,
-		Bulk: (f.Status == orders.DeadLetterParked || f.Status == orders.DeadLetterWaiting) && f.Until.IsZero()}
+		Bulk: (f.Status == deadletters.Parked || f.Status == deadletters.Waiting) && f.Until.IsZero()}
 	d.Next, d.First = pageLinks(consolePath+"dead-letters", q, p.Next)
 	c.render(w, r, http.StatusOK, "deadletters", op, pageData{Title: "Dead letters", Nav: "dead-letters", Data: d})
 }
 
 // deadLetterData is a dead letter's page: the letter and its order.
 type deadLetterData struct {
-	Letter *orders.DeadLetter
+	Letter *deadletters.Letter
 	Order  *orders.OrderDetail // nil when the order is gone
 }
 
 func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *session) {
 	id, err := pathID(r, "id")
-	var dl *orders.DeadLetter
+	var dl *deadletters.Letter
 	if err == nil {
 		dl, err = c.letters.GetByID(r.Context(), id)
 	}
@@ -334,7 +336,7 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 		f.Since, err = sinceParam(q, "since", now)
 	}
 	if err == nil {
-		f.After, err = orders.ParseCursor(q.Get("after"))
+		f.After, err = oplist.ParseCursor(q.Get("after"))
 	}
 	var p orders.FlagPage
 	if err == nil {
@@ -355,18 +357,18 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {
 		c.failErr(w, r, op, err)
 		return
 	}
-	cur, err := orders.ParseCursor(q.Get("after"))
+	cur, err := oplist.ParseCursor(q.Get("after"))
 	var runs []orders.CloseRun
 	if err == nil {
-		runs, err = c.runs.Recent(r.Context(), cur.ID, orders.DefaultPageLimit+1)
+		runs, err = c.runs.Recent(r.Context(), cur.ID, oplist.DefaultPageLimit+1)
 	}
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
 	var next keyset.Cursor
-	if len(runs) > orders.DefaultPageLimit {
-		runs = runs[:orders.DefaultPageLimit]
+	if len(runs) > oplist.DefaultPageLimit {
+		runs = runs[:oplist.DefaultPageLimit]
 		next = keyset.Cursor{ID: runs[len(runs)-1].ID}
 	}
 	d := listData{Filter: q, Rows: runs, Examined: len(runs)}
@@ -382,7 +384,7 @@ func (c *Console) taskList(w http.ResponseWriter, r *http.Request, op *session) 
 	}
 	f := delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler"),
 		BizUUID: q.Get("bizUuid"), TraceID: q.Get("traceId")}
-	f.After, err = orders.ParseCursor(q.Get("after"))
+	f.After, err = oplist.ParseCursor(q.Get("after"))
 	var p delay.TaskPage
 	if err == nil {
 		p, err = c.cfg.Tasks.Page(r.Context(), f)

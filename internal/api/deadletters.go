@@ -8,12 +8,13 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
-// deadLetterAPI serves the dead letters (orders.DeadLetters) as JSON.
+// deadLetterAPI serves the dead letters (deadletters.Ops) as JSON.
 type deadLetterAPI struct {
-	d   *orders.DeadLetters
+	d   *deadletters.Ops
 	log *slog.Logger
 }
 
@@ -24,7 +25,7 @@ type deadLetterAPI struct {
 //	POST /api/dead-letters/{orderNo}/requeue?stage=        parked or waiting → waiting, due now
 //	POST /api/dead-letters/requeue?status=&errorLike=&since=&stage=&dryRun=
 //	                                                        every matching letter (RequeueMatching)
-func (s *Server) MountDeadLetters(d *orders.DeadLetters) {
+func (s *Server) MountDeadLetters(d *deadletters.Ops) {
 	a := &deadLetterAPI{d: d, log: s.base.With("component", "api.dead_letters")}
 	s.Handle("GET /api/dead-letters", http.HandlerFunc(a.list))
 	s.Handle("GET /api/dead-letters/{orderNo}", http.HandlerFunc(a.get))
@@ -35,20 +36,20 @@ func (s *Server) MountDeadLetters(d *orders.DeadLetters) {
 // deadLetterError is every error answer: what is wrong, with which input,
 // and the letter when there is one (a conflict).
 type deadLetterError struct {
-	Error      string             `json:"error"`
-	Field      string             `json:"field,omitempty"`
-	DeadLetter *orders.DeadLetter `json:"deadLetter,omitempty"`
+	Error      string              `json:"error"`
+	Field      string              `json:"field,omitempty"`
+	DeadLetter *deadletters.Letter `json:"deadLetter,omitempty"`
 }
 
-func (a *deadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *orders.DeadLetter, err error) {
-	var inv *orders.InvalidInputError
+func (a *deadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *deadletters.Letter, err error) {
+	var inv *oplist.InvalidInputError
 	switch {
 	case errors.As(err, &inv):
 		WriteJSON(w, http.StatusBadRequest, deadLetterError{Error: inv.Msg, Field: inv.Field})
-	case errors.Is(err, orders.ErrDeadLetterNotFound):
+	case errors.Is(err, deadletters.ErrNotFound):
 		WriteJSON(w, http.StatusNotFound, deadLetterError{Error: fmt.Sprintf("no %s dead letter for order %q",
 			letterStage(r), r.PathValue("orderNo")), Field: "orderNo"})
-	case errors.Is(err, orders.ErrDeadLetterResolved):
+	case errors.Is(err, deadletters.ErrResolved):
 		WriteJSON(w, http.StatusConflict, deadLetterError{Error: err.Error(), DeadLetter: dl})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
@@ -61,14 +62,14 @@ func (a *deadLetterAPI) fail(w http.ResponseWriter, r *http.Request, dl *orders.
 // invalidInput is an operator input error naming its field, as the domain
 // packages report theirs.
 func invalidInput(field, format string, args ...any) error {
-	return &orders.InvalidInputError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &oplist.InvalidInputError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func letterStage(r *http.Request) string {
 	if s := r.URL.Query().Get("stage"); s != "" {
 		return s
 	}
-	return orders.StageClose
+	return deadletters.StageClose
 }
 
 // onlyQueryParams refuses query parameters other than allowed, so a typo is an
@@ -93,7 +94,7 @@ func (a *deadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := orders.DeadLetterFilter{Status: q.Get("status"), Stage: q.Get("stage")}
+	f := deadletters.Filter{Status: q.Get("status"), Stage: q.Get("stage")}
 	if v := q.Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -115,7 +116,7 @@ func (a *deadLetterAPI) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, nil, err)
 		return
 	}
-	ans := orders.DeadLetterList{DeadLetters: dls}
+	ans := deadletters.Listing{DeadLetters: dls}
 	if f.Limit == 0 {
 		f.Limit = 50
 	}
@@ -156,9 +157,9 @@ func (a *deadLetterAPI) requeueMatching(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	q := r.URL.Query()
-	f := orders.RequeueFilter{Status: q.Get("status"), Stage: q.Get("stage"), ErrorLike: q.Get("errorLike")}
+	f := deadletters.RequeueFilter{Status: q.Get("status"), Stage: q.Get("stage"), ErrorLike: q.Get("errorLike")}
 	var err error
-	if f.Since, f.SinceAgo, err = orders.ParseSince(q.Get("since")); err != nil {
+	if f.Since, f.SinceAgo, err = deadletters.ParseSince(q.Get("since")); err != nil {
 		a.fail(w, r, nil, err)
 		return
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
 )
 
 // letterWorld plants letters in every status (ids ascending in this order).
-func letterWorld(t *testing.T) *orders.DeadLetters {
+func letterWorld(t *testing.T) *deadletters.Ops {
 	t.Helper()
 	db := dbtest.New(t)
 	_, err := db.ExecContext(context.Background(), `INSERT INTO order_dead_letter
@@ -27,7 +27,7 @@ func letterWorld(t *testing.T) *orders.DeadLetters {
 		('W-2', 'close', 'waiting', '', 'close order W-2: coupon 9 is status 2', 1, NOW(3) + INTERVAL 5 MINUTE),
 		('W-1', 'payment', 'waiting', '', 'trade close timed out', 1, NOW(3))`)
 	require.NoError(t, err)
-	return orders.NewDeadLetters(db.DB)
+	return deadletters.New(db.DB)
 }
 
 // The HTTP API over the same letters: list with filters and paging, one

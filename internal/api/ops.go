@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // This file holds what the operator APIs of the outbox and the refunds
@@ -28,7 +28,7 @@ type opsError struct {
 // 409 (with subject) for conflict, nothing when the client went away, 500
 // otherwise (logged).
 func opsFail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, notFound, conflict error, subject any) {
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	switch {
 	case errors.As(err, &inv):
 		WriteJSON(w, http.StatusBadRequest, opsError{Error: inv.Msg, Field: inv.Field})

@@ -1,4 +1,4 @@
-package orders
+package deadletters
 
 import (
 	"context"
@@ -7,13 +7,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // RequeueFilter selects the letters a bulk requeue moves back to waiting.
 // Status is required, so the selection is always a range of one status of
 // idx_status_updated; the error text only narrows that range.
 type RequeueFilter struct {
-	// Status is DeadLetterParked or DeadLetterWaiting (resolved letters
+	// Status is Parked or Waiting (resolved letters
 	// cannot be requeued). Required.
 	Status string
 	// Stage of the letters; "" means StageClose.
@@ -63,40 +66,40 @@ const requeuePage = 1000
 // at a time, each statement repeating the filter, so a letter resolved or
 // changed in between is left alone. The CLI (`executor deadletter requeue
 // -status ...`) and the API (POST /api/dead-letters/requeue) both call it.
-func (d *DeadLetters) RequeueMatching(ctx context.Context, f RequeueFilter) (RequeueResult, error) {
+func (d *Ops) RequeueMatching(ctx context.Context, f RequeueFilter) (RequeueResult, error) {
 	res := RequeueResult{DryRun: f.DryRun}
-	if f.Status != DeadLetterParked && f.Status != DeadLetterWaiting {
-		return res, invalidInput("status", "status %q: a bulk requeue needs status parked or waiting", f.Status)
+	if f.Status != Parked && f.Status != Waiting {
+		return res, oplist.Invalid("status", "status %q: a bulk requeue needs status parked or waiting", f.Status)
 	}
 	if f.Stage == "" {
 		f.Stage = StageClose
 	}
 	if len(f.Stage) > maxLetterStageLen {
-		return res, invalidInput("stage", "stage must be at most %d bytes", maxLetterStageLen)
+		return res, oplist.Invalid("stage", "stage must be at most %d bytes", maxLetterStageLen)
 	}
 	if len(f.ErrorLike) > maxErrorLikeLen {
-		return res, invalidInput("errorLike", "error text must be at most %d bytes", maxErrorLikeLen)
+		return res, oplist.Invalid("errorLike", "error text must be at most %d bytes", maxErrorLikeLen)
 	}
 	switch {
 	case f.SinceAgo < 0:
-		return res, invalidInput("since", "since %v is negative", f.SinceAgo)
+		return res, oplist.Invalid("since", "since %v is negative", f.SinceAgo)
 	case f.SinceAgo > 0 && !f.Since.IsZero():
-		return res, invalidInput("since", "give a time or a duration ago, not both")
+		return res, oplist.Invalid("since", "give a time or a duration ago, not both")
 	case f.SinceAgo > 0:
-		now, err := d.store.dbNow(ctx, d.db)
+		now, err := sqlexec.Now(ctx, d.db)
 		if err != nil {
 			return res, err
 		}
 		f.Since = now.Add(-f.SinceAgo)
 	}
 	if f.Since.IsZero() {
-		f.Since = firstCursor.CreateTime
+		f.Since = sqlexec.Earliest
 	} else {
-		res.Since = f.Since.Format(WallTimeLayout)
+		res.Since = f.Since.Format(oplist.WallTimeLayout)
 	}
 
 	var ids []int64
-	after := letterKey{UpdatedAt: firstCursor.CreateTime, ID: -1}
+	after := letterKey{UpdatedAt: sqlexec.Earliest, ID: -1}
 	for {
 		rows, err := d.store.matchLetters(ctx, d.db, f, after, requeuePage)
 		if err != nil {
@@ -141,17 +144,17 @@ func ParseSince(s string) (time.Time, time.Duration, error) {
 	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return time.Time{}, 0, invalidInput("since", "since %q is not a positive duration", s)
+			return time.Time{}, 0, oplist.Invalid("since", "since %q is not a positive duration", s)
 		}
 		return time.Time{}, d, nil
 	}
 	for _, layout := range []string{"2006-01-02 15:04:05.000", "2006-01-02 15:04:05", "2006-01-02 15:04",
-		WallTimeLayout, "2006-01-02T15:04:05", "2006-01-02T15:04", time.DateOnly} {
+		oplist.WallTimeLayout, "2006-01-02T15:04:05", "2006-01-02T15:04", time.DateOnly} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t, 0, nil
 		}
 	}
-	return time.Time{}, 0, invalidInput("since", "since %q is neither a time (2006-01-02 15:04:05, 2006-01-02) nor a duration (90m, 6h, 7d)", s)
+	return time.Time{}, 0, oplist.Invalid("since", "since %q is neither a time (2006-01-02 15:04:05, 2006-01-02) nor a duration (90m, 6h, 7d)", s)
 }
 
 // String renders the result as the CLI prints it.

@@ -1,4 +1,4 @@
-package orders_test
+package deadletters_test
 
 import (
 	"encoding/json"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // letterWorld plants letters in every status (ids ascending in this order).
-func letterWorld(t *testing.T, b *testBundle) *orders.DeadLetters {
+func letterWorld(t *testing.T, b *testBundle) *deadletters.Ops {
 	t.Helper()
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter
 		(order_no, stage, status, status_reason, last_error, attempts, next_retry_at) VALUES
@@ -23,7 +24,7 @@ func letterWorld(t *testing.T, b *testBundle) *orders.DeadLetters {
 		('W-2', 'close', 'waiting', '', 'close order W-2: coupon 9 is status 2', 1, NOW(3) + INTERVAL 5 MINUTE),
 		('W-1', 'payment', 'waiting', '', 'trade close timed out', 1, NOW(3))`)
 	require.NoError(t, err)
-	return orders.NewDeadLetters(b.db.DB)
+	return deadletters.New(b.db.DB)
 }
 
 func TestDeadLettersListGetRequeue(t *testing.T) {
@@ -31,39 +32,39 @@ func TestDeadLettersListGetRequeue(t *testing.T) {
 	b := setup(t)
 	d := letterWorld(t, b)
 
-	all, err := d.List(b.ctx, orders.DeadLetterFilter{})
+	all, err := d.List(b.ctx, deadletters.Filter{})
 	require.NoError(t, err)
 	require.Len(t, all, 5)
 	require.Equal(t, "W-1", all[0].OrderNo, "newest first")
 	require.Equal(t, "payment", all[0].Stage)
 
-	waiting, err := d.List(b.ctx, orders.DeadLetterFilter{Status: orders.DeadLetterWaiting, Stage: orders.StageClose})
+	waiting, err := d.List(b.ctx, deadletters.Filter{Status: deadletters.Waiting, Stage: deadletters.StageClose})
 	require.NoError(t, err)
 	require.Equal(t, []string{"W-2", "W-1"}, letterNos(waiting))
 
-	page, err := d.List(b.ctx, orders.DeadLetterFilter{Limit: 2})
+	page, err := d.List(b.ctx, deadletters.Filter{Limit: 2})
 	require.NoError(t, err)
 	require.Len(t, page, 2)
-	next, err := d.List(b.ctx, orders.DeadLetterFilter{Limit: 2, BeforeID: page[1].ID})
+	next, err := d.List(b.ctx, deadletters.Filter{Limit: 2, BeforeID: page[1].ID})
 	require.NoError(t, err)
 	require.Equal(t, []string{"R-1", "P-1"}, letterNos(next))
 
 	dl, err := d.Get(b.ctx, "P-1", "")
 	require.NoError(t, err)
-	require.Equal(t, orders.DeadLetterParked, dl.Status)
+	require.Equal(t, deadletters.Parked, dl.Status)
 	require.Equal(t, 8, dl.Attempts)
 	require.Contains(t, dl.StatusReason, "parked after 8")
 	dl, err = d.Get(b.ctx, "W-1", "payment")
 	require.NoError(t, err)
 	require.Equal(t, "trade close timed out", dl.LastError)
 	_, err = d.Get(b.ctx, "NOPE", "")
-	require.ErrorIs(t, err, orders.ErrDeadLetterNotFound)
+	require.ErrorIs(t, err, deadletters.ErrNotFound)
 
 	// Requeue: parked → waiting, due now; attempts and the error kept.
 	now := b.dbNow(t)
 	dl, err = d.Requeue(b.ctx, "P-1", "close")
 	require.NoError(t, err)
-	require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+	require.Equal(t, deadletters.Waiting, dl.Status)
 	require.Equal(t, 8, dl.Attempts)
 	require.Equal(t, "boom", dl.LastError)
 	require.Empty(t, dl.StatusReason)
@@ -72,31 +73,31 @@ func TestDeadLettersListGetRequeue(t *testing.T) {
 	for range 2 {
 		dl, err = d.Requeue(b.ctx, "W-1", "")
 		require.NoError(t, err)
-		require.Equal(t, orders.DeadLetterWaiting, dl.Status)
+		require.Equal(t, deadletters.Waiting, dl.Status)
 		require.WithinDuration(t, now, dl.NextRetryAt, 5*time.Second)
 	}
 	dl, err = d.Requeue(b.ctx, "R-1", "")
-	require.ErrorIs(t, err, orders.ErrDeadLetterResolved)
+	require.ErrorIs(t, err, deadletters.ErrResolved)
 	require.Equal(t, "R-1", dl.OrderNo, "the conflict shows the letter")
-	require.Equal(t, orders.DeadLetterResolved, b.letters(t)["R-1"].Status)
+	require.Equal(t, deadletters.Resolved, b.statusOf(t, "R-1"))
 	_, err = d.Requeue(b.ctx, "NOPE", "")
-	require.ErrorIs(t, err, orders.ErrDeadLetterNotFound)
+	require.ErrorIs(t, err, deadletters.ErrNotFound)
 
 	// Bad input says which field.
-	for _, f := range []orders.DeadLetterFilter{{Status: "lost"}, {Limit: 1001}, {Limit: -1}, {BeforeID: -1}, {Stage: strings.Repeat("s", 33)}} {
+	for _, f := range []deadletters.Filter{{Status: "lost"}, {Limit: 1001}, {Limit: -1}, {BeforeID: -1}, {Stage: strings.Repeat("s", 33)}} {
 		_, err := d.List(b.ctx, f)
-		var inv *orders.InvalidInputError
+		var inv *oplist.InvalidInputError
 		require.True(t, errors.As(err, &inv), "%+v: %v", f, err)
 	}
 	_, err = d.Get(b.ctx, strings.Repeat("x", 65), "")
-	var inv *orders.InvalidInputError
+	var inv *oplist.InvalidInputError
 	require.True(t, errors.As(err, &inv))
 	require.Equal(t, "orderNo", inv.Field)
 	_, err = d.Requeue(b.ctx, "", "")
 	require.True(t, errors.As(err, &inv))
 }
 
-func letterNos(dls []orders.DeadLetter) []string {
+func letterNos(dls []deadletters.Letter) []string {
 	out := make([]string, len(dls))
 	for i, d := range dls {
 		out[i] = d.OrderNo
@@ -109,13 +110,13 @@ func letterNos(dls []orders.DeadLetter) []string {
 func TestDeadLetterJSON(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 10, 30, 0, 123e6, time.UTC)
-	dl := orders.DeadLetter{ID: 3, OrderNo: "A-1", Stage: "close", Status: "parked", StatusReason: "why",
+	dl := deadletters.Letter{ID: 3, OrderNo: "A-1", Stage: "close", Status: "parked", StatusReason: "why",
 		LastError: "boom", Attempts: 8, NextRetryAt: at, CreatedAt: at, UpdatedAt: at}
 	b, err := json.Marshal(dl)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":3,"orderNo":"A-1","stage":"close","status":"parked","statusReason":"why","lastError":"boom",
 		"attempts":8,"nextRetryAt":"2026-11-30T10:30:00.123","createdAt":"2026-11-30T10:30:00.123","updatedAt":"2026-11-30T10:30:00.123"}`, string(b))
-	var back orders.DeadLetter
+	var back deadletters.Letter
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, dl, back)
 }

@@ -1,4 +1,4 @@
-package orders_test
+package deadletters_test
 
 import (
 	"errors"
@@ -7,7 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // A bulk requeue moves exactly the letters its filter selects, reports how
@@ -24,19 +25,19 @@ func TestRequeueMatching(t *testing.T) {
 		('W-1', 'close', 'waiting', '', 'log 1 closes: Table ''x.order_close_log'' doesn''t exist', 2, NOW(3) + INTERVAL 1 HOUR, NOW(3)),
 		('R-1', 'close', 'resolved', 'closed', 'log 1 closes: Table ''x.order_close_log'' doesn''t exist', 1, NOW(3), NOW(3))`)
 	require.NoError(t, err)
-	d := orders.NewDeadLetters(b.db.DB)
+	d := deadletters.New(b.db.DB)
 	status := func(no, stage string) string {
 		dl, err := d.Get(b.ctx, no, stage)
 		require.NoError(t, err)
 		return dl.Status
 	}
 
-	res, err := d.RequeueMatching(b.ctx, orders.RequeueFilter{Status: "parked", ErrorLike: "order_close_log", DryRun: true})
+	res, err := d.RequeueMatching(b.ctx, deadletters.RequeueFilter{Status: "parked", ErrorLike: "order_close_log", DryRun: true})
 	require.NoError(t, err)
-	require.Equal(t, orders.RequeueResult{Matched: 2, DryRun: true}, res)
+	require.Equal(t, deadletters.RequeueResult{Matched: 2, DryRun: true}, res)
 	require.Equal(t, "parked", status("P-1", ""), "a dry run changes nothing")
 
-	res, err = d.RequeueMatching(b.ctx, orders.RequeueFilter{Status: "parked", ErrorLike: "close_log", SinceAgo: time.Hour})
+	res, err = d.RequeueMatching(b.ctx, deadletters.RequeueFilter{Status: "parked", ErrorLike: "close_log", SinceAgo: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Matched)
 	require.Equal(t, 1, res.Requeued)
@@ -51,18 +52,18 @@ func TestRequeueMatching(t *testing.T) {
 
 	// Everything parked of the close stage, by wildcard; never another
 	// stage's letters, never resolved ones.
-	res, err = d.RequeueMatching(b.ctx, orders.RequeueFilter{Status: "parked", ErrorLike: "%exist%"})
+	res, err = d.RequeueMatching(b.ctx, deadletters.RequeueFilter{Status: "parked", ErrorLike: "%exist%"})
 	require.NoError(t, err)
-	require.Equal(t, orders.RequeueResult{Matched: 1, Requeued: 1}, res)
-	res, err = d.RequeueMatching(b.ctx, orders.RequeueFilter{Status: "parked"})
+	require.Equal(t, deadletters.RequeueResult{Matched: 1, Requeued: 1}, res)
+	res, err = d.RequeueMatching(b.ctx, deadletters.RequeueFilter{Status: "parked"})
 	require.NoError(t, err)
-	require.Equal(t, orders.RequeueResult{Matched: 1, Requeued: 1}, res)
+	require.Equal(t, deadletters.RequeueResult{Matched: 1, Requeued: 1}, res)
 	require.Equal(t, "waiting", status("P-3", ""))
 	require.Equal(t, "parked", status("P-4", "payment"))
 	require.Equal(t, "resolved", status("R-1", ""))
 
 	// Waiting letters are made due now.
-	res, err = d.RequeueMatching(b.ctx, orders.RequeueFilter{Status: "waiting", ErrorLike: "order_close_log", Since: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	res, err = d.RequeueMatching(b.ctx, deadletters.RequeueFilter{Status: "waiting", ErrorLike: "order_close_log", Since: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Matched) // W-1, and P-1, P-2 requeued above
 	require.Equal(t, 3, res.Requeued)
@@ -70,12 +71,12 @@ func TestRequeueMatching(t *testing.T) {
 	require.NoError(t, err)
 	require.WithinDuration(t, b.dbNow(t), dl.NextRetryAt, 5*time.Second)
 
-	for _, f := range []orders.RequeueFilter{
+	for _, f := range []deadletters.RequeueFilter{
 		{}, {Status: "resolved"}, {Status: "parked", SinceAgo: -time.Second},
 		{Status: "parked", SinceAgo: time.Hour, Since: time.Now()}, {Status: "parked", ErrorLike: string(make([]byte, 201))},
 	} {
 		_, err := d.RequeueMatching(b.ctx, f)
-		var inv *orders.InvalidInputError
+		var inv *oplist.InvalidInputError
 		require.True(t, errors.As(err, &inv), "%+v: %v", f, err)
 	}
 }
@@ -83,7 +84,7 @@ func TestRequeueMatching(t *testing.T) {
 func TestParseSince(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]time.Duration{"90m": 90 * time.Minute, "6h": 6 * time.Hour, "7d": 7 * 24 * time.Hour} {
-		at, ago, err := orders.ParseSince(in)
+		at, ago, err := deadletters.ParseSince(in)
 		require.NoError(t, err)
 		require.True(t, at.IsZero())
 		require.Equal(t, want, ago, in)
@@ -94,13 +95,13 @@ func TestParseSince(t *testing.T) {
 		"2026-12-01":              time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 		"2026-12-01T10:00:00.250": time.Date(2026, 12, 1, 10, 0, 0, 250e6, time.UTC),
 	} {
-		at, ago, err := orders.ParseSince(in)
+		at, ago, err := deadletters.ParseSince(in)
 		require.NoError(t, err)
 		require.Zero(t, ago)
 		require.Equal(t, want, at, in)
 	}
 	for _, bad := range []string{"yesterday", "-5m", "0s", "2026-13-01"} {
-		_, _, err := orders.ParseSince(bad)
+		_, _, err := deadletters.ParseSince(bad)
 		require.Error(t, err, bad)
 	}
 }

@@ -1,0 +1,89 @@
+// Package sqlexec holds the small pieces every store over the order tables
+// runs its statements with: a transaction that rolls back on error or panic,
+// the database clock, integer lists rendered as SQL literals, text cut to a
+// column's width, and the ends of DATETIME's range that open cursors and
+// time ranges use.
+package sqlexec
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// InTx runs fn in a transaction and commits it when fn returns nil; any
+// error or panic rolls back. READ COMMITTED: every read that matters is a
+// locking read of rows by key, so the level changes no result, but it takes
+// no gap locks (REPEATABLE READ would lock index gaps next to missing dead
+// letters and inventory keys and make concurrent closes wait).
+func InTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// nowSQL reads the database clock in the session time zone, the zone
+// create_time is written in. No locks; one row.
+const nowSQL = `SELECT NOW(3)`
+
+// Now reads the database clock: the one referee of "due" that every
+// executor and the order service share.
+func Now(ctx context.Context, q sqlx.QueryerContext) (time.Time, error) {
+	var now time.Time
+	if err := sqlx.GetContext(ctx, q, &now, nowSQL); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return now, nil
+}
+
+// IntList renders ids as a comma-separated literal list for an IN (...).
+// They are int64 values, so they cannot carry anything but digits, and a
+// page of 500 orders would otherwise bind thousands of placeholders.
+func IntList(ids []int64) string {
+	b := make([]byte, 0, len(ids)*8)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(b)
+}
+
+// Truncate cuts s to at most n characters (runes: the columns are utf8mb4),
+// ending a cut text with "...".
+func Truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-3]) + "..."
+}
+
+// Earliest and Latest are the ends of DATETIME's range: the start of a
+// cursor that walks up, and the open end of a time range or of a cursor
+// that walks down.
+var (
+	Earliest = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+	Latest   = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+)

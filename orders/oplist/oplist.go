@@ -1,0 +1,133 @@
+// Package oplist holds what the operators' lists over the order tables
+// share (dead letters, outbox events, refunds owed, close runs, flags): the
+// error they return for input that cannot be used, page limits, cursors and
+// the search window a page with row filters reads at most (over
+// internal/keyset), and the layout their wall-clock times are shown in.
+package oplist
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/orderjob/executor/internal/keyset"
+)
+
+// InvalidInputError is an operator input that cannot be used; Field names it.
+type InvalidInputError struct {
+	Field string
+	Msg   string
+}
+
+func (e *InvalidInputError) Error() string { return e.Msg }
+
+// Invalid returns an *InvalidInputError for field.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidInputError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// WallTimeLayout renders the lists' times: ISO 8601 without a zone, since
+// they are wall-clock values of the database session's zone (see package
+// orders on time zones).
+const WallTimeLayout = "2006-01-02T15:04:05.000"
+
+// MaxOrderNoLen is order_no's width in every order table.
+const MaxOrderNoLen = 64
+
+// MaxListLimit caps the limit of the lists paged by id (CheckPage).
+const MaxListLimit = 1000
+
+// CheckPage fills the default page size (50) and checks a list's limit and
+// before id.
+func CheckPage(limit *int, before int64) error {
+	if *limit == 0 {
+		*limit = 50
+	}
+	if *limit < 1 || *limit > MaxListLimit {
+		return Invalid("limit", "limit %d is not in 1..%d", *limit, MaxListLimit)
+	}
+	if before < 0 {
+		return Invalid("before", "before %d is negative", before)
+	}
+	return nil
+}
+
+// Page sizes and the search window of the console's lists.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 200
+	// SearchWindow is how many index entries a page with row filters
+	// (stage, error text, handler, ...) looks at, at most.
+	SearchWindow = 2000
+)
+
+// CheckLimit fills the default page size (DefaultPageLimit) and checks a
+// console page's limit.
+func CheckLimit(limit *int) error {
+	if *limit == 0 {
+		*limit = DefaultPageLimit
+	}
+	if *limit < 1 || *limit > MaxPageLimit {
+		return Invalid("limit", "limit %d is not in 1..%d", *limit, MaxPageLimit)
+	}
+	return nil
+}
+
+// Cursor is a position in an operator's list (see keyset.Cursor).
+type Cursor = keyset.Cursor
+
+// ParseCursor reads what Cursor.String writes; a bad one is an
+// *InvalidInputError naming "after".
+func ParseCursor(s string) (Cursor, error) {
+	c, err := keyset.ParseCursor(s)
+	if err != nil {
+		return c, Invalid("after", "%v", err)
+	}
+	return c, nil
+}
+
+// CheckCursorKind refuses a cursor of another list: timed lists (ordered by
+// a time column) carry the time in their cursors, the others do not.
+func CheckCursorKind(after Cursor, timed bool) error {
+	if !after.IsZero() && after.At.IsZero() == timed {
+		return Invalid("after", "after %q belongs to another list", after)
+	}
+	return nil
+}
+
+// WindowKey is one row of a search window: its key, and whether it passed
+// the row filters.
+type WindowKey struct {
+	ID  int64     `db:"id"`
+	At  time.Time `db:"at"`
+	Hit bool      `db:"hit"`
+}
+
+// PickWindow picks a page out of keys (keyset.Pick); timed says whether the
+// list's cursor carries the time column.
+func PickWindow(keys []WindowKey, limit, window int, timed bool) (ids []int64, next Cursor, examined int, full bool) {
+	hits := make([]bool, len(keys))
+	for i, k := range keys {
+		hits[i] = k.Hit
+	}
+	picked, n, full := keyset.Pick(hits, limit, window)
+	for _, i := range picked {
+		ids = append(ids, keys[i].ID)
+	}
+	if n >= 0 {
+		next = Cursor{ID: keys[n].ID}
+		if timed {
+			next.At = keys[n].At
+		}
+	}
+	return ids, next, len(keys), full
+}
+
+// InOrder sorts rows as ids lists them.
+func InOrder[T any](rows []T, ids []int64, id func(T) int64) {
+	pos := make(map[int64]int, len(ids))
+	for i, v := range ids {
+		pos[v] = i
+	}
+	slices.SortFunc(rows, func(a, b T) int { return pos[id(a)] - pos[id(b)] })
+}
