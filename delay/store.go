@@ -308,21 +308,63 @@ const rescheduleClaim = `UPDATE job_delay_task
 	    published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
 
-// lockClaimedRunning and finishDoneMany end many successful claims of
-// one claim_id in one transaction: lock the rows still RUNNING under the
-// claim (in primary-key order), then mark those DONE. A row whose claim was
-// lost is not locked, not returned, and not written.
+// finishDoneMany and lockClaimedRunning end many successful claims of one
+// claim_id in one transaction. Most often every claim of the batch still
+// holds, and finishDoneMany alone, its changed-row count equal to the
+// number of ids, says so (locks: those rows, in primary-key order). When
+// it changed fewer, some claim was lost (recovered and claimed again) and
+// the count cannot tell whose: that transaction is rolled back, and a
+// second one locks the rows still RUNNING under the claim
+// (lockClaimedRunning), learning which they are, then marks those DONE. A
+// row whose claim was lost is never written.
 const (
-	lockClaimedRunning = `SELECT id FROM job_delay_task FORCE INDEX (PRIMARY)
-	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ? ORDER BY id FOR UPDATE`
 	finishDoneMany = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
 	SET status = 'DONE', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
+	lockClaimedRunning = `SELECT id FROM job_delay_task FORCE INDEX (PRIMARY)
+	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ? ORDER BY id FOR UPDATE`
 )
 
 // storeDoneMany records DONE for the tasks of ids claimed under claimID and
 // returns those it wrote (the others' claims were lost).
 func storeDoneMany(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
+	done, err := storeDoneAll(ctx, db, ids, claimID)
+	if done != nil || err != nil {
+		return done, err
+	}
+	return storeDoneOwned(ctx, db, ids, claimID)
+}
+
+// storeDoneAll is storeDoneMany's first try: one UPDATE of every id in a
+// transaction (the session's own isolation: the rows are reached through
+// the primary key, so it locks only them), committed only when it changed
+// every row. nil, nil: it changed fewer and was rolled back.
+func storeDoneAll(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	n, err := execIn(ctx, tx, finishDoneMany, ids, claimID)
+	if err != nil {
+		return nil, fmt.Errorf("record %d tasks done: %w", len(ids), err)
+	}
+	if n != int64(len(ids)) {
+		return nil, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("record %d tasks done: commit: %w", len(ids), err)
+	}
+	done := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		done[id] = true
+	}
+	return done, nil
+}
+
+// storeDoneOwned is storeDoneMany after a lost claim: lock the rows still
+// under the claim, mark those DONE, return them.
+func storeDoneOwned(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
 	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, err
@@ -340,15 +382,12 @@ func storeDoneMany(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64)
 	if len(owned) == 0 {
 		return done, nil
 	}
-	if q, args, err = sqlx.In(finishDoneMany, owned, claimID); err != nil {
-		return nil, err
-	}
-	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	n, err := execIn(ctx, tx, finishDoneMany, owned, claimID)
 	if err != nil {
 		return nil, fmt.Errorf("record %d tasks done: %w", len(owned), err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(owned)) {
-		return nil, fmt.Errorf("record %d tasks done: %d rows changed (%v)", len(owned), n, err)
+	if n != int64(len(owned)) {
+		return nil, fmt.Errorf("record %d tasks done: %d rows changed", len(owned), n)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("record %d tasks done: commit: %w", len(owned), err)
@@ -357,6 +396,20 @@ func storeDoneMany(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64)
 		done[id] = true
 	}
 	return done, nil
+}
+
+// execIn runs an UPDATE with an id list (sqlx.In) and returns how many rows
+// it changed.
+func execIn(ctx context.Context, tx *sqlx.Tx, query string, ids []int64, claimID int64) (int64, error) {
+	q, args, err := sqlx.In(query, ids, claimID)
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func storeDone(ctx context.Context, ext sqlx.ExecerContext, t *Task) (bool, error) {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // statementProfileSQL reads what the server ran in one database, statement
@@ -28,35 +31,14 @@ func (b *closeBench) statementProfile(ctx context.Context, name string, closed i
 		return ""
 	}
 	var out strings.Builder
-	var on int
-	if err := b.dbs.admin.GetContext(ctx, &on, `SELECT @@performance_schema`); err != nil || on == 0 {
-		return "  (statement profile: performance_schema is off on this server)\n"
-	}
-	rows, err := b.dbs.admin.QueryContext(ctx, statementProfileSQL, name)
+	all, total, err := statementShapes(ctx, b.dbs.admin, name)
 	if err != nil {
 		return fmt.Sprintf("  (statement profile: %v)\n", err)
 	}
-	defer rows.Close()
-	type shape struct {
-		n                 int64
-		wait, lock        int64
-		examined, touched int64
-		text              string
-	}
-	var all []shape
-	var total int64
-	for rows.Next() {
-		var s shape
-		if err := rows.Scan(&s.n, &s.wait, &s.lock, &s.examined, &s.touched, &s.text); err != nil {
-			return fmt.Sprintf("  (statement profile: %v)\n", err)
-		}
-		all = append(all, s)
-		total += s.wait
-	}
 	pages := float64(max(1, (closed+b.f.pageSize-1)/b.f.pageSize))
 	fmt.Fprintf(&out, "  server time %.0f ms over %d statements, %.2f ms and %.1f statements per page of %d:\n",
-		float64(total)/1e9, sum(all, func(s shape) int64 { return s.n }), float64(total)/1e9/pages,
-		float64(sum(all, func(s shape) int64 { return s.n }))/pages, b.f.pageSize)
+		float64(total)/1e9, sum(all, func(s statementShape) int64 { return s.n }), float64(total)/1e9/pages,
+		float64(sum(all, func(s statementShape) int64 { return s.n }))/pages, b.f.pageSize)
 	fmt.Fprintf(&out, "  %8s %7s %8s %8s %6s %10s  %s\n", "count", "/page", "mean ms", "lock ms", "share", "rows read", "statement")
 	for _, s := range all {
 		if float64(s.wait) < 0.005*float64(total) {
@@ -70,6 +52,40 @@ func (b *closeBench) statementProfile(ctx context.Context, name string, closed i
 			float64(s.wait)/float64(s.n)/1e9, float64(s.lock)/float64(s.n)/1e9, 100*float64(s.wait)/float64(total), s.examined, text)
 	}
 	return out.String()
+}
+
+// statementShape is one row of statementProfileSQL: a statement shape's
+// count, total and lock time (ps), rows examined and rows touched.
+type statementShape struct {
+	n                 int64
+	wait, lock        int64
+	examined, touched int64
+	text              string
+}
+
+// statementShapes reads the statement shapes the server ran in database
+// name, most time first, and their total time (ps).
+func statementShapes(ctx context.Context, db *sqlx.DB, name string) ([]statementShape, int64, error) {
+	var on int
+	if err := db.GetContext(ctx, &on, `SELECT @@performance_schema`); err != nil || on == 0 {
+		return nil, 0, errors.New("performance_schema is off on this server")
+	}
+	rows, err := db.QueryContext(ctx, statementProfileSQL, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var all []statementShape
+	var total int64
+	for rows.Next() {
+		var s statementShape
+		if err := rows.Scan(&s.n, &s.wait, &s.lock, &s.examined, &s.touched, &s.text); err != nil {
+			return nil, 0, err
+		}
+		all = append(all, s)
+		total += s.wait
+	}
+	return all, total, rows.Err()
 }
 
 func sum[T any](xs []T, f func(T) int64) int64 {

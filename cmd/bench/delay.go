@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,12 +181,21 @@ type delayBenchTracker struct {
 	executeAt  []atomic.Int64 // UnixNano of the task's execute time
 	completed  []atomic.Int32
 	starts     atomic.Int64
+	firstDone  atomic.Int64 // tasks completed at least once
+	batches    func(n int)  // with -profile: told each batch call's size
 }
 
 func taskIndex(biz string) (int, bool) {
 	i := strings.LastIndexByte(biz, '-')
 	n, err := strconv.Atoi(biz[i+1:])
 	return n, err == nil
+}
+
+// complete counts a completion of task i.
+func (tr *delayBenchTracker) complete(i int) {
+	if tr.completed[i].Add(1) == 1 {
+		tr.firstDone.Add(1)
+	}
 }
 
 // wrap measures around a handler: lateness at the first start, and
@@ -203,7 +213,7 @@ func (tr *delayBenchTracker) wrap(inner delay.HandlerFunc) delay.HandlerFunc {
 		}
 		err := inner(ctx, t)
 		if err == nil {
-			tr.completed[i].Add(1)
+			tr.complete(i)
 		}
 		return err
 	}
@@ -225,13 +235,16 @@ func (tr *delayBenchTracker) wrapBatch(inner delay.BatchHandlerFunc) delay.Batch
 			idx[k] = i
 			tr.starts.Add(1)
 		}
+		if tr.batches != nil {
+			tr.batches(len(tasks))
+		}
 		errs := inner(ctx, tasks)
 		for k, i := range idx {
 			switch {
 			case i < 0:
 				errs[k] = delay.Permanent(fmt.Errorf("bench: unknown task %s", tasks[k].BizUUID))
 			case errs[k] == nil:
-				tr.completed[i].Add(1)
+				tr.complete(i)
 			}
 		}
 		return errs
@@ -252,6 +265,10 @@ type delayFlags struct {
 	timerKind, rabbitURL             string
 	republishAfter, closeAt, purgeAt time.Duration
 	prefetch                         int
+	profile                          bool   // -profile
+	cpuProfile                       string // -cpuprofile
+	registerRate                     int
+	batchSize                        int
 }
 
 // mode is how the handler gets its tasks: batch (the executor's batch
@@ -272,10 +289,12 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "how long tasks keep coming due (at each rate)")
 	fs.IntVar(&o.executors, "executors", 2, "dispatchers, each with its own database pool and Redis client")
 	fs.StringVar(&o.handler, "handler", delay.OrderTimeoutCloseHandler, "orderTimeoutClose (real close of demo orders) or noop")
-	fs.DurationVar(&o.lead, "lead", 5*time.Second, "with -register-during: how long before its execute time each task is registered; otherwise the gap between the end of registration (estimated at 5,000/s) and the first due task")
+	fs.DurationVar(&o.lead, "lead", 5*time.Second, "with -register-during: how long before its execute time each task is registered; otherwise the gap between the end of registration (estimated at -register-rate) and the first due task")
+	fs.IntVar(&o.registerRate, "register-rate", 5000, "registrations per second the gap before the first due task is planned for (all registered before the run); lower it on a busy machine, where registration that runs past the first due time makes the figures a backlog's")
 	fs.BoolVar(&o.during, "register-during", false, "register each task lead ahead of its time while others run (default: all registered before the first is due, as the demo orders are placed before)")
 	fs.IntVar(&o.workers, "workers", 8, "handler workers per dispatcher (the order close peaks at a few concurrent closes on 2 cores)")
 	fs.BoolVar(&o.single, "single", false, "orderTimeoutClose: one CloseOrder per task (the per-order handler) instead of the executor's batch handler (CloseOrders)")
+	fs.IntVar(&o.batchSize, "batch-size", 0, "dispatcher BatchSize: most tasks popped and claimed at once (0: the default)")
 	fs.IntVar(&o.handlerBatch, "handler-batch", 0, "dispatcher HandlerBatchSize: most tasks per batch handler call (0: the default, BatchSize)")
 	fs.DurationVar(&o.poll, "poll", 50*time.Millisecond, "dispatcher PollInterval")
 	fs.DurationVar(&o.reconcile, "reconcile", 30*time.Second, "dispatcher ReconcileInterval")
@@ -288,6 +307,8 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	fs.IntVar(&o.prefetch, "prefetch", 10000, "-timer rabbitmq: RabbitMQConfig.Prefetch")
 	fs.DurationVar(&o.closeAt, "close-connections-at", 0, "-timer rabbitmq: have the broker close every connection of the run this long after the first task is due (rabbitmqctl close_connection; 0: never)")
 	fs.DurationVar(&o.purgeAt, "purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
+	fs.BoolVar(&o.profile, "profile", false, "after each run: batch sizes, server statements and commits, Redis calls per task, CPU of this process, mariadbd and redis-server")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile (pprof) from the first due time to the last task done to this file (with -rates: the last rate's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -308,8 +329,8 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	default:
 		o.rates = []int{*rate}
 	}
-	if *rate < 1 || o.duration <= 0 || o.executors < 1 || o.workers < 1 {
-		return nil, errors.New("-rate, -duration, -executors and -workers must be positive")
+	if *rate < 1 || o.duration <= 0 || o.executors < 1 || o.workers < 1 || o.registerRate < 1 {
+		return nil, errors.New("-rate, -duration, -executors, -workers and -register-rate must be positive")
 	}
 	if o.handler != delay.OrderTimeoutCloseHandler && o.handler != "noop" {
 		return nil, fmt.Errorf("-handler %q: want orderTimeoutClose or noop", o.handler)
@@ -364,6 +385,11 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	}
 
 	tr := &delayBenchTracker{firstStart: make([]atomic.Int64, n), executeAt: make([]atomic.Int64, n), completed: make([]atomic.Int32, n)}
+	var prof *delayProfile
+	if o.profile {
+		prof = newDelayProfile(env.db, env.rdb, env.dbName)
+		tr.batches = prof.batch
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var dispatchers []*delay.Dispatcher
 	var closers []func()
@@ -426,7 +452,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		}
 		d, err := delay.NewDispatcher(delay.Config{
 			DB: db, Timer: timer, Redis: rdb, KeyPrefix: env.prefix, Logger: log.With("executor", e),
-			Handlers: handlers, BatchHandlers: batchHandlers, HandlerBatchSize: o.handlerBatch,
+			Handlers: handlers, BatchHandlers: batchHandlers, BatchSize: o.batchSize, HandlerBatchSize: o.handlerBatch,
 			Workers:      o.workers,
 			PollInterval: o.poll, ReconcileInterval: o.reconcile,
 		})
@@ -470,7 +496,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	regInterval := interval
 	if !o.during {
 		regInterval = 0
-		firstDue = firstDue.Add(time.Duration(n) * time.Second / 5000)
+		firstDue = firstDue.Add(time.Duration(n) * time.Second / time.Duration(o.registerRate))
 	}
 	fmt.Fprintf(stderr, "bench: %d tasks due at %d/s for %s from +%s, %d dispatcher(s) x %d workers, handler %s, registered during the run: %t\n",
 		n, rate, o.duration, time.Until(firstDue).Round(time.Second), o.executors, o.workers, o.handler, o.during)
@@ -522,27 +548,68 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	for _, f := range faults {
 		flushWG.Go(func() { f.inject(ctx, firstDue, stderr) })
 	}
+	var profWG sync.WaitGroup
+	var cpuFile *os.File
+	profWG.Go(func() {
+		select {
+		case <-time.After(time.Until(firstDue)):
+		case <-ctx.Done():
+			return
+		}
+		if prof != nil {
+			prof.begin(ctx)
+		}
+		if o.cpuProfile != "" {
+			f, err := os.Create(o.cpuProfile)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "bench: -cpuprofile: %v\n", err)
+				return
+			}
+			cpuFile = f
+		}
+	})
 	regWG.Wait()
 	regTook, regAhead := time.Since(start), time.Until(firstDue)
 	flushWG.Wait()
 	lastDue := firstDue.Add(time.Duration(n-1) * interval)
 
-	// Wait until every task is DONE (or give up).
+	// Wait until every task has completed, watching the tracker (a COUNT
+	// over the task table every few hundred ms would be server work of the
+	// bench's own, growing with the table, at the rates measured), then
+	// until the table shows every task DONE (or give up).
 	deadline := lastDue.Add(2*o.reconcile + 60*time.Second)
 	var done int
-	for {
-		if err := env.db.GetContext(ctx, &done, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'DONE'`); err != nil {
-			return out, err
+	finished := time.Time{}
+	for ctx.Err() == nil && !time.Now().After(deadline) {
+		if finished.IsZero() && tr.firstDone.Load() >= int64(n) {
+			finished = time.Now()
 		}
-		if done >= n || time.Now().After(deadline) || ctx.Err() != nil {
-			break
+		if !finished.IsZero() {
+			if err := env.db.GetContext(ctx, &done, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'DONE'`); err != nil {
+				return out, err
+			}
+			if done >= n {
+				break
+			}
 		}
 		select {
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		case <-ctx.Done():
 		}
 	}
-	finished := time.Now()
+	if finished.IsZero() {
+		finished = time.Now()
+	}
+	profWG.Wait()
+	if cpuFile != nil {
+		pprof.StopCPUProfile()
+		if err := cpuFile.Close(); err != nil {
+			fmt.Fprintf(stderr, "bench: -cpuprofile: %v\n", err)
+		}
+	}
 	stopAll()
 	dispatchersStopped := dispatchers
 	dispatchers = nil
@@ -603,6 +670,11 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	} else {
 		fmt.Fprintf(stdout, "registration: all %d before the run, in %s (%.0f/s), %d errors, done %s before the first due time\n",
 			n, regTook.Round(time.Millisecond), float64(n)/regTook.Seconds(), regErrs.Load(), regAhead.Round(time.Millisecond))
+		if regAhead < 0 {
+			out.regOverran = true
+			fmt.Fprintf(stdout, "WARNING: registration ran %s past the first due time, so the tasks came due as a backlog: rerun with -register-rate under %.0f\n",
+				-regAhead.Round(time.Millisecond), float64(n)/regTook.Seconds())
+		}
 	}
 	if len(late) > 0 {
 		fmt.Fprintf(stdout, "lateness (execute time -> handler start), ms: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f\n",
@@ -638,9 +710,12 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 			s.Published, s.Hops, s.Republished, s.Duplicates, 100*float64(s.Duplicates)/float64(n), s.Failures, s.Reconnects)
 		dupPublish = fmt.Sprintf(" dup_publish_pct=%.3f", 100*float64(s.Duplicates)/float64(n))
 	}
-	out = delayRun{rate: rate, achieved: float64(done) / window, lost: lost, dup: dup,
+	out = delayRun{regOverran: out.regOverran, rate: rate, achieved: float64(done) / window, lost: lost, dup: dup,
 		p50: dbenchPercentile(late, 50), p99: dbenchPercentile(late, 99), p999: dbenchPercentile(late, 99.9),
 		loadStart: loadStart, loadEnd: loadAverage()}
+	if prof != nil {
+		prof.print(context.WithoutCancel(ctx), stdout, n)
+	}
 	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the start: %s; at the end: %s\n", out.loadStart, out.loadEnd)
 	fmt.Fprintf(stdout, "lost=%d (not DONE or never completed)  dup=%d (completed more than once)\n", lost, dup)
 	fmt.Fprintf(stdout, "p50_ms=%.0f p99_ms=%.0f p999_ms=%.0f lost=%d dup=%d%s\n", out.p50, out.p99, out.p999, lost, dup, dupPublish)

@@ -38,8 +38,9 @@ func TestParseDelayRates(t *testing.T) {
 		{args: []string{"-rates", "1000,5000,1000"}, err: "-rates: item 3, 1000, repeats item 1"},
 		{args: []string{"-rates", "1000,01000"}, err: "-rates: item 2, 1000, repeats item 1"},
 		{args: []string{"-rate", "1000", "-rates", "1000,5000"}, err: "-rate and -rates: give one (-rates runs each of its rates in turn)"},
-		{args: []string{"-rate", "0"}, err: "-rate, -duration, -executors and -workers must be positive"},
-		{args: []string{"-rates", "1000", "-duration", "0s"}, err: "-rate, -duration, -executors and -workers must be positive"},
+		{args: []string{"-rate", "0"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
+		{args: []string{"-rates", "1000", "-register-rate", "0"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
+		{args: []string{"-rates", "1000", "-duration", "0s"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			o, err := parseDelayFlags(tc.args, io.Discard)
@@ -72,7 +73,7 @@ func TestBenchDelaySweepSmall(t *testing.T) {
 	require.Regexp(t, `(?m)^sweep rate=100 p50_ms=\d+ p99_ms=\d+ p999_ms=\d+ achieved/s=\d+ lost=0 dup=0 load=\S+ \S+ \S+$`, s)
 	require.Contains(t, s, "sweep: 2 dispatcher(s) x 8 workers, handler orderTimeoutClose (batch), timer redis, 1s at each rate")
 	table := s[strings.Index(s, "\nsweep: "):]
-	require.Regexp(t, `(?s)rate/s\s+achieved/s\s+p50_ms\s+p99_ms\s+p999_ms\s+lost\s+dup\s+kept_up.*\n\s+300\s+\d+\s+\d+\s+\d+\s+\d+\s+0\s+0\s+(yes|no)\s+\S+ \S+ \S+ -> \S+ \S+ \S+\n\s+100\s+\d+`, table)
+	require.Regexp(t, `(?s)rate/s\s+achieved/s\s+p50_ms\s+p99_ms\s+p999_ms\s+lost\s+dup\s+kept_up.*\n\s+300\s+\d+\s+\d+\s+\d+\s+\d+\s+0\s+0\s+(yes|no|backlog)\s+\S+ \S+ \S+ -> \S+ \S+ \S+\n\s+100\s+\d+`, table)
 
 	out.Reset()
 	err = runDelayBench(context.Background(), append([]string{"-rate", "100"}, common...), &out, &errOut)
