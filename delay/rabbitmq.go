@@ -74,6 +74,8 @@ type RabbitMQTimer struct {
 	// confirmed ones waiting for their published_at write.
 	confirms    chan pendingPublish
 	marks       chan timerEntry
+	runMu       sync.Mutex // Start and Stop
+	stopped     bool       // a Start after Stop fails
 	stopConfirm context.CancelFunc
 	confirmWG   sync.WaitGroup
 	stopOwn     context.CancelFunc
@@ -127,8 +129,10 @@ func NewRabbitMQTimer(cfg RabbitMQConfig) (*RabbitMQTimer, error) {
 // logged and retried, and Check fails meanwhile) and starts writing
 // published_at. The timer runs until Stop.
 func (t *RabbitMQTimer) Start(ctx context.Context) error {
-	if !t.started.CompareAndSwap(false, true) {
-		return errors.New("delay: RabbitMQ timer already started")
+	t.runMu.Lock()
+	defer t.runMu.Unlock()
+	if t.stopped || !t.started.CompareAndSwap(false, true) {
+		return errors.New("delay: RabbitMQ timer already started or stopped")
 	}
 	if err := t.clock.Sync(ctx); err != nil {
 		t.log.WarnContext(ctx, "measure database clock for the RabbitMQ timer; using the local clock until it answers", "err", err)
@@ -150,6 +154,9 @@ func (t *RabbitMQTimer) Start(ctx context.Context) error {
 // the confirms of what was published, writes the published_at marks still
 // waiting and closes the connection. Safe twice and before Start.
 func (t *RabbitMQTimer) Stop(ctx context.Context) error {
+	t.runMu.Lock()
+	defer t.runMu.Unlock()
+	t.stopped = true
 	err := t.stop(ctx)
 	if t.stopOwn != nil {
 		t.stopConfirm()

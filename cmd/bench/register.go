@@ -145,13 +145,13 @@ func runRegisterBench(ctx context.Context, args []string, stdout, stderr io.Writ
 	// HTTP: the API port (token check included) on loopback.
 	srv := api.New(api.Config{Addr: "127.0.0.1:0", Token: "bench-token", Logger: log})
 	srv.MountDelayTasks(client)
-	if err := srv.Start(); err != nil {
+	if err := srv.Start(ctx); err != nil {
 		return err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		_ = srv.Stop(sctx)
 	}()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = *conc

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -91,7 +92,7 @@ func createDatabase(ctx context.Context, env *cliEnv) error {
 	name := mc.DBName
 	mc.DBName = ""
 	cfg.MySQL.DSN = mc.FormatDSN()
-	db, err := openDB(ctx, cfg)
+	db, err := app.OpenDB(ctx, cfg)
 	if err != nil {
 		return err
 	}

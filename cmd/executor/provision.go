@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 
+	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/internal/provision"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -93,7 +94,7 @@ func provisionSetup(env *cliEnv, jobsPath string) (*provision.Client, *provision
 		return nil, nil, err
 	}
 	// The executor's own TLS settings: the console is the same admin.
-	tlsCfg, err := xxljob.AdminTLSConfig(executorConfig(cfg, nil))
+	tlsCfg, err := xxljob.AdminTLSConfig(app.ExecutorConfig(cfg, nil))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,7 +106,7 @@ func provisionSetup(env *cliEnv, jobsPath string) (*provision.Client, *provision
 		GroupToken: cfg.XXL.Job.AccessToken,
 		Timeout:    admin.Timeout,
 		TLS:        tlsCfg,
-		Logger:     newLogger(cfg, env.stderr).With("component", "provision"),
+		Logger:     app.NewLogger(cfg, env.stderr).With("component", "provision"),
 	})
 	if err != nil {
 		return nil, nil, err

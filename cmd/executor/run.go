@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orderjob/executor/handlers"
+	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -42,20 +43,20 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, env.stderr) // stdout carries the run log here
-	logNotices(logger, cfg)
+	logger := app.NewLogger(cfg, env.stderr) // stdout carries the run log here
+	app.LogNotices(logger, cfg)
 	name := pos[0]
 
 	var deps *handlers.Deps
 	if name != handlers.DemoJob {
-		d, err := openDeps(ctx, cfg, logger)
+		d, err := app.Open(ctx, cfg, logger, app.Observers{})
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		deps = d.handlerDeps()
+		deps = d.HandlerDeps()
 	}
-	exec, err := xxljob.New(executorConfig(cfg, logger))
+	exec, err := xxljob.New(app.ExecutorConfig(cfg, logger))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/app"
 )
 
 func init() {
@@ -56,13 +57,13 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := newRedis(cfg.Redis)
+	rdb, err := app.NewRedis(cfg.Redis)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rt, err := startRabbitTimer(ctx, cfg, db, log)
+	rt, err := app.StartRabbitMQTimer(ctx, cfg, db, log)
 	if err != nil {
 		db.Close()
 		rdb.Close()
@@ -77,7 +78,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		db.Close()
 		rdb.Close()
 	}
-	tc.client, err = delay.NewClient(delay.ClientConfig{DB: db, Timer: timerOf(rt), Redis: rdb, KeyPrefix: cfg.Delay.KeyPrefix,
+	tc.client, err = delay.NewClient(delay.ClientConfig{DB: db, Timer: app.TimerOf(rt), Redis: rdb, KeyPrefix: cfg.Delay.KeyPrefix,
 		RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
 	if err != nil {
 		closeAll()

@@ -49,9 +49,11 @@ type Server struct {
 	mu       sync.Mutex
 	checks   map[string]ReadyCheck
 	optional map[string]ReadyCheck // run only when /readyz names them
+	runMu    sync.Mutex            // Start and Stop
 	srv      *http.Server
 	ln       net.Listener
 	done     chan struct{} // closed when the serving goroutine has returned
+	stopped  bool
 }
 
 // New builds the server with /healthz and /readyz mounted.
@@ -191,15 +193,24 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, status, map[string]any{"ready": status == http.StatusOK, "checks": results})
 }
 
-// Start listens and serves in the background until Shutdown.
-func (s *Server) Start() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+// Start listens and serves in the background until Stop. ctx bounds the
+// listen only; requests are served until Stop, under its values.
+func (s *Server) Start(ctx context.Context) error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.srv != nil || s.stopped {
+		return errors.New("api: start: already started or stopped")
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
 	}
+	base := context.WithoutCancel(ctx)
 	s.ln = ln
 	s.srv = &http.Server{
 		Handler:           s.mux,
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second, // pprof profiles run 30 s by default
@@ -208,9 +219,10 @@ func (s *Server) Start() error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.done = make(chan struct{})
+	srv, done := s.srv, s.done
 	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("api server stopped", "err", err)
 		}
 	}()
@@ -219,13 +231,22 @@ func (s *Server) Start() error {
 }
 
 // Addr is the bound address (after Start).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	return s.ln.Addr()
+}
 
-// Shutdown stops accepting and waits for requests in flight, up to ctx.
-func (s *Server) Shutdown(ctx context.Context) error {
-	if s.srv == nil {
+// Stop stops accepting and waits for requests in flight, up to ctx. Safe
+// before Start and twice; a Start after it fails.
+func (s *Server) Stop(ctx context.Context) error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.srv == nil || s.stopped {
+		s.stopped = true
 		return nil
 	}
+	s.stopped = true
 	err := s.srv.Shutdown(ctx)
 	<-s.done // Serve returns as soon as the listener is closed
 	return err

@@ -127,10 +127,10 @@ func TestReadyzOptionalCheck(t *testing.T) {
 func TestStartAndShutdown(t *testing.T) {
 	t.Parallel()
 	s := api.New(api.Config{Addr: "127.0.0.1:0"})
-	require.NoError(t, s.Start())
+	require.NoError(t, s.Start(t.Context()))
 	resp, err := http.Get("http://" + s.Addr().String() + "/healthz")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
-	require.NoError(t, s.Shutdown(context.Background()))
+	require.NoError(t, s.Stop(context.Background()))
 }

@@ -56,12 +56,12 @@ func startHostile(t *testing.T) *hostileAPI {
 		h.calls.Add(1)
 		api.WriteJSON(w, http.StatusOK, map[string]string{"id": r.PathValue("id")})
 	}))
-	require.NoError(t, h.srv.Start())
+	require.NoError(t, h.srv.Start(t.Context()))
 	h.base = "http://" + h.srv.Addr().String()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		require.NoError(t, h.srv.Shutdown(ctx))
+		require.NoError(t, h.srv.Stop(ctx))
 		http.DefaultClient.CloseIdleConnections()
 	})
 	return h

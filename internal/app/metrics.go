@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"time"
@@ -9,42 +9,35 @@ import (
 	"github.com/orderjob/executor/xxljob"
 )
 
-// observers are the metrics hooks openDeps gives the parts it builds. The
-// zero value (and no value at all) means none.
-type observers struct {
-	orders    orders.Observer
-	lifecycle orders.LifecycleObserver
-	delay     delay.Observer
+// Observers are the metrics hooks Open gives the parts it builds. The zero
+// value means none.
+type Observers struct {
+	Orders    orders.Observer
+	Lifecycle orders.LifecycleObserver
+	Delay     delay.Observer
 }
 
-func depsObservers(m *metrics.Metrics) observers {
-	return observers{orders: m.Orders(), lifecycle: m.Lifecycle(), delay: m.Delay()}
-}
-
-// pickObservers returns openDeps' optional argument.
-func pickObservers(obs []observers) observers {
-	if len(obs) > 0 {
-		return obs[0]
-	}
-	return observers{}
+// MetricsObservers are m's hooks.
+func MetricsObservers(m *metrics.Metrics) Observers {
+	return Observers{Orders: m.Orders(), Lifecycle: m.Lifecycle(), Delay: m.Delay()}
 }
 
 // watchServe attaches the sampled sources of a serving process to m; exec
 // is nil when the XXL-JOB side is off.
-func watchServe(m *metrics.Metrics, exec *xxljob.Executor, svc *services) {
+func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 	if exec != nil {
 		m.WatchExecutor(exec)
 	}
-	m.WatchCloser(svc.closer)
-	m.WatchRefunds(orders.NewRefunds(svc.db))
-	if svc.relay != nil {
-		m.WatchRelay(svc.relay)
+	m.WatchCloser(d.closer)
+	m.WatchRefunds(orders.NewRefunds(d.db))
+	if d.relay != nil {
+		m.WatchRelay(d.relay)
 	}
-	m.WatchDispatcher(svc.delay)
-	if svc.rabbit != nil {
-		m.WatchRabbitMQTimer(svc.rabbit)
+	m.WatchDispatcher(d.delay)
+	if d.rabbit != nil {
+		m.WatchRabbitMQTimer(d.rabbit)
 	}
-	m.WatchDB(svc.db.DB)
+	m.WatchDB(d.db.DB)
 }
 
 // xxlObservers passes each event to every observer in turn (the registry

@@ -1,4 +1,4 @@
-package main
+package logctx
 
 import (
 	"bytes"
@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -20,7 +18,7 @@ import (
 // nothing.
 func TestCtxHandlerTagsRunLines(t *testing.T) {
 	var buf bytes.Buffer
-	log := slog.New(newCtxHandler(slog.NewJSONHandler(&buf, nil)))
+	log := slog.New(NewHandler(slog.NewJSONHandler(&buf, nil)))
 	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/x"}, AppName: "logctx", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	var logID int64
@@ -49,31 +47,4 @@ func TestCtxHandlerTagsRunLines(t *testing.T) {
 	require.Contains(t, lines[3], `"g":{"job_id":0,"log_id":`, "inside a group, the attributes go with it")
 	require.NotContains(t, lines[4], "job_id")
 	require.NotContains(t, lines[4], "log_id")
-}
-
-// The process log writes durations as text, in both formats, and masks the
-// secrets of URLs in the start-up configuration line.
-func TestProcessLogDurationsAndURLs(t *testing.T) {
-	cfg, err := config.LoadWith(nil, func(k string) (string, bool) {
-		v, ok := map[string]string{
-			"XXL_JOB_ADMIN_ADDRESSES": "http://u:adminpw@admin:8080/xxl-job-admin",
-			"DELAY_SERVICES":          "orders=http://svc:p4ss@svc:8080",
-			"ORDER_PAYMENT_CLOSE_URL": "https://pay/close?token=SECRET123",
-		}[k]
-		return v, ok
-	})
-	require.NoError(t, err)
-	for _, format := range []string{"json", "text"} {
-		cfg.Log.Format = format
-		var buf bytes.Buffer
-		log := newLogger(cfg, &buf)
-		log.Info("tick", "interval", 30*time.Second, "config", cfg)
-		out := buf.String()
-		require.Contains(t, out, "30s", format)
-		require.NotContains(t, out, "30000000000", format)
-		for _, secret := range []string{"adminpw", "p4ss", "SECRET123"} {
-			require.NotContains(t, out, secret, format)
-		}
-		require.Contains(t, out, "admin:8080", format)
-	}
 }

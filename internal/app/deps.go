@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -13,37 +13,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/logctx"
 )
 
-// loadConfig loads the -config file and the environment.
-func loadConfig(env *cliEnv) (*config.Config, error) {
-	return config.Load(env.configPath)
-}
-
-// loadConfigDB loads the config and opens the database, for the commands
-// that need only MySQL (migrate, demo-data, deadletter, tasks).
-func loadConfigDB(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, error) {
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := openDB(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, db, nil
-}
-
-// newLogger builds the process logger on w in the configured format.
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+// NewLogger builds the process logger on w in the configured format. Lines
+// written under a run's or a delayed task's context carry its job_id and
+// log_id, or its trace_id (logctx).
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	lvl, _ := config.ParseLevel(cfg.Log.Level) // validated by Load
 	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationText}
-	// newCtxHandler: lines written under a run's or a delayed task's
-	// context carry its job_id and log_id, or its trace_id.
 	if cfg.Log.Format == "text" {
-		return slog.New(newCtxHandler(slog.NewTextHandler(w, opts)))
+		return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(newCtxHandler(slog.NewJSONHandler(w, opts)))
+	return slog.New(logctx.NewHandler(slog.NewJSONHandler(w, opts)))
 }
 
 // durationText writes durations as Go duration text ("1.5s"), not as
@@ -55,8 +37,16 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// openDB opens and pings MySQL with the executor's DSN settings.
-func openDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
+// LogNotices logs what the configuration says about itself (keys of a Java
+// executor that work differently here).
+func LogNotices(logger *slog.Logger, cfg *config.Config) {
+	for _, n := range cfg.Notices() {
+		logger.Log(context.Background(), n.Level, n.Msg)
+	}
+}
+
+// OpenDB opens and pings MySQL with the executor's DSN settings.
+func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	dsn, err := cfg.MySQL.NormalizedDSN()
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -77,8 +67,8 @@ func openDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	return db, nil
 }
 
-// newRedis builds the universal client for the configured mode.
-func newRedis(cfg config.Redis) (redis.UniversalClient, error) {
+// NewRedis builds the universal client for the configured mode.
+func NewRedis(cfg config.Redis) (redis.UniversalClient, error) {
 	opt := &redis.UniversalOptions{
 		Addrs:        cfg.Addr,
 		Username:     cfg.Username,

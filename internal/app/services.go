@@ -1,0 +1,230 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/handlers"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/xxljob"
+)
+
+// Deps are the connections and domain objects a process shares: what
+// `executor serve` serves and `executor run` runs a handler on.
+type Deps struct {
+	db        *sqlx.DB
+	rdb       redis.UniversalClient
+	lockNodes []redis.UniversalClient
+	closer    *orders.Closer
+	delay     *delay.Dispatcher    // built, not started: serve starts it
+	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
+	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
+	lifecycle *orders.Lifecycle    // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// compensation is where closes give stock and coupons back.
+	compensation orders.CompensationMode
+}
+
+// Open connects to MySQL and Redis, checks the database and builds the
+// close path, the lifecycle jobs and the delayed-task dispatcher (not
+// started). obs are the metrics hooks (the zero value: none). Close
+// releases what Open made.
+func Open(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs Observers) (*Deps, error) {
+	db, err := OpenDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDatabase(ctx, cfg, db, logger); err != nil {
+		db.Close()
+		return nil, err
+	}
+	d := &Deps{db: db}
+	if err := d.build(ctx, cfg, logger, obs); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// build makes the rest of d on its database; what it made before an error
+// is closed by Close.
+func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logger, obs Observers) error {
+	var err error
+	if d.rdb, err = NewRedis(cfg.Redis); err != nil {
+		return err
+	}
+	d.lockNodes = newLockNodes(cfg.Redis)
+	cp, err := NewClosePath(d.db, d.rdb, d.lockNodes, cfg, logger, obs.Orders)
+	if err != nil {
+		return err
+	}
+	d.closer, d.relay, d.compensation = cp.Closer, cp.Relay, cp.Compensation
+	if d.lifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
+		return err
+	}
+	services, err := delay.ParseServices(cfg.Delay.Services)
+	if err != nil {
+		return fmt.Errorf("delay.services: %w", err)
+	}
+	if d.rabbit, err = StartRabbitMQTimer(ctx, cfg, d.db, logger); err != nil {
+		return err
+	}
+	d.delay, err = delay.NewDispatcher(delay.Config{
+		DB:        d.db,
+		Timer:     TimerOf(d.rabbit),
+		Redis:     d.rdb,
+		KeyPrefix: cfg.Delay.KeyPrefix,
+		// Due together, orderTimeoutClose tasks close their orders in one
+		// batch (one lock pipeline, one transaction), not one by one.
+		BatchHandlers: map[string]delay.BatchHandlerFunc{
+			delay.OrderTimeoutCloseHandler: OrderCloseBatchHandler(d.closer),
+		},
+		Services:       services,
+		ServiceToken:   cfg.Delay.ServiceToken,
+		RunningTimeout: cfg.Delay.RunningTimeout,
+		HandlerTimeout: cfg.Delay.HandlerTimeout,
+		// An order close cut by the handler timeout finishes its page.
+		HandlerGrace:      d.closer.CancelBound(),
+		NotNowBackoff:     cfg.Delay.NotNowBackoff,
+		NotNowBackoffMax:  cfg.Delay.NotNowBackoffMax,
+		NotNowMaxAge:      cfg.Delay.NotNowMaxAge,
+		ReconcileInterval: cfg.Delay.ReconcileInterval,
+		Retention:         cfg.Delay.Retention,
+		Logger:            logger.With("component", "delay"),
+		Observer:          obs.Delay,
+	})
+	if err != nil {
+		return fmt.Errorf("delayed tasks: %w", err)
+	}
+	return nil
+}
+
+// HandlerDeps is what the XXL-JOB handlers run on.
+func (d *Deps) HandlerDeps() *handlers.Deps {
+	return &handlers.Deps{Closer: d.closer, Dispatcher: d.delay, Lifecycle: d.lifecycle}
+}
+
+// ClosePath is the order close as serve and run build it from the
+// configuration: the closer with its page locker, payment step and
+// compensation mode, and the outbox relay that mode needs.
+type ClosePath struct {
+	Closer       *orders.Closer
+	Relay        *orders.Relay // outbox compensation only; built, not started
+	Compensation orders.CompensationMode
+}
+
+// NewClosePath builds the close path on db, with the page locks on rdb and,
+// when cfg names lock nodes, on their clients (Redlock). obs may be nil.
+func NewClosePath(db *sqlx.DB, rdb redis.UniversalClient, lockNodes []redis.UniversalClient, cfg *config.Config,
+	logger *slog.Logger, obs orders.Observer) (ClosePath, error) {
+	locker, err := orderlock.New(orderlock.Config{
+		Client:   rdb,
+		Nodes:    lockNodes,
+		Prefix:   cfg.Order.Close.LockKeyPrefix,
+		TTL:      cfg.Order.Close.LockTTL,
+		Observer: obs,
+	})
+	if err != nil {
+		return ClosePath{}, fmt.Errorf("order locks: %w", err)
+	}
+	ext, err := newCloseExtensions(db, cfg, logger)
+	if err != nil {
+		return ClosePath{}, err
+	}
+	closer, err := orders.NewCloser(db, locker, orders.CloserConfig{
+		Logger:       logger, // NewCloser tags its lines itself
+		PageSize:     cfg.Order.Close.PageSize,
+		TradeCloser:  ext.tradeCloser,
+		Compensation: ext.compensation,
+		Observer:     obs,
+		RunRetention: cfg.Order.Close.RunRetention,
+		// deadLetterRetryJob and the close sweep share the retry policy.
+		DeadLetterBackoff: orders.DeadLetterBackoff{Base: cfg.Order.DeadLetter.BaseBackoff,
+			Max: cfg.Order.DeadLetter.MaxBackoff, ParkAfter: cfg.Order.DeadLetter.MaxAttempts},
+	})
+	if err != nil {
+		return ClosePath{}, fmt.Errorf("order closer: %w", err)
+	}
+	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation}, nil
+}
+
+// StartRabbitMQTimer builds and starts the RabbitMQ timer when delay.timer
+// says so (nil otherwise). A broker that does not answer is logged, not an
+// error: the timer keeps trying, readiness fails meanwhile, and tasks wait
+// in the table for the reconciler.
+func StartRabbitMQTimer(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) (*delay.RabbitMQTimer, error) {
+	if cfg.Delay.Timer != "rabbitmq" {
+		return nil, nil
+	}
+	r := cfg.Delay.RabbitMQ
+	rt, err := delay.NewRabbitMQTimer(delay.RabbitMQConfig{URL: r.URL, Prefix: r.Prefix, Prefetch: r.Prefetch,
+		RepublishAfter: r.RepublishAfter, DB: db, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("delay.rabbitmq: %w", err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		return nil, fmt.Errorf("delay.rabbitmq: %w", err)
+	}
+	return rt, nil
+}
+
+// TimerOf is rt as a delay.Timer: nil (the Redis timer) when rt is nil.
+func TimerOf(rt *delay.RabbitMQTimer) delay.Timer {
+	if rt == nil {
+		return nil
+	}
+	return rt
+}
+
+// Close stops the RabbitMQ timer, closes Redis, then the database.
+func (d *Deps) Close() error {
+	var errs []error
+	if d.rabbit != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, d.rabbit.Stop(ctx))
+		cancel()
+	}
+	for _, n := range d.lockNodes {
+		errs = append(errs, n.Close())
+	}
+	if d.rdb != nil {
+		errs = append(errs, d.rdb.Close())
+	}
+	if d.db != nil {
+		errs = append(errs, d.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ExecutorConfig copies the XXL-JOB part of the configuration.
+func ExecutorConfig(cfg *config.Config, logger *slog.Logger) xxljob.Config {
+	x := cfg.XXL.Job
+	return xxljob.Config{
+		AdminAddresses:          x.Admin.Addresses,
+		AccessToken:             x.AccessToken,
+		AdminVersion:            xxljob.AdminVersion(x.Admin.Version), // checked by the loader
+		AppName:                 x.Executor.AppName,
+		Address:                 x.Executor.Address,
+		IP:                      x.Executor.IP,
+		IPExclude:               x.Executor.IPExclude,
+		Port:                    x.Executor.Port,
+		ListenAddr:              x.Executor.BindAddr,
+		LogPath:                 x.Executor.LogPath,
+		LogRetentionDays:        x.Executor.LogRetentionDays,
+		ShutdownTimeout:         x.Executor.ShutdownTimeout,
+		HTTPClientTimeout:       x.Admin.Timeout,
+		AdminCAFile:             x.Admin.TLS.CAFile,
+		AdminInsecureSkipVerify: x.Admin.TLS.InsecureSkipVerify,
+		LogReadLimit:            int64(x.Executor.LogReadLimit),
+		CallbackQueueSize:       x.Executor.CallbackQueueSize,
+		Logger:                  logger, // xxljob tags its parts with "component" itself
+	}
+}
