@@ -333,15 +333,15 @@ func (d *Dispatcher) listServices() string {
 }
 
 // Start launches the poller, the workers and the maintenance loop and
-// returns. Cancelling ctx stops taking new tasks (as Stop does) but lets
-// handlers in flight finish; Stop waits for them. Start measures the
-// database clock first and fails if the database does not answer; a Redis
-// outage is only logged (the loops retry).
+// returns. ctx bounds the start-up only (Start measures the database clock
+// first and fails if the database does not answer; a Redis outage is only
+// logged, the loops retry): the dispatcher takes tasks until Stop, and its
+// handlers run under ctx's values.
 func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.started {
-		return errors.New("delay: dispatcher already started")
+	if d.started || d.stopped {
+		return errors.New("delay: dispatcher already started or stopped")
 	}
 	if err := d.clock.Sync(ctx); err != nil {
 		return fmt.Errorf("delay: start: %w", err)
@@ -350,8 +350,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return fmt.Errorf("delay: start timer: %w", err)
 	}
 	d.started = true
-	loopCtx, loopCancel := context.WithCancelCause(ctx)
-	workCtx, workCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	base := context.WithoutCancel(ctx)
+	loopCtx, loopCancel := context.WithCancelCause(base)
+	workCtx, workCancel := context.WithCancelCause(base)
 	d.loopCancel, d.workCancel = loopCancel, workCancel
 
 	var workers sync.WaitGroup
@@ -382,11 +383,12 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // done; then it cancels them (with cause ErrStopped), gives their tasks back
 // as PENDING without spending a retry, and waits a few seconds more. It
 // returns ctx's error if it had to cancel. Safe to call twice, and before
-// Start.
+// Start (a Start after it fails).
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started || d.stopped {
 		started := d.started
+		d.stopped = true
 		d.mu.Unlock()
 		if started {
 			<-d.done

@@ -48,6 +48,8 @@ type opts struct {
 	adminVersion xxljobtest.Version // the generation the test client speaks
 
 	shutdownErrOK bool // the test checks Shutdown's error itself
+
+	startCtx context.Context // what Start gets (default t.Context())
 }
 
 type bundle struct {
@@ -100,7 +102,7 @@ func setup(t *testing.T, o opts) *bundle {
 	if o.before != nil {
 		o.before(exec)
 	}
-	require.NoError(t, exec.Start(t.Context()))
+	require.NoError(t, exec.Start(cmp.Or(o.startCtx, t.Context())))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
