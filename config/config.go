@@ -195,6 +195,7 @@ type Delay struct {
 	NotNowMaxAge      time.Duration `yaml:"notNowMaxAge" env:"DELAY_NOT_NOW_MAX_AGE" default:"1h" doc:"past this long after its execute time, a task that cannot run now counts a failure (spends a retry)"`
 	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the timer is brought in line with the table (and stuck tasks recovered)"`
 	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" default:"168h" doc:"DONE and CANCELLED tasks older than this are purged"`
+	BatchSize         int           `yaml:"batchSize" env:"DELAY_BATCH_SIZE" default:"500" doc:"most due tasks a dispatcher pops and claims at once, and most orders one orderTimeoutClose batch closes together (1..1000); batches grow this large only while tasks come due faster than they are closed"`
 	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys"`
 	Services          []string      `yaml:"services" redact:"named" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
 	ServiceToken      string        `yaml:"serviceToken" env:"DELAY_SERVICE_TOKEN" secret:"true" doc:"token sent to HTTP task targets"`

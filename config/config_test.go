@@ -157,6 +157,22 @@ func TestDelayTimerConfig(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// delay.batchSize defaults to the close's page and is checked against the
+// dispatcher's bounds.
+func TestDelayBatchSize(t *testing.T) {
+	t.Parallel()
+	c, err := config.LoadWith(nil, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, 500, c.Delay.BatchSize)
+	c, err = config.LoadWith([]byte("delay:\n  batchSize: 200\n"), noEnv)
+	require.NoError(t, err)
+	require.Equal(t, 200, c.Delay.BatchSize)
+	for _, v := range []string{"0", "-1", "1001"} {
+		_, err = config.LoadWith(nil, envOf(map[string]string{"DELAY_BATCH_SIZE": v}))
+		require.ErrorContains(t, err, "delay.batchSize: "+v+" is outside 1..1000")
+	}
+}
+
 func TestNormalizedDSN(t *testing.T) {
 	t.Parallel()
 	dsn, err := config.MySQL{DSN: "root@tcp(127.0.0.1:3306)/test", TimeZone: "+08:00"}.NormalizedDSN()

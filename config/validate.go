@@ -159,6 +159,9 @@ func (c *Config) validate() []error {
 	if d.ReconcileInterval <= 0 {
 		bad("delay.reconcileInterval: %s must be positive", d.ReconcileInterval)
 	}
+	if d.BatchSize < 1 || d.BatchSize > 1000 {
+		bad("delay.batchSize: %d is outside 1..1000", d.BatchSize)
+	}
 	switch d.Timer {
 	case "redis":
 	case "rabbitmq":

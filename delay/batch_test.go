@@ -357,19 +357,19 @@ func TestBatchHandlerConfig(t *testing.T) {
 	nop := func(context.Context, []*Task) []error { return nil }
 	cfg := b.batchConfig(map[string]HandlerFunc{"x": func(context.Context, *Task) error { return nil }},
 		map[string]BatchHandlerFunc{"x": nop, "1bad": nop, "nil": nil})
-	cfg.HandlerBatchSize = 101
+	cfg.HandlerBatchSize = 501
 	_, err := NewDispatcher(cfg)
 	require.ErrorContains(t, err, `"x" is in both Handlers and BatchHandlers`)
 	require.ErrorContains(t, err, `"1bad"`)
 	require.ErrorContains(t, err, `batch handler "nil" is nil`)
-	require.ErrorContains(t, err, "HandlerBatchSize 101")
+	require.ErrorContains(t, err, "HandlerBatchSize 501")
 
 	d := newDispatcher(t, b.batchConfig(map[string]HandlerFunc{"one": func(context.Context, *Task) error { return nil }},
 		map[string]BatchHandlerFunc{"bat": nop}))
 	require.NoError(t, d.ValidateHandler("bat"))
 	require.NoError(t, d.ValidateHandler("one"))
 	require.ErrorContains(t, d.ValidateHandler("other"), "known: bat, one")
-	require.Equal(t, 100, d.cfg.HandlerBatchSize, "default: BatchSize")
+	require.Equal(t, 500, d.cfg.HandlerBatchSize, "default: BatchSize")
 }
 
 // ForTask outside a batch returns the context as it is.

@@ -97,6 +97,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		NotNowBackoffMax:  cfg.Delay.NotNowBackoffMax,
 		NotNowMaxAge:      cfg.Delay.NotNowMaxAge,
 		ReconcileInterval: cfg.Delay.ReconcileInterval,
+		BatchSize:         cfg.Delay.BatchSize,
 		Retention:         cfg.Delay.Retention,
 		Logger:            logger.With("component", "delay"),
 		Observer:          obs.Delay,
