@@ -147,7 +147,7 @@ type closeBench struct {
 	dbs     *benchDBs
 	rdb     *redis.Client
 	prefix  string
-	locker  *orderlock.Locker
+	locker  *orderlock.Locker // the seed closer's locks (ours build their own, as the executor does)
 	tmpDir  string
 	failed  []string // ours broke an invariant or left due orders
 	summary map[string]float64
@@ -335,7 +335,7 @@ func (b *closeBench) spec(n int) orderdemo.Spec {
 func (b *closeBench) ours(ctx context.Context, db *sqlx.DB, shards, due int, profile bool) (row, error) {
 	closers := make([]*orders.Closer, shards)
 	for i := range closers {
-		c, err := orders.NewCloser(db, b.locker, orders.CloserConfig{PageSize: b.f.pageSize})
+		c, err := newCloser(db, b.rdb, b.prefix, b.f.pageSize, nil)
 		if err != nil {
 			return row{}, err
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/orders"
-	"github.com/orderjob/executor/orders/orderlock"
 )
 
 func init() {
@@ -51,11 +50,7 @@ func closeChild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	db.SetMaxOpenConns(16)
 	rdb := redis.NewClient(&redis.Options{Addr: *addr})
 	defer rdb.Close()
-	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: *prefix})
-	if err != nil {
-		return err
-	}
-	c, err := orders.NewCloser(db, locker, orders.CloserConfig{PageSize: *pageSize})
+	c, err := newCloser(db, rdb, *prefix, *pageSize, nil)
 	if err != nil {
 		return err
 	}

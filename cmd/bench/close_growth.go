@@ -296,7 +296,7 @@ func (b *closeBench) idle(ctx context.Context) error {
 // runs and counted in the line; without, any due order is an error (the
 // table was built so that none can be).
 func (b *closeBench) ticks(ctx context.Context, db *sqlx.DB, what string, mayFallDue bool) (float64, error) {
-	c, err := orders.NewCloser(db, b.locker, orders.CloserConfig{PageSize: b.f.pageSize})
+	c, err := newCloser(db, b.rdb, b.prefix, b.f.pageSize, nil)
 	if err != nil {
 		return 0, err
 	}

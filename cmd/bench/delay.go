@@ -24,9 +24,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/internal/orderdemo"
-	"github.com/orderjob/executor/orders"
-	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -417,27 +416,20 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		}
 		rdb := env.newRedis()
 		closers = append(closers, func() { db.Close(); rdb.Close() })
-		// The executor's wiring (cmd/executor/services.go): orderTimeoutClose
-		// is a batch handler over Closer.CloseOrders; -single runs the
-		// per-order handler instead, for comparison.
+		// The executor's wiring (internal/app): orderTimeoutClose is a batch
+		// handler over Closer.CloseOrders; -single runs the per-order handler
+		// instead, for comparison.
 		handlers := map[string]delay.HandlerFunc{}
 		batchHandlers := map[string]delay.BatchHandlerFunc{}
 		if o.handler == delay.OrderTimeoutCloseHandler {
-			locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: env.prefix})
-			if err != nil {
-				return out, err
-			}
-			closer, err := orders.NewCloser(db, locker, orders.CloserConfig{Logger: log})
+			closer, err := newCloser(db, rdb, env.prefix, 0, log)
 			if err != nil {
 				return out, err
 			}
 			if o.single {
 				handlers[o.handler] = tr.wrap(delay.OrderCloseHandler(closer.CloseOrder))
 			} else {
-				batchHandlers[o.handler] = tr.wrapBatch(delay.OrderCloseBatchHandler(
-					func(ctx context.Context, nos []string) ([]orders.Result, error) {
-						return closer.CloseOrders(orders.WithOrderContexts(ctx, delay.OrderContexts(ctx)), nos)
-					}))
+				batchHandlers[o.handler] = tr.wrapBatch(app.OrderCloseBatchHandler(closer))
 			}
 		} else {
 			handlers[o.handler] = tr.wrap(func(context.Context, *delay.Task) error { return nil })

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"cmp"
+	"log/slog"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/app"
+	"github.com/orderjob/executor/orders"
+)
+
+// newCloser builds the order closer as the executor does (app.NewClosePath
+// over the configuration's defaults), with the bench's lock key prefix and,
+// when not 0, its page size. log may be nil.
+func newCloser(db *sqlx.DB, rdb redis.UniversalClient, lockPrefix string, pageSize int, log *slog.Logger) (*orders.Closer, error) {
+	cfg := config.Default()
+	cfg.Order.Close.LockKeyPrefix = lockPrefix
+	cfg.Order.Close.PageSize = cmp.Or(pageSize, cfg.Order.Close.PageSize)
+	cp, err := app.NewClosePath(db, rdb, nil, cfg, cmp.Or(log, slog.New(slog.DiscardHandler)), nil)
+	if err != nil {
+		return nil, err
+	}
+	return cp.Closer, nil
+}
