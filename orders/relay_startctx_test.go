@@ -53,9 +53,9 @@ func TestRelayOutlivesItsStartContext(t *testing.T) {
 	require.Eventually(t, func() bool {
 		backlog, err := r.Backlog(b.ctx)
 		require.NoError(t, err)
-		return backlog.Pending == 0
-	}, 10*time.Second, 20*time.Millisecond, "the relay stopped delivering when its start context ended")
-	require.NotEmpty(t, logs.seen(), "the relay logged its passes")
+		// The pass is logged after its deliveries are marked done.
+		return backlog.Pending == 0 && len(logs.seen()) > 0
+	}, 10*time.Second, 20*time.Millisecond, "the relay stopped delivering (or logging its passes) when its start context ended")
 	for _, v := range logs.seen() {
 		require.Equal(t, "from start", v, "the relay's lines are written under Start's values")
 	}
