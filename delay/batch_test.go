@@ -101,7 +101,7 @@ func (r *batchRecorder) check(t *testing.T) {
 	require.Empty(t, r.problems)
 }
 
-func (b *testBundle) batchConfig(single map[string]HandlerFunc, batch map[string]BatchHandlerFunc) Config {
+func (b *testBundle) batchConfig(single map[string]HandlerFunc, batch map[string]BatchHandlerFunc) testConfig {
 	cfg := b.fastConfig(single)
 	cfg.BatchHandlers = batch
 	return cfg
@@ -111,7 +111,7 @@ func (b *testBundle) batchConfig(single map[string]HandlerFunc, batch map[string
 // at, from a client of their own (no wake-up of the dispatchers).
 func (b *testBundle) registerAt(t *testing.T, prefix, handler string, n int, at time.Time, maxRetry int) {
 	t.Helper()
-	reg, err := NewClient(ClientConfig{DB: b.db.DB, Redis: b.rdb, KeyPrefix: b.prefix})
+	reg, err := NewClient(b.db.DB, b.rdb, ClientConfig{KeyPrefix: b.prefix})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -267,7 +267,7 @@ func TestTwoDispatchersBatchEachTaskOnce(t *testing.T) {
 	t.Cleanup(func() { db2.Close() })
 	rdb2 := redis.NewClient(&redis.Options{Addr: redistest.Addr()})
 	t.Cleanup(func() { rdb2.Close() })
-	cfg2.DB, cfg2.Redis = db2, rdb2
+	cfg2.db, cfg2.rdb = db2, rdb2
 	d2 := newDispatcher(t, cfg2)
 	start(t, d1)
 	start(t, d2)
@@ -358,7 +358,7 @@ func TestBatchHandlerConfig(t *testing.T) {
 	cfg := b.batchConfig(map[string]HandlerFunc{"x": func(context.Context, *Task) error { return nil }},
 		map[string]BatchHandlerFunc{"x": nop, "1bad": nop, "nil": nil})
 	cfg.HandlerBatchSize = 501
-	_, err := NewDispatcher(cfg)
+	_, err := cfg.build()
 	require.ErrorContains(t, err, `"x" is in both Handlers and BatchHandlers`)
 	require.ErrorContains(t, err, `"1bad"`)
 	require.ErrorContains(t, err, `batch handler "nil" is nil`)

@@ -16,15 +16,11 @@ import (
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
-	// DB holds job_delay_task. Required.
-	DB *sqlx.DB
 	// Timer is told of new tasks (the Dispatcher's, in an executor).
-	// Default: the Redis timer on Redis under KeyPrefix. Without either,
-	// registrations reach the timer through the dispatchers' reconciler
-	// (within its interval).
+	// Default: the Redis timer on the Redis given to NewClient, under
+	// KeyPrefix. Without either, registrations reach the timer through the
+	// dispatchers' reconciler (within its interval).
 	Timer Timer
-	// Redis is the Redis timer's server, when Timer is not set.
-	Redis redis.UniversalClient
 	// KeyPrefix starts the Redis timer's keys. Default "delay:".
 	KeyPrefix string
 	// RunningTimeout is the age at which a RUNNING task counts as stuck in
@@ -58,14 +54,15 @@ type Client struct {
 // DefaultKeyPrefix is the default prefix of Redis keys.
 const DefaultKeyPrefix = "delay:"
 
-// NewClient checks cfg and builds a Client.
-func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.DB == nil {
-		return nil, errors.New("delay: ClientConfig.DB is required")
+// NewClient builds a Client on db, which holds job_delay_task. rdb, which
+// may be nil, is the Redis timer's server when cfg.Timer is not set.
+func NewClient(db *sqlx.DB, rdb redis.UniversalClient, cfg ClientConfig) (*Client, error) {
+	if db == nil {
+		return nil, errors.New("delay: NewClient needs a database")
 	}
 	c := &Client{
-		db:             cfg.DB,
-		clock:          newClock(cfg.DB, time.Minute),
+		db:             db,
+		clock:          newClock(db, time.Minute),
 		validate:       cfg.ValidateHandler,
 		runningTimeout: cmp.Or(cfg.RunningTimeout, 120*time.Second),
 		log:            cfg.Logger,
@@ -76,8 +73,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	switch {
 	case cfg.Timer != nil:
 		c.timer = cfg.Timer
-	case cfg.Redis != nil:
-		c.timer = NewRedisTimer(cfg.Redis, cfg.KeyPrefix)
+	case rdb != nil:
+		c.timer = NewRedisTimer(rdb, cfg.KeyPrefix)
 	}
 	return c, nil
 }

@@ -13,7 +13,7 @@ import (
 
 func newClient(t *testing.T, b *testBundle) *Client {
 	t.Helper()
-	c, err := NewClient(ClientConfig{DB: b.db.DB, Redis: b.rdb, KeyPrefix: b.prefix, Logger: b.log})
+	c, err := NewClient(b.db.DB, b.rdb, ClientConfig{KeyPrefix: b.prefix, Logger: b.log})
 	require.NoError(t, err)
 	return c
 }
@@ -332,12 +332,12 @@ func TestNewDispatcherChecksTimeouts(t *testing.T) {
 	b := setup(t)
 	cfg := b.fastConfig(nil)
 	cfg.RunningTimeout, cfg.HandlerTimeout = 120*time.Second, 120*time.Second
-	_, err := NewDispatcher(cfg)
+	_, err := cfg.build()
 	require.ErrorContains(t, err, "HandlerTimeout")
 	cfg.HandlerTimeout = 60 * time.Second
-	_, err = NewDispatcher(cfg)
+	_, err = cfg.build()
 	require.NoError(t, err)
 	cfg.Handlers = map[string]HandlerFunc{"http:x": nil}
-	_, err = NewDispatcher(cfg)
+	_, err = cfg.build()
 	require.Error(t, err)
 }

@@ -21,15 +21,11 @@ import (
 
 // Config configures a Dispatcher. Zero values take the defaults given.
 type Config struct {
-	// DB holds job_delay_task. Required.
-	DB *sqlx.DB
 	// Timer tells when tasks fall due; the dispatcher starts and stops its
 	// consuming side with its own Start and Stop (the owner starts and stops
-	// the timer itself, before and after). Default: the Redis timer on Redis
-	// under KeyPrefix.
+	// the timer itself, before and after). Default: the Redis timer on the
+	// Redis given to NewDispatcher, under KeyPrefix.
 	Timer Timer
-	// Redis holds the Redis timer. Required when Timer is not set.
-	Redis redis.UniversalClient
 	// KeyPrefix starts the Redis timer's keys. Default "delay:". Executors
 	// sharing tasks share the prefix.
 	KeyPrefix string
@@ -136,6 +132,7 @@ var ErrStopped = errors.New("delay: dispatcher stopped")
 // every executor; they share work through the timer and the table.
 type Dispatcher struct {
 	cfg      Config
+	db       *sqlx.DB
 	client   *Client
 	timer    Timer
 	clock    *clock
@@ -166,13 +163,14 @@ type Dispatcher struct {
 }
 
 // NewDispatcher checks cfg, fills defaults and builds a Dispatcher (not
-// started).
-func NewDispatcher(cfg Config) (*Dispatcher, error) {
-	if cfg.DB == nil {
-		return nil, errors.New("delay: Config.DB is required")
+// started) on db, which holds job_delay_task. rdb holds the Redis timer; it
+// may be nil when cfg.Timer is set.
+func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatcher, error) {
+	if db == nil {
+		return nil, errors.New("delay: NewDispatcher needs a database")
 	}
-	if cfg.Redis == nil && cfg.Timer == nil {
-		return nil, errors.New("delay: Config.Timer or Config.Redis is required")
+	if rdb == nil && cfg.Timer == nil {
+		return nil, errors.New("delay: NewDispatcher needs Redis or Config.Timer")
 	}
 	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
 	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, 120*time.Second)
@@ -263,6 +261,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 
 	d := &Dispatcher{
 		cfg:      cfg,
+		db:       db,
 		log:      cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "delay.dispatcher"),
 		handlers: cfg.Handlers,
 		batch:    cfg.BatchHandlers,
@@ -278,8 +277,8 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		tr.MaxIdleConnsPerHost = cfg.Workers
 		d.http = &http.Client{Transport: tr}
 	}
-	c, err := NewClient(ClientConfig{
-		DB: cfg.DB, Timer: cfg.Timer, Redis: cfg.Redis, KeyPrefix: cfg.KeyPrefix, RunningTimeout: cfg.RunningTimeout,
+	c, err := NewClient(db, rdb, ClientConfig{
+		Timer: cfg.Timer, KeyPrefix: cfg.KeyPrefix, RunningTimeout: cfg.RunningTimeout,
 		ValidateHandler: d.ValidateHandler, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -578,7 +577,7 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 	if len(d.batch) > 0 && slots > 0 {
 		split = &claimSplit{batchNames: d.batchNames(), singles: func(n int) int { return slots - d.groupsAtMost(n) }}
 	}
-	tasks, err := storeClaim(cctx, d.cfg.DB, ids, claimID, split, d.afterClaim)
+	tasks, err := storeClaim(cctx, d.db, ids, claimID, split, d.afterClaim)
 	if err != nil {
 		d.log.ErrorContext(ctx, "claim delayed tasks", "batch_size", len(ids), "err", err)
 		back := make([]timerEntry, len(ids))
@@ -602,7 +601,7 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 				rest = append(rest, id)
 			}
 		}
-		pending, err := storePendingTimes(cctx, d.cfg.DB, rest)
+		pending, err := storePendingTimes(cctx, d.db, rest)
 		if err == nil {
 			d.timer.done(notIn(rest, pending), true)
 			if len(pending) > 0 {

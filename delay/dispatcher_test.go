@@ -71,12 +71,12 @@ func TestTwoDispatchersRunEachTaskOnce(t *testing.T) {
 	t.Cleanup(func() { db2.Close() })
 	rdb2 := redis.NewClient(&redis.Options{Addr: redistest.Addr()})
 	t.Cleanup(func() { rdb2.Close() })
-	cfg2.DB, cfg2.Redis = db2, rdb2
+	cfg2.db, cfg2.rdb = db2, rdb2
 	d2 := newDispatcher(t, cfg2)
 	start(t, d1)
 	start(t, d2)
 
-	reg, err := NewClient(ClientConfig{DB: b.db.DB, Redis: b.rdb, KeyPrefix: b.prefix})
+	reg, err := NewClient(b.db.DB, b.rdb, ClientConfig{KeyPrefix: b.prefix})
 	require.NoError(t, err)
 	ctx := context.Background()
 	const n = 400
@@ -258,7 +258,7 @@ func TestKilledDispatcherTaskIsRecovered(t *testing.T) {
 		close(acted)
 		return err
 	}})
-	cfgA.DB = dbA
+	cfgA.db = dbA
 	a := newDispatcher(t, cfgA)
 	require.NoError(t, a.Start(context.Background()))
 	ctx := context.Background()
@@ -369,7 +369,7 @@ func TestRedisRestartedEmptyTasksStillRun(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	rec := newRecorder()
 	cfg := b.fastConfig(map[string]HandlerFunc{"rec": rec.handle})
-	cfg.Redis = rdb
+	cfg.rdb = rdb
 	cfg.ReconcileInterval = 300 * time.Millisecond
 	d := newDispatcher(t, cfg)
 	start(t, d)
@@ -491,7 +491,7 @@ func TestSweepShardsRunMissedTasks(t *testing.T) {
 	rec := newRecorder()
 	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{"rec": rec.handle}))
 	ctx := context.Background()
-	c, err := NewClient(ClientConfig{DB: b.db.DB}) // no Redis: the timer never hears of them
+	c, err := NewClient(b.db.DB, nil, ClientConfig{}) // no Redis: the timer never hears of them
 	require.NoError(t, err)
 	const n = 30
 	for i := range n {

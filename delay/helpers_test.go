@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -83,20 +84,42 @@ func setup(t *testing.T) *testBundle {
 	}
 }
 
-// fastConfig has timings small enough for tests.
-func (b *testBundle) fastConfig(handlers map[string]HandlerFunc) Config {
-	return Config{
-		DB: b.db.DB, Redis: b.rdb, KeyPrefix: b.prefix, Handlers: handlers, Logger: b.log,
+// unconnectedDB is a handle on a database nothing listens for, for tests of
+// constructors that must not connect.
+func unconnectedDB(t *testing.T) *sqlx.DB {
+	t.Helper()
+	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// testConfig is a dispatcher's Config with the database and Redis it is
+// built on.
+type testConfig struct {
+	Config
+	db  *sqlx.DB
+	rdb redis.UniversalClient
+}
+
+// fastConfig has timings small enough for tests, on the test's database
+// and Redis.
+func (b *testBundle) fastConfig(handlers map[string]HandlerFunc) testConfig {
+	return testConfig{db: b.db.DB, rdb: b.rdb, Config: Config{
+		KeyPrefix: b.prefix, Handlers: handlers, Logger: b.log,
 		RunningTimeout: 5 * time.Second, HandlerTimeout: 2 * time.Second,
 		ReconcileInterval: time.Hour, PollInterval: 20 * time.Millisecond,
 		BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, SweepGrace: time.Millisecond,
 		Workers: 8,
-	}
+	}}
 }
 
-func newDispatcher(t *testing.T, cfg Config) *Dispatcher {
+// build is NewDispatcher on cfg.
+func (cfg testConfig) build() (*Dispatcher, error) { return NewDispatcher(cfg.db, cfg.rdb, cfg.Config) }
+
+func newDispatcher(t *testing.T, cfg testConfig) *Dispatcher {
 	t.Helper()
-	d, err := NewDispatcher(cfg)
+	d, err := cfg.build()
 	require.NoError(t, err)
 	return d
 }

@@ -30,15 +30,16 @@ func TestRedisDownSweepsSpendNoRetry(t *testing.T) {
 	require.NoError(t, err)
 	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
 	require.NoError(t, err)
-	closer, err := orders.NewCloser(b.db.DB, locker, orders.CloserConfig{NowOffset: 2 * time.Minute})
+	closer, err := orders.NewCloser(b.db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, svc.AddStock(ctx, 1, 10))
 	_, err = svc.PlaceOrder(ctx, orders.NewOrder{OrderNo: "DOWN-1", UserID: 1, Items: []orders.Item{{SKUID: 1, Quantity: 1}}, TimeoutMinutes: 1})
 	require.NoError(t, err)
+	placedAgo(t, b.db.DB, "DOWN-1", 2*time.Minute)
 
 	cfg := b.fastConfig(nil)
-	cfg.Redis = rdb
+	cfg.rdb = rdb
 	cfg.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(closer.CloseOrders)}
 	cfg.NotNowBackoff, cfg.NotNowBackoffMax = 20*time.Millisecond, 40*time.Millisecond
 	d := newDispatcher(t, cfg) // not started: only the sweep runs tasks here
@@ -121,7 +122,7 @@ func TestSecondDispatcherNeverRunsQueuedTask(t *testing.T) {
 	rec := &overlapRecorder{runs: map[string]int{}, running: map[string]bool{}, hold: 1200 * time.Millisecond}
 	mk := func(db *sqlx.DB) *Dispatcher {
 		cfg := b.fastConfig(map[string]HandlerFunc{"slow": rec.handle})
-		cfg.DB = db
+		cfg.db = db
 		cfg.Workers, cfg.BatchSize = 1, 3
 		cfg.RunningTimeout, cfg.HandlerTimeout = 2*time.Second, 1500*time.Millisecond
 		return newDispatcher(t, cfg)
@@ -263,14 +264,14 @@ func TestTimeoutsAllowingDoubleRunRefused(t *testing.T) {
 	b := setup(t)
 	cfg := b.fastConfig(nil)
 	cfg.RunningTimeout, cfg.HandlerTimeout, cfg.HandlerGrace = 120*time.Second, 60*time.Second, 50*time.Second
-	_, err := NewDispatcher(cfg)
+	_, err := cfg.build()
 	var te *TimeoutsError
 	require.ErrorAs(t, err, &te)
 	require.Contains(t, err.Error(), "raise RunningTimeout to at least 2m3s or lower HandlerTimeout to at most 58s")
 	cfg.RunningTimeout = te.MinRunningTimeout
-	_, err = NewDispatcher(cfg)
+	_, err = cfg.build()
 	require.NoError(t, err)
 	cfg.RunningTimeout, cfg.HandlerTimeout = 120*time.Second, te.MaxHandlerTimeout
-	_, err = NewDispatcher(cfg)
+	_, err = cfg.build()
 	require.NoError(t, err)
 }

@@ -83,7 +83,7 @@ func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
 		close(acted)
 		return errs
 	}}
-	cfgA.DB = dbA
+	cfgA.db = dbA
 	a := newDispatcher(t, cfgA)
 	ctx := context.Background()
 	at := time.Now().Add(300 * time.Millisecond)

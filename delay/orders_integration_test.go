@@ -17,29 +17,47 @@ import (
 // orderTimeoutClose, on orders placed and paid through orders.Service.
 
 type orderWorld struct {
+	db     *sqlx.DB
 	svc    *orders.Service
 	closer *orders.Closer
 }
 
-// newOrderWorld builds the order service and a closer that sees orders as
-// due (NowOffset, the orders package's test hook) once their 1-minute
-// timeout would have passed.
+// newOrderWorld builds the order service and a closer; orders placed
+// through it with a 1-minute timeout are due at once (place: moved two
+// minutes back) or in a minute (placeEarly).
 func newOrderWorld(t *testing.T, b *testBundle, db *sqlx.DB) *orderWorld {
 	t.Helper()
 	locker, err := orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix})
 	require.NoError(t, err)
 	svc, err := orders.NewService(db, locker, orders.ServiceConfig{})
 	require.NoError(t, err)
-	closer, err := orders.NewCloser(db, locker, orders.CloserConfig{NowOffset: 2 * time.Minute})
+	closer, err := orders.NewCloser(db, locker, orders.CloserConfig{})
 	require.NoError(t, err)
 	require.NoError(t, svc.AddStock(context.Background(), 1, 100))
-	return &orderWorld{svc: svc, closer: closer}
+	return &orderWorld{db: db, svc: svc, closer: closer}
 }
 
+// place places order no, due at once.
 func (w *orderWorld) place(t *testing.T, no string) {
+	t.Helper()
+	w.placeEarly(t, no)
+	placedAgo(t, w.db, no, 2*time.Minute)
+}
+
+// placeEarly places order no, due in a minute.
+func (w *orderWorld) placeEarly(t *testing.T, no string) {
 	t.Helper()
 	_, err := w.svc.PlaceOrder(context.Background(), orders.NewOrder{OrderNo: no, UserID: 7,
 		Items: []orders.Item{{SKUID: 1, Quantity: 2}}, TimeoutMinutes: 1})
+	require.NoError(t, err)
+}
+
+// placedAgo moves order no's creation back by d, as if it had been placed
+// that long ago.
+func placedAgo(t *testing.T, db *sqlx.DB, no string, d time.Duration) {
+	t.Helper()
+	_, err := db.Exec(`UPDATE order_info SET create_time = create_time - INTERVAL ? MICROSECOND WHERE order_no = ?`,
+		d.Microseconds(), no)
 	require.NoError(t, err)
 }
 
@@ -108,7 +126,7 @@ func TestOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
 		close(acted)
 		return err
 	}})
-	cfgA.DB = dbA
+	cfgA.db = dbA
 	a := newDispatcher(t, cfgA)
 	require.NoError(t, a.Start(context.Background()))
 	ctx := context.Background()
@@ -149,7 +167,7 @@ func TestOrderCloseNotDueMovesToDeadline(t *testing.T) {
 	cfg.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(strict.CloseOrders)}
 	d := newDispatcher(t, cfg)
 	start(t, d)
-	w.place(t, "EARLY-1") // due in a minute
+	w.placeEarly(t, "EARLY-1")
 	r := OrderTimeoutClose("EARLY-1", time.Now())
 	r.MaxRetry = 1
 	tk, _, err := d.Client().Register(context.Background(), r)
@@ -179,7 +197,7 @@ func TestOrderCloseNotDueSingleIsNotNow(t *testing.T) {
 	cfg.NotNowBackoff, cfg.NotNowBackoffMax = 200*time.Millisecond, 400*time.Millisecond
 	d := newDispatcher(t, cfg)
 	start(t, d)
-	w.place(t, "EARLY-2")
+	w.placeEarly(t, "EARLY-2")
 	r := OrderTimeoutClose("EARLY-2", time.Now())
 	r.MaxRetry = 1
 	_, _, err = d.Client().Register(context.Background(), r)

@@ -30,9 +30,6 @@ type RabbitMQConfig struct {
 	// above twice the tasks due per second per executor. Default 10000; at
 	// most 65535.
 	Prefetch int
-	// DB holds job_delay_task, whose published_at the timer writes once the
-	// broker confirmed a task's message. Required.
-	DB *sqlx.DB
 	// RepublishAfter: the reconciler publishes a PENDING task again when its
 	// publish was never confirmed and its row is older than this (the
 	// broker was unreachable, a confirm was lost), or when it is overdue by
@@ -65,6 +62,7 @@ var _ Timer = (*RabbitMQTimer)(nil)
 // after.
 type RabbitMQTimer struct {
 	cfg   RabbitMQConfig
+	db    *sqlx.DB
 	names rabbitNames
 	clock *clock
 	log   *slog.Logger
@@ -93,12 +91,13 @@ type RabbitMQTimer struct {
 	published, republished, hopped, dups atomic.Int64
 }
 
-// NewRabbitMQTimer checks cfg and builds the timer (not started). It
-// declares its topology on every connect: quorum queues, so RabbitMQ 3.10
-// or later.
-func NewRabbitMQTimer(cfg RabbitMQConfig) (*RabbitMQTimer, error) {
-	if cfg.DB == nil {
-		return nil, errors.New("delay: RabbitMQConfig.DB is required")
+// NewRabbitMQTimer checks cfg and builds the timer (not started) on db,
+// which holds job_delay_task: the timer writes a task's published_at once
+// the broker confirmed its message. It declares its topology on every
+// connect: quorum queues, so RabbitMQ 3.10 or later.
+func NewRabbitMQTimer(db *sqlx.DB, cfg RabbitMQConfig) (*RabbitMQTimer, error) {
+	if db == nil {
+		return nil, errors.New("delay: NewRabbitMQTimer needs a database")
 	}
 	cfg.Prefix = cmp.Or(cfg.Prefix, "delay.")
 	cfg.Prefetch = cmp.Or(cfg.Prefetch, 10000)
@@ -113,7 +112,7 @@ func NewRabbitMQTimer(cfg RabbitMQConfig) (*RabbitMQTimer, error) {
 		return nil, fmt.Errorf("delay: RabbitMQ prefix %q is not letters, digits, '.', '_', '-' (at most 200)", cfg.Prefix)
 	}
 	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "delay.rabbitmq")
-	t := &RabbitMQTimer{cfg: cfg, names: rabbitNames{prefix: cfg.Prefix}, clock: newClock(cfg.DB, time.Minute), log: log,
+	t := &RabbitMQTimer{cfg: cfg, db: db, names: rabbitNames{prefix: cfg.Prefix}, clock: newClock(db, time.Minute), log: log,
 		confirms: make(chan pendingPublish, 65536), marks: make(chan timerEntry, 65536)}
 	var err error
 	t.pub, err = rabbit.New(rabbit.Config{URL: cfg.URL, Name: cfg.Prefix + "publish", Declare: t.names.declare,

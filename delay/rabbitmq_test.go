@@ -27,11 +27,11 @@ func rabbitSetup(t *testing.T) (*testBundle, string) {
 // the test ends (after the dispatchers, which are started later).
 func (b *testBundle) rabbitTimer(t *testing.T, db *sqlx.DB, prefix string, mod func(*RabbitMQConfig)) *RabbitMQTimer {
 	t.Helper()
-	cfg := RabbitMQConfig{URL: rabbittest.URL(), Prefix: prefix, DB: db, Logger: b.log, Prefetch: 2000, RepublishAfter: time.Second}
+	cfg := RabbitMQConfig{URL: rabbittest.URL(), Prefix: prefix, Logger: b.log, Prefetch: 2000, RepublishAfter: time.Second}
 	if mod != nil {
 		mod(&cfg)
 	}
-	rt, err := NewRabbitMQTimer(cfg)
+	rt, err := NewRabbitMQTimer(db, cfg)
 	require.NoError(t, err)
 	require.NoError(t, rt.Start(context.Background()))
 	t.Cleanup(func() {
@@ -51,9 +51,9 @@ func (b *testBundle) rabbitDispatcher(t *testing.T, prefix string, handlers map[
 	t.Cleanup(func() { db.Close() })
 	rt := b.rabbitTimer(t, db, prefix, nil)
 	cfg := b.fastConfig(handlers)
-	cfg.DB, cfg.Redis, cfg.Timer = db, nil, rt
+	cfg.db, cfg.rdb, cfg.Timer = db, nil, rt
 	if mod != nil {
-		mod(&cfg)
+		mod(&cfg.Config)
 	}
 	d := newDispatcher(t, cfg)
 	start(t, d)
@@ -263,7 +263,7 @@ func TestRabbitPublishFailureLeftToReconciler(t *testing.T) {
 	d, rt := b.rabbitDispatcher(t, prefix, map[string]HandlerFunc{"rec": rec.handle}, nil)
 	ctx := context.Background()
 
-	down, err := NewRabbitMQTimer(RabbitMQConfig{URL: "amqp://guest:guest@127.0.0.1:1/", Prefix: prefix, DB: b.db.DB, Logger: b.log})
+	down, err := NewRabbitMQTimer(b.db.DB, RabbitMQConfig{URL: "amqp://guest:guest@127.0.0.1:1/", Prefix: prefix, Logger: b.log})
 	require.NoError(t, err)
 	require.NoError(t, down.Start(ctx))
 	t.Cleanup(func() { _ = down.Stop(context.Background()) })
@@ -271,7 +271,7 @@ func TestRabbitPublishFailureLeftToReconciler(t *testing.T) {
 	require.ErrorIs(t, err, rabbit.ErrDown)
 	require.ErrorContains(t, err, "127.0.0.1:1/ unreachable")
 
-	c, err := NewClient(ClientConfig{DB: b.db.DB, Timer: down, Logger: b.log})
+	c, err := NewClient(b.db.DB, nil, ClientConfig{Timer: down, Logger: b.log})
 	require.NoError(t, err)
 	tk, created, err := c.Register(ctx, Registration{BizUUID: "unpublished", Handler: "rec", Delay: 100 * time.Millisecond})
 	require.NoError(t, err, "the task is durable; the timer learns of it later")
@@ -333,7 +333,7 @@ func TestRabbitTwoExecutorsRaceRunOnce(t *testing.T) {
 	d1, rt1 := b.rabbitDispatcher(t, prefix, handlers, nil)
 	_, rt2 := b.rabbitDispatcher(t, prefix, handlers, nil)
 	reg := b.rabbitTimer(t, b.db.DB, prefix, nil)
-	c, err := NewClient(ClientConfig{DB: b.db.DB, Timer: reg, Logger: b.log, ValidateHandler: d1.ValidateHandler})
+	c, err := NewClient(b.db.DB, nil, ClientConfig{Timer: reg, Logger: b.log, ValidateHandler: d1.ValidateHandler})
 	require.NoError(t, err)
 	ctx := context.Background()
 	const n = 400
@@ -395,19 +395,29 @@ func TestRabbitTopologyConflict(t *testing.T) {
 }
 
 // A prefix that would make names RabbitMQ refuses, and a bad URL, are
-// refused up front.
+// refused up front, before anything connects.
 func TestRabbitConfigRefused(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	for _, cfg := range []RabbitMQConfig{
-		{URL: "amqp://x/", Prefix: "has space", DB: b.db.DB},
-		{URL: "http://guest:SECRET@x/", DB: b.db.DB},
-		{URL: "amqp://x/", Prefetch: 70000, DB: b.db.DB},
-		{URL: "amqp://x/"},
+	db := unconnectedDB(t)
+	for _, tc := range []struct {
+		name string
+		db   *sqlx.DB
+		cfg  RabbitMQConfig
+		want string
+	}{
+		{"prefix", db, RabbitMQConfig{URL: "amqp://x/", Prefix: "has space"},
+			`delay: RabbitMQ prefix "has space" is not letters, digits, '.', '_', '-' (at most 200)`},
+		{"scheme", db, RabbitMQConfig{URL: "http://guest:SECRET@x/"},
+			"rabbitmq URL http://guest:xxxxx@x/: AMQP scheme must be either 'amqp://' or 'amqps://'"},
+		{"prefetch", db, RabbitMQConfig{URL: "amqp://x/", Prefetch: 70000}, "delay: RabbitMQ prefetch 70000 is not in 1..65535"},
+		{"republish", db, RabbitMQConfig{URL: "amqp://x/", RepublishAfter: time.Millisecond}, "delay: RabbitMQ RepublishAfter 1ms is below 1s"},
+		{"no database", nil, RabbitMQConfig{URL: "amqp://x/"}, "delay: NewRabbitMQTimer needs a database"},
 	} {
-		_, err := NewRabbitMQTimer(cfg)
-		require.Error(t, err, "%+v", cfg)
-		require.NotContains(t, err.Error(), "SECRET")
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewRabbitMQTimer(tc.db, tc.cfg)
+			require.EqualError(t, err, tc.want)
+			require.NotContains(t, err.Error(), "SECRET")
+		})
 	}
 	var err error = &rabbit.TopologyError{Err: errors.New("x")}
 	require.Contains(t, fmt.Sprint(err), "conflicts")
@@ -466,7 +476,7 @@ func TestRabbitConcurrentReconcilersPublishOnce(t *testing.T) {
 	ctx := context.Background()
 	const n = 300
 	// Published an hour ago and due a minute ago, but no message: lost.
-	c, err := NewClient(ClientConfig{DB: b.db.DB})
+	c, err := NewClient(b.db.DB, nil, ClientConfig{})
 	require.NoError(t, err)
 	for i := range n {
 		_, _, err := c.Register(ctx, Registration{BizUUID: bizN("lost", i), Handler: "rec", Delay: time.Hour})

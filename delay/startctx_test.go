@@ -74,7 +74,7 @@ func TestRabbitMQTimerOutlivesItsStartContext(t *testing.T) {
 	t.Parallel()
 	b, prefix := rabbitSetup(t)
 	tctx, cancelTimer := context.WithCancel(context.Background())
-	rt, err := NewRabbitMQTimer(RabbitMQConfig{URL: rabbittest.URL(), Prefix: prefix, DB: b.db.DB, Logger: b.log})
+	rt, err := NewRabbitMQTimer(b.db.DB, RabbitMQConfig{URL: rabbittest.URL(), Prefix: prefix, Logger: b.log})
 	require.NoError(t, err)
 	require.NoError(t, rt.Start(tctx))
 	cancelTimer()
@@ -84,7 +84,7 @@ func TestRabbitMQTimerOutlivesItsStartContext(t *testing.T) {
 		values <- ctx.Value(startCtxKey{})
 		return nil
 	}})
-	cfg.Redis, cfg.Timer = nil, rt
+	cfg.rdb, cfg.Timer = nil, rt
 	d := newDispatcher(t, cfg)
 	dctx, cancelDispatcher := context.WithCancel(context.WithValue(context.Background(), startCtxKey{}, "from start"))
 	require.NoError(t, d.Start(dctx))

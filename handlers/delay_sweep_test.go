@@ -49,8 +49,8 @@ func TestDelayTaskSweepRunsMissedTasks(t *testing.T) {
 	ctx := context.Background()
 	ran := map[string]int{}
 	handlersRun := make(chan string, 100)
-	d, err := delay.NewDispatcher(delay.Config{
-		DB: db.DB, Redis: rdb, KeyPrefix: prefix, SweepGrace: time.Millisecond, BackoffBase: time.Hour,
+	d, err := delay.NewDispatcher(db.DB, rdb, delay.Config{
+		KeyPrefix: prefix, SweepGrace: time.Millisecond, BackoffBase: time.Hour,
 		Handlers: map[string]delay.HandlerFunc{
 			"ok": func(_ context.Context, t *delay.Task) error { handlersRun <- t.BizUUID; return nil },
 			"bad": func(context.Context, *delay.Task) error {
@@ -59,7 +59,7 @@ func TestDelayTaskSweepRunsMissedTasks(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	reg, err := delay.NewClient(delay.ClientConfig{DB: db.DB}) // no timer: only the sweep finds them
+	reg, err := delay.NewClient(db.DB, nil, delay.ClientConfig{}) // no timer: only the sweep finds them
 	require.NoError(t, err)
 	for i := range 12 {
 		_, _, err := reg.Register(ctx, delay.Registration{BizUUID: fmt.Sprintf("missed-%d", i), Handler: "ok",

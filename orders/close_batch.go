@@ -137,7 +137,7 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Re
 	if err != nil {
 		return err
 	}
-	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 	rows, err := c.store.ordersForClose(ctx, c.db, nos)
 	if err != nil {
 		return err

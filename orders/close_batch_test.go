@@ -49,7 +49,7 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	obs := &batchObserver{}
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, Observer: obs})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Observer: obs})
 	b.shop(t)
 	for _, no := range []string{"DUE1", "DUE2", "PAID", "CLOSED", "LOCKED", "PARKED", "WAITING"} {
 		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 4, Quantity: 2})
@@ -154,7 +154,7 @@ func TestCloseOrdersLogsWithOrderContexts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	logs := &ctxLog{lines: map[string][]string{}}
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, Logger: slog.New(logs)})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Logger: slog.New(logs)})
 	b.shop(t)
 	b.place(t, "OK1", true, orders.Item{SKUID: 2, Quantity: 1})
 	b.place(t, "BAD", false, orders.Item{SKUID: 5, Quantity: 1})
@@ -348,7 +348,7 @@ func TestCloseOrdersTradeStep(t *testing.T) {
 	t.Parallel()
 	p := newPaySide(t, "tok")
 	b := setup(t)
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: p.closer(t, 0)})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: p.closer(t, 0)})
 	b.shop(t)
 	for _, no := range []string{"T1", "T2", "T3", "T4"} {
 		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 2})

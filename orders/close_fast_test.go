@@ -51,7 +51,7 @@ func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
 		change(no)
 		return orders.TradeClosed, nil
 	})
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: trade})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: trade})
 	for _, no := range []string{"RUN-PAID", "RUN-LATER", "RUN-OK", "PAID", "PAID-OK", "LATER", "LATER-OK"} {
 		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 3, Quantity: 2})
 	}
@@ -108,7 +108,7 @@ func TestSweepHonoursLettersFewOrMany(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			b.shop(t)
-			late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+			late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 			for _, no := range []string{"L-PARKED", "L-LATER", "L-DUE", "L-NONE", "L-RESOLVED"} {
 				b.place(t, no, false, orders.Item{SKUID: 1, Quantity: 1})
 			}

@@ -27,10 +27,6 @@ type CloserConfig struct {
 	// Reason is written to order_info.close_reason and order_close_log.reason.
 	// Default "payment_timeout"; at most 32 characters.
 	Reason string
-	// NowOffset is added to the database time a run reads. TEST ONLY: it
-	// moves "now" for tests that must see orders become due; production
-	// leaves it zero.
-	NowOffset time.Duration
 	// DeadLetterBackoff says when a failed close is retried.
 	DeadLetterBackoff DeadLetterBackoff
 	// PageSize is the default scan page and close batch size, used when
@@ -74,6 +70,9 @@ type Closer struct {
 	store  store
 	cfg    CloserConfig
 	log    *slog.Logger
+	// shift is added to the database time a run reads: zero but in tests
+	// that must see orders become due without waiting (export_test.go).
+	shift time.Duration
 }
 
 // DefaultReason is the close reason when CloserConfig.Reason is empty.
@@ -215,8 +214,7 @@ func (s *RunStats) add(p pageResult) {
 }
 
 // Run closes the due orders of one shard, page by page, and returns what it
-// did. "Now" is the database clock read once at the start (plus the test-only
-// NowOffset); an order counts as due when status = 0 and create_time +
+// did. "Now" is the database clock read once at the start; an order counts as due when status = 0 and create_time +
 // timeout_minutes is at or before it.
 //
 // Cancellation is checked between pages: a page in progress is finished (its
@@ -245,7 +243,7 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	if err != nil {
 		return st, err
 	}
-	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 	pace := pacer{rate: opt.MaxPerSecond, start: time.Now()}
 
 	// The scanner prepares the next page (scan, dead-letter filter, Redis
@@ -373,8 +371,8 @@ func (c *Closer) normalize(opt RunOptions) (RunOptions, error) {
 	return opt, nil
 }
 
-// runClock is a run's view of time: the database time read at its start (plus
-// NowOffset) decides what is due; close timestamps advance from it by the
+// runClock is a run's view of time: the database time read at its start
+// decides what is due; close timestamps advance from it by the
 // local monotonic clock, so they are on the database's clock too.
 type runClock struct {
 	now  time.Time // database time at the start of the run
@@ -406,7 +404,7 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 	if err != nil {
 		return 0, err
 	}
-	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 	o, ok, err := c.store.orderByNo(ctx, c.db, orderNo)
 	switch {
 	case err != nil:

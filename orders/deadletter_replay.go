@@ -110,7 +110,7 @@ func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryS
 	if err != nil {
 		return st, err
 	}
-	clock := runClock{now: dbNow.Add(c.cfg.NowOffset), read: time.Now()}
+	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 
 	err = c.retryPages(ctx, opt, clock, &st)
 	st.Elapsed = time.Since(start)

@@ -88,7 +88,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 	require.Equal(t, 1, b.deadLetters(t)[victims[0]].Attempts)
 
 	// After it: retried, still failing, attempts counted, backoff doubled.
-	later := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 2 * time.Minute})
+	later := b.shiftedCloser(t, 2*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
 	st, err = later.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Scanned)
@@ -105,7 +105,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 	require.NoError(t, err)
 	base, err = ordertest.Snapshot(b.ctx, b.db)
 	require.NoError(t, err)
-	muchLater := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 10 * time.Minute})
+	muchLater := b.shiftedCloser(t, 10*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
 	st, err = muchLater.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Closed)
@@ -203,7 +203,7 @@ func TestDeadLetterParkAfter(t *testing.T) {
 	st := b.run(t, orders.RunOptions{})
 	require.Positive(t, st.DeadLettered)
 	n := st.DeadLettered
-	later := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 5 * time.Minute})
+	later := b.shiftedCloser(t, 5*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
 	st, err = later.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, n, st.DeadLettered)
@@ -213,7 +213,7 @@ func TestDeadLetterParkAfter(t *testing.T) {
 		require.Equal(t, 2, dl.Attempts)
 		victim = no
 	}
-	much := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: backoff, NowOffset: 100 * time.Hour})
+	much := b.shiftedCloser(t, 100*time.Hour, orders.CloserConfig{DeadLetterBackoff: backoff})
 	st, err = much.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Zero(t, st.Scanned, "parked orders are left alone")
@@ -236,8 +236,9 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { impatient.Close() })
 	backoff := orders.DeadLetterBackoff{Base: time.Minute}
-	c, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{NowOffset: 31 * time.Minute, LockAttempts: 2, DeadLetterBackoff: backoff})
+	c, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{LockAttempts: 2, DeadLetterBackoff: backoff})
 	require.NoError(t, err)
+	orders.ShiftClock(c, 31*time.Minute)
 
 	res, _ := b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 1, SKUs: 20})
 	require.NoError(t, b.svc.AddStock(b.ctx, 9999, 10))
@@ -258,8 +259,9 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	require.Empty(t, b.deadLetters(t))
 	b.check(t, base)
 
-	later, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{NowOffset: 33 * time.Minute, DeadLetterBackoff: backoff})
+	later, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{DeadLetterBackoff: backoff})
 	require.NoError(t, err)
+	orders.ShiftClock(later, 33*time.Minute)
 	st, err = later.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)

@@ -9,8 +9,7 @@
 // global setting), is at or before "now". "Now" is the DATABASE's clock, read
 // once per run with SELECT NOW(3), never the executor's: executors' clocks
 // drift apart, and the database is the one referee both the order service
-// and every executor see. A test may shift it with CloserConfig.NowOffset;
-// production leaves that zero.
+// and every executor see.
 //
 // # Time zone
 //

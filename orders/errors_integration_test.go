@@ -141,7 +141,7 @@ func TestOrderErrorDeadLettersOnlyThatOrder(t *testing.T) {
 		require.Equal(t, "waiting", dl.Status)
 		_, err = b.db.ExecContext(b.ctx, `ALTER TABLE order_close_log DROP CONSTRAINT ck_not_victim`)
 		require.NoError(t, err)
-		later := b.newCloser(t, orders.CloserConfig{NowOffset: 10 * time.Minute})
+		later := b.shiftedCloser(t, 10*time.Minute, orders.CloserConfig{})
 		st, err = later.Run(b.ctx, orders.RunOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 1, st.Closed)

@@ -3,6 +3,7 @@ package orders_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -104,6 +105,13 @@ func (b *testBundle) newCloser(t *testing.T, cfg orders.CloserConfig) *orders.Cl
 	c, err := orders.NewCloser(b.db.DB, b.locker, cfg)
 	require.NoError(t, err)
 	return c
+}
+
+// shiftedCloser is newCloser whose runs read the database's clock shift
+// later.
+func (b *testBundle) shiftedCloser(t *testing.T, shift time.Duration, cfg orders.CloserConfig) *orders.Closer {
+	t.Helper()
+	return orders.ShiftClock(b.newCloser(t, cfg), shift)
 }
 
 // redisKeys counts the test's keys in the shared Redis.

@@ -23,7 +23,7 @@ func TestLatePaymentRecordedOnce(t *testing.T) {
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 129.90 WHERE order_no = 'LP1'`)
 	require.NoError(t, err)
 	base := snapshot(t, b)
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 	out, err := late.CloseOrder(b.ctx, "LP1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)

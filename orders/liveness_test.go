@@ -34,7 +34,7 @@ func (b *testBundle) holdOrderRow(t *testing.T, no string) (release func()) {
 func TestCloseStopsWithinCancelBound(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withLocker(orderlock.Config{TTL: time.Second}))
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 	b.shop(t)
 	b.place(t, "HELD-1", false, orders.Item{SKUID: 1, Quantity: 1})
 	b.place(t, "HELD-2", false, orders.Item{SKUID: 1, Quantity: 1})
@@ -107,7 +107,7 @@ func TestRateCapLosesNoPage(t *testing.T) {
 func TestMaxOrdersReachesPastStuckOrders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 	b.shop(t)
 	var stuck, newer []string
 	for i := range 4 {

@@ -43,7 +43,7 @@ func TestTwoLatePaymentsTwoConflictRows(t *testing.T) {
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 59.90 WHERE order_no = 'LATE-1'`)
 	require.NoError(t, err)
 	base := snapshot(t, b)
-	out, err := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute}).CloseOrder(b.ctx, "LATE-1")
+	out, err := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{}).CloseOrder(b.ctx, "LATE-1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
 
@@ -135,7 +135,7 @@ func TestPayWithRedisStopped(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second, "no waiting through every lock try")
 
 	srv.Start()
-	st, err := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute}).Run(b.ctx, orders.RunOptions{})
+	st, err := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{}).Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed, "the other order, not the paid one: %s", st)
 	require.Equal(t, 1, b.count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-1'`), "paid, never closed")

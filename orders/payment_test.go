@@ -293,7 +293,7 @@ func TestTradeStepOnlyLockedDueOrders(t *testing.T) {
 	require.Zero(t, st.Scanned, "nothing due yet")
 	require.Zero(t, calls.Load())
 
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: tc})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: tc})
 	st, err = late.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Closed)
@@ -309,7 +309,7 @@ func TestTradeStepCloseOrder(t *testing.T) {
 	t.Parallel()
 	p := newPaySide(t, "tok")
 	b := setup(t)
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute, TradeCloser: p.closer(t, 0)})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: p.closer(t, 0)})
 	b.shop(t)
 	for _, no := range []string{"O1", "O2", "O3"} {
 		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 2})
@@ -352,13 +352,13 @@ func TestTradeStepMisbehaving(t *testing.T) {
 		tradeFunc(func(context.Context, string) (orders.TradeResult, error) { panic("payment SDK bug") }),
 		tradeFunc(func(context.Context, string) (orders.TradeResult, error) { return 42, nil }),
 	} {
-		c := b.newCloser(t, orders.CloserConfig{NowOffset: time.Hour, TradeCloser: tc})
+		c := b.shiftedCloser(t, time.Hour, orders.CloserConfig{TradeCloser: tc})
 		st, err := c.Run(b.ctx, orders.RunOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 1, st.TradeErrors)
 		require.Zero(t, st.Closed)
 	}
-	c := b.newCloser(t, orders.CloserConfig{NowOffset: time.Hour, TradeCloser: orders.NopTradeCloser{}})
+	c := b.shiftedCloser(t, time.Hour, orders.CloserConfig{TradeCloser: orders.NopTradeCloser{}})
 	st, err := c.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)

@@ -21,7 +21,7 @@ func TestRefundsOwedView(t *testing.T) {
 	}
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 20.00`)
 	require.NoError(t, err)
-	_, err = b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute}).CloseOrders(b.ctx, []string{"R-1"})
+	_, err = b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{}).CloseOrders(b.ctx, []string{"R-1"})
 	require.NoError(t, err)
 	for _, p := range []struct {
 		no string

@@ -83,7 +83,7 @@ func TestPay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, orders.PayAlreadyPaid, out)
 
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 31 * time.Minute})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 	oc, err := late.CloseOrder(b.ctx, "B")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, oc)
@@ -112,7 +112,7 @@ func TestCloseOrder(t *testing.T) {
 	require.Equal(t, orders.OutcomeNotDue, out)
 	require.Zero(t, b.counts(t).Closed, "not due: nothing changed")
 
-	late := b.newCloser(t, orders.CloserConfig{NowOffset: 30 * time.Minute})
+	late := b.shiftedCloser(t, 30*time.Minute, orders.CloserConfig{})
 	out, err = late.CloseOrder(b.ctx, "C1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out, "due at exactly create_time + timeout")
@@ -177,14 +177,16 @@ func TestDueUsesDatabaseClockAndZone(t *testing.T) {
 			}
 			base := snapshot(t, b)
 
-			early, err := orders.NewCloser(zdb, b.locker, orders.CloserConfig{NowOffset: 29 * time.Minute})
+			early, err := orders.NewCloser(zdb, b.locker, orders.CloserConfig{})
 			require.NoError(t, err)
+			orders.ShiftClock(early, 29*time.Minute)
 			st, err := early.Run(b.ctx, orders.RunOptions{})
 			require.NoError(t, err)
 			require.Zero(t, st.Scanned, "29 minutes after placing, nothing is due")
 
-			due, err := orders.NewCloser(zdb, b.locker, orders.CloserConfig{NowOffset: 31 * time.Minute})
+			due, err := orders.NewCloser(zdb, b.locker, orders.CloserConfig{})
 			require.NoError(t, err)
+			orders.ShiftClock(due, 31*time.Minute)
 			st, err = due.Run(b.ctx, orders.RunOptions{})
 			require.NoError(t, err)
 			require.Equal(t, 3, st.Closed, "31 minutes after placing, all are due")

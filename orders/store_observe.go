@@ -58,7 +58,7 @@ func (store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, 
 }
 
 // Overdue reports the unpaid orders whose deadline has passed by the database
-// clock (plus NowOffset) and that the sweep would close (their close is not
+// clock and that the sweep would close (their close is not
 // held back by a dead letter): how many, up to OverdueCap, and how long ago
 // the earliest deadline among them passed (0 when there is none). It reads
 // two statements without locks, for a metrics gauge.
@@ -67,7 +67,7 @@ func (c *Closer) Overdue(ctx context.Context) (count int, oldest time.Duration, 
 	if err != nil {
 		return 0, 0, err
 	}
-	now = now.Add(c.cfg.NowOffset)
+	now = now.Add(c.shift)
 	n, first, err := c.store.overdue(ctx, c.db, now, OverdueCap)
 	if err != nil || n == 0 || !first.Valid {
 		return n, 0, err

@@ -442,8 +442,8 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 			}
 			timer = rt
 		}
-		d, err := delay.NewDispatcher(delay.Config{
-			DB: db, Timer: timer, Redis: rdb, KeyPrefix: env.prefix, Logger: log.With("executor", e),
+		d, err := delay.NewDispatcher(db, rdb, delay.Config{
+			Timer: timer, KeyPrefix: env.prefix, Logger: log.With("executor", e),
 			Handlers: handlers, BatchHandlers: batchHandlers, BatchSize: o.batchSize, HandlerBatchSize: o.handlerBatch,
 			Workers:      o.workers,
 			PollInterval: o.poll, ReconcileInterval: o.reconcile,
@@ -478,7 +478,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	defer regDB.Close()
 	regRedis := env.newRedis()
 	defer regRedis.Close()
-	client, err := delay.NewClient(delay.ClientConfig{DB: regDB, Timer: regTimer, Redis: regRedis, KeyPrefix: env.prefix, Logger: log})
+	client, err := delay.NewClient(regDB, regRedis, delay.ClientConfig{Timer: regTimer, KeyPrefix: env.prefix, Logger: log})
 	if err != nil {
 		return out, err
 	}

@@ -48,7 +48,7 @@ func newRabbitBench(url string, republishAfter time.Duration, prefetch int, stde
 // timer builds and starts one process's timer; the first call's is the
 // registering process's, the others are the dispatchers'.
 func (rb *rabbitBench) timer(ctx context.Context, db *sqlx.DB, log *slog.Logger, dispatcher bool) (*delay.RabbitMQTimer, error) {
-	t, err := delay.NewRabbitMQTimer(delay.RabbitMQConfig{URL: rb.url, Prefix: rb.prefix, DB: db, Logger: log,
+	t, err := delay.NewRabbitMQTimer(db, delay.RabbitMQConfig{URL: rb.url, Prefix: rb.prefix, Logger: log,
 		RepublishAfter: rb.republishAfter, Prefetch: rb.prefetch})
 	if err != nil {
 		return nil, err

@@ -122,7 +122,7 @@ func runRegisterBench(ctx context.Context, args []string, stdout, stderr io.Writ
 	// handler names, as the API port's does.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	noop := func(context.Context, *delay.Task) error { return nil }
-	d, err := delay.NewDispatcher(delay.Config{DB: env.db, Redis: env.rdb, KeyPrefix: env.prefix, Logger: log,
+	d, err := delay.NewDispatcher(env.db, env.rdb, delay.Config{KeyPrefix: env.prefix, Logger: log,
 		Handlers: map[string]delay.HandlerFunc{delay.OrderTimeoutCloseHandler: noop}})
 	if err != nil {
 		return err

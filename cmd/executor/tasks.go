@@ -78,7 +78,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		db.Close()
 		rdb.Close()
 	}
-	tc.client, err = delay.NewClient(delay.ClientConfig{DB: db, Timer: app.TimerOf(rt), Redis: rdb, KeyPrefix: cfg.Delay.KeyPrefix,
+	tc.client, err = delay.NewClient(db, rdb, delay.ClientConfig{Timer: app.TimerOf(rt), KeyPrefix: cfg.Delay.KeyPrefix,
 		RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
 	if err != nil {
 		closeAll()

@@ -19,7 +19,7 @@ func tasksWorld(t *testing.T) (*dbtest.DB, map[string]string) {
 	t.Helper()
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
-	c, err := delay.NewClient(delay.ClientConfig{DB: db.DB, Redis: rdb, KeyPrefix: prefix})
+	c, err := delay.NewClient(db.DB, rdb, delay.ClientConfig{KeyPrefix: prefix})
 	require.NoError(t, err)
 	ctx := context.Background()
 	for _, biz := range []string{"t-pending", "t-due", "t-failed", "t-done", "t-stuck"} {

@@ -103,7 +103,7 @@ func newConsoleWorld(t *testing.T) *consoleWorld {
 	require.NoError(t, rows.Err())
 	rows.Close()
 
-	w.tasks, err = delay.NewClient(delay.ClientConfig{DB: w.db.DB})
+	w.tasks, err = delay.NewClient(w.db.DB, nil, delay.ClientConfig{})
 	require.NoError(t, err)
 	for _, biz := range []string{"task-failed", "task-pending", "task-done"} {
 		_, _, err := w.tasks.Register(ctx, delay.Registration{BizUUID: biz, Handler: "orderTimeoutClose", Delay: time.Hour,

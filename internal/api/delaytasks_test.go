@@ -37,7 +37,7 @@ func setupDelay(t *testing.T) *delayBundle {
 func (b *delayBundle) dispatcher(t *testing.T, handlers map[string]delay.HandlerFunc, cfg func(*delay.Config)) *delay.Dispatcher {
 	t.Helper()
 	c := delay.Config{
-		DB: b.db.DB, Redis: b.rdb, KeyPrefix: b.prefix, Handlers: handlers,
+		KeyPrefix: b.prefix, Handlers: handlers,
 		RunningTimeout: 5 * time.Second, HandlerTimeout: 2 * time.Second,
 		ReconcileInterval: time.Hour, PollInterval: 20 * time.Millisecond,
 		BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, SweepGrace: time.Millisecond,
@@ -46,7 +46,7 @@ func (b *delayBundle) dispatcher(t *testing.T, handlers map[string]delay.Handler
 	if cfg != nil {
 		cfg(&c)
 	}
-	d, err := delay.NewDispatcher(c)
+	d, err := delay.NewDispatcher(b.db.DB, b.rdb, c)
 	require.NoError(t, err)
 	return d
 }
@@ -64,7 +64,7 @@ func start(t *testing.T, d *delay.Dispatcher) {
 
 func (b *delayBundle) task(t *testing.T, biz string) *delay.Task {
 	t.Helper()
-	c, err := delay.NewClient(delay.ClientConfig{DB: b.db.DB})
+	c, err := delay.NewClient(b.db.DB, nil, delay.ClientConfig{})
 	require.NoError(t, err)
 	tk, err := c.Get(context.Background(), biz)
 	require.NoError(t, err)
@@ -249,7 +249,7 @@ func TestAPIBadInput(t *testing.T) {
 func TestAPIRegistersWithoutRedis(t *testing.T) {
 	t.Parallel()
 	b := setupDelay(t)
-	c, err := delay.NewClient(delay.ClientConfig{DB: b.db.DB})
+	c, err := delay.NewClient(b.db.DB, nil, delay.ClientConfig{})
 	require.NoError(t, err)
 	srv := New(Config{Token: "tok"})
 	srv.MountDelayTasks(c)

@@ -177,14 +177,14 @@ func TestDispatcherStress(t *testing.T) {
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
 	stress(t, 20, func(t *testing.T) Component {
-		d, err := delay.NewDispatcher(delay.Config{DB: db.DB, Redis: rdb, KeyPrefix: prefix, PollInterval: time.Millisecond})
+		d, err := delay.NewDispatcher(db.DB, rdb, delay.Config{KeyPrefix: prefix, PollInterval: time.Millisecond})
 		require.NoError(t, err)
 		return d
 	})
 }
 
 func newRabbitMQTimer(t *testing.T, db *dbtest.DB, prefix string) *delay.RabbitMQTimer {
-	rt, err := delay.NewRabbitMQTimer(delay.RabbitMQConfig{URL: rabbittest.URL(), Prefix: prefix, DB: db.DB})
+	rt, err := delay.NewRabbitMQTimer(db.DB, delay.RabbitMQConfig{URL: rabbittest.URL(), Prefix: prefix})
 	require.NoError(t, err)
 	return rt
 }
@@ -207,7 +207,7 @@ func TestDispatcherOnRabbitMQStress(t *testing.T) {
 		rt := newRabbitMQTimer(t, db, prefix)
 		require.NoError(t, rt.Start(t.Context()))
 		t.Cleanup(func() { require.NoError(t, rt.Stop(context.Background())) })
-		d, err := delay.NewDispatcher(delay.Config{DB: db.DB, Redis: rdb, KeyPrefix: redisPrefix, Timer: rt, PollInterval: time.Millisecond})
+		d, err := delay.NewDispatcher(db.DB, rdb, delay.Config{KeyPrefix: redisPrefix, Timer: rt, PollInterval: time.Millisecond})
 		require.NoError(t, err)
 		return d
 	})

@@ -77,10 +77,8 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if d.rabbit, err = StartRabbitMQTimer(ctx, cfg, d.db, logger); err != nil {
 		return err
 	}
-	d.delay, err = delay.NewDispatcher(delay.Config{
-		DB:        d.db,
+	d.delay, err = delay.NewDispatcher(d.db, d.rdb, delay.Config{
 		Timer:     TimerOf(d.rabbit),
-		Redis:     d.rdb,
 		KeyPrefix: cfg.Delay.KeyPrefix,
 		// Due together, orderTimeoutClose tasks close their orders in one
 		// batch (one lock pipeline, one transaction), not one by one.
@@ -166,8 +164,8 @@ func StartRabbitMQTimer(ctx context.Context, cfg *config.Config, db *sqlx.DB, lo
 		return nil, nil
 	}
 	r := cfg.Delay.RabbitMQ
-	rt, err := delay.NewRabbitMQTimer(delay.RabbitMQConfig{URL: r.URL, Prefix: r.Prefix, Prefetch: r.Prefetch,
-		RepublishAfter: r.RepublishAfter, DB: db, Logger: logger})
+	rt, err := delay.NewRabbitMQTimer(db, delay.RabbitMQConfig{URL: r.URL, Prefix: r.Prefix, Prefetch: r.Prefetch,
+		RepublishAfter: r.RepublishAfter, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("delay.rabbitmq: %w", err)
 	}
