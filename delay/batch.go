@@ -187,7 +187,7 @@ func (d *Dispatcher) settleDone(ctx context.Context, tasks []*Task, tcs []*taskC
 		for k, i := range idx {
 			ids[k] = tasks[i].ID
 		}
-		done, err := storeDoneMany(fctx, d.db, ids, claimID)
+		done, err := d.store.doneMany(fctx, d.db, ids, claimID)
 		if err != nil {
 			d.log.WarnContext(ctx, "record delayed tasks done together; recording them one by one", "num_tasks", len(ids), "err", err)
 			continue

@@ -41,6 +41,7 @@ type ClientConfig struct {
 // only if the order does) followed by Schedule after the commit.
 type Client struct {
 	db             *sqlx.DB
+	store          store
 	timer          Timer // nil without one
 	clock          *clock
 	validate       func(string) error
@@ -156,7 +157,7 @@ func (c *Client) RegisterTx(ctx context.Context, tx sqlx.ExtContext, r Registrat
 		return nil, false, err
 	}
 	for range 3 {
-		err = storeInsert(ctx, tx, t)
+		err = c.store.insert(ctx, tx, t)
 		if err == nil {
 			return t, true, nil
 		}
@@ -165,7 +166,7 @@ func (c *Client) RegisterTx(ctx context.Context, tx sqlx.ExtContext, r Registrat
 		}
 		// The locking read sees the committed winner even inside a
 		// transaction whose snapshot is older.
-		existing, gerr := storeGet(ctx, tx, r.BizUUID, true)
+		existing, gerr := c.store.get(ctx, tx, r.BizUUID, true)
 		if gerr == nil {
 			return existing, false, nil
 		}
@@ -236,7 +237,7 @@ func (c *Client) schedule(ctx context.Context, onlyMissing bool, tasks ...*Task)
 
 // Get returns the task with the bizUuid, or ErrNotFound.
 func (c *Client) Get(ctx context.Context, bizUUID string) (*Task, error) {
-	return storeGet(ctx, c.db, bizUUID, false)
+	return c.store.get(ctx, c.db, bizUUID, false)
 }
 
 // Cancel cancels a PENDING (or FAILED) task, e.g. when the order is paid,
@@ -250,11 +251,11 @@ func (c *Client) Cancel(ctx context.Context, bizUUID string) (*Task, error) {
 // CancelTx is Cancel inside the caller's transaction (e.g. the one that
 // marks the order paid).
 func (c *Client) CancelTx(ctx context.Context, tx sqlx.ExtContext, bizUUID string) (*Task, error) {
-	ok, err := storeCancel(ctx, tx, bizUUID)
+	ok, err := c.store.cancel(ctx, tx, bizUUID)
 	if err != nil {
 		return nil, fmt.Errorf("cancel task %s: %w", bizUUID, err)
 	}
-	t, err := storeGet(ctx, tx, bizUUID, !ok)
+	t, err := c.store.get(ctx, tx, bizUUID, !ok)
 	if err != nil {
 		return nil, err
 	}
@@ -267,11 +268,11 @@ func (c *Client) CancelTx(ctx context.Context, tx sqlx.ExtContext, bizUUID strin
 // Requeue gives a FAILED task a fresh set of retries, due now, and tells
 // the timer. Other states return the task with ErrConflict.
 func (c *Client) Requeue(ctx context.Context, bizUUID string) (*Task, error) {
-	ok, err := storeRequeue(ctx, c.db, bizUUID)
+	ok, err := c.store.requeue(ctx, c.db, bizUUID)
 	if err != nil {
 		return nil, fmt.Errorf("requeue task %s: %w", bizUUID, err)
 	}
-	t, err := storeGet(ctx, c.db, bizUUID, false)
+	t, err := c.store.get(ctx, c.db, bizUUID, false)
 	if err != nil {
 		return nil, err
 	}

@@ -308,7 +308,7 @@ func TestCheckFindsDuplicateBizUUIDs(t *testing.T) {
 	for range 2 {
 		tk, err := c.newTask(ctx, Registration{BizUUID: "dup-1", Handler: "noop", Delay: time.Hour})
 		require.NoError(t, err)
-		require.NoError(t, storeInsert(ctx, b.db, tk))
+		require.NoError(t, store{}.insert(ctx, b.db, tk))
 	}
 	rep, err := c.Check(ctx)
 	require.NoError(t, err)

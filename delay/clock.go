@@ -17,6 +17,7 @@ import (
 // the claim's own due check in SQL is what makes an early pop harmless.
 type clock struct {
 	db      *sqlx.DB
+	store   store
 	maxAge  time.Duration
 	offset  atomic.Int64 // database minus local, ns
 	syncAt  atomic.Int64 // local UnixNano of the last sync, 0 never
@@ -50,7 +51,7 @@ func (c *clock) Sync(ctx context.Context) error {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	t0 := c.nowFunc()
-	db, err := dbNow(ctx, c.db)
+	db, err := c.store.dbNow(ctx, c.db)
 	if err != nil {
 		return err
 	}

@@ -133,6 +133,7 @@ var ErrStopped = errors.New("delay: dispatcher stopped")
 type Dispatcher struct {
 	cfg      Config
 	db       *sqlx.DB
+	store    store
 	client   *Client
 	timer    Timer
 	clock    *clock
@@ -577,7 +578,7 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 	if len(d.batch) > 0 && slots > 0 {
 		split = &claimSplit{batchNames: d.batchNames(), singles: func(n int) int { return slots - d.groupsAtMost(n) }}
 	}
-	tasks, err := storeClaim(cctx, d.db, ids, claimID, split, d.afterClaim)
+	tasks, err := d.store.claim(cctx, d.db, ids, claimID, split, d.afterClaim)
 	if err != nil {
 		d.log.ErrorContext(ctx, "claim delayed tasks", "batch_size", len(ids), "err", err)
 		back := make([]timerEntry, len(ids))
@@ -601,7 +602,7 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 				rest = append(rest, id)
 			}
 		}
-		pending, err := storePendingTimes(cctx, d.db, rest)
+		pending, err := d.store.pendingTimes(cctx, d.db, rest)
 		if err == nil {
 			d.timer.done(notIn(rest, pending), true)
 			if len(pending) > 0 {

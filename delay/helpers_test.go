@@ -186,7 +186,7 @@ func (r *recorder) startTimes(biz string) []time.Time {
 // statusOf reads a task's status straight from the table.
 func (b *testBundle) task(t *testing.T, biz string) *Task {
 	t.Helper()
-	tk, err := storeGet(context.Background(), b.db, biz, false)
+	tk, err := store{}.get(context.Background(), b.db, biz, false)
 	require.NoError(t, err)
 	return tk
 }

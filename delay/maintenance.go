@@ -73,7 +73,7 @@ func (d *Dispatcher) RecoverStuck(ctx context.Context) (recovered, failed int, e
 }
 
 func (d *Dispatcher) recoverShard(ctx context.Context, shard, total int) (recovered, failed int, err error) {
-	stuck, err := storeStuck(ctx, d.db, d.cfg.RunningTimeout, shard, total, 1000)
+	stuck, err := d.store.stuck(ctx, d.db, d.cfg.RunningTimeout, shard, total, 1000)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -84,13 +84,13 @@ func (d *Dispatcher) recoverShard(ctx context.Context, shard, total int) (recove
 			t.UpdatedAt.Format(time.RFC3339Nano), d.cfg.RunningTimeout)
 		var ok bool
 		if retryAllowed(t.RetryCount+1, t.MaxRetry) {
-			ok, err = storeRetry(ctx, d.db, t, time.Time{}, msg) // due now
+			ok, err = d.store.retry(ctx, d.db, t, time.Time{}, msg) // due now
 			if ok {
 				recovered++
 				d.reschedule(ctx, log, timerEntry{ID: t.ID, Time: d.clock.Now(), Attempt: t.RetryCount + 2})
 			}
 		} else {
-			ok, err = storeFailed(ctx, d.db, t, msg+"; out of retries")
+			ok, err = d.store.failed(ctx, d.db, t, msg+"; out of retries")
 			if ok {
 				failed++
 			}
@@ -181,7 +181,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, opt SweepOptions) (SweepResult, 
 	if err != nil {
 		return res, err
 	}
-	ids, err := storeDue(ctx, d.db, d.cfg.SweepGrace, opt.ShardIndex, opt.ShardTotal, opt.Limit)
+	ids, err := d.store.due(ctx, d.db, d.cfg.SweepGrace, opt.ShardIndex, opt.ShardTotal, opt.Limit)
 	if err != nil {
 		return res, err
 	}

@@ -83,12 +83,12 @@ func (c *Client) List(ctx context.Context, f ListFilter) ([]*Task, error) {
 	if f.Limit > 1000 {
 		return nil, invalid("limit", "%d is above 1000", f.Limit)
 	}
-	return storeList(ctx, c.db, f)
+	return c.store.list(ctx, c.db, f)
 }
 
 // Stats counts tasks by status, the backlog due now and stuck claims.
 func (c *Client) Stats(ctx context.Context) (*Stats, error) {
-	s, err := storeStats(ctx, c.db, c.runningTimeout)
+	s, err := c.store.stats(ctx, c.db, c.runningTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +110,11 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 // rows, which the unique keys forbid) and what needs an operator (stuck
 // RUNNING, FAILED tasks).
 func (c *Client) Check(ctx context.Context) (*CheckReport, error) {
-	biz, trace, err := storeDuplicates(ctx, c.db)
+	biz, trace, err := c.store.duplicates(ctx, c.db)
 	if err != nil {
 		return nil, err
 	}
-	s, err := storeStats(ctx, c.db, c.runningTimeout)
+	s, err := c.store.stats(ctx, c.db, c.runningTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (c *Client) Purge(ctx context.Context, retention time.Duration) (int64, err
 	const batch = 1000
 	var total int64
 	for {
-		n, err := storePurge(ctx, c.db, retention, batch)
+		n, err := c.store.purge(ctx, c.db, retention, batch)
 		total += n
 		if err != nil || n < batch {
 			return total, err

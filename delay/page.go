@@ -69,7 +69,7 @@ func (c *Client) Page(ctx context.Context, q TaskQuery) (TaskPage, error) {
 	if q.Handler != "" {
 		window = SearchWindow
 	}
-	keys, err := storeTaskWindow(ctx, c.db, q, window)
+	keys, err := c.store.taskWindow(ctx, c.db, q, window)
 	if err != nil {
 		return p, err
 	}
@@ -86,7 +86,7 @@ func (c *Client) Page(ctx context.Context, q TaskQuery) (TaskPage, error) {
 	if next >= 0 {
 		p.Next, p.WindowFull = keys[next].cursor(q.Status != ""), full
 	}
-	if p.Tasks, err = storeTasksByID(ctx, c.db, ids); err != nil {
+	if p.Tasks, err = c.store.tasksByID(ctx, c.db, ids); err != nil {
 		return p, err
 	}
 	order := make(map[int64]int, len(ids))
@@ -127,7 +127,7 @@ func (c *Client) GetByTrace(ctx context.Context, traceID string) (*Task, error) 
 	if traceID == "" || len(traceID) > 64 {
 		return nil, invalid("traceId", "must be 1-64 characters")
 	}
-	return storeGetByTrace(ctx, c.db, traceID)
+	return c.store.getByTrace(ctx, c.db, traceID)
 }
 
 // Tallies are the operator's first look at the table: tasks by status, the
@@ -150,23 +150,23 @@ const CountCap = 10000
 // Tallies counts what Tallies holds.
 func (c *Client) Tallies(ctx context.Context) (Tallies, error) {
 	t := Tallies{Counts: map[Status]int{}, RunningTimeout: c.runningTimeout}
-	now, err := dbNow(ctx, c.db)
+	now, err := c.store.dbNow(ctx, c.db)
 	if err != nil {
 		return t, err
 	}
 	for _, st := range Statuses {
-		if t.Counts[st], err = storeCountStatus(ctx, c.db, st, CountCap); err != nil {
+		if t.Counts[st], err = c.store.countStatus(ctx, c.db, st, CountCap); err != nil {
 			return t, err
 		}
 	}
 	var oldest time.Time
-	if t.DueNow, oldest, err = storeCountDue(ctx, c.db, now, CountCap); err != nil {
+	if t.DueNow, oldest, err = c.store.countDue(ctx, c.db, now, CountCap); err != nil {
 		return t, err
 	}
 	if !oldest.IsZero() {
 		t.Oldest = max(now.Sub(oldest), 0)
 	}
-	t.StuckRunning, err = storeCountStuck(ctx, c.db, now.Add(-c.runningTimeout), CountCap)
+	t.StuckRunning, err = c.store.countStuck(ctx, c.db, now.Add(-c.runningTimeout), CountCap)
 	return t, err
 }
 

@@ -29,7 +29,7 @@ func TestHotStatementPlans(t *testing.T) {
 	one := f.due[0]
 	hour := time.Hour.Microseconds()
 	epoch := "1000-01-01 00:00:00.000"
-	markSQL, markArgs := markPublished(f.dueEntries)
+	markSQL, markArgs := markPublishedQuery(f.dueEntries)
 	markQ := q(markSQL, markArgs...)
 
 	plantest.Check(t, f.db.DB, []string{"job_delay_task"}, []plantest.Statement{
@@ -122,7 +122,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 		            ELSE UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE END
 		FROM seq_1_to_20000`)
 	require.NoError(t, err)
-	now, err := dbNow(ctx, db)
+	now, err := store{}.dbNow(ctx, db)
 	require.NoError(t, err)
 	f.now = now
 	require.NoError(t, db.SelectContext(ctx, &f.due, `SELECT id FROM job_delay_task

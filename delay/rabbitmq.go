@@ -63,6 +63,7 @@ var _ Timer = (*RabbitMQTimer)(nil)
 type RabbitMQTimer struct {
 	cfg   RabbitMQConfig
 	db    *sqlx.DB
+	store store
 	names rabbitNames
 	clock *clock
 	log   *slog.Logger

@@ -192,7 +192,7 @@ func (t *RabbitMQTimer) markLoop(ctx context.Context) {
 		if len(batch) == 0 {
 			return
 		}
-		if err := storeMarkPublished(ctx, t.db, batch); err != nil && ctx.Err() == nil {
+		if err := t.store.markPublished(ctx, t.db, batch); err != nil && ctx.Err() == nil {
 			t.log.WarnContext(ctx, "record tasks published; the reconciler will publish them again", "num_tasks", len(batch), "err", err)
 		}
 		batch = batch[:0]

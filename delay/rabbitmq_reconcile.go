@@ -26,7 +26,7 @@ func (t *RabbitMQTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Tim
 	if err := t.pub.Err(); err != nil {
 		return 0, fmt.Errorf("rabbitmq timer: %w (new and rescheduled tasks wait in the table)", err)
 	}
-	release, ok, err := storeReconcileLock(ctx, db, t.cfg.Prefix)
+	release, ok, err := t.store.reconcileLock(ctx, db, t.cfg.Prefix)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -64,7 +64,7 @@ func (t *RabbitMQTimer) republish(ctx context.Context, db *sqlx.DB, query string
 	after := republishRow{At: time.Unix(0, 0)}
 	var total int64
 	for {
-		rows, err := storeRepublishPage(ctx, db, query, cutoffs, after, page)
+		rows, err := t.store.republishPage(ctx, db, query, cutoffs, after, page)
 		if err != nil || len(rows) == 0 {
 			return total, err
 		}
@@ -75,7 +75,7 @@ func (t *RabbitMQTimer) republish(ctx context.Context, db *sqlx.DB, query string
 		confirmed, perr := t.publish(ctx, entries)
 		total += int64(len(confirmed))
 		t.republished.Add(int64(len(confirmed)))
-		if err := storeMarkPublished(ctx, db, confirmed); err != nil {
+		if err := t.store.markPublished(ctx, db, confirmed); err != nil {
 			return total, err
 		}
 		if perr != nil {

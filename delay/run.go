@@ -107,7 +107,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 	defer fcancel()
 	switch {
 	case err == nil:
-		if !d.finish(fctx, log, t, "done", func() (bool, error) { return storeDone(fctx, d.db, t) }) {
+		if !d.finish(fctx, log, t, "done", func() (bool, error) { return d.store.done(fctx, d.db, t) }) {
 			return resultLost
 		}
 		d.countDone(ctx, t, tc, start, elapsed)
@@ -116,7 +116,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 	case ctx.Err() != nil:
 		why := fmt.Sprintf("released: %v (attempt cut short: %v)", context.Cause(ctx), err)
 		if !d.finish(fctx, log, t, "release", func() (bool, error) {
-			return storeReschedule(fctx, d.db, t, time.Time{}, t.ExecuteTime, why)
+			return d.store.reschedule(fctx, d.db, t, time.Time{}, t.ExecuteTime, why)
 		}) {
 			return resultLost
 		}
@@ -136,7 +136,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 	}
 	var perm *PermanentError
 	if errors.As(err, &perm) || !retryAllowed(t.RetryCount+1, t.MaxRetry) {
-		if !d.finish(fctx, log, t, "fail", func() (bool, error) { return storeFailed(fctx, d.db, t, msg) }) {
+		if !d.finish(fctx, log, t, "fail", func() (bool, error) { return d.store.failed(fctx, d.db, t, msg) }) {
 			return resultLost
 		}
 		d.counters.failed.Add(1)
@@ -150,7 +150,7 @@ func (d *Dispatcher) settle(ctx context.Context, t *Task, tc *taskCtx, start tim
 		wait = ra.After
 	}
 	next := d.clock.Now().Add(wait)
-	if !d.finish(fctx, log, t, "retry", func() (bool, error) { return storeRetry(fctx, d.db, t, next, msg) }) {
+	if !d.finish(fctx, log, t, "retry", func() (bool, error) { return d.store.retry(fctx, d.db, t, next, msg) }) {
 		return resultLost
 	}
 	d.counters.retried.Add(1)
@@ -182,7 +182,7 @@ func (d *Dispatcher) settleLater(ctx, fctx context.Context, log *slog.Logger, t 
 	}
 	msg := err.Error()
 	if !d.finish(fctx, log, t, "reschedule", func() (bool, error) {
-		return storeReschedule(fctx, d.db, t, next, execute, msg)
+		return d.store.reschedule(fctx, d.db, t, next, execute, msg)
 	}) {
 		return resultLost, true
 	}

@@ -23,6 +23,10 @@ import (
 // new time clears published_at (the RabbitMQ timer's record that its
 // broker holds a message for the schedule).
 
+// store runs the package's statements, each method on the database or
+// transaction it is given (as orders' store does).
+type store struct{}
+
 const taskColumns = `id, trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
 	status, retry_count, max_retry, last_error, claim_id, created_at, updated_at`
 
@@ -57,7 +61,7 @@ func isDuplicateKey(err error) bool {
 // selectNow reads the database clock. One row.
 const selectNow = `SELECT UTC_TIMESTAMP(3)`
 
-func dbNow(ctx context.Context, q sqlx.QueryerContext) (time.Time, error) {
+func (store) dbNow(ctx context.Context, q sqlx.QueryerContext) (time.Time, error) {
 	var t time.Time
 	if err := sqlx.GetContext(ctx, q, &t, selectNow); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)
@@ -74,7 +78,7 @@ const insertTask = `INSERT INTO job_delay_task
 	 status, retry_count, max_retry, last_error, claim_id, created_at, updated_at)
 	VALUES (?, ?, ?, ?, ?, ?, 'PENDING', 0, ?, '', 0, ?, ?)`
 
-func storeInsert(ctx context.Context, ext sqlx.ExtContext, t *Task) error {
+func (store) insert(ctx context.Context, ext sqlx.ExtContext, t *Task) error {
 	res, err := ext.ExecContext(ctx, insertTask, t.TraceID, t.BizUUID, t.Handler,
 		dbTime(t.ExecuteTime), dbTime(t.NextAttemptTime), string(t.Payload), t.MaxRetry,
 		dbTime(t.CreatedAt), dbTime(t.UpdatedAt))
@@ -97,7 +101,7 @@ const (
 	selectByBizUUIDShared = selectByBizUUID + ` LOCK IN SHARE MODE`
 )
 
-func storeGet(ctx context.Context, q sqlx.QueryerContext, bizUUID string, locking bool) (*Task, error) {
+func (store) get(ctx context.Context, q sqlx.QueryerContext, bizUUID string, locking bool) (*Task, error) {
 	query := selectByBizUUID
 	if locking {
 		query = selectByBizUUIDShared
@@ -119,7 +123,7 @@ const cancelTask = `UPDATE job_delay_task
 	SET status = 'CANCELLED', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE biz_uuid = ? AND status IN ('PENDING', 'FAILED')`
 
-func storeCancel(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool, error) {
+func (store) cancel(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool, error) {
 	return execOne(ctx, ext, cancelTask, bizUUID)
 }
 
@@ -129,7 +133,7 @@ const requeueTask = `UPDATE job_delay_task
 	    published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
 	WHERE biz_uuid = ? AND status = 'FAILED'`
 
-func storeRequeue(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool, error) {
+func (store) requeue(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (bool, error) {
 	return execOne(ctx, ext, requeueTask, bizUUID)
 }
 
@@ -167,7 +171,7 @@ const (
 	claimTasksNotOf = claimTasks + ` AND handler NOT IN (?) ORDER BY id LIMIT ?`
 )
 
-// claimSplit asks storeClaim to claim the ids whose handler is one of
+// claimSplit asks store.claim to claim the ids whose handler is one of
 // batchNames, then at most singles(n) of the others, n being how many the
 // first statement claimed.
 type claimSplit struct {
@@ -175,12 +179,12 @@ type claimSplit struct {
 	singles    func(n int) int
 }
 
-// storeClaim claims the popped ids under claimID (all of them, or as split
+// claim claims the popped ids under claimID (all of them, or as split
 // says) and reads the claimed rows back, on one connection. If the
 // read-back fails, the claim is given back at once (unclaimTasks) and the
 // error returned. afterClaim, if set (tests), runs between the claim and
 // the read-back, on the claim's connection.
-func storeClaim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64, split *claimSplit, afterClaim func(context.Context, *sqlx.Conn)) ([]*Task, error) {
+func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64, split *claimSplit, afterClaim func(context.Context, *sqlx.Conn)) ([]*Task, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -228,7 +232,7 @@ func storeClaim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64, sp
 	if afterClaim != nil {
 		afterClaim(ctx, conn)
 	}
-	tasks, err := storeReadClaimed(ctx, conn, ids, claimID)
+	tasks, err := st.readClaimed(ctx, conn, ids, claimID)
 	if err == nil {
 		return tasks, nil
 	}
@@ -244,8 +248,8 @@ func storeClaim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64, sp
 	return nil, fmt.Errorf("%w (the claim was given back)", err)
 }
 
-// storeReadClaimed reads back the rows of ids that the claim claimID took.
-func storeReadClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, claimID int64) ([]*Task, error) {
+// readClaimed reads back the rows of ids that the claim claimID took.
+func (store) readClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, claimID int64) ([]*Task, error) {
 	query, args, err := sqlx.In(selectClaimed, ids, claimID)
 	if err != nil {
 		return nil, err
@@ -265,7 +269,7 @@ func storeReadClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, c
 const selectPendingTimes = `SELECT id, next_attempt_time, retry_count + 1 AS attempt FROM job_delay_task FORCE INDEX (PRIMARY)
 	WHERE id IN (?) AND status = 'PENDING'`
 
-func storePendingTimes(ctx context.Context, db *sqlx.DB, ids []int64) ([]timerEntry, error) {
+func (store) pendingTimes(ctx context.Context, db *sqlx.DB, ids []int64) ([]timerEntry, error) {
 	q, args, err := sqlx.In(selectPendingTimes, ids)
 	if err != nil {
 		return nil, err
@@ -325,21 +329,21 @@ const (
 	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ? ORDER BY id FOR UPDATE`
 )
 
-// storeDoneMany records DONE for the tasks of ids claimed under claimID and
+// doneMany records DONE for the tasks of ids claimed under claimID and
 // returns those it wrote (the others' claims were lost).
-func storeDoneMany(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
-	done, err := storeDoneAll(ctx, db, ids, claimID)
+func (st store) doneMany(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
+	done, err := st.doneAll(ctx, db, ids, claimID)
 	if done != nil || err != nil {
 		return done, err
 	}
-	return storeDoneOwned(ctx, db, ids, claimID)
+	return st.doneOwned(ctx, db, ids, claimID)
 }
 
-// storeDoneAll is storeDoneMany's first try: one UPDATE of every id in a
+// doneAll is doneMany's first try: one UPDATE of every id in a
 // transaction (the session's own isolation: the rows are reached through
 // the primary key, so it locks only them), committed only when it changed
 // every row. nil, nil: it changed fewer and was rolled back.
-func storeDoneAll(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
+func (store) doneAll(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -362,9 +366,9 @@ func storeDoneAll(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) 
 	return done, nil
 }
 
-// storeDoneOwned is storeDoneMany after a lost claim: lock the rows still
+// doneOwned is doneMany after a lost claim: lock the rows still
 // under the claim, mark those DONE, return them.
-func storeDoneOwned(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
+func (store) doneOwned(ctx context.Context, db *sqlx.DB, ids []int64, claimID int64) (map[int64]bool, error) {
 	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, err
@@ -412,7 +416,7 @@ func execIn(ctx context.Context, tx *sqlx.Tx, query string, ids []int64, claimID
 	return res.RowsAffected()
 }
 
-func storeDone(ctx context.Context, ext sqlx.ExecerContext, t *Task) (bool, error) {
+func (store) done(ctx context.Context, ext sqlx.ExecerContext, t *Task) (bool, error) {
 	return execOne(ctx, ext, finishDone, t.ID, t.ClaimID)
 }
 
@@ -426,15 +430,15 @@ func nextParam(next time.Time) any {
 	return dbTime(next)
 }
 
-func storeRetry(ctx context.Context, ext sqlx.ExecerContext, t *Task, next time.Time, lastErr string) (bool, error) {
+func (store) retry(ctx context.Context, ext sqlx.ExecerContext, t *Task, next time.Time, lastErr string) (bool, error) {
 	return execOne(ctx, ext, finishRetry, nextParam(next), truncate(lastErr, 2000), t.ID, t.ClaimID)
 }
 
-func storeFailed(ctx context.Context, ext sqlx.ExecerContext, t *Task, lastErr string) (bool, error) {
+func (store) failed(ctx context.Context, ext sqlx.ExecerContext, t *Task, lastErr string) (bool, error) {
 	return execOne(ctx, ext, finishFailed, truncate(lastErr, 2000), t.ID, t.ClaimID)
 }
 
-func storeReschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, next, execute time.Time, why string) (bool, error) {
+func (store) reschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, next, execute time.Time, why string) (bool, error) {
 	return execOne(ctx, ext, rescheduleClaim, nextParam(next), dbTime(execute), truncate(why, 2000), t.ID, t.ClaimID)
 }
 
@@ -449,7 +453,7 @@ const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX 
 	  AND MOD(id, ?) = ?
 	ORDER BY updated_at LIMIT ?`
 
-func storeStuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard, total, n int) ([]*Task, error) {
+func (store) stuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard, total, n int) ([]*Task, error) {
 	var tasks []*Task
 	if err := db.SelectContext(ctx, &tasks, selectStuck, limit.Microseconds(), total, shard, n); err != nil {
 		return nil, fmt.Errorf("find stuck tasks: %w", err)
@@ -468,7 +472,7 @@ const selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_at
 	  AND MOD(id, ?) = ?
 	ORDER BY next_attempt_time LIMIT ?`
 
-func storeDue(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {
+func (store) due(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {
 	var ids []int64
 	if err := db.SelectContext(ctx, &ids, selectDue, grace.Microseconds(), total, shard, n); err != nil {
 		return nil, fmt.Errorf("find due tasks: %w", err)
@@ -485,7 +489,7 @@ const selectTimerPage = `SELECT id, next_attempt_time FROM job_delay_task FORCE 
 	  AND next_attempt_time >= ? AND (next_attempt_time > ? OR id > ?)
 	ORDER BY next_attempt_time, id LIMIT ?`
 
-func storeTimerPage(ctx context.Context, db *sqlx.DB, horizon time.Time, after timerEntry, n int) ([]timerEntry, error) {
+func (store) timerPage(ctx context.Context, db *sqlx.DB, horizon time.Time, after timerEntry, n int) ([]timerEntry, error) {
 	var out []timerEntry
 	at := dbTime(after.Time)
 	if err := db.SelectContext(ctx, &out, selectTimerPage, dbTime(horizon), at, at, after.ID, n); err != nil {
@@ -506,11 +510,11 @@ func storeTimerPage(ctx context.Context, db *sqlx.DB, horizon time.Time, after t
 const markPublishedHead = `UPDATE job_delay_task FORCE INDEX (PRIMARY) SET published_at = UTC_TIMESTAMP(3)
 	WHERE status = 'PENDING' AND (id, next_attempt_time) IN (`
 
-func storeMarkPublished(ctx context.Context, db sqlx.ExecerContext, entries []timerEntry) error {
+func (store) markPublished(ctx context.Context, db sqlx.ExecerContext, entries []timerEntry) error {
 	const chunk = 500
 	for len(entries) > 0 {
 		n := min(len(entries), chunk)
-		q, args := markPublished(entries[:n])
+		q, args := markPublishedQuery(entries[:n])
 		if _, err := db.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("record %d tasks published: %w", n, err)
 		}
@@ -519,8 +523,8 @@ func storeMarkPublished(ctx context.Context, db sqlx.ExecerContext, entries []ti
 	return nil
 }
 
-// markPublished is the markPublishedHead statement for entries.
-func markPublished(entries []timerEntry) (string, []any) {
+// markPublishedQuery is the markPublishedHead statement for entries.
+func markPublishedQuery(entries []timerEntry) (string, []any) {
 	var q strings.Builder
 	q.WriteString(markPublishedHead)
 	args := make([]any, 0, 2*len(entries))
@@ -548,10 +552,10 @@ const (
 	releaseReconcileLock = `SELECT RELEASE_LOCK(` + reconcileLockName + `)`
 )
 
-// storeReconcileLock takes the reconciler's lock for prefix on a
+// reconcileLock takes the reconciler's lock for prefix on a
 // connection of its own; ok is false when another holds it. release gives
 // it back.
-func storeReconcileLock(ctx context.Context, db *sqlx.DB, prefix string) (release func(), ok bool, err error) {
+func (store) reconcileLock(ctx context.Context, db *sqlx.DB, prefix string) (release func(), ok bool, err error) {
 	conn, err := db.Connx(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("reconciler lock: %w", err)
@@ -601,9 +605,9 @@ const selectOverdue = `SELECT id, next_attempt_time, retry_count + 1 AS attempt,
 	  AND next_attempt_time >= ? AND (next_attempt_time > ? OR id > ?)
 	ORDER BY next_attempt_time, id LIMIT ?`
 
-// storeRepublishPage runs selectUnpublished or selectOverdue: rows before
+// republishPage runs selectUnpublished or selectOverdue: rows before
 // the cutoffs, after the keyset position after.
-func storeRepublishPage(ctx context.Context, db *sqlx.DB, query string, cutoffs []time.Time, after republishRow, n int) ([]republishRow, error) {
+func (store) republishPage(ctx context.Context, db *sqlx.DB, query string, cutoffs []time.Time, after republishRow, n int) ([]republishRow, error) {
 	args := make([]any, 0, len(cutoffs)+4)
 	for _, c := range cutoffs {
 		args = append(args, dbTime(c))
@@ -626,7 +630,7 @@ const purgeTasks = `DELETE FROM job_delay_task
 	WHERE status IN ('DONE', 'CANCELLED') AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
 	LIMIT ?`
 
-func storePurge(ctx context.Context, db *sqlx.DB, retention time.Duration, n int) (int64, error) {
+func (store) purge(ctx context.Context, db *sqlx.DB, retention time.Duration, n int) (int64, error) {
 	res, err := db.ExecContext(ctx, purgeTasks, retention.Microseconds(), n)
 	if err != nil {
 		return 0, fmt.Errorf("purge tasks: %w", err)
@@ -648,12 +652,12 @@ const (
 		GROUP BY trace_id HAVING COUNT(*) > 1 ORDER BY n DESC LIMIT 100`
 )
 
-func storeStats(ctx context.Context, db *sqlx.DB, runningLimit time.Duration) (*Stats, error) {
+func (st store) stats(ctx context.Context, db *sqlx.DB, runningLimit time.Duration) (*Stats, error) {
 	s := &Stats{Counts: map[Status]int64{}, RunningTimeout: Duration(runningLimit)}
 	for _, st := range Statuses {
 		s.Counts[st] = 0
 	}
-	now, err := dbNow(ctx, db)
+	now, err := st.dbNow(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -688,7 +692,7 @@ func storeStats(ctx context.Context, db *sqlx.DB, runningLimit time.Duration) (*
 	return s, nil
 }
 
-func storeDuplicates(ctx context.Context, db *sqlx.DB) (biz, trace []Duplicate, err error) {
+func (store) duplicates(ctx context.Context, db *sqlx.DB) (biz, trace []Duplicate, err error) {
 	if err := db.SelectContext(ctx, &biz, duplicateBizUUIDs); err != nil {
 		return nil, nil, fmt.Errorf("find duplicate bizUuids: %w", err)
 	}
@@ -702,7 +706,7 @@ func storeDuplicates(ctx context.Context, db *sqlx.DB) (biz, trace []Duplicate, 
 // status filter uses idx_status_updated's leading column.
 const listTasksBase = `SELECT ` + taskColumns + ` FROM job_delay_task`
 
-func storeList(ctx context.Context, db *sqlx.DB, f ListFilter) ([]*Task, error) {
+func (store) list(ctx context.Context, db *sqlx.DB, f ListFilter) ([]*Task, error) {
 	var where []string
 	var args []any
 	if f.Status != "" {
@@ -748,7 +752,7 @@ func execOne(ctx context.Context, ext sqlx.ExecerContext, query string, args ...
 // selectByTraceID reads one task through uk_trace_id.
 const selectByTraceID = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (uk_trace_id) WHERE trace_id = ?`
 
-func storeGetByTrace(ctx context.Context, q sqlx.QueryerContext, traceID string) (*Task, error) {
+func (store) getByTrace(ctx context.Context, q sqlx.QueryerContext, traceID string) (*Task, error) {
 	var t Task
 	if err := sqlx.GetContext(ctx, q, &t, selectByTraceID, traceID); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -776,7 +780,7 @@ const (
 	ORDER BY updated_at DESC, id DESC LIMIT ?`
 )
 
-func storeTaskWindow(ctx context.Context, q sqlx.QueryerContext, f TaskQuery, window int) ([]taskWindowKey, error) {
+func (store) taskWindow(ctx context.Context, q sqlx.QueryerContext, f TaskQuery, window int) ([]taskWindowKey, error) {
 	var keys []taskWindowKey
 	var err error
 	if f.Status == "" {
@@ -801,7 +805,7 @@ func storeTaskWindow(ctx context.Context, q sqlx.QueryerContext, f TaskQuery, wi
 // selectTasksByID reads listed tasks through the primary key.
 const selectTasksByID = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (PRIMARY) WHERE id IN (?)`
 
-func storeTasksByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]*Task, error) {
+func (store) tasksByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]*Task, error) {
 	tasks := []*Task{}
 	if len(ids) == 0 {
 		return tasks, nil
@@ -835,7 +839,7 @@ const (
 		WHERE status = 'RUNNING' AND updated_at < ? LIMIT ?) t`
 )
 
-func storeCountStatus(ctx context.Context, q sqlx.QueryerContext, st Status, limit int) (int, error) {
+func (store) countStatus(ctx context.Context, q sqlx.QueryerContext, st Status, limit int) (int, error) {
 	var n int
 	if err := sqlx.GetContext(ctx, q, &n, countStatusCapped, string(st), limit); err != nil {
 		return 0, fmt.Errorf("count %s tasks: %w", st, err)
@@ -843,7 +847,7 @@ func storeCountStatus(ctx context.Context, q sqlx.QueryerContext, st Status, lim
 	return n, nil
 }
 
-func storeCountDue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, time.Time, error) {
+func (store) countDue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, time.Time, error) {
 	var r struct {
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
@@ -857,7 +861,7 @@ func storeCountDue(ctx context.Context, q sqlx.QueryerContext, now time.Time, li
 	return r.N, utcWall(r.Oldest.Time), nil
 }
 
-func storeCountStuck(ctx context.Context, q sqlx.QueryerContext, before time.Time, limit int) (int, error) {
+func (store) countStuck(ctx context.Context, q sqlx.QueryerContext, before time.Time, limit int) (int, error) {
 	var n int
 	if err := sqlx.GetContext(ctx, q, &n, countStuckCapped, dbTime(before), limit); err != nil {
 		return 0, fmt.Errorf("count stuck tasks: %w", err)

@@ -56,8 +56,9 @@ type timerEntry struct {
 // are task ids and whose scores are next attempt times (Unix ms, database
 // clock). A PENDING row missing from the set is put back by the reconciler.
 type redisTimer struct {
-	rdb redis.UniversalClient
-	key string
+	store store
+	rdb   redis.UniversalClient
+	key   string
 }
 
 // NewRedisTimer returns the timer kept in a Redis sorted set under
@@ -175,7 +176,7 @@ func (tm *redisTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Time,
 	after := timerEntry{Time: time.Unix(0, 0)}
 	var added int64
 	for {
-		entries, err := storeTimerPage(ctx, db, until, after, page)
+		entries, err := tm.store.timerPage(ctx, db, until, after, page)
 		if err != nil {
 			return added, err
 		}
