@@ -21,6 +21,7 @@ func TestHotStatementPlans(t *testing.T) {
 	t.Parallel()
 	f := newPlanFixture(t)
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
+	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
 	q := plantest.Q
 	uses := plantest.Uses
 	pk := uses("job_delay_task", "PRIMARY", "range", "const")
@@ -34,48 +35,48 @@ func TestHotStatementPlans(t *testing.T) {
 
 	plantest.Check(t, f.db.DB, []string{"job_delay_task"}, []plantest.Statement{
 		// The dispatcher: claim popped ids, read the claim back, finish.
-		{Name: "claim", Query: in(claimTasks, 7, f.due), Units: n, Plan: pk},
-		{Name: "claim batch handlers", Query: in(claimTasksOf, 7, f.due, []string{"orderTimeoutClose"}), Units: n, Plan: pk},
-		{Name: "claim singles", Query: in(claimTasksNotOf, 7, f.due, []string{"x"}, 50), Units: n, Plan: pk},
-		{Name: "read claimed", Query: in(selectClaimed, f.running, 9), Units: len(f.running), Plan: pk},
+		{Name: "claim", Query: named(claimTasks, claimParams{ClaimID: 7, IDs: f.due}), Units: n, Plan: pk},
+		{Name: "claim batch handlers", Query: named(claimTasksOf, claimParams{ClaimID: 7, IDs: f.due, Handlers: []string{"orderTimeoutClose"}}), Units: n, Plan: pk},
+		{Name: "claim singles", Query: named(claimTasksNotOf, claimParams{ClaimID: 7, IDs: f.due, Handlers: []string{"x"}, Limit: 50}), Units: n, Plan: pk},
+		{Name: "read claimed", Query: named(selectClaimed, claimParams{ClaimID: 9, IDs: f.running}), Units: len(f.running), Plan: pk},
 		{Name: "pending times", Query: in(selectPendingTimes, f.due), Units: n, Plan: pk},
-		{Name: "done", Query: q(finishDone, one, 7), Units: 1, Plan: pk},
-		{Name: "retry", Query: q(finishRetry, now, "boom", one, 7), Units: 1, Plan: pk},
-		{Name: "retry now (recovery)", Query: q(finishRetry, nil, "stuck", one, 7), Units: 1, Plan: pk},
-		{Name: "failed", Query: q(finishFailed, "boom", one, 7), Units: 1, Plan: pk},
-		{Name: "release", Query: q(rescheduleClaim, nil, now, "shutdown", one, 7), Units: 1, Plan: pk},
-		{Name: "not now / not due", Query: q(rescheduleClaim, now, now, "not now", one, 7), Units: 1, Plan: pk},
-		{Name: "give a claim back", Query: in(unclaimTasks, f.running, 9), Units: len(f.running), Plan: pk},
-		{Name: "lock claimed", Query: in(lockClaimedRunning, f.running, 9), Units: len(f.running), Plan: pk},
-		{Name: "done many", Query: in(finishDoneMany, f.running, 9), Units: len(f.running), Plan: pk},
+		{Name: "done", Query: named(finishDone, finishParams{ID: one, ClaimID: 7}), Units: 1, Plan: pk},
+		{Name: "retry", Query: named(finishRetry, finishParams{ID: one, ClaimID: 7, Next: now, LastError: "boom"}), Units: 1, Plan: pk},
+		{Name: "retry now (recovery)", Query: named(finishRetry, finishParams{ID: one, ClaimID: 7, LastError: "stuck"}), Units: 1, Plan: pk},
+		{Name: "failed", Query: named(finishFailed, finishParams{ID: one, ClaimID: 7, LastError: "boom"}), Units: 1, Plan: pk},
+		{Name: "release", Query: named(rescheduleClaim, finishParams{ID: one, ClaimID: 7, Execute: now, LastError: "shutdown"}), Units: 1, Plan: pk},
+		{Name: "not now / not due", Query: named(rescheduleClaim, finishParams{ID: one, ClaimID: 7, Next: now, Execute: now, LastError: "not now"}), Units: 1, Plan: pk},
+		{Name: "give a claim back", Query: named(unclaimTasks, claimParams{ClaimID: 9, IDs: f.running}), Units: len(f.running), Plan: pk},
+		{Name: "lock claimed", Query: named(lockClaimedRunning, claimParams{ClaimID: 9, IDs: f.running}), Units: len(f.running), Plan: pk},
+		{Name: "done many", Query: named(finishDoneMany, claimParams{ClaimID: 9, IDs: f.running}), Units: len(f.running), Plan: pk},
 		// Registration and the operator's single-task statements.
 		{Name: "by bizUuid", Query: q(selectByBizUUID, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "const")},
 		{Name: "cancel", Query: q(cancelTask, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "range")},
 		{Name: "requeue", Query: q(requeueTask, f.biz), Units: 1, Plan: uses("job_delay_task", "uk_biz_uuid", "range")},
 		// The operators' views (the console): list windows, exact
 		// lookups, page rows, bounded counts.
-		{Name: "list: newest page", Query: q(taskWindowByID, "", "", int64(math.MaxInt64), 51), Units: 51, Plan: pk},
-		{Name: "list: handler window", Query: q(taskWindowByID, "x", "x", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: pk},
-		{Name: "list: status window", Query: q(taskWindowByStatus, "x", "x", "DONE", "9999-12-31 00:00:00.000", "9999-12-31 00:00:00.000", int64(math.MaxInt64), SearchWindow), Units: SearchWindow, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "list: newest page", Query: named(taskWindowByID, windowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: pk},
+		{Name: "list: handler window", Query: named(taskWindowByID, windowParams{Handler: "x", BeforeID: math.MaxInt64, Window: SearchWindow}), Units: SearchWindow, Plan: pk},
+		{Name: "list: status window", Query: named(taskWindowByStatus, windowParams{Handler: "x", Status: "DONE", BeforeAt: "9999-12-31 00:00:00.000", BeforeID: math.MaxInt64, Window: SearchWindow}), Units: SearchWindow, Plan: uses("job_delay_task", "idx_status_updated", "range")},
 		{Name: "list: page rows", Query: in(selectTasksByID, f.due[:50]), Units: 50, Plan: pk},
 		{Name: "by trace id", Query: q(selectByTraceID, f.trace), Units: 1, Plan: uses("job_delay_task", "uk_trace_id", "const")},
-		{Name: "count: a status", Query: q(countStatusCapped, "DONE", CountCap), Units: CountCap, Plan: uses("job_delay_task", "idx_status_updated", "ref", "range").And("<derived2>", "", "ALL")},
-		{Name: "count: due", Query: q(countDueCapped, now, CountCap), Units: f.dueCount, Plan: uses("job_delay_task", "idx_status_next_attempt", "range").And("<derived2>", "", "ALL")},
-		{Name: "count: stuck", Query: q(countStuckCapped, dbTime(f.now.Add(-time.Hour)), CountCap), Units: max(f.stuck, 1), Plan: uses("job_delay_task", "idx_status_updated", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: a status", Query: named(countStatusCapped, map[string]any{"status": "DONE", "cap": CountCap}), Units: CountCap, Plan: uses("job_delay_task", "idx_status_updated", "ref", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: due", Query: named(countDueCapped, map[string]any{"now": now, "cap": CountCap}), Units: f.dueCount, Plan: uses("job_delay_task", "idx_status_next_attempt", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: stuck", Query: named(countStuckCapped, map[string]any{"before": dbTime(f.now.Add(-time.Hour)), "cap": CountCap}), Units: max(f.stuck, 1), Plan: uses("job_delay_task", "idx_status_updated", "range").And("<derived2>", "", "ALL")},
 		// The sweep, recovery, the reconciler and the purge.
-		{Name: "sweep: due", Query: q(selectDue, 0, 1, 0, 100), Units: 100, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
-		{Name: "recovery: stuck", Query: q(selectStuck, hour, 1, 0, 100), Units: f.stuck, Plan: uses("job_delay_task", "idx_status_updated", "range")},
-		{Name: "reconciler: timer page", Query: q(selectTimerPage, dbTime(f.now.Add(time.Hour)), "1000-01-01 00:00:00.000", "1000-01-01 00:00:00.000", 0, 500), Units: 500, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
-		{Name: "purge", Query: q(purgeTasks, hour, 1000), Units: 1000, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "sweep: due", Query: named(selectDue, shardParams{ShardTotal: 1, Limit: 100}), Units: 100, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
+		{Name: "recovery: stuck", Query: named(selectStuck, shardParams{AgeUS: hour, ShardTotal: 1, Limit: 100}), Units: f.stuck, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "reconciler: timer page", Query: named(selectTimerPage, pageParams{Before: dbTime(f.now.Add(time.Hour)), AfterAt: epoch, Limit: 500}), Units: 500, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
+		{Name: "purge", Query: named(purgeTasks, map[string]any{"retention_us": hour, "limit": 1000}), Units: 1000, Plan: uses("job_delay_task", "idx_status_updated", "range")},
 		// The RabbitMQ timer: published_at after confirms, and its
 		// reconciler's two pages (never confirmed; overdue and published
 		// long ago).
 		{Name: "rabbitmq: mark published", Query: markQ, Units: n, Plan: pk},
-		{Name: "rabbitmq reconciler: unpublished", Query: q(selectUnpublished, now, epoch, epoch, 0, 500), Units: 500,
+		{Name: "rabbitmq reconciler: unpublished", Query: named(selectUnpublished, pageParams{Before: now, AfterAt: epoch, Limit: 500}), Units: 500,
 			Plan: uses("job_delay_task", "idx_status_published", "range")},
 		{Name: "rabbitmq reconciler: its lock (no table)", Query: q(getReconcileLock, "delay."), Units: 1},
 		{Name: "rabbitmq reconciler: its lock released", Query: q(releaseReconcileLock, "delay."), Units: 1},
-		{Name: "rabbitmq reconciler: overdue", Query: q(selectOverdue, now, now, epoch, epoch, 0, 500), Units: 500,
+		{Name: "rabbitmq reconciler: overdue", Query: named(selectOverdue, pageParams{Before: now, PublishedBefore: now, AfterAt: epoch, Limit: 500}), Units: 500,
 			Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
 	})
 }

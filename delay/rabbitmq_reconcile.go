@@ -32,11 +32,11 @@ func (t *RabbitMQTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Tim
 	}
 	defer release()
 	cutoff := now.Add(-t.cfg.RepublishAfter)
-	n, err := t.republish(ctx, db, selectUnpublished, []time.Time{cutoff})
+	n, err := t.republish(ctx, db, selectUnpublished, cutoff)
 	if err != nil || !t.keepingUp(now) {
 		return n, err
 	}
-	m, err := t.republish(ctx, db, selectOverdue, []time.Time{cutoff, cutoff})
+	m, err := t.republish(ctx, db, selectOverdue, cutoff)
 	return n + m, err
 }
 
@@ -59,12 +59,12 @@ func (t *RabbitMQTimer) keepingUp(now time.Time) bool {
 
 // republish pages query's rows and publishes them, recording published_at
 // for those confirmed before the next page.
-func (t *RabbitMQTimer) republish(ctx context.Context, db *sqlx.DB, query string, cutoffs []time.Time) (int64, error) {
+func (t *RabbitMQTimer) republish(ctx context.Context, db *sqlx.DB, query string, cutoff time.Time) (int64, error) {
 	const page = 1000
 	after := republishRow{At: time.Unix(0, 0)}
 	var total int64
 	for {
-		rows, err := t.store.republishPage(ctx, db, query, cutoffs, after, page)
+		rows, err := t.store.republishPage(ctx, db, query, cutoff, after, page)
 		if err != nil || len(rows) == 0 {
 			return total, err
 		}

@@ -24,8 +24,48 @@ import (
 // broker holds a message for the schedule).
 
 // store runs the package's statements, each method on the database or
-// transaction it is given (as orders' store does).
+// transaction it is given (as orders' store does). A statement with more
+// than one parameter names them (:name, bound by named from a params
+// struct or a map); a list parameter is expanded there too.
 type store struct{}
+
+// named binds query's :name parameters from arg (a struct with db tags or
+// a map) and expands the slices among them (IN (:ids)).
+func named(query string, arg any) (string, []any, error) {
+	q, args, err := sqlx.Named(query, arg)
+	if err != nil {
+		return "", nil, err
+	}
+	return sqlx.In(q, args...)
+}
+
+// execNamed runs a named statement that changes at most one row and says
+// whether it did.
+func execNamed(ctx context.Context, ext sqlx.ExecerContext, query string, arg any) (bool, error) {
+	q, args, err := named(query, arg)
+	if err != nil {
+		return false, err
+	}
+	return execOne(ctx, ext, q, args...)
+}
+
+// selectNamed runs a named query into dest.
+func selectNamed(ctx context.Context, q sqlx.QueryerContext, dest any, query string, arg any) error {
+	query, args, err := named(query, arg)
+	if err != nil {
+		return err
+	}
+	return sqlx.SelectContext(ctx, q, dest, query, args...)
+}
+
+// getNamed runs a named query of one row into dest.
+func getNamed(ctx context.Context, q sqlx.QueryerContext, dest any, query string, arg any) error {
+	query, args, err := named(query, arg)
+	if err != nil {
+		return err
+	}
+	return sqlx.GetContext(ctx, q, dest, query, args...)
+}
 
 const taskColumns = `id, trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
 	status, retry_count, max_retry, last_error, claim_id, created_at, updated_at`
@@ -76,12 +116,33 @@ func (store) dbNow(ctx context.Context, q sqlx.QueryerContext) (time.Time, error
 const insertTask = `INSERT INTO job_delay_task
 	(trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
 	 status, retry_count, max_retry, last_error, claim_id, created_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, 'PENDING', 0, ?, '', 0, ?, ?)`
+	VALUES (:trace_id, :biz_uuid, :handler, :execute_time, :next_attempt_time, :payload_json,
+	 'PENDING', 0, :max_retry, '', 0, :created_at, :updated_at)`
+
+// insertParams are insertTask's: a Task's values as the table stores them.
+type insertParams struct {
+	TraceID         string `db:"trace_id"`
+	BizUUID         string `db:"biz_uuid"`
+	Handler         string `db:"handler"`
+	ExecuteTime     string `db:"execute_time"`
+	NextAttemptTime string `db:"next_attempt_time"`
+	Payload         string `db:"payload_json"`
+	MaxRetry        int    `db:"max_retry"`
+	CreatedAt       string `db:"created_at"`
+	UpdatedAt       string `db:"updated_at"`
+}
 
 func (store) insert(ctx context.Context, ext sqlx.ExtContext, t *Task) error {
-	res, err := ext.ExecContext(ctx, insertTask, t.TraceID, t.BizUUID, t.Handler,
-		dbTime(t.ExecuteTime), dbTime(t.NextAttemptTime), string(t.Payload), t.MaxRetry,
-		dbTime(t.CreatedAt), dbTime(t.UpdatedAt))
+	q, args, err := named(insertTask, insertParams{
+		TraceID: t.TraceID, BizUUID: t.BizUUID, Handler: t.Handler,
+		ExecuteTime: dbTime(t.ExecuteTime), NextAttemptTime: dbTime(t.NextAttemptTime),
+		Payload: string(t.Payload), MaxRetry: t.MaxRetry,
+		CreatedAt: dbTime(t.CreatedAt), UpdatedAt: dbTime(t.UpdatedAt),
+	})
+	if err != nil {
+		return err
+	}
+	res, err := ext.ExecContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -146,19 +207,29 @@ func (store) requeue(ctx context.Context, ext sqlx.ExtContext, bizUUID string) (
 // matches and is skipped. The due check stops a stale timer entry from
 // running a task early.
 const claimTasks = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
-	SET status = 'RUNNING', claim_id = ?, updated_at = UTC_TIMESTAMP(3)
-	WHERE id IN (?) AND status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`
+	SET status = 'RUNNING', claim_id = :claim_id, updated_at = UTC_TIMESTAMP(3)
+	WHERE id IN (:ids) AND status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`
+
+// claimParams are the parameters of the statements about one claim: its
+// claim_id, the task ids, and for claimTasksOf and claimTasksNotOf the
+// batch handlers' names and how many others to claim at most.
+type claimParams struct {
+	ClaimID  int64    `db:"claim_id"`
+	IDs      []int64  `db:"ids"`
+	Handlers []string `db:"handlers"`
+	Limit    int      `db:"limit"`
+}
 
 // selectClaimed reads back the rows a claim took.
 const selectClaimed = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (PRIMARY)
-	WHERE id IN (?) AND claim_id = ? AND status = 'RUNNING'`
+	WHERE id IN (:ids) AND claim_id = :claim_id AND status = 'RUNNING'`
 
 // unclaimTasks gives back, due as they were and without spending a retry,
 // the rows a claim took but could not read back: nobody runs them, and left
 // RUNNING they would wait for recovery (which spends a retry).
 const unclaimTasks = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
 	SET status = 'PENDING', published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
-	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
+	WHERE id IN (:ids) AND status = 'RUNNING' AND claim_id = :claim_id`
 
 // claimTasksOf is claimTasks for the tasks of the given handlers only;
 // claimTasksNotOf for the others, at most a given number, lowest ids
@@ -167,8 +238,8 @@ const unclaimTasks = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
 // (the rest stay PENDING and go back on the timer). Same locks as
 // claimTasks.
 const (
-	claimTasksOf    = claimTasks + ` AND handler IN (?)`
-	claimTasksNotOf = claimTasks + ` AND handler NOT IN (?) ORDER BY id LIMIT ?`
+	claimTasksOf    = claimTasks + ` AND handler IN (:handlers)`
+	claimTasksNotOf = claimTasks + ` AND handler NOT IN (:handlers) ORDER BY id LIMIT :limit`
 )
 
 // claimSplit asks store.claim to claim the ids whose handler is one of
@@ -193,12 +264,12 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 		return nil, fmt.Errorf("claim %d tasks: %w", len(ids), err)
 	}
 	defer conn.Close()
-	exec := func(query string, args ...any) (int, error) {
-		q, args, err := sqlx.In(query, args...)
+	exec := func(query string, p claimParams) (int, error) {
+		q, args, err := named(query, p)
 		if err != nil {
 			return 0, err
 		}
-		res, err := conn.ExecContext(ctx, conn.Rebind(q), args...)
+		res, err := conn.ExecContext(ctx, q, args...)
 		if err != nil {
 			return 0, fmt.Errorf("claim %d tasks: %w", len(ids), err)
 		}
@@ -207,16 +278,16 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 	}
 	var n int
 	if split == nil {
-		if n, err = exec(claimTasks, claimID, ids); err != nil {
+		if n, err = exec(claimTasks, claimParams{ClaimID: claimID, IDs: ids}); err != nil {
 			return nil, err
 		}
 	} else {
-		if n, err = exec(claimTasksOf, claimID, ids, split.batchNames); err != nil {
+		if n, err = exec(claimTasksOf, claimParams{ClaimID: claimID, IDs: ids, Handlers: split.batchNames}); err != nil {
 			return nil, err
 		}
 		if n < len(ids) {
 			if k := split.singles(n); k > 0 {
-				m, err := exec(claimTasksNotOf, claimID, ids, split.batchNames, k)
+				m, err := exec(claimTasksNotOf, claimParams{ClaimID: claimID, IDs: ids, Handlers: split.batchNames, Limit: k})
 				if err != nil && n == 0 {
 					return nil, err
 				}
@@ -238,9 +309,9 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	q, args, qerr := sqlx.In(unclaimTasks, ids, claimID)
+	q, args, qerr := named(unclaimTasks, claimParams{ClaimID: claimID, IDs: ids})
 	if qerr == nil {
-		_, qerr = db.ExecContext(uctx, db.Rebind(q), args...)
+		_, qerr = db.ExecContext(uctx, q, args...)
 	}
 	if qerr != nil {
 		return nil, fmt.Errorf("%w; giving the claim back failed too, its tasks wait for recovery: %v", err, qerr)
@@ -250,12 +321,8 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 
 // readClaimed reads back the rows of ids that the claim claimID took.
 func (store) readClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, claimID int64) ([]*Task, error) {
-	query, args, err := sqlx.In(selectClaimed, ids, claimID)
-	if err != nil {
-		return nil, err
-	}
 	var tasks []*Task
-	if err := sqlx.SelectContext(ctx, q, &tasks, query, args...); err != nil {
+	if err := selectNamed(ctx, q, &tasks, selectClaimed, claimParams{ClaimID: claimID, IDs: ids}); err != nil {
 		return nil, fmt.Errorf("read claimed tasks: %w", err)
 	}
 	for _, t := range tasks {
@@ -288,29 +355,38 @@ func (store) pendingTimes(ctx context.Context, db *sqlx.DB, ids []int64) ([]time
 // (recovered and claimed again): then someone else owns the task.
 const finishDone = `UPDATE job_delay_task
 	SET status = 'DONE', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
-	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+	WHERE id = :id AND status = 'RUNNING' AND claim_id = :claim_id`
 
 // finishRetry ends a failed claim with another attempt due later (NULL:
 // now); it also recovers a stuck claim. 0 or 1 row, as finishDone.
 const finishRetry = `UPDATE job_delay_task
-	SET status = 'PENDING', retry_count = retry_count + 1, next_attempt_time = COALESCE(?, UTC_TIMESTAMP(3)),
-	    last_error = ?, published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
-	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+	SET status = 'PENDING', retry_count = retry_count + 1, next_attempt_time = COALESCE(:next, UTC_TIMESTAMP(3)),
+	    last_error = :last_error, published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id = :id AND status = 'RUNNING' AND claim_id = :claim_id`
 
 // finishFailed ends a claim out of retries (or with a permanent error).
 const finishFailed = `UPDATE job_delay_task
-	SET status = 'FAILED', retry_count = retry_count + 1, last_error = ?,
+	SET status = 'FAILED', retry_count = retry_count + 1, last_error = :last_error,
 	    claim_id = 0, updated_at = UTC_TIMESTAMP(3)
-	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+	WHERE id = :id AND status = 'RUNNING' AND claim_id = :claim_id`
 
 // rescheduleClaim gives back a claim without spending a retry: one cut
 // short by shutdown (due now), one whose attempt said "not now" (due after
 // the not-now backoff), one that came before its due time (execute time and
 // next attempt moved to it). 0 or 1 row, as finishDone.
 const rescheduleClaim = `UPDATE job_delay_task
-	SET status = 'PENDING', next_attempt_time = COALESCE(?, UTC_TIMESTAMP(3)), execute_time = ?, last_error = ?,
-	    published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
-	WHERE id = ? AND status = 'RUNNING' AND claim_id = ?`
+	SET status = 'PENDING', next_attempt_time = COALESCE(:next, UTC_TIMESTAMP(3)), execute_time = :execute_time,
+	    last_error = :last_error, published_at = NULL, claim_id = 0, updated_at = UTC_TIMESTAMP(3)
+	WHERE id = :id AND status = 'RUNNING' AND claim_id = :claim_id`
+
+// finishParams are the parameters of the statements that end one claim.
+type finishParams struct {
+	ID        int64  `db:"id"`
+	ClaimID   int64  `db:"claim_id"`
+	Next      any    `db:"next"` // nextParam
+	Execute   string `db:"execute_time"`
+	LastError string `db:"last_error"`
+}
 
 // finishDoneMany and lockClaimedRunning end many successful claims of one
 // claim_id in one transaction. Most often every claim of the batch still
@@ -324,9 +400,9 @@ const rescheduleClaim = `UPDATE job_delay_task
 const (
 	finishDoneMany = `UPDATE job_delay_task FORCE INDEX (PRIMARY)
 	SET status = 'DONE', claim_id = 0, updated_at = UTC_TIMESTAMP(3)
-	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ?`
+	WHERE id IN (:ids) AND status = 'RUNNING' AND claim_id = :claim_id`
 	lockClaimedRunning = `SELECT id FROM job_delay_task FORCE INDEX (PRIMARY)
-	WHERE id IN (?) AND status = 'RUNNING' AND claim_id = ? ORDER BY id FOR UPDATE`
+	WHERE id IN (:ids) AND status = 'RUNNING' AND claim_id = :claim_id ORDER BY id FOR UPDATE`
 )
 
 // doneMany records DONE for the tasks of ids claimed under claimID and
@@ -374,12 +450,8 @@ func (store) doneOwned(ctx context.Context, db *sqlx.DB, ids []int64, claimID in
 		return nil, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	q, args, err := sqlx.In(lockClaimedRunning, ids, claimID)
-	if err != nil {
-		return nil, err
-	}
 	var owned []int64
-	if err := tx.SelectContext(ctx, &owned, tx.Rebind(q), args...); err != nil {
+	if err := selectNamed(ctx, tx, &owned, lockClaimedRunning, claimParams{ClaimID: claimID, IDs: ids}); err != nil {
 		return nil, fmt.Errorf("lock %d claimed tasks: %w", len(ids), err)
 	}
 	done := make(map[int64]bool, len(owned))
@@ -402,14 +474,14 @@ func (store) doneOwned(ctx context.Context, db *sqlx.DB, ids []int64, claimID in
 	return done, nil
 }
 
-// execIn runs an UPDATE with an id list (sqlx.In) and returns how many rows
-// it changed.
+// execIn runs an UPDATE of the ids of claim claimID (claimParams) and
+// returns how many rows it changed.
 func execIn(ctx context.Context, tx *sqlx.Tx, query string, ids []int64, claimID int64) (int64, error) {
-	q, args, err := sqlx.In(query, ids, claimID)
+	q, args, err := named(query, claimParams{ClaimID: claimID, IDs: ids})
 	if err != nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, tx.Rebind(q), args...)
+	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -417,7 +489,7 @@ func execIn(ctx context.Context, tx *sqlx.Tx, query string, ids []int64, claimID
 }
 
 func (store) done(ctx context.Context, ext sqlx.ExecerContext, t *Task) (bool, error) {
-	return execOne(ctx, ext, finishDone, t.ID, t.ClaimID)
+	return execNamed(ctx, ext, finishDone, finishParams{ID: t.ID, ClaimID: t.ClaimID})
 }
 
 // nextParam is a next attempt time as finishRetry and rescheduleClaim take
@@ -431,15 +503,16 @@ func nextParam(next time.Time) any {
 }
 
 func (store) retry(ctx context.Context, ext sqlx.ExecerContext, t *Task, next time.Time, lastErr string) (bool, error) {
-	return execOne(ctx, ext, finishRetry, nextParam(next), truncate(lastErr, 2000), t.ID, t.ClaimID)
+	return execNamed(ctx, ext, finishRetry, finishParams{ID: t.ID, ClaimID: t.ClaimID, Next: nextParam(next), LastError: truncate(lastErr, 2000)})
 }
 
 func (store) failed(ctx context.Context, ext sqlx.ExecerContext, t *Task, lastErr string) (bool, error) {
-	return execOne(ctx, ext, finishFailed, truncate(lastErr, 2000), t.ID, t.ClaimID)
+	return execNamed(ctx, ext, finishFailed, finishParams{ID: t.ID, ClaimID: t.ClaimID, LastError: truncate(lastErr, 2000)})
 }
 
 func (store) reschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, next, execute time.Time, why string) (bool, error) {
-	return execOne(ctx, ext, rescheduleClaim, nextParam(next), dbTime(execute), truncate(why, 2000), t.ID, t.ClaimID)
+	return execNamed(ctx, ext, rescheduleClaim, finishParams{ID: t.ID, ClaimID: t.ClaimID, Next: nextParam(next),
+		Execute: dbTime(execute), LastError: truncate(why, 2000)})
 }
 
 // selectStuck finds claims RUNNING longer than the limit, in one shard
@@ -449,13 +522,23 @@ func (store) reschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, ne
 // is then recovered by finishRetry/finishFailed with its claim_id, so one
 // finishing meanwhile is left alone.
 const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_updated)
-	WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
-	  AND MOD(id, ?) = ?
-	ORDER BY updated_at LIMIT ?`
+	WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
+	  AND MOD(id, :shard_total) = :shard_index
+	ORDER BY updated_at LIMIT :limit`
+
+// shardParams are selectStuck's and selectDue's: the age in microseconds
+// (RUNNING since, due since), the shard and the most rows.
+type shardParams struct {
+	AgeUS      int64 `db:"age_us"`
+	ShardTotal int   `db:"shard_total"`
+	ShardIndex int   `db:"shard_index"`
+	Limit      int   `db:"limit"`
+}
 
 func (store) stuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard, total, n int) ([]*Task, error) {
 	var tasks []*Task
-	if err := db.SelectContext(ctx, &tasks, selectStuck, limit.Microseconds(), total, shard, n); err != nil {
+	p := shardParams{AgeUS: limit.Microseconds(), ShardTotal: total, ShardIndex: shard, Limit: n}
+	if err := selectNamed(ctx, db, &tasks, selectStuck, p); err != nil {
 		return nil, fmt.Errorf("find stuck tasks: %w", err)
 	}
 	for _, t := range tasks {
@@ -468,13 +551,14 @@ func (store) stuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard,
 // timer), oldest first, in one shard. Consistent read over
 // idx_status_next_attempt; the claim that follows is the CAS.
 const selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
-	WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
-	  AND MOD(id, ?) = ?
-	ORDER BY next_attempt_time LIMIT ?`
+	WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
+	  AND MOD(id, :shard_total) = :shard_index
+	ORDER BY next_attempt_time LIMIT :limit`
 
 func (store) due(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {
 	var ids []int64
-	if err := db.SelectContext(ctx, &ids, selectDue, grace.Microseconds(), total, shard, n); err != nil {
+	p := shardParams{AgeUS: grace.Microseconds(), ShardTotal: total, ShardIndex: shard, Limit: n}
+	if err := selectNamed(ctx, db, &ids, selectDue, p); err != nil {
 		return nil, fmt.Errorf("find due tasks: %w", err)
 	}
 	return ids, nil
@@ -485,14 +569,25 @@ func (store) due(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, t
 // reconciler. Consistent read over idx_status_next_attempt (whose entries
 // carry the id, so the order needs no sort).
 const selectTimerPage = `SELECT id, next_attempt_time FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
-	WHERE status = 'PENDING' AND next_attempt_time < ?
-	  AND next_attempt_time >= ? AND (next_attempt_time > ? OR id > ?)
-	ORDER BY next_attempt_time, id LIMIT ?`
+	WHERE status = 'PENDING' AND next_attempt_time < :before
+	  AND next_attempt_time >= :after_at AND (next_attempt_time > :after_at OR id > :after_id)
+	ORDER BY next_attempt_time, id LIMIT :limit`
+
+// pageParams are the parameters of the reconcilers' keyset pages: rows
+// before a cutoff (and, for selectOverdue, published before another),
+// after the position (after_at, after_id), at most limit.
+type pageParams struct {
+	Before          string `db:"before"`
+	PublishedBefore string `db:"published_before"`
+	AfterAt         string `db:"after_at"`
+	AfterID         int64  `db:"after_id"`
+	Limit           int    `db:"limit"`
+}
 
 func (store) timerPage(ctx context.Context, db *sqlx.DB, horizon time.Time, after timerEntry, n int) ([]timerEntry, error) {
 	var out []timerEntry
-	at := dbTime(after.Time)
-	if err := db.SelectContext(ctx, &out, selectTimerPage, dbTime(horizon), at, at, after.ID, n); err != nil {
+	p := pageParams{Before: dbTime(horizon), AfterAt: dbTime(after.Time), AfterID: after.ID, Limit: n}
+	if err := selectNamed(ctx, db, &out, selectTimerPage, p); err != nil {
 		return nil, fmt.Errorf("page pending tasks: %w", err)
 	}
 	for i := range out {
@@ -590,9 +685,9 @@ type republishRow struct {
 // position. Consistent read over idx_status_published.
 const selectUnpublished = `SELECT id, next_attempt_time, retry_count + 1 AS attempt, updated_at AS at
 	FROM job_delay_task FORCE INDEX (idx_status_published)
-	WHERE status = 'PENDING' AND published_at IS NULL AND updated_at < ?
-	  AND updated_at >= ? AND (updated_at > ? OR id > ?)
-	ORDER BY updated_at, id LIMIT ?`
+	WHERE status = 'PENDING' AND published_at IS NULL AND updated_at < :before
+	  AND updated_at >= :after_at AND (updated_at > :after_at OR id > :after_id)
+	ORDER BY updated_at, id LIMIT :limit`
 
 // selectOverdue pages PENDING tasks due before a cutoff whose message was
 // confirmed before another (so it was lost or purged, or is waiting behind
@@ -601,21 +696,18 @@ const selectUnpublished = `SELECT id, next_attempt_time, retry_count + 1 AS atte
 // published since are read and skipped.
 const selectOverdue = `SELECT id, next_attempt_time, retry_count + 1 AS attempt, next_attempt_time AS at
 	FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
-	WHERE status = 'PENDING' AND next_attempt_time < ? AND published_at < ?
-	  AND next_attempt_time >= ? AND (next_attempt_time > ? OR id > ?)
-	ORDER BY next_attempt_time, id LIMIT ?`
+	WHERE status = 'PENDING' AND next_attempt_time < :before AND published_at < :published_before
+	  AND next_attempt_time >= :after_at AND (next_attempt_time > :after_at OR id > :after_id)
+	ORDER BY next_attempt_time, id LIMIT :limit`
 
 // republishPage runs selectUnpublished or selectOverdue: rows before
-// the cutoffs, after the keyset position after.
-func (store) republishPage(ctx context.Context, db *sqlx.DB, query string, cutoffs []time.Time, after republishRow, n int) ([]republishRow, error) {
-	args := make([]any, 0, len(cutoffs)+4)
-	for _, c := range cutoffs {
-		args = append(args, dbTime(c))
-	}
-	at := dbTime(after.At)
-	args = append(args, at, at, after.ID, n)
+// the cutoff (changed before it; overdue at it and published before it),
+// after the keyset position after.
+func (store) republishPage(ctx context.Context, db *sqlx.DB, query string, cutoff time.Time, after republishRow, n int) ([]republishRow, error) {
+	c := dbTime(cutoff)
+	p := pageParams{Before: c, PublishedBefore: c, AfterAt: dbTime(after.At), AfterID: after.ID, Limit: n}
 	var out []republishRow
-	if err := db.SelectContext(ctx, &out, query, args...); err != nil {
+	if err := selectNamed(ctx, db, &out, query, p); err != nil {
 		return nil, fmt.Errorf("page tasks to publish: %w", err)
 	}
 	for i := range out {
@@ -627,11 +719,15 @@ func (store) republishPage(ctx context.Context, db *sqlx.DB, query string, cutof
 // purgeTasks deletes up to n DONE or CANCELLED tasks untouched for longer
 // than the retention, over idx_status_updated.
 const purgeTasks = `DELETE FROM job_delay_task
-	WHERE status IN ('DONE', 'CANCELLED') AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
-	LIMIT ?`
+	WHERE status IN ('DONE', 'CANCELLED') AND updated_at < UTC_TIMESTAMP(3) - INTERVAL :retention_us MICROSECOND
+	LIMIT :limit`
 
 func (store) purge(ctx context.Context, db *sqlx.DB, retention time.Duration, n int) (int64, error) {
-	res, err := db.ExecContext(ctx, purgeTasks, retention.Microseconds(), n)
+	q, args, err := named(purgeTasks, map[string]any{"retention_us": retention.Microseconds(), "limit": n})
+	if err != nil {
+		return 0, err
+	}
+	res, err := db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("purge tasks: %w", err)
 	}
@@ -765,36 +861,45 @@ func (store) getByTrace(ctx context.Context, q sqlx.QueryerContext, traceID stri
 }
 
 // The operator's task lists read a window of keys, the handler filter
-// ("" for any; params: handler, handler) evaluated on each row: newest id
-// first over the primary key (params: filter, cursor id, window), or, for
-// one status, most recently changed first over idx_status_updated
-// (status, updated_at, id) (params: filter, status, cursor updated_at,
-// cursor updated_at, cursor id, window). No locks; up to window keys.
+// ("" for any) evaluated on each row: newest id first over the primary key,
+// or, for one status, most recently changed first over idx_status_updated
+// (status, updated_at, id). Both start before the cursor. No locks; up to
+// window keys.
 const (
-	taskWindowByID = `SELECT id, updated_at, (? = '' OR handler = ?) AS hit
+	taskWindowByID = `SELECT id, updated_at, (:handler = '' OR handler = :handler) AS hit
 	FROM job_delay_task FORCE INDEX (PRIMARY)
-	WHERE id < ? ORDER BY id DESC LIMIT ?`
-	taskWindowByStatus = `SELECT id, updated_at, (? = '' OR handler = ?) AS hit
+	WHERE id < :before_id ORDER BY id DESC LIMIT :window`
+	taskWindowByStatus = `SELECT id, updated_at, (:handler = '' OR handler = :handler) AS hit
 	FROM job_delay_task FORCE INDEX (idx_status_updated)
-	WHERE status = ? AND (updated_at < ? OR (updated_at = ? AND id < ?))
-	ORDER BY updated_at DESC, id DESC LIMIT ?`
+	WHERE status = :status AND (updated_at < :before_at OR (updated_at = :before_at AND id < :before_id))
+	ORDER BY updated_at DESC, id DESC LIMIT :window`
 )
+
+// windowParams are the task window statements' parameters.
+type windowParams struct {
+	Handler  string `db:"handler"`
+	Status   string `db:"status"`
+	BeforeAt string `db:"before_at"`
+	BeforeID int64  `db:"before_id"`
+	Window   int    `db:"window"`
+}
 
 func (store) taskWindow(ctx context.Context, q sqlx.QueryerContext, f TaskQuery, window int) ([]taskWindowKey, error) {
 	var keys []taskWindowKey
 	var err error
+	p := windowParams{Handler: f.Handler, Window: window}
 	if f.Status == "" {
-		before := f.After.ID
-		if before == 0 {
-			before = math.MaxInt64
+		p.BeforeID = f.After.ID
+		if p.BeforeID == 0 {
+			p.BeforeID = math.MaxInt64
 		}
-		err = sqlx.SelectContext(ctx, q, &keys, taskWindowByID, f.Handler, f.Handler, before, window)
+		err = selectNamed(ctx, q, &keys, taskWindowByID, p)
 	} else {
-		at, id := "9999-12-31 00:00:00.000", int64(math.MaxInt64)
+		p.Status, p.BeforeAt, p.BeforeID = string(f.Status), "9999-12-31 00:00:00.000", math.MaxInt64
 		if !f.After.IsZero() {
-			at, id = dbTime(f.After.At), f.After.ID
+			p.BeforeAt, p.BeforeID = dbTime(f.After.At), f.After.ID
 		}
-		err = sqlx.SelectContext(ctx, q, &keys, taskWindowByStatus, f.Handler, f.Handler, string(f.Status), at, at, id, window)
+		err = selectNamed(ctx, q, &keys, taskWindowByStatus, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
@@ -824,24 +929,23 @@ func (store) tasksByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) 
 }
 
 // Bounded counts for Tallies, each at most a cap of index entries, no
-// locks: tasks of one status (idx_status_updated; params: status, cap),
-// PENDING and due (idx_status_next_attempt; params: now, cap) with the
-// oldest due time, RUNNING since before a time (idx_status_updated;
-// params: before, cap).
+// locks: tasks of one status (idx_status_updated), PENDING and due by now
+// (idx_status_next_attempt) with the oldest due time, RUNNING since before
+// a time (idx_status_updated).
 const (
 	countStatusCapped = `SELECT COUNT(*) FROM (
-		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_updated) WHERE status = ? LIMIT ?) t`
+		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_updated) WHERE status = :status LIMIT :cap) t`
 	countDueCapped = `SELECT COUNT(*) AS n, MIN(t.next_attempt_time) AS oldest FROM (
 		SELECT next_attempt_time FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
-		WHERE status = 'PENDING' AND next_attempt_time <= ? ORDER BY next_attempt_time LIMIT ?) t`
+		WHERE status = 'PENDING' AND next_attempt_time <= :now ORDER BY next_attempt_time LIMIT :cap) t`
 	countStuckCapped = `SELECT COUNT(*) FROM (
 		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_updated)
-		WHERE status = 'RUNNING' AND updated_at < ? LIMIT ?) t`
+		WHERE status = 'RUNNING' AND updated_at < :before LIMIT :cap) t`
 )
 
 func (store) countStatus(ctx context.Context, q sqlx.QueryerContext, st Status, limit int) (int, error) {
 	var n int
-	if err := sqlx.GetContext(ctx, q, &n, countStatusCapped, string(st), limit); err != nil {
+	if err := getNamed(ctx, q, &n, countStatusCapped, map[string]any{"status": string(st), "cap": limit}); err != nil {
 		return 0, fmt.Errorf("count %s tasks: %w", st, err)
 	}
 	return n, nil
@@ -852,7 +956,7 @@ func (store) countDue(ctx context.Context, q sqlx.QueryerContext, now time.Time,
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
 	}
-	if err := sqlx.GetContext(ctx, q, &r, countDueCapped, dbTime(now), limit); err != nil {
+	if err := getNamed(ctx, q, &r, countDueCapped, map[string]any{"now": dbTime(now), "cap": limit}); err != nil {
 		return 0, time.Time{}, fmt.Errorf("count due tasks: %w", err)
 	}
 	if !r.Oldest.Valid {
@@ -863,7 +967,7 @@ func (store) countDue(ctx context.Context, q sqlx.QueryerContext, now time.Time,
 
 func (store) countStuck(ctx context.Context, q sqlx.QueryerContext, before time.Time, limit int) (int, error) {
 	var n int
-	if err := sqlx.GetContext(ctx, q, &n, countStuckCapped, dbTime(before), limit); err != nil {
+	if err := getNamed(ctx, q, &n, countStuckCapped, map[string]any{"before": dbTime(before), "cap": limit}); err != nil {
 		return 0, fmt.Errorf("count stuck tasks: %w", err)
 	}
 	return n, nil

@@ -94,6 +94,21 @@ func In(t testing.TB, query string, args ...any) Query {
 	return Query{SQL: q, Args: a}
 }
 
+// Named binds query's :name parameters from arg (a params struct with db
+// tags, or a map) and expands the lists among them, as the statement's
+// caller does, for Statement.Query.
+func Named(t testing.TB, query string, arg any) Query {
+	t.Helper()
+	q, a, err := sqlx.Named(query, arg)
+	if err == nil {
+		q, a, err = sqlx.In(q, a...)
+	}
+	if err != nil {
+		t.Fatalf("plantest: bind %q: %v", query, err)
+	}
+	return Query{SQL: q, Args: a}
+}
+
 // Q is a Query without lists to expand.
 func Q(query string, args ...any) Query { return Query{SQL: query, Args: args} }
 
