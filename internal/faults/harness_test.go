@@ -23,6 +23,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 	// The test's own connections see the restarts too; the driver's notes
 	// about it are noise here.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // profile sizes the suite. The bounded form keeps every scenario and every
