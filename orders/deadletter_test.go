@@ -196,15 +196,20 @@ func TestDeadLetterParkAfter(t *testing.T) {
 	t.Parallel()
 	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, ParkAfter: 2}
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
-	b.seed(t, orderdemo.Spec{Orders: 100, DueFraction: 1, SKUs: 20})
-	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 4`)
-	require.NoError(t, err)
+	// Two due orders that close, one poisoned by a SKU without a stock row.
+	for _, o := range []ordertest.OrderOpts{
+		{OrderNo: "OK-1", Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 1}}},
+		{OrderNo: "POISON", Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 1}, {SKU: 4, Qty: 2, MissingStock: true}}},
+		{OrderNo: "OK-2", Age: time.Hour, Coupon: true, Items: []ordertest.Item{{SKU: 2, Qty: 3}}},
+	} {
+		ordertest.Order(t, b.db.DB, o)
+	}
 
 	st := b.run(t, orders.RunOptions{})
 	require.Positive(t, st.DeadLettered)
 	n := st.DeadLettered
 	later := b.shiftedCloser(t, 5*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
-	st, err = later.Run(b.ctx, orders.RunOptions{})
+	st, err := later.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, n, st.DeadLettered)
 	var victim string

@@ -18,8 +18,10 @@
 // Shipped (3) and completed (4) orders count as paid throughout: their
 // stock was consumed and their coupon used when they were paid.
 //
-// It only reads; it never imports test-only packages, so a binary (the
-// bench) can use it.
+// Order builds the exact rows a test needs (one order with its items,
+// stock and coupon), where demo data is statistical; it is the only part
+// that writes. Nothing here imports test-only packages, so a binary (the
+// bench) can use the checker.
 package ordertest
 
 import (
