@@ -1,0 +1,73 @@
+package orders_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
+)
+
+// unconnected is a database handle and a locker on servers nothing listens
+// for: the constructors check their settings without connecting.
+func unconnected(t *testing.T) (*sqlx.DB, *orderlock.Locker) {
+	t.Helper()
+	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { rdb.Close() })
+	locker, err := orderlock.New(orderlock.Config{Client: rdb})
+	require.NoError(t, err)
+	return db, locker
+}
+
+// Each constructor refuses bad settings with a message naming the setting
+// and its value.
+func TestConstructorRefusals(t *testing.T) {
+	t.Parallel()
+	db, locker := unconnected(t)
+	ok := map[string]string{orders.EventStockRelease: "http://inv.local/r", orders.EventCouponRestore: "https://cpn.local/r"}
+	closer := func(cfg orders.CloserConfig) error { _, err := orders.NewCloser(db, locker, cfg); return err }
+	relay := func(cfg orders.RelayConfig) error { _, err := orders.NewRelay(db, cfg); return err }
+	lifecycle := func(cfg orders.LifecycleConfig) error { _, err := orders.NewLifecycle(db, cfg); return err }
+	trade := func(cfg orders.HTTPTradeCloserConfig) error { _, err := orders.NewHTTPTradeCloser(cfg); return err }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"closer: no database", func() error { _, err := orders.NewCloser(nil, locker, orders.CloserConfig{}); return err }(), "orders: NewCloser needs a database and a locker"},
+		{"closer: reason", closer(orders.CloserConfig{Reason: "a reason that is far longer than thirty-two characters"}), "orders: close reason \"a reason that is far longer than thirty-two characters\" is longer than 32 characters"},
+		{"closer: page size", closer(orders.CloserConfig{PageSize: 5001}), "orders: page size 5001 out of [1, 5000]"},
+		{"closer: run retention", closer(orders.CloserConfig{RunRetention: time.Minute}), "orders: run retention 1m0s is below 1h"},
+		{"closer: trade fan-out", closer(orders.CloserConfig{TradeFanOut: -1}), "orders: trade fan-out -1 out of [1, 256]"},
+		{"closer: compensation", closer(orders.CloserConfig{Compensation: 7}), "orders: unknown compensation mode 7"},
+		{"relay: no database", func() error { _, err := orders.NewRelay(nil, orders.RelayConfig{Endpoints: ok}); return err }(), "orders: NewRelay needs a database"},
+		{"relay: no endpoints", relay(orders.RelayConfig{}), "orders: relay endpoint of stock.release \"\" is not an http(s) URL\norders: relay endpoint of coupon.restore \"\" is not an http(s) URL"},
+		{"relay: one endpoint", relay(orders.RelayConfig{Endpoints: map[string]string{orders.EventStockRelease: "http://inv.local/r"}}), "orders: relay endpoint of coupon.restore \"\" is not an http(s) URL"},
+		{"relay: batch size", relay(orders.RelayConfig{Endpoints: ok, BatchSize: 5000}), "orders: relay batch size 5000 out of [1, 1000]"},
+		{"relay: claim TTL", relay(orders.RelayConfig{Endpoints: ok, Timeout: time.Minute, ClaimTTL: time.Minute}), "orders: relay claim TTL 1m0s must exceed the timeout 1m0s by 2s"},
+		{"relay: backoff", relay(orders.RelayConfig{Endpoints: ok, BackoffBase: time.Hour, BackoffMax: time.Minute}), "orders: relay: backoff base 1h0m0s is above its maximum 1m0s"},
+		{"lifecycle: no database", func() error { _, err := orders.NewLifecycle(nil, orders.LifecycleConfig{}); return err }(), "orders: NewLifecycle needs a database"},
+		{"lifecycle: auto-confirm days", lifecycle(orders.LifecycleConfig{AutoConfirmDays: -3}), "orders: auto-confirm days -3 out of [1, 3650]"},
+		{"lifecycle: fulfilment days", lifecycle(orders.LifecycleConfig{FulfillmentTimeoutDays: 4000}), "orders: fulfillment timeout days 4000 out of [1, 3650]"},
+		{"lifecycle: page size", lifecycle(orders.LifecycleConfig{PageSize: 9999}), "orders: page size 9999 out of [1, 5000]"},
+		{"trade closer: no URL", trade(orders.HTTPTradeCloserConfig{}), "orders: close-trade URL \"\" is not an http(s) URL"},
+		{"trade closer: scheme", trade(orders.HTTPTradeCloserConfig{URL: "ftp://pay.example/close"}), "orders: close-trade URL \"ftp://pay.example/close\" is not an http(s) URL"},
+		{"trade closer: negative retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: -1}), "orders: close-trade retries -1 out of [0, 10]"},
+		{"trade closer: retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: 11}), "orders: close-trade retries 11 out of [0, 10]"},
+		{"trade closer: timeout", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Timeout: -time.Second}), "orders: close-trade timeout and retry wait must be positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.EqualError(t, tc.err, tc.want)
+		})
+	}
+	require.NoError(t, closer(orders.CloserConfig{}), "the defaults are valid")
+	require.NoError(t, relay(orders.RelayConfig{Endpoints: ok}))
+	require.NoError(t, lifecycle(orders.LifecycleConfig{}))
+}
