@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // All SQL of the package lives here. Times in job_delay_task are UTC wall
@@ -25,46 +27,18 @@ import (
 
 // store runs the package's statements, each method on the database or
 // transaction it is given (as orders' store does). A statement with more
-// than one parameter names them (:name, bound by named from a params
-// struct or a map); a list parameter is expanded there too.
+// than one parameter names them (:name, bound by sqlexec.Named from a
+// params struct or a map); a list parameter is expanded there too.
 type store struct{}
-
-// named binds query's :name parameters from arg (a struct with db tags or
-// a map) and expands the slices among them (IN (:ids)).
-func named(query string, arg any) (string, []any, error) {
-	q, args, err := sqlx.Named(query, arg)
-	if err != nil {
-		return "", nil, err
-	}
-	return sqlx.In(q, args...)
-}
 
 // execNamed runs a named statement that changes at most one row and says
 // whether it did.
 func execNamed(ctx context.Context, ext sqlx.ExecerContext, query string, arg any) (bool, error) {
-	q, args, err := named(query, arg)
+	q, args, err := sqlexec.Named(query, arg)
 	if err != nil {
 		return false, err
 	}
 	return execOne(ctx, ext, q, args...)
-}
-
-// selectNamed runs a named query into dest.
-func selectNamed(ctx context.Context, q sqlx.QueryerContext, dest any, query string, arg any) error {
-	query, args, err := named(query, arg)
-	if err != nil {
-		return err
-	}
-	return sqlx.SelectContext(ctx, q, dest, query, args...)
-}
-
-// getNamed runs a named query of one row into dest.
-func getNamed(ctx context.Context, q sqlx.QueryerContext, dest any, query string, arg any) error {
-	query, args, err := named(query, arg)
-	if err != nil {
-		return err
-	}
-	return sqlx.GetContext(ctx, q, dest, query, args...)
 }
 
 const taskColumns = `id, trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
@@ -133,7 +107,7 @@ type insertParams struct {
 }
 
 func (store) insert(ctx context.Context, ext sqlx.ExtContext, t *Task) error {
-	q, args, err := named(insertTask, insertParams{
+	q, args, err := sqlexec.Named(insertTask, insertParams{
 		TraceID: t.TraceID, BizUUID: t.BizUUID, Handler: t.Handler,
 		ExecuteTime: dbTime(t.ExecuteTime), NextAttemptTime: dbTime(t.NextAttemptTime),
 		Payload: string(t.Payload), MaxRetry: t.MaxRetry,
@@ -265,7 +239,7 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 	}
 	defer conn.Close()
 	exec := func(query string, p claimParams) (int, error) {
-		q, args, err := named(query, p)
+		q, args, err := sqlexec.Named(query, p)
 		if err != nil {
 			return 0, err
 		}
@@ -309,7 +283,7 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	q, args, qerr := named(unclaimTasks, claimParams{ClaimID: claimID, IDs: ids})
+	q, args, qerr := sqlexec.Named(unclaimTasks, claimParams{ClaimID: claimID, IDs: ids})
 	if qerr == nil {
 		_, qerr = db.ExecContext(uctx, q, args...)
 	}
@@ -322,7 +296,7 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 // readClaimed reads back the rows of ids that the claim claimID took.
 func (store) readClaimed(ctx context.Context, q sqlx.QueryerContext, ids []int64, claimID int64) ([]*Task, error) {
 	var tasks []*Task
-	if err := selectNamed(ctx, q, &tasks, selectClaimed, claimParams{ClaimID: claimID, IDs: ids}); err != nil {
+	if err := sqlexec.SelectNamed(ctx, q, &tasks, selectClaimed, claimParams{ClaimID: claimID, IDs: ids}); err != nil {
 		return nil, fmt.Errorf("read claimed tasks: %w", err)
 	}
 	for _, t := range tasks {
@@ -451,7 +425,7 @@ func (store) doneOwned(ctx context.Context, db *sqlx.DB, ids []int64, claimID in
 	}
 	defer func() { _ = tx.Rollback() }()
 	var owned []int64
-	if err := selectNamed(ctx, tx, &owned, lockClaimedRunning, claimParams{ClaimID: claimID, IDs: ids}); err != nil {
+	if err := sqlexec.SelectNamed(ctx, tx, &owned, lockClaimedRunning, claimParams{ClaimID: claimID, IDs: ids}); err != nil {
 		return nil, fmt.Errorf("lock %d claimed tasks: %w", len(ids), err)
 	}
 	done := make(map[int64]bool, len(owned))
@@ -477,7 +451,7 @@ func (store) doneOwned(ctx context.Context, db *sqlx.DB, ids []int64, claimID in
 // execIn runs an UPDATE of the ids of claim claimID (claimParams) and
 // returns how many rows it changed.
 func execIn(ctx context.Context, tx *sqlx.Tx, query string, ids []int64, claimID int64) (int64, error) {
-	q, args, err := named(query, claimParams{ClaimID: claimID, IDs: ids})
+	q, args, err := sqlexec.Named(query, claimParams{ClaimID: claimID, IDs: ids})
 	if err != nil {
 		return 0, err
 	}
@@ -538,7 +512,7 @@ type shardParams struct {
 func (store) stuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard, total, n int) ([]*Task, error) {
 	var tasks []*Task
 	p := shardParams{AgeUS: limit.Microseconds(), ShardTotal: total, ShardIndex: shard, Limit: n}
-	if err := selectNamed(ctx, db, &tasks, selectStuck, p); err != nil {
+	if err := sqlexec.SelectNamed(ctx, db, &tasks, selectStuck, p); err != nil {
 		return nil, fmt.Errorf("find stuck tasks: %w", err)
 	}
 	for _, t := range tasks {
@@ -558,7 +532,7 @@ const selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_at
 func (store) due(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {
 	var ids []int64
 	p := shardParams{AgeUS: grace.Microseconds(), ShardTotal: total, ShardIndex: shard, Limit: n}
-	if err := selectNamed(ctx, db, &ids, selectDue, p); err != nil {
+	if err := sqlexec.SelectNamed(ctx, db, &ids, selectDue, p); err != nil {
 		return nil, fmt.Errorf("find due tasks: %w", err)
 	}
 	return ids, nil
@@ -587,7 +561,7 @@ type pageParams struct {
 func (store) timerPage(ctx context.Context, db *sqlx.DB, horizon time.Time, after timerEntry, n int) ([]timerEntry, error) {
 	var out []timerEntry
 	p := pageParams{Before: dbTime(horizon), AfterAt: dbTime(after.Time), AfterID: after.ID, Limit: n}
-	if err := selectNamed(ctx, db, &out, selectTimerPage, p); err != nil {
+	if err := sqlexec.SelectNamed(ctx, db, &out, selectTimerPage, p); err != nil {
 		return nil, fmt.Errorf("page pending tasks: %w", err)
 	}
 	for i := range out {
@@ -707,7 +681,7 @@ func (store) republishPage(ctx context.Context, db *sqlx.DB, query string, cutof
 	c := dbTime(cutoff)
 	p := pageParams{Before: c, PublishedBefore: c, AfterAt: dbTime(after.At), AfterID: after.ID, Limit: n}
 	var out []republishRow
-	if err := selectNamed(ctx, db, &out, query, p); err != nil {
+	if err := sqlexec.SelectNamed(ctx, db, &out, query, p); err != nil {
 		return nil, fmt.Errorf("page tasks to publish: %w", err)
 	}
 	for i := range out {
@@ -723,7 +697,7 @@ const purgeTasks = `DELETE FROM job_delay_task
 	LIMIT :limit`
 
 func (store) purge(ctx context.Context, db *sqlx.DB, retention time.Duration, n int) (int64, error) {
-	q, args, err := named(purgeTasks, map[string]any{"retention_us": retention.Microseconds(), "limit": n})
+	q, args, err := sqlexec.Named(purgeTasks, map[string]any{"retention_us": retention.Microseconds(), "limit": n})
 	if err != nil {
 		return 0, err
 	}
@@ -893,13 +867,13 @@ func (store) taskWindow(ctx context.Context, q sqlx.QueryerContext, f TaskQuery,
 		if p.BeforeID == 0 {
 			p.BeforeID = math.MaxInt64
 		}
-		err = selectNamed(ctx, q, &keys, taskWindowByID, p)
+		err = sqlexec.SelectNamed(ctx, q, &keys, taskWindowByID, p)
 	} else {
 		p.Status, p.BeforeAt, p.BeforeID = string(f.Status), "9999-12-31 00:00:00.000", math.MaxInt64
 		if !f.After.IsZero() {
 			p.BeforeAt, p.BeforeID = dbTime(f.After.At), f.After.ID
 		}
-		err = selectNamed(ctx, q, &keys, taskWindowByStatus, p)
+		err = sqlexec.SelectNamed(ctx, q, &keys, taskWindowByStatus, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
@@ -945,7 +919,7 @@ const (
 
 func (store) countStatus(ctx context.Context, q sqlx.QueryerContext, st Status, limit int) (int, error) {
 	var n int
-	if err := getNamed(ctx, q, &n, countStatusCapped, map[string]any{"status": string(st), "cap": limit}); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &n, countStatusCapped, map[string]any{"status": string(st), "cap": limit}); err != nil {
 		return 0, fmt.Errorf("count %s tasks: %w", st, err)
 	}
 	return n, nil
@@ -956,7 +930,7 @@ func (store) countDue(ctx context.Context, q sqlx.QueryerContext, now time.Time,
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
 	}
-	if err := getNamed(ctx, q, &r, countDueCapped, map[string]any{"now": dbTime(now), "cap": limit}); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &r, countDueCapped, map[string]any{"now": dbTime(now), "cap": limit}); err != nil {
 		return 0, time.Time{}, fmt.Errorf("count due tasks: %w", err)
 	}
 	if !r.Oldest.Valid {
@@ -967,7 +941,7 @@ func (store) countDue(ctx context.Context, q sqlx.QueryerContext, now time.Time,
 
 func (store) countStuck(ctx context.Context, q sqlx.QueryerContext, before time.Time, limit int) (int, error) {
 	var n int
-	if err := getNamed(ctx, q, &n, countStuckCapped, map[string]any{"before": dbTime(before), "cap": limit}); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &n, countStuckCapped, map[string]any{"before": dbTime(before), "cap": limit}); err != nil {
 		return 0, fmt.Errorf("count stuck tasks: %w", err)
 	}
 	return n, nil

@@ -8,15 +8,16 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the order service's SQL (Pay, PlaceOrder, IssueCoupon).
 // The lock order is the close path's: order row, inventory by ascending
 // sku_id, coupon.
 
-// lockOrderByNoSQL locks one order for payment.
-// Params: order_no. Record lock via uk_order_no and the primary key; zero or
-// one row.
+// lockOrderByNoSQL locks one order, by its number, for payment. Record
+// lock via uk_order_no and the primary key; zero or one row.
 const lockOrderByNoSQL = `
 SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
 FROM order_info WHERE order_no = ? FOR UPDATE`
@@ -33,9 +34,9 @@ func (store) lockOrderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo s
 	return o, true, nil
 }
 
-// payOrderSQL is the payment's status CAS, unpaid to paid, stamping
-// pay_time with the database clock (the fulfillment-timeout job counts from
-// it). Params: id. The WHERE repeats status = 0 so a closed order is never
+// payOrderSQL is the payment's status CAS on one order id, unpaid to paid,
+// stamping pay_time with the database clock (the fulfillment-timeout job
+// counts from it). The WHERE repeats status = 0 so a closed order is never
 // paid; expects one row.
 const payOrderSQL = `UPDATE order_info SET status = 1, pay_time = NOW(3) WHERE id = ? AND status = 0`
 
@@ -63,13 +64,12 @@ func (store) consumeStock(ctx context.Context, e sqlx.ExecerContext, deltas []sk
 	return res.RowsAffected()
 }
 
-// useCouponSQL marks a paid order's coupon used.
-// Params: coupon id, order_no. Expects one row: the coupon locked by this
-// order (status 1).
-const useCouponSQL = `UPDATE user_coupon SET status = 2 WHERE id = ? AND status = 1 AND order_no = ?`
+// useCouponSQL marks a paid order's coupon used. Expects one row: the
+// coupon locked by this order (status 1).
+const useCouponSQL = `UPDATE user_coupon SET status = 2 WHERE id = :id AND status = 1 AND order_no = :order_no`
 
 func (store) useCoupon(ctx context.Context, e sqlx.ExecerContext, id int64, orderNo string) (int64, error) {
-	res, err := e.ExecContext(ctx, useCouponSQL, id, orderNo)
+	res, err := sqlexec.ExecNamed(ctx, e, useCouponSQL, map[string]any{"id": id, "order_no": orderNo})
 	if err != nil {
 		return 0, fmt.Errorf("use coupon %d: %w", id, err)
 	}
@@ -92,40 +92,40 @@ func (store) reserveStock(ctx context.Context, e sqlx.ExecerContext, deltas []sk
 	return res.RowsAffected()
 }
 
-// lockCouponForOrderSQL locks an unused coupon for a new order.
-// Params: order_no, coupon id. Expects one row; zero means the coupon is not
-// unused (or does not exist).
-const lockCouponForOrderSQL = `UPDATE user_coupon SET status = 1, order_no = ? WHERE id = ? AND status = 0`
+// lockCouponForOrderSQL locks an unused coupon for a new order. Expects
+// one row; zero means the coupon is not unused (or does not exist).
+const lockCouponForOrderSQL = `UPDATE user_coupon SET status = 1, order_no = :order_no WHERE id = :id AND status = 0`
 
 func (store) lockCouponForOrder(ctx context.Context, e sqlx.ExecerContext, id int64, orderNo string) (int64, error) {
-	res, err := e.ExecContext(ctx, lockCouponForOrderSQL, orderNo, id)
+	res, err := sqlexec.ExecNamed(ctx, e, lockCouponForOrderSQL, map[string]any{"id": id, "order_no": orderNo})
 	if err != nil {
 		return 0, fmt.Errorf("lock coupon %d: %w", id, err)
 	}
 	return res.RowsAffected()
 }
 
-// insertOrderSQL places an unpaid order stamped with the database clock.
-// Params: order_no, user_id, timeout_minutes, coupon_id (NULL for none).
-// uk_order_no rejects a duplicate order number.
+// insertOrderSQL places an unpaid order stamped with the database clock;
+// coupon_id is NULL for none. uk_order_no rejects a duplicate order
+// number.
 const insertOrderSQL = `
 INSERT INTO order_info (order_no, user_id, status, create_time, timeout_minutes, coupon_id)
-VALUES (?, ?, 0, NOW(), ?, ?)`
+VALUES (:order_no, :user_id, 0, NOW(), :timeout_minutes, :coupon_id)`
 
 func (store) insertOrder(ctx context.Context, e sqlx.ExecerContext, o NewOrder, timeout int) (int64, error) {
 	var coupon sql.NullInt64
 	if o.CouponID != 0 {
 		coupon = sql.NullInt64{Int64: o.CouponID, Valid: true}
 	}
-	res, err := e.ExecContext(ctx, insertOrderSQL, o.OrderNo, o.UserID, timeout, coupon)
+	res, err := sqlexec.ExecNamed(ctx, e, insertOrderSQL, map[string]any{
+		"order_no": o.OrderNo, "user_id": o.UserID, "timeout_minutes": timeout, "coupon_id": coupon})
 	if err != nil {
 		return 0, fmt.Errorf("insert order %s: %w", o.OrderNo, err)
 	}
 	return res.LastInsertId()
 }
 
-// insertItemsSQL adds an order's lines; params per row: order_no, sku_id,
-// quantity.
+// insertItemsSQL, followed by one (order_no, sku_id, quantity) row per
+// line, adds an order's lines.
 const insertItemsSQL = `INSERT INTO order_item (order_no, sku_id, quantity) VALUES `
 
 func (store) insertItems(ctx context.Context, e sqlx.ExecerContext, orderNo string, items []Item) error {
@@ -145,7 +145,7 @@ func (store) insertItems(ctx context.Context, e sqlx.ExecerContext, orderNo stri
 	return nil
 }
 
-// insertCouponSQL issues an unused coupon. Params: user_id.
+// insertCouponSQL issues an unused coupon to a user.
 const insertCouponSQL = `INSERT INTO user_coupon (user_id, status) VALUES (?, 0)`
 
 func (store) insertCoupon(ctx context.Context, e sqlx.ExecerContext, userID int64) (int64, error) {
@@ -156,14 +156,14 @@ func (store) insertCoupon(ctx context.Context, e sqlx.ExecerContext, userID int6
 	return res.LastInsertId()
 }
 
-// addStockSQL creates or tops up a SKU's available stock.
-// Params: sku_id, quantity, quantity. One row inserted or changed.
+// addStockSQL creates or tops up a SKU's available stock. One row
+// inserted or changed.
 const addStockSQL = `
-INSERT INTO inventory (sku_id, available, locked) VALUES (?, ?, 0)
-ON DUPLICATE KEY UPDATE available = available + ?`
+INSERT INTO inventory (sku_id, available, locked) VALUES (:sku_id, :qty, 0)
+ON DUPLICATE KEY UPDATE available = available + :qty`
 
 func (store) addStock(ctx context.Context, e sqlx.ExecerContext, sku, qty int64) error {
-	if _, err := e.ExecContext(ctx, addStockSQL, sku, qty, qty); err != nil {
+	if _, err := sqlexec.ExecNamed(ctx, e, addStockSQL, map[string]any{"sku_id": sku, "qty": qty}); err != nil {
 		return fmt.Errorf("add stock to sku %d: %w", sku, err)
 	}
 	return nil

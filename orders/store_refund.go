@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the SQL of the refunds view (refunds.go). None of it is
@@ -18,24 +20,26 @@ const conflictColumns = `id, payment_id, order_no, pay_amount, reason, channel, 
 	refund_note, refunded_by, paid_at, created_at`
 
 // listConflictsSQL lists conflicts newest first, one page.
-// Params: status ("" for any), status, order_no ("" for any), order_no,
-// before id (0 for the first page), before id, limit. No locks.
+// The filters are "" (status, order_no) or 0 (before id: the first page)
+// for any. No locks.
 const listConflictsSQL = `
 SELECT ` + conflictColumns + ` FROM payment_conflict
-WHERE (? = '' OR refund_status = ?) AND (? = '' OR order_no = ?) AND (? = 0 OR id < ?)
+WHERE (:status = '' OR refund_status = :status) AND (:order_no = '' OR order_no = :order_no)
+  AND (:before_id = 0 OR id < :before_id)
 ORDER BY id DESC
-LIMIT ?`
+LIMIT :limit`
 
 func (store) listConflicts(ctx context.Context, q sqlx.QueryerContext, f RefundFilter) ([]PaymentConflict, error) {
 	rows := []PaymentConflict{}
-	err := sqlx.SelectContext(ctx, q, &rows, listConflictsSQL, f.Status, f.Status, f.OrderNo, f.OrderNo, f.BeforeID, f.BeforeID, f.Limit)
+	err := sqlexec.SelectNamed(ctx, q, &rows, listConflictsSQL, map[string]any{
+		"status": f.Status, "order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("list payment conflicts: %w", err)
 	}
 	return rows, nil
 }
 
-// conflictSQL reads one conflict. Params: payment_id. uk_payment_id.
+// conflictSQL reads the conflict of one payment id through uk_payment_id.
 const conflictSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict WHERE payment_id = ?`
 
 func (store) conflict(ctx context.Context, q sqlx.QueryerContext, paymentID string) (*PaymentConflict, error) {
@@ -50,14 +54,14 @@ func (store) conflict(ctx context.Context, q sqlx.QueryerContext, paymentID stri
 	return &p, nil
 }
 
-// markRefundedSQL records a refund. Params: note, by, payment_id.
-// uk_payment_id; one row, or none when it was recorded before.
+// markRefundedSQL records a refund, through uk_payment_id; one row, or
+// none when it was recorded before.
 const markRefundedSQL = `
-UPDATE payment_conflict SET refund_status = 'refunded', refunded_at = NOW(3), refund_note = ?, refunded_by = ?
-WHERE payment_id = ? AND refund_status = 'owed'`
+UPDATE payment_conflict SET refund_status = 'refunded', refunded_at = NOW(3), refund_note = :note, refunded_by = :by
+WHERE payment_id = :payment_id AND refund_status = 'owed'`
 
 func (store) markRefunded(ctx context.Context, e sqlx.ExecerContext, paymentID, note, by string) (bool, error) {
-	res, err := e.ExecContext(ctx, markRefundedSQL, note, by, paymentID)
+	res, err := sqlexec.ExecNamed(ctx, e, markRefundedSQL, map[string]any{"note": note, "by": by, "payment_id": paymentID})
 	if err != nil {
 		return false, fmt.Errorf("record refund of payment %s: %w", paymentID, err)
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/internal/statslie"
 )
 
@@ -96,13 +97,10 @@ func In(t testing.TB, query string, args ...any) Query {
 
 // Named binds query's :name parameters from arg (a params struct with db
 // tags, or a map) and expands the lists among them, as the statement's
-// caller does, for Statement.Query.
+// caller does (sqlexec.Named), for Statement.Query.
 func Named(t testing.TB, query string, arg any) Query {
 	t.Helper()
-	q, a, err := sqlx.Named(query, arg)
-	if err == nil {
-		q, a, err = sqlx.In(q, a...)
-	}
+	q, a, err := sqlexec.Named(query, arg)
 	if err != nil {
 		t.Fatalf("plantest: bind %q: %v", query, err)
 	}

@@ -1,8 +1,8 @@
-// Package sqlexec holds the small pieces every store over the order tables
-// runs its statements with: a transaction that rolls back on error or panic,
-// the database clock, integer lists rendered as SQL literals, text cut to a
-// column's width, and the ends of DATETIME's range that open cursors and
-// time ranges use.
+// Package sqlexec holds the small pieces every store over the order and
+// task tables runs its statements with: named parameters (Named), a
+// transaction that rolls back on error or panic, the database clock,
+// integer lists rendered as SQL literals, text cut to a column's width, and
+// the ends of DATETIME's range that open cursors and time ranges use.
 package sqlexec
 
 import (
