@@ -1,6 +1,10 @@
 package orders
 
-import "time"
+import (
+	"time"
+
+	"github.com/orderjob/executor/internal/sqlexec"
+)
 
 // ShiftClock makes c read the database's clock d later, so orders placed
 // now are due for it without waiting for their timeout.
@@ -9,8 +13,12 @@ func ShiftClock(c *Closer, d time.Duration) *Closer {
 	return c
 }
 
-// ScanPageSQL exposes the scan statement to the EXPLAIN test.
-const ScanPageSQL = scanPageSQL
+// ScanPageQuery is the scan statement of one page, bound, for the EXPLAIN
+// test.
+func ScanPageQuery(after time.Time, afterID int64, now time.Time, shardTotal, shardIndex, limit int) (string, []any, error) {
+	return sqlexec.Named(scanPageSQL, scanParams{AfterTime: after, AfterID: afterID, Now: now,
+		ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
+}
 
 // LetterStatesSQL exposes the dead-letter probe to the EXPLAIN test.
 const LetterStatesSQL = letterStatesSQL

@@ -32,6 +32,7 @@ func TestHotStatementPlans(t *testing.T) {
 	f := newPlanFixture(t)
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
 	q := plantest.Q
+	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
 	lit := func(q string, ids []int64, args ...any) plantest.Query {
 		return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids)), args...)
 	}
@@ -45,24 +46,24 @@ func TestHotStatementPlans(t *testing.T) {
 
 	plantest.Check(t, f.db.DB, planTables, []plantest.Statement{
 		// The close sweep: scan page, dead letters, items, then the close transaction.
-		{Name: "close: scan page", Query: q(scanPageSQL, f.cursor.CreateTime, f.cursor.CreateTime, f.cursor.ID, f.now, f.now, 1, 0, n), Units: n, Plan: uses("o", "idx_status_create_time", "range")},
+		{Name: "close: scan page", Query: named(scanPageSQL, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 1, Limit: n}), Units: n, Plan: uses("o", "idx_status_create_time", "range")},
 		{Name: "close: open dead letters", Query: q(openLettersSQL, n+1), Units: n, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
 		{Name: "close: dead-letter probe", Query: in(letterStatesSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		{Name: "close: lock order rows", Query: lit(lockOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
 		{Name: "close: order items", Query: in(orderItemsSQL, f.pageNos), Units: n, Plan: uses("order_item", "idx_order_no", "range")},
 		{Name: "close: lock stock", Query: lit(lockStockSQL, f.skus), Units: n, Plan: pk("inventory")},
 		{Name: "close: lock coupons", Query: lit(lockCouponsSQL, f.coupons), Units: n, Plan: pk("user_coupon")},
-		{Name: "close: status CAS", Query: lit(closeOrdersSQL, f.pageIDs, f.now, DefaultReason, f.now), Units: n, Plan: pk("order_info")},
+		{Name: "close: status CAS", Query: named(fmt.Sprintf(closeOrdersSQL, sqlexec.IntList(f.pageIDs)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: pk("order_info")},
 		{Name: "close: release stock", Query: q(fmt.Sprintf(releaseStockSQL, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: pk("inventory")},
-		{Name: "close: restore coupons", Query: plantest.In(t, fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(f.coupons)), f.couponNos), Units: n, Plan: pk("user_coupon")},
+		{Name: "close: restore coupons", Query: named(fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(f.coupons)), map[string]any{"order_nos": f.couponNos}), Units: n, Plan: pk("user_coupon")},
 		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
 		{Name: "close: outbox events", Query: q(outbox, outboxArgs...), Units: n},
 		{Name: "close: resolve dead letters", Query: in(resolveDeadLettersSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "close: dead-letter one order", Query: q(upsertDeadLetterSQL, one, "waiting", "boom", f.now, 60e6, 8, 8, "boom", f.now, 60e6, 3600e6), Units: 1},
+		{Name: "close: dead-letter one order", Query: named(upsertDeadLetterSQL, deadLetterParams{OrderNo: one, LastError: "boom", Now: f.now, FirstStatus: "waiting", FirstDelayUS: 60e6, ParkAfter: 8, BaseUS: 60e6, MaxUS: 3600e6}), Units: 1},
 		{Name: "close: payment-step read", Query: lit(readOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
-		{Name: "close: capped run resumes", Query: q(closeCursorSQL, 4, 1), Units: 1, Plan: pk("order_close_cursor")},
-		{Name: "close: capped run stops", Query: q(setCloseCursorSQL, 4, 1, f.cursor.CreateTime, f.cursor.ID), Units: 1},
-		{Name: "close: capped run wrapped", Query: q(clearCloseCursorSQL, 4, 2), Units: 1, Plan: pk("order_close_cursor")},
+		{Name: "close: capped run resumes", Query: named(closeCursorSQL, map[string]any{"shard_total": 4, "shard_index": 1}), Units: 1, Plan: pk("order_close_cursor")},
+		{Name: "close: capped run stops", Query: named(setCloseCursorSQL, map[string]any{"shard_total": 4, "shard_index": 1, "create_time": f.cursor.CreateTime, "order_id": f.cursor.ID}), Units: 1},
+		{Name: "close: capped run wrapped", Query: named(clearCloseCursorSQL, map[string]any{"shard_total": 4, "shard_index": 2}), Units: 1, Plan: pk("order_close_cursor")},
 		// CloseOrder and CloseOrders (the delayed-task side).
 		{Name: "CloseOrder: order", Query: q(orderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		{Name: "CloseOrder: dead letter", Query: q(deadLetterStatusSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
@@ -102,7 +103,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
 		{Name: "gauge: refunds owed", Query: q(refundsOwedSQL), Units: max(f.owed, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "range", "ref")},
 		{Name: "operator: refund", Query: q(conflictSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
-		{Name: "operator: record refund", Query: q(markRefundedSQL, "r-1", "alice", f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
+		{Name: "operator: record refund", Query: named(markRefundedSQL, map[string]any{"note": "r-1", "by": "alice", "payment_id": f.conflictID}), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
 		// Lifecycle after payment.
 		{Name: "lifecycle: scan shipped", Query: q(scanShippedSQL, f.now, firstCursor.CreateTime, firstCursor.CreateTime, firstCursor.ID, 1, 0, 500), Units: 500, Plan: uses("o", "idx_status_ship_time", "range")},
@@ -117,13 +118,13 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "pay: items", Query: in(orderItemsSQL, []string{one}), Units: 1, Plan: uses("order_item", "idx_order_no", "range", "ref")},
 		{Name: "pay: status CAS", Query: q(payOrderSQL, f.pageIDs[0]), Units: 1, Plan: pk("order_info")},
 		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
-		{Name: "pay: use coupon", Query: q(useCouponSQL, f.coupons[0], f.couponNos[0]), Units: 1, Plan: pk("user_coupon")},
+		{Name: "pay: use coupon", Query: named(useCouponSQL, map[string]any{"id": f.coupons[0], "order_no": f.couponNos[0]}), Units: 1, Plan: pk("user_coupon")},
 		{Name: "pay: payment conflict", Query: q(recordPaymentConflictSQL, "wx-new", one, nil, f.pageIDs[0], ConflictLate, "wechat"), Units: 1, Plan: pk("order_info")},
 		{Name: "pay: conflict's order", Query: q(conflictOrderSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
 		{Name: "pay: order's payment", Query: q(orderPaymentSQL, f.paidNo), Units: 1, Plan: byNo("order_payment", "uk_order_no")},
 		{Name: "pay: record payment", Query: q(insertOrderPaymentSQL, "wx-new", one, "12.30", f.pageIDs[0], "wechat"), Units: 1, Plan: pk("order_info")},
 		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
-		{Name: "place: lock coupon", Query: q(lockCouponForOrderSQL, one, f.coupons[0]), Units: 1, Plan: pk("user_coupon")},
+		{Name: "place: lock coupon", Query: named(lockCouponForOrderSQL, map[string]any{"order_no": one, "id": f.coupons[0]}), Units: 1, Plan: pk("user_coupon")},
 		// The outbox relay.
 		{Name: "relay: pick due events", Query: q(lockDueEventsSQL, 100), Units: 100, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "relay: claim events", Query: lit(claimEventsSQL, f.events, 7, 30e6), Units: len(f.events), Plan: pk("order_outbox")},

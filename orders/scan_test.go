@@ -28,7 +28,9 @@ func TestScanUsesIndex(t *testing.T) {
 	}
 	now := b.dbNow(t)
 	first := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
-	plan := explain(t, b, orders.ScanPageSQL, first, first, -1, now, now, 2, 1, 500)
+	scan, scanArgs, err := orders.ScanPageQuery(first, -1, now, 2, 1, 500)
+	require.NoError(t, err)
+	plan := explain(t, b, scan, scanArgs...)
 	require.Len(t, plan, 1)
 	require.Equal(t, "idx_status_create_time", plan[0]["key"])
 	require.Equal(t, "range", plan[0]["type"])

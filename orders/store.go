@@ -40,12 +40,9 @@ type scanRow struct {
 // order is r as an unpaid order.
 func (r scanRow) order() orderRow { return orderRow{scanRow: r, Status: orderstatus.Unpaid} }
 
-// scanPageSQL reads the next keyset page of due orders of one shard.
-//
-// Params: cursor create_time, cursor create_time, cursor id (the last row of
-// the previous page; the first page passes year 1000 and id -1), now (upper
-// bound of the index range), now (due: create_time + timeout <= now), shard
-// total, shard index, limit.
+// scanPageSQL reads the next keyset page of due orders of one shard, after
+// the cursor (the last row of the previous page; the first page passes year
+// 1000 and id -1), due at now.
 //
 // A plain consistent read: no row or gap locks, so concurrent runs and shards
 // never block each other here (a locking range claim would: SKIP LOCKED
@@ -64,12 +61,22 @@ const scanPageSQL = `
 SELECT o.id, o.order_no, o.create_time, o.timeout_minutes, o.coupon_id
 FROM order_info o FORCE INDEX (idx_status_create_time)
 WHERE o.status = 0
-  AND (o.create_time > ? OR (o.create_time = ? AND o.id > ?))
-  AND o.create_time <= ?
-  AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= ?
-  AND o.id % ? = ?
+  AND (o.create_time > :after_time OR (o.create_time = :after_time AND o.id > :after_id))
+  AND o.create_time <= :now
+  AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= :now
+  AND o.id % :shard_total = :shard_index
 ORDER BY o.create_time, o.id
-LIMIT ?`
+LIMIT :limit`
+
+// scanParams are scanPageSQL's.
+type scanParams struct {
+	AfterTime  time.Time `db:"after_time"`
+	AfterID    int64     `db:"after_id"`
+	Now        time.Time `db:"now"`
+	ShardTotal int       `db:"shard_total"`
+	ShardIndex int       `db:"shard_index"`
+	Limit      int       `db:"limit"`
+}
 
 // scanCursor is the keyset position of a scan: the last row returned.
 type scanCursor struct {
@@ -82,8 +89,8 @@ var firstCursor = scanCursor{CreateTime: sqlexec.Earliest, ID: -1}
 
 func (store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor, now time.Time, shardIndex, shardTotal, limit int) ([]scanRow, error) {
 	var rows []scanRow
-	err := sqlx.SelectContext(ctx, q, &rows, scanPageSQL,
-		cur.CreateTime, cur.CreateTime, cur.ID, now, now, shardTotal, shardIndex, limit)
+	err := sqlexec.SelectNamed(ctx, q, &rows, scanPageSQL, scanParams{AfterTime: cur.CreateTime, AfterID: cur.ID,
+		Now: now, ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("scan due orders after (%s, %d): %w", cur.CreateTime.Format(time.DateTime), cur.ID, err)
 	}
@@ -102,9 +109,9 @@ type letterState struct {
 // from this one short read which orders of a page have a letter, instead
 // of probing every order of every page (letterStatesSQL).
 //
-// Params: limit. Walks idx_status_retry over the two open statuses only
-// (resolved letters, which pile up, are never read); stage is checked on the
-// row. No locks. At most limit rows.
+// It walks idx_status_retry over the two open statuses only (resolved
+// letters, which pile up, are never read); stage is checked on the row. No
+// locks. At most the given limit of rows.
 const openLettersSQL = `
 SELECT order_no, status, next_retry_at FROM order_dead_letter FORCE INDEX (idx_status_retry)
 WHERE status IN ('parked', 'waiting') AND stage = 'close'
@@ -121,7 +128,7 @@ func (store) openLetters(ctx context.Context, q sqlx.QueryerContext, limit int) 
 // letterStatesSQL reads the open close dead letters of the orders of a scan
 // page, when there are too many open letters to read them all.
 //
-// Params: the order_no list (bound, sqlx.In). Probes uk_order_stage once per
+// The order numbers are bound (sqlx.In). Probes uk_order_stage once per
 // order of the page (forced: with a subquery in the scan instead, MariaDB
 // materialises the whole dead-letter table per page, and resolved letters
 // pile up there). No locks. One row per order with an open letter.
@@ -162,7 +169,7 @@ func (o orderRow) deadline() time.Time {
 // must read them first: a page whose status CAS found an order changed
 // since the page's read, and each order of the per-order fallback.
 //
-// Params: the id list (literal). Takes a record lock on each primary-key entry
+// The ids are a literal list. Takes a record lock on each primary-key entry
 // in ascending id order (every close transaction locks orders in that order,
 // then stock, then coupons, so two closes cannot deadlock on them). Returns one
 // row per id that exists, whatever its status: the caller skips those no
@@ -179,8 +186,8 @@ func (store) lockOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64)
 	return rows, nil
 }
 
-// orderByNoSQL reads one order without locking it (CloseOrder's first look).
-// Params: order_no. Zero or one row.
+// orderByNoSQL reads one order, by its number, without locking it
+// (CloseOrder's first look). Zero or one row.
 const orderByNoSQL = `
 SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
 FROM order_info WHERE order_no = ?`
@@ -205,7 +212,7 @@ type itemRow struct {
 }
 
 // orderItemsSQL reads the lines of the given orders through idx_order_no.
-// Params: the order_no list (bound, expanded by sqlx.In). No locks: lines of
+// The order numbers are bound (sqlx.In). No locks: lines of
 // an order never change after it is placed, and the order row is locked.
 // The index is forced: a list longer than eq_range_index_dive_limit (200)
 // is costed from the index statistics alone, and statistics sampled early
@@ -234,7 +241,7 @@ type stockRow struct {
 
 // lockStockSQL locks inventory rows before they are changed.
 //
-// Params: the sku_id list (literal). Record locks on the primary key in
+// The sku_ids are a literal list. Record locks on the primary key in
 // ascending sku_id order (InnoDB walks an IN list on the key in key order),
 // the order every transaction of this package takes stock locks in, so hot
 // SKUs shared by many orders never deadlock. Returns the rows that exist; a
@@ -258,9 +265,9 @@ type couponRow struct {
 	OrderNo sql.NullString `db:"order_no"`
 }
 
-// lockCouponsSQL locks the coupons of the orders being closed.
-// Params: the id list (literal). Record locks in ascending id order, after
-// the stock locks. Returns the rows that exist.
+// lockCouponsSQL locks the coupons (a literal id list) of the orders being
+// closed. Record locks in ascending id order, after the stock locks.
+// Returns the rows that exist.
 const lockCouponsSQL = `
 SELECT id, status, order_no FROM user_coupon
 WHERE id IN (%s) ORDER BY id FOR UPDATE`
@@ -273,10 +280,8 @@ func (store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64
 	return rows, nil
 }
 
-// closeOrdersSQL is the status CAS of a close: unpaid and due to closed.
-//
-// Params: close_time, close_reason, then the id list (literal), then now
-// (the run's clock). The WHERE repeats status = 0 and the deadline, so an
+// closeOrdersSQL is the status CAS of a close: unpaid and due (by the
+// run's clock, now) to closed, for a literal id list. The WHERE repeats status = 0 and the deadline, so an
 // order paid or given a longer timeout in between is never closed even if
 // the Redis lock was lost: the database is the fence. It locks the rows it
 // reads, in ascending id order (the first of the close's locks: orders,
@@ -288,11 +293,12 @@ func (store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64
 // last pages of a drain), the optimizer would otherwise walk the status
 // index instead.
 const closeOrdersSQL = `
-UPDATE order_info FORCE INDEX (PRIMARY) SET status = 2, close_time = ?, close_reason = ?
-WHERE id IN (%s) AND status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= ?`
+UPDATE order_info FORCE INDEX (PRIMARY) SET status = 2, close_time = :close_time, close_reason = :close_reason
+WHERE id IN (%s) AND status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= :now`
 
 func (store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(closeOrdersSQL, sqlexec.IntList(ids)), closeTime, reason, now)
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(closeOrdersSQL, sqlexec.IntList(ids)),
+		map[string]any{"close_time": closeTime, "close_reason": reason, "now": now})
 	if err != nil {
 		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
 	}
@@ -328,19 +334,14 @@ func (store) releaseStock(ctx context.Context, e sqlx.ExecerContext, deltas []sk
 
 // restoreCouponsSQL gives the closed orders' coupons back to their users.
 //
-// Params: the id list (literal), then the order_no list (bound, sqlx.In). The
-// WHERE repeats the expected state (locked by one of these orders); the
+// The ids are a literal list, the order numbers bound. The WHERE repeats the expected state (locked by one of these orders); the
 // caller checked each coupon's order_no under lock and expects one row per id.
 const restoreCouponsSQL = `
 UPDATE user_coupon SET status = 0, order_no = NULL
-WHERE id IN (%s) AND status = 1 AND order_no IN (?)`
+WHERE id IN (%s) AND status = 1 AND order_no IN (:order_nos)`
 
 func (store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
-	query, args, err := sqlx.In(fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(ids)), orderNos)
-	if err != nil {
-		return 0, err
-	}
-	res, err := e.ExecContext(ctx, query, args...)
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
 	if err != nil {
 		return 0, fmt.Errorf("restore %d coupons: %w", len(ids), err)
 	}
@@ -381,7 +382,7 @@ func closeLogsInsert(orderNos []string, closedAt time.Time, reason string) (stri
 // CloseOrder's and CloseOrders' first look); a letter written after that
 // look, for an order closed anyway, is resolved by the retry job, which
 // finds the order closed.
-// Params: the order_no list (bound, sqlx.In). One uk_order_stage probe per
+// The order numbers are bound (sqlx.In). One uk_order_stage probe per
 // order (forced: otherwise the optimizer may walk every waiting letter of
 // idx_status_retry, which grows with an outage); under READ COMMITTED it
 // locks only the rows it changes.
@@ -403,10 +404,9 @@ func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos
 // upsertDeadLetterSQL records a failed close of one order, in its own
 // autocommit statement after the order's transaction rolled back.
 //
-// Params: order_no, status of a first failure ('waiting', or 'parked' when
-// park-after is 1), last_error, now, first delay (µs); then for an existing
-// row: park-after (0 = never), park-after, last_error, now, base delay (µs),
-// max delay (µs). The retry delay is DeadLetterBackoff.schedule().Step of
+// A first failure inserts the row with the first status ('waiting', or
+// 'parked' when park-after is 1) and the first delay; an existing row (see
+// deadLetterParams) counts another attempt. The retry delay is DeadLetterBackoff.schedule().Step of
 // the new attempt count, base * 2^(attempts-1) up to the maximum, computed
 // here because only the statement knows the row's attempts
 // (TestDeadLetterScheduleMatchesBackoff holds the two together). A row that is parked stays parked; any other
@@ -416,30 +416,44 @@ func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos
 // stage) via uk_order_stage.
 const upsertDeadLetterSQL = `
 INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
-VALUES (?, 'close', ?, ?, 1, ? + INTERVAL ? MICROSECOND)
+VALUES (:order_no, 'close', :first_status, :last_error, 1, :now + INTERVAL :first_delay_us MICROSECOND)
 ON DUPLICATE KEY UPDATE
-  status = IF(status = 'parked' OR (? > 0 AND attempts + 1 >= ?), 'parked', 'waiting'),
-  last_error = ?,
-  next_retry_at = ? + INTERVAL FLOOR(LEAST(? * POW(2, LEAST(attempts, 40)), ?)) MICROSECOND,
+  status = IF(status = 'parked' OR (:park_after > 0 AND attempts + 1 >= :park_after), 'parked', 'waiting'),
+  last_error = :last_error,
+  next_retry_at = :now + INTERVAL FLOOR(LEAST(:base_us * POW(2, LEAST(attempts, 40)), :max_us)) MICROSECOND,
   attempts = attempts + 1`
 
+// deadLetterParams are upsertDeadLetterSQL's: the order, its error and the
+// run's clock, the first attempt's status and delay, and the backoff an
+// existing row's next attempt is scheduled by (park after, 0 = never; base
+// and maximum delay), delays in microseconds.
+type deadLetterParams struct {
+	OrderNo      string    `db:"order_no"`
+	LastError    string    `db:"last_error"`
+	Now          time.Time `db:"now"`
+	FirstStatus  string    `db:"first_status"`
+	FirstDelayUS int64     `db:"first_delay_us"`
+	ParkAfter    int       `db:"park_after"`
+	BaseUS       int64     `db:"base_us"`
+	MaxUS        int64     `db:"max_us"`
+}
+
 func (store) upsertDeadLetter(ctx context.Context, e sqlx.ExecerContext, orderNo, lastErr string, now time.Time, b DeadLetterBackoff) error {
-	base, maxd := b.Base.Microseconds(), b.Max.Microseconds()
-	first := "waiting"
+	p := deadLetterParams{OrderNo: orderNo, LastError: lastErr, Now: now, FirstStatus: "waiting",
+		FirstDelayUS: b.schedule().Step(1).Microseconds(), ParkAfter: b.ParkAfter,
+		BaseUS: b.Base.Microseconds(), MaxUS: b.Max.Microseconds()}
 	if b.ParkAfter == 1 {
-		first = "parked"
+		p.FirstStatus = "parked"
 	}
-	_, err := e.ExecContext(ctx, upsertDeadLetterSQL,
-		orderNo, first, lastErr, now, b.schedule().Step(1).Microseconds(),
-		b.ParkAfter, b.ParkAfter, lastErr, now, base, maxd)
+	_, err := sqlexec.ExecNamed(ctx, e, upsertDeadLetterSQL, p)
 	if err != nil {
 		return fmt.Errorf("dead-letter order %s: %w", orderNo, err)
 	}
 	return nil
 }
 
-// deadLetterStatusSQL reads the state of one order's close dead letter.
-// Params: order_no. No locks; zero or one row.
+// deadLetterStatusSQL reads the state of one order's close dead letter,
+// by order number. No locks; zero or one row.
 const deadLetterStatusSQL = `
 SELECT status FROM order_dead_letter WHERE order_no = ? AND stage = 'close'`
 
@@ -491,16 +505,16 @@ func deltaCase(deltas []skuDelta) string {
 }
 
 // closeCursorSQL reads where the shard's next capped run starts.
-// Params: shard total, shard index. A primary-key lookup; zero or one row.
+// A primary-key lookup; zero or one row.
 const closeCursorSQL = `
-SELECT create_time, order_id FROM order_close_cursor WHERE shard_total = ? AND shard_index = ?`
+SELECT create_time, order_id FROM order_close_cursor WHERE shard_total = :shard_total AND shard_index = :shard_index`
 
 func (store) closeCursor(ctx context.Context, q sqlx.QueryerContext, shardIndex, shardTotal int) (scanCursor, bool, error) {
 	var row struct {
 		CreateTime time.Time `db:"create_time"`
 		ID         int64     `db:"order_id"`
 	}
-	err := sqlx.GetContext(ctx, q, &row, closeCursorSQL, shardTotal, shardIndex)
+	err := sqlexec.GetNamed(ctx, q, &row, closeCursorSQL, map[string]any{"shard_total": shardTotal, "shard_index": shardIndex})
 	if errors.Is(err, sql.ErrNoRows) {
 		return scanCursor{}, false, nil
 	}
@@ -511,23 +525,23 @@ func (store) closeCursor(ctx context.Context, q sqlx.QueryerContext, shardIndex,
 }
 
 // setCloseCursorSQL records where the shard's next capped run starts;
-// clearCloseCursorSQL makes it start at the head. Params: shard total,
-// shard index (and create_time, order id for the set). One row by primary
-// key.
+// clearCloseCursorSQL makes it start at the head. One row by primary key.
 const (
 	setCloseCursorSQL = `
 INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
-VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))
+VALUES (:shard_total, :shard_index, :create_time, :order_id, UTC_TIMESTAMP(3))
 ON DUPLICATE KEY UPDATE create_time = VALUES(create_time), order_id = VALUES(order_id), updated_at = VALUES(updated_at)`
-	clearCloseCursorSQL = `DELETE FROM order_close_cursor WHERE shard_total = ? AND shard_index = ?`
+	clearCloseCursorSQL = `DELETE FROM order_close_cursor WHERE shard_total = :shard_total AND shard_index = :shard_index`
 )
 
 func (store) setCloseCursor(ctx context.Context, e sqlx.ExecerContext, shardIndex, shardTotal int, cur *scanCursor) error {
 	var err error
+	p := map[string]any{"shard_total": shardTotal, "shard_index": shardIndex}
 	if cur == nil {
-		_, err = e.ExecContext(ctx, clearCloseCursorSQL, shardTotal, shardIndex)
+		_, err = sqlexec.ExecNamed(ctx, e, clearCloseCursorSQL, p)
 	} else {
-		_, err = e.ExecContext(ctx, setCloseCursorSQL, shardTotal, shardIndex, cur.CreateTime, cur.ID)
+		p["create_time"], p["order_id"] = cur.CreateTime, cur.ID
+		_, err = sqlexec.ExecNamed(ctx, e, setCloseCursorSQL, p)
 	}
 	if err != nil {
 		return fmt.Errorf("record where shard %d/%d resumes: %w", shardIndex, shardTotal, err)
