@@ -240,7 +240,7 @@ type batchOrder struct {
 // with the status of each one's close dead letter: CloseOrder's two first
 // reads (orderByNoSQL, deadLetterStatusSQL) for a batch in one statement.
 //
-// Params: the order_no list (bound, sqlx.In). One uk_order_no probe per
+// The order numbers are bound (sqlx.In). One uk_order_no probe per
 // order number, then one uk_order_stage probe per order found. One row per
 // order that exists.
 const ordersForCloseSQL = `

@@ -429,7 +429,8 @@ func TestLifecycleScansUseIndexes(t *testing.T) {
 		{orders.ScanShippedSQL, "idx_status_ship_time"},
 		{orders.ScanOverdueSQL, "idx_status_pay_time"},
 	} {
-		plan := explain(t, b, tc.query, now.AddDate(0, 0, -7), first, first, -1, 2, 1, 500)
+		plan := explainNamed(t, b, tc.query, map[string]any{"cutoff": now.AddDate(0, 0, -7), "after_at": first, "after_id": -1,
+			"shard_total": 2, "shard_index": 1, "limit": 500})
 		require.Equal(t, tc.key, plan[0]["key"])
 		require.Equal(t, "range", plan[0]["type"])
 		require.NotContains(t, plan[0]["Extra"], "filesort")
@@ -438,7 +439,8 @@ func TestLifecycleScansUseIndexes(t *testing.T) {
 			require.Equal(t, "uk_order_no", p["key"])
 		}
 	}
-	plan := explain(t, b, orders.DueLettersSQL, now, first, first, -1, 2, 1, 100)
+	plan := explainNamed(t, b, orders.DueLettersSQL, map[string]any{"now": now, "after_at": first, "after_id": -1,
+		"shard_total": 2, "shard_index": 1, "limit": 100})
 	require.Len(t, plan, 1)
 	require.Equal(t, "idx_status_retry", plan[0]["key"])
 	require.Equal(t, "range", plan[0]["type"])

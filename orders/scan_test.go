@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -43,6 +44,14 @@ func TestScanUsesIndex(t *testing.T) {
 	plan = explain(t, b, q, args...)
 	require.Len(t, plan, 1)
 	require.Equal(t, "uk_order_stage", plan[0]["key"], "one probe per order of the page, whatever the dead-letter table holds")
+}
+
+// explainNamed is explain of a statement with named parameters.
+func explainNamed(t *testing.T, b *testBundle, query string, arg any) []map[string]string {
+	t.Helper()
+	q, args, err := sqlexec.Named(query, arg)
+	require.NoError(t, err)
+	return explain(t, b, q, args...)
 }
 
 func explain(t *testing.T, b *testBundle, query string, args ...any) []map[string]string {

@@ -36,13 +36,12 @@ func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r CloseRun) 
 
 // expiredCloseRunsSQL finds the oldest records past the retention.
 //
-// Params: retention (microseconds), limit. A range of idx_finished_at from
-// its start; no locks. The ids are then deleted by primary key.
+// A range of idx_finished_at from its start; no locks. The ids are then deleted by primary key.
 const expiredCloseRunsSQL = `
 SELECT id FROM order_close_run FORCE INDEX (idx_finished_at)
-WHERE finished_at < NOW(3) - INTERVAL ? MICROSECOND
+WHERE finished_at < NOW(3) - INTERVAL :retention_us MICROSECOND
 ORDER BY finished_at
-LIMIT ?`
+LIMIT :limit`
 
 // deleteCloseRunsSQL deletes the listed records (literal id list) through
 // the primary key.
@@ -50,7 +49,7 @@ const deleteCloseRunsSQL = `DELETE FROM order_close_run WHERE id IN (%s)`
 
 func (store) purgeCloseRuns(ctx context.Context, e sqlx.ExtContext, retention time.Duration, limit int) error {
 	var ids []int64
-	if err := sqlx.SelectContext(ctx, e, &ids, expiredCloseRunsSQL, retention.Microseconds(), limit); err != nil {
+	if err := sqlexec.SelectNamed(ctx, e, &ids, expiredCloseRunsSQL, map[string]any{"retention_us": retention.Microseconds(), "limit": limit}); err != nil {
 		return fmt.Errorf("find expired close runs: %w", err)
 	}
 	if len(ids) == 0 {
@@ -64,17 +63,16 @@ func (store) purgeCloseRuns(ctx context.Context, e sqlx.ExtContext, retention ti
 
 // recentCloseRunsSQL reads a page of records newest first.
 //
-// Params: before id (exclusive), limit. A backwards range of the primary
-// key; no locks.
+// A backwards range of the primary key before an id (exclusive); no locks.
 const recentCloseRunsSQL = `SELECT ` + closeRunColumns + ` FROM order_close_run FORCE INDEX (PRIMARY)
-WHERE id < ? ORDER BY id DESC LIMIT ?`
+WHERE id < :before_id ORDER BY id DESC LIMIT :limit`
 
 func (store) recentCloseRuns(ctx context.Context, q sqlx.QueryerContext, beforeID int64, limit int) ([]CloseRun, error) {
 	if beforeID <= 0 {
 		beforeID = math.MaxInt64
 	}
 	runs := []CloseRun{}
-	if err := sqlx.SelectContext(ctx, q, &runs, recentCloseRunsSQL, beforeID, limit); err != nil {
+	if err := sqlexec.SelectNamed(ctx, q, &runs, recentCloseRunsSQL, map[string]any{"before_id": beforeID, "limit": limit}); err != nil {
 		return nil, fmt.Errorf("read close runs: %w", err)
 	}
 	return runs, nil
@@ -82,8 +80,7 @@ func (store) recentCloseRuns(ctx context.Context, q sqlx.QueryerContext, beforeI
 
 // summarizeCloseRunsSQL adds up the newest records of a window.
 //
-// Params: window (microseconds), cap. A backwards range of idx_finished_at
-// over the window, at most cap rows (one primary-key lookup each); no
+// A backwards range of idx_finished_at over the window, at most cap rows (one primary-key lookup each); no
 // locks.
 const summarizeCloseRunsSQL = `
 SELECT COUNT(*) AS runs, COALESCE(SUM(t.error <> '' OR t.dead_lettered > 0), 0) AS failed,
@@ -92,9 +89,9 @@ SELECT COUNT(*) AS runs, COALESCE(SUM(t.error <> '' OR t.dead_lettered > 0), 0) 
 FROM (
   SELECT error, dead_lettered, closed, max_lateness_ms
   FROM order_close_run FORCE INDEX (idx_finished_at)
-  WHERE finished_at >= NOW(3) - INTERVAL ? MICROSECOND
+  WHERE finished_at >= NOW(3) - INTERVAL :window_us MICROSECOND
   ORDER BY finished_at DESC
-  LIMIT ?
+  LIMIT :cap
 ) t`
 
 func (store) summarizeCloseRuns(ctx context.Context, q sqlx.QueryerContext, window time.Duration, limit int) (CloseRunSummary, error) {
@@ -105,7 +102,7 @@ func (store) summarizeCloseRuns(ctx context.Context, q sqlx.QueryerContext, wind
 		DeadLettered int   `db:"dead_lettered"`
 		MaxLateMs    int64 `db:"max_lateness_ms"`
 	}
-	if err := sqlx.GetContext(ctx, q, &r, summarizeCloseRunsSQL, window.Microseconds(), limit); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &r, summarizeCloseRunsSQL, map[string]any{"window_us": window.Microseconds(), "cap": limit}); err != nil {
 		return CloseRunSummary{}, fmt.Errorf("add up close runs: %w", err)
 	}
 	return CloseRunSummary{Runs: r.Runs, Failed: r.Failed, Closed: r.Closed, DeadLettered: r.DeadLettered,

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the SQL of the dead-letter retry job (RetryDeadLetters).
@@ -30,9 +32,8 @@ type letterCursor struct {
 // dueLettersSQL reads the next keyset page of waiting close dead letters of
 // one shard whose next_retry_at has come.
 //
-// Params: now (upper bound), cursor next_retry_at, cursor next_retry_at,
-// cursor id (the first page passes year 1000 and id -1), shard total, shard
-// index, limit. A plain consistent read over idx_status_retry (status,
+// The cursor is the last row of the previous page (the first page passes
+// year 1000 and id -1). A plain consistent read over idx_status_retry (status,
 // next_retry_at, id): no locks; the claim below decides who replays a
 // letter. stage is checked on the row (letters of other stages belong to
 // other jobs). Returns up to limit rows in key order.
@@ -40,17 +41,17 @@ const dueLettersSQL = `
 SELECT id, order_no, attempts, next_retry_at
 FROM order_dead_letter FORCE INDEX (idx_status_retry)
 WHERE status = 'waiting'
-  AND next_retry_at <= ?
-  AND (next_retry_at > ? OR (next_retry_at = ? AND id > ?))
+  AND next_retry_at <= :now
+  AND (next_retry_at > :after_at OR (next_retry_at = :after_at AND id > :after_id))
   AND stage = 'close'
-  AND id % ? = ?
+  AND id % :shard_total = :shard_index
 ORDER BY next_retry_at, id
-LIMIT ?`
+LIMIT :limit`
 
 func (store) dueLetters(ctx context.Context, q sqlx.QueryerContext, cur letterCursor, now time.Time, shardIndex, shardTotal, limit int) ([]dueLetter, error) {
 	var rows []dueLetter
-	err := sqlx.SelectContext(ctx, q, &rows, dueLettersSQL,
-		now, cur.NextRetryAt, cur.NextRetryAt, cur.ID, shardTotal, shardIndex, limit)
+	err := sqlexec.SelectNamed(ctx, q, &rows, dueLettersSQL, map[string]any{"now": now, "after_at": cur.NextRetryAt,
+		"after_id": cur.ID, "shard_total": shardTotal, "shard_index": shardIndex, "limit": limit})
 	if err != nil {
 		return nil, fmt.Errorf("scan due dead letters after (%s, %d): %w", cur.NextRetryAt.Format(time.DateTime), cur.ID, err)
 	}
@@ -60,17 +61,16 @@ func (store) dueLetters(ctx context.Context, q sqlx.QueryerContext, cur letterCu
 // claimLetterSQL takes one due letter for this run by pushing its
 // next_retry_at past the replay's worst case.
 //
-// Params: until (the claim's end), id, attempts as read, now. The WHERE
-// repeats what the scan saw (still waiting, same attempts, still due), so of
+// until is the claim's end. The WHERE repeats what the scan saw (still waiting, same attempts, still due), so of
 // two runs that read the same letter only one changes the row; the other
 // gets 0 rows and leaves it. A claim that outlives a crashed executor just
 // expires: the letter is due again at until. One row or none.
 const claimLetterSQL = `
-UPDATE order_dead_letter SET next_retry_at = ?
-WHERE id = ? AND status = 'waiting' AND attempts = ? AND next_retry_at <= ?`
+UPDATE order_dead_letter SET next_retry_at = :until
+WHERE id = :id AND status = 'waiting' AND attempts = :attempts AND next_retry_at <= :now`
 
 func (store) claimLetter(ctx context.Context, e sqlx.ExecerContext, l dueLetter, now, until time.Time) (bool, error) {
-	res, err := e.ExecContext(ctx, claimLetterSQL, until, l.ID, l.Attempts, now)
+	res, err := sqlexec.ExecNamed(ctx, e, claimLetterSQL, map[string]any{"until": until, "id": l.ID, "attempts": l.Attempts, "now": now})
 	if err != nil {
 		return false, fmt.Errorf("claim dead letter of %s: %w", l.OrderNo, err)
 	}
@@ -82,14 +82,14 @@ func (store) claimLetter(ctx context.Context, e sqlx.ExecerContext, l dueLetter,
 // its reason (resolved: the order needs no close any more; parked: a person
 // must look).
 //
-// Params: new status, reason, id. The WHERE repeats status = 'waiting': a
+// The WHERE repeats status = 'waiting': a
 // letter resolved or parked meanwhile is left as it is. One row or none.
 const settleLetterSQL = `
-UPDATE order_dead_letter SET status = ?, status_reason = ?
-WHERE id = ? AND status = 'waiting'`
+UPDATE order_dead_letter SET status = :status, status_reason = :reason
+WHERE id = :id AND status = 'waiting'`
 
 func (store) settleLetter(ctx context.Context, e sqlx.ExecerContext, id int64, status, reason string) (bool, error) {
-	res, err := e.ExecContext(ctx, settleLetterSQL, status, reason, id)
+	res, err := sqlexec.ExecNamed(ctx, e, settleLetterSQL, map[string]any{"status": status, "reason": reason, "id": id})
 	if err != nil {
 		return false, fmt.Errorf("mark dead letter %d %s: %w", id, status, err)
 	}
@@ -99,13 +99,12 @@ func (store) settleLetter(ctx context.Context, e sqlx.ExecerContext, id int64, s
 
 // noteLetterSQL records why a letter got the status it already has (the
 // close transaction resolved it, or the failure upsert parked it).
-//
-// Params: reason, id, expected status. One row or none.
+// The WHERE repeats the status it expects. One row or none.
 const noteLetterSQL = `
-UPDATE order_dead_letter SET status_reason = ? WHERE id = ? AND status = ?`
+UPDATE order_dead_letter SET status_reason = :reason WHERE id = :id AND status = :status`
 
 func (store) noteLetter(ctx context.Context, e sqlx.ExecerContext, id int64, status, reason string) error {
-	if _, err := e.ExecContext(ctx, noteLetterSQL, reason, id, status); err != nil {
+	if _, err := sqlexec.ExecNamed(ctx, e, noteLetterSQL, map[string]any{"reason": reason, "id": id, "status": status}); err != nil {
 		return fmt.Errorf("note dead letter %d: %w", id, err)
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 // one order's rows, bounded counts, and the fulfilment-flag list. Each
 // statement reaches its rows through a named index and takes no locks.
 
-// orderRecordSQL reads one order through uk_order_no. Params: order_no.
+// orderRecordSQL reads one order, by number, through uk_order_no.
 const orderRecordSQL = `
 SELECT id, order_no, user_id, status, create_time, timeout_minutes, coupon_id, pay_amount,
        pay_time, ship_time, complete_time, close_time, close_reason, update_time
@@ -36,8 +36,8 @@ func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, orderNo str
 	return &o, nil
 }
 
-// itemsOfOrderSQL reads one order's lines through idx_order_no. Params:
-// order_no.
+// itemsOfOrderSQL reads one order's lines, by its number, through
+// idx_order_no.
 const itemsOfOrderSQL = `SELECT id, sku_id, quantity FROM order_item FORCE INDEX (idx_order_no) WHERE order_no = ? ORDER BY id`
 
 func (store) itemsOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]OrderItem, error) {
@@ -63,7 +63,7 @@ func (store) stockRows(ctx context.Context, q sqlx.QueryerContext, skus []int64)
 	return rows, nil
 }
 
-// couponRowSQL reads one coupon by primary key. Params: id.
+// couponRowSQL reads one coupon by its id (the primary key).
 const couponRowSQL = `SELECT id, user_id, status, order_no FROM user_coupon FORCE INDEX (PRIMARY) WHERE id = ?`
 
 func (store) couponRow(ctx context.Context, q sqlx.QueryerContext, id int64) (*CouponRow, error) {
@@ -78,8 +78,8 @@ func (store) couponRow(ctx context.Context, q sqlx.QueryerContext, id int64) (*C
 	return &c, nil
 }
 
-// closeLogRowSQL reads an order's close record through uk_order_no.
-// Params: order_no.
+// closeLogRowSQL reads an order's close record, by order number, through
+// uk_order_no.
 const closeLogRowSQL = `SELECT id, order_no, closed_at, reason FROM order_close_log FORCE INDEX (uk_order_no) WHERE order_no = ?`
 
 func (store) closeLogRow(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*CloseLogRow, error) {
@@ -97,8 +97,8 @@ func (store) closeLogRow(ctx context.Context, q sqlx.QueryerContext, orderNo str
 const flagColumns = `f.id, f.order_id, f.order_no, f.user_id, f.pay_time, f.deadline, f.flagged_at,
        COALESCE(o.status, -1) AS order_status, o.ship_time`
 
-// flagOfOrderSQL reads an order's fulfilment flag through uk_order_no, with
-// the order's current status (primary key). Params: order_no.
+// flagOfOrderSQL reads an order's fulfilment flag, by order number,
+// through uk_order_no, with the order's current status (primary key).
 const flagOfOrderSQL = `SELECT ` + flagColumns + `
 FROM order_fulfillment_overdue f FORCE INDEX (uk_order_no)
 LEFT JOIN order_info o FORCE INDEX (PRIMARY) ON o.id = f.order_id
@@ -119,15 +119,15 @@ func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo str
 // flagWindowSQL is the fulfilment-flag list's window: most recently
 // flagged first from the cursor, with each order's status.
 //
-// Params: since, cursor flagged_at, cursor flagged_at, cursor id, window. A
+// Flags since a time, before the cursor (before_at, before_id). A
 // backwards range of idx_flagged_at (flagged_at, id) and one primary-key
 // lookup of order_info per flag; no locks.
 const flagWindowSQL = `SELECT ` + flagColumns + `
 FROM order_fulfillment_overdue f FORCE INDEX (idx_flagged_at)
 LEFT JOIN order_info o FORCE INDEX (PRIMARY) ON o.id = f.order_id
-WHERE f.flagged_at >= ? AND (f.flagged_at < ? OR (f.flagged_at = ? AND f.id < ?))
+WHERE f.flagged_at >= :since AND (f.flagged_at < :before_at OR (f.flagged_at = :before_at AND f.id < :before_id))
 ORDER BY f.flagged_at DESC, f.id DESC
-LIMIT ?`
+LIMIT :window`
 
 func (store) flagWindow(ctx context.Context, q sqlx.QueryerContext, f FlagQuery, window int) ([]FulfilmentFlag, error) {
 	since := f.Since
@@ -139,22 +139,23 @@ func (store) flagWindow(ctx context.Context, q sqlx.QueryerContext, f FlagQuery,
 		cur = oplist.Cursor{At: sqlexec.Latest, ID: math.MaxInt64}
 	}
 	var rows []FulfilmentFlag
-	if err := sqlx.SelectContext(ctx, q, &rows, flagWindowSQL, since, cur.At, cur.At, cur.ID, window); err != nil {
+	if err := sqlexec.SelectNamed(ctx, q, &rows, flagWindowSQL, map[string]any{
+		"since": since, "before_at": cur.At, "before_id": cur.ID, "window": window}); err != nil {
 		return nil, fmt.Errorf("list fulfilment flags: %w", err)
 	}
 	return rows, nil
 }
 
 // countFlagsSQL counts the flags raised since a time, up to a cap.
-// Params: since, cap. A range of idx_flagged_at, at most cap entries.
+// A range of idx_flagged_at, at most cap entries.
 const countFlagsSQL = `
 SELECT COUNT(*) FROM (
-  SELECT 1 FROM order_fulfillment_overdue FORCE INDEX (idx_flagged_at) WHERE flagged_at >= ? LIMIT ?
+  SELECT 1 FROM order_fulfillment_overdue FORCE INDEX (idx_flagged_at) WHERE flagged_at >= :since LIMIT :cap
 ) t`
 
 func (store) countFlags(ctx context.Context, q sqlx.QueryerContext, since time.Time, limit int) (int, error) {
 	var n int
-	if err := sqlx.GetContext(ctx, q, &n, countFlagsSQL, since, limit); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &n, countFlagsSQL, map[string]any{"since": since, "cap": limit}); err != nil {
 		return 0, fmt.Errorf("count fulfilment flags: %w", err)
 	}
 	return n, nil

@@ -33,9 +33,8 @@ type lifecycleCursor struct {
 // scanShippedSQL reads the next keyset page of shipped orders of one shard
 // shipped at or before the cutoff.
 //
-// Params: cutoff, cursor ship_time, cursor ship_time, cursor id (the first
-// page passes year 1000 and id -1), shard total, shard index, limit. A plain
-// consistent read walking idx_status_ship_time (status, ship_time, id) from
+// The cursor is the last row of the previous page (the first page passes
+// year 1000 and id -1). A plain consistent read walking idx_status_ship_time (status, ship_time, id) from
 // the cursor: no locks, nothing outside status = 3 AND ship_time <= cutoff is
 // read, and the shard is checked on the index entry (id is its suffix).
 // Shipped orders without ship_time sort before the first cursor and are
@@ -44,16 +43,30 @@ const scanShippedSQL = `
 SELECT o.id, o.order_no, o.ship_time AS at
 FROM order_info o FORCE INDEX (idx_status_ship_time)
 WHERE o.status = 3
-  AND o.ship_time <= ?
-  AND (o.ship_time > ? OR (o.ship_time = ? AND o.id > ?))
-  AND o.id % ? = ?
+  AND o.ship_time <= :cutoff
+  AND (o.ship_time > :after_at OR (o.ship_time = :after_at AND o.id > :after_id))
+  AND o.id % :shard_total = :shard_index
 ORDER BY o.ship_time, o.id
-LIMIT ?`
+LIMIT :limit`
+
+// lifecycleScanParams are scanShippedSQL's and scanOverdueSQL's.
+type lifecycleScanParams struct {
+	Cutoff     time.Time `db:"cutoff"`
+	AfterAt    time.Time `db:"after_at"`
+	AfterID    int64     `db:"after_id"`
+	ShardTotal int       `db:"shard_total"`
+	ShardIndex int       `db:"shard_index"`
+	Limit      int       `db:"limit"`
+}
+
+func lifecycleScan(cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) lifecycleScanParams {
+	return lifecycleScanParams{Cutoff: cutoff, AfterAt: cur.At, AfterID: cur.ID,
+		ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit}
+}
 
 func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]lifecycleRow, error) {
 	var rows []lifecycleRow
-	err := sqlx.SelectContext(ctx, q, &rows, scanShippedSQL,
-		cutoff, cur.At, cur.At, cur.ID, shardTotal, shardIndex, limit)
+	err := sqlexec.SelectNamed(ctx, q, &rows, scanShippedSQL, lifecycleScan(cur, cutoff, shardIndex, shardTotal, limit))
 	if err != nil {
 		return nil, fmt.Errorf("scan shipped orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
 	}
@@ -62,18 +75,17 @@ func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur lifecyc
 
 // completeOrdersSQL is the auto-confirm's status CAS, shipped to completed.
 //
-// Params: cutoff, then the id list (literal). One autocommit statement per
-// page: it locks the listed rows through the primary key and changes those
+// The ids are a literal list. One autocommit statement per page: it locks the listed rows through the primary key and changes those
 // still shipped at or before the cutoff (the WHERE repeats the scan's
 // condition, so an order returned, re-shipped or confirmed by its buyer in
 // between is left alone and a second run changes nothing). complete_time is
 // the database clock. Rows affected: the orders completed.
 const completeOrdersSQL = `
 UPDATE order_info FORCE INDEX (PRIMARY) SET status = 4, complete_time = NOW(3)
-WHERE id IN (%s) AND status = 3 AND ship_time <= ?`
+WHERE id IN (%s) AND status = 3 AND ship_time <= :cutoff`
 
 func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, cutoff time.Time) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(completeOrdersSQL, sqlexec.IntList(ids)), cutoff)
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(completeOrdersSQL, sqlexec.IntList(ids)), map[string]any{"cutoff": cutoff})
 	if err != nil {
 		return 0, fmt.Errorf("complete %d orders: %w", len(ids), err)
 	}
@@ -83,8 +95,7 @@ func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int
 // scanOverdueSQL reads the next keyset page of paid orders of one shard paid
 // at or before the cutoff and not flagged yet.
 //
-// Params: cutoff, cursor pay_time, cursor pay_time, cursor id, shard total,
-// shard index, limit. A plain consistent read walking idx_status_pay_time
+// A plain consistent read walking idx_status_pay_time
 // (status, pay_time, id) from the cursor, with one eq_ref probe of
 // order_fulfillment_overdue.uk_order_no per candidate (an anti-join: a LEFT
 // JOIN ... IS NULL, because MariaDB materialises the whole flag table for
@@ -97,17 +108,16 @@ SELECT o.id, o.order_no, o.pay_time AS at
 FROM order_info o FORCE INDEX (idx_status_pay_time)
 LEFT JOIN order_fulfillment_overdue f ON f.order_no = o.order_no
 WHERE o.status = 1
-  AND o.pay_time <= ?
-  AND (o.pay_time > ? OR (o.pay_time = ? AND o.id > ?))
-  AND o.id % ? = ?
+  AND o.pay_time <= :cutoff
+  AND (o.pay_time > :after_at OR (o.pay_time = :after_at AND o.id > :after_id))
+  AND o.id % :shard_total = :shard_index
   AND f.id IS NULL
 ORDER BY o.pay_time, o.id
-LIMIT ?`
+LIMIT :limit`
 
 func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]lifecycleRow, error) {
 	var rows []lifecycleRow
-	err := sqlx.SelectContext(ctx, q, &rows, scanOverdueSQL,
-		cutoff, cur.At, cur.At, cur.ID, shardTotal, shardIndex, limit)
+	err := sqlexec.SelectNamed(ctx, q, &rows, scanOverdueSQL, lifecycleScan(cur, cutoff, shardIndex, shardTotal, limit))
 	if err != nil {
 		return nil, fmt.Errorf("scan paid orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
 	}
@@ -116,8 +126,7 @@ func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur lifecyc
 
 // flagOverdueSQL flags a page of overdue orders, once each.
 //
-// Params: days (deadline = pay_time + days), cutoff, then the id list
-// (literal). INSERT ... SELECT re-reads the orders in the same statement and
+// The deadline is pay_time + days; the ids are a literal list. INSERT ... SELECT re-reads the orders in the same statement and
 // keeps only those still paid and paid at or before the cutoff, so an order
 // shipped since the scan is not flagged; the order rows are only read (a
 // shared lock on each while the statement runs), never changed.
@@ -126,21 +135,21 @@ func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur lifecyc
 // orders flagged now.
 const flagOverdueSQL = `
 INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
-SELECT o.id, o.order_no, o.user_id, o.pay_time, o.pay_time + INTERVAL ? DAY, NOW(3)
+SELECT o.id, o.order_no, o.user_id, o.pay_time, o.pay_time + INTERVAL :days DAY, NOW(3)
 FROM order_info o FORCE INDEX (PRIMARY)
-WHERE o.id IN (%s) AND o.status = 1 AND o.pay_time <= ?
+WHERE o.id IN (%s) AND o.status = 1 AND o.pay_time <= :cutoff
 ON DUPLICATE KEY UPDATE flagged_at = order_fulfillment_overdue.flagged_at`
 
 func (store) flagOverdue(ctx context.Context, e sqlx.ExecerContext, ids []int64, days int, cutoff time.Time) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(flagOverdueSQL, sqlexec.IntList(ids)), days, cutoff)
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(flagOverdueSQL, sqlexec.IntList(ids)), map[string]any{"days": days, "cutoff": cutoff})
 	if err != nil {
 		return 0, fmt.Errorf("flag %d overdue orders: %w", len(ids), err)
 	}
 	return res.RowsAffected()
 }
 
-// shipOrderSQL is the order service's shipping CAS, paid to shipped.
-// Params: order_no. uk_order_no; expects one row (none: not paid, or no
+// shipOrderSQL is the order service's shipping CAS of one order (by
+// number), paid to shipped. uk_order_no; expects one row (none: not paid, or no
 // such order). ship_time is the database clock.
 const shipOrderSQL = `
 UPDATE order_info SET status = 3, ship_time = NOW(3) WHERE order_no = ? AND status = 1`
@@ -153,8 +162,8 @@ func (store) shipOrder(ctx context.Context, e sqlx.ExecerContext, orderNo string
 	return res.RowsAffected()
 }
 
-// confirmOrderSQL is the buyer's confirmation CAS, shipped to completed.
-// Params: order_no. uk_order_no; expects one row (none: not shipped, or no
+// confirmOrderSQL is the buyer's confirmation CAS of one order (by
+// number), shipped to completed. uk_order_no; expects one row (none: not shipped, or no
 // such order).
 const confirmOrderSQL = `
 UPDATE order_info SET status = 4, complete_time = NOW(3) WHERE order_no = ? AND status = 3`
@@ -167,7 +176,7 @@ func (store) confirmOrder(ctx context.Context, e sqlx.ExecerContext, orderNo str
 	return res.RowsAffected()
 }
 
-// orderStatusSQL reads one order's status. Params: order_no. Zero or one row.
+// orderStatusSQL reads one order's status, by number. Zero or one row.
 const orderStatusSQL = `SELECT status FROM order_info WHERE order_no = ?`
 
 func (store) orderStatus(ctx context.Context, q sqlx.QueryerContext, orderNo string) (int, bool, error) {

@@ -21,7 +21,7 @@ const OverdueCap = 10000
 // overdueSQL counts the unpaid orders past their deadline that the sweep
 // should have closed, and finds the earliest deadline among them.
 //
-// Params: now, cap, now, now. Walks idx_status_create_time over status = 0
+// It walks idx_status_create_time over status = 0
 // AND create_time <= now from its oldest entry, at most cap entries (one
 // primary-key lookup each, for timeout_minutes); of those it keeps the due
 // ones whose close is not held back by their dead letter (parked, or waiting
@@ -37,21 +37,21 @@ SELECT COUNT(*) AS n, MIN(t.deadline) AS oldest
 FROM (
   SELECT o.order_no, o.create_time + INTERVAL o.timeout_minutes MINUTE AS deadline
   FROM order_info o FORCE INDEX (idx_status_create_time)
-  WHERE o.status = 0 AND o.create_time <= ?
+  WHERE o.status = 0 AND o.create_time <= :now
   ORDER BY o.create_time, o.id
-  LIMIT ?
+  LIMIT :cap
 ) t
 LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage)
   ON d.order_no = t.order_no AND d.stage = 'close'
- AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > ?))
-WHERE t.deadline <= ? AND d.id IS NULL`
+ AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > :now))
+WHERE t.deadline <= :now AND d.id IS NULL`
 
 func (store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, sql.NullTime, error) {
 	var r struct {
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
 	}
-	if err := sqlx.GetContext(ctx, q, &r, overdueSQL, now, limit, now, now); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &r, overdueSQL, map[string]any{"now": now, "cap": limit}); err != nil {
 		return 0, sql.NullTime{}, fmt.Errorf("count overdue orders: %w", err)
 	}
 	return r.N, r.Oldest, nil

@@ -15,34 +15,46 @@ import (
 // (ops_page.go): search windows of keys in keyset order, then the rows of a
 // page by primary key, and one order's rows. No locks.
 
-// outboxWindowByIDSQL: newest id first from the cursor. Params: event type
-// ("" any), event type, cursor id, window. Primary key backwards.
+// windowParams are the window statements' parameters: the filter
+// evaluated on each row ("" for any; outbox event type), the status, the
+// cursor (before_at, before_id: exclusive) and the window's size.
+type windowParams struct {
+	Filter   string `db:"filter"`
+	Status   string `db:"status"`
+	BeforeAt any    `db:"before_at"`
+	BeforeID int64  `db:"before_id"`
+	Window   int    `db:"window"`
+}
+
+// outboxWindowByIDSQL: newest id first from the cursor. Primary key
+// backwards.
 const outboxWindowByIDSQL = `
-SELECT id, next_attempt_at AS at, (? = '' OR event_type = ?) AS hit
+SELECT id, next_attempt_at AS at, (:filter = '' OR event_type = :filter) AS hit
 FROM order_outbox FORCE INDEX (PRIMARY)
-WHERE id < ?
+WHERE id < :before_id
 ORDER BY id DESC
-LIMIT ?`
+LIMIT :window`
 
 // outboxWindowByStatusSQL: one status, latest next_attempt_at first from
-// the cursor. Params: event type, event type, status, cursor time, cursor
-// time, cursor id, window. idx_status_next (status, next_attempt_at, id)
-// backwards.
+// the cursor. idx_status_next (status, next_attempt_at, id) backwards.
 const outboxWindowByStatusSQL = `
-SELECT id, next_attempt_at AS at, (? = '' OR event_type = ?) AS hit
+SELECT id, next_attempt_at AS at, (:filter = '' OR event_type = :filter) AS hit
 FROM order_outbox FORCE INDEX (idx_status_next)
-WHERE status = ? AND (next_attempt_at < ? OR (next_attempt_at = ? AND id < ?))
+WHERE status = :status AND (next_attempt_at < :before_at OR (next_attempt_at = :before_at AND id < :before_id))
 ORDER BY next_attempt_at DESC, id DESC
-LIMIT ?`
+LIMIT :window`
 
 func (store) outboxWindow(ctx context.Context, q sqlx.QueryerContext, f OutboxQuery, window int) ([]oplist.WindowKey, error) {
 	var keys []oplist.WindowKey
 	var err error
+	p := windowParams{Filter: f.EventType, Window: window}
 	if f.Status == "" {
-		err = sqlx.SelectContext(ctx, q, &keys, outboxWindowByIDSQL, f.EventType, f.EventType, beforeID(f.After), window)
+		p.BeforeID = beforeID(f.After)
+		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByIDSQL, p)
 	} else {
-		at, id := cursorKey(f.After)
-		err = sqlx.SelectContext(ctx, q, &keys, outboxWindowByStatusSQL, f.EventType, f.EventType, f.Status, at, at, id, window)
+		p.Status = f.Status
+		p.BeforeAt, p.BeforeID = cursorKey(f.After)
+		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByStatusSQL, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list outbox events: %w", err)
@@ -80,8 +92,8 @@ func (store) outboxByID(ctx context.Context, q sqlx.QueryerContext, ids []int64)
 	return evs, nil
 }
 
-// outboxOfOrderSQL reads one order's events (one per event type) through
-// uk_order_event. Params: order_no.
+// outboxOfOrderSQL reads one order's events (one per event type), by
+// order number, through uk_order_event.
 const outboxOfOrderSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (uk_order_event)
 WHERE order_no = ? ORDER BY id DESC`
 
@@ -93,28 +105,31 @@ func (store) outboxOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo s
 	return evs, nil
 }
 
-// conflictWindowByIDSQL: newest id first from the cursor. Params: cursor
-// id, window. Primary key backwards.
+// conflictWindowByIDSQL: newest id first from the cursor. Primary key
+// backwards.
 const conflictWindowByIDSQL = `
 SELECT id, created_at AS at, TRUE AS hit FROM payment_conflict FORCE INDEX (PRIMARY)
-WHERE id < ? ORDER BY id DESC LIMIT ?`
+WHERE id < :before_id ORDER BY id DESC LIMIT :window`
 
 // conflictWindowByStatusSQL: one refund status, newest first from the
-// cursor. Params: status, cursor time, cursor time, cursor id, window.
-// idx_refund_status_created (refund_status, created_at, id) backwards.
+// cursor. idx_refund_status_created (refund_status, created_at, id)
+// backwards.
 const conflictWindowByStatusSQL = `
 SELECT id, created_at AS at, TRUE AS hit FROM payment_conflict FORCE INDEX (idx_refund_status_created)
-WHERE refund_status = ? AND (created_at < ? OR (created_at = ? AND id < ?))
-ORDER BY created_at DESC, id DESC LIMIT ?`
+WHERE refund_status = :status AND (created_at < :before_at OR (created_at = :before_at AND id < :before_id))
+ORDER BY created_at DESC, id DESC LIMIT :window`
 
 func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f RefundQuery, window int) ([]oplist.WindowKey, error) {
 	var keys []oplist.WindowKey
 	var err error
+	p := windowParams{Window: window}
 	if f.Status == "" {
-		err = sqlx.SelectContext(ctx, q, &keys, conflictWindowByIDSQL, beforeID(f.After), window)
+		p.BeforeID = beforeID(f.After)
+		err = sqlexec.SelectNamed(ctx, q, &keys, conflictWindowByIDSQL, p)
 	} else {
-		at, id := cursorKey(f.After)
-		err = sqlx.SelectContext(ctx, q, &keys, conflictWindowByStatusSQL, f.Status, at, at, id, window)
+		p.Status = f.Status
+		p.BeforeAt, p.BeforeID = cursorKey(f.After)
+		err = sqlexec.SelectNamed(ctx, q, &keys, conflictWindowByStatusSQL, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list payment conflicts: %w", err)
@@ -136,8 +151,8 @@ func (store) conflictsByID(ctx context.Context, q sqlx.QueryerContext, ids []int
 	return rows, nil
 }
 
-// conflictsOfOrderSQL reads one order's conflicts through idx_order_no.
-// Params: order_no.
+// conflictsOfOrderSQL reads one order's conflicts, by order number,
+// through idx_order_no.
 const conflictsOfOrderSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict FORCE INDEX (idx_order_no)
 WHERE order_no = ? ORDER BY id DESC`
 

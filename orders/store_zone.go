@@ -9,7 +9,9 @@ import (
 )
 
 // sessionZoneSQL reads the session time zone and its offsets from UTC at two
-// instants. Params: unix time a, a, unix time b, b. The offset at t is the
+// instants, each given twice (seconds since the epoch: a for off_a, b for
+// off_b; positional, as the epoch literal's colons would read as names).
+// The offset at t is the
 // session's wall clock at t (FROM_UNIXTIME converts through the session
 // zone) minus UTC's (the epoch plus t seconds, no zone involved). No locks,
 // no tables.
