@@ -1,5 +1,13 @@
 package orders
 
-// MarkDeliveredSQL exposes the relay's fenced "done" write, so a test can
-// show a dead relay's claim marks nothing.
-const MarkDeliveredSQL = markDeliveredSQL
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// MarkDelivered runs the relay's fenced "done" write, so a test can show
+// a dead relay's claim marks nothing.
+func MarkDelivered(ctx context.Context, db *sqlx.DB, id, claimID int64) (bool, error) {
+	return store{}.markDelivered(ctx, db, id, claimID)
+}

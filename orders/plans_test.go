@@ -127,16 +127,16 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "place: lock coupon", Query: named(lockCouponForOrderSQL, map[string]any{"order_no": one, "id": f.coupons[0]}), Units: 1, Plan: pk("user_coupon")},
 		// The outbox relay.
 		{Name: "relay: pick due events", Query: q(lockDueEventsSQL, 100), Units: 100, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "relay: claim events", Query: lit(claimEventsSQL, f.events, 7, 30e6), Units: len(f.events), Plan: pk("order_outbox")},
-		{Name: "relay: delivered", Query: q(markDeliveredSQL, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
-		{Name: "relay: failed", Query: q(markFailedSQL, "boom", 1e6, f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
-		{Name: "relay: parked", Query: q(markParkedSQL, "status 404", "permanent answer: status 404", f.events[0], 0), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: claim events", Query: named(fmt.Sprintf(claimEventsSQL, sqlexec.IntList(f.events)), map[string]any{"claim_id": 7, "ttl_us": 30e6}), Units: len(f.events), Plan: pk("order_outbox")},
+		{Name: "relay: delivered", Query: named(markDeliveredSQL, eventParams{ID: f.events[0]}), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: failed", Query: named(markFailedSQL, eventParams{ID: f.events[0], LastError: "boom", DelayUS: 1e6}), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: parked", Query: named(markParkedSQL, eventParams{ID: f.events[0], LastError: "status 404", ParkReason: "permanent answer: status 404"}), Units: 1, Plan: pk("order_outbox")},
 		{Name: "relay: parked count", Query: q(outboxParkedSQL), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
 		{Name: "operator: outbox event", Query: q(outboxEventSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
 		{Name: "operator: requeue event", Query: q(requeueOutboxSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
-		{Name: "operator: requeue parked", Query: q(requeueParkedSQL, "", "", 1000), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
-		{Name: "relay: release", Query: lit(releaseEventsSQL, f.events, 7), Units: len(f.events), Plan: pk("order_outbox")},
-		{Name: "relay: purge delivered", Query: q(purgeDeliveredSQL, 0, 1000), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
+		{Name: "operator: requeue parked", Query: named(requeueParkedSQL, map[string]any{"event_type": "", "limit": 1000}), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
+		{Name: "relay: release", Query: named(fmt.Sprintf(releaseEventsSQL, sqlexec.IntList(f.events)), eventParams{ClaimID: 7}), Units: len(f.events), Plan: pk("order_outbox")},
+		{Name: "relay: purge delivered", Query: named(purgeDeliveredSQL, map[string]any{"retention_us": 0, "limit": 1000}), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref").And("o", "PRIMARY", "eq_ref", "const").And("<derived2>", "", "ALL", "system")},
 	})
 }

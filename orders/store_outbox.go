@@ -25,8 +25,9 @@ import (
 // claim_id and status in its WHERE: a relay whose claim has passed to
 // another writes nothing.
 
-// insertOutboxSQL adds a page's events in the close transaction. Params per
-// row: event_type, order_no, payload, trace_id. uk_order_event rejects a
+// insertOutboxSQL, followed by one (event_type, order_no, payload,
+// trace_id) row per event (outboxInsert), adds a page's events in the close
+// transaction. uk_order_event rejects a
 // second event of a type for an order (the transaction then rolls back).
 // The events are due at once.
 const insertOutboxSQL = `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, next_attempt_at, created_at) VALUES `
@@ -65,7 +66,7 @@ type outboxEvent struct {
 }
 
 // lockDueEventsSQL picks the events to claim, in the claim transaction.
-// Params: limit. Walks idx_status_next over pending events due now, oldest
+// It walks idx_status_next over pending events due now, oldest
 // due first (the index's order: no sort). FOR UPDATE SKIP LOCKED: rows
 // another relay is claiming right now are skipped, not waited for; under
 // READ COMMITTED no gap locks are taken. Up to limit rows.
@@ -78,10 +79,10 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
 // claimEventsSQL claims the picked events until the claim's end.
-// Params: claim_id, claim length (µs), then the id list (literal). The rows
-// are locked by lockDueEventsSQL; one row changed per id.
+// The ids are a literal list. The rows are locked by lockDueEventsSQL; one
+// row changed per id.
 const claimEventsSQL = `
-UPDATE order_outbox SET claim_id = ?, next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+UPDATE order_outbox SET claim_id = :claim_id, next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL :ttl_us MICROSECOND
 WHERE id IN (%s)`
 
 // claimEvents claims up to limit due events for claimID, for ttl, in one
@@ -99,7 +100,8 @@ func (store) claimEvents(ctx context.Context, db *sqlx.DB, claimID int64, ttl ti
 		for i, ev := range evs {
 			ids[i] = ev.ID
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(claimEventsSQL, sqlexec.IntList(ids)), claimID, ttl.Microseconds()); err != nil {
+		if _, err := sqlexec.ExecNamed(ctx, tx, fmt.Sprintf(claimEventsSQL, sqlexec.IntList(ids)),
+			map[string]any{"claim_id": claimID, "ttl_us": ttl.Microseconds()}); err != nil {
 			return fmt.Errorf("claim %d outbox events: %w", len(ids), err)
 		}
 		return nil
@@ -110,18 +112,28 @@ func (store) claimEvents(ctx context.Context, db *sqlx.DB, claimID int64, ttl ti
 	return evs, nil
 }
 
-// markDeliveredSQL records an acknowledged event.
-// Params: id, claim_id. Fenced by claim_id and status; next_attempt_at
+// markDeliveredSQL records an acknowledged event. Fenced by claim_id and
+// status; next_attempt_at
 // becomes the delivery time, which the purge walks idx_status_next by. One
 // row, or none when the claim has passed to another relay.
 const markDeliveredSQL = `
 UPDATE order_outbox
 SET status = 'done', attempts = attempts + 1, delivered_at = UTC_TIMESTAMP(3),
     next_attempt_at = UTC_TIMESTAMP(3), last_error = ''
-WHERE id = ? AND claim_id = ? AND status = 'pending'`
+WHERE id = :id AND claim_id = :claim_id AND status = 'pending'`
+
+// eventParams are the parameters of the statements that end one claimed
+// event's attempt.
+type eventParams struct {
+	ID         int64  `db:"id"`
+	ClaimID    int64  `db:"claim_id"`
+	LastError  string `db:"last_error"`
+	DelayUS    int64  `db:"delay_us"`
+	ParkReason string `db:"park_reason"`
+}
 
 func (store) markDelivered(ctx context.Context, e sqlx.ExecerContext, id, claimID int64) (bool, error) {
-	res, err := e.ExecContext(ctx, markDeliveredSQL, id, claimID)
+	res, err := sqlexec.ExecNamed(ctx, e, markDeliveredSQL, eventParams{ID: id, ClaimID: claimID})
 	if err != nil {
 		return false, fmt.Errorf("mark outbox event %d delivered: %w", id, err)
 	}
@@ -130,62 +142,63 @@ func (store) markDelivered(ctx context.Context, e sqlx.ExecerContext, id, claimI
 }
 
 // markFailedSQL schedules the retry of an event whose delivery failed.
-// Params: last_error, delay (µs), id, claim_id. Fenced like markDeliveredSQL;
+// Fenced like markDeliveredSQL;
 // the claim is given up. One row or none.
 const markFailedSQL = `
 UPDATE order_outbox
-SET attempts = attempts + 1, last_error = ?, claim_id = 0,
-    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
-WHERE id = ? AND claim_id = ? AND status = 'pending'`
+SET attempts = attempts + 1, last_error = :last_error, claim_id = 0,
+    next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL :delay_us MICROSECOND
+WHERE id = :id AND claim_id = :claim_id AND status = 'pending'`
 
 func (store) markFailed(ctx context.Context, e sqlx.ExecerContext, id, claimID int64, lastErr string, delay time.Duration) error {
-	if _, err := e.ExecContext(ctx, markFailedSQL, lastErr, delay.Microseconds(), id, claimID); err != nil {
+	p := eventParams{ID: id, ClaimID: claimID, LastError: lastErr, DelayUS: delay.Microseconds()}
+	if _, err := sqlexec.ExecNamed(ctx, e, markFailedSQL, p); err != nil {
 		return fmt.Errorf("schedule retry of outbox event %d: %w", id, err)
 	}
 	return nil
 }
 
 // markParkedSQL stops trying an event: the receiver refused it for good, or
-// it failed MaxAttempts times. Params: last_error, park_reason, id,
-// claim_id. Fenced like markFailedSQL; next_attempt_at becomes the park
+// it failed MaxAttempts times. Fenced like markFailedSQL; next_attempt_at becomes the park
 // time (idx_status_next then lists parked events in the order they were
 // parked). One row or none.
 const markParkedSQL = `
 UPDATE order_outbox
-SET status = 'parked', attempts = attempts + 1, last_error = ?, park_reason = ?, claim_id = 0,
+SET status = 'parked', attempts = attempts + 1, last_error = :last_error, park_reason = :park_reason, claim_id = 0,
     parked_at = UTC_TIMESTAMP(3), next_attempt_at = UTC_TIMESTAMP(3)
-WHERE id = ? AND claim_id = ? AND status = 'pending'`
+WHERE id = :id AND claim_id = :claim_id AND status = 'pending'`
 
 func (store) markParked(ctx context.Context, e sqlx.ExecerContext, id, claimID int64, lastErr, reason string) error {
-	if _, err := e.ExecContext(ctx, markParkedSQL, lastErr, sqlexec.Truncate(reason, 255), id, claimID); err != nil {
+	p := eventParams{ID: id, ClaimID: claimID, LastError: lastErr, ParkReason: sqlexec.Truncate(reason, 255)}
+	if _, err := sqlexec.ExecNamed(ctx, e, markParkedSQL, p); err != nil {
 		return fmt.Errorf("park outbox event %d: %w", id, err)
 	}
 	return nil
 }
 
 // releaseEventsSQL gives claimed events that were not sent back, due at
-// once. Params: claim_id, then the id list (literal). Fenced by claim_id.
+// once (a literal id list). Fenced by claim_id.
 const releaseEventsSQL = `
 UPDATE order_outbox FORCE INDEX (PRIMARY) SET claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3)
-WHERE claim_id = ? AND status = 'pending' AND id IN (%s)`
+WHERE claim_id = :claim_id AND status = 'pending' AND id IN (%s)`
 
 func (store) releaseEvents(ctx context.Context, e sqlx.ExecerContext, claimID int64, ids []int64) error {
-	if _, err := e.ExecContext(ctx, fmt.Sprintf(releaseEventsSQL, sqlexec.IntList(ids)), claimID); err != nil {
+	if _, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(releaseEventsSQL, sqlexec.IntList(ids)), eventParams{ClaimID: claimID}); err != nil {
 		return fmt.Errorf("release %d outbox events: %w", len(ids), err)
 	}
 	return nil
 }
 
 // purgeDeliveredSQL deletes delivered events older than the retention, a
-// chunk at a time. Params: retention (µs), limit. Walks idx_status_next over
+// chunk at a time. It walks idx_status_next over
 // status 'done' (next_attempt_at is the delivery time there).
 const purgeDeliveredSQL = `
 DELETE FROM order_outbox
-WHERE status = 'done' AND next_attempt_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND
-ORDER BY next_attempt_at LIMIT ?`
+WHERE status = 'done' AND next_attempt_at < UTC_TIMESTAMP(3) - INTERVAL :retention_us MICROSECOND
+ORDER BY next_attempt_at LIMIT :limit`
 
 func (store) purgeDelivered(ctx context.Context, e sqlx.ExecerContext, retention time.Duration, limit int) (int64, error) {
-	res, err := e.ExecContext(ctx, purgeDeliveredSQL, retention.Microseconds(), limit)
+	res, err := sqlexec.ExecNamed(ctx, e, purgeDeliveredSQL, map[string]any{"retention_us": retention.Microseconds(), "limit": limit})
 	if err != nil {
 		return 0, fmt.Errorf("purge delivered outbox events: %w", err)
 	}
@@ -194,7 +207,7 @@ func (store) purgeDelivered(ctx context.Context, e sqlx.ExecerContext, retention
 
 // outboxBacklogSQL counts the events not yet delivered and finds when the
 // oldest of them was written, with the database's UTC clock to age it by.
-// No params. The count and MIN(id) read only the pending range of
+// The count and MIN(id) read only the pending range of
 // idx_status_next (named: delivered events pile up in the table; the
 // secondary index carries the id), then one primary-key lookup reads the
 // first event's created_at: ids grow with the writes, so the lowest pending
@@ -206,7 +219,7 @@ FROM (SELECT COUNT(*) AS n, MIN(id) AS first_id
 LEFT JOIN order_outbox o ON o.id = b.first_id`
 
 // outboxParkedSQL counts the parked events over their range of
-// idx_status_next. No params, no locks.
+// idx_status_next. No locks.
 const outboxParkedSQL = `SELECT COUNT(*) FROM order_outbox FORCE INDEX (idx_status_next) WHERE status = 'parked'`
 
 func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (OutboxBacklog, error) {
@@ -232,25 +245,25 @@ func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (OutboxBa
 const outboxColumns = `id, event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error,
 	park_reason, parked_at, created_at, delivered_at`
 
-// listOutboxSQL lists events newest first, one page. Params: status (""
-// for any), status, event type ("" for any), event type, order_no ("" for
-// any), order_no, before id (0: the first page), before id, limit. No locks.
+// listOutboxSQL lists events newest first, one page; each filter is ""
+// (before id: 0, the first page) for any. No locks.
 const listOutboxSQL = `
 SELECT ` + outboxColumns + ` FROM order_outbox
-WHERE (? = '' OR status = ?) AND (? = '' OR event_type = ?) AND (? = '' OR order_no = ?) AND (? = 0 OR id < ?)
+WHERE (:status = '' OR status = :status) AND (:event_type = '' OR event_type = :event_type)
+  AND (:order_no = '' OR order_no = :order_no) AND (:before_id = 0 OR id < :before_id)
 ORDER BY id DESC
-LIMIT ?`
+LIMIT :limit`
 
 func (store) listOutbox(ctx context.Context, q sqlx.QueryerContext, f OutboxFilter) ([]OutboxEvent, error) {
 	evs := []OutboxEvent{}
-	if err := sqlx.SelectContext(ctx, q, &evs, listOutboxSQL, f.Status, f.Status, f.EventType, f.EventType,
-		f.OrderNo, f.OrderNo, f.BeforeID, f.BeforeID, f.Limit); err != nil {
+	if err := sqlexec.SelectNamed(ctx, q, &evs, listOutboxSQL, map[string]any{"status": f.Status, "event_type": f.EventType,
+		"order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}); err != nil {
 		return nil, fmt.Errorf("list outbox events: %w", err)
 	}
 	return evs, nil
 }
 
-// outboxEventSQL reads one event by id. Params: id.
+// outboxEventSQL reads one event by its id.
 const outboxEventSQL = `SELECT ` + outboxColumns + ` FROM order_outbox WHERE id = ?`
 
 func (store) outboxEvent(ctx context.Context, q sqlx.QueryerContext, id int64) (*OutboxEvent, error) {
@@ -266,10 +279,9 @@ func (store) outboxEvent(ctx context.Context, q sqlx.QueryerContext, id int64) (
 }
 
 // requeueOutboxSQL gives a parked event back: pending, due now, attempts
-// from zero, no claim. Params: id. One row, or none when not parked.
+// from zero, no claim, by id. One row, or none when not parked.
 // requeueParkedSQL does it for up to limit parked events (of one event type
-// or, "", all), over their range of idx_status_next. Params: event type,
-// event type, limit.
+// or, "", all), over their range of idx_status_next.
 const (
 	requeueOutboxSQL = `
 UPDATE order_outbox SET status = 'pending', attempts = 0, claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3),
@@ -278,8 +290,8 @@ WHERE id = ? AND status = 'parked'`
 	requeueParkedSQL = `
 UPDATE order_outbox FORCE INDEX (idx_status_next)
 SET status = 'pending', attempts = 0, claim_id = 0, next_attempt_at = UTC_TIMESTAMP(3), park_reason = '', parked_at = NULL
-WHERE status = 'parked' AND (? = '' OR event_type = ?)
-ORDER BY next_attempt_at LIMIT ?`
+WHERE status = 'parked' AND (:event_type = '' OR event_type = :event_type)
+ORDER BY next_attempt_at LIMIT :limit`
 )
 
 func (store) requeueOutboxEvent(ctx context.Context, e sqlx.ExecerContext, id int64) (bool, error) {
@@ -292,7 +304,7 @@ func (store) requeueOutboxEvent(ctx context.Context, e sqlx.ExecerContext, id in
 }
 
 func (store) requeueParked(ctx context.Context, e sqlx.ExecerContext, eventType string, limit int) (int, error) {
-	res, err := e.ExecContext(ctx, requeueParkedSQL, eventType, eventType, limit)
+	res, err := sqlexec.ExecNamed(ctx, e, requeueParkedSQL, map[string]any{"event_type": eventType, "limit": limit})
 	if err != nil {
 		return 0, fmt.Errorf("requeue parked outbox events: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // This file holds the demo generator's SQL. The generator renders rows as
@@ -245,13 +247,24 @@ func (store) demoReserve(ctx context.Context, db *sqlx.DB, table string, first, 
 }
 
 // demoRecordBatchSQL records a batch before its rows are written (a batch
-// cut short still marks its rows). Params: prefix, first and last order id,
-// first and last coupon id, skus.
+// cut short still marks its rows).
 const demoRecordBatchSQL = `INSERT INTO order_job_demo_batch
-(order_no_prefix, first_order_id, last_order_id, first_coupon_id, last_coupon_id, skus) VALUES (?, ?, ?, ?, ?, ?)`
+(order_no_prefix, first_order_id, last_order_id, first_coupon_id, last_coupon_id, skus)
+VALUES (:order_no_prefix, :first_order_id, :last_order_id, :first_coupon_id, :last_coupon_id, :skus)`
+
+// demoBatch is demoRecordBatchSQL's row.
+type demoBatch struct {
+	Prefix      string `db:"order_no_prefix"`
+	FirstOrder  int64  `db:"first_order_id"`
+	LastOrder   int64  `db:"last_order_id"`
+	FirstCoupon int64  `db:"first_coupon_id"`
+	LastCoupon  int64  `db:"last_coupon_id"`
+	SKUs        int    `db:"skus"`
+}
 
 func (store) demoRecordBatch(ctx context.Context, e sqlx.ExecerContext, prefix string, firstOrder, lastOrder, firstCoupon, lastCoupon int64, skus int) error {
-	if _, err := e.ExecContext(ctx, demoRecordBatchSQL, prefix, firstOrder, lastOrder, firstCoupon, lastCoupon, skus); err != nil {
+	b := demoBatch{Prefix: prefix, FirstOrder: firstOrder, LastOrder: lastOrder, FirstCoupon: firstCoupon, LastCoupon: lastCoupon, SKUs: skus}
+	if _, err := sqlexec.ExecNamed(ctx, e, demoRecordBatchSQL, b); err != nil {
 		return fmt.Errorf("record the demo batch: %w", err)
 	}
 	return nil

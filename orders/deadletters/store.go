@@ -41,12 +41,30 @@ func (store) letterByID(ctx context.Context, q sqlx.QueryerContext, id int64) (*
 }
 
 // letterSQL reads one order's letter of a stage through uk_order_stage.
-// Params: order_no, stage. No locks; zero or one row.
-const letterSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE order_no = ? AND stage = ?`
+// No locks; zero or one row.
+const letterSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE order_no = :order_no AND stage = :stage`
+
+// letterParams are the parameters of the statements about letters: one
+// order's (order_no, stage), or a filter (status, stage, the error text,
+// "" for any; since, until), a keyset position (after one key going up,
+// before one going down) and a page size.
+type letterParams struct {
+	OrderNo  string `db:"order_no"`
+	Status   string `db:"status"`
+	Stage    string `db:"stage"`
+	Error    string `db:"error"`
+	Since    any    `db:"since"`
+	Until    any    `db:"until"`
+	AfterAt  any    `db:"after_at"`
+	AfterID  int64  `db:"after_id"`
+	BeforeAt any    `db:"before_at"`
+	BeforeID int64  `db:"before_id"`
+	Limit    int    `db:"limit"`
+}
 
 func (store) letter(ctx context.Context, q sqlx.QueryerContext, orderNo, stage string) (*Letter, error) {
 	var dl Letter
-	err := sqlx.GetContext(ctx, q, &dl, letterSQL, orderNo, stage)
+	err := sqlexec.GetNamed(ctx, q, &dl, letterSQL, letterParams{OrderNo: orderNo, Stage: stage})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -58,21 +76,20 @@ func (store) letter(ctx context.Context, q sqlx.QueryerContext, orderNo, stage s
 
 // listLettersSQL lists letters newest first, one page.
 //
-// Params: status ("" for any), status, stage ("" for any), stage, before id
-// (0 for the first page), before id, limit. No locks. Walks the primary key
+// Each filter is "" (before id: 0, the first page) for any. No locks. Walks the primary key
 // backwards; with a status filter idx_status_retry may be used instead and
 // the page sorted (resolved letters pile up, so filter by status to list the
 // ones that matter: waiting and parked).
 const listLettersSQL = `
 SELECT ` + deadLetterColumns + ` FROM order_dead_letter
-WHERE (? = '' OR status = ?) AND (? = '' OR stage = ?) AND (? = 0 OR id < ?)
+WHERE (:status = '' OR status = :status) AND (:stage = '' OR stage = :stage) AND (:before_id = 0 OR id < :before_id)
 ORDER BY id DESC
-LIMIT ?`
+LIMIT :limit`
 
 func (store) listLetters(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Letter, error) {
 	rows := []Letter{}
-	err := sqlx.SelectContext(ctx, q, &rows, listLettersSQL,
-		f.Status, f.Status, f.Stage, f.Stage, f.BeforeID, f.BeforeID, f.Limit)
+	err := sqlexec.SelectNamed(ctx, q, &rows, listLettersSQL,
+		letterParams{Status: f.Status, Stage: f.Stage, BeforeID: f.BeforeID, Limit: f.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
@@ -84,14 +101,14 @@ func (store) listLetters(ctx context.Context, q sqlx.QueryerContext, f Filter) (
 // next_retry_at with). attempts and last_error are kept for the record;
 // status_reason, which explains a parked or resolved status, is cleared.
 //
-// Params: order_no, stage. uk_order_stage; one row or none (none: no such
+// uk_order_stage; one row or none (none: no such
 // letter, it is resolved, or nothing changed).
 const requeueLetterSQL = `
 UPDATE order_dead_letter SET status = 'waiting', next_retry_at = NOW(3), status_reason = ''
-WHERE order_no = ? AND stage = ? AND status IN ('waiting', 'parked')`
+WHERE order_no = :order_no AND stage = :stage AND status IN ('waiting', 'parked')`
 
 func (store) requeueLetter(ctx context.Context, e sqlx.ExecerContext, orderNo, stage string) (bool, error) {
-	res, err := e.ExecContext(ctx, requeueLetterSQL, orderNo, stage)
+	res, err := sqlexec.ExecNamed(ctx, e, requeueLetterSQL, letterParams{OrderNo: orderNo, Stage: stage})
 	if err != nil {
 		return false, fmt.Errorf("requeue dead letter of %s (%s): %w", orderNo, stage, err)
 	}
@@ -102,20 +119,19 @@ func (store) requeueLetter(ctx context.Context, e sqlx.ExecerContext, orderNo, s
 // matchLettersSQL reads the next keyset page of letters a bulk requeue
 // selects.
 //
-// Params: status, stage, since (the first page's cursor, too), cursor
-// updated_at, cursor updated_at, cursor id, error text ("" for any), error
-// text, limit. Walks idx_status_updated (status, updated_at, id) from the
+// since is the first page's cursor too; the error text is "" for any.
+// Walks idx_status_updated (status, updated_at, id) from the
 // cursor over one status, so only letters of that status since the given
 // time are read (resolved ones, which pile up, never); stage and the error
 // text are checked on those rows. `%` and `_` in the error text are LIKE
 // wildcards. No locks. Returns up to limit ids in key order.
 const matchLettersSQL = `
 SELECT id, updated_at FROM order_dead_letter FORCE INDEX (idx_status_updated)
-WHERE status = ? AND stage = ? AND updated_at >= ?
-  AND (updated_at > ? OR (updated_at = ? AND id > ?))
-  AND (? = '' OR last_error LIKE CONCAT('%', ?, '%'))
+WHERE status = :status AND stage = :stage AND updated_at >= :since
+  AND (updated_at > :after_at OR (updated_at = :after_at AND id > :after_id))
+  AND (:error = '' OR last_error LIKE CONCAT('%', :error, '%'))
 ORDER BY updated_at, id
-LIMIT ?`
+LIMIT :limit`
 
 // letterKey is the keyset position of a bulk requeue's read.
 type letterKey struct {
@@ -125,8 +141,8 @@ type letterKey struct {
 
 func (store) matchLetters(ctx context.Context, q sqlx.QueryerContext, f RequeueFilter, after letterKey, limit int) ([]letterKey, error) {
 	var rows []letterKey
-	err := sqlx.SelectContext(ctx, q, &rows, matchLettersSQL, f.Status, f.Stage, f.Since,
-		after.UpdatedAt, after.UpdatedAt, after.ID, f.ErrorLike, f.ErrorLike, limit)
+	err := sqlexec.SelectNamed(ctx, q, &rows, matchLettersSQL, letterParams{Status: f.Status, Stage: f.Stage, Since: f.Since,
+		AfterAt: after.UpdatedAt, AfterID: after.ID, Error: f.ErrorLike, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("find %s dead letters to requeue: %w", f.Status, err)
 	}
@@ -136,19 +152,18 @@ func (store) matchLetters(ctx context.Context, q sqlx.QueryerContext, f RequeueF
 // requeueLettersSQL sets the listed letters back to waiting, due now, as
 // requeueLetterSQL does for one.
 //
-// Params: status, stage, since, error text, error text, then the id list
-// (literal). The WHERE repeats the selection, so a letter resolved or
+// The ids are a literal list. The WHERE repeats the selection, so a letter resolved or
 // changed since it was read is left as it is. The primary key is named: with
 // few letters in the status (the usual case) the optimizer would walk
 // idx_status_retry instead. Rows affected: the letters requeued.
 const requeueLettersSQL = `
 UPDATE order_dead_letter FORCE INDEX (PRIMARY) SET status = 'waiting', next_retry_at = NOW(3), status_reason = ''
-WHERE id IN (%s) AND status = ? AND stage = ? AND updated_at >= ?
-  AND (? = '' OR last_error LIKE CONCAT('%%', ?, '%%'))`
+WHERE id IN (%s) AND status = :status AND stage = :stage AND updated_at >= :since
+  AND (:error = '' OR last_error LIKE CONCAT('%%', :error, '%%'))`
 
 func (store) requeueLetters(ctx context.Context, e sqlx.ExecerContext, f RequeueFilter, ids []int64) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(requeueLettersSQL, sqlexec.IntList(ids)),
-		f.Status, f.Stage, f.Since, f.ErrorLike, f.ErrorLike)
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(requeueLettersSQL, sqlexec.IntList(ids)),
+		letterParams{Status: f.Status, Stage: f.Stage, Since: f.Since, Error: f.ErrorLike})
 	if err != nil {
 		return 0, fmt.Errorf("requeue %d dead letters: %w", len(ids), err)
 	}
@@ -156,48 +171,46 @@ func (store) requeueLetters(ctx context.Context, e sqlx.ExecerContext, f Requeue
 }
 
 // letterHit is the row filter of a letter list's search window: the stage
-// and the error text ("" for any). Params: stage, stage, text, text.
-const letterHit = `(? = '' OR stage = ?) AND (? = '' OR last_error LIKE CONCAT('%', ?, '%'))`
+// and the error text ("" for any).
+const letterHit = `(:stage = '' OR stage = :stage) AND (:error = '' OR last_error LIKE CONCAT('%', :error, '%'))`
 
 // letterWindowByIDSQL is a letter list's search window without a status:
 // newest id first from the cursor.
 //
-// Params: the row filter's four, cursor id (exclusive), window. A
-// backwards range of the primary key, the filter evaluated on each row
+// A backwards range of the primary key from the cursor (exclusive), the filter evaluated on each row
 // read; no locks. Returns up to window keys.
 const letterWindowByIDSQL = `
 SELECT id, updated_at AS at, ` + letterHit + ` AS hit
 FROM order_dead_letter FORCE INDEX (PRIMARY)
-WHERE id < ?
+WHERE id < :before_id
 ORDER BY id DESC
-LIMIT ?`
+LIMIT :limit`
 
 // letterWindowByStatusSQL is a letter list's search window over one
 // status: most recently changed first from the cursor, within the time
 // range.
 //
-// Params: the row filter's four, status, since, until, cursor updated_at,
-// cursor updated_at, cursor id, window. A backwards range of
+// A backwards range of
 // idx_status_updated (status, updated_at, id), the filter evaluated on the
 // row behind each entry; no locks. Returns up to window keys.
 const letterWindowByStatusSQL = `
 SELECT id, updated_at AS at, ` + letterHit + ` AS hit
 FROM order_dead_letter FORCE INDEX (idx_status_updated)
-WHERE status = ? AND updated_at >= ? AND updated_at < ?
-  AND (updated_at < ? OR (updated_at = ? AND id < ?))
+WHERE status = :status AND updated_at >= :since AND updated_at < :until
+  AND (updated_at < :before_at OR (updated_at = :before_at AND id < :before_id))
 ORDER BY updated_at DESC, id DESC
-LIMIT ?`
+LIMIT :limit`
 
 func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f Query, window int) ([]oplist.WindowKey, error) {
-	hit := []any{f.Stage, f.Stage, f.ErrorLike, f.ErrorLike}
+	p := letterParams{Stage: f.Stage, Error: f.ErrorLike, Limit: window}
 	var keys []oplist.WindowKey
 	var err error
 	if f.Status == "" {
-		before := f.After.ID
-		if before == 0 {
-			before = math.MaxInt64
+		p.BeforeID = f.After.ID
+		if p.BeforeID == 0 {
+			p.BeforeID = math.MaxInt64
 		}
-		err = sqlx.SelectContext(ctx, q, &keys, letterWindowByIDSQL, append(hit, before, window)...)
+		err = sqlexec.SelectNamed(ctx, q, &keys, letterWindowByIDSQL, p)
 	} else {
 		since, until := f.Since, f.Until
 		if since.IsZero() {
@@ -210,8 +223,8 @@ func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f Query, w
 		if cur.IsZero() {
 			cur = oplist.Cursor{At: sqlexec.Latest, ID: math.MaxInt64}
 		}
-		err = sqlx.SelectContext(ctx, q, &keys, letterWindowByStatusSQL,
-			append(hit, f.Status, since, until, cur.At, cur.At, cur.ID, window)...)
+		p.Status, p.Since, p.Until, p.BeforeAt, p.BeforeID = f.Status, since, until, cur.At, cur.ID
+		err = sqlexec.SelectNamed(ctx, q, &keys, letterWindowByStatusSQL, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
@@ -235,7 +248,7 @@ func (store) lettersByID(ctx context.Context, q sqlx.QueryerContext, ids []int64
 }
 
 // lettersOfOrderSQL reads every letter of one order (all stages) through
-// uk_order_stage. Params: order_no. No locks; one row per stage.
+// uk_order_stage, by order number. No locks; one row per stage.
 const lettersOfOrderSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (uk_order_stage)
 WHERE order_no = ? ORDER BY stage`
 
@@ -249,17 +262,16 @@ func (store) ofOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string)
 
 // countLettersSQL counts the letters of one status, up to a cap.
 //
-// Params: status, cap. A range of idx_status_updated over the status, at
-// most cap entries (resolved letters pile up: the count stops there); no
+// A range of idx_status_updated over the status, at most cap entries (resolved letters pile up: the count stops there); no
 // locks.
 const countLettersSQL = `
 SELECT COUNT(*) FROM (
-  SELECT 1 FROM order_dead_letter FORCE INDEX (idx_status_updated) WHERE status = ? LIMIT ?
+  SELECT 1 FROM order_dead_letter FORCE INDEX (idx_status_updated) WHERE status = :status LIMIT :limit
 ) t`
 
 func (store) count(ctx context.Context, q sqlx.QueryerContext, status string, limit int) (int, error) {
 	var n int
-	if err := sqlx.GetContext(ctx, q, &n, countLettersSQL, status, limit); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &n, countLettersSQL, letterParams{Status: status, Limit: limit}); err != nil {
 		return 0, fmt.Errorf("count %s dead letters: %w", status, err)
 	}
 	return n, nil
