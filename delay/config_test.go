@@ -27,7 +27,7 @@ func TestNewDispatcherRefusals(t *testing.T) {
 		{"negative duration", Config{PollInterval: -time.Second}, "delay: PollInterval -1s is negative"},
 		{"batch size", Config{BatchSize: 1001}, "delay: BatchSize 1001 is not in 1..1000"},
 		{"workers", Config{Workers: -1}, "delay: Workers -1 is below 1"},
-		{"handler batch size", Config{HandlerBatchSize: 101}, "delay: HandlerBatchSize 101 is not in 1..BatchSize (100)"},
+		{"handler batch size", Config{HandlerBatchSize: 501}, "delay: HandlerBatchSize 501 is not in 1..BatchSize (500)"},
 		{"handler name", Config{Handlers: map[string]HandlerFunc{"1bad": nop}}, "delay: handler name \"1bad\" is not a letter then letters, digits, . _ -"},
 		{"nil handler", Config{Handlers: map[string]HandlerFunc{"x": nil}}, "delay: handler \"x\" is nil"},
 		{"nil batch handler", Config{BatchHandlers: map[string]BatchHandlerFunc{"x": nil}}, "delay: batch handler \"x\" is nil"},
