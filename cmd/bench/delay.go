@@ -572,7 +572,13 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	// over the task table every few hundred ms would be server work of the
 	// bench's own, growing with the table, at the rates measured), then
 	// until the table shows every task DONE (or give up).
-	deadline := lastDue.Add(2*o.reconcile + 60*time.Second)
+	// From the last due time, or the end of registration when that ran
+	// later (the tasks then come due as a backlog).
+	deadline := lastDue
+	if now := time.Now(); now.After(deadline) {
+		deadline = now
+	}
+	deadline = deadline.Add(2*o.reconcile + 60*time.Second)
 	var done int
 	finished := time.Time{}
 	for ctx.Err() == nil && !time.Now().After(deadline) {
@@ -594,6 +600,13 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	}
 	if finished.IsZero() {
 		finished = time.Now()
+	}
+	if done < n {
+		// Gave up (or stopped) before the table showed every task DONE:
+		// how far it got.
+		if err := env.db.GetContext(context.WithoutCancel(ctx), &done, `SELECT COUNT(*) FROM job_delay_task WHERE status = 'DONE'`); err != nil {
+			return out, err
+		}
 	}
 	profWG.Wait()
 	if cpuFile != nil {
