@@ -170,7 +170,7 @@ type OrderCompensation struct {
 	TokenHeader  string `yaml:"tokenHeader" env:"ORDER_COMPENSATION_TOKEN_HEADER" default:"X-Service-Token" doc:"header carrying that token"`
 }
 
-// OrderTimeout is `order.timeout`, with the seed article's keys and defaults.
+// OrderTimeout is `order.timeout`, keyed as the order service's own settings.
 type OrderTimeout struct {
 	PaymentTimeoutMinutes  int `yaml:"payment_timeout_minutes" env:"ORDER_TIMEOUT_PAYMENT_TIMEOUT_MINUTES" default:"30" doc:"default timeout_minutes of new orders (demo data, column default); never shortens an existing order"`
 	FulfillmentTimeoutDays int `yaml:"fulfillment_timeout_days" env:"ORDER_TIMEOUT_FULFILLMENT_TIMEOUT_DAYS" default:"7" doc:"paid orders not shipped within this many days are flagged"`

@@ -22,7 +22,7 @@ func envOf(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func TestDefaultsMatchTheIssueTable(t *testing.T) {
+func TestDefaultsMatchTheDocumentedTable(t *testing.T) {
 	t.Parallel()
 	c, err := config.LoadWith(nil, noEnv)
 	require.NoError(t, err)

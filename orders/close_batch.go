@@ -161,7 +161,7 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Re
 			got[no] = Result{Outcome: OutcomeSkippedClosed}
 		case !o.due(clock.now):
 			got[no] = Result{Outcome: OutcomeNotDue, DueIn: o.deadline().Sub(clock.now)}
-		case o.LetterStatus == "parked":
+		case o.LetterStatus == deadletters.Parked:
 			got[no] = Result{Outcome: OutcomeParked}
 		default:
 			due = append(due, o.scanRow)

@@ -219,11 +219,10 @@ func (s *RunStats) add(p pageResult) {
 //
 // Cancellation is checked between pages: a page in progress is finished (its
 // transaction commits or rolls back whole), then Run returns ctx.Err() with
-// the stats so far. Redis failures do not fail the run: the orders concerned
-// are skipped and counted in SkippedLocked and LockErrors (LockErr says why),
-// never closed without their lock nor dead-lettered; after three consecutive
-// pages whose locks all failed, the run stops early (the rest waits for the
-// next run). Callers that want such a run reported as failed check LockErr.
+// the stats so far. Redis failures do not fail the run (the orders concerned
+// follow the rule at lockNos); after three consecutive pages whose locks all
+// failed, the run stops early (the rest waits for the next run). Callers
+// that want such a run reported as failed check LockErr.
 //
 // Errors are classified before anything is dead-lettered (see ErrorKind):
 // only an error about one order's rows dead-letters that order, after the
@@ -387,10 +386,10 @@ func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)
 // is; a paid or closed one is skipped. A close that fails is dead-lettered and
 // returned as OutcomeDeadLettered with the cause. A parked dead letter is
 // respected (OutcomeParked); a waiting one is retried now, since the caller
-// asked for this order explicitly. If Redis fails, the order is not closed:
-// OutcomeSkippedLocked with the Redis error; rows held by other
-// transactions through every lock attempt give OutcomeSkippedLocked with
-// that error (KindContention). With a TradeCloser, the payment side is asked
+// asked for this order explicitly. A lock not taken follows the rule at
+// lockNos (OutcomeSkippedLocked, with the Redis error if Redis failed);
+// rows held by other transactions through every lock attempt give
+// OutcomeSkippedLocked with that error (KindContention). With a TradeCloser, the payment side is asked
 // first: "already paid" returns OutcomeSkippedPaid, a failed call
 // OutcomeSkippedLocked with the error.
 //
@@ -422,7 +421,7 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 	if err != nil {
 		return 0, err
 	}
-	if dl == "parked" {
+	if dl == deadletters.Parked {
 		return OutcomeParked, nil
 	}
 

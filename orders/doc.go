@@ -114,9 +114,8 @@
 // the dead letter in the same transaction. One bad order never blocks or
 // rolls back the others.
 //
-// Redis failures never close an order without its lock and never
-// dead-letter it: the order is skipped (skipped_locked, RunStats.LockErrors)
-// and the next pass tries again.
+// A Redis failure never closes or dead-letters an order: the rule is written
+// once, where every close path takes its locks (Closer.lockNos, scanner.go).
 //
 // Closer.RetryDeadLetters (deadLetterRetryJob) replays due waiting letters
 // with CloseOrder after claiming each one, resolves letters whose order was

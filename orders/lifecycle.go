@@ -29,8 +29,8 @@ import (
 
 // Lifecycle limits.
 const (
-	// DefaultAutoConfirmDays and DefaultFulfillmentTimeoutDays are the seed
-	// article's defaults (config order.timeout).
+	// DefaultAutoConfirmDays and DefaultFulfillmentTimeoutDays are the
+	// defaults of config order.timeout.
 	DefaultAutoConfirmDays        = 14
 	DefaultFulfillmentTimeoutDays = 7
 	// MaxLifecycleDays bounds both day settings.

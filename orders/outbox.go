@@ -154,7 +154,7 @@ func validateOutbox(cands []*candidate, bad map[string]error) {
 func newTraceIDs(n int) ([]string, error) {
 	b := make([]byte, 16*n)
 	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("orders: trace ids: %w", err)
+		return nil, fmt.Errorf("trace ids: %w", err)
 	}
 	out := make([]string, n)
 	for i := range out {

@@ -18,8 +18,9 @@ const (
 	// OutcomeSkippedClosed: the order was already closed; nothing changed.
 	OutcomeSkippedClosed
 	// OutcomeSkippedLocked: someone else holds the order's lock (a payment, an
-	// other run), Redis could not be reached, or the lease ran out before
-	// commit; nothing changed, a later pass gets it.
+	// other run), Redis could not be reached (the rule at Closer.lockNos),
+	// or the lease ran out before commit; nothing changed, a later pass
+	// gets it.
 	OutcomeSkippedLocked
 	// OutcomeDeadLettered: closing failed; the transaction rolled back and the
 	// failure is recorded in order_dead_letter for a later retry.

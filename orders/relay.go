@@ -164,16 +164,19 @@ func NewRelay(db *sqlx.DB, cfg RelayConfig) (*Relay, error) {
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, 10*time.Minute)
 	cfg.Retention = cmp.Or(cfg.Retention, 168*time.Hour)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 20)
-	switch {
-	case cfg.Timeout < 0 || cfg.PollInterval < 0:
+	if cfg.Timeout < 0 || cfg.PollInterval < 0 {
 		problems = append(problems, errors.New("orders: relay timeout and poll interval must be positive"))
-	case cfg.BatchSize < 1 || cfg.BatchSize > 1000:
+	}
+	if cfg.BatchSize < 1 || cfg.BatchSize > 1000 {
 		problems = append(problems, fmt.Errorf("orders: relay batch size %d out of [1, 1000]", cfg.BatchSize))
-	case cfg.MaxAttempts < -1:
+	}
+	if cfg.MaxAttempts < -1 {
 		problems = append(problems, fmt.Errorf("orders: relay max attempts %d: need a positive number, or -1 for no limit", cfg.MaxAttempts))
-	case cfg.Workers < 1 || cfg.Workers > 256:
+	}
+	if cfg.Workers < 1 || cfg.Workers > 256 {
 		problems = append(problems, fmt.Errorf("orders: relay workers %d out of [1, 256]", cfg.Workers))
-	case cfg.ClaimTTL < cfg.Timeout+2*claimMargin:
+	}
+	if cfg.ClaimTTL < cfg.Timeout+2*claimMargin {
 		problems = append(problems, fmt.Errorf("orders: relay claim TTL %v must exceed the timeout %v by 2s", cfg.ClaimTTL, cfg.Timeout))
 	}
 	if err := cfg.retrySchedule().Validate(); err != nil {

@@ -416,4 +416,8 @@ func TestNewRelayValidation(t *testing.T) {
 	}
 	_, err = orders.NewRelay(nil, orders.RelayConfig{Endpoints: ok})
 	require.Error(t, err)
+	// Every bad field is reported, not only the first.
+	_, err = orders.NewRelay(b.db.DB, orders.RelayConfig{Endpoints: ok, BatchSize: 5000, Workers: 300})
+	require.ErrorContains(t, err, "batch size 5000")
+	require.ErrorContains(t, err, "workers 300")
 }

@@ -183,7 +183,16 @@ func (c *Closer) lock(ctx context.Context, rows []scanRow) (*orderlock.Lease, er
 // lockNos takes the locks of the orders nos without ctx's cancellation (a
 // half-taken set is never left behind: Acquire releases what it does not
 // return, and the caller releases the lease), bounded by the lock calls'
-// timeouts.
+// timeouts. Every close path (Run, CloseOrder, CloseOrders) locks here, and
+// every one follows the rule for Redis failures, which the rest of the
+// package refers to:
+//
+// An order whose lock the lease does not hold is never closed and never
+// dead-lettered, whether someone else holds the lock or Redis failed to
+// answer (Lease.Failed: no quorum); it is skipped (OutcomeSkippedLocked,
+// RunStats.SkippedLocked) and the next pass tries again. A Redis failure is
+// told apart from contention by carrying its error (RunStats.LockErrors and
+// LockErr, Result.Err, CloseOrder's error).
 func (c *Closer) lockNos(ctx context.Context, nos []string) (*orderlock.Lease, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*c.locker.Timeout())
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
@@ -439,11 +440,11 @@ type deadLetterParams struct {
 }
 
 func (store) upsertDeadLetter(ctx context.Context, e sqlx.ExecerContext, orderNo, lastErr string, now time.Time, b DeadLetterBackoff) error {
-	p := deadLetterParams{OrderNo: orderNo, LastError: lastErr, Now: now, FirstStatus: "waiting",
+	p := deadLetterParams{OrderNo: orderNo, LastError: lastErr, Now: now, FirstStatus: deadletters.Waiting,
 		FirstDelayUS: b.schedule().Step(1).Microseconds(), ParkAfter: b.ParkAfter,
 		BaseUS: b.Base.Microseconds(), MaxUS: b.Max.Microseconds()}
 	if b.ParkAfter == 1 {
-		p.FirstStatus = "parked"
+		p.FirstStatus = deadletters.Parked
 	}
 	_, err := sqlexec.ExecNamed(ctx, e, upsertDeadLetterSQL, p)
 	if err != nil {

@@ -1,6 +1,6 @@
 package xxljob_test
 
-// Hostile input on the XXL-JOB port (issue 8): every case gets a clear
+// Hostile input on the XXL-JOB port: every case gets a clear
 // failure answer (HTTP 200 and a code-500 envelope, as the admin expects, or
 // a plain HTTP error where net/http refuses the request before the
 // executor sees it), the executor keeps serving, no handler runs, and

@@ -30,18 +30,18 @@ func naiveClose(ctx context.Context, db *sqlx.DB) (int, time.Duration, error) {
 	return int(n), elapsed, err
 }
 
-// The seed article's approach (seeds/01): select every timed-out order, then
-// one by one take a blocking redsync lock on order:close:{orderNo}, re-read
+// The one-by-one approach the close path replaces: select every timed-out
+// order, then one by one take a blocking redsync lock on order:close:{orderNo}, re-read
 // the order, close it in one transaction (status CAS, stock released per
 // item in item order, coupon restored, close logged) and unlock.
 const (
-	// seedSelectTimeoutSQL is the article's selectTimeoutOrders.
+	// seedSelectTimeoutSQL selects every timed-out order at once.
 	seedSelectTimeoutSQL = `SELECT order_no FROM order_info WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()`
-	// seedReadSQL is the article's selectByOrderNo (the re-check under lock).
+	// seedReadSQL re-reads one order under its lock.
 	seedReadSQL  = `SELECT id, status, coupon_id FROM order_info WHERE order_no = ?`
 	seedCloseSQL = `UPDATE order_info SET status = 2, close_time = NOW(3), close_reason = 'payment_timeout' WHERE id = ? AND status = 0`
 	seedItemsSQL = `SELECT sku_id, quantity FROM order_item WHERE order_no = ?`
-	// seedReleaseSQL releases one item's stock (the article's releaseStock).
+	// seedReleaseSQL releases one item's stock.
 	seedReleaseSQL = `UPDATE inventory SET available = available + ?, locked = locked - ? WHERE sku_id = ? AND locked >= ?`
 	seedCouponSQL  = `UPDATE user_coupon SET status = 0, order_no = NULL WHERE id = ? AND status = 1 AND order_no = ?`
 	seedLogSQL     = `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'payment_timeout')`

@@ -13,9 +13,10 @@ import (
 	"github.com/orderjob/executor/internal/redistest"
 )
 
-// articleOrderInfo is order_info as the XXL-JOB order-close article creates
-// it (no coupon_id, no unique order_no, none of the later columns).
-const articleOrderInfo = "CREATE TABLE `order_info` (" +
+// shopOrderInfo is order_info as a shop's order service created it before
+// the executor came (no coupon_id, no unique order_no, none of the later
+// columns).
+const shopOrderInfo = "CREATE TABLE `order_info` (" +
 	"`id` bigint(20) NOT NULL AUTO_INCREMENT COMMENT '订单ID', `order_no` varchar(64) NOT NULL COMMENT '订单编号', " +
 	"`user_id` bigint(20) NOT NULL COMMENT '用户ID', `status` tinyint(4) NOT NULL DEFAULT 0 COMMENT '订单状态：0-待支付，1-已支付，2-已关闭', " +
 	"`create_time` datetime NOT NULL COMMENT '创建时间', `timeout_minutes` int(11) NOT NULL DEFAULT 30 COMMENT '超时分钟数', " +
@@ -23,7 +24,7 @@ const articleOrderInfo = "CREATE TABLE `order_info` (" +
 	"PRIMARY KEY (`id`), KEY `idx_status_create_time` (`status`, `create_time`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT '订单表'"
 
 // The acceptance case, end to end through the binary: a shop's database with
-// golang-migrate's schema_migrations and the article's order_info full of
+// golang-migrate's schema_migrations and its old order_info full of
 // orders. executor migrate keeps golang-migrate's table and every order as
 // they were, and orderTimeoutCloseJob then closes the due unpaid orders and
 // nothing else.
@@ -33,7 +34,7 @@ func TestMigrateAShopDatabaseThenClose(t *testing.T) {
 	for _, s := range []string{
 		`CREATE TABLE schema_migrations (version bigint NOT NULL, dirty boolean NOT NULL, PRIMARY KEY (version))`,
 		`INSERT INTO schema_migrations VALUES (20240105093000, false)`,
-		articleOrderInfo,
+		shopOrderInfo,
 	} {
 		_, err := db.ExecContext(ctx, s)
 		require.NoError(t, err)

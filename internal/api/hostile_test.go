@@ -1,6 +1,6 @@
 package api_test
 
-// Hostile input on the API port (issue 8): wrong tokens, unknown paths and
+// Hostile input on the API port: wrong tokens, unknown paths and
 // methods, oversized and malformed bodies, huge headers and slow-loris
 // connections each get a clear failure answer, protected handlers never run
 // without the token, and the server keeps serving.

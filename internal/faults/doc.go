@@ -1,4 +1,4 @@
-// Package faults holds the fault suite (issue 8): real executor processes,
+// Package faults holds the fault suite: real executor processes,
 // built from this tree, against real MariaDB and Redis servers, with faults
 // injected from outside — kill -9, server crashes and restarts, a Redis
 // outage and flush, an unreachable admin, misconfigured shards, slow

@@ -150,7 +150,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	// The alarms, each present.
+	// The documented alarms, each present.
 	for _, a := range []string{"OverdueUnpaidOrders", "OrderCloseDeadLettersWaiting", "XXLJobCallbackSpoolNotEmptying",
 		"XXLJobRegistrationLost", "DelayedTaskDispatchLate", "OrderJobExecutorsAbsent",
 		"OutboxDeliveryLagging", "OutboxDeliveriesFailing", "PaymentSideCloseFailing", "RefundsOwed", "FulfillmentOverdue"} {

@@ -19,10 +19,10 @@ import (
 	"github.com/orderjob/executor/sql/migrations"
 )
 
-// seedOrderInfo is order_info exactly as the XXL-JOB order-close article
-// creates it (its curly quotes straightened): no coupon_id, no unique
-// order_no, none of the executor's later columns.
-const seedOrderInfo = "CREATE TABLE `order_info` (\n" +
+// shopOrderInfo is order_info as a shop's order service created it before
+// the executor came: no coupon_id, no unique order_no, none of the
+// executor's later columns.
+const shopOrderInfo = "CREATE TABLE `order_info` (\n" +
 	"`id` bigint(20) NOT NULL AUTO_INCREMENT COMMENT '订单ID',\n" +
 	"`order_no` varchar(64) NOT NULL COMMENT '订单编号',\n" +
 	"`user_id` bigint(20) NOT NULL COMMENT '用户ID',\n" +
@@ -152,13 +152,13 @@ func TestApplyIsIdempotent(t *testing.T) {
 }
 
 // The acceptance case: golang-migrate keeps its schema_migrations here and
-// the shop's order_info is the article's, with orders in it. Migrating
+// the shop's order_info is the one it had before, with orders in it. Migrating
 // leaves golang-migrate's table and every existing order value, column and
 // index as they were, adds what the executor needs, and passes the check.
-func TestMigrateNextToGolangMigrateAndTheArticlesOrderInfo(t *testing.T) {
+func TestMigrateNextToGolangMigrateAndAShopsOrderInfo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, golangMigrateTable, `INSERT INTO schema_migrations VALUES (20240101120000, false)`, seedOrderInfo)
+	b.exec(t, golangMigrateTable, `INSERT INTO schema_migrations VALUES (20240101120000, false)`, shopOrderInfo)
 	for i := 1; i <= 50; i++ {
 		b.exec(t, fmt.Sprintf(`INSERT INTO order_info (order_no, user_id, status, create_time, timeout_minutes)
 			VALUES ('SHOP-%d', %d, %d, NOW() - INTERVAL %d MINUTE, 30)`, i, 1000+i, i%3, 10*i))
@@ -290,7 +290,7 @@ func TestMigrateRunsGapsAndRestoresMissingTables(t *testing.T) {
 func TestMigrateRefusesATimestampCreateTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, strings.Replace(seedOrderInfo, "`create_time` datetime NOT NULL", "`create_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP", 1))
+	b.exec(t, strings.Replace(shopOrderInfo, "`create_time` datetime NOT NULL", "`create_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP", 1))
 	_, err := migrations.Apply(b.ctx, b.db.DB.DB)
 	var se *migrations.SchemaError
 	require.ErrorAs(t, err, &se)
@@ -315,7 +315,7 @@ func TestMigrateRefusesATimestampCreateTime(t *testing.T) {
 func TestMigrateRefusesAnIndexOfOurNameOverOtherColumns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, strings.Replace(seedOrderInfo, "KEY `idx_status_create_time` (`status`, `create_time`)", "KEY `idx_status_create_time` (`create_time`)", 1))
+	b.exec(t, strings.Replace(shopOrderInfo, "KEY `idx_status_create_time` (`status`, `create_time`)", "KEY `idx_status_create_time` (`create_time`)", 1))
 	var out bytes.Buffer
 	err := b.migrator(t, migrations.Config{}).DryRun(b.ctx, &out)
 	var se *migrations.SchemaError
@@ -332,7 +332,7 @@ func TestMigrateRefusesAnIndexOfOurNameOverOtherColumns(t *testing.T) {
 func TestDryRunPrintsEveryStatementAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, seedOrderInfo)
+	b.exec(t, shopOrderInfo)
 	var out bytes.Buffer
 	require.NoError(t, b.migrator(t, migrations.Config{}).DryRun(b.ctx, &out))
 	script := out.String()
@@ -470,7 +470,7 @@ func TestMigrateBoundsTheMetadataLockWait(t *testing.T) {
 func TestMigrateNotesAnEquivalentIndexUnderAnotherName(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, strings.Replace(seedOrderInfo, "PRIMARY KEY (`id`),", "PRIMARY KEY (`id`), UNIQUE KEY `uniq_no` (`order_no`),", 1))
+	b.exec(t, strings.Replace(shopOrderInfo, "PRIMARY KEY (`id`),", "PRIMARY KEY (`id`), UNIQUE KEY `uniq_no` (`order_no`),", 1))
 	var out bytes.Buffer
 	require.NoError(t, b.migrator(t, migrations.Config{}).DryRun(b.ctx, &out))
 	require.Contains(t, out.String(), "order_info already has uniq_no over (order_no), but the executor's queries name uk_order_no")
@@ -531,7 +531,7 @@ func TestExplainMissingSchema(t *testing.T) {
 func TestMigrateStopsAtDuplicateOrderNumbers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(t, seedOrderInfo, `INSERT INTO order_info (order_no, user_id, create_time) VALUES ('DUP', 1, NOW()), ('DUP', 2, NOW())`)
+	b.exec(t, shopOrderInfo, `INSERT INTO order_info (order_no, user_id, create_time) VALUES ('DUP', 1, NOW()), ('DUP', 2, NOW())`)
 	var out bytes.Buffer
 	_, err := b.migrator(t, migrations.Config{Out: &out}).Migrate(b.ctx)
 	require.ErrorContains(t, err, "0001_order_info: ALTER TABLE order_info ADD UNIQUE KEY uk_order_no (order_no)")
