@@ -2,6 +2,27 @@
 // holds the order service's side of the same rules (placing and paying an
 // order), so both sides share one lock key and one lock order.
 //
+// It holds:
+//
+//   - the close path: Closer.Run (the sweep), CloseOrder and CloseOrders
+//     (delayed tasks), the close transaction with its compensation, local
+//     or through outbox events, and the dead letters it writes and resolves;
+//   - the retry path: Closer.RetryDeadLetters replays due dead letters;
+//   - the payment step: a TradeCloser asked before a page is closed
+//     (HTTPTradeCloser);
+//   - Service: PlaceOrder, Pay and PayWith (late and duplicate payments
+//     recorded as refunds owed), Ship and Confirm;
+//   - the lifecycle jobs after payment (Lifecycle: auto-confirm, fulfilment
+//     flags);
+//   - the outbox Relay, which delivers the events the close transaction
+//     writes;
+//   - the operators' views over the order tables other than dead letters:
+//     Inspector, CloseRuns, Outbox, Refunds.
+//
+// Its locks are package orderlock's, the dead-letter operators' view is
+// package deadletters, the lists' shared terms are package oplist and the
+// status values package orderstatus; none of them imports this package.
+//
 // # When an order has expired
 //
 // An order is due for closing when it is unpaid (order_info.status = 0) and
