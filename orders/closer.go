@@ -95,7 +95,7 @@ func NewCloser(db *sqlx.DB, locker *orderlock.Locker, cfg CloserConfig) (*Closer
 	}
 	cfg.LockAttempts = cmp.Or(cfg.LockAttempts, 3)
 	cfg.CommitMargin = cmp.Or(cfg.CommitMargin, 200*time.Millisecond)
-	cfg.RunRetention = cmp.Or(cfg.RunRetention, DefaultRunRetention)
+	cfg.RunRetention = cmp.Or(cfg.RunRetention, defaultRunRetention)
 	if cfg.RunRetention < time.Hour {
 		return nil, fmt.Errorf("orders: run retention %s is below 1h", cfg.RunRetention)
 	}

@@ -17,8 +17,8 @@ import (
 // is written after the run, outside its transactions; failing to write it
 // is logged and changes nothing about the run.
 
-// DefaultRunRetention is how long run records are kept by default.
-const DefaultRunRetention = 7 * 24 * time.Hour
+// defaultRunRetention is how long run records are kept by default.
+const defaultRunRetention = 7 * 24 * time.Hour
 
 // runPurgeBatch bounds the old records one run deletes: a run every second
 // writes one and deletes up to this many, so the table stays at its

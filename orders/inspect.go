@@ -40,8 +40,8 @@ func (i *Inspector) Mode() CompensationMode { return i.mode }
 // says "at least CountCap".
 const CountCap = 10000
 
-// OrderStatusName names an order_info.status value.
-func OrderStatusName(s int) string {
+// orderStatusName names an order_info.status value.
+func orderStatusName(s int) string {
 	switch s {
 	case orderstatus.Unpaid:
 		return "unpaid"
@@ -82,7 +82,7 @@ func (o OrderRecord) Deadline() time.Time {
 }
 
 // StatusName names the status.
-func (o OrderRecord) StatusName() string { return OrderStatusName(o.Status) }
+func (o OrderRecord) StatusName() string { return orderStatusName(o.Status) }
 
 // OrderItem is one order_item line.
 type OrderItem struct {
@@ -218,7 +218,7 @@ func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, er
 // Due is what the close sweep has in front of it: unpaid orders past their
 // deadline by the database clock and not held back by a dead letter.
 type Due struct {
-	Count int // up to OverdueCap
+	Count int // up to overdueCap
 	// Oldest is how long ago the earliest deadline among them passed.
 	Oldest time.Duration
 }
@@ -229,7 +229,7 @@ func (i *Inspector) DueOrders(ctx context.Context) (Due, error) {
 	if err != nil {
 		return Due{}, err
 	}
-	n, first, err := i.store.overdue(ctx, i.db, now, OverdueCap)
+	n, first, err := i.store.overdue(ctx, i.db, now, overdueCap)
 	if err != nil || n == 0 || !first.Valid {
 		return Due{Count: n}, err
 	}

@@ -29,10 +29,10 @@ import (
 
 // Lifecycle limits.
 const (
-	// DefaultAutoConfirmDays and DefaultFulfillmentTimeoutDays are the
+	// defaultAutoConfirmDays and defaultFulfillmentTimeoutDays are the
 	// defaults of config order.timeout.
-	DefaultAutoConfirmDays        = 14
-	DefaultFulfillmentTimeoutDays = 7
+	defaultAutoConfirmDays        = 14
+	defaultFulfillmentTimeoutDays = 7
 	// MaxLifecycleDays bounds both day settings.
 	MaxLifecycleDays = 3650
 )
@@ -96,8 +96,8 @@ func NewLifecycle(db *sqlx.DB, cfg LifecycleConfig) (*Lifecycle, error) {
 	if db == nil {
 		return nil, errors.New("orders: NewLifecycle needs a database")
 	}
-	cfg.AutoConfirmDays = cmp.Or(cfg.AutoConfirmDays, DefaultAutoConfirmDays)
-	cfg.FulfillmentTimeoutDays = cmp.Or(cfg.FulfillmentTimeoutDays, DefaultFulfillmentTimeoutDays)
+	cfg.AutoConfirmDays = cmp.Or(cfg.AutoConfirmDays, defaultAutoConfirmDays)
+	cfg.FulfillmentTimeoutDays = cmp.Or(cfg.FulfillmentTimeoutDays, defaultFulfillmentTimeoutDays)
 	cfg.PageSize = cmp.Or(cfg.PageSize, 500)
 	if err := checkDays("auto-confirm days", cfg.AutoConfirmDays); err != nil {
 		return nil, err

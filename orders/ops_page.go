@@ -38,7 +38,7 @@ type OutboxPage struct {
 // Page returns one page of events (see OutboxQuery).
 func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
 	var p OutboxPage
-	if q.Status != "" && !ValidOutboxStatus(q.Status) {
+	if q.Status != "" && !validOutboxStatus(q.Status) {
 		return p, oplist.Invalid("status", "status %q is not pending, parked or done", q.Status)
 	}
 	if len(q.EventType) > 32 {
@@ -103,7 +103,7 @@ type RefundPage struct {
 // Page returns one page of conflicts (see RefundQuery).
 func (r *Refunds) Page(ctx context.Context, q RefundQuery) (RefundPage, error) {
 	var p RefundPage
-	if q.Status != "" && !ValidRefundStatus(q.Status) {
+	if q.Status != "" && !validRefundStatus(q.Status) {
 		return p, oplist.Invalid("status", "status %q is not owed or refunded", q.Status)
 	}
 	if len(q.OrderNo) > oplist.MaxOrderNoLen {

@@ -91,14 +91,14 @@ type Outbox struct {
 // NewOutbox returns the view over db.
 func NewOutbox(db *sqlx.DB) *Outbox { return &Outbox{db: db} }
 
-// ValidOutboxStatus reports whether s is an outbox event status.
-func ValidOutboxStatus(s string) bool {
+// validOutboxStatus reports whether s is an outbox event status.
+func validOutboxStatus(s string) bool {
 	return s == OutboxPending || s == OutboxDone || s == OutboxParked
 }
 
 // List returns events newest first, with the next page's BeforeID.
 func (o *Outbox) List(ctx context.Context, f OutboxFilter) (OutboxList, error) {
-	if f.Status != "" && !ValidOutboxStatus(f.Status) {
+	if f.Status != "" && !validOutboxStatus(f.Status) {
 		return OutboxList{}, oplist.Invalid("status", "status %q is not pending, parked or done", f.Status)
 	}
 	if len(f.EventType) > 32 || len(f.OrderNo) > oplist.MaxOrderNoLen {

@@ -56,7 +56,7 @@ func (p PayOutcome) String() string {
 type Notice struct {
 	// PaymentID is the payment side's id of this payment (a WeChat Pay
 	// transaction_id, an Alipay trade_no): 1-128 printable ASCII
-	// characters, not starting with LegacyPaymentIDPrefix. Notifications
+	// characters, not starting with legacyPaymentIDPrefix. Notifications
 	// of one payment repeat it; two payments of one order have two.
 	PaymentID string
 	// Amount is what was paid, in the currency's main unit as a decimal
@@ -68,10 +68,10 @@ type Notice struct {
 	Channel string
 }
 
-// LegacyPaymentIDPrefix starts the payment id Pay derives for a payment
+// legacyPaymentIDPrefix starts the payment id Pay derives for a payment
 // that has none: "legacy:" + order number, which is also what
 // payment_conflict rows written before payment ids were recorded carry.
-const LegacyPaymentIDPrefix = "legacy:"
+const legacyPaymentIDPrefix = "legacy:"
 
 // ErrOrderLocked is returned by Pay and PayWith when the order's lock stayed
 // held by someone else (a close in progress) through every try.
@@ -86,8 +86,8 @@ func (n Notice) validate() error {
 	switch {
 	case !paymentIDRe.MatchString(n.PaymentID):
 		return oplist.Invalid("paymentId", "payment id %q is not 1-128 printable ASCII characters", n.PaymentID)
-	case strings.HasPrefix(n.PaymentID, LegacyPaymentIDPrefix):
-		return oplist.Invalid("paymentId", "payment ids starting with %q are Pay's own", LegacyPaymentIDPrefix)
+	case strings.HasPrefix(n.PaymentID, legacyPaymentIDPrefix):
+		return oplist.Invalid("paymentId", "payment ids starting with %q are Pay's own", legacyPaymentIDPrefix)
 	case n.Amount != "" && !amountRe.MatchString(n.Amount):
 		return oplist.Invalid("amount", "amount %q is not a decimal like 12.30", n.Amount)
 	case len(n.Channel) > 32:
@@ -97,11 +97,11 @@ func (n Notice) validate() error {
 }
 
 // Pay records a payment of the order without a payment id or amount of its
-// own: PayWith with the payment id LegacyPaymentIDPrefix + orderNo and the
+// own: PayWith with the payment id legacyPaymentIDPrefix + orderNo and the
 // order's pay_amount. Repeated calls are one payment; a payment of an order
 // already paid is taken as a repeat (it cannot be told from one).
 func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
-	return s.pay(ctx, orderNo, Notice{PaymentID: LegacyPaymentIDPrefix + orderNo})
+	return s.pay(ctx, orderNo, Notice{PaymentID: legacyPaymentIDPrefix + orderNo})
 }
 
 // PayWith records the payment n of an unpaid order: under the order's lock
@@ -141,7 +141,7 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 			s.log.WarnContext(ctx, "release payment lock", "order_no", orderNo, "error", err.Error())
 		}
 	}()
-	derived := strings.HasPrefix(n.PaymentID, LegacyPaymentIDPrefix)
+	derived := strings.HasPrefix(n.PaymentID, legacyPaymentIDPrefix)
 	var out PayOutcome
 	err = sqlexec.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
 		o, ok, err := s.store.lockOrderByNo(ctx, tx, orderNo)
@@ -155,7 +155,7 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 			if err != nil {
 				return err
 			}
-			if !found || derived || strings.HasPrefix(accepted, LegacyPaymentIDPrefix) || accepted == n.PaymentID {
+			if !found || derived || strings.HasPrefix(accepted, legacyPaymentIDPrefix) || accepted == n.PaymentID {
 				out = PayAlreadyPaid // a repeat, or not to be told from one
 				return nil
 			}

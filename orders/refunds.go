@@ -141,13 +141,13 @@ type Refunds struct {
 // NewRefunds returns the view over db.
 func NewRefunds(db *sqlx.DB) *Refunds { return &Refunds{db: db} }
 
-// ValidRefundStatus reports whether s is a refund status.
-func ValidRefundStatus(s string) bool { return s == RefundOwed || s == RefundDone }
+// validRefundStatus reports whether s is a refund status.
+func validRefundStatus(s string) bool { return s == RefundOwed || s == RefundDone }
 
 // List returns payment conflicts newest first, with the next page's
 // BeforeID.
 func (r *Refunds) List(ctx context.Context, f RefundFilter) (RefundList, error) {
-	if f.Status != "" && !ValidRefundStatus(f.Status) {
+	if f.Status != "" && !validRefundStatus(f.Status) {
 		return RefundList{}, oplist.Invalid("status", "status %q is not owed or refunded", f.Status)
 	}
 	if len(f.OrderNo) > oplist.MaxOrderNoLen {

@@ -62,7 +62,7 @@ type RelayConfig struct {
 	// MaxAttempts: an event whose MaxAttempts-th attempt fails is parked
 	// (status parked, for an operator to requeue) instead of retried. An
 	// answer that retrying cannot change (400, 401, 403, 404, 409, 410, 422:
-	// see PermanentStatus) parks it at once. Default 20; -1 never parks
+	// see permanentStatus) parks it at once. Default 20; -1 never parks
 	// after failed attempts (permanent answers still park).
 	MaxAttempts int
 	// Retention: delivered events older than this are deleted. Default
@@ -97,7 +97,7 @@ func (s *RelayStats) add(o RelayStats) {
 // endpoint, marks it done on a 2xx answer and otherwise schedules a retry
 // with exponential backoff, until the event is acknowledged, or parks it
 // (MaxAttempts failures, or at once an answer retrying cannot change: see
-// PermanentStatus) for an operator to requeue (Outbox).
+// permanentStatus) for an operator to requeue (Outbox).
 // Delivery is at least once: an acknowledgement lost on the way, or a relay
 // that dies before marking, means the event is sent again, with the same
 // Idempotency-Key. Run one in every executor; relays share the work through
@@ -116,7 +116,7 @@ func (s *RelayStats) add(o RelayStats) {
 //	{the event's payload: StockReleaseEvent or CouponRestoreEvent}
 //
 // A 2xx answer acknowledges the event; any other answer, a timeout or a
-// transport error is a failed attempt (a *DeliveryError for an answer).
+// transport error is a failed attempt (a *deliveryError for an answer).
 type Relay struct {
 	db     *sqlx.DB
 	store  store
@@ -134,8 +134,8 @@ type Relay struct {
 	lastPurge  time.Time
 }
 
-// ErrRelayStopped is the cause given to deliveries cancelled by Stop.
-var ErrRelayStopped = errors.New("orders: relay stopped")
+// errRelayStopped is the cause given to deliveries cancelled by Stop.
+var errRelayStopped = errors.New("orders: relay stopped")
 
 // claimMargin is how long before its claim's end a relay stops starting
 // deliveries, beyond the delivery Timeout: room for clock-rate differences
@@ -251,16 +251,16 @@ func (r *Relay) Stop(ctx context.Context) error {
 	r.stopped = true
 	r.mu.Unlock()
 
-	r.loopCancel(ErrRelayStopped)
+	r.loopCancel(errRelayStopped)
 	var err error
 	select {
 	case <-r.done:
 	case <-ctx.Done():
 		err = ctx.Err()
-		r.workCancel(ErrRelayStopped)
+		r.workCancel(errRelayStopped)
 		<-r.done
 	}
-	r.workCancel(ErrRelayStopped)
+	r.workCancel(errRelayStopped)
 	r.client.CloseIdleConnections()
 	return err
 }
@@ -428,7 +428,7 @@ func (r *Relay) deliver(ctx context.Context, ev outboxEvent) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	if resp.StatusCode/100 != 2 {
-		return &DeliveryError{Status: resp.StatusCode,
+		return &deliveryError{Status: resp.StatusCode,
 			Err: fmt.Errorf("POST %s: status %d: %s", redact.URL(endpoint), resp.StatusCode, sqlexec.Truncate(strings.TrimSpace(string(body)), 200))}
 	}
 	return nil

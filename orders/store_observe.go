@@ -15,8 +15,8 @@ import (
 // dead letters), which a metrics sampler reads every few seconds. Both
 // statements are plain consistent reads with a bounded cost.
 
-// OverdueCap bounds the unpaid orders Overdue examines, and so its count.
-const OverdueCap = 10000
+// overdueCap bounds the unpaid orders Overdue examines, and so its count.
+const overdueCap = 10000
 
 // overdueSQL counts the unpaid orders past their deadline that the sweep
 // should have closed, and finds the earliest deadline among them.
@@ -59,7 +59,7 @@ func (store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, 
 
 // Overdue reports the unpaid orders whose deadline has passed by the database
 // clock and that the sweep would close (their close is not
-// held back by a dead letter): how many, up to OverdueCap, and how long ago
+// held back by a dead letter): how many, up to overdueCap, and how long ago
 // the earliest deadline among them passed (0 when there is none). It reads
 // two statements without locks, for a metrics gauge.
 func (c *Closer) Overdue(ctx context.Context) (count int, oldest time.Duration, err error) {
@@ -68,7 +68,7 @@ func (c *Closer) Overdue(ctx context.Context) (count int, oldest time.Duration, 
 		return 0, 0, err
 	}
 	now = now.Add(c.shift)
-	n, first, err := c.store.overdue(ctx, c.db, now, OverdueCap)
+	n, first, err := c.store.overdue(ctx, c.db, now, overdueCap)
 	if err != nil || n == 0 || !first.Valid {
 		return n, 0, err
 	}

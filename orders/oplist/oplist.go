@@ -55,7 +55,7 @@ func CheckPage(limit *int, before int64) error {
 // Page sizes and the search window of the console's lists.
 const (
 	DefaultPageLimit = 50
-	MaxPageLimit     = 200
+	maxPageLimit     = 200
 	// SearchWindow is how many index entries a page with row filters
 	// (stage, error text, handler, ...) looks at, at most.
 	SearchWindow = 2000
@@ -67,8 +67,8 @@ func CheckLimit(limit *int) error {
 	if *limit == 0 {
 		*limit = DefaultPageLimit
 	}
-	if *limit < 1 || *limit > MaxPageLimit {
-		return Invalid("limit", "limit %d is not in 1..%d", *limit, MaxPageLimit)
+	if *limit < 1 || *limit > maxPageLimit {
+		return Invalid("limit", "limit %d is not in 1..%d", *limit, maxPageLimit)
 	}
 	return nil
 }

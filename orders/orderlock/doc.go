@@ -1,5 +1,5 @@
 // Package orderlock takes the per-order locks of the close path and the
-// payment side ({prefix}order:close:{orderNo}, KeyPattern) in bulk.
+// payment side ({prefix}order:close:{orderNo}, Locker.KeyFor) in bulk.
 //
 // A Locker sets each key with one pipelined SET NX PX per node and releases
 // it with redsync's compare-and-delete script, so its leases and redsync

@@ -19,11 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// KeyPattern is the lock key of one order, after the configured prefix. The
-// order service (Pay) and every close path lock the same key, so a payment and
-// a close of one order never run at once.
-const KeyPattern = "order:close:{orderNo}"
-
 // Config configures a Locker. Zero values take the defaults given.
 type Config struct {
 	// Client is the Redis deployment the locks live on: a single server, a
@@ -111,6 +106,8 @@ func New(cfg Config) (*Locker, error) {
 }
 
 // KeyFor returns the lock key of an order: {prefix}order:close:{orderNo}.
+// The order service (Pay) and every close path lock the same key, so a
+// payment and a close of one order never run at once.
 func (l *Locker) KeyFor(orderNo string) string {
 	return l.prefix + "order:close:" + orderNo
 }
