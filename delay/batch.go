@@ -9,7 +9,7 @@ import (
 
 // BatchHandlerFunc runs one attempt of each of several tasks of the same
 // handler in one call, for handlers whose work is much cheaper done for many
-// tasks together (OrderCloseBatchHandler: one lock pipeline and one
+// tasks together (handlers.DelayOrderCloseBatch: one lock pipeline and one
 // transaction for all the orders). It returns one error per task, in the
 // order of tasks, each with the meaning a HandlerFunc's has: nil marks that
 // task DONE, an error schedules its retry with backoff or FAILS it (at once

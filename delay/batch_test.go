@@ -2,7 +2,6 @@ package delay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -379,72 +378,6 @@ func TestForTaskOutsideBatch(t *testing.T) {
 	require.Equal(t, ctx, ForTask(ctx, &Task{ID: 1}))
 	require.Equal(t, "t1", TraceID(ForTask(ctx, &Task{ID: 1})))
 	require.Empty(t, TraceID(ForTask(context.Background(), &Task{ID: 1})))
-}
-
-func TestOrderCloseBatchHandlerMapsOutcomes(t *testing.T) {
-	t.Parallel()
-	outcomes := map[string]fakeOutcome{
-		"C": "closed", "P": "skipped_paid", "S": "skipped_closed", "N": "not_due", "L": "skipped_locked",
-		"D": "dead_lettered", "F": "not_found", "K": "parked",
-	}
-	var gotNos, gotTraces []string
-	h := OrderCloseBatchHandler(func(ctx context.Context, nos []string) ([]fakeOutcome, error) {
-		gotNos = nos
-		out := make([]fakeOutcome, len(nos))
-		for i, no := range nos {
-			out[i] = outcomes[no]
-			gotTraces = append(gotTraces, TraceID(OrderContexts(ctx)(no)))
-		}
-		require.Equal(t, "batch-trace", TraceID(OrderContexts(ctx)("unknown")))
-		return out, nil
-	})
-	var tasks []*Task
-	for i, no := range []string{"C", "P", "S", "N", "L", "D", "F", "K"} {
-		tasks = append(tasks, &Task{ID: int64(i + 1), TraceID: "trace-" + no, Payload: json.RawMessage(`{"orderNo":"` + no + `"}`)})
-	}
-	tasks = append(tasks, &Task{ID: 100, Payload: json.RawMessage(`{}`)})
-	bc := &batchCtx{tasks: map[int64]*taskCtx{}}
-	for _, tk := range tasks {
-		bc.tasks[tk.ID] = &taskCtx{traceID: tk.TraceID}
-	}
-	ctx := context.WithValue(withTask(context.Background(), &taskCtx{traceID: "batch-trace"}), batchKey{}, bc)
-	errs := h(ctx, tasks)
-	require.Len(t, errs, len(tasks))
-	require.Equal(t, []string{"C", "P", "S", "N", "L", "D", "F", "K"}, gotNos, "in task order, the bad payload left out")
-	require.Equal(t, []string{"trace-C", "trace-P", "trace-S", "trace-N", "trace-L", "trace-D", "trace-F", "trace-K"}, gotTraces,
-		"OrderContexts maps each order to its task's context")
-	for i, want := range []struct {
-		ok, permanent bool
-		contains      string
-	}{
-		{ok: true}, {ok: true}, {ok: true},
-		{contains: "not due yet"}, {contains: "locked by another close"}, {contains: "dead-lettered"},
-		{permanent: true, contains: "not found"}, {permanent: true, contains: "parked"},
-		{permanent: true, contains: "orderNo"},
-	} {
-		if want.ok {
-			require.NoError(t, errs[i])
-			require.Equal(t, string(outcomes[[]string{"C", "P", "S"}[i]]), bc.tasks[tasks[i].ID].getOutcome())
-			continue
-		}
-		require.ErrorContains(t, errs[i], want.contains)
-		var perm *PermanentError
-		require.Equal(t, want.permanent, errors.As(errs[i], &perm), "%d: %v", i, errs[i])
-	}
-
-	// A failure of the whole batch: every task retries with it.
-	failing := OrderCloseBatchHandler(func(context.Context, []string) ([]fakeOutcome, error) {
-		return nil, errors.New("db down")
-	})
-	for _, err := range failing(ctx, tasks[:3]) {
-		require.ErrorContains(t, err, "db down")
-		var perm *PermanentError
-		require.False(t, errors.As(err, &perm))
-	}
-	short := OrderCloseBatchHandler(func(context.Context, []string) ([]fakeOutcome, error) { return []fakeOutcome{"closed"}, nil })
-	for _, err := range short(ctx, tasks[:3]) {
-		require.ErrorContains(t, err, "1 outcomes for 3 orders")
-	}
 }
 
 // The successful tasks of a batch are recorded DONE together, but only

@@ -35,7 +35,7 @@ type Config struct {
 	Handlers map[string]HandlerFunc
 	// BatchHandlers are in-process handlers that take many tasks in one
 	// call, by name (e.g. OrderTimeoutCloseHandler with
-	// OrderCloseBatchHandler). The claimed tasks of such a handler are
+	// handlers.DelayOrderCloseBatch). The claimed tasks of such a handler are
 	// given to it together, at most HandlerBatchSize per call, and each
 	// task's result is recorded on its own, as for Handlers. A name is in
 	// Handlers or BatchHandlers, not both.

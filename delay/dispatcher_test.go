@@ -244,7 +244,8 @@ func TestCancelBeforeAndAfterFiring(t *testing.T) {
 // A dispatcher that dies after its handler acted but before recording the
 // result leaves the task RUNNING; past the RUNNING limit another dispatcher
 // recovers it and runs it again, and the handler's own CAS makes the second
-// run a no-op. (With the real order close: TestOrderCloseKilledDispatcher.)
+// run a no-op. (With the real order close: handlers'
+// TestDelayOrderCloseKilledDispatcherClosesOnce.)
 func TestKilledDispatcherTaskIsRecovered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -253,7 +254,7 @@ func TestKilledDispatcherTaskIsRecovered(t *testing.T) {
 	require.NoError(t, err)
 	acted := make(chan struct{})
 	cfgA := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: func(ctx context.Context, tk *Task) error {
-		err := OrderCloseHandler(closer.CloseOrder)(ctx, tk)
+		err := closer.handler()(ctx, tk)
 		dbA.Close() // the process "dies": its result write cannot reach the database
 		close(acted)
 		return err
@@ -273,7 +274,7 @@ func TestKilledDispatcherTaskIsRecovered(t *testing.T) {
 	require.Equal(t, StatusRunning, tk.Status, "the result was never recorded")
 	require.EqualValues(t, 1, closer.closes.Load())
 
-	cfgB := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: OrderCloseHandler(closer.CloseOrder)})
+	cfgB := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: closer.handler()})
 	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
 	bd := newDispatcher(t, cfgB)
 	rec, failed, err := bd.RecoverStuck(ctx)

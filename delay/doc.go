@@ -44,7 +44,7 @@
 //     and returns one result per task; each is recorded on its own, with
 //     the same DONE / retry / FAILED rules (the DONE ones of a call in one
 //     transaction). orderTimeoutClose runs that way in the executor
-//     (OrderCloseBatchHandler over orders.Closer.CloseOrders): one lock
+//     (handlers.DelayOrderCloseBatch over orders.Closer.CloseOrders): one lock
 //     pipeline and one close transaction per batch instead of per order.
 //     A call counts as one of the Workers.
 //

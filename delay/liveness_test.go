@@ -9,77 +9,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
-	"github.com/orderjob/executor/orders/orderlock"
 )
-
-// With Redis down, the order's lock cannot be taken: each sweep pass is
-// "not now", which spends no retry, however many passes come; once Redis is
-// back, the task closes its order.
-func TestRedisDownSweepsSpendNoRetry(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { rdb.Close() })
-	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: b.prefix})
-	require.NoError(t, err)
-	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
-	require.NoError(t, err)
-	closer, err := orders.NewCloser(b.db.DB, locker, orders.CloserConfig{})
-	require.NoError(t, err)
-	ctx := context.Background()
-	require.NoError(t, svc.AddStock(ctx, 1, 10))
-	_, err = svc.PlaceOrder(ctx, orders.NewOrder{OrderNo: "DOWN-1", UserID: 1, Items: []orders.Item{{SKUID: 1, Quantity: 1}}, TimeoutMinutes: 1})
-	require.NoError(t, err)
-	placedAgo(t, b.db.DB, "DOWN-1", 2*time.Minute)
-
-	cfg := b.fastConfig(nil)
-	cfg.rdb = rdb
-	cfg.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(closer.CloseOrders)}
-	cfg.NotNowBackoff, cfg.NotNowBackoffMax = 20*time.Millisecond, 40*time.Millisecond
-	d := newDispatcher(t, cfg) // not started: only the sweep runs tasks here
-	_, _, err = d.Client().Register(ctx, OrderTimeoutClose("DOWN-1", time.Now()))
-	require.NoError(t, err)
-	srv.Stop()
-
-	passes := 0
-	for deadline := time.Now().Add(waitLong); passes < 4; {
-		require.True(t, time.Now().Before(deadline), "only %d sweep passes found the task", passes)
-		res, err := d.Sweep(ctx, SweepOptions{})
-		require.NoError(t, err)
-		if res.Found == 0 {
-			time.Sleep(10 * time.Millisecond) // rescheduled a moment ahead
-			continue
-		}
-		passes++
-		require.Equal(t, 1, res.NotNow, "pass %d: %s", passes, res)
-		require.Zero(t, res.Retried+res.Failed, "pass %d: %s", passes, res)
-	}
-	tk := b.task(t, "order-timeout-DOWN-1")
-	require.Equal(t, StatusPending, tk.Status)
-	require.Zero(t, tk.RetryCount, "no retry spent on the outage")
-	require.Contains(t, tk.LastError, "not now")
-	st, _ := b.orderStatus(t, "DOWN-1")
-	require.Zero(t, st, "still open")
-
-	srv.Start()
-	require.Eventually(t, func() bool {
-		res, err := d.Sweep(ctx, SweepOptions{})
-		require.NoError(t, err)
-		return res.Done == 1
-	}, waitLong, 20*time.Millisecond)
-	tk = b.task(t, "order-timeout-DOWN-1")
-	require.Equal(t, StatusDone, tk.Status)
-	require.Zero(t, tk.RetryCount)
-	st, logs := b.orderStatus(t, "DOWN-1")
-	require.Equal(t, 2, st, "closed once Redis is back")
-	require.Equal(t, 1, logs)
-}
 
 // overlapRecorder is a slow handler that notes every run of a task and
 // whether two runs of one task overlapped.

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/sql/migrations"
@@ -419,7 +420,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		// The executor's wiring (internal/app): orderTimeoutClose is a batch
 		// handler over Closer.CloseOrders; -single runs the per-order handler
 		// instead, for comparison.
-		handlers := map[string]delay.HandlerFunc{}
+		singleHandlers := map[string]delay.HandlerFunc{}
 		batchHandlers := map[string]delay.BatchHandlerFunc{}
 		if o.handler == delay.OrderTimeoutCloseHandler {
 			closer, err := newCloser(db, rdb, env.prefix, 0, log)
@@ -427,12 +428,12 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 				return out, err
 			}
 			if o.single {
-				handlers[o.handler] = tr.wrap(delay.OrderCloseHandler(closer.CloseOrder))
+				singleHandlers[o.handler] = tr.wrap(handlers.DelayOrderClose(closer.CloseOrder))
 			} else {
 				batchHandlers[o.handler] = tr.wrapBatch(app.OrderCloseBatchHandler(closer))
 			}
 		} else {
-			handlers[o.handler] = tr.wrap(func(context.Context, *delay.Task) error { return nil })
+			singleHandlers[o.handler] = tr.wrap(func(context.Context, *delay.Task) error { return nil })
 		}
 		var timer delay.Timer
 		if rb != nil {
@@ -444,7 +445,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		}
 		d, err := delay.NewDispatcher(db, rdb, delay.Config{
 			Timer: timer, KeyPrefix: env.prefix, Logger: log.With("executor", e),
-			Handlers: handlers, BatchHandlers: batchHandlers, BatchSize: o.batchSize, HandlerBatchSize: o.handlerBatch,
+			Handlers: singleHandlers, BatchHandlers: batchHandlers, BatchSize: o.batchSize, HandlerBatchSize: o.handlerBatch,
 			Workers:      o.workers,
 			PollInterval: o.poll, ReconcileInterval: o.reconcile,
 		})

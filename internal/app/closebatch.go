@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -13,7 +14,7 @@ import (
 // order (a dead letter, a lease that ran out) tagged with the trace id of
 // that order's task.
 func OrderCloseBatchHandler(c *orders.Closer) delay.BatchHandlerFunc {
-	return delay.OrderCloseBatchHandler(func(ctx context.Context, orderNos []string) ([]orders.Result, error) {
-		return c.CloseOrders(orders.WithOrderContexts(ctx, delay.OrderContexts(ctx)), orderNos)
+	return handlers.DelayOrderCloseBatch(func(ctx context.Context, orderNos []string) ([]orders.Result, error) {
+		return c.CloseOrders(orders.WithOrderContexts(ctx, handlers.DelayOrderContexts(ctx)), orderNos)
 	})
 }

@@ -1,13 +1,15 @@
-package delay
+package handlers
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -15,7 +17,8 @@ import (
 // The batch handler over the real batch close (orders.Closer.CloseOrders):
 // the tasks due together close their orders in shared transactions, paid
 // orders are skipped, a task for a missing order FAILS, and the order
-// tables' invariants hold.
+// tables' invariants hold. DelayOrderContexts gives the closer each
+// order's own task context (its trace id).
 func TestOrderCloseBatchRealOrders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -33,23 +36,38 @@ func TestOrderCloseBatchRealOrders(t *testing.T) {
 	base, err := ordertest.Snapshot(ctx, b.db)
 	require.NoError(t, err)
 	cfg := b.fastConfig(nil)
-	cfg.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(w.closer.CloseOrders)}
+	var mu sync.Mutex
+	traces := map[string]string{} // order number → trace id its context carried
+	cfg.BatchHandlers = map[string]delay.BatchHandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderCloseBatch(
+		func(ctx context.Context, nos []string) ([]orders.Result, error) {
+			of := DelayOrderContexts(ctx)
+			mu.Lock()
+			for _, no := range nos {
+				traces[no] = delay.TraceID(of(no))
+			}
+			mu.Unlock()
+			return w.closer.CloseOrders(orders.WithOrderContexts(ctx, of), nos)
+		})}
 	d := newDispatcher(t, cfg)
 	at := time.Now().Add(500 * time.Millisecond)
 	for i := range n {
-		_, _, err := d.Client().Register(ctx, OrderTimeoutClose(bizN("RB", i), at))
+		_, _, err := d.Client().Register(ctx, delay.OrderTimeoutClose(bizN("RB", i), at))
 		require.NoError(t, err)
 	}
-	_, _, err = d.Client().Register(ctx, OrderTimeoutClose("RB-MISSING", at))
+	_, _, err = d.Client().Register(ctx, delay.OrderTimeoutClose("RB-MISSING", at))
 	require.NoError(t, err)
 	start(t, d)
 
 	for i := range n {
-		b.waitStatus(t, "order-timeout-"+bizN("RB", i), StatusDone)
+		tk := b.waitStatus(t, "order-timeout-"+bizN("RB", i), delay.StatusDone)
+		mu.Lock()
+		require.NotEmpty(t, tk.TraceID)
+		require.Equal(t, tk.TraceID, traces[bizN("RB", i)], "the order's context is its task's")
+		mu.Unlock()
 	}
-	tk := b.waitStatus(t, "order-timeout-RB-MISSING", StatusFailed)
+	tk := b.waitStatus(t, "order-timeout-RB-MISSING", delay.StatusFailed)
 	require.Contains(t, tk.LastError, "not found")
-	waitCounters(t, d, func(c Counters) bool {
+	waitCounters(t, d, func(c delay.Counters) bool {
 		return c.Outcomes["closed"] == n-5 && c.Outcomes["skipped_paid"] == 5 && c.Failed == 1
 	})
 	var closed, logs int
@@ -77,8 +95,8 @@ func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
 	}
 	acted := make(chan struct{})
 	cfgA := b.fastConfig(nil)
-	cfgA.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: func(ctx context.Context, tasks []*Task) []error {
-		errs := OrderCloseBatchHandler(wA.closer.CloseOrders)(ctx, tasks)
+	cfgA.BatchHandlers = map[string]delay.BatchHandlerFunc{delay.OrderTimeoutCloseHandler: func(ctx context.Context, tasks []*delay.Task) []error {
+		errs := DelayOrderCloseBatch(wA.closer.CloseOrders)(ctx, tasks)
 		dbA.Close() // dies before the results are written
 		close(acted)
 		return errs
@@ -88,7 +106,7 @@ func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
 	ctx := context.Background()
 	at := time.Now().Add(300 * time.Millisecond)
 	for _, no := range nos {
-		_, _, err = a.Client().Register(ctx, OrderTimeoutClose(no, at))
+		_, _, err = a.Client().Register(ctx, delay.OrderTimeoutClose(no, at))
 		require.NoError(t, err)
 	}
 	require.NoError(t, a.Start(ctx))
@@ -98,14 +116,14 @@ func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
 	require.NoError(t, a.Stop(stopCtx))
 	require.EqualValues(t, 3, a.Counters().Lost)
 	for _, no := range nos {
-		require.Equal(t, StatusRunning, b.task(t, "order-timeout-"+no).Status)
+		require.Equal(t, delay.StatusRunning, b.task(t, "order-timeout-"+no).Status)
 		st, logs := b.orderStatus(t, no)
 		require.Equal(t, 2, st, "the first run closed it")
 		require.Equal(t, 1, logs)
 	}
 
 	cfgB := b.fastConfig(nil)
-	cfgB.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(w.closer.CloseOrders)}
+	cfgB.BatchHandlers = map[string]delay.BatchHandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderCloseBatch(w.closer.CloseOrders)}
 	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
 	bd := newDispatcher(t, cfgB)
 	for _, no := range nos {
@@ -113,11 +131,11 @@ func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
 	}
 	start(t, bd)
 	for _, no := range nos {
-		tk := b.waitStatus(t, "order-timeout-"+no, StatusDone)
+		tk := b.waitStatus(t, "order-timeout-"+no, delay.StatusDone)
 		require.Equal(t, 1, tk.RetryCount)
 		st, logs := b.orderStatus(t, no)
 		require.Equal(t, 2, st)
 		require.Equal(t, 1, logs, "closed once")
 	}
-	waitCounters(t, bd, func(c Counters) bool { return c.Outcomes["skipped_closed"] == 3 && c.Recovered == 3 })
+	waitCounters(t, bd, func(c delay.Counters) bool { return c.Outcomes["skipped_closed"] == 3 && c.Recovered == 3 })
 }

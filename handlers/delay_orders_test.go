@@ -1,4 +1,4 @@
-package delay
+package handlers
 
 import (
 	"context"
@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -68,19 +71,19 @@ func (b *testBundle) orderStatus(t *testing.T, no string) (status, closeLogs int
 	return status, closeLogs
 }
 
-func TestOrderCloseClosesAndSkipsPaidOrder(t *testing.T) {
+func TestDelayOrderCloseClosesAndSkipsPaidOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	w := newOrderWorld(t, b, b.db.DB)
-	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{
-		OrderTimeoutCloseHandler: OrderCloseHandler(w.closer.CloseOrder),
+	d := newDispatcher(t, b.fastConfig(map[string]delay.HandlerFunc{
+		delay.OrderTimeoutCloseHandler: DelayOrderClose(w.closer.CloseOrder),
 	}))
 	start(t, d)
 	ctx := context.Background()
 	w.place(t, "REAL-1")
 	w.place(t, "REAL-PAID")
 	for _, no := range []string{"REAL-1", "REAL-PAID"} {
-		_, _, err := d.Client().Register(ctx, OrderTimeoutClose(no, time.Now().Add(300*time.Millisecond)))
+		_, _, err := d.Client().Register(ctx, delay.OrderTimeoutClose(no, time.Now().Add(300*time.Millisecond)))
 		require.NoError(t, err)
 	}
 	// Paid before its task fires.
@@ -88,15 +91,15 @@ func TestOrderCloseClosesAndSkipsPaidOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, orders.PayPaid, out)
 
-	b.waitStatus(t, "order-timeout-REAL-1", StatusDone)
-	b.waitStatus(t, "order-timeout-REAL-PAID", StatusDone)
+	b.waitStatus(t, "order-timeout-REAL-1", delay.StatusDone)
+	b.waitStatus(t, "order-timeout-REAL-PAID", delay.StatusDone)
 	st, logs := b.orderStatus(t, "REAL-1")
 	require.Equal(t, 2, st, "closed")
 	require.Equal(t, 1, logs)
 	st, logs = b.orderStatus(t, "REAL-PAID")
 	require.Equal(t, 1, st, "still paid: the close was a no-op")
 	require.Zero(t, logs)
-	waitCounters(t, d, func(c Counters) bool { return c.Outcomes["closed"] == 1 && c.Outcomes["skipped_paid"] == 1 })
+	waitCounters(t, d, func(c delay.Counters) bool { return c.Outcomes["closed"] == 1 && c.Outcomes["skipped_paid"] == 1 })
 	var stock struct {
 		Available int64 `db:"available"`
 		Locked    int64 `db:"locked"`
@@ -111,7 +114,7 @@ func TestOrderCloseClosesAndSkipsPaidOrder(t *testing.T) {
 // The dispatcher dies after the order was closed but before the task's
 // result was recorded; after the RUNNING limit another dispatcher runs the
 // task again and the order-close CAS makes that a no-op.
-func TestOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
+func TestDelayOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	dbA, err := sqlx.Open("mysql", b.db.DSN)
@@ -120,8 +123,8 @@ func TestOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
 	w := newOrderWorld(t, b, b.db.DB)
 	w.place(t, "KILL-1")
 	acted := make(chan struct{})
-	cfgA := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: func(ctx context.Context, tk *Task) error {
-		err := OrderCloseHandler(wA.closer.CloseOrder)(ctx, tk)
+	cfgA := b.fastConfig(map[string]delay.HandlerFunc{delay.OrderTimeoutCloseHandler: func(ctx context.Context, tk *delay.Task) error {
+		err := DelayOrderClose(wA.closer.CloseOrder)(ctx, tk)
 		dbA.Close() // dies before the result is written
 		close(acted)
 		return err
@@ -130,25 +133,25 @@ func TestOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
 	a := newDispatcher(t, cfgA)
 	require.NoError(t, a.Start(context.Background()))
 	ctx := context.Background()
-	_, _, err = a.Client().Register(ctx, OrderTimeoutClose("KILL-1", time.Now()))
+	_, _, err = a.Client().Register(ctx, delay.OrderTimeoutClose("KILL-1", time.Now()))
 	require.NoError(t, err)
 	<-acted
 	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	require.NoError(t, a.Stop(stopCtx))
-	require.Equal(t, StatusRunning, b.task(t, "order-timeout-KILL-1").Status)
+	require.Equal(t, delay.StatusRunning, b.task(t, "order-timeout-KILL-1").Status)
 	st, logs := b.orderStatus(t, "KILL-1")
 	require.Equal(t, 2, st, "the first run closed it")
 	require.Equal(t, 1, logs)
 
-	cfgB := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: OrderCloseHandler(w.closer.CloseOrder)})
+	cfgB := b.fastConfig(map[string]delay.HandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderClose(w.closer.CloseOrder)})
 	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
 	bd := newDispatcher(t, cfgB)
 	b.ageTask(t, "order-timeout-KILL-1", 4*time.Second)
 	start(t, bd)
-	tk := b.waitStatus(t, "order-timeout-KILL-1", StatusDone)
+	tk := b.waitStatus(t, "order-timeout-KILL-1", delay.StatusDone)
 	require.Equal(t, 1, tk.RetryCount)
-	waitCounters(t, bd, func(c Counters) bool { return c.Outcomes["skipped_closed"] == 1 })
+	waitCounters(t, bd, func(c delay.Counters) bool { return c.Outcomes["skipped_closed"] == 1 })
 	st, logs = b.orderStatus(t, "KILL-1")
 	require.Equal(t, 2, st)
 	require.Equal(t, 1, logs, "closed once")
@@ -164,17 +167,17 @@ func TestOrderCloseNotDueMovesToDeadline(t *testing.T) {
 	strict, err := orders.NewCloser(b.db.DB, mustLocker(t, b), orders.CloserConfig{}) // the real clock
 	require.NoError(t, err)
 	cfg := b.fastConfig(nil)
-	cfg.BatchHandlers = map[string]BatchHandlerFunc{OrderTimeoutCloseHandler: OrderCloseBatchHandler(strict.CloseOrders)}
+	cfg.BatchHandlers = map[string]delay.BatchHandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderCloseBatch(strict.CloseOrders)}
 	d := newDispatcher(t, cfg)
 	start(t, d)
 	w.placeEarly(t, "EARLY-1")
-	r := OrderTimeoutClose("EARLY-1", time.Now())
+	r := delay.OrderTimeoutClose("EARLY-1", time.Now())
 	r.MaxRetry = 1
 	tk, _, err := d.Client().Register(context.Background(), r)
 	require.NoError(t, err)
-	waitCounters(t, d, func(c Counters) bool { return c.NotDue == 1 })
+	waitCounters(t, d, func(c delay.Counters) bool { return c.NotDue == 1 })
 	got := b.task(t, "order-timeout-EARLY-1")
-	require.Equal(t, StatusPending, got.Status)
+	require.Equal(t, delay.StatusPending, got.Status)
 	require.Zero(t, got.RetryCount, "no retry spent")
 	require.Contains(t, got.LastError, "not due yet")
 	moved := got.NextAttemptTime.Sub(tk.ExecuteTime)
@@ -193,18 +196,18 @@ func TestOrderCloseNotDueSingleIsNotNow(t *testing.T) {
 	w := newOrderWorld(t, b, b.db.DB)
 	strict, err := orders.NewCloser(b.db.DB, mustLocker(t, b), orders.CloserConfig{})
 	require.NoError(t, err)
-	cfg := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: OrderCloseHandler(strict.CloseOrder)})
+	cfg := b.fastConfig(map[string]delay.HandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderClose(strict.CloseOrder)})
 	cfg.NotNowBackoff, cfg.NotNowBackoffMax = 200*time.Millisecond, 400*time.Millisecond
 	d := newDispatcher(t, cfg)
 	start(t, d)
 	w.placeEarly(t, "EARLY-2")
-	r := OrderTimeoutClose("EARLY-2", time.Now())
+	r := delay.OrderTimeoutClose("EARLY-2", time.Now())
 	r.MaxRetry = 1
 	_, _, err = d.Client().Register(context.Background(), r)
 	require.NoError(t, err)
-	waitCounters(t, d, func(c Counters) bool { return c.NotNow >= 3 })
+	waitCounters(t, d, func(c delay.Counters) bool { return c.NotNow >= 3 })
 	got := b.task(t, "order-timeout-EARLY-2")
-	require.NotEqual(t, StatusFailed, got.Status)
+	require.NotEqual(t, delay.StatusFailed, got.Status)
 	require.Zero(t, got.RetryCount, "no retry spent")
 	require.Contains(t, got.LastError, "not due yet")
 }
@@ -216,7 +219,8 @@ func mustLocker(t *testing.T, b *testBundle) *orderlock.Locker {
 	return l
 }
 
-// Outcome names are the contract between OrderCloseHandler and orders.
+// Outcome names are what the dispatcher counts successful closes by
+// (Counters.Outcomes) and what the metrics and dashboards read.
 func TestOrderOutcomeNamesMatch(t *testing.T) {
 	t.Parallel()
 	for o, want := range map[orders.Outcome]string{
@@ -226,4 +230,68 @@ func TestOrderOutcomeNamesMatch(t *testing.T) {
 	} {
 		require.Equal(t, want, o.String(), fmt.Sprint(int(o)))
 	}
+}
+
+// With Redis down, the order's lock cannot be taken: each sweep pass is
+// "not now", which spends no retry, however many passes come; once Redis is
+// back, the task closes its order.
+func TestRedisDownSweepsSpendNoRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: b.prefix})
+	require.NoError(t, err)
+	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
+	require.NoError(t, err)
+	closer, err := orders.NewCloser(b.db.DB, locker, orders.CloserConfig{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, svc.AddStock(ctx, 1, 10))
+	_, err = svc.PlaceOrder(ctx, orders.NewOrder{OrderNo: "DOWN-1", UserID: 1, Items: []orders.Item{{SKUID: 1, Quantity: 1}}, TimeoutMinutes: 1})
+	require.NoError(t, err)
+	placedAgo(t, b.db.DB, "DOWN-1", 2*time.Minute)
+
+	cfg := b.fastConfig(nil)
+	cfg.rdb = rdb
+	cfg.BatchHandlers = map[string]delay.BatchHandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderCloseBatch(closer.CloseOrders)}
+	cfg.NotNowBackoff, cfg.NotNowBackoffMax = 20*time.Millisecond, 40*time.Millisecond
+	d := newDispatcher(t, cfg) // not started: only the sweep runs tasks here
+	_, _, err = d.Client().Register(ctx, delay.OrderTimeoutClose("DOWN-1", time.Now()))
+	require.NoError(t, err)
+	srv.Stop()
+
+	passes := 0
+	for deadline := time.Now().Add(waitLong); passes < 4; {
+		require.True(t, time.Now().Before(deadline), "only %d sweep passes found the task", passes)
+		res, err := d.Sweep(ctx, delay.SweepOptions{})
+		require.NoError(t, err)
+		if res.Found == 0 {
+			time.Sleep(10 * time.Millisecond) // rescheduled a moment ahead
+			continue
+		}
+		passes++
+		require.Equal(t, 1, res.NotNow, "pass %d: %s", passes, res)
+		require.Zero(t, res.Retried+res.Failed, "pass %d: %s", passes, res)
+	}
+	tk := b.task(t, "order-timeout-DOWN-1")
+	require.Equal(t, delay.StatusPending, tk.Status)
+	require.Zero(t, tk.RetryCount, "no retry spent on the outage")
+	require.Contains(t, tk.LastError, "not now")
+	st, _ := b.orderStatus(t, "DOWN-1")
+	require.Zero(t, st, "still open")
+
+	srv.Start()
+	require.Eventually(t, func() bool {
+		res, err := d.Sweep(ctx, delay.SweepOptions{})
+		require.NoError(t, err)
+		return res.Done == 1
+	}, waitLong, 20*time.Millisecond)
+	tk = b.task(t, "order-timeout-DOWN-1")
+	require.Equal(t, delay.StatusDone, tk.Status)
+	require.Zero(t, tk.RetryCount)
+	st, logs := b.orderStatus(t, "DOWN-1")
+	require.Equal(t, 2, st, "closed once Redis is back")
+	require.Equal(t, 1, logs)
 }
