@@ -66,9 +66,3 @@ type Result struct {
 
 // String is the outcome's name.
 func (r Result) String() string { return r.Outcome.String() }
-
-// UntilDue returns DueIn (for callers that take any outcome with a name).
-func (r Result) UntilDue() time.Duration { return r.DueIn }
-
-// Cause returns Err.
-func (r Result) Cause() error { return r.Err }
