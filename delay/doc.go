@@ -9,7 +9,8 @@
 //     generated trace id carried to the handler.
 //   - A Timer says when tasks fall due; it is only an index: a popped id
 //     is claimed in the table, and what the timer lost is put back by the
-//     reconciler, so losing the timer loses time, never a task. The default
+//     reconciler (of the Redis timer's dispatchers, one per interval), so
+//     losing the timer loses time, never a task. The default
 //     (NewRedisTimer) is a Redis sorted set whose members are task ids and
 //     scores next attempt times; dispatchers pop due members with one Lua
 //     script (ZRANGEBYSCORE and ZREM atomically), so no member is handed

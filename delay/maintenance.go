@@ -23,7 +23,8 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 }
 
 // maintainOnce measures the clock, recovers stuck claims, refills the timer
-// and, every PurgeInterval, purges old tasks. Each step logs its own error
+// (when it is this dispatcher's turn: see reconcileTurn) and, every
+// PurgeInterval, purges old tasks. Each step logs its own error
 // and the next tick tries again.
 func (d *Dispatcher) maintainOnce(ctx context.Context) {
 	if err := d.clock.Sync(ctx); err != nil && ctx.Err() == nil {
@@ -35,10 +36,15 @@ func (d *Dispatcher) maintainOnce(ctx context.Context) {
 		d.log.WarnContext(ctx, "recovered delayed tasks stuck RUNNING", "num_recovered", rec, "num_failed", failed,
 			"running_timeout", d.cfg.RunningTimeout.String())
 	}
-	if n, err := d.Reconcile(ctx); err != nil && ctx.Err() == nil {
+	turn, err := d.timer.reconcileTurn(ctx, d.cfg.ReconcileInterval*9/10)
+	if err == nil && turn {
+		var n int64
+		if n, err = d.Reconcile(ctx); err == nil && n > 0 {
+			d.log.InfoContext(ctx, "delay timer refilled from the table", "num_added", n)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
 		d.log.WarnContext(ctx, "reconcile delay timer", "err", err)
-	} else if n > 0 {
-		d.log.InfoContext(ctx, "delay timer refilled from the table", "num_added", n)
 	}
 	if d.cfg.Retention > 0 && time.Since(d.lastPurge) >= d.cfg.PurgeInterval {
 		d.lastPurge = time.Now()

@@ -22,6 +22,11 @@ import (
 // others skip the tick): two publishing the same tasks at once would make
 // every one of them a duplicate. The duplicates left are dropped at the
 // claim and counted (RabbitMQStats.Duplicates).
+// reconcileTurn is always yes: each executor publishes again what it
+// finds unconfirmed (a queue cannot be asked what it holds, and the claim
+// drops the duplicates).
+func (t *RabbitMQTimer) reconcileTurn(context.Context, time.Duration) (bool, error) { return true, nil }
+
 func (t *RabbitMQTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Time, _ time.Duration) (int64, error) {
 	if err := t.pub.Err(); err != nil {
 		return 0, fmt.Errorf("rabbitmq timer: %w (new and rescheduled tasks wait in the table)", err)

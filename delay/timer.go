@@ -35,6 +35,9 @@ type Timer interface {
 	// reconcile brings the timer in line with the table, whose clock reads
 	// now; horizon is how far ahead the dispatcher wants tasks scheduled.
 	reconcile(ctx context.Context, db *sqlx.DB, now time.Time, horizon time.Duration) (int64, error)
+	// reconcileTurn says whether this dispatcher's periodic reconcile
+	// should run now; ttl is a little less than the reconcile interval.
+	reconcileTurn(ctx context.Context, ttl time.Duration) (bool, error)
 	// size is how many entries the timer holds, for operators.
 	size(ctx context.Context) (int64, error)
 	// start and stop bracket a Dispatcher's run: a timer that pushes due
@@ -162,6 +165,23 @@ func (tm *redisTimer) size(ctx context.Context) (int64, error) {
 }
 
 func (tm *redisTimer) done([]int64, bool) {}
+
+// reconcileTurn takes the refill for one interval (SET NX PX ttl on a key
+// beside the set), so that of the dispatchers sharing the set one refills
+// it per interval instead of each: a pass reads every PENDING task due
+// within the horizon and offers it to the set, a cost that grows with the
+// task rate times the horizon, and at thousands of tasks a second it was
+// paid by every executor. The lease is not released: whoever looks first
+// after it lapses takes the next interval, so a dispatcher that stops is
+// replaced within one interval. A Redis that lost its data lost the lease
+// too, so the refill after a loss is never skipped.
+func (tm *redisTimer) reconcileTurn(ctx context.Context, ttl time.Duration) (bool, error) {
+	ok, err := tm.rdb.SetNX(ctx, tm.key+":reconcile", "1", ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("timer reconcile lease: %w", err)
+	}
+	return ok, nil
+}
 
 func (tm *redisTimer) start(context.Context, func(time.Time)) error { return nil }
 

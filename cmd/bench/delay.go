@@ -267,6 +267,7 @@ type delayFlags struct {
 	prefetch                         int
 	profile                          bool   // -profile
 	cpuProfile                       string // -cpuprofile
+	timeline                         time.Duration
 	registerRate                     int
 	batchSize                        int
 }
@@ -308,6 +309,7 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	fs.DurationVar(&o.closeAt, "close-connections-at", 0, "-timer rabbitmq: have the broker close every connection of the run this long after the first task is due (rabbitmqctl close_connection; 0: never)")
 	fs.DurationVar(&o.purgeAt, "purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
 	fs.BoolVar(&o.profile, "profile", false, "after each run: batch sizes, server statements and commits, Redis calls per task, CPU of this process, mariadbd and redis-server")
+	fs.DurationVar(&o.timeline, "timeline", 0, "after each run: lateness (p50, p99, max) per slice of this length of execute time, to see when a tail happens (0: none)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile (pprof) from the first due time to the last task done to this file (with -rates: the last rate's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -721,6 +723,9 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		loadStart: loadStart, loadEnd: loadAverage()}
 	if prof != nil {
 		prof.print(context.WithoutCancel(ctx), stdout, n)
+	}
+	if o.timeline > 0 {
+		printTimeline(stdout, tr, firstDue, o.timeline)
 	}
 	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the start: %s; at the end: %s\n", out.loadStart, out.loadEnd)
 	fmt.Fprintf(stdout, "lost=%d (not DONE or never completed)  dup=%d (completed more than once)\n", lost, dup)
