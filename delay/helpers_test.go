@@ -13,24 +13,14 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
-func TestMain(m *testing.M) {
-	redis.SetLogger(quietRedis{}) // tests stop Redis on purpose
-	// After a failed dial (TestRedisRestartedEmptyTasksStillRun stops its
-	// Redis), go-redis redials in a goroutine that sleeps a second between
-	// tries and only notices its pool was closed when it wakes.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
-
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}
+// TestRedisRestartedEmptyTasksStillRun stops its Redis on purpose.
+func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }
 
 const waitLong = delaytest.WaitLong
 
