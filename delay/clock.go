@@ -16,29 +16,28 @@ import (
 // periodically. Its error is about a millisecond plus half the round trip;
 // the claim's own due check in SQL is what makes an early pop harmless.
 type clock struct {
-	db      *sqlx.DB
-	store   store
-	maxAge  time.Duration
-	offset  atomic.Int64 // database minus local, ns
-	syncAt  atomic.Int64 // local UnixNano of the last sync, 0 never
-	syncMu  sync.Mutex
-	nowFunc func() time.Time // local clock; tests may shift it
+	db     *sqlx.DB
+	store  store
+	maxAge time.Duration
+	offset atomic.Int64 // database minus local, ns
+	syncAt atomic.Int64 // local UnixNano of the last sync, 0 never
+	syncMu sync.Mutex
 }
 
 func newClock(db *sqlx.DB, maxAge time.Duration) *clock {
-	return &clock{db: db, maxAge: maxAge, nowFunc: time.Now}
+	return &clock{db: db, maxAge: maxAge}
 }
 
 // Now is the estimated database time, in UTC, with millisecond precision
 // (the table's).
 func (c *clock) Now() time.Time {
-	return c.nowFunc().Add(time.Duration(c.offset.Load())).UTC().Truncate(time.Millisecond)
+	return time.Now().Add(time.Duration(c.offset.Load())).UTC().Truncate(time.Millisecond)
 }
 
 // NowSynced is Now after a sync if the last one is older than maxAge.
 func (c *clock) NowSynced(ctx context.Context) (time.Time, error) {
 	last := c.syncAt.Load()
-	if last == 0 || c.nowFunc().Sub(time.Unix(0, last)) > c.maxAge {
+	if last == 0 || time.Now().Sub(time.Unix(0, last)) > c.maxAge {
 		if err := c.Sync(ctx); err != nil {
 			return time.Time{}, err
 		}
@@ -50,12 +49,12 @@ func (c *clock) NowSynced(ctx context.Context) (time.Time, error) {
 func (c *clock) Sync(ctx context.Context) error {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	t0 := c.nowFunc()
+	t0 := time.Now()
 	db, err := c.store.dbNow(ctx, c.db)
 	if err != nil {
 		return err
 	}
-	t1 := c.nowFunc()
+	t1 := time.Now()
 	mid := t0.Add(t1.Sub(t0) / 2)
 	// UTC_TIMESTAMP(3) truncates to the millisecond: add half of one.
 	c.offset.Store(int64(db.Add(500 * time.Microsecond).Sub(mid)))

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -250,39 +251,33 @@ func TestKilledDispatcherTaskIsRecovered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	closer := newFakeCloser("K1")
-	dbA, err := sqlx.Open("mysql", b.db.DSN)
-	require.NoError(t, err)
-	acted := make(chan struct{})
+	dying := delaytest.NewDying(t, b.db.DSN)
 	cfgA := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: func(ctx context.Context, tk *Task) error {
 		err := closer.handler()(ctx, tk)
-		dbA.Close() // the process "dies": its result write cannot reach the database
-		close(acted)
+		dying.Die() // the process "dies": its result write cannot reach the database
 		return err
 	}})
-	cfgA.db = dbA
+	cfgA.db = dying.DB
 	a := newDispatcher(t, cfgA)
 	require.NoError(t, a.Start(context.Background()))
 	ctx := context.Background()
-	_, _, err = a.Client().Register(ctx, OrderTimeoutClose("K1", time.Now()))
+	_, _, err := a.Client().Register(ctx, OrderTimeoutClose("K1", time.Now()))
 	require.NoError(t, err)
-	<-acted
-	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	require.NoError(t, a.Stop(stopCtx))
+	dying.Stop(t, a)
 	require.EqualValues(t, 1, a.Counters().Lost)
 	tk := b.task(t, "order-timeout-K1")
 	require.Equal(t, StatusRunning, tk.Status, "the result was never recorded")
 	require.EqualValues(t, 1, closer.closes.Load())
 
 	cfgB := b.fastConfig(map[string]HandlerFunc{OrderTimeoutCloseHandler: closer.handler()})
-	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
+	cfgB.RunningTimeout, cfgB.HandlerTimeout = delaytest.RecoveryRunningTimeout, delaytest.RecoveryHandlerTimeout
 	bd := newDispatcher(t, cfgB)
 	rec, failed, err := bd.RecoverStuck(ctx)
 	require.NoError(t, err)
 	require.Zero(t, rec+failed, "not stuck yet: younger than the RUNNING limit")
 
-	b.ageTask(t, "order-timeout-K1", 4*time.Second) // time passes
-	start(t, bd)                                    // its first maintenance round recovers
+	b.ageTask(t, "order-timeout-K1", delaytest.PastRunningTimeout) // time passes
+	start(t, bd)                                                   // its first maintenance round recovers
 	tk = b.waitStatus(t, "order-timeout-K1", StatusDone)
 	require.Equal(t, 1, tk.RetryCount, "the lost attempt counts")
 	require.Contains(t, tk.LastError, "recovered: RUNNING")

@@ -13,25 +13,16 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
-func TestMain(m *testing.M) {
-	redis.SetLogger(quietRedis{}) // tests stop Redis on purpose
-	// After a failed dial (TestRedisRestartedEmptyTasksStillRun stops its
-	// Redis), go-redis redials in a goroutine that sleeps a second between
-	// tries and only notices its pool was closed when it wakes.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
+// TestRedisRestartedEmptyTasksStillRun stops its Redis on purpose.
+func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }
 
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}
-
-const waitLong = 15 * time.Second
+const waitLong = delaytest.WaitLong
 
 // testBundle is one test's database, Redis prefix and log.
 type testBundle struct {
@@ -125,15 +116,7 @@ func newDispatcher(t *testing.T, cfg testConfig) *Dispatcher {
 }
 
 // start starts d and stops it when the test ends.
-func start(t *testing.T, d *Dispatcher) {
-	t.Helper()
-	require.NoError(t, d.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, d.Stop(ctx))
-	})
-}
+func start(t *testing.T, d *Dispatcher) { t.Helper(); delaytest.Start(t, d) }
 
 // recorder is a handler that counts runs per bizUuid and records start times.
 type recorder struct {
@@ -183,7 +166,7 @@ func (r *recorder) startTimes(biz string) []time.Time {
 	return append([]time.Time(nil), r.starts[biz]...)
 }
 
-// statusOf reads a task's status straight from the table.
+// task reads a task straight from the table.
 func (b *testBundle) task(t *testing.T, biz string) *Task {
 	t.Helper()
 	tk, err := store{}.get(context.Background(), b.db, biz, false)
@@ -191,29 +174,23 @@ func (b *testBundle) task(t *testing.T, biz string) *Task {
 	return tk
 }
 
+// waitStatus waits until the task has the status want (a final one:
+// DONE, FAILED) and reads it.
 func (b *testBundle) waitStatus(t *testing.T, biz string, want Status) *Task {
 	t.Helper()
-	var last *Task
-	require.Eventually(t, func() bool {
-		last = b.task(t, biz)
-		return last.Status == want
-	}, waitLong, 10*time.Millisecond, "task %s never reached %s", biz, want)
-	return last
+	delaytest.WaitStatus(t, b.db, biz, string(want))
+	return b.task(t, biz)
 }
 
 func (b *testBundle) countStatus(t *testing.T, st Status) int {
 	t.Helper()
-	var n int
-	require.NoError(t, b.db.Get(&n, `SELECT COUNT(*) FROM job_delay_task WHERE status = ?`, string(st)))
-	return n
+	return delaytest.CountStatus(t, b.db, string(st))
 }
 
 // ageTask moves a task's updated_at back, as if time had passed.
 func (b *testBundle) ageTask(t *testing.T, biz string, d time.Duration) {
 	t.Helper()
-	_, err := b.db.Exec(`UPDATE job_delay_task SET updated_at = updated_at - INTERVAL ? MICROSECOND WHERE biz_uuid = ?`,
-		d.Microseconds(), biz)
-	require.NoError(t, err)
+	delaytest.AgeTask(t, b.db, biz, d)
 }
 
 func bizN(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }

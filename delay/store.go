@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -863,16 +862,11 @@ func (store) taskWindow(ctx context.Context, q sqlx.QueryerContext, f TaskQuery,
 	var err error
 	p := windowParams{Handler: f.Handler, Window: window}
 	if f.Status == "" {
-		p.BeforeID = f.After.ID
-		if p.BeforeID == 0 {
-			p.BeforeID = math.MaxInt64
-		}
+		p.BeforeID = f.After.BeforeID()
 		err = sqlexec.SelectNamed(ctx, q, &keys, taskWindowByID, p)
 	} else {
-		p.Status, p.BeforeAt, p.BeforeID = string(f.Status), "9999-12-31 00:00:00.000", math.MaxInt64
-		if !f.After.IsZero() {
-			p.BeforeAt, p.BeforeID = dbTime(f.After.At), f.After.ID
-		}
+		at, id := f.After.Before(sqlexec.Latest)
+		p.Status, p.BeforeAt, p.BeforeID = string(f.Status), dbTime(at), id
 		err = sqlexec.SelectNamed(ctx, q, &keys, taskWindowByStatus, p)
 	}
 	if err != nil {

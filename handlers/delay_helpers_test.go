@@ -13,11 +13,12 @@ import (
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
 // waitLong bounds every wait for a dispatcher to act.
-const waitLong = 15 * time.Second
+const waitLong = delaytest.WaitLong
 
 // testBundle is what the delayed-task tests need: a fresh database, the
 // shared Redis with a key prefix of the test's own, and a client to read
@@ -67,15 +68,7 @@ func newDispatcher(t *testing.T, cfg testConfig) *delay.Dispatcher {
 }
 
 // start starts d and stops it when the test ends.
-func start(t *testing.T, d *delay.Dispatcher) {
-	t.Helper()
-	require.NoError(t, d.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, d.Stop(ctx))
-	})
-}
+func start(t *testing.T, d *delay.Dispatcher) { t.Helper(); delaytest.Start(t, d) }
 
 func (b *testBundle) task(t *testing.T, biz string) *delay.Task {
 	t.Helper()
@@ -84,22 +77,18 @@ func (b *testBundle) task(t *testing.T, biz string) *delay.Task {
 	return tk
 }
 
+// waitStatus waits until the task has the status want (a final one:
+// DONE, FAILED) and reads it.
 func (b *testBundle) waitStatus(t *testing.T, biz string, want delay.Status) *delay.Task {
 	t.Helper()
-	var last *delay.Task
-	require.Eventually(t, func() bool {
-		last = b.task(t, biz)
-		return last.Status == want
-	}, waitLong, 10*time.Millisecond, "task %s never reached %s", biz, want)
-	return last
+	delaytest.WaitStatus(t, b.db, biz, string(want))
+	return b.task(t, biz)
 }
 
 // ageTask moves the task's updated_at back by d, as if d had passed.
 func (b *testBundle) ageTask(t *testing.T, biz string, d time.Duration) {
 	t.Helper()
-	_, err := b.db.Exec(`UPDATE job_delay_task SET updated_at = updated_at - INTERVAL ? MICROSECOND WHERE biz_uuid = ?`,
-		d.Microseconds(), biz)
-	require.NoError(t, err)
+	delaytest.AgeTask(t, b.db, biz, d)
 }
 
 // waitCounters waits until cond holds for d's counters (they are updated

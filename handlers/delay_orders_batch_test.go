@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -85,35 +85,29 @@ func TestOrderCloseBatchRealOrders(t *testing.T) {
 func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	dbA, err := sqlx.Open("mysql", b.db.DSN)
-	require.NoError(t, err)
-	wA := newOrderWorld(t, b, dbA)
+	dying := delaytest.NewDying(t, b.db.DSN)
+	wA := newOrderWorld(t, b, dying.DB)
 	w := newOrderWorld(t, b, b.db.DB)
 	nos := []string{"KB-1", "KB-2", "KB-3"}
 	for _, no := range nos {
 		w.place(t, no)
 	}
-	acted := make(chan struct{})
 	cfgA := b.fastConfig(nil)
 	cfgA.BatchHandlers = map[string]delay.BatchHandlerFunc{delay.OrderTimeoutCloseHandler: func(ctx context.Context, tasks []*delay.Task) []error {
 		errs := DelayOrderCloseBatch(wA.closer.CloseOrders)(ctx, tasks)
-		dbA.Close() // dies before the results are written
-		close(acted)
+		dying.Die() // dies before the results are written
 		return errs
 	}}
-	cfgA.db = dbA
+	cfgA.db = dying.DB
 	a := newDispatcher(t, cfgA)
 	ctx := context.Background()
 	at := time.Now().Add(300 * time.Millisecond)
 	for _, no := range nos {
-		_, _, err = a.Client().Register(ctx, delay.OrderTimeoutClose(no, at))
+		_, _, err := a.Client().Register(ctx, delay.OrderTimeoutClose(no, at))
 		require.NoError(t, err)
 	}
 	require.NoError(t, a.Start(ctx))
-	<-acted
-	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	require.NoError(t, a.Stop(stopCtx))
+	dying.Stop(t, a)
 	require.EqualValues(t, 3, a.Counters().Lost)
 	for _, no := range nos {
 		require.Equal(t, delay.StatusRunning, b.task(t, "order-timeout-"+no).Status)
@@ -124,10 +118,10 @@ func TestOrderCloseBatchKilledDispatcherClosesOnce(t *testing.T) {
 
 	cfgB := b.fastConfig(nil)
 	cfgB.BatchHandlers = map[string]delay.BatchHandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderCloseBatch(w.closer.CloseOrders)}
-	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
+	cfgB.RunningTimeout, cfgB.HandlerTimeout = delaytest.RecoveryRunningTimeout, delaytest.RecoveryHandlerTimeout
 	bd := newDispatcher(t, cfgB)
 	for _, no := range nos {
-		b.ageTask(t, "order-timeout-"+no, 4*time.Second)
+		b.ageTask(t, "order-timeout-"+no, delaytest.PastRunningTimeout)
 	}
 	start(t, bd)
 	for _, no := range nos {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -117,37 +118,31 @@ func TestDelayOrderCloseClosesAndSkipsPaidOrder(t *testing.T) {
 func TestDelayOrderCloseKilledDispatcherClosesOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	dbA, err := sqlx.Open("mysql", b.db.DSN)
-	require.NoError(t, err)
-	wA := newOrderWorld(t, b, dbA)
+	dying := delaytest.NewDying(t, b.db.DSN)
+	wA := newOrderWorld(t, b, dying.DB)
 	w := newOrderWorld(t, b, b.db.DB)
 	w.place(t, "KILL-1")
-	acted := make(chan struct{})
 	cfgA := b.fastConfig(map[string]delay.HandlerFunc{delay.OrderTimeoutCloseHandler: func(ctx context.Context, tk *delay.Task) error {
 		err := DelayOrderClose(wA.closer.CloseOrder)(ctx, tk)
-		dbA.Close() // dies before the result is written
-		close(acted)
+		dying.Die() // dies before the result is written
 		return err
 	}})
-	cfgA.db = dbA
+	cfgA.db = dying.DB
 	a := newDispatcher(t, cfgA)
 	require.NoError(t, a.Start(context.Background()))
 	ctx := context.Background()
-	_, _, err = a.Client().Register(ctx, delay.OrderTimeoutClose("KILL-1", time.Now()))
+	_, _, err := a.Client().Register(ctx, delay.OrderTimeoutClose("KILL-1", time.Now()))
 	require.NoError(t, err)
-	<-acted
-	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	require.NoError(t, a.Stop(stopCtx))
+	dying.Stop(t, a)
 	require.Equal(t, delay.StatusRunning, b.task(t, "order-timeout-KILL-1").Status)
 	st, logs := b.orderStatus(t, "KILL-1")
 	require.Equal(t, 2, st, "the first run closed it")
 	require.Equal(t, 1, logs)
 
 	cfgB := b.fastConfig(map[string]delay.HandlerFunc{delay.OrderTimeoutCloseHandler: DelayOrderClose(w.closer.CloseOrder)})
-	cfgB.RunningTimeout, cfgB.HandlerTimeout = 3*time.Second, time.Second
+	cfgB.RunningTimeout, cfgB.HandlerTimeout = delaytest.RecoveryRunningTimeout, delaytest.RecoveryHandlerTimeout
 	bd := newDispatcher(t, cfgB)
-	b.ageTask(t, "order-timeout-KILL-1", 4*time.Second)
+	b.ageTask(t, "order-timeout-KILL-1", delaytest.PastRunningTimeout)
 	start(t, bd)
 	tk := b.waitStatus(t, "order-timeout-KILL-1", delay.StatusDone)
 	require.Equal(t, 1, tk.RetryCount)

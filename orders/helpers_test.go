@@ -87,16 +87,12 @@ func (b *testBundle) check(t *testing.T, base *ordertest.Baseline) {
 
 func (b *testBundle) counts(t *testing.T) ordertest.StatusCounts {
 	t.Helper()
-	c, err := ordertest.Counts(b.ctx, b.db)
-	require.NoError(t, err)
-	return c
+	return ordertest.CountsOf(t, b.db)
 }
 
 func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
-	var n int
-	require.NoError(t, b.db.GetContext(b.ctx, &n, query, args...))
-	return n
+	return b.db.Count(t, query, args...)
 }
 
 // newCloser makes another Closer over the bundle's database and locker.

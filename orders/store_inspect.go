@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
-	"github.com/orderjob/executor/orders/oplist"
 )
 
 // This file holds the SQL of the operators' read-only views (Inspector):
@@ -134,13 +132,10 @@ func (store) flagWindow(ctx context.Context, q sqlx.QueryerContext, f FlagQuery,
 	if since.IsZero() {
 		since = firstCursor.CreateTime
 	}
-	cur := f.After
-	if cur.IsZero() {
-		cur = oplist.Cursor{At: sqlexec.Latest, ID: math.MaxInt64}
-	}
+	beforeAt, beforeID := f.After.Before(sqlexec.Latest)
 	var rows []FulfilmentFlag
 	if err := sqlexec.SelectNamed(ctx, q, &rows, flagWindowSQL, map[string]any{
-		"since": since, "before_at": cur.At, "before_id": cur.ID, "window": window}); err != nil {
+		"since": since, "before_at": beforeAt, "before_id": beforeID, "window": window}); err != nil {
 		return nil, fmt.Errorf("list fulfilment flags: %w", err)
 	}
 	return rows, nil

@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/jmoiron/sqlx"
 
@@ -49,33 +48,17 @@ func (store) outboxWindow(ctx context.Context, q sqlx.QueryerContext, f OutboxQu
 	var err error
 	p := windowParams{Filter: f.EventType, Window: window}
 	if f.Status == "" {
-		p.BeforeID = beforeID(f.After)
+		p.BeforeID = f.After.BeforeID()
 		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByIDSQL, p)
 	} else {
 		p.Status = f.Status
-		p.BeforeAt, p.BeforeID = cursorKey(f.After)
+		p.BeforeAt, p.BeforeID = f.After.Before(sqlexec.Latest)
 		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByStatusSQL, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list outbox events: %w", err)
 	}
 	return keys, nil
-}
-
-// beforeID is a cursor's id as an exclusive upper bound (the start: all).
-func beforeID(c oplist.Cursor) int64 {
-	if c.IsZero() {
-		return math.MaxInt64
-	}
-	return c.ID
-}
-
-// cursorKey is a timed cursor's key (the start: past every row).
-func cursorKey(c oplist.Cursor) (any, int64) {
-	if c.IsZero() {
-		return sqlexec.Latest, math.MaxInt64
-	}
-	return c.At, c.ID
 }
 
 // outboxByIDSQL reads listed events (literal id list) by primary key.
@@ -124,11 +107,11 @@ func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f Refund
 	var err error
 	p := windowParams{Window: window}
 	if f.Status == "" {
-		p.BeforeID = beforeID(f.After)
+		p.BeforeID = f.After.BeforeID()
 		err = sqlexec.SelectNamed(ctx, q, &keys, conflictWindowByIDSQL, p)
 	} else {
 		p.Status = f.Status
-		p.BeforeAt, p.BeforeID = cursorKey(f.After)
+		p.BeforeAt, p.BeforeID = f.After.Before(sqlexec.Latest)
 		err = sqlexec.SelectNamed(ctx, q, &keys, conflictWindowByStatusSQL, p)
 	}
 	if err != nil {

@@ -122,9 +122,6 @@ type Executor struct {
 	wire     *wire
 	draining atomic.Bool // Shutdown started: beats fail
 
-	cleanupInterval time.Duration
-	nowFunc         func() time.Time
-
 	runOnceMu   sync.Mutex
 	runOnceLast int64
 
@@ -235,18 +232,16 @@ func New(cfg Config) (*Executor, error) {
 	}
 
 	e := &Executor{
-		cfg:             cfg,
-		log:             cfg.Logger.With("component", "xxljob"),
-		obs:             cfg.Observer,
-		logs:            logs,
-		client:          client,
-		runner:          newRunner(),
-		wire:            w,
-		ipGuess:         ipGuess,
-		cleanupInterval: 24 * time.Hour,
-		nowFunc:         time.Now,
-		stopWork:        make(chan struct{}),
-		shutdownDone:    make(chan struct{}),
+		cfg:          cfg,
+		log:          cfg.Logger.With("component", "xxljob"),
+		obs:          cfg.Observer,
+		logs:         logs,
+		client:       client,
+		runner:       newRunner(),
+		wire:         w,
+		ipGuess:      ipGuess,
+		stopWork:     make(chan struct{}),
+		shutdownDone: make(chan struct{}),
 	}
 	w.onChange = func(from, to dialect, why string) {
 		e.log.Info("admin dialect learned", "from", from.String(), "to", to.String(), "reason", why)

@@ -57,6 +57,9 @@ func (e *Executor) registryLoop(ctx context.Context) {
 	}
 }
 
+// cleanupInterval is how often cleanupLoop removes old run log folders.
+const cleanupInterval = 24 * time.Hour
+
 // cleanupLoop removes old run log folders at start and every
 // cleanupInterval (24 h) until stop closes.
 func (e *Executor) cleanupLoop(ctx context.Context, stop <-chan struct{}) {
@@ -72,12 +75,12 @@ func (e *Executor) cleanupLoop(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		n, err := e.logs.cleanup(e.nowFunc(), e.cfg.LogRetentionDays)
+		n, err := e.logs.cleanup(time.Now(), e.cfg.LogRetentionDays)
 		if err != nil {
 			log.ErrorContext(ctx, "run log cleanup", "num_deleted", n, "error", err)
 		} else if n > 0 {
 			log.InfoContext(ctx, "run log cleanup", "num_deleted", n, "retention_days", e.cfg.LogRetentionDays)
 		}
-		t.Reset(e.cleanupInterval)
+		t.Reset(cleanupInterval)
 	}
 }

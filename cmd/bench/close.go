@@ -25,7 +25,7 @@ import (
 
 func init() {
 	addBench("close", benchmark{
-		summary: "order-close throughput: naive UPDATE, the seed approach, ours with 1/2/4 shards; idle tick, growth, executor RSS",
+		summary: "order-close throughput: naive UPDATE, one order at a time under a blocking lock (seed), ours with 1/2/4 shards; idle tick, growth, executor RSS",
 		run:     benchClose,
 	})
 }
@@ -61,7 +61,7 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	fs.StringVar(&f.redis, "redis", "127.0.0.1:6379", "Redis address (keys under a prefix of the run's own)")
 	sizes := fs.String("sizes", "100000,1000000", "table sizes of the growth measurement (ours, 1 shard, each a fresh table drained right after its bulk load; up to 5000000)")
 	lying := fs.String("lying", "1000000", "table sizes drained with lying statistics (every index claims one value), as the growth rows")
-	fs.Float64Var(&f.seedSeconds, "seed-seconds", 10, "how long the seed approach runs (on a sample)")
+	fs.Float64Var(&f.seedSeconds, "seed-seconds", 10, "how long the one-order-at-a-time approach (seed) runs (on a sample)")
 	fs.StringVar(&f.executor, "executor", "auto", "executor binary for the RSS child: a path, auto (go build ./cmd/executor) or self (the bench's own child mode)")
 	fs.IntVar(&f.idleOrders, "idle-orders", 1_000_000, "orders of the idle-tick table (nothing due, however long the run takes)")
 	fs.IntVar(&f.rssOrders, "rss-orders", 0, "orders the RSS child drains (default: the largest -sizes; growth rows of that size drain in an executor child)")
@@ -147,7 +147,7 @@ type closeBench struct {
 	dbs     *benchDBs
 	rdb     *redis.Client
 	prefix  string
-	locker  *orderlock.Locker // the seed closer's locks (ours build their own, as the executor does)
+	locker  *orderlock.Locker // the one-by-one closer's locks (ours build their own, as the executor does)
 	tmpDir  string
 	failed  []string // ours broke an invariant or left due orders
 	summary map[string]float64
@@ -282,7 +282,7 @@ func (b *closeBench) compare(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r := row{name: fmt.Sprintf("seed approach (%.0fs sample)", f.seedSeconds), closed: n, elapsed: el, check: b.check(ctx, db, base, false)}
+		r := row{name: fmt.Sprintf("one order at a time, blocking lock (%.0fs sample)", f.seedSeconds), closed: n, elapsed: el, check: b.check(ctx, db, base, false)}
 		emit(r)
 		b.summary["seed"] = r.rate()
 	}

@@ -47,7 +47,7 @@ const (
 	seedLogSQL     = `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'payment_timeout')`
 )
 
-// seedClose runs the seed approach with one worker for budget and returns the
+// seedClose runs the one-by-one approach with one worker for budget and returns the
 // orders closed and the time spent closing them (the initial select of all
 // timed-out orders is not counted).
 func seedClose(ctx context.Context, db *sqlx.DB, rs *redsync.Redsync, prefix string, budget time.Duration) (int, time.Duration, error) {

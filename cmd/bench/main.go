@@ -1,5 +1,6 @@
 // Command bench measures the executor against the local MariaDB and Redis:
-// `bench close` (order-close throughput against the naive and seed baselines),
+// `bench close` (order-close throughput against two baselines: a naive UPDATE
+// and one order at a time under a blocking lock),
 // `bench delay` (delayed-task lateness) and `bench register` (delayed-task
 // registrations). Each works in a database of its own that it creates and
 // drops, and never touches others.

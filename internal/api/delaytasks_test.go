@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -52,15 +52,7 @@ func (b *delayBundle) dispatcher(t *testing.T, handlers map[string]delay.Handler
 }
 
 // start starts d and stops it when the test ends.
-func start(t *testing.T, d *delay.Dispatcher) {
-	t.Helper()
-	require.NoError(t, d.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, d.Stop(ctx))
-	})
-}
+func start(t *testing.T, d *delay.Dispatcher) { t.Helper(); delaytest.Start(t, d) }
 
 func (b *delayBundle) task(t *testing.T, biz string) *delay.Task {
 	t.Helper()
@@ -73,15 +65,12 @@ func (b *delayBundle) task(t *testing.T, biz string) *delay.Task {
 
 func (b *delayBundle) waitStatus(t *testing.T, biz string, want delay.Status) {
 	t.Helper()
-	require.Eventually(t, func() bool { return b.task(t, biz).Status == want },
-		15*time.Second, 10*time.Millisecond, "task %s never reached %s", biz, want)
+	delaytest.WaitStatus(t, b.db, biz, string(want))
 }
 
 func (b *delayBundle) countStatus(t *testing.T, st delay.Status) int {
 	t.Helper()
-	var n int
-	require.NoError(t, sqlx.Get(b.db, &n, `SELECT COUNT(*) FROM job_delay_task WHERE status = ?`, string(st)))
-	return n
+	return delaytest.CountStatus(t, b.db, string(st))
 }
 
 func noopTask(context.Context, *delay.Task) error { return nil }

@@ -49,6 +49,16 @@ func New(t testing.TB) *DB {
 	return d
 }
 
+// Count runs query, which selects one number (a COUNT), and returns it.
+func (d *DB) Count(t testing.TB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := d.Get(&n, query, args...); err != nil {
+		t.Fatalf("dbtest: %s: %v", query, err)
+	}
+	return n
+}
+
 var unsafeChars = regexp.MustCompile(`[^a-z0-9]+`)
 
 // NewEmpty creates a fresh database without applying migrations.

@@ -11,6 +11,7 @@ package keyset
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,25 @@ func (c Cursor) String() string {
 }
 
 const cursorTimeLayout = "20060102150405.000"
+
+// BeforeID is c as the exclusive upper bound of a list that walks down by
+// id: its id, or past every id at the start.
+func (c Cursor) BeforeID() int64 {
+	if c.IsZero() {
+		return math.MaxInt64
+	}
+	return c.ID
+}
+
+// Before is c as the exclusive upper bound of a list that walks down by
+// (time, id): its key, or at the start end (a time past every row's) and
+// past every id.
+func (c Cursor) Before(end time.Time) (time.Time, int64) {
+	if c.IsZero() {
+		return end, math.MaxInt64
+	}
+	return c.At, c.ID
+}
 
 // ParseCursor reads what Cursor.String writes ("" is the start).
 func ParseCursor(s string) (Cursor, error) {

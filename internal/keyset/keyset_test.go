@@ -1,6 +1,7 @@
 package keyset
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -52,4 +53,18 @@ func TestCursor(t *testing.T) {
 		_, err := ParseCursor(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+func TestCursorBefore(t *testing.T) {
+	t.Parallel()
+	end := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	at := time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC)
+	require.Equal(t, int64(math.MaxInt64), Cursor{}.BeforeID(), "the start: past every id")
+	require.Equal(t, int64(7), Cursor{ID: 7}.BeforeID())
+	gotAt, gotID := Cursor{}.Before(end)
+	require.Equal(t, end, gotAt)
+	require.Equal(t, int64(math.MaxInt64), gotID)
+	gotAt, gotID = Cursor{At: at, ID: 42}.Before(end)
+	require.Equal(t, at, gotAt)
+	require.Equal(t, int64(42), gotID)
 }

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -233,6 +234,16 @@ func Counts(ctx context.Context, db sqlx.QueryerContext) (StatusCounts, error) {
 		return c, fmt.Errorf("ordertest: count orders: %w", err)
 	}
 	return c, nil
+}
+
+// CountsOf is Counts for a test, which fails on an error.
+func CountsOf(t testing.TB, db sqlx.QueryerContext) StatusCounts {
+	t.Helper()
+	c, err := Counts(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // itemQuantities sums item quantities per SKU: [0] unpaid orders', [1] paid

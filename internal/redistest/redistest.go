@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 )
 
 // Addr is the shared test server's address.
@@ -123,3 +124,17 @@ func freePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// VerifyTestMain runs a package's tests and then goleak, for packages whose
+// tests stop a Redis on purpose: go-redis's own log lines (dial failures)
+// are dropped, and goleak ignores the goroutine in which go-redis redials
+// after a failed dial, which sleeps a second between tries and only
+// notices its pool was closed when it wakes.
+func VerifyTestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -206,10 +205,7 @@ func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f Query, w
 	var keys []oplist.WindowKey
 	var err error
 	if f.Status == "" {
-		p.BeforeID = f.After.ID
-		if p.BeforeID == 0 {
-			p.BeforeID = math.MaxInt64
-		}
+		p.BeforeID = f.After.BeforeID()
 		err = sqlexec.SelectNamed(ctx, q, &keys, letterWindowByIDSQL, p)
 	} else {
 		since, until := f.Since, f.Until
@@ -219,11 +215,8 @@ func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f Query, w
 		if until.IsZero() {
 			until = sqlexec.Latest
 		}
-		cur := f.After
-		if cur.IsZero() {
-			cur = oplist.Cursor{At: sqlexec.Latest, ID: math.MaxInt64}
-		}
-		p.Status, p.Since, p.Until, p.BeforeAt, p.BeforeID = f.Status, since, until, cur.At, cur.ID
+		p.Status, p.Since, p.Until = f.Status, since, until
+		p.BeforeAt, p.BeforeID = f.After.Before(sqlexec.Latest)
 		err = sqlexec.SelectNamed(ctx, q, &keys, letterWindowByStatusSQL, p)
 	}
 	if err != nil {

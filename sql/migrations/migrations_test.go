@@ -57,9 +57,7 @@ func (b *bundle) exec(t *testing.T, stmts ...string) {
 
 func (b *bundle) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
-	var n int
-	require.NoError(t, b.db.GetContext(b.ctx, &n, query, args...), query)
-	return n
+	return b.db.Count(t, query, args...)
 }
 
 // fingerprint is a table's rows over the given columns, and the SHOW
