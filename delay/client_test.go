@@ -326,18 +326,3 @@ func TestParseServices(t *testing.T) {
 		require.Error(t, err, "%v", bad)
 	}
 }
-
-func TestNewDispatcherChecksTimeouts(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	cfg := b.fastConfig(nil)
-	cfg.RunningTimeout, cfg.HandlerTimeout = 120*time.Second, 120*time.Second
-	_, err := cfg.build()
-	require.ErrorContains(t, err, "HandlerTimeout")
-	cfg.HandlerTimeout = 60 * time.Second
-	_, err = cfg.build()
-	require.NoError(t, err)
-	cfg.Handlers = map[string]HandlerFunc{"http:x": nil}
-	_, err = cfg.build()
-	require.Error(t, err)
-}

@@ -30,6 +30,7 @@ func TestNewDispatcherRefusals(t *testing.T) {
 		{"handler batch size", Config{HandlerBatchSize: 501}, "delay: HandlerBatchSize 501 is not in 1..BatchSize (500)"},
 		{"handler name", Config{Handlers: map[string]HandlerFunc{"1bad": nop}}, "delay: handler name \"1bad\" is not a letter then letters, digits, . _ -"},
 		{"nil handler", Config{Handlers: map[string]HandlerFunc{"x": nil}}, "delay: handler \"x\" is nil"},
+		{"bad name, nil", Config{Handlers: map[string]HandlerFunc{"http:x": nil}}, "delay: handler name \"http:x\" is not a letter then letters, digits, . _ -\ndelay: handler \"http:x\" is nil"},
 		{"nil batch handler", Config{BatchHandlers: map[string]BatchHandlerFunc{"x": nil}}, "delay: batch handler \"x\" is nil"},
 		{"in both", Config{Handlers: map[string]HandlerFunc{"x": nop}, BatchHandlers: map[string]BatchHandlerFunc{"x": nopBatch}}, "delay: handler \"x\" is in both Handlers and BatchHandlers"},
 		{"service", Config{Services: map[string]string{"pay": "ftp://pay"}}, "delay: service pay: base URL \"ftp://pay\" is not http(s)://host[:port][/path]"},
@@ -51,4 +52,6 @@ func TestNewDispatcherRefusals(t *testing.T) {
 	require.EqualError(t, err, "delay: NewClient needs a database")
 	_, err = NewDispatcher(db, rdb, Config{})
 	require.NoError(t, err, "the defaults are valid")
+	_, err = NewDispatcher(db, rdb, Config{RunningTimeout: 120 * time.Second, HandlerTimeout: 60 * time.Second})
+	require.NoError(t, err, "a handler timeout within 90% of RunningTimeout")
 }

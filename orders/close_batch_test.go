@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -57,7 +58,9 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	_, err := b.svc.PlaceOrder(b.ctx, orders.NewOrder{OrderNo: "NOTDUE", UserID: 7, TimeoutMinutes: 120,
 		Items: []orders.Item{{SKUID: 1, Quantity: 1}}})
 	require.NoError(t, err)
-	b.place(t, "POISON", false, orders.Item{SKUID: 5, Quantity: 1}, orders.Item{SKUID: 2, Quantity: 1})
+	// Poisoned: SKU 6 has no stock row.
+	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "POISON",
+		Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}, {SKU: 2, Qty: 1}}})
 	_, err = b.svc.Pay(b.ctx, "PAID")
 	require.NoError(t, err)
 	out, err := late.CloseOrder(b.ctx, "CLOSED")
@@ -66,8 +69,6 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	_, err = b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
 		VALUES ('PARKED', 'close', 'parked', 'by hand', 5, NOW(3)),
 		       ('WAITING', 'close', 'waiting', 'earlier failure', 1, NOW(3) + INTERVAL 1 HOUR)`)
-	require.NoError(t, err)
-	_, err = b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 5`)
 	require.NoError(t, err)
 	base := snapshot(t, b)
 	m := b.locker.Redsync().NewMutex(b.locker.KeyFor("LOCKED"))
@@ -88,7 +89,7 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	dls := b.deadLetters(t)
 	require.Equal(t, "waiting", dls["POISON"].Status)
 	require.Equal(t, 1, dls["POISON"].Attempts)
-	require.Contains(t, dls["POISON"].LastError, "inventory row of sku 5 is missing")
+	require.Contains(t, dls["POISON"].LastError, "inventory row of sku 6 is missing")
 	require.Equal(t, "resolved", dls["WAITING"].Status, "a waiting letter is retried now, as CloseOrder does")
 	require.Equal(t, "parked", dls["PARKED"].Status)
 	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no = 'DUE1'`), "given twice, closed once")
@@ -157,10 +158,8 @@ func TestCloseOrdersLogsWithOrderContexts(t *testing.T) {
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Logger: slog.New(logs)})
 	b.shop(t)
 	b.place(t, "OK1", true, orders.Item{SKUID: 2, Quantity: 1})
-	b.place(t, "BAD", false, orders.Item{SKUID: 5, Quantity: 1})
+	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "BAD", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
 	b.place(t, "OK2", false, orders.Item{SKUID: 2, Quantity: 1})
-	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 5`)
-	require.NoError(t, err)
 
 	ctx := context.WithValue(b.ctx, ctxTag{}, "batch")
 	ctx = orders.WithOrderContexts(ctx, func(no string) context.Context {
@@ -180,15 +179,20 @@ func TestCloseOrdersLogsWithOrderContexts(t *testing.T) {
 func TestCloseOrdersPagesAndValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 250, DueFraction: 1, CouponFraction: 0.5})
-	var nos []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
-	var victim string
-	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM user_coupon WHERE status = 1 ORDER BY id LIMIT 1 OFFSET 7`))
+	// 25 due orders, every other one with a coupon, in batches of 10.
+	due := numbered("V", 25, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Coupon: i%2 == 1, Items: []ordertest.Item{{SKU: int64(1 + i%4), Qty: 1}}}
+	})
+	base := b.build(t, due...)
+	nos := make([]string, len(due))
+	for i, o := range due {
+		nos[i] = o.OrderNo
+	}
+	const victim = "V-15"
 	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
 	require.NoError(t, err)
 
-	c := b.newCloser(t, orders.CloserConfig{PageSize: 60})
+	c := b.newCloser(t, orders.CloserConfig{PageSize: 10})
 	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
 	outs, err := c.CloseOrders(b.ctx, nos)
 	require.NoError(t, err)
@@ -199,7 +203,7 @@ func TestCloseOrdersPagesAndValidation(t *testing.T) {
 		}
 		require.Equal(t, want, outs[i].Outcome, no)
 	}
-	require.Equal(t, res.Due-1, b.counts(t).Closed)
+	require.Equal(t, len(due)-1, b.counts(t).Closed)
 	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
 	_, err = b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
 	require.NoError(t, err)
@@ -211,6 +215,8 @@ func TestCloseOrdersPagesAndValidation(t *testing.T) {
 func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// Demo data: a race wants thousands of orders of every status, so both
+	// sides are busy at once.
 	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
@@ -275,6 +281,7 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// Demo data: a race wants many orders, so payments and closes meet.
 	res, base := b.seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
@@ -369,6 +376,7 @@ func TestCloseOrdersTradeStep(t *testing.T) {
 func TestCloseOrdersReadUsesIndexes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// Demo data: the plan is the point, and it follows the tables' size.
 	b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.5, PaidFraction: 0.5})
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
 		SELECT order_no, 'close', 'resolved', NOW(3) FROM order_info WHERE id % 2 = 0`)

@@ -53,6 +53,7 @@ func TestConstructorRefusals(t *testing.T) {
 		{"relay: batch size", relay(orders.RelayConfig{Endpoints: ok, BatchSize: 5000}), "orders: relay batch size 5000 out of [1, 1000]"},
 		{"relay: claim TTL", relay(orders.RelayConfig{Endpoints: ok, Timeout: time.Minute, ClaimTTL: time.Minute}), "orders: relay claim TTL 1m0s must exceed the timeout 1m0s by 2s"},
 		{"relay: backoff", relay(orders.RelayConfig{Endpoints: ok, BackoffBase: time.Hour, BackoffMax: time.Minute}), "orders: relay: backoff base 1h0m0s is above its maximum 1m0s"},
+		{"relay: all at once", relay(orders.RelayConfig{Endpoints: ok, BatchSize: 5000, Workers: 300}), "orders: relay batch size 5000 out of [1, 1000]\norders: relay workers 300 out of [1, 256]"},
 		{"lifecycle: no database", func() error { _, err := orders.NewLifecycle(nil, orders.LifecycleConfig{}); return err }(), "orders: NewLifecycle needs a database"},
 		{"lifecycle: auto-confirm days", lifecycle(orders.LifecycleConfig{AutoConfirmDays: -3}), "orders: auto-confirm days -3 out of [1, 3650]"},
 		{"lifecycle: fulfilment days", lifecycle(orders.LifecycleConfig{FulfillmentTimeoutDays: 4000}), "orders: fulfillment timeout days 4000 out of [1, 3650]"},

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
@@ -45,28 +44,27 @@ func (b *testBundle) makeDue(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// failingLetters seeds due orders, removes one SKU's inventory row and runs
-// the close sweep, so the orders on that SKU are dead-lettered (waiting,
-// attempts 1). It returns the victims and a function that puts the row back.
-func failingLetters(t *testing.T, b *testBundle, orderCount int) (victims []string, restore func()) {
+// failingLetters builds n due orders holding SKU 5, which has no inventory
+// row, and three due orders that do not, then runs the close sweep: the
+// three close and the n are dead-lettered (waiting, attempts 1). It returns
+// the n and a function that makes SKU 5's row, which fixes them.
+func failingLetters(t *testing.T, b *testBundle, n int) (victims []string, restore func()) {
 	t.Helper()
-	b.seed(t, orderdemo.Spec{Orders: orderCount, DueFraction: 1, SKUs: 20, CouponFraction: 0.3})
 	const sku = 5
-	require.NoError(t, b.db.SelectContext(b.ctx, &victims, `SELECT DISTINCT order_no FROM order_item WHERE sku_id = ? ORDER BY order_no`, sku))
-	require.NotEmpty(t, victims)
-	var saved struct {
-		Available int64 `db:"available"`
-		Locked    int64 `db:"locked"`
+	poisoned := numbered("L", n, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Coupon: i%3 == 0,
+			Items: []ordertest.Item{{SKU: sku, Qty: int64(1 + i%3), MissingStock: true}, {SKU: int64(1 + i%4), Qty: 1}}}
+	})
+	for _, o := range poisoned {
+		victims = append(victims, o.OrderNo)
 	}
-	require.NoError(t, b.db.GetContext(b.ctx, &saved, `SELECT available, locked FROM inventory WHERE sku_id = ?`, sku))
-	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = ?`, sku)
-	require.NoError(t, err)
+	b.build(t, append(poisoned, numbered("OK", 3, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Items: []ordertest.Item{{SKU: int64(1 + i), Qty: 2}}}
+	})...)...)
 	st := b.run(t, orders.RunOptions{})
-	require.Equal(t, len(victims), st.DeadLettered)
-	return victims, func() {
-		_, err := b.db.ExecContext(b.ctx, `INSERT INTO inventory (sku_id, available, locked) VALUES (?, ?, ?)`, sku, saved.Available, saved.Locked)
-		require.NoError(t, err)
-	}
+	require.Equal(t, 3, st.Closed)
+	require.Equal(t, n, st.DeadLettered)
+	return victims, func() { ordertest.Restock(t, b.db.DB, sku, 100) }
 }
 
 var retryBackoff = orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, ParkAfter: 4}
@@ -77,7 +75,7 @@ var retryBackoff = orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, P
 func TestRetryDeadLettersClosesDueOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
-	victims, restore := failingLetters(t, b, 300)
+	victims, restore := failingLetters(t, b, 30)
 	before := b.letters(t)
 
 	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
@@ -116,7 +114,7 @@ func TestRetryDeadLettersClosesDueOnce(t *testing.T) {
 func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
-	victims, restore := failingLetters(t, b, 150)
+	victims, restore := failingLetters(t, b, 8)
 	base := snapshot(t, b)
 
 	for attempt := 2; attempt <= 3; attempt++ {
@@ -179,13 +177,13 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 func TestRetryDeadLettersAlreadyDone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, _ := b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.5, SKUs: 10})
+	const paid, closed = "PAID", "DUE"
+	b.build(t,
+		ordertest.OrderOpts{OrderNo: paid, Status: 1, Coupon: true, Items: []ordertest.Item{{SKU: 1, Qty: 2}}},
+		ordertest.OrderOpts{OrderNo: closed, Age: time.Hour, Coupon: true, Items: []ordertest.Item{{SKU: 1, Qty: 1}, {SKU: 2, Qty: 3}}})
 	st := b.run(t, orders.RunOptions{})
-	require.Equal(t, res.Due, st.Closed)
+	require.Equal(t, 1, st.Closed)
 	base := snapshot(t, b)
-	var paid, closed string
-	require.NoError(t, b.db.GetContext(b.ctx, &paid, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`))
-	require.NoError(t, b.db.GetContext(b.ctx, &closed, `SELECT order_no FROM order_info WHERE status = 2 ORDER BY id LIMIT 1`))
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
 		(?, 'close', 'waiting', 'old failure', 2, NOW(3) - INTERVAL 1 MINUTE),
 		(?, 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
@@ -224,7 +222,7 @@ func retryStatsNoTime(s orders.RetryStats) orders.RetryStats {
 func TestRetryDeadLettersConcurrentRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
-	victims, _ := failingLetters(t, b, 400)
+	victims, _ := failingLetters(t, b, 40)
 	// Half the letters become closable: their orders lose the missing SKU's
 	// line (and its locked quantity, which is gone with the row anyway).
 	fixable := victims[:len(victims)/2]
@@ -276,7 +274,7 @@ func TestRetryDeadLettersConcurrentRuns(t *testing.T) {
 func TestRetryDeadLettersSharded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
-	victims, restore := failingLetters(t, b, 300)
+	victims, restore := failingLetters(t, b, 24)
 	restore()
 	base := snapshot(t, b)
 	b.makeDue(t)
@@ -301,7 +299,7 @@ func TestRetryDeadLettersSharded(t *testing.T) {
 func TestRetryDeadLettersDryRunAndOptions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
-	victims, restore := failingLetters(t, b, 200)
+	victims, restore := failingLetters(t, b, 10)
 	restore()
 	b.makeDue(t)
 	before := b.letters(t)
@@ -332,7 +330,7 @@ func TestRetryDeadLettersDryRunAndOptions(t *testing.T) {
 func TestRetryDeadLettersLockedOrderSkipped(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
-	victims, restore := failingLetters(t, b, 100)
+	victims, restore := failingLetters(t, b, 6)
 	restore()
 	base := snapshot(t, b)
 	b.makeDue(t)

@@ -2,6 +2,7 @@ package orders_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -42,34 +42,32 @@ func (b *testBundle) dbNow(t *testing.T) time.Time {
 	return now
 }
 
-// An inventory row deleted under due orders: those orders land in the dead
-// letter table with the error, the others close; the sweep leaves them alone
-// until next_retry_at, counts attempts on each retry, and closes and resolves
-// them once the row is back.
+// Due orders on a SKU without an inventory row land in the dead letter
+// table with the error, the others close; the sweep leaves them alone until
+// next_retry_at, counts attempts on each retry, and closes and resolves them
+// once the row is there.
 func TestDeadLetterMissingSKU(t *testing.T) {
 	t.Parallel()
 	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: 10 * time.Minute}
 	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
-	res, _ := b.seed(t, orderdemo.Spec{Orders: 600, DueFraction: 1, SKUs: 50, CouponFraction: 0.3})
-
+	// Eight due orders over pages of three; every other one also holds SKU
+	// 7, which has no stock row.
 	const sku = 7
 	var victims []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &victims, `SELECT DISTINCT order_no FROM order_item WHERE sku_id = ?`, sku))
-	require.NotEmpty(t, victims)
-	var saved struct {
-		Available int64 `db:"available"`
-		Locked    int64 `db:"locked"`
-	}
-	require.NoError(t, b.db.GetContext(b.ctx, &saved, `SELECT available, locked FROM inventory WHERE sku_id = ?`, sku))
-	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = ?`, sku)
-	require.NoError(t, err)
-	base, err := ordertest.Snapshot(b.ctx, b.db)
-	require.NoError(t, err)
+	due := numbered("D", 8, func(i int) ordertest.OrderOpts {
+		o := ordertest.OrderOpts{Age: time.Hour, Coupon: i%3 == 0, Items: []ordertest.Item{{SKU: int64(1 + i%3), Qty: 2}}}
+		if i%2 == 1 {
+			o.Items = append(o.Items, ordertest.Item{SKU: sku, Qty: 1, MissingStock: true})
+			victims = append(victims, fmt.Sprintf("D-%d", i))
+		}
+		return o
+	})
+	base := b.build(t, due...)
 
 	now := b.dbNow(t)
-	st := b.run(t, orders.RunOptions{PageSize: 100})
+	st := b.run(t, orders.RunOptions{PageSize: 3})
 	require.Equal(t, len(victims), st.DeadLettered)
-	require.Equal(t, res.Due-len(victims), st.Closed)
+	require.Equal(t, len(due)-len(victims), st.Closed)
 	dls := b.deadLetters(t)
 	require.Len(t, dls, len(victims))
 	for _, no := range victims {
@@ -89,7 +87,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 
 	// After it: retried, still failing, attempts counted, backoff doubled.
 	later := b.shiftedCloser(t, 2*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
-	st, err = later.Run(b.ctx, orders.RunOptions{})
+	st, err := later.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Scanned)
 	require.Equal(t, len(victims), st.DeadLettered)
@@ -100,11 +98,9 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 		require.WithinDuration(t, now.Add(2*time.Minute+2*time.Minute), dl.NextRetryAt, 30*time.Second)
 	}
 
-	// The row is back: the next retry closes them and resolves the letters.
-	_, err = b.db.ExecContext(b.ctx, `INSERT INTO inventory (sku_id, available, locked) VALUES (?, ?, ?)`, sku, saved.Available, saved.Locked)
-	require.NoError(t, err)
-	base, err = ordertest.Snapshot(b.ctx, b.db)
-	require.NoError(t, err)
+	// The row is there: the next retry closes them and resolves the letters.
+	ordertest.Restock(t, b.db.DB, sku, 100)
+	base = snapshot(t, b)
 	muchLater := b.shiftedCloser(t, 10*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
 	st, err = muchLater.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
@@ -112,7 +108,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 	for _, no := range victims {
 		require.Equal(t, "resolved", b.deadLetters(t)[no].Status)
 	}
-	require.Equal(t, res.Due, b.counts(t).Closed)
+	require.Equal(t, len(due), b.counts(t).Closed)
 	b.check(t, base)
 }
 
@@ -122,15 +118,17 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 func TestBatchFailureFallsBackPerOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
-	var victim string
-	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 17`))
+	due := numbered("B", 6, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Coupon: i%2 == 0, Items: []ordertest.Item{{SKU: int64(1 + i%3), Qty: 1}}}
+	})
+	base := b.build(t, due...)
+	const victim = "B-3"
 	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'planted')`, victim)
 	require.NoError(t, err)
 
 	st := b.run(t, orders.RunOptions{PageSize: 100})
 	require.Equal(t, 1, st.DeadLettered)
-	require.Equal(t, res.Due-1, st.Closed)
+	require.Equal(t, len(due)-1, st.Closed)
 	dl := b.deadLetters(t)[victim]
 	require.Contains(t, dl.LastError, "Duplicate entry")
 	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 0`))
@@ -144,15 +142,17 @@ func TestBatchFailureFallsBackPerOrder(t *testing.T) {
 func TestDeadLetterCouponMismatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 200, DueFraction: 1, CouponFraction: 1})
-	var victim string
-	require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 5`))
+	due := numbered("C", 6, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Coupon: true, Items: []ordertest.Item{{SKU: int64(1 + i%3), Qty: 1}}}
+	})
+	base := b.build(t, due...)
+	const victim = "C-4"
 	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
 	require.NoError(t, err)
 
 	st := b.run(t, orders.RunOptions{})
 	require.Equal(t, 1, st.DeadLettered)
-	require.Equal(t, res.Due-1, st.Closed)
+	require.Equal(t, len(due)-1, st.Closed)
 	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
 
 	_, err = b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
@@ -166,16 +166,24 @@ func TestDeadLetterCouponMismatch(t *testing.T) {
 func TestDeadLetterLockedStockShort(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, _ := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, SKUs: 40})
+	// Six due orders, three of them holding a unit each of SKU 3, whose
+	// locked stock is one unit short of that.
 	const sku = 3
+	due := numbered("S", 6, func(i int) ordertest.OrderOpts {
+		o := ordertest.OrderOpts{Age: time.Hour, Items: []ordertest.Item{{SKU: int64(1 + i%2), Qty: 2}}}
+		if i%2 == 0 {
+			o.Items = append(o.Items, ordertest.Item{SKU: sku, Qty: 1})
+		}
+		return o
+	})
+	b.build(t, due...)
 	_, err := b.db.ExecContext(b.ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = ?`, sku)
 	require.NoError(t, err)
-	base, err := ordertest.Snapshot(b.ctx, b.db)
-	require.NoError(t, err)
+	base := snapshot(t, b)
 
 	st := b.run(t, orders.RunOptions{})
 	require.Equal(t, 1, st.DeadLettered)
-	require.Equal(t, res.Due-1, st.Closed)
+	require.Equal(t, len(due)-1, st.Closed)
 	var locked int64
 	require.NoError(t, b.db.GetContext(b.ctx, &locked, `SELECT locked FROM inventory WHERE sku_id = ?`, sku))
 	require.GreaterOrEqual(t, locked, int64(0))
@@ -245,7 +253,10 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	require.NoError(t, err)
 	orders.ShiftClock(c, 31*time.Minute)
 
-	res, _ := b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 1, SKUs: 20})
+	due := numbered("W", 5, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Coupon: i == 0, Items: []ordertest.Item{{SKU: int64(1 + i%2), Qty: 1}}}
+	})
+	b.build(t, due...)
 	require.NoError(t, b.svc.AddStock(b.ctx, 9999, 10))
 	b.place(t, "HELD", true, orders.Item{SKUID: 9999, Quantity: 2})
 	base := snapshot(t, b)
@@ -257,7 +268,7 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	st, err := c.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, holder.Rollback())
 	require.NoError(t, err)
-	require.Equal(t, res.Due, st.Closed)
+	require.Equal(t, len(due), st.Closed)
 	require.Zero(t, st.DeadLettered)
 	require.Equal(t, 1, st.SkippedLocked)
 	require.Equal(t, 1, st.Contended)

@@ -2,6 +2,7 @@ package orders_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,6 +79,27 @@ func (b *testBundle) seed(t *testing.T, spec orderdemo.Spec) (orderdemo.Result, 
 	base, err := ordertest.Snapshot(b.ctx, b.db)
 	require.NoError(t, err)
 	return res, base
+}
+
+// build inserts exactly the orders given (ordertest.Order), for a test
+// about those orders, and takes the invariants' baseline.
+func (b *testBundle) build(t *testing.T, opts ...ordertest.OrderOpts) *ordertest.Baseline {
+	t.Helper()
+	for _, o := range opts {
+		ordertest.Order(t, b.db.DB, o)
+	}
+	return snapshot(t, b)
+}
+
+// numbered describes n orders numbered prefix-0 to prefix-(n-1), each as
+// opts says for its index.
+func numbered(prefix string, n int, opts func(i int) ordertest.OrderOpts) []ordertest.OrderOpts {
+	out := make([]ordertest.OrderOpts, n)
+	for i := range out {
+		out[i] = opts(i)
+		out[i].OrderNo = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
 }
 
 func (b *testBundle) check(t *testing.T, base *ordertest.Baseline) {

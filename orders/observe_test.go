@@ -2,13 +2,14 @@ package orders_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -73,31 +74,35 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
 	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
-	res, _ := b.seed(t, orderdemo.Spec{Orders: 1200, SKUs: 50, DueFraction: 0.7, PaidFraction: 0.1, NotDueFraction: 0.2})
-	require.Positive(t, res.Due)
+	// Due orders over several pages: four fail on SKU 7, which has no stock
+	// row, and one other is locked by someone else; paid and not-due orders
+	// beside them.
+	due := numbered("D", 12, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Coupon: i%3 == 0, Items: []ordertest.Item{{SKU: int64(1 + i%4), Qty: 1}}}
+	})
+	const victims = 4
+	poisoned := numbered("X", victims, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Items: []ordertest.Item{{SKU: 7, Qty: 1, MissingStock: true}, {SKU: 1, Qty: 2}}}
+	})
+	paidOrders := numbered("P", 2, func(int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Status: 1, Items: []ordertest.Item{{SKU: 2, Qty: 1}}}
+	})
+	notDue := numbered("N", 3, func(int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Items: []ordertest.Item{{SKU: 3, Qty: 1}}}
+	})
+	b.build(t, slices.Concat(due, poisoned, paidOrders, notDue)...)
 
 	n, oldest, err := b.closer.Overdue(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, res.Due, n, "every due order is overdue before the run")
+	require.Equal(t, len(due)+victims, n, "every due order is overdue before the run")
 	require.Positive(t, oldest)
 
-	// Orders on one SKU fail (their stock row is gone) and one other due
-	// order is locked by someone else.
-	_, err = b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 7`)
-	require.NoError(t, err)
-	victims := b.count(t, `SELECT COUNT(DISTINCT o.order_no) FROM order_info o JOIN order_item i ON i.order_no = o.order_no
-		WHERE o.status = 0 AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= NOW() AND i.sku_id = 7`)
-	require.Positive(t, victims)
-	var held string
-	require.NoError(t, b.db.GetContext(b.ctx, &held, `SELECT order_no FROM order_info o
-		WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()
-		  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_no = o.order_no AND i.sku_id = 7)
-		ORDER BY id LIMIT 1`))
+	const held = "D-5"
 	mu := b.locker.Redsync().NewMutex(b.locker.KeyFor(held))
 	require.NoError(t, mu.LockContext(b.ctx))
 	defer func() { _, _ = mu.UnlockContext(context.WithoutCancel(b.ctx)) }() // unlocked below unless the test fails first
 
-	st := b.run(t, orders.RunOptions{PageSize: 100, ShardTotal: 1})
+	st := b.run(t, orders.RunOptions{PageSize: 5, ShardTotal: 1})
 	require.Equal(t, victims, st.DeadLettered)
 	require.Equal(t, 1, st.SkippedLocked)
 
@@ -154,9 +159,7 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 	out, err := b.closer.CloseOrder(b.ctx, held)
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
-	var paid string
-	require.NoError(t, b.db.GetContext(b.ctx, &paid, `SELECT order_no FROM order_info WHERE status = 1 LIMIT 1`))
-	out, err = b.closer.CloseOrder(b.ctx, paid)
+	out, err = b.closer.CloseOrder(b.ctx, paidOrders[0].OrderNo)
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedPaid, out)
 	rec.mu.Lock()
@@ -179,9 +182,12 @@ func TestObserverDryRun(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
 	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
-	res, _ := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1})
-	st := b.run(t, orders.RunOptions{DryRun: true, ShardIndex: 0, ShardTotal: 1})
-	require.Equal(t, res.Due, st.Closed)
+	due := numbered("D", 7, func(i int) ordertest.OrderOpts {
+		return ordertest.OrderOpts{Age: time.Hour, Coupon: i%2 == 0, Items: []ordertest.Item{{SKU: int64(1 + i%3), Qty: 1}}}
+	})
+	b.build(t, due...)
+	st := b.run(t, orders.RunOptions{DryRun: true, ShardIndex: 0, ShardTotal: 1, PageSize: 3})
+	require.Equal(t, len(due), st.Closed)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	require.NotEmpty(t, rec.pages)

@@ -52,6 +52,8 @@ var traceIDForm = regexp.MustCompile(`^[0-9a-f]{32}$`)
 func TestOutboxCloseWritesEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
+	// Demo data: every closed order of thousands, over pages of 300 among
+	// paid and not-due ones, gets its events and its own trace id.
 	res, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.4})
 	before := b.localState(t)
 
@@ -107,18 +109,23 @@ func TestOutboxCloseWritesEvents(t *testing.T) {
 func TestOutboxValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
-	b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, SKUs: 20})
-	_, err := b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 1`)
-	require.NoError(t, err)
-	var bad string
-	var qty int
-	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT order_no, quantity FROM order_item WHERE sku_id = 2 ORDER BY id LIMIT 1`).Scan(&bad, &qty))
-	base := snapshot(t, b)
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_item SET quantity = 0 WHERE order_no = ? AND sku_id = 2`, bad)
+	// Eight due orders with two units of SKU 2 each; every other one also
+	// holds SKU 1, which has no local stock row. One line of O-3 is then
+	// made wrong.
+	const bad, qty = "O-3", 2
+	due := numbered("O", 8, func(i int) ordertest.OrderOpts {
+		o := ordertest.OrderOpts{Age: time.Hour, Coupon: i%3 == 0, Items: []ordertest.Item{{SKU: 2, Qty: qty}}}
+		if i%2 == 0 {
+			o.Items = append(o.Items, ordertest.Item{SKU: 1, Qty: 1, MissingStock: true})
+		}
+		return o
+	})
+	base := b.build(t, due...)
+	_, err := b.db.ExecContext(b.ctx, `UPDATE order_item SET quantity = 0 WHERE order_no = ? AND sku_id = 2`, bad)
 	require.NoError(t, err)
 
-	st := b.run(t, orders.RunOptions{PageSize: 100})
-	require.Equal(t, 299, st.Closed, "orders on the SKU without a local stock row close too")
+	st := b.run(t, orders.RunOptions{PageSize: 3})
+	require.Equal(t, len(due)-1, st.Closed, "orders on the SKU without a local stock row close too")
 	require.Equal(t, 1, st.DeadLettered)
 	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = ? AND last_error LIKE '%quantity 0%'`, bad))
 	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE order_no = ?`, bad))

@@ -166,20 +166,6 @@ func TestHTTPTradeCloserContract(t *testing.T) {
 	})
 }
 
-func TestNewHTTPTradeCloserValidation(t *testing.T) {
-	t.Parallel()
-	for _, cfg := range []orders.HTTPTradeCloserConfig{
-		{},
-		{URL: "ftp://pay.example/close"},
-		{URL: "http://pay.example/close", Retries: -1},
-		{URL: "http://pay.example/close", Retries: 11},
-		{URL: "http://pay.example/close", Timeout: -time.Second},
-	} {
-		_, err := orders.NewHTTPTradeCloser(cfg)
-		require.Error(t, err, "%+v", cfg)
-	}
-}
-
 // The close runs the payment step for every locked, due order before its
 // transaction: "closed" and "not_found" close it, "already_paid" skips it
 // (counted), errors leave it for the next pass (counted). Calls run at most
@@ -363,11 +349,6 @@ func TestTradeStepMisbehaving(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)
 	b.check(t, base)
-
-	_, err = orders.NewCloser(b.db.DB, b.locker, orders.CloserConfig{TradeFanOut: -1})
-	require.Error(t, err)
-	_, err = orders.NewCloser(b.db.DB, b.locker, orders.CloserConfig{Compensation: 7})
-	require.Error(t, err)
 }
 
 type tradeFunc func(ctx context.Context, orderNo string) (orders.TradeResult, error)

@@ -397,27 +397,3 @@ func TestRelayStop(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	require.NoError(t, r2.Stop(b.ctx), "Stop without Start")
 }
-
-func TestNewRelayValidation(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ok := map[string]string{orders.EventStockRelease: "http://inv.local/r", orders.EventCouponRestore: "https://cpn.local/r"}
-	_, err := orders.NewRelay(b.db.DB, orders.RelayConfig{Endpoints: ok})
-	require.NoError(t, err)
-	for _, cfg := range []orders.RelayConfig{
-		{},
-		{Endpoints: map[string]string{orders.EventStockRelease: "http://inv.local/r"}},
-		{Endpoints: ok, BatchSize: 5000},
-		{Endpoints: ok, Timeout: time.Minute, ClaimTTL: time.Minute},
-		{Endpoints: ok, BackoffBase: time.Hour, BackoffMax: time.Minute},
-	} {
-		_, err := orders.NewRelay(b.db.DB, cfg)
-		require.Error(t, err, "%+v", cfg)
-	}
-	_, err = orders.NewRelay(nil, orders.RelayConfig{Endpoints: ok})
-	require.Error(t, err)
-	// Every bad field is reported, not only the first.
-	_, err = orders.NewRelay(b.db.DB, orders.RelayConfig{Endpoints: ok, BatchSize: 5000, Workers: 300})
-	require.ErrorContains(t, err, "batch size 5000")
-	require.ErrorContains(t, err, "workers 300")
-}

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -105,7 +106,8 @@ func TestCloseOrder(t *testing.T) {
 	for _, no := range []string{"C1", "C2", "C3", "C4"} {
 		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 4, Quantity: 2})
 	}
-	b.place(t, "C5", false, orders.Item{SKUID: 5, Quantity: 1})
+	// Poisoned: SKU 6 has no stock row.
+	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "C5", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
 
 	out, err := b.closer.CloseOrder(b.ctx, "C1")
 	require.NoError(t, err)
@@ -139,11 +141,8 @@ func TestCloseOrder(t *testing.T) {
 	require.NoError(t, err)
 	b.check(t, base)
 
-	_, err = b.db.ExecContext(b.ctx, `DELETE FROM inventory WHERE sku_id = 5`)
-	require.NoError(t, err)
-	base = snapshot(t, b)
 	out, err = late.CloseOrder(b.ctx, "C5")
-	require.ErrorContains(t, err, "inventory row of sku 5 is missing")
+	require.ErrorContains(t, err, "inventory row of sku 6 is missing")
 	require.Equal(t, orders.OutcomeDeadLettered, out)
 	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = 'C5' AND status = 'waiting'`))
 

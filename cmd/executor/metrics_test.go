@@ -17,7 +17,6 @@ import (
 	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/metricstest"
-	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -125,26 +124,28 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	ctx := context.Background()
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
-	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 600, SKUs: 50, DueFraction: 0.7,
-		PaidFraction: 0.1, NotDueFraction: 0.2, CouponFraction: 0.3})
-	require.NoError(t, err)
+	// Twelve due orders; four more cannot be closed (SKU 7 has no stock
+	// row), and one of the twelve is locked by "a payment in progress";
+	// paid and not-due orders beside them.
+	const victims, held = 4, "DUE-5"
+	var placed []ordertest.OrderOpts
+	for i := range 12 {
+		placed = append(placed, ordertest.OrderOpts{OrderNo: fmt.Sprintf("DUE-%d", i), Age: time.Hour, Coupon: i%3 == 0,
+			Items: []ordertest.Item{{SKU: int64(1 + i%4), Qty: 1}}})
+	}
+	for i := range victims {
+		placed = append(placed, ordertest.OrderOpts{OrderNo: fmt.Sprintf("SKU7-%d", i), Age: time.Hour,
+			Items: []ordertest.Item{{SKU: 7, Qty: 1, MissingStock: true}, {SKU: 1, Qty: 2}}})
+	}
+	for i := range 2 {
+		placed = append(placed, ordertest.OrderOpts{OrderNo: fmt.Sprintf("PAID-%d", i), Status: 1, Items: []ordertest.Item{{SKU: 2, Qty: 1}}},
+			ordertest.OrderOpts{OrderNo: fmt.Sprintf("NEW-%d", i), Items: []ordertest.Item{{SKU: 3, Qty: 1}}})
+	}
+	for _, o := range placed {
+		ordertest.Order(t, db.DB, o)
+	}
 	before, err := ordertest.Counts(ctx, db.DB)
 	require.NoError(t, err)
-
-	// Orders on SKU 7 cannot be closed (their stock row is gone), and one
-	// other due order is locked by "a payment in progress".
-	_, err = db.ExecContext(ctx, `DELETE FROM inventory WHERE sku_id = 7`)
-	require.NoError(t, err)
-	var victims int
-	require.NoError(t, db.GetContext(ctx, &victims, `SELECT COUNT(DISTINCT o.order_no) FROM order_info o
-		JOIN order_item i ON i.order_no = o.order_no
-		WHERE o.status = 0 AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= NOW() AND i.sku_id = 7`))
-	require.Positive(t, victims)
-	var held string
-	require.NoError(t, db.GetContext(ctx, &held, `SELECT order_no FROM order_info o
-		WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()
-		  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_no = o.order_no AND i.sku_id = 7)
-		ORDER BY id LIMIT 1`))
 	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix, TTL: time.Minute})
 	require.NoError(t, err)
 	mu := locker.Redsync().NewMutex(locker.KeyFor(held))
@@ -238,12 +239,8 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	// A delayed task whose order cannot be closed: the attempt and the
 	// close path are counted under "delay", and the closer's warning about
 	// it carries the task's trace id.
-	_, err = orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
-	require.NoError(t, err)
-	var rt string
-	require.NoError(t, db.GetContext(ctx, &rt, `SELECT order_no FROM order_info WHERE order_no LIKE 'RT%'`))
-	_, err = db.ExecContext(ctx, `DELETE FROM inventory WHERE sku_id IN (SELECT sku_id FROM order_item WHERE order_no = ?)`, rt)
-	require.NoError(t, err)
+	const rt = "RT-1"
+	ordertest.Order(t, db.DB, ordertest.OrderOpts{OrderNo: rt, Age: time.Hour, Items: []ordertest.Item{{SKU: 99, Qty: 1, MissingStock: true}}})
 	body := fmt.Sprintf(`{"bizUuid":"close-%s","handler":"orderTimeoutClose","delayMs":0,"maxRetry":0,"payload":{"orderNo":%q}}`, rt, rt)
 	req, _ := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks", strings.NewReader(body))
 	req.Header.Set("X-Executor-Token", "api-tok")

@@ -120,12 +120,10 @@ func TestServeEndToEnd(t *testing.T) {
 
 	// The real-time path: a delayed task registered over the API port closes
 	// a newly due order within moments, through the dispatcher serve started.
-	_, err = orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 1, SKUs: 50, DueFraction: 1, OrderNoPrefix: "RT"})
-	require.NoError(t, err)
+	const orderNo = "RT-1"
+	ordertest.Order(t, db.DB, ordertest.OrderOpts{OrderNo: orderNo, Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 2}, {SKU: 3, Qty: 1}}})
 	base, err = ordertest.Snapshot(ctx, db.DB)
 	require.NoError(t, err)
-	var orderNo string
-	require.NoError(t, db.GetContext(ctx, &orderNo, "SELECT order_no FROM order_info WHERE status = 0 AND order_no LIKE 'RT%'"))
 	apiURL := fmt.Sprintf("http://127.0.0.1:%d/api/delay-tasks", apiPort)
 	body := fmt.Sprintf(`{"bizUuid":"close-%s","handler":"orderTimeoutClose","delayMs":0,"payload":{"orderNo":%q}}`, orderNo, orderNo)
 	req, _ := http.NewRequest(http.MethodPost, apiURL, strings.NewReader(body))

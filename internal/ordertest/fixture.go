@@ -46,7 +46,7 @@ type Item struct {
 	SKU int64
 	Qty int64
 	// MissingStock leaves the SKU without an inventory row, so closing
-	// the order fails on it (a poisoned order).
+	// the order fails on it (a poisoned order) until Restock makes the row.
 	MissingStock bool
 }
 
@@ -159,4 +159,18 @@ func insertOrder(ctx context.Context, db *sqlx.DB, opts OrderOpts) (o Placed, er
 		}
 	}
 	return o, tx.Commit()
+}
+
+// Restock gives sku the inventory row an order's MissingStock line left it
+// without: available units free, and locked what the unpaid orders' lines
+// on it hold, as if the row had been there when they were placed. A test
+// of a poisoned order calls it to repair the order's data.
+func Restock(t testing.TB, db *sqlx.DB, sku, available int64) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), `INSERT INTO inventory (sku_id, available, locked)
+		SELECT ?, ?, COALESCE(SUM(it.quantity), 0)
+		FROM order_item it JOIN order_info o ON o.order_no = it.order_no
+		WHERE it.sku_id = ? AND o.status = 0`, sku, available, sku); err != nil {
+		t.Fatalf("ordertest: restock sku %d: %v", sku, err)
+	}
 }

@@ -48,3 +48,30 @@ func TestOrderBuildsExactRows(t *testing.T) {
 	require.Equal(t, 1, coupon.Status)
 	require.Equal(t, "DUE", coupon.OrderNo)
 }
+
+// Restock gives a poisoned order's SKU the row it lacked, locked as its
+// unpaid orders hold it: the checker finds nothing wrong with it.
+func TestRestockLocksWhatUnpaidOrdersHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	for _, o := range []ordertest.OrderOpts{
+		{OrderNo: "P1", Items: []ordertest.Item{{SKU: 9, Qty: 2, MissingStock: true}}},
+		{OrderNo: "P2", Items: []ordertest.Item{{SKU: 9, Qty: 3, MissingStock: true}, {SKU: 1, Qty: 1}}},
+		{OrderNo: "PAID", Status: 1, Items: []ordertest.Item{{SKU: 9, Qty: 4, MissingStock: true}}},
+	} {
+		ordertest.Order(t, db.DB, o)
+	}
+	ordertest.Restock(t, db.DB, 9, 10)
+
+	var stock struct {
+		Available int64 `db:"available"`
+		Locked    int64 `db:"locked"`
+	}
+	require.NoError(t, db.GetContext(ctx, &stock, `SELECT available, locked FROM inventory WHERE sku_id = 9`))
+	require.Equal(t, int64(10), stock.Available)
+	require.Equal(t, int64(2+3), stock.Locked, "the unpaid orders' units, not the paid one's")
+	base, err := ordertest.Snapshot(ctx, db)
+	require.NoError(t, err)
+	require.NoError(t, ordertest.Check(ctx, db, base))
+}
