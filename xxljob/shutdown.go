@@ -32,6 +32,14 @@ var errShutdown = errors.New("xxljob: executor shut down")
 // error then says so. Shutdown is safe to call more than once and before
 // Start; later calls wait for the first one and return its result.
 func (e *Executor) Shutdown(ctx context.Context) error {
+	return e.stop(ctx)
+}
+
+// Stop is Shutdown under the name a Start/Stop component list expects:
+// the same steps, safe before Start and more than once.
+func (e *Executor) Stop(ctx context.Context) error { return e.stop(ctx) }
+
+func (e *Executor) stop(ctx context.Context) error {
 	e.mu.Lock()
 	switch e.state {
 	case stateNew:

@@ -54,3 +54,26 @@ func TestExecutorStartWithCancelledContext(t *testing.T) {
 	require.Nil(t, e.Addr())
 	require.NoError(t, e.Shutdown(context.Background()))
 }
+
+// Stop is Shutdown: before Start it ends the executor (a later Start
+// fails), and on a running one it drains once, later calls returning the
+// first call's result.
+func TestExecutorStopIsShutdown(t *testing.T) {
+	t.Parallel()
+	cfg := xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "stop",
+		Address: "http://127.0.0.1:9999/", ListenAddr: "127.0.0.1:0", LogPath: t.TempDir()}
+	e, err := xxljob.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.Stop(context.Background()), "before Start")
+	require.NoError(t, e.Shutdown(context.Background()), "and again")
+	require.Error(t, e.Start(context.Background()), "a Start after Stop fails")
+
+	cfg.LogPath = t.TempDir()
+	e, err = xxljob.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	require.NotNil(t, e.Addr())
+	require.NoError(t, e.Stop(context.Background()))
+	require.NoError(t, e.Shutdown(context.Background()), "a second stop waits for the first")
+	require.NoError(t, e.Stop(context.Background()))
+}

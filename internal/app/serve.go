@@ -128,8 +128,8 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 	return srv, nil
 }
 
-// xxlExecutor is the XXL-JOB executor as a Component (its Stop is
-// Shutdown).
+// xxlExecutor is the XXL-JOB executor as a Component, logging where it
+// serves once started.
 type xxlExecutor struct {
 	*xxljob.Executor
 	log *slog.Logger
@@ -142,8 +142,6 @@ func (x xxlExecutor) Start(ctx context.Context) error {
 	x.log.Info("xxl-job protocol serving", "addr", x.Addr().String())
 	return nil
 }
-
-func (x xxlExecutor) Stop(ctx context.Context) error { return x.Shutdown(ctx) }
 
 // mountConsole mounts the operator console on the API port unless
 // api.console is false; without consoleTokens it is mounted to say why it
