@@ -55,9 +55,7 @@ func (b *testBundle) check(t *testing.T, base *ordertest.Baseline) {
 
 func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
-	var n int
-	require.NoError(t, b.db.GetContext(b.ctx, &n, query, args...))
-	return n
+	return b.db.Count(t, query, args...)
 }
 
 func (b *testBundle) dbNow(t *testing.T) time.Time {
