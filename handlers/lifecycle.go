@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -27,13 +27,13 @@ const (
 
 // lifecycleOptions parses the job param of a lifecycle job whose day
 // override is daysKey.
-func lifecycleOptions(param, daysKey string) (orders.LifecycleOptions, error) {
+func lifecycleOptions(param, daysKey string) (lifecycle.Options, error) {
 	p, err := parseParams(param, daysKey, paramPageSize, paramMaxOrders, paramDryRun)
 	if err != nil {
-		return orders.LifecycleOptions{}, err
+		return lifecycle.Options{}, err
 	}
-	var o orders.LifecycleOptions
-	if o.Days, err = p.intKey(daysKey, 0, 1, orders.MaxLifecycleDays); err != nil {
+	var o lifecycle.Options
+	if o.Days, err = p.intKey(daysKey, 0, 1, lifecycle.MaxDays); err != nil {
 		return o, err
 	}
 	if o.PageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
@@ -53,8 +53,8 @@ func lifecycleOptions(param, daysKey string) (orders.LifecycleOptions, error) {
 // ago (config order.timeout.auto_confirm_days, or the param
 // autoConfirmDays), logs one line per page and ends with the summary line
 // as the result.
-func OrderAutoConfirm(l *orders.Lifecycle) xxljob.Handler {
-	return lifecycleHandler(OrderAutoConfirmJob, paramAutoConfirmDays, "completed", l, (*orders.Lifecycle).AutoConfirm)
+func OrderAutoConfirm(l *lifecycle.Jobs) xxljob.Handler {
+	return lifecycleHandler(OrderAutoConfirmJob, paramAutoConfirmDays, "completed", l, (*lifecycle.Jobs).AutoConfirm)
 }
 
 // OrderFulfillmentTimeout returns the orderFulfillmentTimeoutJob handler: in
@@ -62,12 +62,12 @@ func OrderAutoConfirm(l *orders.Lifecycle) xxljob.Handler {
 // fulfillment_timeout_days of payment (config
 // order.timeout.fulfillment_timeout_days, or the param
 // fulfillmentTimeoutDays) in order_fulfillment_overdue. It changes no order.
-func OrderFulfillmentTimeout(l *orders.Lifecycle) xxljob.Handler {
-	return lifecycleHandler(OrderFulfillmentTimeoutJob, paramFulfillmentTimeoutDays, "flagged", l, (*orders.Lifecycle).FlagOverdue)
+func OrderFulfillmentTimeout(l *lifecycle.Jobs) xxljob.Handler {
+	return lifecycleHandler(OrderFulfillmentTimeoutJob, paramFulfillmentTimeoutDays, "flagged", l, (*lifecycle.Jobs).FlagOverdue)
 }
 
-func lifecycleHandler(name, daysKey, verb string, l *orders.Lifecycle,
-	run func(*orders.Lifecycle, context.Context, orders.LifecycleOptions) (orders.LifecycleStats, error)) xxljob.Handler {
+func lifecycleHandler(name, daysKey, verb string, l *lifecycle.Jobs,
+	run func(*lifecycle.Jobs, context.Context, lifecycle.Options) (lifecycle.Stats, error)) xxljob.Handler {
 	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
 		if l == nil {
 			return fmt.Errorf("%s: %w", name, errNotConfigured)
@@ -77,7 +77,7 @@ func lifecycleHandler(name, daysKey, verb string, l *orders.Lifecycle,
 			return err
 		}
 		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
-		opt.Progress = func(p orders.LifecyclePage) {
+		opt.Progress = func(p lifecycle.Page) {
 			req.Logf("page %d: scanned=%d %s=%d skipped=%d elapsed=%s",
 				p.Page, p.Scanned, verb, p.Changed, p.Skipped, p.Elapsed.Round(1e6))
 		}

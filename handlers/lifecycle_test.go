@@ -13,6 +13,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -21,13 +22,13 @@ func TestLifecycleOptions(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		param, key string
-		want       orders.LifecycleOptions
+		want       lifecycle.Options
 		wantErr    string
 	}{
 		{param: "", key: paramAutoConfirmDays},
 		{param: "autoConfirmDays=10,pageSize=50,maxOrders=7,dryRun=true", key: paramAutoConfirmDays,
-			want: orders.LifecycleOptions{Days: 10, PageSize: 50, MaxOrders: 7, DryRun: true}},
-		{param: `{"fulfillmentTimeoutDays": 5}`, key: paramFulfillmentTimeoutDays, want: orders.LifecycleOptions{Days: 5}},
+			want: lifecycle.Options{Days: 10, PageSize: 50, MaxOrders: 7, DryRun: true}},
+		{param: `{"fulfillmentTimeoutDays": 5}`, key: paramFulfillmentTimeoutDays, want: lifecycle.Options{Days: 5}},
 		{param: "autoConfirmDays=0", key: paramAutoConfirmDays, wantErr: `autoConfirmDays="0": want a whole number from 1 to 3650`},
 		{param: "autoConfirmDays=3651", key: paramAutoConfirmDays, wantErr: "from 1 to 3650"},
 		{param: "autoConfirmDays=5", key: paramFulfillmentTimeoutDays,
@@ -83,7 +84,7 @@ func lifecycleExec(t *testing.T) (*dbtest.DB, *xxljob.Executor) {
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)
-	lc, err := orders.NewLifecycle(db.DB, orders.LifecycleConfig{AutoConfirmDays: 14, FulfillmentTimeoutDays: 7})
+	lc, err := lifecycle.New(db.DB, lifecycle.Config{AutoConfirmDays: 14, FulfillmentTimeoutDays: 7})
 	require.NoError(t, err)
 	exec, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
 		AppName: "lifecycle-test", LogPath: t.TempDir()})

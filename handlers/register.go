@@ -7,6 +7,7 @@ import (
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/sql/migrations"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -17,7 +18,7 @@ import (
 type Deps struct {
 	Closer     *orders.Closer
 	Dispatcher *delay.Dispatcher
-	Lifecycle  *orders.Lifecycle // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 }
 
 // Register adds every handler to the executor under its console name.

@@ -34,7 +34,6 @@ func TestConstructorRefusals(t *testing.T) {
 	ok := map[string]string{orders.EventStockRelease: "http://inv.local/r", orders.EventCouponRestore: "https://cpn.local/r"}
 	closer := func(cfg orders.CloserConfig) error { _, err := orders.NewCloser(db, locker, cfg); return err }
 	relay := func(cfg orders.RelayConfig) error { _, err := orders.NewRelay(db, cfg); return err }
-	lifecycle := func(cfg orders.LifecycleConfig) error { _, err := orders.NewLifecycle(db, cfg); return err }
 	trade := func(cfg orders.HTTPTradeCloserConfig) error { _, err := orders.NewHTTPTradeCloser(cfg); return err }
 	for _, tc := range []struct {
 		name string
@@ -54,10 +53,6 @@ func TestConstructorRefusals(t *testing.T) {
 		{"relay: claim TTL", relay(orders.RelayConfig{Endpoints: ok, Timeout: time.Minute, ClaimTTL: time.Minute}), "orders: relay claim TTL 1m0s must exceed the timeout 1m0s by 2s"},
 		{"relay: backoff", relay(orders.RelayConfig{Endpoints: ok, BackoffBase: time.Hour, BackoffMax: time.Minute}), "orders: relay: backoff base 1h0m0s is above its maximum 1m0s"},
 		{"relay: all at once", relay(orders.RelayConfig{Endpoints: ok, BatchSize: 5000, Workers: 300}), "orders: relay batch size 5000 out of [1, 1000]\norders: relay workers 300 out of [1, 256]"},
-		{"lifecycle: no database", func() error { _, err := orders.NewLifecycle(nil, orders.LifecycleConfig{}); return err }(), "orders: NewLifecycle needs a database"},
-		{"lifecycle: auto-confirm days", lifecycle(orders.LifecycleConfig{AutoConfirmDays: -3}), "orders: auto-confirm days -3 out of [1, 3650]"},
-		{"lifecycle: fulfilment days", lifecycle(orders.LifecycleConfig{FulfillmentTimeoutDays: 4000}), "orders: fulfillment timeout days 4000 out of [1, 3650]"},
-		{"lifecycle: page size", lifecycle(orders.LifecycleConfig{PageSize: 9999}), "orders: page size 9999 out of [1, 5000]"},
 		{"trade closer: no URL", trade(orders.HTTPTradeCloserConfig{}), "orders: close-trade URL \"\" is not an http(s) URL"},
 		{"trade closer: scheme", trade(orders.HTTPTradeCloserConfig{URL: "ftp://pay.example/close"}), "orders: close-trade URL \"ftp://pay.example/close\" is not an http(s) URL"},
 		{"trade closer: negative retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: -1}), "orders: close-trade retries -1 out of [0, 10]"},
@@ -70,5 +65,4 @@ func TestConstructorRefusals(t *testing.T) {
 	}
 	require.NoError(t, closer(orders.CloserConfig{}), "the defaults are valid")
 	require.NoError(t, relay(orders.RelayConfig{Endpoints: ok}))
-	require.NoError(t, lifecycle(orders.LifecycleConfig{}))
 }

@@ -12,16 +12,16 @@
 //     (HTTPTradeCloser);
 //   - Service: PlaceOrder, Pay and PayWith (late and duplicate payments
 //     recorded as refunds owed), Ship and Confirm;
-//   - the lifecycle jobs after payment (Lifecycle: auto-confirm, fulfilment
-//     flags);
 //   - the outbox Relay, which delivers the events the close transaction
 //     writes;
 //   - the operators' views over the order tables other than dead letters:
 //     Inspector, CloseRuns, Outbox, Refunds.
 //
 // Its locks are package orderlock's, the dead-letter operators' view is
-// package deadletters, the lists' shared terms are package oplist and the
-// status values package orderstatus; none of them imports this package.
+// package deadletters, the lifecycle jobs after payment (auto-confirm,
+// fulfilment flags) are package lifecycle, the lists' shared terms are
+// package oplist and the status values package orderstatus; none of them
+// imports this package.
 //
 // # When an order has expired
 //
@@ -146,8 +146,9 @@
 // # After payment
 //
 // Statuses 3 (shipped, ship_time) and 4 (completed, complete_time) follow
-// paid (1, pay_time). Lifecycle completes orders shipped long enough ago
-// and flags paid orders not shipped in time; see lifecycle.go.
+// paid (1, pay_time). Service.Ship and Service.Confirm are the order
+// service's steps (ship.go); package lifecycle completes orders shipped long
+// enough ago and flags paid orders not shipped in time.
 //
 // # Locks
 //

@@ -15,6 +15,10 @@ import (
 // ErrOrderNotFound is returned by Pay for an order number that does not exist.
 var ErrOrderNotFound = errors.New("orders: order not found")
 
+// ErrOrderState means the order is not in the status the step needs (e.g.
+// shipping an unpaid order).
+var ErrOrderState = errors.New("orders: order is not in the status this step needs")
+
 // ErrLeaseExpired means a close transaction was rolled back because its locks
 // might have expired before COMMIT; the orders are left to the next pass.
 var ErrLeaseExpired = errors.New("orders: lock lease ran out before commit")

@@ -20,5 +20,9 @@ func ScanPageQuery(after time.Time, afterID int64, now time.Time, shardTotal, sh
 		ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
 }
 
-// LetterStatesSQL exposes the dead-letter probe to the EXPLAIN test.
-const LetterStatesSQL = letterStatesSQL
+// Statements of the dead-letter probe and the retry job's scan, exposed to
+// the EXPLAIN tests.
+const (
+	LetterStatesSQL = letterStatesSQL
+	DueLettersSQL   = dueLettersSQL
+)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/plantest"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/internal/statslie"
@@ -105,11 +105,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "operator: refund", Query: q(conflictSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
 		{Name: "operator: record refund", Query: named(markRefundedSQL, map[string]any{"note": "r-1", "by": "alice", "payment_id": f.conflictID}), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
-		// Lifecycle after payment.
-		{Name: "lifecycle: scan shipped", Query: named(scanShippedSQL, lifecycleScan(lifecycleCursor{At: firstCursor.CreateTime, ID: firstCursor.ID}, f.now, 0, 1, 500)), Units: 500, Plan: uses("o", "idx_status_ship_time", "range")},
-		{Name: "lifecycle: complete", Query: named(fmt.Sprintf(completeOrdersSQL, sqlexec.IntList(f.shipped)), map[string]any{"cutoff": f.now}), Units: len(f.shipped), Plan: pk("order_info")},
-		{Name: "lifecycle: scan overdue", Query: named(scanOverdueSQL, lifecycleScan(lifecycleCursor{At: firstCursor.CreateTime, ID: firstCursor.ID}, f.now, 0, 1, 500)), Units: 500, Plan: uses("o", "idx_status_pay_time", "range").And("f", "uk_order_no", "eq_ref")},
-		{Name: "lifecycle: flag overdue", Query: named(fmt.Sprintf(flagOverdueSQL, sqlexec.IntList(f.paid)), map[string]any{"days": 3, "cutoff": f.now}), Units: len(f.paid), Plan: pk("o")},
+		// Ship and Confirm (the lifecycle jobs' statements are package lifecycle's).
 		{Name: "service: ship", Query: q(shipOrderSQL, f.paidNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		{Name: "service: confirm", Query: q(confirmOrderSQL, f.shippedNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		{Name: "service: status", Query: q(orderStatusSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
@@ -184,10 +180,8 @@ type planFixture struct {
 	openLetters   int // waiting and parked letters
 	parkedLetters []int64
 
-	shipped   []int64 // shipped orders
-	shippedNo string
-	paid      []int64 // paid orders with pay_time
-	paidNo    string
+	shippedNo string // a shipped order
+	paidNo    string // a paid order
 
 	events        []int64 // pending outbox events
 	pendingEvents int
@@ -219,15 +213,8 @@ func newPlanFixture(t *testing.T) *planFixture {
 	ctx := context.Background()
 	f := &planFixture{db: dbtest.New(t)}
 	db := f.db
-	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 20000, SKUs: 2000, DueFraction: 0.6, PaidFraction: 0.3,
-		NotDueFraction: 0.1, CouponFraction: 0.3})
-	require.NoError(t, err)
+	ordertest.Shop(t, db.DB)
 	for _, stmt := range []string{
-		// Paid orders: most with pay_time, a third of those shipped.
-		`UPDATE order_info SET pay_time = create_time + INTERVAL 5 MINUTE WHERE status = 1 AND id % 5 <> 0`,
-		`UPDATE order_info SET status = 3, ship_time = pay_time + INTERVAL 1 HOUR WHERE status = 1 AND pay_time IS NOT NULL AND id % 3 = 0`,
-		`INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
-			SELECT id, order_no, user_id, pay_time, pay_time + INTERVAL 3 DAY, NOW(3) FROM order_info WHERE status = 1 AND pay_time IS NOT NULL AND id % 4 = 0`,
 		// Dead letters: resolved ones pile up; a few waiting and parked.
 		`INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
 			SELECT order_no, 'close', CASE WHEN id % 97 = 1 THEN 'waiting' WHEN id % 97 = 2 THEN 'parked' ELSE 'resolved' END,
@@ -318,9 +305,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.dueLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting' AND next_retry_at <= NOW(3)`)
 	sel(&f.parkedLetters, `SELECT id FROM order_dead_letter WHERE status = 'parked' ORDER BY id`)
 	get(&f.openLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status IN ('waiting', 'parked')`)
-	sel(&f.shipped, `SELECT id FROM order_info WHERE status = 3 ORDER BY id LIMIT 500`)
 	get(&f.shippedNo, `SELECT order_no FROM order_info WHERE status = 3 ORDER BY id LIMIT 1`)
-	sel(&f.paid, `SELECT id FROM order_info WHERE status = 1 AND pay_time IS NOT NULL ORDER BY id LIMIT 500`)
 	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
 	sel(&f.events, `SELECT id FROM order_outbox WHERE status = 'pending' ORDER BY id LIMIT 100`)
 	get(&f.pendingEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`)

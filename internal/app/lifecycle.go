@@ -7,14 +7,14 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 )
 
 // newLifecycle builds the lifecycle jobs' domain object from order.timeout
 // (the days) and order.close.pageSize (the default page).
-func newLifecycle(db *sqlx.DB, cfg *config.Config, logger *slog.Logger, obs orders.LifecycleObserver) (*orders.Lifecycle, error) {
-	l, err := orders.NewLifecycle(db, orders.LifecycleConfig{
-		Logger:                 logger, // NewLifecycle tags it
+func newLifecycle(db *sqlx.DB, cfg *config.Config, logger *slog.Logger, obs lifecycle.Observer) (*lifecycle.Jobs, error) {
+	l, err := lifecycle.New(db, lifecycle.Config{
+		Logger:                 logger, // New tags it
 		AutoConfirmDays:        cfg.Order.Timeout.AutoConfirmDays,
 		FulfillmentTimeoutDays: cfg.Order.Timeout.FulfillmentTimeoutDays,
 		PageSize:               cfg.Order.Close.PageSize,

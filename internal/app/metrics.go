@@ -6,6 +6,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -13,7 +14,7 @@ import (
 // value means none.
 type Observers struct {
 	Orders    orders.Observer
-	Lifecycle orders.LifecycleObserver
+	Lifecycle lifecycle.Observer
 	Delay     delay.Observer
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -28,7 +29,7 @@ type Deps struct {
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
 	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
-	lifecycle *orders.Lifecycle    // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// compensation is where closes give stock and coupons back.
 	compensation orders.CompensationMode
 }

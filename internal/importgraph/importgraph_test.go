@@ -34,6 +34,8 @@ func TestCheckRules(t *testing.T) {
 			[]string{"internal/api (adapter) imports internal/app, a layer above it (wiring)"}},
 		{"a leaf importing its domain package", Package{ImportPath: m("orders/orderlock"), Imports: []string{m("orders")}},
 			[]string{"orders/orderlock (leaf) imports orders, a layer above it (domain)"}},
+		{"the lifecycle jobs reaching back into orders", Package{ImportPath: m("orders/lifecycle"), Imports: []string{m("orders")}},
+			[]string{"orders/lifecycle (leaf) imports orders, a layer above it (domain)"}},
 		{"across the domain", Package{ImportPath: m("delay"), Imports: []string{m("orders")}},
 			[]string{"delay imports orders: the domain's parts stay independent"}},
 		{"config reads xxljob's admin versions", Package{ImportPath: m("config"), Imports: []string{m("xxljob")}}, nil},

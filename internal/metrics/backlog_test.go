@@ -14,6 +14,7 @@ import (
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
 )
 
@@ -100,9 +101,9 @@ func TestLifecycleAndTradeErrors(t *testing.T) {
 	m := metrics.New(metrics.Config{})
 	ob := m.Lifecycle()
 	ctx := context.Background()
-	ob.LifecycleRun(ctx, orders.JobFulfillmentTimeout, orders.LifecycleStats{Scanned: 5, Changed: 4, Skipped: 1}, nil)
-	ob.LifecycleRun(ctx, orders.JobFulfillmentTimeout, orders.LifecycleStats{Scanned: 9, Changed: 9, DryRun: true}, nil)
-	ob.LifecycleRun(ctx, orders.JobAutoConfirm, orders.LifecycleStats{Changed: 2}, context.DeadlineExceeded)
+	ob.LifecycleRun(ctx, lifecycle.JobFulfillmentTimeout, lifecycle.Stats{Scanned: 5, Changed: 4, Skipped: 1}, nil)
+	ob.LifecycleRun(ctx, lifecycle.JobFulfillmentTimeout, lifecycle.Stats{Scanned: 9, Changed: 9, DryRun: true}, nil)
+	ob.LifecycleRun(ctx, lifecycle.JobAutoConfirm, lifecycle.Stats{Changed: 2}, context.DeadlineExceeded)
 	m.Orders().ClosePage(ctx, orders.PageReport{ShardTotal: 1, Scanned: 10, Closed: 7, SkippedLocked: 3, TradeErrors: 2})
 
 	s := scrape(t, m)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 )
 
 // Metric names of the lifecycle jobs after payment.
@@ -26,7 +26,7 @@ func newLifecycleMetrics(m *Metrics) lifecycleMetrics {
 			"Orders the lifecycle jobs changed, by job and result: completed (auto_confirm), flagged (fulfillment_timeout: paid, not shipped in time), skipped (changed by someone else meanwhile). Dry runs are not counted.",
 			"job", "result"),
 	}
-	for job, verb := range map[string]string{orders.JobAutoConfirm: "completed", orders.JobFulfillmentTimeout: "flagged"} {
+	for job, verb := range map[string]string{lifecycle.JobAutoConfirm: "completed", lifecycle.JobFulfillmentTimeout: "flagged"} {
 		l.runs.WithLabelValues(job, "ok")
 		l.runs.WithLabelValues(job, "error")
 		l.orders.WithLabelValues(job, verb)
@@ -35,18 +35,18 @@ func newLifecycleMetrics(m *Metrics) lifecycleMetrics {
 	return l
 }
 
-// Lifecycle returns the observer for orders.LifecycleConfig.Observer.
-func (m *Metrics) Lifecycle() orders.LifecycleObserver { return lifecycleObserver{&m.lifecycle} }
+// Lifecycle returns the observer for lifecycle.Config.Observer.
+func (m *Metrics) Lifecycle() lifecycle.Observer { return lifecycleObserver{&m.lifecycle} }
 
 type lifecycleObserver struct{ l *lifecycleMetrics }
 
-func (o lifecycleObserver) LifecycleRun(_ context.Context, job string, st orders.LifecycleStats, err error) {
+func (o lifecycleObserver) LifecycleRun(_ context.Context, job string, st lifecycle.Stats, err error) {
 	o.l.runs.WithLabelValues(job, result(err)).Inc()
 	if st.DryRun {
 		return
 	}
 	verb := "completed"
-	if job == orders.JobFulfillmentTimeout {
+	if job == lifecycle.JobFulfillmentTimeout {
 		verb = "flagged"
 	}
 	o.l.orders.WithLabelValues(job, verb).Add(float64(st.Changed))

@@ -19,8 +19,9 @@
 // stock was consumed and their coupon used when they were paid.
 //
 // Order builds the exact rows a test needs (one order with its items,
-// stock and coupon), where demo data is statistical; it is the only part
-// that writes. Nothing here imports test-only packages, so a binary (the
+// stock and coupon), where demo data is statistical; it and Shop (demo
+// data shaped as a shop's tables after a while, for plan tests) are the
+// only parts that write. States reads what the steps after payment change. Nothing here imports test-only packages, so a binary (the
 // bench) can use the checker.
 package ordertest
 

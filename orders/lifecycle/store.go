@@ -1,4 +1,4 @@
-package orders
+package lifecycle
 
 import (
 	"context"
@@ -10,24 +10,41 @@ import (
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
-// This file holds the SQL of the order lifecycle after payment: shipping
-// and completing an order (the order service's side, Ship and Confirm), the
-// auto-confirm job and the fulfillment-timeout job (Lifecycle). Like the
-// close path, ids are rendered as literal lists; everything else is bound.
+// This file holds the SQL of the auto-confirm job and the
+// fulfillment-timeout job. Like the close path, ids are rendered as literal
+// lists; everything else is bound.
 
-// lifecycleRow is one order found by a lifecycle scan page; At is its
+// store runs the package's statements on a *sqlx.DB or *sqlx.Tx.
+type store struct{}
+
+// row is one order found by a lifecycle scan page; At is its
 // ship_time (auto-confirm) or pay_time (fulfillment timeout).
-type lifecycleRow struct {
+type row struct {
 	ID      int64     `db:"id"`
 	OrderNo string    `db:"order_no"`
 	At      time.Time `db:"at"`
 }
 
-// lifecycleCursor is the keyset position of a lifecycle scan: the (time,
+// cursor is the keyset position of a lifecycle scan: the (time,
 // id) of the last row returned.
-type lifecycleCursor struct {
+type cursor struct {
 	At time.Time
 	ID int64
+}
+
+// scanParams are scanShippedSQL's and scanOverdueSQL's.
+type scanParams struct {
+	Cutoff     time.Time `db:"cutoff"`
+	AfterAt    time.Time `db:"after_at"`
+	AfterID    int64     `db:"after_id"`
+	ShardTotal int       `db:"shard_total"`
+	ShardIndex int       `db:"shard_index"`
+	Limit      int       `db:"limit"`
+}
+
+func scanArgs(cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) scanParams {
+	return scanParams{Cutoff: cutoff, AfterAt: cur.At, AfterID: cur.ID,
+		ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit}
 }
 
 // scanShippedSQL reads the next keyset page of shipped orders of one shard
@@ -49,24 +66,9 @@ WHERE o.status = 3
 ORDER BY o.ship_time, o.id
 LIMIT :limit`
 
-// lifecycleScanParams are scanShippedSQL's and scanOverdueSQL's.
-type lifecycleScanParams struct {
-	Cutoff     time.Time `db:"cutoff"`
-	AfterAt    time.Time `db:"after_at"`
-	AfterID    int64     `db:"after_id"`
-	ShardTotal int       `db:"shard_total"`
-	ShardIndex int       `db:"shard_index"`
-	Limit      int       `db:"limit"`
-}
-
-func lifecycleScan(cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) lifecycleScanParams {
-	return lifecycleScanParams{Cutoff: cutoff, AfterAt: cur.At, AfterID: cur.ID,
-		ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit}
-}
-
-func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]lifecycleRow, error) {
-	var rows []lifecycleRow
-	err := sqlexec.SelectNamed(ctx, q, &rows, scanShippedSQL, lifecycleScan(cur, cutoff, shardIndex, shardTotal, limit))
+func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
+	var rows []row
+	err := sqlexec.SelectNamed(ctx, q, &rows, scanShippedSQL, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
 	if err != nil {
 		return nil, fmt.Errorf("scan shipped orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
 	}
@@ -115,9 +117,9 @@ WHERE o.status = 1
 ORDER BY o.pay_time, o.id
 LIMIT :limit`
 
-func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur lifecycleCursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]lifecycleRow, error) {
-	var rows []lifecycleRow
-	err := sqlexec.SelectNamed(ctx, q, &rows, scanOverdueSQL, lifecycleScan(cur, cutoff, shardIndex, shardTotal, limit))
+func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
+	var rows []row
+	err := sqlexec.SelectNamed(ctx, q, &rows, scanOverdueSQL, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
 	if err != nil {
 		return nil, fmt.Errorf("scan paid orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
 	}
@@ -148,50 +150,8 @@ func (store) flagOverdue(ctx context.Context, e sqlx.ExecerContext, ids []int64,
 	return res.RowsAffected()
 }
 
-// shipOrderSQL is the order service's shipping CAS of one order (by
-// number), paid to shipped. uk_order_no; expects one row (none: not paid, or no
-// such order). ship_time is the database clock.
-const shipOrderSQL = `
-UPDATE order_info SET status = 3, ship_time = NOW(3) WHERE order_no = ? AND status = 1`
-
-func (store) shipOrder(ctx context.Context, e sqlx.ExecerContext, orderNo string) (int64, error) {
-	res, err := e.ExecContext(ctx, shipOrderSQL, orderNo)
-	if err != nil {
-		return 0, fmt.Errorf("ship order %s: %w", orderNo, err)
-	}
-	return res.RowsAffected()
-}
-
-// confirmOrderSQL is the buyer's confirmation CAS of one order (by
-// number), shipped to completed. uk_order_no; expects one row (none: not shipped, or no
-// such order).
-const confirmOrderSQL = `
-UPDATE order_info SET status = 4, complete_time = NOW(3) WHERE order_no = ? AND status = 3`
-
-func (store) confirmOrder(ctx context.Context, e sqlx.ExecerContext, orderNo string) (int64, error) {
-	res, err := e.ExecContext(ctx, confirmOrderSQL, orderNo)
-	if err != nil {
-		return 0, fmt.Errorf("confirm order %s: %w", orderNo, err)
-	}
-	return res.RowsAffected()
-}
-
-// orderStatusSQL reads one order's status, by number. Zero or one row.
-const orderStatusSQL = `SELECT status FROM order_info WHERE order_no = ?`
-
-func (store) orderStatus(ctx context.Context, q sqlx.QueryerContext, orderNo string) (int, bool, error) {
-	var st []int
-	if err := sqlx.SelectContext(ctx, q, &st, orderStatusSQL, orderNo); err != nil {
-		return 0, false, fmt.Errorf("read status of order %s: %w", orderNo, err)
-	}
-	if len(st) == 0 {
-		return 0, false, nil
-	}
-	return st[0], true, nil
-}
-
-// lifecycleIDs returns the ids of rows.
-func lifecycleIDs(rows []lifecycleRow) []int64 {
+// rowIDs returns the ids of rows.
+func rowIDs(rows []row) []int64 {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID

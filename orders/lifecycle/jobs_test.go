@@ -1,7 +1,6 @@
-package orders_test
+package lifecycle_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,38 +9,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/plantest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 )
 
-func newLifecycle(t *testing.T, b *testBundle, cfg orders.LifecycleConfig) *orders.Lifecycle {
+func newJobs(t *testing.T, b *testBundle, cfg lifecycle.Config) *lifecycle.Jobs {
 	t.Helper()
-	l, err := orders.NewLifecycle(b.db.DB, cfg)
+	l, err := lifecycle.New(b.db.DB, cfg)
 	require.NoError(t, err)
 	return l
 }
 
-// orderState is what the lifecycle jobs may change, per order.
-type orderState struct {
-	ID           int64      `db:"id"`
-	OrderNo      string     `db:"order_no"`
-	Status       int        `db:"status"`
-	PayTime      *time.Time `db:"pay_time"`
-	ShipTime     *time.Time `db:"ship_time"`
-	CompleteTime *time.Time `db:"complete_time"`
-	CloseTime    *time.Time `db:"close_time"`
-	UpdateTime   time.Time  `db:"update_time"`
-}
-
-func (b *testBundle) orderStates(t *testing.T) map[string]orderState {
+// orderStates reads every order's state, by order number.
+func (b *testBundle) orderStates(t *testing.T) map[string]ordertest.OrderState {
 	t.Helper()
-	var rows []orderState
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows,
-		`SELECT id, order_no, status, pay_time, ship_time, complete_time, close_time, update_time FROM order_info`))
-	out := make(map[string]orderState, len(rows))
-	for _, r := range rows {
-		out[r.OrderNo] = r
-	}
-	return out
+	s, err := ordertest.States(b.ctx, b.db)
+	require.NoError(t, err)
+	return s
 }
 
 // lifecycleWorld seeds paid orders and moves them into lifecycle states with
@@ -92,10 +78,10 @@ func TestAutoConfirmCompletesDueOnce(t *testing.T) {
 	due := b.countWhere(t, `status = 3 AND id % 10 IN (0, 1, 2)`)
 	require.Positive(t, due)
 	before := b.orderStates(t)
-	l := newLifecycle(t, b, orders.LifecycleConfig{})
+	l := newJobs(t, b, lifecycle.Config{})
 
-	var pages []orders.LifecyclePage
-	st, err := l.AutoConfirm(b.ctx, orders.LifecycleOptions{PageSize: 40, Progress: func(p orders.LifecyclePage) { pages = append(pages, p) }})
+	var pages []lifecycle.Page
+	st, err := l.AutoConfirm(b.ctx, lifecycle.Options{PageSize: 40, Progress: func(p lifecycle.Page) { pages = append(pages, p) }})
 	require.NoError(t, err)
 	require.Equal(t, due, st.Scanned)
 	require.Equal(t, due, st.Changed)
@@ -121,12 +107,12 @@ func TestAutoConfirmCompletesDueOnce(t *testing.T) {
 	}
 	b.check(t, base)
 
-	st, err = l.AutoConfirm(b.ctx, orders.LifecycleOptions{})
+	st, err = l.AutoConfirm(b.ctx, lifecycle.Options{})
 	require.NoError(t, err)
 	require.Zero(t, st.Scanned, "a rerun finds nothing")
 
 	// The job param's days override: 12 takes the orders shipped 12 days ago.
-	st, err = l.AutoConfirm(b.ctx, orders.LifecycleOptions{Days: 12})
+	st, err = l.AutoConfirm(b.ctx, lifecycle.Options{Days: 12})
 	require.NoError(t, err)
 	require.Equal(t, b.countWhere(t, `id % 10 = 3 AND status = 4`), st.Changed)
 	require.Positive(t, st.Changed)
@@ -143,8 +129,8 @@ func TestAutoConfirmConcurrentAndSharded(t *testing.T) {
 	b := setup(t)
 	lifecycleWorld(t, b, 2000)
 	due := b.countWhere(t, `status = 3 AND id % 10 IN (0, 1, 2)`)
-	l := newLifecycle(t, b, orders.LifecycleConfig{PageSize: 25})
-	other := newLifecycle(t, b, orders.LifecycleConfig{PageSize: 25})
+	l := newJobs(t, b, lifecycle.Config{PageSize: 25})
+	other := newJobs(t, b, lifecycle.Config{PageSize: 25})
 
 	var mu sync.Mutex
 	changed, scanned := 0, 0
@@ -155,7 +141,7 @@ func TestAutoConfirmConcurrentAndSharded(t *testing.T) {
 			if i%2 == 1 {
 				lc = other
 			}
-			st, err := lc.AutoConfirm(b.ctx, orders.LifecycleOptions{})
+			st, err := lc.AutoConfirm(b.ctx, lifecycle.Options{})
 			require.NoError(t, err)
 			mu.Lock()
 			defer mu.Unlock()
@@ -173,7 +159,7 @@ func TestAutoConfirmConcurrentAndSharded(t *testing.T) {
 	want := b.countWhere(t, `status = 3 AND id % 10 = 3`)
 	got := 0
 	for shard := range 3 {
-		st, err := l.AutoConfirm(b.ctx, orders.LifecycleOptions{ShardIndex: shard, ShardTotal: 3, Days: 12})
+		st, err := l.AutoConfirm(b.ctx, lifecycle.Options{ShardIndex: shard, ShardTotal: 3, Days: 12})
 		require.NoError(t, err)
 		require.Equal(t, b.countWhere(t, fmt.Sprintf(`status = 4 AND id %% 10 = 3 AND id %% 3 = %d`, shard)), st.Changed)
 		got += st.Changed
@@ -188,21 +174,21 @@ func TestAutoConfirmDryRunAndOptions(t *testing.T) {
 	lifecycleWorld(t, b, 500)
 	due := b.countWhere(t, `status = 3 AND id % 10 IN (0, 1, 2)`)
 	before := b.orderStates(t)
-	l := newLifecycle(t, b, orders.LifecycleConfig{AutoConfirmDays: 14})
+	l := newJobs(t, b, lifecycle.Config{AutoConfirmDays: 14})
 
-	st, err := l.AutoConfirm(b.ctx, orders.LifecycleOptions{DryRun: true})
+	st, err := l.AutoConfirm(b.ctx, lifecycle.Options{DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, due, st.Changed)
 	require.True(t, st.DryRun)
 	require.Equal(t, before, b.orderStates(t), "a dry run changes nothing")
 
-	st, err = l.AutoConfirm(b.ctx, orders.LifecycleOptions{MaxOrders: 7, PageSize: 3})
+	st, err = l.AutoConfirm(b.ctx, lifecycle.Options{MaxOrders: 7, PageSize: 3})
 	require.NoError(t, err)
 	require.Equal(t, 7, st.Scanned)
 	require.Equal(t, 7, st.Changed)
 	require.Equal(t, 3, st.Pages)
 
-	for _, opt := range []orders.LifecycleOptions{
+	for _, opt := range []lifecycle.Options{
 		{Days: -1}, {Days: 3651}, {ShardIndex: 2, ShardTotal: 2}, {PageSize: 5001}, {MaxOrders: -1},
 	} {
 		_, err := l.AutoConfirm(b.ctx, opt)
@@ -210,11 +196,11 @@ func TestAutoConfirmDryRunAndOptions(t *testing.T) {
 		_, err = l.FlagOverdue(b.ctx, opt)
 		require.Error(t, err, "%+v", opt)
 	}
-	for _, cfg := range []orders.LifecycleConfig{{AutoConfirmDays: -3}, {FulfillmentTimeoutDays: 4000}, {PageSize: 9999}} {
-		_, err := orders.NewLifecycle(b.db.DB, cfg)
+	for _, cfg := range []lifecycle.Config{{AutoConfirmDays: -3}, {FulfillmentTimeoutDays: 4000}, {PageSize: 9999}} {
+		_, err := lifecycle.New(b.db.DB, cfg)
 		require.Error(t, err, "%+v", cfg)
 	}
-	_, err = orders.NewLifecycle(nil, orders.LifecycleConfig{})
+	_, err = lifecycle.New(nil, lifecycle.Config{})
 	require.Error(t, err)
 }
 
@@ -249,9 +235,9 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 	due := b.countWhere(t, `status = 1 AND id % 10 IN (6, 7)`)
 	require.Positive(t, due)
 	before := b.orderStates(t)
-	l := newLifecycle(t, b, orders.LifecycleConfig{PageSize: 30})
+	l := newJobs(t, b, lifecycle.Config{PageSize: 30})
 
-	st, err := l.FlagOverdue(b.ctx, orders.LifecycleOptions{})
+	st, err := l.FlagOverdue(b.ctx, lifecycle.Options{})
 	require.NoError(t, err)
 	require.Equal(t, due, st.Scanned)
 	require.Equal(t, due, st.Changed)
@@ -272,12 +258,12 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 		require.WithinDuration(t, now, f.FlaggedAt, time.Minute)
 	}
 
-	st, err = l.FlagOverdue(b.ctx, orders.LifecycleOptions{})
+	st, err = l.FlagOverdue(b.ctx, lifecycle.Options{})
 	require.NoError(t, err)
 	require.Zero(t, st.Scanned, "flagged orders are not returned again")
 	require.Equal(t, flags, b.overdue(t))
 
-	st, err = l.FlagOverdue(b.ctx, orders.LifecycleOptions{Days: 5})
+	st, err = l.FlagOverdue(b.ctx, lifecycle.Options{Days: 5})
 	require.NoError(t, err)
 	require.Equal(t, b.countWhere(t, `status = 1 AND id % 10 = 8`), st.Changed)
 	require.Len(t, b.overdue(t), due+st.Changed)
@@ -293,14 +279,14 @@ func TestFlagOverdueConcurrentAndSharded(t *testing.T) {
 	b := setup(t)
 	lifecycleWorld(t, b, 2000)
 	due := b.countWhere(t, `status = 1 AND id % 10 IN (6, 7)`)
-	l := newLifecycle(t, b, orders.LifecycleConfig{PageSize: 20})
+	l := newJobs(t, b, lifecycle.Config{PageSize: 20})
 
 	var mu sync.Mutex
 	flagged := 0
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			st, err := l.FlagOverdue(b.ctx, orders.LifecycleOptions{})
+			st, err := l.FlagOverdue(b.ctx, lifecycle.Options{})
 			require.NoError(t, err)
 			mu.Lock()
 			flagged += st.Changed
@@ -313,7 +299,7 @@ func TestFlagOverdueConcurrentAndSharded(t *testing.T) {
 
 	got := 0
 	for shard := range 4 {
-		st, err := l.FlagOverdue(b.ctx, orders.LifecycleOptions{ShardIndex: shard, ShardTotal: 4, Days: 5})
+		st, err := l.FlagOverdue(b.ctx, lifecycle.Options{ShardIndex: shard, ShardTotal: 4, Days: 5})
 		require.NoError(t, err)
 		got += st.Changed
 	}
@@ -335,10 +321,10 @@ func TestLifecyclePageStatementsRecheck(t *testing.T) {
 	require.Greater(t, len(overdue), 4)
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET status = 3, ship_time = NOW(3) WHERE id IN (?, ?)`, overdue[0], overdue[1])
 	require.NoError(t, err)
-	n, err := orders.FlagOverdueIDs(b.ctx, b.db.DB, overdue, 7, now.AddDate(0, 0, -7))
+	n, err := lifecycle.FlagOverdueIDs(b.ctx, b.db.DB, overdue, 7, now.AddDate(0, 0, -7))
 	require.NoError(t, err)
 	require.Equal(t, int64(len(overdue)-2), n, "shipped meanwhile: not flagged")
-	n, err = orders.FlagOverdueIDs(b.ctx, b.db.DB, overdue, 7, now.AddDate(0, 0, -7))
+	n, err = lifecycle.FlagOverdueIDs(b.ctx, b.db.DB, overdue, 7, now.AddDate(0, 0, -7))
 	require.NoError(t, err)
 	require.Zero(t, n, "flagged once")
 
@@ -349,60 +335,10 @@ func TestLifecyclePageStatementsRecheck(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.db.ExecContext(b.ctx, `UPDATE order_info SET ship_time = NOW(3) WHERE id = ?`, shipped[1]) // re-shipped
 	require.NoError(t, err)
-	n, err = orders.CompleteOrderIDs(b.ctx, b.db.DB, shipped, now.AddDate(0, 0, -14))
+	n, err = lifecycle.CompleteOrderIDs(b.ctx, b.db.DB, shipped, now.AddDate(0, 0, -14))
 	require.NoError(t, err)
 	require.Equal(t, int64(len(shipped)-2), n)
 	require.Equal(t, 1, b.countWhere(t, fmt.Sprintf(`id = %d AND status = 3`, shipped[1])), "re-shipped: not due any more")
-}
-
-// Ship and Confirm: CAS steps, idempotent, with clear errors; Pay stamps
-// pay_time.
-func TestShipAndConfirm(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	require.NoError(t, b.svc.AddStock(b.ctx, 1, 100))
-	b.place(t, "L-1", true, orders.Item{SKUID: 1, Quantity: 2})
-	b.place(t, "L-2", false, orders.Item{SKUID: 1, Quantity: 1})
-	base := snapshot(t, b)
-
-	_, err := b.svc.Ship(b.ctx, "L-1")
-	require.ErrorIs(t, err, orders.ErrOrderState, "unpaid")
-	require.ErrorContains(t, err, "status 0")
-	_, err = b.svc.Ship(b.ctx, "NOPE")
-	require.ErrorIs(t, err, orders.ErrOrderNotFound)
-
-	out, err := b.svc.Pay(b.ctx, "L-1")
-	require.NoError(t, err)
-	require.Equal(t, orders.PayPaid, out)
-	o := b.orderStates(t)["L-1"]
-	require.NotNil(t, o.PayTime, "Pay stamps pay_time")
-	require.WithinDuration(t, b.dbNow(t), *o.PayTime, time.Minute)
-	require.Nil(t, b.orderStates(t)["L-2"].PayTime)
-
-	_, err = b.svc.Confirm(b.ctx, "L-1")
-	require.ErrorIs(t, err, orders.ErrOrderState, "not shipped yet")
-	ok, err := b.svc.Ship(b.ctx, "L-1")
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = b.svc.Ship(b.ctx, "L-1")
-	require.NoError(t, err)
-	require.False(t, ok, "shipping twice is a no-op")
-	ok, err = b.svc.Confirm(b.ctx, "L-1")
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = b.svc.Confirm(b.ctx, "L-1")
-	require.NoError(t, err)
-	require.False(t, ok)
-	ok, err = b.svc.Ship(b.ctx, "L-1")
-	require.NoError(t, err)
-	require.False(t, ok, "a completed order counts as shipped")
-	o = b.orderStates(t)["L-1"]
-	require.Equal(t, 4, o.Status)
-	require.NotNil(t, o.ShipTime)
-	require.NotNil(t, o.CompleteTime)
-	_, err = b.svc.Confirm(b.ctx, "NOPE")
-	require.True(t, errors.Is(err, orders.ErrOrderNotFound))
-	b.check(t, base)
 }
 
 // The scans walk their index ranges in key order: no full scan, no sort.
@@ -410,14 +346,11 @@ func TestLifecycleScansUseIndexes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	lifecycleWorld(t, b, 3000)
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
-		SELECT order_no, 'close', IF(id % 3 = 0, 'waiting', 'resolved'), NOW(3) FROM order_info WHERE id % 2 = 0`)
-	require.NoError(t, err)
 	// A flag table with history (MariaDB plans NOT EXISTS as a scan of it).
-	_, err = b.db.ExecContext(b.ctx, `INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
+	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
 		SELECT id, CONCAT('OLD-', order_no), user_id, NOW(), NOW(), NOW() FROM order_info`)
 	require.NoError(t, err)
-	for _, table := range []string{"order_info", "order_dead_letter", "order_fulfillment_overdue"} {
+	for _, table := range []string{"order_info", "order_fulfillment_overdue"} {
 		_, err = b.db.ExecContext(b.ctx, `ANALYZE TABLE `+table)
 		require.NoError(t, err)
 	}
@@ -426,23 +359,20 @@ func TestLifecycleScansUseIndexes(t *testing.T) {
 	for _, tc := range []struct {
 		query, key string
 	}{
-		{orders.ScanShippedSQL, "idx_status_ship_time"},
-		{orders.ScanOverdueSQL, "idx_status_pay_time"},
+		{lifecycle.ScanShippedSQL, "idx_status_ship_time"},
+		{lifecycle.ScanOverdueSQL, "idx_status_pay_time"},
 	} {
-		plan := explainNamed(t, b, tc.query, map[string]any{"cutoff": now.AddDate(0, 0, -7), "after_at": first, "after_id": -1,
-			"shard_total": 2, "shard_index": 1, "limit": 500})
-		require.Equal(t, tc.key, plan[0]["key"])
-		require.Equal(t, "range", plan[0]["type"])
-		require.NotContains(t, plan[0]["Extra"], "filesort")
+		r, err := plantest.Run(b.ctx, b.db.DB, plantest.Named(t, tc.query, map[string]any{"cutoff": now.AddDate(0, 0, -7), "after_at": first, "after_id": -1,
+			"shard_total": 2, "shard_index": 1, "limit": 500}))
+		require.NoError(t, err)
+		plan := r.Plan
+		t.Log(plan)
+		require.Equal(t, tc.key, plan[0].Key)
+		require.Equal(t, "range", plan[0].Type)
+		require.NotContains(t, plan[0].Extra, "filesort")
 		for _, p := range plan[1:] {
-			require.Equal(t, "eq_ref", p["type"], "one probe of the flag table per candidate, not a scan of it")
-			require.Equal(t, "uk_order_no", p["key"])
+			require.Equal(t, "eq_ref", p.Type, "one probe of the flag table per candidate, not a scan of it")
+			require.Equal(t, "uk_order_no", p.Key)
 		}
 	}
-	plan := explainNamed(t, b, orders.DueLettersSQL, map[string]any{"now": now, "after_at": first, "after_id": -1,
-		"shard_total": 2, "shard_index": 1, "limit": 100})
-	require.Len(t, plan, 1)
-	require.Equal(t, "idx_status_retry", plan[0]["key"])
-	require.Equal(t, "range", plan[0]["type"])
-	require.NotContains(t, plan[0]["Extra"], "filesort")
 }

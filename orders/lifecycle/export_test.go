@@ -1,4 +1,4 @@
-package orders
+package lifecycle
 
 import (
 	"context"
@@ -7,9 +7,8 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Statements of the retry and lifecycle jobs, exposed to the EXPLAIN tests.
+// The scans' statements, exposed to the EXPLAIN test.
 const (
-	DueLettersSQL  = dueLettersSQL
 	ScanShippedSQL = scanShippedSQL
 	ScanOverdueSQL = scanOverdueSQL
 )

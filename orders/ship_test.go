@@ -1,0 +1,70 @@
+package orders_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders"
+)
+
+// orderStates reads every order's state, by order number.
+func (b *testBundle) orderStates(t *testing.T) map[string]ordertest.OrderState {
+	t.Helper()
+	s, err := ordertest.States(b.ctx, b.db)
+	require.NoError(t, err)
+	return s
+}
+
+// Ship and Confirm: CAS steps, idempotent, with clear errors; Pay stamps
+// pay_time.
+func TestShipAndConfirm(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.svc.AddStock(b.ctx, 1, 100))
+	b.place(t, "L-1", true, orders.Item{SKUID: 1, Quantity: 2})
+	b.place(t, "L-2", false, orders.Item{SKUID: 1, Quantity: 1})
+	base := snapshot(t, b)
+
+	_, err := b.svc.Ship(b.ctx, "L-1")
+	require.ErrorIs(t, err, orders.ErrOrderState, "unpaid")
+	require.ErrorContains(t, err, "status 0")
+	_, err = b.svc.Ship(b.ctx, "NOPE")
+	require.ErrorIs(t, err, orders.ErrOrderNotFound)
+
+	out, err := b.svc.Pay(b.ctx, "L-1")
+	require.NoError(t, err)
+	require.Equal(t, orders.PayPaid, out)
+	o := b.orderStates(t)["L-1"]
+	require.NotNil(t, o.PayTime, "Pay stamps pay_time")
+	require.WithinDuration(t, b.dbNow(t), *o.PayTime, time.Minute)
+	require.Nil(t, b.orderStates(t)["L-2"].PayTime)
+
+	_, err = b.svc.Confirm(b.ctx, "L-1")
+	require.ErrorIs(t, err, orders.ErrOrderState, "not shipped yet")
+	ok, err := b.svc.Ship(b.ctx, "L-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = b.svc.Ship(b.ctx, "L-1")
+	require.NoError(t, err)
+	require.False(t, ok, "shipping twice is a no-op")
+	ok, err = b.svc.Confirm(b.ctx, "L-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = b.svc.Confirm(b.ctx, "L-1")
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = b.svc.Ship(b.ctx, "L-1")
+	require.NoError(t, err)
+	require.False(t, ok, "a completed order counts as shipped")
+	o = b.orderStates(t)["L-1"]
+	require.Equal(t, 4, o.Status)
+	require.NotNil(t, o.ShipTime)
+	require.NotNil(t, o.CompleteTime)
+	_, err = b.svc.Confirm(b.ctx, "NOPE")
+	require.True(t, errors.Is(err, orders.ErrOrderNotFound))
+	b.check(t, base)
+}
