@@ -77,6 +77,6 @@ func TestReconcileLeaseOfAStoppedDispatcherLapses(t *testing.T) {
 
 	b.waitStatus(t, "unscheduled", StatusDone)
 	require.Equal(t, 1, rec.count("unscheduled"))
-	require.Less(t, rec.startTimes("unscheduled")[0].Sub(registered), 2*cfg.ReconcileInterval+time.Second,
+	require.Less(t, rec.startTimes("unscheduled")[0].Sub(registered), 2*cfg.ReconcileInterval+3*time.Second,
 		"refilled within the lapsed lease and one interval")
 }
