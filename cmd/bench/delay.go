@@ -268,6 +268,7 @@ type delayFlags struct {
 	profile                          bool   // -profile
 	cpuProfile                       string // -cpuprofile
 	timeline                         time.Duration
+	dropIndexes                      []string // -drop-task-index: a what-if
 	registerRate                     int
 	batchSize                        int
 }
@@ -310,6 +311,7 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	fs.DurationVar(&o.purgeAt, "purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
 	fs.BoolVar(&o.profile, "profile", false, "after each run: batch sizes, server statements and commits, Redis calls per task, CPU of this process, mariadbd and redis-server")
 	fs.DurationVar(&o.timeline, "timeline", 0, "after each run: lateness (p50, p99, max) per slice of this length of execute time, to see when a tail happens (0: none)")
+	dropIndexes := fs.String("drop-task-index", "", "a what-if: drop these secondary indexes of job_delay_task (comma-separated: idx_status_updated, idx_status_published) after the migration, to measure what their upkeep costs; the statements that name them (stuck-task recovery, purge, operator lists, the RabbitMQ reconciler) fail in such a run")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile (pprof) from the first due time to the last task done to this file (with -rates: the last rate's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -319,6 +321,13 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["drop-task-index"] {
+		idx, err := parseDroppableIndexes(*dropIndexes)
+		if err != nil {
+			return nil, fmt.Errorf("-drop-task-index: %w", err)
+		}
+		o.dropIndexes = idx
+	}
 	switch {
 	case set["rates"] && set["rate"]:
 		return nil, errors.New("-rate and -rates: give one (-rates runs each of its rates in turn)")
@@ -370,6 +379,12 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		return out, err
 	}
 	defer env.close()
+	if len(o.dropIndexes) > 0 {
+		if _, err := env.db.ExecContext(ctx, "ALTER TABLE job_delay_task DROP INDEX "+strings.Join(o.dropIndexes, ", DROP INDEX ")); err != nil {
+			return out, fmt.Errorf("-drop-task-index: %w", err)
+		}
+		fmt.Fprintf(stdout, "what-if: job_delay_task without %s (statements naming them fail in this run)\n", strings.Join(o.dropIndexes, ", "))
+	}
 
 	// Demo orders, all past their deadline, one per task.
 	var orderNos []string
