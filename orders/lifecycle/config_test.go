@@ -22,10 +22,10 @@ func TestNewRefusals(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"no database", func() error { _, err := lifecycle.New(nil, lifecycle.Config{}); return err }(), "orders: NewLifecycle needs a database"},
-		{"auto-confirm days", jobs(lifecycle.Config{AutoConfirmDays: -3}), "orders: auto-confirm days -3 out of [1, 3650]"},
-		{"fulfilment days", jobs(lifecycle.Config{FulfillmentTimeoutDays: 4000}), "orders: fulfillment timeout days 4000 out of [1, 3650]"},
-		{"page size", jobs(lifecycle.Config{PageSize: 9999}), "orders: page size 9999 out of [1, 5000]"},
+		{"no database", func() error { _, err := lifecycle.New(nil, lifecycle.Config{}); return err }(), "lifecycle: New needs a database"},
+		{"auto-confirm days", jobs(lifecycle.Config{AutoConfirmDays: -3}), "lifecycle: auto-confirm days -3 out of [1, 3650]"},
+		{"fulfilment days", jobs(lifecycle.Config{FulfillmentTimeoutDays: 4000}), "lifecycle: fulfillment timeout days 4000 out of [1, 3650]"},
+		{"page size", jobs(lifecycle.Config{PageSize: 9999}), "lifecycle: page size 9999 out of [1, 5000]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.EqualError(t, tc.err, tc.want)

@@ -78,10 +78,8 @@ func (l *Jobs) PageSize(n int) int { return cmp.Or(n, l.cfg.PageSize) }
 // New checks cfg and returns Jobs over db (a DSN with
 // parseTime=true&loc=UTC, like the Closer's).
 func New(db *sqlx.DB, cfg Config) (*Jobs, error) {
-	// The messages keep the words they had in package orders, where these
-	// jobs began: alerts and the refusal tests match them.
 	if db == nil {
-		return nil, errors.New("orders: NewLifecycle needs a database")
+		return nil, errors.New("lifecycle: New needs a database")
 	}
 	cfg.AutoConfirmDays = cmp.Or(cfg.AutoConfirmDays, defaultAutoConfirmDays)
 	cfg.FulfillmentTimeoutDays = cmp.Or(cfg.FulfillmentTimeoutDays, defaultFulfillmentTimeoutDays)
@@ -93,7 +91,7 @@ func New(db *sqlx.DB, cfg Config) (*Jobs, error) {
 		return nil, err
 	}
 	if cfg.PageSize < 1 || cfg.PageSize > maxPageSize {
-		return nil, fmt.Errorf("orders: page size %d out of [1, %d]", cfg.PageSize, maxPageSize)
+		return nil, fmt.Errorf("lifecycle: page size %d out of [1, %d]", cfg.PageSize, maxPageSize)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -104,7 +102,7 @@ func New(db *sqlx.DB, cfg Config) (*Jobs, error) {
 
 func checkDays(what string, d int) error {
 	if d < 1 || d > MaxDays {
-		return fmt.Errorf("orders: %s %d out of [1, %d]", what, d, MaxDays)
+		return fmt.Errorf("lifecycle: %s %d out of [1, %d]", what, d, MaxDays)
 	}
 	return nil
 }
@@ -213,7 +211,7 @@ func (l *Jobs) run(ctx context.Context, opt Options, job jobSpec) (st Stats, err
 		opt.ShardTotal = 1
 	}
 	if opt.ShardIndex < 0 || opt.ShardIndex >= opt.ShardTotal {
-		return st, fmt.Errorf("orders: shard index %d out of [0, %d)", opt.ShardIndex, opt.ShardTotal)
+		return st, fmt.Errorf("lifecycle: shard index %d out of [0, %d)", opt.ShardIndex, opt.ShardTotal)
 	}
 	st.Days = cmp.Or(opt.Days, job.days)
 	if err := checkDays(job.name+" days", st.Days); err != nil {
@@ -221,10 +219,10 @@ func (l *Jobs) run(ctx context.Context, opt Options, job jobSpec) (st Stats, err
 	}
 	opt.PageSize = l.PageSize(opt.PageSize)
 	if opt.PageSize < 1 || opt.PageSize > maxPageSize {
-		return st, fmt.Errorf("orders: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
+		return st, fmt.Errorf("lifecycle: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
 	}
 	if opt.MaxOrders < 0 {
-		return st, fmt.Errorf("orders: maxOrders %d is negative", opt.MaxOrders)
+		return st, fmt.Errorf("lifecycle: maxOrders %d is negative", opt.MaxOrders)
 	}
 	now, err := sqlexec.Now(ctx, l.db)
 	if err != nil {
