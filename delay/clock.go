@@ -37,7 +37,7 @@ func (c *clock) Now() time.Time {
 // NowSynced is Now after a sync if the last one is older than maxAge.
 func (c *clock) NowSynced(ctx context.Context) (time.Time, error) {
 	last := c.syncAt.Load()
-	if last == 0 || time.Now().Sub(time.Unix(0, last)) > c.maxAge {
+	if last == 0 || time.Since(time.Unix(0, last)) > c.maxAge {
 		if err := c.Sync(ctx); err != nil {
 			return time.Time{}, err
 		}

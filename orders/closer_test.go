@@ -266,8 +266,7 @@ func TestCloseReasonAndTime(t *testing.T) {
 	b := setup(t)
 	c := b.newCloser(t, orders.CloserConfig{Reason: "test_reason"})
 	b.seed(t, orderdemo.Spec{Orders: 50, DueFraction: 1})
-	var dbNow time.Time
-	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT NOW(3)`))
+	dbNow := b.db.Now(t)
 	_, err := c.Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	var rows []struct {

@@ -119,7 +119,7 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 
 	for attempt := 2; attempt <= 3; attempt++ {
 		b.makeDue(t)
-		now := b.dbNow(t)
+		now := b.db.Now(t)
 		st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
 		require.NoError(t, err)
 		require.Equal(t, len(victims), st.Failed)
@@ -346,7 +346,7 @@ func TestRetryDeadLettersLockedOrderSkipped(t *testing.T) {
 	dl := b.letters(t)[victims[0]]
 	require.Equal(t, deadletters.Waiting, dl.Status)
 	require.Equal(t, 1, dl.Attempts)
-	require.True(t, dl.NextRetryAt.After(b.dbNow(t)), "claimed until the replay's worst case")
+	require.True(t, dl.NextRetryAt.After(b.db.Now(t)), "claimed until the replay's worst case")
 
 	b.makeDue(t)
 	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})

@@ -35,13 +35,6 @@ func (b *testBundle) deadLetters(t *testing.T) map[string]deadLetter {
 	return out
 }
 
-func (b *testBundle) dbNow(t *testing.T) time.Time {
-	t.Helper()
-	var now time.Time
-	require.NoError(t, b.db.GetContext(b.ctx, &now, `SELECT NOW(3)`))
-	return now
-}
-
 // Due orders on a SKU without an inventory row land in the dead letter
 // table with the error, the others close; the sweep leaves them alone until
 // next_retry_at, counts attempts on each retry, and closes and resolves them
@@ -64,7 +57,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 	})
 	base := b.build(t, due...)
 
-	now := b.dbNow(t)
+	now := b.db.Now(t)
 	st := b.run(t, orders.RunOptions{PageSize: 3})
 	require.Equal(t, len(victims), st.DeadLettered)
 	require.Equal(t, len(due)-len(victims), st.Closed)

@@ -28,8 +28,7 @@ func TestLatePaymentRecordedOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
 
-	var dbNow time.Time
-	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT NOW(3)`))
+	dbNow := b.db.Now(t)
 	for range 3 { // the payment side repeats its notification
 		pay, err := b.svc.Pay(b.ctx, "LP1")
 		require.NoError(t, err)

@@ -244,7 +244,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 		_, err := db.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
-	require.NoError(t, db.GetContext(ctx, &f.now, `SELECT NOW(3)`))
+	f.now = db.Now(t)
 
 	var rows []scanRow
 	require.NoError(t, sqlx.SelectContext(ctx, db, &rows, `SELECT id, order_no, create_time FROM order_info

@@ -28,7 +28,7 @@ func TestScanUsesIndex(t *testing.T) {
 		_, err = b.db.ExecContext(b.ctx, `ANALYZE TABLE `+table)
 		require.NoError(t, err)
 	}
-	now := b.dbNow(t)
+	now := b.db.Now(t)
 	first := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
 	scan, scanArgs, err := orders.ScanPageQuery(first, -1, now, 2, 1, 500)
 	require.NoError(t, err)

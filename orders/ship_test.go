@@ -40,7 +40,7 @@ func TestShipAndConfirm(t *testing.T) {
 	require.Equal(t, orders.PayPaid, out)
 	o := b.orderStates(t)["L-1"]
 	require.NotNil(t, o.PayTime, "Pay stamps pay_time")
-	require.WithinDuration(t, b.dbNow(t), *o.PayTime, time.Minute)
+	require.WithinDuration(t, b.db.Now(t), *o.PayTime, time.Minute)
 	require.Nil(t, b.orderStates(t)["L-2"].PayTime)
 
 	_, err = b.svc.Confirm(b.ctx, "L-1")

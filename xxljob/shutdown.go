@@ -32,14 +32,6 @@ var errShutdown = errors.New("xxljob: executor shut down")
 // error then says so. Shutdown is safe to call more than once and before
 // Start; later calls wait for the first one and return its result.
 func (e *Executor) Shutdown(ctx context.Context) error {
-	return e.stop(ctx)
-}
-
-// Stop is Shutdown under the name a Start/Stop component list expects:
-// the same steps, safe before Start and more than once.
-func (e *Executor) Stop(ctx context.Context) error { return e.stop(ctx) }
-
-func (e *Executor) stop(ctx context.Context) error {
 	e.mu.Lock()
 	switch e.state {
 	case stateNew:
@@ -63,6 +55,9 @@ func (e *Executor) stop(ctx context.Context) error {
 	close(e.shutdownDone)
 	return e.shutdownErr
 }
+
+// Stop is Shutdown under the name a Start/Stop component list expects.
+func (e *Executor) Stop(ctx context.Context) error { return e.Shutdown(ctx) }
 
 func (e *Executor) shutdown(ctx context.Context) error {
 	log := e.log

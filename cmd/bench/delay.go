@@ -379,11 +379,8 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		return out, err
 	}
 	defer env.close()
-	if len(o.dropIndexes) > 0 {
-		if _, err := env.db.ExecContext(ctx, "ALTER TABLE job_delay_task DROP INDEX "+strings.Join(o.dropIndexes, ", DROP INDEX ")); err != nil {
-			return out, fmt.Errorf("-drop-task-index: %w", err)
-		}
-		fmt.Fprintf(stdout, "what-if: job_delay_task without %s (statements naming them fail in this run)\n", strings.Join(o.dropIndexes, ", "))
+	if err := dropTaskIndexes(ctx, env.db, o.dropIndexes, stdout); err != nil {
+		return out, err
 	}
 
 	// Demo orders, all past their deadline, one per task.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -101,29 +100,4 @@ func runDelaySweep(ctx context.Context, o *delayFlags, stdout, stderr io.Writer)
 		}
 	}
 	return errors.Join(failed...)
-}
-
-// droppableIndexes are the secondary indexes of job_delay_task that
-// -drop-task-index may drop: the ones a status change rewrites besides
-// idx_status_next_attempt, which the claim path itself needs (the timer's
-// refill and the sweep read it).
-var droppableIndexes = []string{"idx_status_updated", "idx_status_published"}
-
-// parseDroppableIndexes checks a comma-separated list of droppableIndexes.
-func parseDroppableIndexes(s string) ([]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("is empty: want one or more of %s", strings.Join(droppableIndexes, ", "))
-	}
-	var out []string
-	for i, f := range strings.Split(s, ",") {
-		name := strings.TrimSpace(f)
-		if !slices.Contains(droppableIndexes, name) {
-			return nil, fmt.Errorf("item %d, %q, is not one of %s", i+1, name, strings.Join(droppableIndexes, ", "))
-		}
-		if slices.Contains(out, name) {
-			return nil, fmt.Errorf("item %d, %q, repeats an earlier item", i+1, name)
-		}
-		out = append(out, name)
-	}
-	return out, nil
 }

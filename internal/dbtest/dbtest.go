@@ -21,6 +21,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -57,6 +58,16 @@ func (d *DB) Count(t testing.TB, query string, args ...any) int {
 		t.Fatalf("dbtest: %s: %v", query, err)
 	}
 	return n
+}
+
+// Now reads the database clock as the code under test does (sqlexec.Now).
+func (d *DB) Now(t testing.TB) time.Time {
+	t.Helper()
+	now, err := sqlexec.Now(context.Background(), d.DB)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return now
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9]+`)

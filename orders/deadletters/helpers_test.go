@@ -3,7 +3,6 @@ package deadletters_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -22,13 +21,6 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	return &testBundle{ctx: context.Background(), db: dbtest.New(t)}
-}
-
-func (b *testBundle) dbNow(t *testing.T) time.Time {
-	t.Helper()
-	var now time.Time
-	require.NoError(t, b.db.GetContext(b.ctx, &now, `SELECT NOW(3)`))
-	return now
 }
 
 // statusOf reads the status of orderNo's close letter straight from the

@@ -61,7 +61,7 @@ func TestDeadLettersListGetRequeue(t *testing.T) {
 	require.ErrorIs(t, err, deadletters.ErrNotFound)
 
 	// Requeue: parked → waiting, due now; attempts and the error kept.
-	now := b.dbNow(t)
+	now := b.db.Now(t)
 	dl, err = d.Requeue(b.ctx, "P-1", "close")
 	require.NoError(t, err)
 	require.Equal(t, deadletters.Waiting, dl.Status)

@@ -48,7 +48,7 @@ func TestRequeueMatching(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, dl.StatusReason)
 	require.Equal(t, 8, dl.Attempts, "attempts are kept")
-	require.WithinDuration(t, b.dbNow(t), dl.NextRetryAt, 5*time.Second, "due now")
+	require.WithinDuration(t, b.db.Now(t), dl.NextRetryAt, 5*time.Second, "due now")
 
 	// Everything parked of the close stage, by wildcard; never another
 	// stage's letters, never resolved ones.
@@ -69,7 +69,7 @@ func TestRequeueMatching(t *testing.T) {
 	require.Equal(t, 3, res.Requeued)
 	dl, err = d.Get(b.ctx, "W-1", "")
 	require.NoError(t, err)
-	require.WithinDuration(t, b.dbNow(t), dl.NextRetryAt, 5*time.Second)
+	require.WithinDuration(t, b.db.Now(t), dl.NextRetryAt, 5*time.Second)
 
 	for _, f := range []deadletters.RequeueFilter{
 		{}, {Status: "resolved"}, {Status: "parked", SinceAgo: -time.Second},

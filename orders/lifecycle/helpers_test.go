@@ -3,7 +3,6 @@ package lifecycle_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -51,18 +50,6 @@ func (b *testBundle) run(t *testing.T, opt orders.RunOptions) {
 func (b *testBundle) check(t *testing.T, base *ordertest.Baseline) {
 	t.Helper()
 	require.NoError(t, ordertest.Check(b.ctx, b.db, base))
-}
-
-func (b *testBundle) count(t *testing.T, query string, args ...any) int {
-	t.Helper()
-	return b.db.Count(t, query, args...)
-}
-
-func (b *testBundle) dbNow(t *testing.T) time.Time {
-	t.Helper()
-	var now time.Time
-	require.NoError(t, b.db.GetContext(b.ctx, &now, `SELECT NOW(3)`))
-	return now
 }
 
 func snapshot(t *testing.T, b *testBundle) *ordertest.Baseline {

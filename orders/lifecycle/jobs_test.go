@@ -64,7 +64,7 @@ func lifecycleWorld(t *testing.T, b *testBundle, paid int) {
 
 func (b *testBundle) countWhere(t *testing.T, where string) int {
 	t.Helper()
-	return b.count(t, `SELECT COUNT(*) FROM order_info WHERE `+where)
+	return b.db.Count(t, `SELECT COUNT(*) FROM order_info WHERE `+where)
 }
 
 // Due shipped orders are completed once, by the database clock; orders not
@@ -91,7 +91,7 @@ func TestAutoConfirmCompletesDueOnce(t *testing.T) {
 	require.Len(t, pages, (due+39)/40)
 	require.Regexp(t, `^scanned=\d+ completed=\d+ skipped=0 days=14 seconds=`, st.String())
 
-	now := b.dbNow(t)
+	now := b.db.Now(t)
 	for no, o := range b.orderStates(t) {
 		was := before[no]
 		if was.Status == 3 && was.ID%10 <= 2 {
@@ -247,7 +247,7 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 
 	flags := b.overdue(t)
 	require.Len(t, flags, due)
-	now := b.dbNow(t)
+	now := b.db.Now(t)
 	for no, f := range flags {
 		o := before[no]
 		require.Equal(t, 1, o.Status)
@@ -267,7 +267,7 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, b.countWhere(t, `status = 1 AND id % 10 = 8`), st.Changed)
 	require.Len(t, b.overdue(t), due+st.Changed)
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_fulfillment_overdue f JOIN order_info o ON o.id = f.order_id
+	require.Zero(t, b.db.Count(t, `SELECT COUNT(*) FROM order_fulfillment_overdue f JOIN order_info o ON o.id = f.order_id
 		WHERE o.status <> 1 OR o.pay_time IS NULL`), "only paid orders with a pay time")
 	require.Equal(t, before, b.orderStates(t))
 	b.check(t, base)
@@ -314,7 +314,7 @@ func TestLifecyclePageStatementsRecheck(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	lifecycleWorld(t, b, 300)
-	now := b.dbNow(t)
+	now := b.db.Now(t)
 
 	var overdue []int64
 	require.NoError(t, b.db.SelectContext(b.ctx, &overdue, `SELECT id FROM order_info WHERE status = 1 AND id % 10 IN (6, 7) ORDER BY id`))
@@ -354,7 +354,7 @@ func TestLifecycleScansUseIndexes(t *testing.T) {
 		_, err = b.db.ExecContext(b.ctx, `ANALYZE TABLE `+table)
 		require.NoError(t, err)
 	}
-	now := b.dbNow(t)
+	now := b.db.Now(t)
 	first := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		query, key string

@@ -49,7 +49,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 	f := &planFixture{db: dbtest.New(t)}
 	db := f.db
 	ordertest.Shop(t, db.DB)
-	require.NoError(t, db.GetContext(ctx, &f.now, `SELECT NOW(3)`))
+	f.now = db.Now(t)
 	require.NoError(t, db.SelectContext(ctx, &f.shipped, `SELECT id FROM order_info WHERE status = 3 ORDER BY id LIMIT 500`))
 	require.NoError(t, db.SelectContext(ctx, &f.paid, `SELECT id FROM order_info WHERE status = 1 AND pay_time IS NOT NULL ORDER BY id LIMIT 500`))
 	return f
