@@ -78,6 +78,10 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 			req.Logf("the payment side did not confirm the close of %d order(s) (%v): they stay open; the next run retries them", stats.TradeErrors, stats.TradeErr)
 			summary += fmt.Sprintf(" trade_errors=%d", stats.TradeErrors)
 		}
+		if stats.Conflicts > 0 {
+			req.Logf("%d close transaction(s) rolled back because other transactions held or changed their rows (deadlock, lock wait, or a cluster certification conflict): retried, or the orders left to the next run", stats.Conflicts)
+			summary += fmt.Sprintf(" conflicts=%d", stats.Conflicts)
+		}
 		if stats.TradePaid > 0 {
 			req.Logf("the payment side reports %d order(s) paid: not closed; their payment notifications are awaited", stats.TradePaid)
 		}
