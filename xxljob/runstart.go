@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 )
 
 // A run killed part-way (kill -9, a crash, a power cut) would never report:
@@ -43,7 +44,7 @@ type InterruptedRun struct {
 	JobID       int
 	LogID       int64
 	LogDateTime time.Time // the trigger time, as in Request
-	Param       string
+	Param       string    // the first maxStartParam bytes (whole UTF-8 characters)
 	ShardIndex  int
 	ShardTotal  int
 	// StartedAt is when the handler was about to be called, by the clock
@@ -80,6 +81,13 @@ func resultOf(r spoolRecord) byte {
 	return resultWritten
 }
 
+// runID names a run in the spool: its logId and trigger time (an admin
+// whose ids started again reuses logIds, never with the same time).
+type runID struct {
+	logID      int64
+	logDateTim int64
+}
+
 // unfinishedRun is a start record openSpool found not acknowledged.
 type unfinishedRun struct {
 	ref        spoolRef
@@ -97,17 +105,30 @@ func (s *spool) resolveStarts() {
 		if u.ref.seg.state[u.ref.seq-u.ref.seg.first] != recRunning {
 			continue
 		}
-		u.result = s.results[u.logID]
+		u.result = s.results[runID{u.logID, u.logDateTim}]
 		open = append(open, u)
 	}
 	s.starts, s.results = open, nil
 }
 
+// maxStartParam bounds the job param kept in a start record: the admin
+// stores at most 512 characters, but a /run body may carry 5 MiB, and every
+// start record is synced.
+const maxStartParam = 4096
+
 // appendStart writes a run's start record, durably.
 func (s *spool) appendStart(p triggerParam, handler string, at time.Time) (spoolRef, error) {
+	param := p.ExecutorParams
+	if len(param) > maxStartParam {
+		n := maxStartParam
+		for n > 0 && !utf8.RuneStart(param[n]) { // cut before a character, not inside one
+			n--
+		}
+		param = param[:n]
+	}
 	return s.write(spoolRecord{
 		callbackParam: callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime},
-		Start: &runStart{At: at.UnixMilli(), Handler: handler, JobID: p.JobID, Param: p.ExecutorParams,
+		Start: &runStart{At: at.UnixMilli(), Handler: handler, JobID: p.JobID, Param: param,
 			ShardIndex: p.BroadcastIndex, ShardTotal: p.BroadcastTotal},
 	}, recRunning)
 }
@@ -123,10 +144,10 @@ func msgInterrupted(started time.Time) string {
 // returns the interrupted runs to hand to InterruptedFunc, with the
 // reported start records to acknowledge once it accepted them.
 func (e *Executor) recoverRuns(ctx context.Context, sp *spool) (runs []InterruptedRun, reported []spoolRef) {
-	owed := map[int64]bool{}
+	owed := map[runID]bool{}
 	for _, u := range sp.starts {
 		if u.start.Reported {
-			owed[u.logID] = true
+			owed[runID{u.logID, u.logDateTim}] = true
 			runs, reported = append(runs, interruptedRun(u)), append(reported, u.ref)
 		}
 	}
@@ -134,7 +155,7 @@ func (e *Executor) recoverRuns(ctx context.Context, sp *spool) (runs []Interrupt
 		if u.start.Reported {
 			continue
 		}
-		if owed[u.logID] || u.result == resultWritten {
+		if owed[runID{u.logID, u.logDateTim}] || u.result == resultWritten {
 			e.ackStart(ctx, sp, u)
 			continue
 		}

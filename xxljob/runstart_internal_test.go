@@ -1,6 +1,7 @@
 package xxljob
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,12 +16,14 @@ func TestSpoolStartRecords(t *testing.T) {
 		result   bool // the run's result was written
 		ackStart bool // its start acknowledged
 		interr   bool // a restart wrote the interrupted failure instead
+		other    bool // the result is another run's of the same logId (an admin whose ids started again)
 		want     byte // what the spool holds for the run
 		open     bool // still unfinished after the reopen
 	}{
 		{name: "killed during the run", open: true, want: resultNone},
 		{name: "killed between result and acknowledgement", result: true, open: true, want: resultWritten},
 		{name: "finished", result: true, ackStart: true},
+		{name: "killed during the run, the logId's earlier run waits", result: true, other: true, open: true, want: resultNone},
 		{name: "restart wrote the failure, killed before the hand-over", interr: true, open: true, want: resultInterrupted},
 		{name: "restart wrote the failure and handed it over", interr: true, ackStart: true},
 	} {
@@ -36,6 +39,9 @@ func TestSpoolStartRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := callbackParam{LogID: 42, LogDateTim: p.LogDateTime, HandleCode: 200}
+			if tc.other {
+				res.LogDateTim -= 86400000
+			}
 			switch {
 			case tc.result:
 				_, err = s.append(res, true)
@@ -74,9 +80,41 @@ func TestSpoolStartRecords(t *testing.T) {
 			}
 			// A start record is never a result to deliver.
 			for _, id := range diskIDs(t, s) {
-				if id == 42 && !tc.result && !tc.interr {
+				if id == 42 && !tc.result && !tc.interr && !tc.other {
 					t.Fatalf("the start record was read back as a result")
 				}
+			}
+		})
+	}
+}
+
+// A start record keeps at most maxStartParam bytes of the job param, cut
+// before a character.
+func TestSpoolStartParamBounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, param, want string
+	}{
+		{name: "short", param: "dryRun=true", want: "dryRun=true"},
+		{name: "at the bound", param: strings.Repeat("a", maxStartParam), want: strings.Repeat("a", maxStartParam)},
+		{name: "long", param: strings.Repeat("a", 5<<20), want: strings.Repeat("a", maxStartParam)},
+		{name: "cut inside a character", param: strings.Repeat("a", maxStartParam-1) + "é" + "b", want: strings.Repeat("a", maxStartParam-1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			s := mustOpenSpool(t, dir)
+			if _, err := s.appendStart(triggerParam{JobID: 1, LogID: 9, LogDateTime: 1, ExecutorParams: tc.param}, "h", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			s.close()
+			s = mustOpenSpool(t, dir)
+			defer s.close()
+			if len(s.starts) != 1 {
+				t.Fatalf("got %d unfinished runs, want one", len(s.starts))
+			}
+			if got := s.starts[0].start.Param; got != tc.want {
+				t.Fatalf("param of %d bytes, want %d bytes", len(got), len(tc.want))
 			}
 		})
 	}

@@ -38,9 +38,10 @@ import (
 //
 //	{"seq":43,"logId":…,"logDateTim":…,"start":{"at":…,"handler":…,…}}
 //
-// A start record is never sent; it keeps its segment until acknowledged. No operation lists the folder
-// except opening the spool at start, so each costs O(1) however many
-// results wait during a long admin outage. In memory the spool keeps one
+// A start record is never sent; it keeps its segment until acknowledged.
+//
+// No operation lists the folder except opening the spool at start, so each
+// costs O(1) however many results wait during a long admin outage. In memory the spool keeps one
 // byte of state per result of each live segment.
 type spool struct {
 	dir string
@@ -49,14 +50,14 @@ type spool struct {
 	segs    []*segment // oldest first; the last may be active
 	active  *os.File   // appends go here; nil until the first append
 	nextSeq uint64
-	onDisk  int // results in recDisk across segments
+	onDisk  int    // results in recDisk across segments
+	written uint64 // appends made, counted for the group commit below
+	line    []byte // encoding buffer
 
 	// Filled by openSpool: the start records not acknowledged (runs an
-	// earlier process began), and what results it found, by logId.
+	// earlier process began), and what results it found for each run.
 	starts  []unfinishedRun
-	results map[int64]byte // resultWritten or resultInterrupted
-	written uint64         // appends made, counted for the group commit below
-	line    []byte         // encoding buffer
+	results map[runID]byte // resultWritten or resultInterrupted
 
 	// Group commit: an append returns once an fsync covering it is done;
 	// one caller syncs for everybody written before it.
@@ -127,7 +128,7 @@ func openSpool(dir string) (s *spool, torn int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s = &spool{dir: dir, results: map[int64]byte{}}
+	s = &spool{dir: dir, results: map[runID]byte{}}
 	var firsts []uint64
 	acks := map[uint64]bool{}
 	for _, e := range entries {
@@ -190,7 +191,8 @@ func (s *spool) loadSegment(first uint64) (*segment, int, error) {
 			s.starts = append(s.starts, unfinishedRun{ref: spoolRef{seg: seg, seq: r.Seq}, logID: r.LogID, logDateTim: r.LogDateTim, start: *r.Start})
 		} else {
 			seg.state[r.Seq-first] = recDisk
-			s.results[r.LogID] = max(s.results[r.LogID], resultOf(r))
+			k := runID{r.LogID, r.LogDateTim}
+			s.results[k] = max(s.results[k], resultOf(r))
 		}
 		seg.live++
 	}, func() { bad++ })
