@@ -145,6 +145,9 @@ type RunOptions struct {
 	// Source says in the run's record what started it (e.g. "xxl-job log
 	// 1234", "executor run"); at most 64 bytes.
 	Source string
+	// LogID is the XXL-JOB admin's log id of the run (0: none), kept in its
+	// record.
+	LogID int64
 }
 
 // PageStats is what one page did; the counts are this page's.

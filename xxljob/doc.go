@@ -54,6 +54,11 @@
 //     what no admin accepts, or does not fit the queue, is delivered from disk
 //     every CallbackRetryInterval, also after a crash or restart. Results a
 //     Java 3.3+ executor left in {LogPath}/callbacklogs/ are delivered once.
+//     A run's start is written to the spool (and synced) before its handler
+//     is called, so a run the process never finished (killed or crashed
+//     part-way) is reported by the next Start on the same LogPath: once,
+//     500 "executor restarted during the run: it started at ...", and handed
+//     to Config.InterruptedFunc for the application's own records.
 //  4. Deregister: Shutdown fails beats, sends registryRemove, refuses new
 //     triggers and kills the queued ones, waits up to ShutdownTimeout for
 //     runs, cancels the rest, gives the callbacks one attempt and stops the
@@ -67,10 +72,11 @@
 //	    v
 //	[queued] ---kill, COVER_EARLY, shutdown---> 500 "<reason> [job not executed, ...]"
 //	    |
-//	    | dequeued: start line written to the run log
+//	    | dequeued: start record synced to the spool, start line to the run log
 //	    v
 //	[running] --kill, COVER_EARLY, shutdown---> 500 "<reason> [job running, killed]"
 //	    |     --executorTimeout---------------> 502 "job execute timeout "
+//	    |     --process ends (kill -9, crash)--> 500 "executor restarted during the run: ..." at the next Start
 //	    |
 //	    | handler returned: nil 200, error 500, panic 500 with stack
 //	    v

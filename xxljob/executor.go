@@ -80,6 +80,14 @@ type Config struct {
 	// Every result is on disk before it is queued; one that finds the queue
 	// full is delivered from disk instead. Default 1000.
 	CallbackQueueSize int
+	// InterruptedFunc, if set, is called by Start (from a goroutine of its
+	// own, with a context that ends at Shutdown) once for each run that an
+	// earlier process on this LogPath started and never finished (it was
+	// killed or crashed part-way). The admin is sent the run's failure
+	// whatever InterruptedFunc does; it is for the application's own records.
+	// A run it returns an error for is handed over again at the next start,
+	// so it must accept a run it has seen (match on LogID).
+	InterruptedFunc func(ctx context.Context, run InterruptedRun) error
 	// Logger receives the process log. Default: discard.
 	Logger *slog.Logger
 	// Observer receives events for metrics. Default: none.
@@ -131,6 +139,7 @@ type Executor struct {
 	srv          *http.Server
 	baseCancel   context.CancelCauseFunc
 	regCancel    context.CancelFunc
+	workCancel   context.CancelFunc // ends InterruptedFunc's context with stopWork
 	stopWork     chan struct{}
 	shutdownDone chan struct{}
 	shutdownErr  error
@@ -300,6 +309,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("xxljob: start: callback spool: %w", err)
 	}
+	interrupted, starts := e.recoverRuns(ctx, sp)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", e.cfg.ListenAddr)
 	if err != nil {
@@ -333,6 +343,11 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.workLoops.goFunc(func() { e.callback.run(base, e.stopWork) })
 	e.workLoops.goFunc(func() { e.callback.spoolLoop(base, e.stopWork) })
 	e.workLoops.goFunc(func() { e.cleanupLoop(base, e.stopWork) })
+	workCtx, workCancel := context.WithCancel(base)
+	e.workCancel = workCancel
+	if len(interrupted) > 0 {
+		e.workLoops.goFunc(func() { e.handOver(workCtx, interrupted, starts) })
+	}
 	e.registryLoops.goFunc(func() { e.registryLoop(regCtx) })
 	e.log.InfoContext(ctx, "xxl-job executor started", "listen", ln.Addr().String(),
 		"config", e.cfg)
