@@ -26,7 +26,8 @@
 //	/idleBeat  {"jobId"}: 500 while the job runs or has queued triggers (BUSYOVER), or once Shutdown started
 //	/run       a trigger (also /trigger); queued at once, never waits for the handler
 //	/kill      {"jobId"}: stop the job's running and queued triggers
-//	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end
+//	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end;
+//	           "not ended" and empty for a run queued or starting here whose file is not written yet
 //
 // Called (executor → admin), on each admin base URL in order until one
 // accepts: {admin}/api/registry, {admin}/api/registryRemove and

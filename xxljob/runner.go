@@ -237,6 +237,14 @@ func (r *runner) kill(jobID int32) bool {
 	return true
 }
 
+// accepted reports whether logID is a trigger queued or running here.
+func (r *runner) accepted(logID int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.active[logID]
+	return ok
+}
+
 // busy handles /idleBeat.
 func (r *runner) busy(jobID int32) bool {
 	r.mu.Lock()
