@@ -14,8 +14,10 @@
 // renamed /trigger, an object-shaped callback, logDateTime instead of
 // logDateTim, and a token per executor group named by the XXL-JOB-APPNAME
 // header. Until auto knows, answers carry what every generation reads.
-// Only BEAN mode is supported: GLUE triggers are refused, no code sent over
-// the wire is ever run.
+// Only BEAN mode is supported: GLUE triggers are refused with the text of
+// the dialect (the branch after 3.4 says "fail, current glue type [..] not
+// supported."), and so is a trigger without a glueType, as in Java; no code
+// sent over the wire is ever run.
 //
 // # Routes and headers
 //

@@ -1,7 +1,6 @@
 package xxljob
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -93,8 +92,8 @@ func (r *runner) trigger(p triggerParam, d dialect) returnT {
 	if r.refuse != "" {
 		return failure(r.refuse)
 	}
-	if glue := cmp.Or(p.GlueType, glueTypeBean); glue != glueTypeBean {
-		return failure(msgGlueInvalid(p.GlueType)) // no code sent over the wire ever runs here
+	if msg, refused := d.refuseGlue(p.GlueType); refused {
+		return failure(msg) // no code sent over the wire ever runs here
 	}
 	h, ok := r.handlers[p.ExecutorHandler]
 	if !ok {
