@@ -208,6 +208,16 @@ func (d dialect) refuseGlue(glueType *string) (string, bool) {
 	return msgGlueInvalid(*glueType), true
 }
 
+// idleReason is the stop reason of a job thread idle too long: "idel" up
+// to 2.4.x, "idle" from 2.5.0 (JobThread; both keep "excutor"). The 2.x
+// dialect spans 2.3 to 2.5.0 and takes the spelling of most of them.
+func (d dialect) idleReason() string {
+	if d == dialect2x {
+		return reasonIdle2x
+	}
+	return reasonIdle
+}
+
 // logFields names the envelope fields a /log result goes under.
 func (d dialect) logFields() []string {
 	switch {

@@ -80,7 +80,8 @@ const (
 	reasonChangeHandler = "change jobhandler or glue type, and terminate the old job thread."
 	reasonKill          = "scheduling center kill job."
 	reasonShutdown      = "web container destroy and kill the job."
-	reasonIdle          = "excutor idel times over limit."
+	reasonIdle2x        = "excutor idel times over limit." // up to 2.4.x
+	reasonIdle          = "excutor idle times over limit." // 2.5.0 and later
 
 	suffixRunningKilled = " [job running, killed]"
 	suffixQueuedKilled  = " [job not executed, in the job queue, killed.]"

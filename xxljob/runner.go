@@ -33,6 +33,8 @@ type jobThread struct {
 	handler Handler
 	wake    chan struct{} // cap 1
 
+	dialect dialect // of the latest trigger; guarded by runner.mu
+
 	// guarded by runner.mu
 	queue      []triggerParam
 	running    bool
@@ -122,6 +124,7 @@ func (r *runner) trigger(p triggerParam, d dialect) returnT {
 		r.live.goFunc(func() { r.loop(t) })
 	}
 	t.queue = append(t.queue, p)
+	t.dialect = d
 	r.active[p.LogID] = struct{}{}
 	t.signal()
 	return success()
@@ -159,7 +162,7 @@ func (r *runner) loop(t *jobThread) {
 			case <-idle.C:
 				r.mu.Lock()
 				if len(t.queue) == 0 && t.stopReason == "" {
-					r.removeLocked(t, reasonIdle)
+					r.removeLocked(t, t.dialect.idleReason())
 				}
 				r.mu.Unlock()
 			}
