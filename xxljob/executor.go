@@ -18,9 +18,10 @@ import (
 
 // Config configures an Executor. Zero values mean "use the default".
 type Config struct {
-	// AdminAddresses are the admin base URLs including the context path,
-	// e.g. "http://admin:8080/xxl-job-admin". They are tried in order; the
-	// first that accepts a call wins. Required.
+	// AdminAddresses are the admin base URLs including the context path:
+	// "http://admin:8080" for 3.4.1 and later (served at /),
+	// "http://admin:8080/xxl-job-admin" for older admins. They are tried in
+	// order; the first that accepts a call wins. Required.
 	AdminAddresses []string
 	// AccessToken is the shared secret of the admin and its executors (on
 	// the branch after 3.4: the executor group's token). "" disables the
