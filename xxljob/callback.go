@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-// maxCallbackBatch bounds one /api/callback POST. Java 2.x sends everything
-// queued at once, 3.4 at most 50 per POST; 100 keeps bodies small under load.
-const maxCallbackBatch = 100
+// maxCallbackBatch bounds one /api/callback POST, as the Java executor's
+// callback queue does from 3.4 on (TriggerCallbackThreadHelper's
+// MessageQueue, batch 50; 2.x sent everything queued at once). The spool's
+// retries send batches of the same size.
+const maxCallbackBatch = 50
 
 // callbacker delivers run results to the admin. Each result is first
 // written to the spool (see spool.go), then queued in memory for one sender

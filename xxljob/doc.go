@@ -14,8 +14,10 @@
 // renamed /trigger, an object-shaped callback, logDateTime instead of
 // logDateTim, and a token per executor group named by the XXL-JOB-APPNAME
 // header. Until auto knows, answers carry what every generation reads.
-// Only BEAN mode is supported: GLUE triggers are refused, no code sent over
-// the wire is ever run.
+// Only BEAN mode is supported: GLUE triggers are refused with the text of
+// the dialect (the branch after 3.4 says "fail, current glue type [..] not
+// supported."), and so is a trigger without a glueType, as in Java; no code
+// sent over the wire is ever run.
 //
 // # Routes and headers
 //
@@ -26,7 +28,8 @@
 //	/idleBeat  {"jobId"}: 500 while the job runs or has queued triggers (BUSYOVER), or once Shutdown started
 //	/run       a trigger (also /trigger); queued at once, never waits for the handler
 //	/kill      {"jobId"}: stop the job's running and queued triggers
-//	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end
+//	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end;
+//	           "not ended" and empty for a run queued or starting here whose file is not written yet
 //
 // Called (executor → admin), on each admin base URL in order until one
 // accepts: {admin}/api/registry, {admin}/api/registryRemove and

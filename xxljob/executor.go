@@ -18,9 +18,10 @@ import (
 
 // Config configures an Executor. Zero values mean "use the default".
 type Config struct {
-	// AdminAddresses are the admin base URLs including the context path,
-	// e.g. "http://admin:8080/xxl-job-admin". They are tried in order; the
-	// first that accepts a call wins. Required.
+	// AdminAddresses are the admin base URLs including the context path:
+	// "http://admin:8080" for 3.4.1 and later (served at /),
+	// "http://admin:8080/xxl-job-admin" for older admins. They are tried in
+	// order; the first that accepts a call wins. Required.
 	AdminAddresses []string
 	// AccessToken is the shared secret of the admin and its executors (on
 	// the branch after 3.4: the executor group's token). "" disables the
@@ -88,6 +89,15 @@ type Config struct {
 	// A run it returns an error for is handed over again at the next start,
 	// so it must accept a run it has seen (match on LogID).
 	InterruptedFunc func(ctx context.Context, run InterruptedRun) error
+	// Disabled turns the executor off, as the Java executor's
+	// xxl.job.executor.enabled=false (3.3.1 and later): Start logs one line
+	// and returns without listening, registering or delivering anything,
+	// and Shutdown has nothing to stop. New still checks the rest of Config.
+	Disabled bool
+	// GlueEnabled is the Java executor's xxl.job.executor.glueenabled (the
+	// branch after 3.4). GLUE (script) triggers are always refused here, as
+	// Java refuses them with it false; true only makes Start warn.
+	GlueEnabled bool
 	// Logger receives the process log. Default: discard.
 	Logger *slog.Logger
 	// Observer receives events for metrics. Default: none.
@@ -305,6 +315,10 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("xxljob: start: %w", err)
 	}
+	if e.cfg.Disabled {
+		e.log.InfoContext(ctx, "xxl-job executor not enabled (Disabled): not serving, not registering with the admin")
+		return nil
+	}
 	sp, err := e.openSpool(ctx)
 	if err != nil {
 		return fmt.Errorf("xxljob: start: callback spool: %w", err)
@@ -362,6 +376,9 @@ func (e *Executor) startWarnings(ctx context.Context) {
 	if e.cfg.AdminInsecureSkipVerify {
 		e.log.WarnContext(ctx, "TLS CERTIFICATES OF THE ADMIN ARE NOT VERIFIED (AdminInsecureSkipVerify): anyone on the path can "+
 			"impersonate the admin and read the access token; trust its CA with AdminCAFile instead")
+	}
+	if e.cfg.GlueEnabled {
+		e.log.WarnContext(ctx, "GlueEnabled is set, but GLUE (script) jobs never run in this executor: their triggers are refused")
 	}
 	if e.ipGuess {
 		e.log.WarnContext(ctx, "no usable IPv4 address found, advertising 127.0.0.1: an admin on another host cannot reach this executor; set Address or IP",
