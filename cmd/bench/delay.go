@@ -268,7 +268,7 @@ type delayFlags struct {
 	profile                          bool   // -profile
 	cpuProfile                       string // -cpuprofile
 	timeline                         time.Duration
-	dropIndexes                      []string // -drop-task-index: a what-if
+	oldTaskIndexes                   bool // -old-task-indexes: a what-if
 	registerRate                     int
 	batchSize                        int
 }
@@ -311,7 +311,7 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	fs.DurationVar(&o.purgeAt, "purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
 	fs.BoolVar(&o.profile, "profile", false, "after each run: batch sizes, server statements and commits, Redis calls per task, CPU of this process, mariadbd and redis-server")
 	fs.DurationVar(&o.timeline, "timeline", 0, "after each run: lateness (p50, p99, max) per slice of this length of execute time, to see when a tail happens (0: none)")
-	dropIndexes := fs.String("drop-task-index", "", "a what-if: drop these secondary indexes of job_delay_task (comma-separated: idx_status_updated, idx_status_published) after the migration, to measure what their upkeep costs; the statements that name them (stuck-task recovery, purge, operator lists, the RabbitMQ reconciler) fail in such a run")
+	fs.BoolVar(&o.oldTaskIndexes, "old-task-indexes", false, "a what-if: add back to job_delay_task, after the migration, the status-led indexes migration 0091 dropped (idx_status_updated, idx_status_published), to measure what their upkeep costs")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile (pprof) from the first due time to the last task done to this file (with -rates: the last rate's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -321,13 +321,6 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["drop-task-index"] {
-		idx, err := parseDroppableIndexes(*dropIndexes)
-		if err != nil {
-			return nil, fmt.Errorf("-drop-task-index: %w", err)
-		}
-		o.dropIndexes = idx
-	}
 	switch {
 	case set["rates"] && set["rate"]:
 		return nil, errors.New("-rate and -rates: give one (-rates runs each of its rates in turn)")
@@ -379,7 +372,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		return out, err
 	}
 	defer env.close()
-	if err := dropTaskIndexes(ctx, env.db, o.dropIndexes, stdout); err != nil {
+	if err := addOldTaskIndexes(ctx, env.db, o.oldTaskIndexes, stdout); err != nil {
 		return out, err
 	}
 

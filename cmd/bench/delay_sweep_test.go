@@ -18,7 +18,7 @@ func TestParseDelayRates(t *testing.T) {
 		args  []string
 		rates []int
 		sweep bool
-		drop  []string
+		old   bool
 		err   string
 	}{
 		{args: nil, rates: []int{1000}},
@@ -42,11 +42,7 @@ func TestParseDelayRates(t *testing.T) {
 		{args: []string{"-rate", "0"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
 		{args: []string{"-rates", "1000", "-register-rate", "0"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
 		{args: []string{"-rates", "1000", "-duration", "0s"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
-		{args: []string{"-drop-task-index", ""}, err: "-drop-task-index: is empty: want one or more of idx_status_updated, idx_status_published"},
-		{args: []string{"-drop-task-index", "PRIMARY"}, err: `-drop-task-index: item 1, "PRIMARY", is not one of idx_status_updated, idx_status_published`},
-		{args: []string{"-drop-task-index", "idx_status_updated,idx_status_next_attempt"}, err: `-drop-task-index: item 2, "idx_status_next_attempt", is not one of idx_status_updated, idx_status_published`},
-		{args: []string{"-drop-task-index", "idx_status_updated, idx_status_updated"}, err: `-drop-task-index: item 2, "idx_status_updated", repeats an earlier item`},
-		{args: []string{"-drop-task-index", "idx_status_published, idx_status_updated"}, rates: []int{1000}, drop: []string{"idx_status_published", "idx_status_updated"}},
+		{args: []string{"-old-task-indexes"}, rates: []int{1000}, old: true},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			o, err := parseDelayFlags(tc.args, io.Discard)
@@ -57,7 +53,7 @@ func TestParseDelayRates(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.rates, o.rates)
 			require.Equal(t, tc.sweep, o.sweep)
-			require.Equal(t, tc.drop, o.dropIndexes)
+			require.Equal(t, tc.old, o.oldTaskIndexes)
 		})
 	}
 }
