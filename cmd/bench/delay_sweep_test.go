@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -84,4 +85,25 @@ func TestBenchDelaySweepSmall(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Regexp(t, `^p50_ms=\d+ p99_ms=\d+ p999_ms=\d+ lost=0 dup=0$`, lines[len(lines)-1], "the last line keeps its form")
 	require.NotContains(t, out.String(), "sweep")
+}
+
+// -steady registers during the run, 30 s ahead unless -lead says otherwise.
+func TestParseDelaySteady(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		during bool
+		lead   time.Duration
+	}{
+		{args: nil, lead: 5 * time.Second},
+		{args: []string{"-register-during"}, during: true, lead: 5 * time.Second},
+		{args: []string{"-steady"}, during: true, lead: 30 * time.Second},
+		{args: []string{"-steady", "-lead", "10s"}, during: true, lead: 10 * time.Second},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o, err := parseDelayFlags(tc.args, io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, tc.during, o.during)
+			require.Equal(t, tc.lead, o.lead)
+		})
+	}
 }
