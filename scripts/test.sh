@@ -9,9 +9,10 @@
 # TEST_REDIS_ADDR and TEST_RABBITMQ_URL (docs/development.md#tests-and-ci;
 # .ci/run starts them). Then: formatting and vet, the documentation's links,
 # the alerting rules' promtool checks and tests, docker-compose.yml with each
-# profile, the release build, the whole test suite with the race detector,
-# each fuzz target for a few seconds, the bounded fault suite, the main-job
-# demo and the benchmarks at a small size.
+# profile, the release build, the whole test suite with the race detector
+# (make demo among it: internal/doclinks runs scripts/demo.sh), each fuzz
+# target for a few seconds, the bounded fault suite and the benchmarks at a
+# small size.
 #
 #   scripts/test.sh                   everything
 #   scripts/test.sh --check-prereqs   only the prerequisites (installing what it may)
@@ -153,7 +154,9 @@ if [ -n "$unformatted" ]; then echo "gofmt needed on: $unformatted" >&2; exit 1;
 for m in $modules; do (cd "$m" && go vet ./...); done
 
 step "documentation links (README.md, docs/)"
-go test -count=1 ./internal/doclinks
+# -short: the README's commands (this script's prerequisite check, make
+# demo) are tested with the rest below.
+go test -count=1 -short ./internal/doclinks
 
 step "Prometheus rules and config (promtool)"
 promtool check rules deploy/prometheus/alerts.yml
@@ -208,9 +211,6 @@ if ! go test ./internal/faults -run TestFaultSuite -count=1 -v -faults -timeout 
   cat "$faults_log"; rm -f "$faults_log"; exit 1
 fi
 grep -E '^(PASS |FAIL |fault suite|[0-9]+ passed, [0-9]+ failed)' "$faults_log"; rm -f "$faults_log"
-
-step "main job end to end (README: make demo)"
-DEMO_ORDERS=2000 ./scripts/demo.sh
 
 step "benchmarks at a small size"
 go run ./cmd/bench close -small -dsn "${TEST_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/}" -redis "${TEST_REDIS_ADDR:-127.0.0.1:6379}"
