@@ -47,7 +47,9 @@ type Config struct {
 	// Port is used for the default Address and ListenAddr. Default 9999.
 	Port int
 	// ListenAddr is where the executor's HTTP server binds. Default
-	// ":{Port}". It may differ from Address (containers, port 0 in tests).
+	// ":{Port}". It may differ from Address (containers, port 0 in tests);
+	// New refuses one that is not host:port (CheckListenAddr), and Start
+	// warns once when Address is not one it listens on.
 	ListenAddr string
 	// LogPath is the root of the run logs and the callback spool.
 	// Default "./logs/xxl-job".
@@ -229,6 +231,9 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Port < 1 || cfg.Port > 65535 {
 		errs = append(errs, fmt.Errorf("Port: %d out of range 1-65535", cfg.Port))
 	}
+	if err := CheckListenAddr(context.Background(), cfg.ListenAddr); err != nil {
+		errs = append(errs, fmt.Errorf("ListenAddr: %w", err))
+	}
 	for name, d := range map[string]time.Duration{
 		"ShutdownTimeout": cfg.ShutdownTimeout, "RegistryInterval": cfg.RegistryInterval,
 		"CallbackRetryInterval": cfg.CallbackRetryInterval, "HTTPClientTimeout": cfg.HTTPClientTimeout,
@@ -333,6 +338,10 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.state, e.ln = stateStarted, ln
 	e.callback.spool = sp
 	e.startWarnings(ctx)
+	if why := advertisedMismatch(ctx, e.cfg.Address, ln.Addr()); why != "" {
+		e.log.WarnContext(ctx, fmt.Sprintf("advertising %s to the admin but listening on %s: %s; set Address (or IP and Port) to where the admin reaches this listener",
+			e.cfg.Address, ln.Addr(), why), "address", e.cfg.Address, "listen", ln.Addr().String())
+	}
 
 	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	e.baseCancel = cancel
