@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -12,35 +13,28 @@ import (
 	"github.com/orderjob/executor/sql/migrations"
 )
 
-func init() {
-	register(command{
-		name:  "migrate",
-		usage: "[-dry-run] [-allow-copy] [-lock-wait-timeout D] [-create-database] | status [-json]",
-		summary: "create or update the schema next to other tools' tables (idempotent; safe on existing order tables); " +
-			"status lists applied and pending steps and drift",
-		run: cmdMigrate,
-	})
+func migrateCommand() *command {
+	return &command{name: "migrate", flags: migrateFlags,
+		summary: "create or update the schema next to other tools' tables (idempotent; safe on existing order tables)",
+		sub: []*command{{name: "status", flags: migrateStatusFlags,
+			summary: "list applied and pending steps and the schema's drift; exit 1 unless up to date"}}}
 }
 
-func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) > 0 && args[0] == "status" {
-		return migrateStatus(ctx, env, args[1:])
-	}
-	fs := newFlagSet(env, "migrate")
+func migrateFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	dry := fs.Bool("dry-run", false, "print every statement migrate would run, as a SQL script, and change nothing")
 	allowCopy := fs.Bool("allow-copy", false, "let an ALTER the server cannot run in place without locks copy the table (blocks its writes meanwhile)")
 	lockWait := fs.Duration("lock-wait-timeout", 30*time.Second, "longest wait of each statement for its table's metadata lock")
 	create := fs.Bool("create-database", false, "create the DSN's database first when it does not exist")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		if *lockWait < time.Second {
+			return usagef("-lock-wait-timeout %s: want at least 1s", *lockWait)
+		}
+		return migrate(ctx, env, *dry, *create, migrations.Config{AllowCopy: *allowCopy, LockWaitTimeout: *lockWait, Out: env.stdout})
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if *lockWait < time.Second {
-		return usagef("-lock-wait-timeout %s: want at least 1s", *lockWait)
-	}
-	if *create {
+}
+
+func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations.Config) error {
+	if create {
 		if err := createDatabase(ctx, env); err != nil {
 			return err
 		}
@@ -50,12 +44,12 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer db.Close()
-	m, err := migrations.New(db.DB, migrations.Config{Table: cfg.MySQL.MigrationsTable, AllowCopy: *allowCopy,
-		LockWaitTimeout: *lockWait, Out: env.stdout})
+	mcfg.Table = cfg.MySQL.MigrationsTable
+	m, err := migrations.New(db.DB, mcfg)
 	if err != nil {
 		return err
 	}
-	if *dry {
+	if dry {
 		return m.DryRun(ctx, env.stdout)
 	}
 	res, err := m.Migrate(ctx)
@@ -103,12 +97,13 @@ func createDatabase(ctx context.Context, env *cliEnv) error {
 // migrateStatus prints every step with its state and checksum, and the
 // schema's drift. Exit 1 when a step is pending or drifted or the schema
 // lacks something, so a deploy can gate on it.
-func migrateStatus(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "migrate")
-	var jsonOut bool
-	if _, err := parseVerb(fs, args, 0, "", &jsonOut); err != nil {
-		return err
-	}
+func migrateStatusFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
+	jsonOut := new(bool)
+	addJSON(fs, jsonOut)
+	return func(ctx context.Context, _ []string) error { return migrateStatus(ctx, env, *jsonOut) }
+}
+
+func migrateStatus(ctx context.Context, env *cliEnv, jsonOut bool) error {
 	cfg, db, err := loadConfigDB(ctx, env)
 	if err != nil {
 		return err

@@ -14,36 +14,20 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-func init() {
-	register(command{
-		name:    "refunds",
-		usage:   "owed|list|show|mark-refunded [flags] [PAYMENT_ID]",
-		summary: "refunds owed for late and duplicate payments (payment_conflict); -json for machines",
-		run:     cmdRefunds,
-	})
+func refundsCommand() *command {
+	return &command{name: "refunds", summary: "refunds owed for late and duplicate payments (payment_conflict); -json for machines",
+		sub: []*command{
+			{name: "owed", summary: "how many refunds are owed, their sum, the oldest", flags: viewVerb(orders.NewRefunds, refundOwed)},
+			{name: "list", summary: "list payment conflicts, newest first", flags: refundList},
+			{name: "show", args: "PAYMENT_ID", summary: "show one payment conflict", flags: viewVerb(orders.NewRefunds, refundShow)},
+			{name: "mark-refunded", args: "PAYMENT_ID", summary: "record that the payment was paid back, and who did", flags: refundMark},
+		}}
 }
-
-var refundSubcommands = map[string]subcommand[*refundCtx]{
-	"owed":          {"owed [-json]   (how many refunds are owed, their sum, the oldest)", refundOwed},
-	"list":          {"list [-status owed|refunded] [-order ORDERNO] [-limit N] [-before ID] [-json]", refundList},
-	"show":          {"show PAYMENT_ID [-json]", refundShow},
-	"mark-refunded": {"mark-refunded PAYMENT_ID [-note TEXT] [-by NAME] [-json]   (record that the payment was paid back, and who did)", refundMark},
-}
-
-var refundOrder = []string{"owed", "list", "show", "mark-refunded"}
 
 // refundCtx is what every refunds verb gets.
 type refundCtx = viewCtx[*orders.Refunds]
 
-func cmdRefunds(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, env, "refunds", refundSubcommands, refundOrder,
-		&refundCtx{env: env, newView: orders.NewRefunds, what: "PAYMENT_ID"}, args)
-}
-
-func refundOwed(ctx context.Context, rc *refundCtx, args []string) error {
-	if _, err := rc.parse(newFlagSet(rc.env, "refunds owed"), args, 0); err != nil {
-		return err
-	}
+func refundOwed(ctx context.Context, rc *refundCtx, _ []string) error {
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -68,16 +52,18 @@ func refundOwed(ctx context.Context, rc *refundCtx, args []string) error {
 	return tw.Flush()
 }
 
-func refundList(ctx context.Context, rc *refundCtx, args []string) error {
-	fs := newFlagSet(rc.env, "refunds list")
+func refundList(fs *flag.FlagSet, env *cliEnv) runFunc {
+	rc := newViewCtx(fs, env, orders.NewRefunds)
 	status := fs.String("status", "", "only this refund status: owed or refunded")
 	order := fs.String("order", "", "only this order's payments")
 	limit := fs.Int("limit", 50, fmt.Sprintf("most rows shown (1-%d)", oplist.MaxListLimit))
 	before := fs.Int64("before", 0, "page: rows with id below this")
-	if _, err := rc.parse(fs, args, 0); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		return listRefunds(ctx, rc, orders.RefundFilter{Status: strings.ToLower(*status), OrderNo: *order, Limit: *limit, BeforeID: *before})
 	}
-	f := orders.RefundFilter{Status: strings.ToLower(*status), OrderNo: *order, Limit: *limit, BeforeID: *before}
+}
+
+func listRefunds(ctx context.Context, rc *refundCtx, f orders.RefundFilter) error {
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -129,12 +115,8 @@ func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
 }
 
 // oneConflict runs a verb about one payment and prints its row.
-func oneConflict(ctx context.Context, rc *refundCtx, fs *flag.FlagSet, args []string,
+func oneConflict(ctx context.Context, rc *refundCtx, pos []string,
 	op func(ctx context.Context, paymentID string) (*orders.PaymentConflict, error)) error {
-	pos, err := rc.parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -156,19 +138,21 @@ func oneConflict(ctx context.Context, rc *refundCtx, fs *flag.FlagSet, args []st
 	return err // a refund recorded before is shown, then the refusal
 }
 
-func refundShow(ctx context.Context, rc *refundCtx, args []string) error {
-	return oneConflict(ctx, rc, newFlagSet(rc.env, "refunds show"), args, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+func refundShow(ctx context.Context, rc *refundCtx, pos []string) error {
+	return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
 		return rc.view.Get(ctx, id)
 	})
 }
 
-func refundMark(ctx context.Context, rc *refundCtx, args []string) error {
-	fs := newFlagSet(rc.env, "refunds mark-refunded")
+func refundMark(fs *flag.FlagSet, env *cliEnv) runFunc {
+	rc := newViewCtx(fs, env, orders.NewRefunds)
 	note := fs.String("note", "", "what to keep with it, e.g. the payment side's refund id (at most 255 bytes)")
 	by := fs.String("by", cliOperator(), "who records the refund (default: the OS user, cli:USER)")
-	return oneConflict(ctx, rc, fs, args, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
-		return rc.view.MarkRefunded(ctx, id, *note, *by)
-	})
+	return func(ctx context.Context, pos []string) error {
+		return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+			return rc.view.MarkRefunded(ctx, id, *note, *by)
+		})
+	}
 }
 
 // cliOperator names who runs a CLI action when they do not say: the OS

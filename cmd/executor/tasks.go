@@ -15,27 +15,18 @@ import (
 	"github.com/orderjob/executor/internal/app"
 )
 
-func init() {
-	register(command{
-		name:    "tasks",
-		usage:   "stats|list|show|requeue|cancel|check|purge [flags] [BIZUUID]",
-		summary: "inspect and operate delayed tasks (job_delay_task); -json for machines",
-		run:     cmdTasks,
-	})
+func tasksCommand() *command {
+	return &command{name: "tasks", summary: "inspect and operate delayed tasks (job_delay_task); -json for machines",
+		sub: []*command{
+			{name: "stats", summary: "counts by status, backlog, stuck tasks, timer size", flags: tasksVerb(tasksStats)},
+			{name: "list", summary: "list tasks, newest first", flags: tasksList},
+			{name: "show", args: "BIZUUID", summary: "show one task", flags: tasksVerb(tasksShow)},
+			{name: "requeue", args: "BIZUUID", summary: "make a failed or cancelled task pending again, due now", flags: tasksVerb(tasksRequeue)},
+			{name: "cancel", args: "BIZUUID", summary: "cancel a pending task", flags: tasksVerb(tasksCancel)},
+			{name: "check", summary: "exit 1 when a bizUuid is duplicated or a task is stuck", flags: tasksVerb(tasksCheck)},
+			{name: "purge", summary: "delete done and cancelled tasks older than delay.retention", flags: tasksPurge},
+		}}
 }
-
-// tasksSubcommands maps `executor tasks X` to its function and one usage line.
-var tasksSubcommands = map[string]subcommand[*tasksCtx]{
-	"stats":   {"stats [-json]", tasksStats},
-	"list":    {"list [-status S] [-handler H] [-limit N] [-before ID] [-json]", tasksList},
-	"show":    {"show BIZUUID [-json]", tasksShow},
-	"requeue": {"requeue BIZUUID [-json]", tasksRequeue},
-	"cancel":  {"cancel BIZUUID [-json]", tasksCancel},
-	"check":   {"check [-json]   (exit 1 when a bizUuid is duplicated or a task is stuck)", tasksCheck},
-	"purge":   {"purge [-retention D]   (DONE and CANCELLED older than delay.retention)", tasksPurge},
-}
-
-var tasksOrder = []string{"stats", "list", "show", "requeue", "cancel", "check", "purge"}
 
 // tasksCtx is what every tasks subcommand gets.
 type tasksCtx struct {
@@ -45,8 +36,19 @@ type tasksCtx struct {
 	jsonOut   bool
 }
 
-func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, env, "tasks", tasksSubcommands, tasksOrder, &tasksCtx{env: env}, args)
+// newTasksCtx makes a verb's context and adds -json to its flags.
+func newTasksCtx(fs *flag.FlagSet, env *cliEnv) *tasksCtx {
+	tc := &tasksCtx{env: env}
+	addJSON(fs, &tc.jsonOut)
+	return tc
+}
+
+// tasksVerb is the flags function of a verb with no flags but -json.
+func tasksVerb(run func(ctx context.Context, tc *tasksCtx, pos []string) error) func(*flag.FlagSet, *cliEnv) runFunc {
+	return func(fs *flag.FlagSet, env *cliEnv) runFunc {
+		tc := newTasksCtx(fs, env)
+		return func(ctx context.Context, pos []string) error { return run(ctx, tc, pos) }
+	}
 }
 
 // open loads the config and builds a Client on the configured database and
@@ -88,18 +90,9 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 	return closeAll, nil
 }
 
-// parse parses flags (before or after positionals) and checks the number
-// of positionals.
-func (tc *tasksCtx) parse(fs *flag.FlagSet, args []string, positionals int, what string) ([]string, error) {
-	return parseVerb(fs, args, positionals, what, &tc.jsonOut)
-}
-
 func (tc *tasksCtx) printJSON(v any) error { return printJSON(tc.env.stdout, v) }
 
-func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
-	if _, err := tc.parse(newFlagSet(tc.env, "tasks stats"), args, 0, ""); err != nil {
-		return err
-	}
+func tasksStats(ctx context.Context, tc *tasksCtx, _ []string) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
@@ -137,28 +130,32 @@ func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
 	return w.Flush()
 }
 
-func tasksList(ctx context.Context, tc *tasksCtx, args []string) error {
-	fs := newFlagSet(tc.env, "tasks list")
+func tasksList(fs *flag.FlagSet, env *cliEnv) runFunc {
+	tc := newTasksCtx(fs, env)
 	status := fs.String("status", "", "only this status: PENDING, RUNNING, DONE, FAILED or CANCELLED")
 	handler := fs.String("handler", "", "only this handler")
 	limit := fs.Int("limit", 50, "most tasks shown (1-1000)")
 	before := fs.Int64("before", 0, "page: tasks with id below this")
-	if _, err := tc.parse(fs, args, 0, ""); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		return listTasks(ctx, tc, delay.ListFilter{Status: delay.Status(*status), Handler: *handler, Limit: *limit, BeforeID: *before})
 	}
-	st := delay.Status(strings.ToUpper(*status))
+}
+
+func listTasks(ctx context.Context, tc *tasksCtx, f delay.ListFilter) error {
+	st := delay.Status(strings.ToUpper(string(f.Status)))
 	if st != "" && !st.Valid() {
-		return usagef("-status %q is not PENDING, RUNNING, DONE, FAILED or CANCELLED", *status)
+		return usagef("-status %q is not PENDING, RUNNING, DONE, FAILED or CANCELLED", f.Status)
 	}
-	if *limit < 1 || *limit > 1000 {
-		return usagef("-limit %d is not in 1..1000", *limit)
+	if f.Limit < 1 || f.Limit > 1000 {
+		return usagef("-limit %d is not in 1..1000", f.Limit)
 	}
+	f.Status = st
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	tasks, err := tc.client.List(ctx, delay.ListFilter{Status: st, Handler: *handler, Limit: *limit, BeforeID: *before})
+	tasks, err := tc.client.List(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -174,7 +171,7 @@ func tasksList(ctx context.Context, tc *tasksCtx, args []string) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if len(tasks) == *limit {
+	if len(tasks) == f.Limit {
 		fmt.Fprintf(tc.env.stdout, "(more: -before %d)\n", tasks[len(tasks)-1].ID)
 	}
 	return nil
@@ -203,12 +200,8 @@ func printTask(w io.Writer, t *delay.Task) error {
 	return tw.Flush()
 }
 
-// oneTask runs a single-task subcommand and prints the task.
-func oneTask(ctx context.Context, tc *tasksCtx, name string, args []string, op func(context.Context, string) (*delay.Task, error)) error {
-	pos, err := tc.parse(newFlagSet(tc.env, "tasks "+name), args, 1, "BIZUUID")
-	if err != nil {
-		return err
-	}
+// oneTask runs an operation on one task and prints the task.
+func oneTask(ctx context.Context, tc *tasksCtx, pos []string, op func(context.Context, string) (*delay.Task, error)) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
@@ -231,28 +224,25 @@ func oneTask(ctx context.Context, tc *tasksCtx, name string, args []string, op f
 	return err // a conflict still shows the task
 }
 
-func tasksShow(ctx context.Context, tc *tasksCtx, args []string) error {
-	return oneTask(ctx, tc, "show", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+func tasksShow(ctx context.Context, tc *tasksCtx, pos []string) error {
+	return oneTask(ctx, tc, pos, func(ctx context.Context, biz string) (*delay.Task, error) {
 		return tc.client.Get(ctx, biz)
 	})
 }
 
-func tasksRequeue(ctx context.Context, tc *tasksCtx, args []string) error {
-	return oneTask(ctx, tc, "requeue", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+func tasksRequeue(ctx context.Context, tc *tasksCtx, pos []string) error {
+	return oneTask(ctx, tc, pos, func(ctx context.Context, biz string) (*delay.Task, error) {
 		return tc.client.Requeue(ctx, biz)
 	})
 }
 
-func tasksCancel(ctx context.Context, tc *tasksCtx, args []string) error {
-	return oneTask(ctx, tc, "cancel", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+func tasksCancel(ctx context.Context, tc *tasksCtx, pos []string) error {
+	return oneTask(ctx, tc, pos, func(ctx context.Context, biz string) (*delay.Task, error) {
 		return tc.client.Cancel(ctx, biz)
 	})
 }
 
-func tasksCheck(ctx context.Context, tc *tasksCtx, args []string) error {
-	if _, err := tc.parse(newFlagSet(tc.env, "tasks check"), args, 0, ""); err != nil {
-		return err
-	}
+func tasksCheck(ctx context.Context, tc *tasksCtx, _ []string) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
@@ -290,20 +280,21 @@ func tasksCheck(ctx context.Context, tc *tasksCtx, args []string) error {
 	return nil
 }
 
-func tasksPurge(ctx context.Context, tc *tasksCtx, args []string) error {
-	fs := newFlagSet(tc.env, "tasks purge")
+func tasksPurge(fs *flag.FlagSet, env *cliEnv) runFunc {
+	tc := newTasksCtx(fs, env)
 	retention := fs.Duration("retention", 0, "keep tasks changed within this (default: delay.retention)")
-	if _, err := tc.parse(fs, args, 0, ""); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return purgeTasks(ctx, tc, *retention) }
+}
+
+func purgeTasks(ctx context.Context, tc *tasksCtx, retention time.Duration) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
 	keep := tc.retention
-	if *retention > 0 {
-		keep = *retention
+	if retention > 0 {
+		keep = retention
 	}
 	n, err := tc.client.Purge(ctx, keep)
 	if err != nil {

@@ -13,9 +13,23 @@ import (
 type viewCtx[V any] struct {
 	env     *cliEnv
 	newView func(*sqlx.DB) V
-	what    string // what the positional argument names, for usage errors
 	view    V
 	jsonOut bool
+}
+
+// newViewCtx makes a verb's context and adds -json to its flags.
+func newViewCtx[V any](fs *flag.FlagSet, env *cliEnv, newView func(*sqlx.DB) V) *viewCtx[V] {
+	c := &viewCtx[V]{env: env, newView: newView}
+	addJSON(fs, &c.jsonOut)
+	return c
+}
+
+// viewVerb is the flags function of a verb with no flags but -json.
+func viewVerb[V any](newView func(*sqlx.DB) V, run func(ctx context.Context, c *viewCtx[V], pos []string) error) func(*flag.FlagSet, *cliEnv) runFunc {
+	return func(fs *flag.FlagSet, env *cliEnv) runFunc {
+		c := newViewCtx(fs, env, newView)
+		return func(ctx context.Context, pos []string) error { return run(ctx, c, pos) }
+	}
 }
 
 // open loads the config and opens the database (the views need no Redis)
@@ -27,10 +41,4 @@ func (c *viewCtx[V]) open(ctx context.Context) (func(), error) {
 	}
 	c.view = c.newView(db)
 	return func() { db.Close() }, nil
-}
-
-// parse parses flags (before or after positionals), adds -json, and checks
-// the number of positionals.
-func (c *viewCtx[V]) parse(fs *flag.FlagSet, args []string, positionals int) ([]string, error) {
-	return parseVerb(fs, args, positionals, c.what, &c.jsonOut)
 }
