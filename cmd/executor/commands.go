@@ -140,7 +140,7 @@ func groupError(env *cliEnv, root *command, global *flag.FlagSet, path []*comman
 	if c != root {
 		what, prefix = "subcommand", "executor "+name
 	}
-	fmt.Fprintf(env.stderr, "%s: unknown %s %q\nrun '%s -h'\n", prefix, what, rest[0], prefix)
+	fmt.Fprintf(env.stderr, "%s: unknown %s %q%s\nrun '%s -h'\n", prefix, what, rest[0], didYouMean(rest[0], c.childList()), prefix)
 	return 2
 }
 
@@ -188,7 +188,7 @@ func execute(ctx context.Context, env *cliEnv, path []*command, c *command, args
 		return flagError(env.stderr, path, fs, err)
 	}
 	if err := c.checkArgs(pos); err != nil {
-		fmt.Fprintf(env.stderr, "executor %s: %v\nusage: %s\n", name, err, usageLine(path))
+		fmt.Fprintf(env.stderr, "executor %s: %v%s\nusage: %s\n", name, err, c.subGuess(pos), usageLine(path))
 		return 2
 	}
 	err = runIt(ctx, pos)
@@ -218,6 +218,15 @@ func errorText(path []*command, err error) string {
 	return msg
 }
 
+// subGuess is "; did you mean …" when a command that also has verbs
+// (migrate) got an unexpected word close to one of them.
+func (c *command) subGuess(pos []string) string {
+	if len(c.sub) == 0 || len(pos) == 0 {
+		return ""
+	}
+	return didYouMean(pos[0], c.childList())
+}
+
 // checkArgs checks the number of positionals against c.args: each word is
 // one required argument, each [WORD] an optional one.
 func (c *command) checkArgs(pos []string) error {
@@ -244,7 +253,15 @@ func (c *command) checkArgs(pos []string) error {
 // line, with a guess at the flag meant, and where the help is.
 func flagError(w io.Writer, path []*command, fs *flag.FlagSet, err error) int {
 	prefix := strings.TrimSpace("executor " + pathName(path))
-	fmt.Fprintf(w, "%s: %v\nrun '%s -h'\n", prefix, err, prefix)
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if guess := closest(strings.TrimLeft(name, "-"), names); guess != "" {
+			msg += fmt.Sprintf("; did you mean -%s?", guess)
+		}
+	}
+	fmt.Fprintf(w, "%s: %s\nrun '%s -h'\n", prefix, msg, prefix)
 	return 2
 }
 

@@ -94,3 +94,32 @@ func TestInterspersedFlags(t *testing.T) {
 	require.Equal(t, "waiting", *status)
 	require.True(t, *dry)
 }
+
+// A near miss gets one line naming what was meant and where the help is,
+// not the whole help.
+func TestDidYouMean(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"deadletters"}, "executor: unknown command \"deadletters\"; did you mean \"deadletter\"?\nrun 'executor -h'\n"},
+		{[]string{"migarte"}, "executor: unknown command \"migarte\"; did you mean \"migrate\"?\nrun 'executor -h'\n"},
+		{[]string{"xyzzy"}, "executor: unknown command \"xyzzy\"\nrun 'executor -h'\n"},
+		{[]string{"tasks", "lsit"}, "executor tasks: unknown subcommand \"lsit\"; did you mean \"list\"?\nrun 'executor tasks -h'\n"},
+		{[]string{"refunds", "mark"}, "executor refunds: unknown subcommand \"mark\"; did you mean \"mark-refunded\"?\n"},
+		{[]string{"deadletter", "list", "-stauts", "parked"}, "executor deadletter list: flag provided but not defined: -stauts; did you mean -status?\nrun 'executor deadletter list -h'\n"},
+		{[]string{"run", "demoJob", "--parm", "2"}, "flag provided but not defined: -parm; did you mean -param?"},
+		{[]string{"-conifg", "x.yml", "serve"}, "executor: flag provided but not defined: -conifg; did you mean -config?\nrun 'executor -h'\n"},
+		{[]string{"migrate", "stauts"}, "executor migrate: unexpected argument \"stauts\"; did you mean \"status\"?"},
+	} {
+		code, out, errOut := runCLI(t, nil, tc.args...)
+		require.Equal(t, 2, code, tc.args)
+		require.Empty(t, out, tc.args)
+		require.Contains(t, errOut, tc.want, tc.args)
+		require.LessOrEqual(t, strings.Count(errOut, "\n"), 3, "a short answer: %q", errOut)
+	}
+	require.Equal(t, 1, editDistance("deadletters", "deadletter"))
+	require.Equal(t, 1, editDistance("lsit", "list"))
+	require.Equal(t, 3, editDistance("kitten", "sitting"))
+	require.Empty(t, closest("ab", []string{"run", "tasks"}))
+}
