@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/orderjob/executor/sql/migrations"
@@ -70,6 +71,7 @@ const configFlagHelp = "config `FILE`, YAML or .properties (optional; environmen
 // arguments name and maps its error to an exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	env := &cliEnv{stdout: stdout, stderr: stderr}
+	redisLog.use(slog.New(slog.DiscardHandler)) // until the command has its logger
 	root := commandTree()
 	global := flag.NewFlagSet("executor", flag.ContinueOnError)
 	global.SetOutput(io.Discard)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
@@ -34,12 +33,13 @@ const letterTimeLayout = "2006-01-02 15:04:05.000"
 
 func deadLetterList(fs *flag.FlagSet, env *cliEnv) runFunc {
 	dc := newViewCtx(fs, env, deadletters.New)
-	status := fs.String("status", "", "only this status: waiting, parked or resolved")
+	lf := addListFlags(fs, "dead letters", "waiting, parked or resolved")
 	stage := fs.String("stage", "", "only this stage (close, ...)")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most letters shown (1-%d)", oplist.MaxListLimit))
-	before := fs.Int64("before", 0, "page: letters with id below this")
 	return func(ctx context.Context, _ []string) error {
-		return listLetters(ctx, dc, deadletters.Filter{Status: *status, Stage: *stage, Limit: *limit, BeforeID: *before})
+		if err := lf.check(); err != nil {
+			return err
+		}
+		return listLetters(ctx, dc, deadletters.Filter{Status: *lf.status, Stage: *stage, Limit: *lf.limit, BeforeID: *lf.before})
 	}
 }
 
@@ -47,12 +47,6 @@ func listLetters(ctx context.Context, dc *deadLetterCtx, f deadletters.Filter) e
 	st := strings.ToLower(f.Status)
 	if st != "" && !deadletters.ValidStatus(st) {
 		return usagef("-status %q is not waiting, parked or resolved", f.Status)
-	}
-	if f.Limit < 1 || f.Limit > oplist.MaxListLimit {
-		return usagef("-limit %d is not in 1..%d", f.Limit, oplist.MaxListLimit)
-	}
-	if f.BeforeID < 0 {
-		return usagef("-before %d is negative", f.BeforeID)
 	}
 	closeDB, err := dc.open(ctx)
 	if err != nil {
@@ -71,19 +65,12 @@ func listLetters(ctx context.Context, dc *deadLetterCtx, f deadletters.Filter) e
 	if dc.jsonOut {
 		return printJSON(dc.env.stdout, deadletters.Listing{DeadLetters: dls, NextBefore: next})
 	}
-	w := tabwriter.NewWriter(dc.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tORDER_NO\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR")
-	for _, d := range dls {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, d.OrderNo, d.Stage, d.Status, d.Attempts,
+	rows := make([]string, len(dls))
+	for i, d := range dls {
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s", d.ID, d.OrderNo, d.Stage, d.Status, d.Attempts,
 			d.NextRetryAt.Format(letterTimeLayout), d.UpdatedAt.Format(letterTimeLayout), oneLine(letterWhy(d), 80))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if next != 0 {
-		fmt.Fprintf(dc.env.stdout, "(more: -before %d)\n", next)
-	}
-	return nil
+	return printListing(dc.env.stdout, "dead letters", "ID\tORDER_NO\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR", rows, next)
 }
 
 // letterWhy is the most useful one-line explanation of a letter: the reason it is
@@ -96,16 +83,12 @@ func letterWhy(d deadletters.Letter) string {
 }
 
 func printDeadLetter(w io.Writer, d *deadletters.Letter) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, kv := range [][2]string{
+	return printFields(w, [][2]string{
 		{"id", fmt.Sprint(d.ID)}, {"orderNo", d.OrderNo}, {"stage", d.Stage}, {"status", d.Status},
 		{"statusReason", d.StatusReason}, {"attempts", fmt.Sprint(d.Attempts)},
 		{"nextRetryAt", d.NextRetryAt.Format(letterTimeLayout)}, {"createdAt", d.CreatedAt.Format(letterTimeLayout)},
 		{"updatedAt", d.UpdatedAt.Format(letterTimeLayout)}, {"lastError", oneLine(d.LastError, 2000)},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
-	return tw.Flush()
+	})
 }
 
 // oneLetter runs an operation on one order's letter and prints the letter.

@@ -49,14 +49,12 @@ func outboxStats(ctx context.Context, oc *outboxCtx, _ []string) error {
 
 func outboxList(fs *flag.FlagSet, env *cliEnv) runFunc {
 	oc := newViewCtx(fs, env, orders.NewOutbox)
-	status := fs.String("status", "", "only this status: pending, parked or done")
+	lf := addListFlags(fs, "events", "pending, parked or done")
 	typ := fs.String("type", "", "only this event type: stock.release or coupon.restore")
 	order := fs.String("order", "", "only this order's events")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most events shown (1-%d)", oplist.MaxListLimit))
-	before := fs.Int64("before", 0, "page: events with id below this")
 	return func(ctx context.Context, _ []string) error {
-		return listOutbox(ctx, oc, orders.OutboxFilter{Status: strings.ToLower(*status), EventType: *typ, OrderNo: *order,
-			Limit: *limit, BeforeID: *before})
+		return listOutbox(ctx, oc, orders.OutboxFilter{Status: strings.ToLower(*lf.status), EventType: *typ, OrderNo: *order,
+			Limit: *lf.limit, BeforeID: *lf.before})
 	}
 }
 
@@ -77,23 +75,16 @@ func listOutbox(ctx context.Context, oc *outboxCtx, f orders.OutboxFilter) error
 	if oc.jsonOut {
 		return printJSON(oc.env.stdout, l)
 	}
-	w := tabwriter.NewWriter(oc.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tORDER_NO\tTYPE\tSTATUS\tATTEMPTS\tNEXT/PARKED/DONE (UTC)\tWHY / LAST_ERROR")
-	for _, e := range l.Events {
+	rows := make([]string, len(l.Events))
+	for i, e := range l.Events {
 		why := e.LastError
 		if e.ParkReason != "" {
 			why = e.ParkReason + ": " + e.LastError
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.OrderNo, e.EventType, e.Status, e.Attempts,
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s", e.ID, e.OrderNo, e.EventType, e.Status, e.Attempts,
 			e.NextAttemptAt.Format(letterTimeLayout), oneLine(why, 80))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if l.NextBefore != 0 {
-		fmt.Fprintf(oc.env.stdout, "(more: -before %d)\n", l.NextBefore)
-	}
-	return nil
+	return printListing(oc.env.stdout, "outbox events", "ID\tORDER_NO\tTYPE\tSTATUS\tATTEMPTS\tNEXT/PARKED/DONE (UTC)\tWHY / LAST_ERROR", rows, l.NextBefore)
 }
 
 func printOutboxEvent(oc *outboxCtx, e *orders.OutboxEvent) error {
@@ -106,17 +97,13 @@ func printOutboxEvent(oc *outboxCtx, e *orders.OutboxEvent) error {
 		}
 		return t.Format(letterTimeLayout)
 	}
-	tw := tabwriter.NewWriter(oc.env.stdout, 0, 4, 2, ' ', 0)
-	for _, kv := range [][2]string{
+	return printFields(oc.env.stdout, [][2]string{
 		{"id", fmt.Sprint(e.ID)}, {"orderNo", e.OrderNo}, {"eventType", e.EventType}, {"status", e.Status},
 		{"attempts", fmt.Sprint(e.Attempts)}, {"nextAttemptAt (UTC)", e.NextAttemptAt.Format(letterTimeLayout)},
 		{"parkReason", e.ParkReason}, {"parkedAt (UTC)", when(e.ParkedAt)}, {"createdAt (UTC)", e.CreatedAt.Format(letterTimeLayout)},
 		{"deliveredAt (UTC)", when(e.DeliveredAt)}, {"traceId", e.TraceID}, {"lastError", oneLine(e.LastError, 2000)},
 		{"payload", string(e.Payload)},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
-	return tw.Flush()
+	})
 }
 
 func outboxShow(ctx context.Context, oc *outboxCtx, pos []string) error {

@@ -54,12 +54,10 @@ func refundOwed(ctx context.Context, rc *refundCtx, _ []string) error {
 
 func refundList(fs *flag.FlagSet, env *cliEnv) runFunc {
 	rc := newViewCtx(fs, env, orders.NewRefunds)
-	status := fs.String("status", "", "only this refund status: owed or refunded")
+	lf := addListFlags(fs, "payment conflicts", "owed or refunded")
 	order := fs.String("order", "", "only this order's payments")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most rows shown (1-%d)", oplist.MaxListLimit))
-	before := fs.Int64("before", 0, "page: rows with id below this")
 	return func(ctx context.Context, _ []string) error {
-		return listRefunds(ctx, rc, orders.RefundFilter{Status: strings.ToLower(*status), OrderNo: *order, Limit: *limit, BeforeID: *before})
+		return listRefunds(ctx, rc, orders.RefundFilter{Status: strings.ToLower(*lf.status), OrderNo: *order, Limit: *lf.limit, BeforeID: *lf.before})
 	}
 }
 
@@ -80,19 +78,12 @@ func listRefunds(ctx context.Context, rc *refundCtx, f orders.RefundFilter) erro
 	if rc.jsonOut {
 		return printJSON(rc.env.stdout, l)
 	}
-	w := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT")
-	for _, p := range l.Conflicts {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.PaymentID, p.OrderNo, p.Amount, p.Reason,
+	rows := make([]string, len(l.Conflicts))
+	for i, p := range l.Conflicts {
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.ID, p.PaymentID, p.OrderNo, p.Amount, p.Reason,
 			p.Channel, p.RefundStatus, p.PaidAt.Format(letterTimeLayout))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if l.NextBefore != 0 {
-		fmt.Fprintf(rc.env.stdout, "(more: -before %d)\n", l.NextBefore)
-	}
-	return nil
+	return printListing(rc.env.stdout, "payment conflicts", "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT", rows, l.NextBefore)
 }
 
 func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
@@ -103,15 +94,11 @@ func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
 	if p.RefundedAt != nil {
 		refunded = p.RefundedAt.Format(letterTimeLayout)
 	}
-	tw := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
-	for _, kv := range [][2]string{
+	return printFields(rc.env.stdout, [][2]string{
 		{"paymentId", p.PaymentID}, {"orderNo", p.OrderNo}, {"amount", p.Amount}, {"reason", p.Reason},
 		{"channel", p.Channel}, {"refundStatus", p.RefundStatus}, {"refundedAt", refunded}, {"refundNote", p.RefundNote}, {"refundedBy", p.RefundedBy},
 		{"paidAt", p.PaidAt.Format(letterTimeLayout)}, {"createdAt", p.CreatedAt.Format(letterTimeLayout)},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
-	return tw.Flush()
+	})
 }
 
 // oneConflict runs a verb about one payment and prints its row.

@@ -29,6 +29,7 @@ func serveFlags(_ *flag.FlagSet, env *cliEnv) runFunc {
 			return err
 		}
 		logger := app.NewLogger(cfg, env.stdout)
+		redisLog.use(logger)
 		logger.Info("starting executor", "config", cfg, "build", buildInfo())
 		app.LogNotices(logger, cfg)
 		b := readBuild()

@@ -65,6 +65,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	redisLog.use(log)
 	rt, err := app.StartRabbitMQTimer(ctx, cfg, db, log)
 	if err != nil {
 		db.Close()
@@ -108,7 +109,7 @@ func tasksStats(ctx context.Context, tc *tasksCtx, _ []string) error {
 	w := tabwriter.NewWriter(tc.env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STATUS\tTASKS")
 	for _, st := range delay.Statuses {
-		fmt.Fprintf(w, "%s\t%d\n", st, s.Counts[st])
+		fmt.Fprintf(w, "%s\t%d\n", statusText(st), s.Counts[st])
 	}
 	fmt.Fprintf(w, "total\t%d\n", s.Total)
 	fmt.Fprintln(w, "\t")
@@ -117,7 +118,7 @@ func tasksStats(ctx context.Context, tc *tasksCtx, _ []string) error {
 		due += fmt.Sprintf(" (oldest due %s, %s ago)", s.OldestDue.Format(time.RFC3339Nano), time.Duration(s.OldestDueAge).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "due now (backlog)\t%s\n", due)
-	fmt.Fprintf(w, "stuck RUNNING > %s\t%d\n", s.RunningTimeout, s.StuckRunning)
+	fmt.Fprintf(w, "stuck running > %s\t%d\n", s.RunningTimeout, s.StuckRunning)
 	what := map[string]string{"redis": "Redis timer entries", "rabbitmq": "RabbitMQ timer messages"}[s.Timer]
 	switch {
 	case what == "":
@@ -132,22 +133,20 @@ func tasksStats(ctx context.Context, tc *tasksCtx, _ []string) error {
 
 func tasksList(fs *flag.FlagSet, env *cliEnv) runFunc {
 	tc := newTasksCtx(fs, env)
-	status := fs.String("status", "", "only this status: PENDING, RUNNING, DONE, FAILED or CANCELLED")
+	lf := addListFlags(fs, "tasks", "pending, running, done, failed or cancelled")
 	handler := fs.String("handler", "", "only this handler")
-	limit := fs.Int("limit", 50, "most tasks shown (1-1000)")
-	before := fs.Int64("before", 0, "page: tasks with id below this")
 	return func(ctx context.Context, _ []string) error {
-		return listTasks(ctx, tc, delay.ListFilter{Status: delay.Status(*status), Handler: *handler, Limit: *limit, BeforeID: *before})
+		if err := lf.check(); err != nil {
+			return err
+		}
+		return listTasks(ctx, tc, delay.ListFilter{Status: delay.Status(*lf.status), Handler: *handler, Limit: *lf.limit, BeforeID: *lf.before})
 	}
 }
 
 func listTasks(ctx context.Context, tc *tasksCtx, f delay.ListFilter) error {
 	st := delay.Status(strings.ToUpper(string(f.Status)))
 	if st != "" && !st.Valid() {
-		return usagef("-status %q is not PENDING, RUNNING, DONE, FAILED or CANCELLED", f.Status)
-	}
-	if f.Limit < 1 || f.Limit > 1000 {
-		return usagef("-limit %d is not in 1..1000", f.Limit)
+		return usagef("-status %q is not pending, running, done, failed or cancelled", f.Status)
 	}
 	f.Status = st
 	closeAll, err := tc.open(ctx)
@@ -162,20 +161,21 @@ func listTasks(ctx context.Context, tc *tasksCtx, f delay.ListFilter) error {
 	if tc.jsonOut {
 		return tc.printJSON(tasks)
 	}
-	w := tabwriter.NewWriter(tc.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tBIZ_UUID\tHANDLER\tSTATUS\tNEXT_ATTEMPT (UTC)\tRETRIES\tLAST_ERROR")
-	for _, t := range tasks {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", t.ID, t.BizUUID, t.Handler, t.Status,
+	rows := make([]string, len(tasks))
+	for i, t := range tasks {
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%d/%d\t%s", t.ID, t.BizUUID, t.Handler, statusText(t.Status),
 			t.NextAttemptTime.Format("2006-01-02 15:04:05.000"), t.RetryCount, t.MaxRetry, oneLine(t.LastError, 80))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
+	var next int64
 	if len(tasks) == f.Limit {
-		fmt.Fprintf(tc.env.stdout, "(more: -before %d)\n", tasks[len(tasks)-1].ID)
+		next = tasks[len(tasks)-1].ID
 	}
-	return nil
+	return printListing(tc.env.stdout, "tasks", "ID\tBIZ_UUID\tHANDLER\tSTATUS\tNEXT_ATTEMPT (UTC)\tRETRIES\tLAST_ERROR", rows, next)
 }
+
+// statusText is a task's status as the CLI writes every status: in lower
+// case (the database, the API and -json keep delay's upper case).
+func statusText(s delay.Status) string { return strings.ToLower(string(s)) }
 
 // oneLine keeps the first line of s, cut to n characters.
 func oneLine(s string, n int) string {
@@ -187,17 +187,13 @@ func oneLine(s string, n int) string {
 }
 
 func printTask(w io.Writer, t *delay.Task) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
-	for _, kv := range [][2]string{
+	return printFields(w, [][2]string{
 		{"id", fmt.Sprint(t.ID)}, {"bizUuid", t.BizUUID}, {"traceId", t.TraceID}, {"handler", t.Handler},
-		{"status", string(t.Status)}, {"executeTime", ts(t.ExecuteTime)}, {"nextAttemptTime", ts(t.NextAttemptTime)},
+		{"status", statusText(t.Status)}, {"executeTime", ts(t.ExecuteTime)}, {"nextAttemptTime", ts(t.NextAttemptTime)},
 		{"retries", fmt.Sprintf("%d of %d", t.RetryCount, t.MaxRetry)}, {"createdAt", ts(t.CreatedAt)},
 		{"updatedAt", ts(t.UpdatedAt)}, {"payload", string(t.Payload)}, {"lastError", oneLine(t.LastError, 1000)},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
-	return tw.Flush()
+	})
 }
 
 // oneTask runs an operation on one task and prints the task.
@@ -265,8 +261,8 @@ func tasksCheck(ctx context.Context, tc *tasksCtx, _ []string) error {
 			fmt.Fprintf(out, "DUPLICATE trace id %q held by %d tasks\n", d.Value, d.N)
 		}
 		fmt.Fprintf(out, "duplicated bizUuids: %d\n", len(rep.DuplicateBizUUIDs))
-		fmt.Fprintf(out, "stuck RUNNING: %d\n", rep.StuckRunning)
-		fmt.Fprintf(out, "FAILED (see tasks list -status FAILED): %d\n", rep.Failed)
+		fmt.Fprintf(out, "stuck running: %d\n", rep.StuckRunning)
+		fmt.Fprintf(out, "failed (see tasks list -status failed): %d\n", rep.Failed)
 		fmt.Fprintf(out, "due now: %d (oldest %s late)\n", rep.DueNow, time.Duration(rep.OldestDueAge).Round(time.Millisecond))
 		if rep.OK {
 			fmt.Fprintln(out, "ok")
@@ -303,6 +299,6 @@ func purgeTasks(ctx context.Context, tc *tasksCtx, retention time.Duration) erro
 	if tc.jsonOut {
 		return tc.printJSON(map[string]any{"deleted": n, "retention": keep.String()})
 	}
-	fmt.Fprintf(tc.env.stdout, "deleted %d DONE/CANCELLED tasks older than %s\n", n, keep)
+	fmt.Fprintf(tc.env.stdout, "deleted %d done/cancelled tasks older than %s\n", n, keep)
 	return nil
 }
