@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"log/slog"
 
 	"github.com/orderjob/executor/internal/app"
 )
@@ -19,7 +20,7 @@ func serveCommand() *command {
 			"  REDIS_ADDR                   redis.addr                   Redis\n" +
 			"  EXECUTOR_API_TOKEN           api.token                    the API port's token\n" +
 			"  EXECUTOR_API_CONSOLE_TOKENS  api.consoleTokens            console sign-in tokens, name:token\n" +
-			"  LOG_FORMAT, LOG_LEVEL        log.format, log.level        json|text, debug|info|warn|error"}
+			"  LOG_FORMAT, LOG_LEVEL        log.format, log.level        auto|json|text, debug|info|warn|error"}
 }
 
 func serveFlags(_ *flag.FlagSet, env *cliEnv) runFunc {
@@ -30,7 +31,14 @@ func serveFlags(_ *flag.FlagSet, env *cliEnv) runFunc {
 		}
 		logger := app.NewLogger(cfg, env.stdout)
 		redisLog.use(logger)
-		logger.Info("starting executor", "config", cfg, "build", buildInfo())
+		logger.Info("starting executor", "build", buildInfo())
+		// The whole configuration is a line of its own, in text at debug
+		// only: on a terminal the first line stays short.
+		level := slog.LevelInfo
+		if app.LogFormat(cfg, env.stdout) == "text" {
+			level = slog.LevelDebug
+		}
+		logger.Log(ctx, level, "configuration", "config", cfg)
 		app.LogNotices(logger, cfg)
 		b := readBuild()
 		return app.Serve(ctx, cfg, logger, app.Build{Version: b.Version, Commit: b.Commit})
