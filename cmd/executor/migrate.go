@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/sql/migrations"
 )
@@ -34,6 +36,9 @@ func migrateFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 }
 
 func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations.Config) error {
+	if dry && create {
+		return dryRunCreate(ctx, env, mcfg)
+	}
 	if create {
 		if err := createDatabase(ctx, env); err != nil {
 			return err
@@ -68,30 +73,69 @@ func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations
 // createDatabase creates the database the DSN names, connecting to the
 // server without it.
 func createDatabase(ctx context.Context, env *cliEnv) error {
-	cfg, err := loadConfig(env)
+	_, server, name, err := openServer(ctx, env)
 	if err != nil {
 		return err
+	}
+	defer server.Close()
+	return migrations.CreateDatabase(ctx, server.DB, name)
+}
+
+// dryRunCreate prints the script of `migrate -create-database` and creates
+// nothing: the CREATE DATABASE, then the plan for the database as it is,
+// or for an empty one when it does not exist yet.
+func dryRunCreate(ctx context.Context, env *cliEnv, mcfg migrations.Config) error {
+	cfg, server, name, err := openServer(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer server.Close()
+	exists, err := migrations.DatabaseExists(ctx, server.DB, name)
+	if err != nil {
+		return err
+	}
+	mcfg.Table = cfg.MySQL.MigrationsTable
+	db := server
+	if exists {
+		if db, err = app.OpenDB(ctx, cfg); err != nil {
+			return err
+		}
+		defer db.Close()
+	}
+	m, err := migrations.New(db.DB, mcfg)
+	if err != nil {
+		return err
+	}
+	return m.DryRunCreate(ctx, env.stdout, name, exists)
+}
+
+// openServer connects to the DSN's server without selecting its database
+// and returns the configuration and the database's name.
+func openServer(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, string, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	dsn, err := cfg.MySQL.NormalizedDSN()
 	if err != nil {
-		return fmt.Errorf("mysql: %w", err)
+		return nil, nil, "", fmt.Errorf("mysql: %w", err)
 	}
 	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return fmt.Errorf("mysql: %w", err)
+		return nil, nil, "", fmt.Errorf("mysql: %w", err)
 	}
 	if mc.DBName == "" {
-		return usagef("-create-database: the DSN names no database")
+		return nil, nil, "", usagef("-create-database: the DSN names no database")
 	}
 	name := mc.DBName
 	mc.DBName = ""
-	cfg.MySQL.DSN = mc.FormatDSN()
-	db, err := app.OpenDB(ctx, cfg)
+	serverCfg := *cfg
+	serverCfg.MySQL.DSN = mc.FormatDSN()
+	db, err := app.OpenDB(ctx, &serverCfg)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
-	defer db.Close()
-	return migrations.CreateDatabase(ctx, db.DB, name)
+	return cfg, db, name, nil
 }
 
 // migrateStatus prints every step with its state and checksum, and the
@@ -157,10 +201,37 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 		fmt.Fprintf(w, "%04d_%s\t%s\t%s\t%s\t%s\t%s\n", s.Version, s.Name, s.State, sum, applied, took, note)
 	}
 	w.Flush()
+	var missing, drift []migrations.Problem
 	for _, p := range st.Problems {
+		if p.Missing {
+			missing = append(missing, p)
+		} else {
+			drift = append(drift, p)
+		}
+	}
+	if notYetMigrated(st) && len(drift) == 0 {
+		fmt.Fprintf(env.stdout, "not yet migrated (%d pending migrations): run `executor migrate`\n", st.Pending())
+		return
+	}
+	for _, p := range missing {
+		fmt.Fprintf(env.stdout, "missing: %s\n", p)
+	}
+	for _, p := range drift {
 		fmt.Fprintf(env.stdout, "schema drift: %s\n", p)
 	}
-	fmt.Fprintf(env.stdout, "%d pending, %d drifted, %d schema problems\n", st.Pending(), st.Drifted(), len(st.Problems))
+	fmt.Fprintf(env.stdout, "%d pending, %d drifted, %d missing (migrate adds them), %d schema drift\n",
+		st.Pending(), st.Drifted(), len(missing), len(drift))
+}
+
+// notYetMigrated reports whether no step ever ran here: every step is
+// pending (none applied, carried or unknown).
+func notYetMigrated(st *migrations.Status) bool {
+	for _, s := range st.Steps {
+		if s.State != "pending" {
+			return false
+		}
+	}
+	return len(st.Steps) > 0
 }
 
 func short(sum string) string {
