@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/orderjob/executor/sql/migrations"
@@ -39,7 +40,7 @@ func commandTree() *command {
 	return &command{name: "executor", sub: []*command{
 		serveCommand(), runCommand(), migrateCommand(), demoDataCommand(),
 		deadLetterCommand(), tasksCommand(), outboxCommand(), refundsCommand(),
-		provisionCommand(), triggerCommand(), healthcheckCommand(), versionCommand(),
+		provisionCommand(), triggerCommand(), healthcheckCommand(), versionCommand(), completionCommand(),
 	}}
 }
 
@@ -105,6 +106,14 @@ func resolve(root *command, args []string) ([]*command, *command, []string) {
 		c, args = next, args[1:]
 	}
 	return path, c, args
+}
+
+// walk calls f for c and every command below it, with its path.
+func walk(path []*command, c *command, f func(path []*command, c *command)) {
+	f(path, c)
+	for _, s := range c.sub {
+		walk(append(slices.Clone(path), s), s, f)
+	}
 }
 
 func (c *command) child(name string) *command {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,14 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
-
-// walk calls f for every command of the tree with its path.
-func walk(path []*command, c *command, f func(path []*command, c *command)) {
-	f(path, c)
-	for _, s := range c.sub {
-		walk(append(slices.Clone(path), s), s, f)
-	}
-}
 
 var helpFlagLine = regexp.MustCompile(`(?m)^  -([a-z-]+)`)
 
@@ -53,7 +47,7 @@ func TestHelpGeneratedFromTheCommandTable(t *testing.T) {
 		require.Equal(t, want, got, "%s -h lists exactly its flags", name)
 		require.Contains(t, want, "config", name)
 	})
-	require.Equal(t, 27, n, "commands that run")
+	require.Equal(t, 28, n, "commands that run")
 }
 
 // The cases of issue 25: what each help shows now.
@@ -122,4 +116,35 @@ func TestDidYouMean(t *testing.T) {
 	require.Equal(t, 1, editDistance("lsit", "list"))
 	require.Equal(t, 3, editDistance("kitten", "sitting"))
 	require.Empty(t, closest("ab", []string{"run", "tasks"}))
+}
+
+// `executor completion bash` completes commands, verbs and each command's
+// own flags, in a real bash.
+func TestBashCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	code, script, errOut := runCLI(t, nil, "completion", "bash")
+	require.Equal(t, 0, code, errOut)
+	complete := func(words ...string) []string {
+		t.Helper()
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = "'" + w + "'"
+		}
+		prog := script + fmt.Sprintf("\nCOMP_WORDS=(%s); COMP_CWORD=%d; _executor; printf '%%s\\n' \"${COMPREPLY[@]}\"\n",
+			strings.Join(quoted, " "), len(words)-1)
+		out, err := exec.Command(bash, "--norc", "-c", prog).CombinedOutput()
+		require.NoError(t, err, string(out))
+		return strings.Fields(string(out))
+	}
+	require.Equal(t, []string{"demo-data", "deadletter"}, complete("executor", "de"))
+	require.Equal(t, []string{"list", "show", "requeue"}, complete("executor", "deadletter", ""))
+	require.Equal(t, []string{"-dry-run"}, complete("executor", "-config", "x.yml", "deadletter", "requeue", "DEMO3", "-dr"))
+	require.Equal(t, []string{"status"}, complete("executor", "migrate", "st"))
+	require.Equal(t, []string{"-param"}, complete("executor", "run", "demoJob", "-pa"))
+	code, _, errOut = runCLI(t, nil, "completion", "fish")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `shell "fish": only bash is supported`)
 }
