@@ -66,7 +66,7 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-const configFlagHelp = "config `FILE`, YAML or .properties (optional; environment variables win over it)"
+const configFlagHelp = "read settings from `FILE`, YAML or .properties (optional; environment variables win over it)"
 
 // run parses the global flags, walks the command tree to the command the
 // arguments name and maps its error to an exit code.

@@ -12,7 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var helpFlagLine = regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+var (
+	helpFlagLine = regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+	noteFlag     = regexp.MustCompile(`(?:^|[\s\[(])-([a-z][a-z-]*)`)
+)
 
 // For every command in the table, `-h` exits 0, prints its usage naming the
 // command's path, and lists exactly the flags its FlagSet defines; a
@@ -46,6 +49,9 @@ func TestHelpGeneratedFromTheCommandTable(t *testing.T) {
 		slices.Sort(got)
 		require.Equal(t, want, got, "%s -h lists exactly its flags", name)
 		require.Contains(t, want, "config", name)
+		for _, m := range noteFlag.FindAllStringSubmatch(c.note, -1) {
+			require.Contains(t, want, m[1], "%s: its note names a flag it does not have", name)
+		}
 	})
 	require.Equal(t, 28, n, "commands that run")
 }
