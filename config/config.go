@@ -129,7 +129,7 @@ type API struct {
 // Log is `log`: the process log (run logs are separate, under logpath).
 type Log struct {
 	Level  string `yaml:"level" env:"LOG_LEVEL" default:"info" doc:"debug, info, warn or error"`
-	Format string `yaml:"format" env:"LOG_FORMAT" default:"json" doc:"json or text"`
+	Format string `yaml:"format" env:"LOG_FORMAT" default:"auto" doc:"auto, json or text; auto is text when the log goes to a terminal, JSON otherwise"`
 }
 
 // Order is `order`: the order jobs.

@@ -104,8 +104,8 @@ func (c *Config) validate() []error {
 	if _, err := ParseLevel(c.Log.Level); err != nil {
 		bad("log.level: %v", err)
 	}
-	if c.Log.Format != "json" && c.Log.Format != "text" {
-		bad("log.format: %q is not json or text", c.Log.Format)
+	if c.Log.Format != "auto" && c.Log.Format != "json" && c.Log.Format != "text" {
+		bad("log.format: %q is not auto, json or text", c.Log.Format)
 	}
 	t := c.Order.Timeout
 	if t.PaymentTimeoutMinutes < 1 {

@@ -56,20 +56,7 @@ func TestServeWithXXLJobDisabled(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code, "no registration to check")
 
 	// A delayed task registered over the API port runs: the dispatcher is up.
-	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks",
-		strings.NewReader(`{"bizUuid":"off-1","handler":"orderTimeoutClose","delayMs":0,"payload":{"orderNo":"NOPE"}}`))
-	require.NoError(t, err)
-	req.Header.Set("X-Executor-Token", "api-tok")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	require.Eventually(t, func() bool {
-		var status string
-		_ = db.Get(&status, "SELECT status FROM job_delay_task WHERE biz_uuid = 'off-1'")
-		return status != "" && status != "PENDING"
-	}, 20*time.Second, 50*time.Millisecond, "the dispatcher never took the task")
+	runDelayTask(t, p, db, "off-1")
 
 	conn, err := net.DialTimeout("tcp", strings.TrimSuffix(strings.TrimPrefix(p.address, "http://"), "/"), time.Second)
 	if err == nil {

@@ -6,26 +6,41 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/logctx"
 )
 
-// NewLogger builds the process logger on w in the configured format. Lines
-// written under a run's or a delayed task's context carry its job_id and
-// log_id, or its trace_id (logctx).
+// NewLogger builds the process logger on w in the configured format (see
+// LogFormat). Lines written under a run's or a delayed task's context carry
+// its job_id and log_id, or its trace_id (logctx).
 func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	lvl, _ := config.ParseLevel(cfg.Log.Level) // validated by Load
 	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationText}
-	if cfg.Log.Format == "text" {
+	if LogFormat(cfg, w) == "text" {
 		return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))
 	}
 	return slog.New(logctx.NewHandler(slog.NewJSONHandler(w, opts)))
+}
+
+// LogFormat is the format the process log takes on w: log.format, where
+// auto means text when w is a terminal (a person reads it) and JSON
+// otherwise (a collector does).
+func LogFormat(cfg *config.Config, w io.Writer) string {
+	if cfg.Log.Format != "auto" {
+		return cfg.Log.Format
+	}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return "text"
+	}
+	return "json"
 }
 
 // durationText writes durations as Go duration text ("1.5s"), not as

@@ -98,7 +98,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		ReconcileInterval: cfg.Delay.ReconcileInterval,
 		BatchSize:         cfg.Delay.BatchSize,
 		Retention:         cfg.Delay.Retention,
-		Logger:            logger.With("component", "delay"),
+		Logger:            logger, // delay tags its parts with "component" itself
 		Observer:          obs.Delay,
 	})
 	if err != nil {
