@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
@@ -489,14 +490,14 @@ func (store) reschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, ne
 }
 
 // selectStuck finds claims RUNNING longer than the limit, in one shard
-// (MOD(id, total) = index; 1 and 0 for all), walking idx_status_updated
+// (shard.Match("id"); 1 and 0 for all), walking idx_status_updated
 // (named, like every range scan here, so that no statistics can turn it
 // into a table scan). Consistent read, no locks: each
 // is then recovered by finishRetry/finishFailed with its claim_id, so one
 // finishing meanwhile is left alone.
-const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_updated)
+var selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_updated)
 	WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
-	  AND MOD(id, :shard_total) = :shard_index
+	  AND ` + shard.Match("id") + `
 	ORDER BY updated_at LIMIT :limit`
 
 // shardParams are selectStuck's and selectDue's: the age in microseconds
@@ -523,9 +524,9 @@ func (store) stuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard,
 // selectDue finds PENDING tasks due for longer than grace (missed by the
 // timer), oldest first, in one shard. Consistent read over
 // idx_status_next_attempt; the claim that follows is the CAS.
-const selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
+var selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 	WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
-	  AND MOD(id, :shard_total) = :shard_index
+	  AND ` + shard.Match("id") + `
 	ORDER BY next_attempt_time LIMIT :limit`
 
 func (store) due(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {

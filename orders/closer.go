@@ -124,7 +124,7 @@ const maxLockFailedPages = 3
 
 // RunOptions are one run's parameters (the XXL-JOB job param and sharding).
 type RunOptions struct {
-	// ShardIndex and ShardTotal select the orders with id % total = index.
+	// ShardIndex and ShardTotal select the orders of one shard (shard.Of(id, total) = index).
 	// Total 0 or 1 takes every order.
 	ShardIndex, ShardTotal int
 	// PageSize is the scan page and close batch size. 0: the Closer's.
