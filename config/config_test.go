@@ -173,6 +173,39 @@ func TestNormalizedDSN(t *testing.T) {
 	require.Equal(t, time.UTC, parsed.Loc, "DATETIME values round-trip unchanged")
 	require.True(t, parsed.InterpolateParams)
 	require.Equal(t, "'+08:00'", parsed.Params["time_zone"])
+	require.True(t, parsed.RejectReadOnly, "a read-only answer closes the connection")
+
+	// rejectReadOnly is added only where the DSN does not say.
+	for dsn, want := range map[string]bool{
+		"root@tcp(127.0.0.1:3306)/test?rejectReadOnly=false":                false,
+		"root@tcp(127.0.0.1:3306)/test?parseTime=true&rejectReadOnly=false": false,
+		"root@tcp(127.0.0.1:3306)/test?rejectReadOnly=true":                 true,
+		"root@tcp(127.0.0.1:3306)/test?parseTime=true":                      true,
+		"u:p?rejectReadOnly=false@tcp(127.0.0.1:3306)/test?parseTime=true":  true,
+	} {
+		out, err := config.MySQL{DSN: dsn}.NormalizedDSN()
+		require.NoError(t, err, dsn)
+		parsed, err := mysql.ParseDSN(out)
+		require.NoError(t, err, dsn)
+		require.Equal(t, want, parsed.RejectReadOnly, dsn)
+	}
+}
+
+// The pool's lifetimes are configurable and bounded.
+func TestConnLifetimes(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadWith(nil, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, cfg.MySQL.ConnMaxLifetime)
+	require.Equal(t, time.Minute, cfg.MySQL.ConnMaxIdleTime)
+	cfg, err = config.LoadWith(nil, envOf(map[string]string{"MYSQL_CONN_MAX_LIFETIME": "90s", "MYSQL_CONN_MAX_IDLE_TIME": "20s"}))
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, cfg.MySQL.ConnMaxLifetime)
+	require.Equal(t, 20*time.Second, cfg.MySQL.ConnMaxIdleTime)
+	_, err = config.LoadWith(nil, envOf(map[string]string{"MYSQL_CONN_MAX_LIFETIME": "0s"}))
+	require.ErrorContains(t, err, "mysql.connMaxLifetime: 0s is outside 1s..24h")
+	_, err = config.LoadWith(nil, envOf(map[string]string{"MYSQL_CONN_MAX_IDLE_TIME": "48h"}))
+	require.ErrorContains(t, err, "mysql.connMaxIdleTime: 48h0m0s is outside 1s..24h")
 }
 
 // The example file documents every key with its default, and loads.

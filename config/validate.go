@@ -79,6 +79,12 @@ func (c *Config) validate() []error {
 	if c.MySQL.MaxOpenConns < 1 {
 		bad("mysql.maxOpenConns: %d must be at least 1", c.MySQL.MaxOpenConns)
 	}
+	if d := c.MySQL.ConnMaxLifetime; d < time.Second || d > 24*time.Hour {
+		bad("mysql.connMaxLifetime: %s is outside 1s..24h", d)
+	}
+	if d := c.MySQL.ConnMaxIdleTime; d < time.Second || d > 24*time.Hour {
+		bad("mysql.connMaxIdleTime: %s is outside 1s..24h", d)
+	}
 	if len(c.Redis.Addr) == 0 {
 		bad("redis.addr: at least one address is needed")
 	}
@@ -224,6 +230,12 @@ func (m MySQL) NormalizedDSN() (string, error) {
 	}
 	// One round trip per statement instead of prepare+execute+close.
 	cfg.InterpolateParams = true
+	// A read-only answer (1290, 1792, 1836: a replica, or the old primary
+	// after a failover) closes that connection, so the pool does not keep
+	// reusing it; a DSN that sets rejectReadOnly itself keeps its choice.
+	if !dsnSets(m.DSN, "rejectReadOnly") {
+		cfg.RejectReadOnly = true
+	}
 	if m.TimeZone != "" {
 		if cfg.Params == nil {
 			cfg.Params = map[string]string{}
@@ -231,6 +243,21 @@ func (m MySQL) NormalizedDSN() (string, error) {
 		cfg.Params["time_zone"] = "'" + strings.Trim(m.TimeZone, "'") + "'"
 	}
 	return cfg.FormatDSN(), nil
+}
+
+// dsnSets reports whether the DSN's query string names param. The query
+// follows the last '/' (the driver's rule: a password may hold a '?').
+func dsnSets(dsn, param string) bool {
+	_, query, ok := strings.Cut(dsn[strings.LastIndexByte(dsn, '/')+1:], "?")
+	if !ok {
+		return false
+	}
+	for kv := range strings.SplitSeq(query, "&") {
+		if k, _, _ := strings.Cut(kv, "="); k == param {
+			return true
+		}
+	}
+	return false
 }
 
 // LogValue renders the configuration for the process log with every secret

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 
@@ -88,5 +89,6 @@ func TestHint(t *testing.T) {
 	}
 	require.Empty(t, Hint(nil))
 	require.Empty(t, Hint(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}))
-	require.Contains(t, Hint(driver.ErrBadConn), "connection failed")
+	require.Contains(t, Hint(driver.ErrBadConn), "answered read-only", "rejectReadOnly's answer to a read-only server")
+	require.Contains(t, Hint(io.ErrUnexpectedEOF), "connection failed")
 }

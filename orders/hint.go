@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"regexp"
@@ -25,6 +26,11 @@ func Hint(err error) string {
 	}
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) {
+		if errors.Is(err, driver.ErrBadConn) {
+			// What the driver returns for a read-only answer too: with
+			// rejectReadOnly it closes that connection and says only this.
+			return "the database dropped the connection: the server is down or restarting, or it answered read-only (a replica, or the old primary after a failover: check that the DSN's address leads to the primary); the next run retries on new connections"
+		}
 		if KindOf(err) == KindConnection {
 			return "the database connection failed; check that the server is up and reachable at the configured DSN, the next run retries"
 		}

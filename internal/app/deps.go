@@ -57,7 +57,8 @@ func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	}
 	db.SetMaxOpenConns(cfg.MySQL.MaxOpenConns)
 	db.SetMaxIdleConns(cfg.MySQL.MaxOpenConns)
-	db.SetConnMaxLifetime(30 * time.Minute)
+	db.SetConnMaxLifetime(cfg.MySQL.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(cfg.MySQL.ConnMaxIdleTime)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
