@@ -258,3 +258,23 @@ func TestDoubleRunTimeoutsRefused(t *testing.T) {
 		require.NoError(t, err, "%v", env)
 	}
 }
+
+// An even number of Redlock nodes is refused: 2 need both, 4 need 3.
+func TestEvenLockNodesRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		nodes string
+		want  string
+	}{
+		{"127.0.0.1:7001,127.0.0.1:7002", "redis.lockNodes: 2 nodes is an even number: a lock needs a majority, 2 of 2"},
+		{"a:1,b:1,c:1,d:1", "redis.lockNodes: 4 nodes is an even number: a lock needs a majority, 3 of 4, so 4 nodes survive no more lost nodes than 3 would"},
+	} {
+		_, err := config.LoadWith(nil, envOf(map[string]string{"REDIS_LOCK_NODES": tc.nodes}))
+		require.ErrorContains(t, err, tc.want)
+		require.ErrorContains(t, err, "list an odd number (1, 3, 5)")
+	}
+	for _, nodes := range []string{"a:1", "a:1,b:1,c:1"} {
+		_, err := config.LoadWith(nil, envOf(map[string]string{"REDIS_LOCK_NODES": nodes}))
+		require.NoError(t, err, nodes)
+	}
+}

@@ -97,6 +97,10 @@ func (c *Config) validate() []error {
 	default:
 		bad("redis.mode: %q is not auto, single, sentinel or cluster", c.Redis.Mode)
 	}
+	if n := len(c.Redis.LockNodes); n > 0 && n%2 == 0 {
+		bad("redis.lockNodes: %d nodes is an even number: a lock needs a majority, %d of %d, so %d nodes survive no more lost nodes than %d would (2 nodes survive none, less available than 1); list an odd number (1, 3, 5)",
+			n, n/2+1, n, n, n-1)
+	}
 	if c.API.TokenHeader == "" {
 		bad("api.tokenHeader: must not be empty")
 	}
