@@ -47,6 +47,9 @@ type CloserConfig struct {
 	// TradeFanOut is how many close-trade calls of a page run at once.
 	// Default 16.
 	TradeFanOut int
+	// Server is what the database is (DetectServer): it decides what some
+	// error numbers mean (Server.Kind). Default ServerUnknown.
+	Server Server
 	// Compensation is where stock and coupons are given back:
 	// CompensateLocal (default) or CompensateOutbox (outbox.go).
 	Compensation CompensationMode

@@ -57,13 +57,13 @@ func TestKindOf(t *testing.T) {
 		require.Equal(t, c.want, KindOf(c.err), "%v", c.err)
 		require.Equal(t, c.want != KindNone && c.want != KindOrder, NotNow(c.err), "NotNow(%v)", c.err)
 	}
-	require.True(t, retryable(my(1213)))
-	require.False(t, retryable(my(1062)))
-	require.True(t, splitPage(my(1062)))
-	require.True(t, splitPage(my(1205)))
-	require.True(t, splitPage(my(1206)))
-	require.False(t, splitPage(my(1146)))
-	require.False(t, splitPage(my(1290)))
+	require.True(t, ServerUnknown.retryable(my(1213)))
+	require.False(t, ServerUnknown.retryable(my(1062)))
+	require.True(t, ServerUnknown.splitPage(my(1062)))
+	require.True(t, ServerUnknown.splitPage(my(1205)))
+	require.True(t, ServerUnknown.splitPage(my(1206)))
+	require.False(t, ServerUnknown.splitPage(my(1146)))
+	require.False(t, ServerUnknown.splitPage(my(1290)))
 }
 
 func TestHint(t *testing.T) {

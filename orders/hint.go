@@ -78,6 +78,14 @@ func Hint(err error) string {
 		return "a statement or connection was killed (KILL, or a proxy); the next run retries"
 	case errLockWaitTimeout, errDeadlock:
 		return "other transactions held the rows too long; the next run retries (look for long transactions on the order tables)"
+	case errMySQLInactivity:
+		if KindOf(err) == KindConnection {
+			return "the server closed a connection idle longer than its wait_timeout: keep mysql.connMaxIdleTime below the server's wait_timeout; the next run retries"
+		}
+	case 2006, 2013:
+		return "the connection to the server was lost (or a proxy such as ProxySQL or vtgate lost its backend); the next run retries"
+	case 9001, 9002, 9005:
+		return "the TiDB cluster could not reach PD or TiKV (a timeout, a region unavailable); the next run retries"
 	case 1644:
 		return "a trigger on one of the order tables raised an error (SIGNAL): see its message; the orders stay open until it lets the close through"
 	}
