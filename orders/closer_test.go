@@ -91,16 +91,7 @@ func TestShardsConcurrently(t *testing.T) {
 	b := setup(t)
 	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.85, PaidFraction: 0.05, NotDueFraction: 0.1, CouponFraction: 0.3})
 	const total = 3
-	stats := make([]orders.RunStats, total)
-	var g errgroup.Group
-	for i := range total {
-		g.Go(func() error {
-			var err error
-			stats[i], err = b.closer.Run(b.ctx, orders.RunOptions{ShardIndex: i, ShardTotal: total, PageSize: 100})
-			return err
-		})
-	}
-	require.NoError(t, g.Wait())
+	stats := b.runShards(t, total)
 	closedPerShard := shard.Counts(b.ids(t, `SELECT id FROM order_info WHERE status = 2`), total)
 	sum := 0
 	for i, st := range stats {
@@ -113,6 +104,23 @@ func TestShardsConcurrently(t *testing.T) {
 	require.Equal(t, res.Due, c.Closed, "every due order closed once")
 	require.Equal(t, res.NotDue, c.Unpaid, "no not-due order touched")
 	b.check(t, base)
+}
+
+// runShards runs the close sweep as total broadcast executors at once,
+// pages of 100, and returns each shard's stats.
+func (b *testBundle) runShards(t *testing.T, total int) []orders.RunStats {
+	t.Helper()
+	stats := make([]orders.RunStats, total)
+	var g errgroup.Group
+	for i := range total {
+		g.Go(func() error {
+			var err error
+			stats[i], err = b.closer.Run(b.ctx, orders.RunOptions{ShardIndex: i, ShardTotal: total, PageSize: 100})
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	return stats
 }
 
 // Broadcast executors get even shares whatever the ids look like: odd only
@@ -139,16 +147,7 @@ func TestShardsBalanceWhateverTheIDs(t *testing.T) {
 				_, err := b.db.ExecContext(b.ctx, remap)
 				require.NoError(t, err)
 				base := snapshot(t, b)
-				stats := make([]orders.RunStats, total)
-				var g errgroup.Group
-				for i := range total {
-					g.Go(func() error {
-						var err error
-						stats[i], err = b.closer.Run(b.ctx, orders.RunOptions{ShardIndex: i, ShardTotal: total, PageSize: 100})
-						return err
-					})
-				}
-				require.NoError(t, g.Wait())
+				stats := b.runShards(t, total)
 				closed := shard.Counts(b.ids(t, `SELECT id FROM order_info WHERE status = 2`), total)
 				mean := float64(res.Due) / float64(total)
 				sum := 0
