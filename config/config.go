@@ -91,9 +91,14 @@ type Executor struct {
 
 // MySQL is `mysql`.
 type MySQL struct {
-	DSN          string `yaml:"dsn" env:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/test" secret:"true" doc:"go-sql-driver DSN; parseTime and loc are added when missing"`
+	DSN          string `yaml:"dsn" env:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/test" secret:"true" doc:"go-sql-driver DSN; parseTime and loc are added when missing, and rejectReadOnly=true unless the DSN sets it"`
 	TimeZone     string `yaml:"timeZone" env:"MYSQL_TIME_ZONE" doc:"session time_zone, e.g. '+08:00'; must be the zone order_info.create_time is written in; empty keeps the server's default"`
 	MaxOpenConns int    `yaml:"maxOpenConns" env:"MYSQL_MAX_OPEN_CONNS" default:"16" doc:"connection pool size"`
+	// ConnMaxLifetime and ConnMaxIdleTime bound how long a pooled
+	// connection lives, so connections to an old primary do not outlive a
+	// failover (docs/operations.md, Failover of the database).
+	ConnMaxLifetime time.Duration `yaml:"connMaxLifetime" env:"MYSQL_CONN_MAX_LIFETIME" default:"5m" doc:"longest a pooled connection is reused (1s..24h)"`
+	ConnMaxIdleTime time.Duration `yaml:"connMaxIdleTime" env:"MYSQL_CONN_MAX_IDLE_TIME" default:"1m" doc:"longest a connection waits idle in the pool before it is closed (1s..24h)"`
 	// AllowDSTZone lets serve and run start when the session time zone
 	// observes daylight saving (see docs/time-zones.md).
 	AllowDSTZone bool `yaml:"allowDSTZone" env:"MYSQL_ALLOW_DST_ZONE" default:"false" doc:"start even when the session time zone observes daylight saving (orders close up to an hour early or late at each change); false refuses to start"`

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -72,7 +73,8 @@ func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	}
 	db.SetMaxOpenConns(cfg.MySQL.MaxOpenConns)
 	db.SetMaxIdleConns(cfg.MySQL.MaxOpenConns)
-	db.SetConnMaxLifetime(30 * time.Minute)
+	db.SetConnMaxLifetime(cfg.MySQL.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(cfg.MySQL.ConnMaxIdleTime)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
@@ -119,4 +121,39 @@ func newLockNodes(cfg config.Redis) []redis.UniversalClient {
 		}))
 	}
 	return nodes
+}
+
+// lockQuorumCheck is the readiness check of the Redlock nodes: it pings
+// every node at once and fails when fewer than a majority answer, as
+// taking an order lock then fails (every order would be skipped as
+// locked). Its error says how many answered and which did not.
+func lockQuorumCheck(nodes []redis.UniversalClient) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Go(func() {
+				if err := n.Ping(ctx).Err(); err != nil {
+					name := fmt.Sprint("#", i+1)
+					if c, ok := n.(*redis.Client); ok {
+						name = c.Options().Addr
+					}
+					errs[i] = fmt.Errorf("lock node %s: %w", name, err)
+				}
+			})
+		}
+		wg.Wait()
+		down := errors.Join(errs...)
+		failed := 0
+		for _, err := range errs {
+			if err != nil {
+				failed++
+			}
+		}
+		need := len(nodes)/2 + 1
+		if answered := len(nodes) - failed; answered < need {
+			return fmt.Errorf("lock quorum lost: %d of %d lock nodes answer, %d needed: %w", answered, len(nodes), need, down)
+		}
+		return nil
+	}
 }
