@@ -91,6 +91,12 @@ func (c *Config) validate() []error {
 	default:
 		bad("redis.mode: %q is not auto, single, sentinel or cluster", c.Redis.Mode)
 	}
+	if c.Redis.DB < 0 {
+		bad("redis.db: %d is not a database number (0 or more; the server's `databases` setting is the upper bound, checked at start)", c.Redis.DB)
+	}
+	if cluster := c.Redis.Mode == "cluster" || (c.Redis.Mode == "auto" && c.Redis.MasterName == "" && len(c.Redis.Addr) > 1); cluster && c.Redis.DB > 0 {
+		bad("redis.db: %d, but a Redis Cluster has only database 0", c.Redis.DB)
+	}
 	if c.API.TokenHeader == "" {
 		bad("api.tokenHeader: must not be empty")
 	}

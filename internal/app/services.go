@@ -62,6 +62,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if d.rdb, err = NewRedis(cfg.Redis); err != nil {
 		return err
 	}
+	if err := CheckRedisDB(ctx, cfg.Redis, d.rdb); err != nil {
+		return err
+	}
 	d.lockNodes = newLockNodes(cfg.Redis)
 	cp, err := NewClosePath(d.db, d.rdb, d.lockNodes, cfg, logger, obs.Orders)
 	if err != nil {
