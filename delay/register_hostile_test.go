@@ -3,6 +3,8 @@ package delay
 import (
 	"context"
 	"errors"
+	"net/url"
+	"path"
 	"strconv"
 	"testing"
 	"time"
@@ -35,4 +37,38 @@ func TestRegisterHostileServicePathEscape(t *testing.T) {
 	// Plain paths under the base stay accepted.
 	_, _, err := d.Client().Register(context.Background(), Registration{BizUUID: "ok-1", Handler: "http:orders/close?x=1", Delay: time.Minute})
 	require.NoError(t, err)
+}
+
+// A bizUuid names its task in URL paths (/api/delay-tasks/{bizUuid}, the
+// console's task page): "." and ".." are dot segments that clients and the
+// router remove, so such a task could not be opened or cancelled. They are
+// refused; every other bizUuid of the alphabet stands in a path segment as
+// it is.
+func TestRegisterHostileBizUUID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	noop := func(context.Context, *Task) error { return nil }
+	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{"noop": noop}))
+	for _, tc := range []struct{ biz, msg string }{
+		{".", `"." is a dot path segment: it cannot appear in a URL path`},
+		{"..", `".." is a dot path segment: it cannot appear in a URL path`},
+		{"...", ""},
+		{".a", ""},
+		{"a..", ""},
+		{"a:b@c-_.d", ""},
+	} {
+		_, _, err := d.Client().Register(context.Background(), Registration{BizUUID: tc.biz, Handler: "noop", Delay: time.Minute})
+		if tc.msg == "" {
+			require.NoError(t, err, tc.biz)
+			// It round-trips through a URL path segment unchanged.
+			u, perr := url.Parse("http://h/api/delay-tasks/" + url.PathEscape(tc.biz))
+			require.NoError(t, perr)
+			require.Equal(t, "/api/delay-tasks/"+tc.biz, path.Clean(u.Path), tc.biz)
+			continue
+		}
+		var inv *InvalidError
+		require.True(t, errors.As(err, &inv), "%s accepted (err %v)", tc.biz, err)
+		require.Equal(t, "bizUuid", inv.Field, tc.biz)
+		require.Equal(t, tc.msg, inv.Msg, tc.biz)
+	}
 }

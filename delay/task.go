@@ -122,7 +122,8 @@ var (
 )
 
 // validBizUUID checks a bizUuid: it appears in URL paths, so its alphabet is
-// small, and "stats" and "check" name API routes.
+// small (each character stands in a path segment as it is), "stats" and
+// "check" name API routes, and "." and ".." are not kept by URL paths.
 func validBizUUID(s string) error {
 	switch {
 	case s == "":
@@ -133,6 +134,11 @@ func validBizUUID(s string) error {
 		return invalid("bizUuid", "%q has characters outside A-Z a-z 0-9 . _ - : @", s)
 	case reservedUUIDs[s]:
 		return invalid("bizUuid", "%q is reserved", s)
+	case s == "." || s == "..":
+		// Every other value of the alphabet is a URL path segment as it
+		// stands; these two are removed from paths by clients and by the
+		// API's router, so the task could not be opened or cancelled.
+		return invalid("bizUuid", "%q is a dot path segment: it cannot appear in a URL path", s)
 	}
 	return nil
 }

@@ -80,6 +80,8 @@ func TestAPIHostileInput(t *testing.T) {
 		{"payload over 60 KiB", `{"bizUuid":"p","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", delay.MaxPayloadBytes) + `"}`, want{400, "payload", "at most"}},
 		{"SQL in bizUuid", `{"bizUuid":"x'; DROP TABLE job_delay_task; --","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
 		{"path in bizUuid", `{"bizUuid":"../../etc/passwd","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
+		{"bizUuid .", `{"bizUuid":".","handler":"noop","delayMs":1}`, want{400, "bizUuid", `"." is a dot path segment`}},
+		{"bizUuid ..", `{"bizUuid":"..","handler":"noop","delayMs":1}`, want{400, "bizUuid", `".." is a dot path segment`}},
 		{"bizUuid 129 chars", `{"bizUuid":"` + strings.Repeat("a", delay.MaxBizUUIDLen+1) + `","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
 		{"SQL in handler", `{"bizUuid":"h1","handler":"noop' OR '1'='1","delayMs":1}`, want{400, "handler", ""}},
 		{"negative delay", `{"bizUuid":"d1","handler":"noop","delayMs":-1}`, want{400, "delayMs", "negative"}},
