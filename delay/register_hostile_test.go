@@ -2,6 +2,7 @@ package delay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"path"
@@ -69,6 +70,46 @@ func TestRegisterHostileBizUUID(t *testing.T) {
 		var inv *InvalidError
 		require.True(t, errors.As(err, &inv), "%s accepted (err %v)", tc.biz, err)
 		require.Equal(t, "bizUuid", inv.Field, tc.biz)
+		require.Equal(t, tc.msg, inv.Msg, tc.biz)
+	}
+}
+
+// A payload validator registered with a handler refuses that handler's bad
+// payloads at registration, naming the field; other handlers' payloads are
+// not its business.
+func TestRegisterPayloadValidator(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	noop := func(context.Context, *Task) error { return nil }
+	cfg := b.fastConfig(map[string]HandlerFunc{"noop": noop, "typed": noop})
+	cfg.PayloadValidators = map[string]PayloadValidator{
+		"typed": func(p json.RawMessage) error {
+			switch string(p) {
+			case `"bad"`:
+				return &InvalidError{Field: "payload.kind", Msg: "is bad"}
+			case `"odd"`:
+				return errors.New("is odd")
+			}
+			return nil
+		},
+	}
+	d := newDispatcher(t, cfg)
+	for _, tc := range []struct {
+		biz, handler, payload, field, msg string
+	}{
+		{"t1", "typed", "bad", "payload.kind", "is bad"},
+		{"t2", "typed", "odd", "payload", "is odd"},
+		{"t3", "typed", "good", "", ""},
+		{"t4", "noop", "bad", "", ""},
+	} {
+		_, _, err := d.Client().Register(context.Background(), Registration{BizUUID: tc.biz, Handler: tc.handler, Payload: tc.payload, Delay: time.Minute})
+		if tc.field == "" {
+			require.NoError(t, err, tc.biz)
+			continue
+		}
+		var inv *InvalidError
+		require.True(t, errors.As(err, &inv), "%s accepted (err %v)", tc.biz, err)
+		require.Equal(t, tc.field, inv.Field, tc.biz)
 		require.Equal(t, tc.msg, inv.Msg, tc.biz)
 	}
 }

@@ -91,6 +91,12 @@ type Task struct {
 	ClaimID int64 `db:"claim_id" json:"-"`
 }
 
+// PayloadValidator checks the payload of a task type at registration, so a
+// task that cannot run is refused (400 on the API) instead of failing when
+// it falls due. It returns an *InvalidError naming the field at fault
+// (e.g. "payload.orderNo"); another error counts as one for "payload".
+type PayloadValidator func(payload json.RawMessage) error
+
 // Registration asks for a handler to run at a time, once per BizUUID.
 type Registration struct {
 	// BizUUID is the caller's idempotency key, e.g. "order-timeout-1001":

@@ -89,6 +89,10 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		BatchHandlers: map[string]delay.BatchHandlerFunc{
 			delay.OrderTimeoutCloseHandler: OrderCloseBatchHandler(d.closer),
 		},
+		// A task without an order is refused at registration.
+		PayloadValidators: map[string]delay.PayloadValidator{
+			delay.OrderTimeoutCloseHandler: handlers.ValidateOrderPayload,
+		},
 		Services:       services,
 		ServiceToken:   cfg.Delay.ServiceToken,
 		RunningTimeout: cfg.Delay.RunningTimeout,
