@@ -252,6 +252,9 @@ func (c *Client) schedule(ctx context.Context, onlyMissing bool, tasks ...*Task)
 
 // Get returns the task with the bizUuid, or ErrNotFound.
 func (c *Client) Get(ctx context.Context, bizUUID string) (*Task, error) {
+	if err := lookupBizUUID(bizUUID); err != nil {
+		return nil, err
+	}
 	return c.store.get(ctx, c.db, bizUUID, false)
 }
 
@@ -266,6 +269,9 @@ func (c *Client) Cancel(ctx context.Context, bizUUID string) (*Task, error) {
 // CancelTx is Cancel inside the caller's transaction (e.g. the one that
 // marks the order paid).
 func (c *Client) CancelTx(ctx context.Context, tx sqlx.ExtContext, bizUUID string) (*Task, error) {
+	if err := lookupBizUUID(bizUUID); err != nil {
+		return nil, err
+	}
 	ok, err := c.store.cancel(ctx, tx, bizUUID)
 	if err != nil {
 		return nil, fmt.Errorf("cancel task %s: %w", bizUUID, err)
@@ -283,6 +289,9 @@ func (c *Client) CancelTx(ctx context.Context, tx sqlx.ExtContext, bizUUID strin
 // Requeue gives a FAILED task a fresh set of retries, due now, and tells
 // the timer. Other states return the task with ErrConflict.
 func (c *Client) Requeue(ctx context.Context, bizUUID string) (*Task, error) {
+	if err := lookupBizUUID(bizUUID); err != nil {
+		return nil, err
+	}
 	ok, err := c.store.requeue(ctx, c.db, bizUUID)
 	if err != nil {
 		return nil, fmt.Errorf("requeue task %s: %w", bizUUID, err)

@@ -149,6 +149,23 @@ func validBizUUID(s string) error {
 	return nil
 }
 
+// lookupBizUUID refuses, before any SQL, a bizUuid that is not printable
+// ASCII: the column is ASCII, and MariaDB fails a comparison with other
+// characters ("Illegal mix of collations") instead of finding nothing.
+// Other bizUuids no task can have are simply not found.
+func lookupBizUUID(s string) error { return asciiFilter("bizUuid", s) }
+
+// asciiFilter refuses a filter on an ASCII column (bizUuid, handler, trace
+// id) with other characters, for that reason.
+func asciiFilter(field, v string) error {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return invalid(field, "%q is not printable ASCII", v)
+		}
+	}
+	return nil
+}
+
 // ParseHTTPHandler splits "http:{service}{path}" into its service and path.
 func ParseHTTPHandler(name string) (service, path string, ok bool) {
 	rest, found := strings.CutPrefix(name, HTTPHandlerPrefix)
