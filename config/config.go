@@ -114,7 +114,7 @@ type Redis struct {
 	MasterName string   `yaml:"masterName" env:"REDIS_MASTER_NAME" doc:"Sentinel master name"`
 	Username   string   `yaml:"username" env:"REDIS_USERNAME" doc:"ACL user"`
 	Password   string   `yaml:"password" env:"REDIS_PASSWORD" secret:"true" doc:"password"`
-	DB         int      `yaml:"db" env:"REDIS_DB" default:"0" doc:"database number (single and sentinel modes)"`
+	DB         int      `yaml:"db" env:"REDIS_DB" default:"0" doc:"database number (single and sentinel modes; a Cluster has only 0): negative is refused at load, one the server does not have at start"`
 	LockNodes  []string `yaml:"lockNodes" env:"REDIS_LOCK_NODES" doc:"independent Redis nodes for order locks (Redlock quorum); empty locks on the client above"`
 }
 

@@ -107,6 +107,12 @@ func (c *Config) validate() []error {
 		bad("redis.lockNodes: %d nodes is an even number: a lock needs a majority, %d of %d, so %d nodes survive no more lost nodes than %d would (2 nodes survive none, less available than 1); list an odd number (1, 3, 5)",
 			n, n/2+1, n, n, n-1)
 	}
+	if c.Redis.DB < 0 {
+		bad("redis.db: %d is not a database number (0 or more; the server's `databases` setting is the upper bound, checked at start)", c.Redis.DB)
+	}
+	if cluster := c.Redis.Mode == "cluster" || (c.Redis.Mode == "auto" && c.Redis.MasterName == "" && len(c.Redis.Addr) > 1); cluster && c.Redis.DB > 0 {
+		bad("redis.db: %d, but a Redis Cluster has only database 0", c.Redis.DB)
+	}
 	if c.API.TokenHeader == "" {
 		bad("api.tokenHeader: must not be empty")
 	}

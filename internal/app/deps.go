@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +110,42 @@ func NewRedis(cfg config.Redis) (redis.UniversalClient, error) {
 	default: // auto: the universal client's own rule
 		return redis.NewUniversalClient(opt), nil
 	}
+}
+
+// CheckRedisDB refuses at start a redis.db the server does not have, which
+// otherwise leaves the executor never ready: every connection's SELECT
+// fails. The server's `databases` setting is known only here; CONFIG GET,
+// which managed Redis may refuse, only words the message. A server that
+// does not answer is not refused: readiness reports it.
+func CheckRedisDB(ctx context.Context, cfg config.Redis, rdb redis.UniversalClient) error {
+	if cfg.DB == 0 {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := rdb.Ping(pctx).Err()
+	var answer redis.Error
+	if err == nil || !errors.As(err, &answer) {
+		return nil
+	}
+	// The server answered with an error: was it the SELECT? Ask database 0.
+	c := cfg
+	c.DB = 0
+	zero, zerr := NewRedis(c)
+	if zerr != nil {
+		return nil
+	}
+	defer zero.Close()
+	if zero.Ping(pctx).Err() != nil {
+		return nil // not the database number (a password, say): readiness says so
+	}
+	have := ""
+	if kv, cerr := zero.ConfigGet(pctx, "databases").Result(); cerr == nil {
+		if n, aerr := strconv.Atoi(kv["databases"]); aerr == nil {
+			have = fmt.Sprintf(" (it has %d databases, 0 to %d)", n, n-1)
+		}
+	}
+	return fmt.Errorf("redis.db: %d: the server refused to select it%s: %v", cfg.DB, have, err)
 }
 
 // newLockNodes builds one client per independent lock node (Redlock).

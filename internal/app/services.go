@@ -62,6 +62,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if d.rdb, err = NewRedis(cfg.Redis); err != nil {
 		return err
 	}
+	if err := CheckRedisDB(ctx, cfg.Redis, d.rdb); err != nil {
+		return err
+	}
 	d.lockNodes = newLockNodes(cfg.Redis)
 	cp, err := NewClosePath(ctx, d.db, d.rdb, d.lockNodes, cfg, logger, obs.Orders)
 	if err != nil {
@@ -85,6 +88,10 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		// batch (one lock pipeline, one transaction), not one by one.
 		BatchHandlers: map[string]delay.BatchHandlerFunc{
 			delay.OrderTimeoutCloseHandler: OrderCloseBatchHandler(d.closer),
+		},
+		// A task without an order is refused at registration.
+		PayloadValidators: map[string]delay.PayloadValidator{
+			delay.OrderTimeoutCloseHandler: handlers.ValidateOrderPayload,
 		},
 		Services:       services,
 		ServiceToken:   cfg.Delay.ServiceToken,
