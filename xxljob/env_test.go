@@ -28,6 +28,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"XXL_JOB_EXECUTOR_IPEXCLUDE":           "docker0,cni*",
 		"XXL_JOB_EXECUTOR_PORT":                "9998",
 		"XXL_JOB_EXECUTOR_BINDADDR":            "0.0.0.0:9998",
+		"XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN":    "false",
 		"XXL_JOB_EXECUTOR_LOGPATH":             "/data/applogs/xxl-job/jobhandler",
 		"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS":    "30",
 		"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT":     "1m",

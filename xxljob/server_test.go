@@ -179,7 +179,7 @@ func TestOversizedBody(t *testing.T) {
 
 func TestServeHTTPBeforeStart(t *testing.T) {
 	t.Parallel()
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.NoError(t, e.Register("ok", okHandler("")))
 	rec := httptest.NewRecorder()
@@ -200,13 +200,51 @@ func TestConfigValidation(t *testing.T) {
 	for _, want := range []string{"AppName", "AdminAddresses", "AccessToken", "Port", "ShutdownTimeout"} {
 		require.Contains(t, err.Error(), want)
 	}
-	_, err = xxljob.New(xxljob.Config{AppName: "x"})
+	_, err = xxljob.New(xxljob.Config{OpenWithoutToken: true, AppName: "x"})
 	require.ErrorContains(t, err, "at least one admin address")
 
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://a/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://a/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.Error(t, e.Register("", okHandler("")))
 	require.Error(t, e.Register("h", nil))
 	require.NoError(t, e.Register("h", okHandler("")))
 	require.ErrorContains(t, e.Register("h", okHandler("")), "duplicate")
+}
+
+// TestNewRequiresToken: an empty AccessToken is refused unless
+// OpenWithoutToken says so; an open executor listens and advertises on
+// loopback unless told where.
+func TestNewRequiresToken(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                string
+		cfg                 xxljob.Config
+		wantErr             string
+		wantListen, wantAdr string
+	}{
+		{name: "no token", cfg: xxljob.Config{},
+			wantErr: "AccessToken: required (anyone who reaches the port could run and kill jobs); set OpenWithoutToken to serve without one, on loopback by default"},
+		{name: "token", cfg: xxljob.Config{AccessToken: "T-0123456789abcdef", IP: "10.1.2.3"}, wantListen: ":9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "open", cfg: xxljob.Config{OpenWithoutToken: true, Port: 9123}, wantListen: "127.0.0.1:9123", wantAdr: "http://127.0.0.1:9123/"},
+		{name: "open, IP set", cfg: xxljob.Config{OpenWithoutToken: true, IP: "10.1.2.3"}, wantListen: "127.0.0.1:9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "open, bound wide on purpose", cfg: xxljob.Config{OpenWithoutToken: true, ListenAddr: ":9999", IP: "10.1.2.3"}, wantListen: ":9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "open with a token is just a token", cfg: xxljob.Config{OpenWithoutToken: true, AccessToken: "T-0123456789abcdef", IP: "10.1.2.3"}, wantListen: ":9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "main needs a token even open", cfg: xxljob.Config{OpenWithoutToken: true, AdminVersion: xxljob.AdminMain},
+			wantErr: "AccessToken: required by the main dialect"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.cfg.AdminAddresses, tc.cfg.AppName, tc.cfg.LogPath = []string{"http://127.0.0.1:1/xxl-job-admin"}, "x", t.TempDir()
+			e, err := xxljob.New(tc.cfg)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			listen, addr := xxljob.Listening(e)
+			require.Equal(t, tc.wantListen, listen)
+			require.Equal(t, tc.wantAdr, addr)
+		})
+	}
 }

@@ -56,7 +56,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 		defer d.Close()
 		deps = d.HandlerDeps()
 	}
-	exec, err := xxljob.New(app.ExecutorConfig(cfg, logger))
+	xcfg := app.ExecutorConfig(cfg, logger)
+	xcfg.OpenWithoutToken = true // run never listens: RunOnce runs the handler here
+	exec, err := xxljob.New(xcfg)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func value(t *testing.T, s metricstest.Samples, name string, labels ...string) f
 // observer is m's.
 func newExecutor(t *testing.T, m *metrics.Metrics) *xxljob.Executor {
 	t.Helper()
-	e, err := xxljob.New(xxljob.Config{
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true,
 		AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
 		AppName:        "metrics-test",
 		LogPath:        t.TempDir(),
