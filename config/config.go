@@ -118,7 +118,7 @@ type Redis struct {
 // dead letters), separate from the XXL-JOB port.
 type API struct {
 	Addr        string `yaml:"addr" env:"EXECUTOR_API_ADDR" default:"127.0.0.1:9998" doc:"listen address of the API port; empty disables it"`
-	Token       string `yaml:"token" env:"EXECUTOR_API_TOKEN" secret:"true" doc:"token required on the API port except /healthz, /readyz, /metrics; empty disables the check (loud warning)"`
+	Token       string `yaml:"token" env:"EXECUTOR_API_TOKEN" secret:"true" doc:"token required on the API port except /healthz, /readyz, /metrics, at least 16 characters; empty disables the check (loud warning)"`
 	TokenHeader string `yaml:"tokenHeader" env:"EXECUTOR_API_TOKEN_HEADER" default:"X-Executor-Token" doc:"header carrying the API token"`
 	Pprof       bool   `yaml:"pprof" env:"EXECUTOR_API_PPROF" default:"false" doc:"serve Go pprof under /debug/pprof/ (token protected)"`
 	// The operator console under /console/ (docs/console.md).

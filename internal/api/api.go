@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -44,6 +45,7 @@ type ReadyCheck func(ctx context.Context) error
 type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
+	root     http.Handler // mux behind the cross-origin check
 	log      *slog.Logger // component=api
 	base     *slog.Logger // untagged: the mounted parts tag their own lines
 	mu       sync.Mutex
@@ -66,6 +68,16 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger.With("component", "api"), base: cfg.Logger, checks: map[string]ReadyCheck{},
 		optional: map[string]ReadyCheck{}}
+	// Cross-origin state changes are refused on every route, whatever the
+	// token: a page an operator visits must not be able to POST here (a
+	// text/plain POST needs no preflight). Browsers say where a request
+	// comes from (Sec-Fetch-Site, Origin); clients that send neither, such
+	// as curl and services, pass.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusForbidden, "cross-origin request refused: state changes are accepted only from this port's own pages or from clients that are not browsers")
+	}))
+	s.root = cop.Handler(s.mux)
 	s.HandlePublic("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
@@ -95,9 +107,38 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 			s.deny(w)
 			return
 		}
+		if !jsonBody(r) {
+			WriteError(w, http.StatusUnsupportedMediaType, "the request body must be JSON: send Content-Type: application/json")
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, apiCaller)))
 	}))
+}
+
+// jsonBody reports whether a request's body, if it has one, is declared
+// JSON. Requests without a body (a requeue, a GET) need no Content-Type.
+func jsonBody(r *http.Request) bool {
+	if r.ContentLength == 0 {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// apiCaller is the name recorded for actions taken through the API port's
+// token: one token shared by its callers names no one in particular.
+const apiCaller = "api"
+
+type callerKey struct{}
+
+// Caller is the authenticated identity of a request served by Handle: who
+// an action is recorded as. It never comes from the request body.
+func Caller(ctx context.Context) string {
+	if c, ok := ctx.Value(callerKey{}).(string); ok {
+		return c
+	}
+	return ""
 }
 
 // HandlePublic mounts h without the token check (probes, metrics).
@@ -119,7 +160,7 @@ func (s *Server) AddOptionalReadyCheck(name string, c ReadyCheck) {
 }
 
 // ServeHTTP serves the API (for tests and embedding).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.root.ServeHTTP(w, r) }
 
 func (s *Server) authorized(r *http.Request) bool {
 	if s.cfg.Token == "" {
@@ -209,7 +250,7 @@ func (s *Server) Start(ctx context.Context) error {
 	base := context.WithoutCancel(ctx)
 	s.ln = ln
 	s.srv = &http.Server{
-		Handler:           s.mux,
+		Handler:           s.root,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,

@@ -168,7 +168,11 @@ func TestHostileAPIPathsAndMethods(t *testing.T) {
 func TestHostileAPIBodies(t *testing.T) {
 	t.Parallel()
 	h := startHostile(t)
-	hdr := func() http.Header { return withToken(token) }
+	hdr := func() http.Header {
+		h := withToken(token)
+		h.Set("Content-Type", "application/json")
+		return h
+	}
 	cases := []struct {
 		name   string
 		body   string
