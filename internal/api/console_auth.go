@@ -157,8 +157,10 @@ func (c *Console) toSignIn(w http.ResponseWriter, r *http.Request, why error) {
 		next = consolePath
 	}
 	q := url.Values{"next": {next}}
-	if !errors.Is(why, errNoSession) {
-		q.Set("why", why.Error())
+	for code, reason := range signInReasons {
+		if errors.Is(why, reason) {
+			q.Set("why", code)
+		}
 	}
 	http.Redirect(w, r, consolePath+"signin?"+q.Encode(), http.StatusSeeOther)
 }
@@ -171,6 +173,21 @@ func safeNext(next string) string {
 	return next
 }
 
+// signInReasons are the only messages the sign-in page shows, chosen by
+// the code in its ?why=: a link cannot put words of its own on the page.
+var signInReasons = map[string]error{
+	"expired": errSessionExpired,
+	"invalid": errSessionBad,
+}
+
+// signInMessage is the message of a ?why= code; "" for none or an unknown one.
+func signInMessage(code string) string {
+	if reason, ok := signInReasons[code]; ok {
+		return reason.Error()
+	}
+	return ""
+}
+
 type signInData struct {
 	Next string
 }
@@ -179,7 +196,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		q := r.URL.Query()
-		c.render(w, r, http.StatusOK, "signin", nil, pageData{Title: "Sign in", Message: oneLine(q.Get("why"), 200),
+		c.render(w, r, http.StatusOK, "signin", nil, pageData{Title: "Sign in", Message: signInMessage(q.Get("why")),
 			Data: signInData{Next: safeNext(q.Get("next"))}})
 	case http.MethodPost:
 		next := safeNext(r.PostFormValue("next"))
@@ -208,13 +225,4 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, clearSession())
 	c.log.InfoContext(r.Context(), "console sign-out", "operator", op.name)
 	http.Redirect(w, r, consolePath+"signin", http.StatusSeeOther)
-}
-
-// oneLine shortens s to one line of at most n bytes, cut between runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "")
-	}
-	return s
 }

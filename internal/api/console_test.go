@@ -281,7 +281,7 @@ func TestConsoleSessionExpiresAndIsSharedByReplicas(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "/console/signin", loc.Path)
 	require.Equal(t, "/console/tasks", loc.Query().Get("next"))
-	require.Contains(t, loc.Query().Get("why"), "expired")
+	require.Equal(t, "expired", loc.Query().Get("why"))
 	require.Contains(t, b.get(p.header.Get("Location")).body, "your session expired")
 	// A forged or altered cookie goes to sign-in as well.
 	req := httptest.NewRequest("GET", "/console/", nil)
