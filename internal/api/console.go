@@ -151,12 +151,16 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.signOut(w, r)
 		return
 	}
-	op, err := c.sessions.read(r)
+	op, err := c.session(r)
+	if err != nil && !signInError(err) {
+		c.sessionUnchecked(w, r, err)
+		return
+	}
 	if err != nil {
 		c.toSignIn(w, r, err)
 		return
 	}
-	if r.Method == http.MethodPost && !c.sessions.validCSRF(r, r.PostFormValue("csrf")) {
+	if r.Method == http.MethodPost && !c.sessions.validCSRF(op, r.PostFormValue("csrf")) {
 		c.fail(w, r, op, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and try again")
 		return
 	}
