@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/orderjob/executor/xxljob/authguard"
 )
 
 // Config configures an Executor. Zero values mean "use the default".
@@ -130,7 +132,8 @@ type Executor struct {
 	serving       tracker // HTTP server
 
 	wire     *wire
-	draining atomic.Bool // Shutdown started: beats fail
+	guard    *authguard.Guard // failed token checks per address
+	draining atomic.Bool      // Shutdown started: beats fail
 
 	runOnceMu   sync.Mutex
 	runOnceLast int64
@@ -264,6 +267,7 @@ func New(cfg Config) (*Executor, error) {
 		stopWork:     make(chan struct{}),
 		shutdownDone: make(chan struct{}),
 	}
+	e.guard = authguard.New(authguard.Config{Surface: "executor", Logger: e.log, OnFailure: e.authFailedFunc()})
 	w.onChange = func(from, to dialect, why string) {
 		e.log.Info("admin dialect learned", "from", from.String(), "to", to.String(), "reason", why)
 	}
@@ -271,6 +275,15 @@ func New(cfg Config) (*Executor, error) {
 	e.runner.execFunc = e.runTrigger
 	e.runner.callbackFunc = e.callback.push
 	return e, nil
+}
+
+// authFailedFunc is the guard's hook: the Observer's AuthFailed when it has
+// one.
+func (e *Executor) authFailedFunc() func(string) {
+	if ao, ok := e.obs.(AuthObserver); ok {
+		return ao.AuthFailed
+	}
+	return nil
 }
 
 func checkHTTPURL(s string) error {

@@ -2,9 +2,18 @@ package xxljob
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/orderjob/executor/xxljob/authguard"
 )
+
+// msgTooManyFailures answers an address refused for failed token checks
+// (HTTP 429): authguard's bucket, ten failures at once, then one a second.
+const msgTooManyFailures = "too many failed access token checks from this address: slow down"
 
 // ServeHTTP serves the admin's calls: POST /beat, /idleBeat, /run (also
 // /trigger, its name after 3.4), /kill and /log. Every answer is HTTP 200
@@ -26,8 +35,18 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeReturn(w, failure(msgURIEmpty))
 		return
 	}
+	host := authguard.Host(r.RemoteAddr)
+	if ok, wait := e.guard.Allow(host); !ok {
+		// Before the token is compared: a refused address learns nothing.
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(w).Encode(failure(msgTooManyFailures))
+		return
+	}
 	msg, mainHint := e.authorize(r.Header, uri)
 	if msg != "" {
+		e.guard.Failed(r.Context(), host)
 		writeReturn(w, failure(msg))
 		return
 	}

@@ -2,11 +2,14 @@ package xxljob_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -82,7 +85,8 @@ func TestIdleBeat(t *testing.T) {
 
 func TestAccessToken(t *testing.T) {
 	t.Parallel()
-	b := setup(t, opts{token: "s3cret", handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+	b := setup(t, opts{token: "s3cret", handlers: map[string]xxljob.Handler{"ok": okHandler("")},
+		before: func(e *xxljob.Executor) { xxljob.SetAuthBurst(e, 1000) }})
 	addr := "http://" + b.exec.Addr().String()
 	const wrong = `{"code":500,"msg":"The access token is wrong."}`
 
@@ -247,4 +251,76 @@ func TestNewRequiresToken(t *testing.T) {
 			require.Equal(t, tc.wantAdr, addr)
 		})
 	}
+}
+
+// authCounter is an Observer that counts refused requests.
+type authCounter struct {
+	mu      sync.Mutex
+	remotes []string
+}
+
+func (*authCounter) RunStarted(string, int, int64)                      {}
+func (*authCounter) RunFinished(string, int, int64, int, time.Duration) {}
+func (*authCounter) CallbackSent(int, error)                            {}
+func (*authCounter) CallbackSpool(int)                                  {}
+func (*authCounter) Registered(error)                                   {}
+
+func (a *authCounter) AuthFailed(remote string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.remotes = append(a.remotes, remote)
+}
+
+func (a *authCounter) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.remotes)
+}
+
+// Many wrong tokens from one address: each is counted through the
+// Observer, the log has one line for them, and after ten the address is
+// answered 429 before any token is compared, until a second has passed.
+// Before, 3,000 guesses took 0.5 s and left no trace.
+func TestWrongTokensAreCountedLoggedAndSlowed(t *testing.T) {
+	t.Parallel()
+	const token = "T-0123456789abcdef"
+	obs := &authCounter{}
+	b := setup(t, opts{token: token, cfg: func(c *xxljob.Config) { c.Observer = obs }})
+	url := "http://" + b.exec.Addr().String() + "/beat"
+	send := func(tok string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("XXL-JOB-ACCESS-TOKEN", tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(raw)
+	}
+	codes := map[int]int{}
+	start := time.Now()
+	for i := range 200 {
+		code, body := send(fmt.Sprintf("guess-%d", i))
+		codes[code]++
+		if code == http.StatusOK {
+			require.Equal(t, `{"code":500,"msg":"The access token is wrong."}`, body)
+		} else {
+			require.Equal(t, http.StatusTooManyRequests, code)
+			require.Contains(t, body, "too many failed access token checks")
+		}
+	}
+	// Ten at once, and one more for each second the loop took (a slow,
+	// loaded machine).
+	compared := codes[http.StatusOK]
+	require.True(t, compared >= 10 && compared <= 10+int(time.Since(start)/time.Second), "ten guesses are compared, %v", codes)
+	require.Equal(t, 200-compared, codes[http.StatusTooManyRequests])
+	require.Equal(t, compared, obs.count(), "every compared failure counted")
+	require.Equal(t, 1, strings.Count(b.logs.String(), "authentication failed"), "one log line per address and minute")
+	require.Contains(t, b.logs.String(), "surface=executor remote=127.0.0.1 failures=1")
+
+	// Even the right token waits for the bucket, then passes.
+	code, _ := send(token)
+	require.Equal(t, http.StatusTooManyRequests, code)
+	require.Eventually(t, func() bool { c, _ := send(token); return c == http.StatusOK }, 3*time.Second, 100*time.Millisecond)
 }

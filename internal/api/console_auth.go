@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orderjob/executor/xxljob/authguard"
 )
 
 // Console sessions are signed cookies, so that any replica of the executor
@@ -230,9 +232,16 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 			Data: signInData{Next: safeNext(q.Get("next"))}})
 	case http.MethodPost:
 		next := safeNext(r.PostFormValue("next"))
+		host := authguard.Host(r.RemoteAddr)
+		if ok, wait := c.guard.Allow(host); !ok {
+			tooManyFailures(w, wait)
+			c.render(w, r, http.StatusTooManyRequests, "signin", nil, pageData{Title: "Sign in",
+				Message: "too many wrong tokens from this address: wait a few seconds and try again", Data: signInData{Next: next}})
+			return
+		}
 		name, ok := c.sessions.operator(r.PostFormValue("token"))
 		if !ok {
-			c.log.WarnContext(r.Context(), "console sign-in refused", "remote", r.RemoteAddr)
+			c.guard.Failed(r.Context(), host) // logged there, at most once a minute per address
 			c.render(w, r, http.StatusUnauthorized, "signin", nil, pageData{Title: "Sign in",
 				Message: "that token is not one of api.consoleTokens", Data: signInData{Next: next}})
 			return

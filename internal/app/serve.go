@@ -89,7 +89,7 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 	reg := &registryWatch{}
 	if cfg.XXL.Job.Executor.Enabled {
 		xcfg := ExecutorConfig(cfg, logger)
-		xcfg.Observer = xxlObservers{reg, m.XXLJob()}
+		xcfg.Observer = xxlObservers{reg, m.XXLJob(), authMetric{m: m}}
 		var err error
 		if exec, err = xxljob.New(xcfg); err != nil {
 			return nil, err
@@ -123,7 +123,7 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 // exec is nil when the XXL-JOB side is off.
 func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d *Deps, exec *xxljob.Executor, reg *registryWatch) (*api.Server, error) {
 	srv := api.New(api.Config{Addr: cfg.API.Addr, Token: cfg.API.Token, TokenHeader: cfg.API.TokenHeader,
-		Pprof: cfg.API.Pprof, Logger: logger})
+		Pprof: cfg.API.Pprof, Logger: logger, AuthFailedFunc: m.AuthFailed})
 	// What the API port's own routes need. The admin registration is not
 	// one of them: an admin outage must not take the delayed-task API out
 	// of a load balancer. Probes that want it ask /readyz?registry=1.

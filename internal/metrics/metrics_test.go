@@ -180,3 +180,18 @@ func TestBuildInfo(t *testing.T) {
 	s = scrape(t, metrics.New(metrics.Config{}))
 	require.Equal(t, 1.0, value(t, s, metrics.BuildInfo, "version", "unknown", "commit", "unknown"))
 }
+
+// executor_auth_failures_total counts refused authentications by surface,
+// each surface exported from the start.
+func TestAuthFailures(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	require.Equal(t, 0.0, value(t, scrape(t, m), metrics.AuthFailuresTotal, "surface", metrics.SurfaceConsole))
+	for range 3 {
+		m.AuthFailed(metrics.SurfaceExecutor)
+	}
+	m.AuthFailed(metrics.SurfaceAPI)
+	s := scrape(t, m)
+	require.Equal(t, 3.0, value(t, s, metrics.AuthFailuresTotal, "surface", metrics.SurfaceExecutor))
+	require.Equal(t, 1.0, value(t, s, metrics.AuthFailuresTotal, "surface", metrics.SurfaceAPI))
+}
