@@ -19,7 +19,7 @@ test: ## everything CI runs after the services are up
 lint: ## formatting and vet
 	test -z "$$(gofmt -l .)" && $(GO) vet ./... && cd xxljob && $(GO) vet ./...
 
-run: ## serve: register with the admin and run jobs
+run: ## serve: register with the admin and run jobs (needs XXL_JOB_ACCESS_TOKEN)
 	$(GO) run ./cmd/executor serve
 
 demo: ## the main job end to end: schema, demo orders, one close run
