@@ -97,3 +97,24 @@ func TestCrossOriginStateChangesRefused(t *testing.T) {
 		})
 	}
 }
+
+// The console refuses a cross-origin POST that a browser marks only with
+// Sec-Fetch-Site (no Origin, no Referer): before, such a request passed its
+// own Origin check.
+func TestConsoleRefusesCrossSiteSignIn(t *testing.T) {
+	t.Parallel()
+	s := New(Config{})
+	require.NoError(t, s.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}}, DB: dbtest.New(t).DB}))
+	for site, want := range map[string]int{"cross-site": http.StatusForbidden, "same-site": http.StatusForbidden,
+		"same-origin": http.StatusSeeOther, "none": http.StatusSeeOther} {
+		req := httptest.NewRequest("POST", "/console/signin", strings.NewReader("token="+aliceToken))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", site)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		require.Equal(t, want, rec.Code, site)
+		if want == http.StatusForbidden {
+			require.Empty(t, rec.Result().Cookies(), "%s: no session issued", site)
+		}
+	}
+}
