@@ -52,7 +52,7 @@ type XXLJob struct {
 // `executor provision` and `executor trigger` log in with.
 type Admin struct {
 	// Addresses are admin base URLs including the context path, tried in order.
-	Addresses []string      `yaml:"addresses" redact:"url" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080/xxl-job-admin" doc:"admin base URLs (with context path), comma-separated, tried in order"`
+	Addresses []string      `yaml:"addresses" redact:"url" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080" doc:"admin base URLs with the admin's context path (none from 3.4.1; add /xxl-job-admin for 3.4.0 and older), comma-separated, tried in order"`
 	Timeout   time.Duration `yaml:"timeout" env:"XXL_JOB_ADMIN_TIMEOUT" default:"3s" doc:"timeout of each call to the admin"`
 	Username  string        `yaml:"username" env:"XXL_JOB_ADMIN_USERNAME" default:"admin" doc:"console user for provision and trigger (needs the admin role)"`
 	Password  string        `yaml:"password" env:"XXL_JOB_ADMIN_PASSWORD" secret:"true" doc:"console password; prefer the environment variable"`

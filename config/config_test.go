@@ -26,7 +26,7 @@ func TestDefaultsMatchTheDocumentedTable(t *testing.T) {
 	t.Parallel()
 	c, err := config.LoadWith(nil, noEnv)
 	require.NoError(t, err)
-	require.Equal(t, []string{"http://127.0.0.1:8080/xxl-job-admin"}, c.XXL.Job.Admin.Addresses)
+	require.Equal(t, []string{"http://127.0.0.1:8080"}, c.XXL.Job.Admin.Addresses, "3.4.1+ admins serve at /")
 	require.Equal(t, "", c.XXL.Job.AccessToken)
 	require.Equal(t, "order-job-executor", c.XXL.Job.Executor.AppName)
 	require.Equal(t, "", c.XXL.Job.Executor.Address)

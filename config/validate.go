@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +53,11 @@ func (c *Config) validate() []error {
 	}
 	if ex.Port < 1 || ex.Port > 65535 {
 		bad("xxl.job.executor.port: %d is not a port (1-65535)", ex.Port)
+	}
+	if ex.BindAddr != "" {
+		if err := xxljob.CheckListenAddr(context.Background(), ex.BindAddr); err != nil {
+			bad("xxl.job.executor.bindAddr: %v", err)
+		}
 	}
 	if ex.LogPath == "" {
 		bad("xxl.job.executor.logpath: must not be empty")

@@ -145,6 +145,9 @@ type RunOptions struct {
 	// Source says in the run's record what started it (e.g. "xxl-job log
 	// 1234", "executor run"); at most 64 bytes.
 	Source string
+	// LogID is the XXL-JOB admin's log id of the run (0: none), kept in its
+	// record.
+	LogID int64
 }
 
 // PageStats is what one page did; the counts are this page's.
@@ -175,11 +178,17 @@ type RunStats struct {
 	LockErr       error // first Redis error behind LockErrors
 	LeaseLost     int   // of SkippedLocked: rolled back because the lease ran out before commit
 	Contended     int   // of SkippedLocked: rows held by other transactions through every lock attempt
-	TradePaid     int   // of SkippedPaid: the payment side answered already_paid
-	TradeErrors   int   // of SkippedLocked: the close-trade call failed or did not answer in time
-	TradeErr      error // first error behind TradeErrors
-	Pages         int   // scan pages read
-	DryRun        bool
+	// Conflicts counts close transactions rolled back because other
+	// transactions held or changed their rows: a deadlock or lock wait
+	// (1213, 1205), or on a Galera cluster a certification conflict with a
+	// write through another node (1213). Each was retried or its orders
+	// skipped; none is dead-lettered for it.
+	Conflicts   int
+	TradePaid   int   // of SkippedPaid: the payment side answered already_paid
+	TradeErrors int   // of SkippedLocked: the close-trade call failed or did not answer in time
+	TradeErr    error // first error behind TradeErrors
+	Pages       int   // scan pages read
+	DryRun      bool
 	// MaxLateness is the largest close time minus deadline among the
 	// orders closed: how late the run was for the most overdue order.
 	MaxLateness time.Duration
@@ -202,6 +211,7 @@ func (s *RunStats) add(p pageResult) {
 	s.LockErrors += p.lockErrors
 	s.LeaseLost += p.leaseLost
 	s.Contended += p.contended
+	s.Conflicts += p.conflicts
 	s.TradePaid += p.tradePaid
 	s.TradeErrors += p.tradeErrors
 	s.MaxLateness = max(s.MaxLateness, p.maxLate)

@@ -18,6 +18,7 @@ import (
 type pageResult struct {
 	closed, paid, locked, deadLettered, gone, notDue int
 	lockErrors, leaseLost, contended                 int
+	conflicts                                        int // close transactions rolled back by a deadlock, a lock wait or a certification conflict
 	lockErr                                          error
 	tradePaid, tradeErrors                           int           // payment step: already paid; call failed
 	tradeErr                                         error         // first error behind tradeErrors
@@ -100,6 +101,9 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			tr, err = c.closeTx(ctx, tx, clock, held, p.pageData, lease, mode)
 			return err
 		})
+		if retryable(err) {
+			res.conflicts++
+		}
 		switch {
 		case errors.Is(err, errOrdersChanged) && mode == txFast:
 			// An order is no longer unpaid and due as the page read it:
@@ -186,6 +190,7 @@ type oneResult struct {
 	cause     error // why it was dead-lettered, or why its rows stayed contended
 	leaseLost bool
 	contended bool // skipped: its rows stayed locked by other transactions
+	conflicts int  // its transactions rolled back by contention (each retry counts)
 	late      time.Duration
 }
 
@@ -198,12 +203,14 @@ func (p *pageResult) add(o oneResult) {
 	if o.contended {
 		p.contended++
 	}
+	p.conflicts += o.conflicts
 }
 
 // closeOne closes one locked order in its own transaction, retrying lock
 // contention, and dead-letters it if it still fails. The returned error is
 // fatal (the database is unreachable or the dead letter cannot be written).
 func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pageData, lease *orderlock.Lease) (oneResult, error) {
+	conflicts := 0
 	for attempt := 1; ; attempt++ {
 		var tr txResult
 		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -211,13 +218,16 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pag
 			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, pd, lease, txSingle)
 			return err
 		})
+		if retryable(err) {
+			conflicts++
+		}
 		switch {
 		case err == nil:
 			c.observeClosed(ctx, tr.late)
-			return oneResult{outcome: tr.outcomes[r.OrderNo], late: tr.maxLate}, nil
+			return oneResult{outcome: tr.outcomes[r.OrderNo], late: tr.maxLate, conflicts: conflicts}, nil
 		case leaseRanOut(err, lease):
 			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
-			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true}, nil
+			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true, conflicts: conflicts}, nil
 		case retryable(err) && attempt < c.cfg.LockAttempts:
 			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
 				return oneResult{}, werr
@@ -228,7 +238,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pag
 			// with the order, so it waits for the next pass.
 			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order rows held by other transactions; left to the next pass",
 				"order_no", r.OrderNo, "error", err.Error())
-			return oneResult{outcome: OutcomeSkippedLocked, cause: err, contended: true}, nil
+			return oneResult{outcome: OutcomeSkippedLocked, cause: err, contended: true, conflicts: conflicts}, nil
 		case KindOf(err) != KindOrder:
 			return oneResult{}, fmt.Errorf("close order %s: %w", r.OrderNo, err)
 		}
@@ -238,7 +248,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pag
 			return oneResult{}, fmt.Errorf("%w (the close failed with: %v)", dlErr, err)
 		}
 		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
-		return oneResult{outcome: OutcomeDeadLettered, cause: err}, nil
+		return oneResult{outcome: OutcomeDeadLettered, cause: err, conflicts: conflicts}, nil
 	}
 }
 

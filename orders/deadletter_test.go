@@ -265,6 +265,9 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	require.Zero(t, st.DeadLettered)
 	require.Equal(t, 1, st.SkippedLocked)
 	require.Equal(t, 1, st.Contended)
+	// Two page transactions, then the held order's own two: each rolled
+	// back by the lock wait.
+	require.Equal(t, 4, st.Conflicts, "close transactions rolled back by contention")
 	require.Empty(t, b.deadLetters(t))
 	b.check(t, base)
 

@@ -48,6 +48,9 @@ type PageReport struct {
 
 	LockErrors int // of SkippedLocked: Redis failed (CloseOrder: the skip came with any error, the payment side's included)
 	LeaseLost  int // of SkippedLocked: rolled back, the lease ran out before commit
+	// Conflicts: close transactions of the page rolled back by a deadlock,
+	// a lock wait or a certification conflict (RunStats.Conflicts).
+	Conflicts int
 
 	// The payment-side close step (pages of Run only): TradePaid of
 	// SkippedPaid, the payment side said the order is paid; TradeErrors of
@@ -64,7 +67,7 @@ func (c *Closer) observePage(ctx context.Context, opt RunOptions, scanned int, p
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
 		Scanned: scanned, Closed: pr.closed, DeadLettered: pr.deadLettered,
 		SkippedPaid: pr.paid, SkippedLocked: pr.locked, SkippedClosed: pr.gone, SkippedNotDue: pr.notDue,
-		LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost,
+		LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost, Conflicts: pr.conflicts,
 		TradePaid: pr.tradePaid, TradeErrors: pr.tradeErrors,
 	})
 }

@@ -142,8 +142,16 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 		}
 	}()
 	derived := strings.HasPrefix(n.PaymentID, legacyPaymentIDPrefix)
+	// On a Galera cluster, a close committed through another node just
+	// before its lock was released may not be applied here yet: the order
+	// is read after a causal wait, or the payment would act on an unpaid
+	// order whose stock and coupon are already back.
+	galera, err := sqlexec.Galera(ctx, s.db)
+	if err != nil {
+		return 0, fmt.Errorf("pay order %s: %w", orderNo, err)
+	}
 	var out PayOutcome
-	err = sqlexec.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
+	err = sqlexec.InCausalTx(ctx, s.db, galera, func(tx *sqlx.Tx) error {
 		o, ok, err := s.store.lockOrderByNo(ctx, tx, orderNo)
 		switch {
 		case err != nil:

@@ -208,7 +208,7 @@ func TestHostileBodies(t *testing.T) {
 	}
 	manyKeys := func(n int) string {
 		var b strings.Builder
-		b.WriteString(`{"jobId":1,"executorHandler":"nope","logId":6`)
+		b.WriteString(`{"jobId":1,"executorHandler":"nope","glueType":"BEAN","logId":6`)
 		for i := range n {
 			fmt.Fprintf(&b, `,"k%d":%d`, i, i)
 		}
@@ -224,10 +224,10 @@ func TestHostileBodies(t *testing.T) {
 		{"200k unknown keys (4.6 MB)", "/run", manyKeys(200000), `{"code":500,"msg":"job handler [nope] not found."}`},
 		{"number with 1 MB of digits", "/kill", `{"jobId":` + strings.Repeat("9", 1<<20) + `}`, `{"code":500,"msg":"request error:invalid JSON: json: cannot unmarshal number *`},
 		{"1e400", "/run", `{"jobId":1,"executorHandler":"count","logId":1e400}`, `{"code":500,"msg":"request error:invalid JSON: json: cannot unmarshal number 1e400 *`},
-		{"invalid UTF-8", "/run", "{\"jobId\":1,\"executorHandler\":\"count\xff\xfe\",\"logId\":7}", `{"code":500,"msg":"job handler [count` + "\ufffd\ufffd" + `] not found."}`},
+		{"invalid UTF-8", "/run", "{\"jobId\":1,\"executorHandler\":\"count\xff\xfe\",\"glueType\":\"BEAN\",\"logId\":7}", `{"code":500,"msg":"job handler [count` + "\ufffd\ufffd" + `] not found."}`},
 		{"UTF-16 BOM", "/run", "\xfe\xff{\"jobId\":1}", `{"code":500,"msg":"request error:request body is not a JSON object"}`},
 		{"two objects", "/run", `{"jobId":1,"executorHandler":"count","logId":8}{"jobId":2}`, `{"code":500,"msg":"request error:invalid JSON: invalid character '{' after top-level value"}`},
-		{"duplicate keys, last wins", "/run", `{"jobId":1,"executorHandler":"count","executorHandler":"rm","logId":9}`, `{"code":500,"msg":"job handler [rm] not found."}`},
+		{"duplicate keys, last wins", "/run", `{"jobId":1,"executorHandler":"count","executorHandler":"rm","glueType":"BEAN","logId":9}`, `{"code":500,"msg":"job handler [rm] not found."}`},
 		{"5 MiB + 1 of whitespace", "/run", strings.Repeat(" ", 5<<20+1), `{"code":500,"msg":"request error:http: request body too large"}`},
 	}
 	for _, tc := range cases {
@@ -292,7 +292,7 @@ func TestHostileIDsAndLogPaths(t *testing.T) {
 		{`{"jobId":1,"executorHandler":"count","logId":"../../etc/passwd"}`, "request error:invalid JSON: json: cannot unmarshal string into Go struct field triggerParam.logId of type int64"},
 		{`{"jobId":1,"executorHandler":"count","logId":5,"logDateTime":"2024-01-01/../../x"}`, "request error:invalid JSON: json: cannot unmarshal string into Go struct field triggerParam.logDateTime of type int64"},
 		{`{"jobId":1,"executorHandler":"count","logId":5.5}`, "request error:invalid JSON: json: cannot unmarshal number 5.5 into Go struct field triggerParam.logId of type int64"},
-		{`{"jobId":1,"executorHandler":"../count","logId":5}`, "job handler [../count] not found."},
+		{`{"jobId":1,"executorHandler":"../count","glueType":"BEAN","logId":5}`, "job handler [../count] not found."},
 	}
 	for _, tc := range refused {
 		env := run(tc.body)
@@ -304,7 +304,7 @@ func TestHostileIDsAndLogPaths(t *testing.T) {
 	accepted := []xxljobtest.TriggerParam{
 		{JobID: -2147483648, ExecutorHandler: "count", LogID: 9223372036854775807, LogDateTime: 0, GlueType: "BEAN", BroadcastTotal: 1},
 		{JobID: 2147483647, ExecutorHandler: "count", LogID: 1, LogDateTime: 253402300799999, GlueType: "BEAN", BroadcastIndex: -1, BroadcastTotal: -5},
-		{JobID: 0, ExecutorHandler: "count", LogID: nextLogID(), LogDateTime: time.Now().UnixMilli(), ExecutorTimeout: -2147483648, ExecutorParams: "../../x\x00; rm -rf /"},
+		{JobID: 0, ExecutorHandler: "count", LogID: nextLogID(), LogDateTime: time.Now().UnixMilli(), ExecutorTimeout: -2147483648, ExecutorParams: "../../x\x00; rm -rf /", GlueType: "BEAN"},
 	}
 	for _, p := range accepted {
 		h.run(t, p)

@@ -80,7 +80,8 @@ const (
 	reasonChangeHandler = "change jobhandler or glue type, and terminate the old job thread."
 	reasonKill          = "scheduling center kill job."
 	reasonShutdown      = "web container destroy and kill the job."
-	reasonIdle          = "excutor idel times over limit."
+	reasonIdle2x        = "excutor idel times over limit." // up to 2.4.x
+	reasonIdle          = "excutor idle times over limit." // 2.5.0 and later
 
 	suffixRunningKilled = " [job running, killed]"
 	suffixQueuedKilled  = " [job not executed, in the job queue, killed.]"
@@ -89,7 +90,10 @@ const (
 func msgURINotFound(uri string) string {
 	return "invalid request, uri-mapping(" + echo(uri) + ") not found."
 }
-func msgGlueInvalid(glue string) string     { return "glueType[" + echo(glue) + "] is not valid." }
+func msgGlueInvalid(glue string) string { return "glueType[" + echo(glue) + "] is not valid." }
+func msgGlueNotSupported(desc string) string {
+	return "fail, current glue type [" + desc + "] not supported."
+}
 func msgHandlerNotFound(name string) string { return "job handler [" + echo(name) + "] not found." }
 
 // maxEcho bounds how much of a caller's string an answer repeats, so a
@@ -182,18 +186,18 @@ type adminReturn struct {
 
 // triggerParam is the /run body, field order as the admin's Gson writes it.
 type triggerParam struct {
-	JobID                 int32  `json:"jobId"`
-	ExecutorHandler       string `json:"executorHandler"`
-	ExecutorParams        string `json:"executorParams"`
-	ExecutorBlockStrategy string `json:"executorBlockStrategy"`
-	ExecutorTimeout       int32  `json:"executorTimeout"` // seconds, <= 0: no limit
-	LogID                 int64  `json:"logId"`
-	LogDateTime           int64  `json:"logDateTime"` // epoch ms
-	GlueType              string `json:"glueType"`
-	GlueSource            string `json:"glueSource"`
-	GlueUpdatetime        int64  `json:"glueUpdatetime"`
-	BroadcastIndex        int32  `json:"broadcastIndex"`
-	BroadcastTotal        int32  `json:"broadcastTotal"`
+	JobID                 int32   `json:"jobId"`
+	ExecutorHandler       string  `json:"executorHandler"`
+	ExecutorParams        string  `json:"executorParams"`
+	ExecutorBlockStrategy string  `json:"executorBlockStrategy"`
+	ExecutorTimeout       int32   `json:"executorTimeout"` // seconds, <= 0: no limit
+	LogID                 int64   `json:"logId"`
+	LogDateTime           int64   `json:"logDateTime"` // epoch ms
+	GlueType              *string `json:"glueType"`    // nil: absent or null
+	GlueSource            string  `json:"glueSource"`
+	GlueUpdatetime        int64   `json:"glueUpdatetime"`
+	BroadcastIndex        int32   `json:"broadcastIndex"`
+	BroadcastTotal        int32   `json:"broadcastTotal"`
 }
 
 // jobIDParam is the body of /idleBeat and /kill.

@@ -36,7 +36,7 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef("-orders %d: want 1 to 10000000", *n)
 	case *skus < 1:
 		return usagef("-skus %d: want at least 1", *skus)
-	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || *due+*paid > 1:
+	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || orderdemo.Remainder(*due, *paid) < 0:
 		return usagef("-due, -paid and -coupons are fractions from 0 to 1, and -due + -paid must not exceed 1")
 	}
 	cfg, db, err := loadConfigDB(ctx, env)
@@ -49,7 +49,7 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 		SKUs:           *skus,
 		DueFraction:    *due,
 		PaidFraction:   *paid,
-		NotDueFraction: 1 - *due - *paid,
+		NotDueFraction: orderdemo.Remainder(*due, *paid),
 		CouponFraction: *coupons,
 		Reset:          *reset,
 		ResetDatabase:  *resetDB,

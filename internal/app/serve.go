@@ -90,6 +90,9 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 	if cfg.XXL.Job.Executor.Enabled {
 		xcfg := ExecutorConfig(cfg, logger)
 		xcfg.Observer = xxlObservers{reg, m.XXLJob(), authMetric{m: m}}
+		if d.closer != nil {
+			xcfg.InterruptedFunc = handlers.RecordInterrupted(d.closer)
+		}
 		var err error
 		if exec, err = xxljob.New(xcfg); err != nil {
 			return nil, err

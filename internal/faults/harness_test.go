@@ -57,13 +57,16 @@ type profile struct {
 	slowOrders    int           // scenario 6
 	slowRounds    int           // scenario 6: slow transactions taken over
 	clockOffsets  []string      // scenario 7: FAKETIME offsets of the database server
+	galeraOrders  int           // scenario 9: orders closed through a three-node Galera cluster
 }
 
 var (
 	bounded = profile{name: "bounded", kills: 8, killOrders: 2500, restarts: 2, redisOutage: 5 * time.Second,
-		adminRuns: 6, shardOrders: 3000, slowOrders: 200, slowRounds: 2, clockOffsets: []string{"+3d", "-3d"}}
+		adminRuns: 6, shardOrders: 3000, slowOrders: 200, slowRounds: 2, clockOffsets: []string{"+3d", "-3d"},
+		galeraOrders: 3000}
 	full = profile{name: "full", kills: 20, killOrders: 6000, restarts: 6, redisOutage: 30 * time.Second,
-		adminRuns: 20, adminRetryWay: true, shardOrders: 10000, slowOrders: 600, slowRounds: 6, clockOffsets: []string{"+3d", "-3d", "+400d", "-400d"}}
+		adminRuns: 20, adminRetryWay: true, shardOrders: 10000, slowOrders: 600, slowRounds: 6, clockOffsets: []string{"+3d", "-3d", "+400d", "-400d"},
+		galeraOrders: 10000}
 )
 
 // harness is what every scenario shares: the executor binary built from this
@@ -240,10 +243,14 @@ func runArgs(param, shard string) []string {
 type summary struct {
 	Scanned, Closed, SkippedPaid, SkippedLocked, DeadLettered int
 	LockErrors                                                int
+	Conflicts                                                 int // transactions retried after a deadlock or a certification conflict
 	Found                                                     bool
 }
 
-var summaryRE = regexp.MustCompile(`scanned=(\d+) closed=(\d+) skipped_paid=(\d+) skipped_locked=(\d+) dead_lettered=(\d+) seconds=[0-9.]+( lock_errors=(\d+))?`)
+var (
+	summaryRE   = regexp.MustCompile(`scanned=(\d+) closed=(\d+) skipped_paid=(\d+) skipped_locked=(\d+) dead_lettered=(\d+) seconds=[0-9.]+( lock_errors=(\d+))?([ a-z_=0-9]*)`)
+	conflictsRE = regexp.MustCompile(` conflicts=(\d+)`)
+)
 
 // parseSummary finds the last summary line in s.
 func parseSummary(s string) summary {
@@ -256,6 +263,9 @@ func parseSummary(s string) summary {
 	sum := summary{Scanned: n(1), Closed: n(2), SkippedPaid: n(3), SkippedLocked: n(4), DeadLettered: n(5), Found: true}
 	if m[7] != "" {
 		sum.LockErrors = n(7)
+	}
+	if c := conflictsRE.FindStringSubmatch(m[0]); c != nil {
+		sum.Conflicts, _ = strconv.Atoi(c[1])
 	}
 	return sum
 }

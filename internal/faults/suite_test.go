@@ -64,6 +64,8 @@ var scenarios = []scenario{
 	{"6-slow-tx", scenarioSlowTx},
 	{"7-clock-skew", scenarioClockSkew},
 	{"8-hostile-ports", scenarioHostilePorts},
+	{"9-kill9-report", scenarioKill9Report},
+	{"10-galera", scenarioGalera},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per

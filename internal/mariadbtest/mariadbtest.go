@@ -288,11 +288,13 @@ func (s *Server) ErrorLog() string {
 
 // DSN returns a go-sql-driver DSN for database db ("" for none) as root,
 // with parseTime, loc=UTC and interpolateParams, as the executor uses.
-func (s *Server) DSN(db string) string {
+func (s *Server) DSN(db string) string { return dsnFor(s.Addr, db) }
+
+func dsnFor(addr, db string) string {
 	cfg := mysql.NewConfig()
 	cfg.User = "root"
 	cfg.Net = "tcp"
-	cfg.Addr = s.Addr
+	cfg.Addr = addr
 	cfg.DBName = db
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC

@@ -26,6 +26,7 @@ const (
 	OrdersOverdueOldestAge   = "orders_overdue_unpaid_oldest_age_seconds"
 	OrdersDeadLetters        = "orders_dead_letters"
 	OrdersTradeErrorsTotal   = "orders_close_trade_errors_total"
+	OrdersConflictsTotal     = "orders_close_conflicts_total"
 )
 
 // Skip reasons, the reason label of orders_close_skipped_total.
@@ -35,6 +36,7 @@ type orderMetrics struct {
 	scanned, closed, failed *prometheus.CounterVec
 	skipped                 *prometheus.CounterVec
 	tradeErrors             *prometheus.CounterVec
+	conflicts               *prometheus.CounterVec
 	lateness                *prometheus.HistogramVec
 	lockDuration            prometheus.Histogram
 	lockKeys                *prometheus.CounterVec
@@ -56,6 +58,9 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 			"handler", "shard", "reason"),
 		tradeErrors: m.counterVec(OrdersTradeErrorsTotal,
 			"Orders left open because the payment side's close-trade call failed (order.payment.closeURL), by handler and shard; counted within skipped reason locked.",
+			"handler", "shard"),
+		conflicts: m.counterVec(OrdersConflictsTotal,
+			"Close transactions rolled back because other transactions held or changed their rows (deadlock, lock wait, or a Galera certification conflict), by handler and shard; retried or skipped, never dead-lettered.",
 			"handler", "shard"),
 		failed: m.counterVec(OrdersFailedTotal,
 			"Orders whose close failed and went to order_dead_letter, by handler and shard.", "handler", "shard"),
@@ -154,6 +159,9 @@ func (ob orderObserver) ClosePage(ctx context.Context, p orders.PageReport) {
 	}
 	if p.TradeErrors > 0 {
 		o.tradeErrors.WithLabelValues(h, shard).Add(float64(p.TradeErrors))
+	}
+	if p.Conflicts > 0 {
+		o.conflicts.WithLabelValues(h, shard).Add(float64(p.Conflicts))
 	}
 }
 

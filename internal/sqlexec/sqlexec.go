@@ -26,6 +26,12 @@ func InTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err err
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	return runTx(tx, fn)
+}
+
+// runTx runs fn in tx and commits it when fn returns nil; any error or
+// panic rolls back.
+func runTx(tx *sqlx.Tx, fn func(tx *sqlx.Tx) error) error {
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()

@@ -1,10 +1,13 @@
 package sqlexec_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
@@ -19,4 +22,20 @@ func TestTruncate(t *testing.T) {
 	require.Equal(t, "abc", sqlexec.Truncate("abc", 5))
 	require.Equal(t, "ab...", sqlexec.Truncate("abcdefgh", 5))
 	require.Equal(t, "订单...", sqlexec.Truncate("订单关闭失败原因", 5))
+}
+
+// A server that is not a Galera node (the shared one) says so, and a
+// transaction of InCausalTx there is a plain one.
+func TestGaleraOnAPlainServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	galera, err := sqlexec.Galera(ctx, db.DB)
+	require.NoError(t, err)
+	require.False(t, galera)
+	var one int
+	require.NoError(t, sqlexec.InCausalTx(ctx, db.DB, galera, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &one, "SELECT 1")
+	}))
+	require.Equal(t, 1, one)
 }

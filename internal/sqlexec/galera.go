@@ -1,0 +1,76 @@
+package sqlexec
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+)
+
+// errUnknownSystemVariable is MySQL's answer to @@wsrep_on: a server
+// without Galera support at all.
+const errUnknownSystemVariable = 1193
+
+// galeraNodes caches, per connection pool, whether its server is a Galera
+// node; a pool's server does not change kind while the pool lives.
+var galeraNodes sync.Map // *sql.DB -> bool
+
+// Galera reports whether db's server is a member of a Galera cluster
+// (wsrep_on). Galera certifies write sets at commit but applies other
+// nodes' writes asynchronously, so a read through one node can miss a
+// transaction another node committed a moment ago; InCausalTx closes that
+// gap where a decision depends on it. The answer is asked once per pool.
+func Galera(ctx context.Context, db *sqlx.DB) (bool, error) {
+	if v, ok := galeraNodes.Load(db.DB); ok {
+		return v.(bool), nil
+	}
+	var on sql.NullInt64
+	err := db.GetContext(ctx, &on, "SELECT @@wsrep_on")
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && me.Number == errUnknownSystemVariable:
+		on = sql.NullInt64{} // MySQL without Galera
+	case err != nil:
+		return false, fmt.Errorf("ask whether the server is a Galera node: %w", err)
+	}
+	galera := on.Valid && on.Int64 == 1
+	galeraNodes.Store(db.DB, galera)
+	return galera, nil
+}
+
+// InCausalTx is InTx for a transaction that must see every transaction the
+// cluster committed before it began: on a Galera node (causal true) the
+// transaction starts with wsrep_sync_wait set, which makes the node apply
+// what it has received before START TRANSACTION returns. (Set inside a
+// transaction, wsrep_sync_wait makes no read wait: the wait belongs to the
+// start.) The session's setting goes back to the server default before fn
+// runs, since the connection returns to the pool. Without causal it is
+// InTx.
+func InCausalTx(ctx context.Context, db *sqlx.DB, causal bool, fn func(tx *sqlx.Tx) error) error {
+	if !causal {
+		return InTx(ctx, db, fn)
+	}
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION wsrep_sync_wait = 1"); err != nil {
+		return fmt.Errorf("begin: wait for the cluster's writes (wsrep_sync_wait): %w", err)
+	}
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		// The connection may be broken; if not, it must not keep the wait.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION wsrep_sync_wait = DEFAULT")
+		return fmt.Errorf("begin: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "SET SESSION wsrep_sync_wait = DEFAULT"); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("begin: reset wsrep_sync_wait: %w", err)
+	}
+	return runTx(tx, fn)
+}
