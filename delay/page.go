@@ -53,6 +53,9 @@ func (c *Client) Page(ctx context.Context, q TaskQuery) (TaskPage, error) {
 	if len(q.Handler) > 255 {
 		return p, invalid("handler", "is longer than 255 bytes")
 	}
+	if err := asciiFilter("handler", q.Handler); err != nil {
+		return p, err
+	}
 	if q.Limit == 0 {
 		q.Limit = DefaultPageLimit
 	}
@@ -126,6 +129,9 @@ func (c *Client) exactPage(ctx context.Context, q TaskQuery) (TaskPage, error) {
 func (c *Client) GetByTrace(ctx context.Context, traceID string) (*Task, error) {
 	if traceID == "" || len(traceID) > 64 {
 		return nil, invalid("traceId", "must be 1-64 characters")
+	}
+	if err := asciiFilter("traceId", traceID); err != nil {
+		return nil, err
 	}
 	return c.store.getByTrace(ctx, c.db, traceID)
 }

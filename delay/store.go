@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
@@ -489,7 +490,7 @@ func (store) reschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, ne
 }
 
 // selectStuck finds claims RUNNING longer than the limit, in one shard
-// (MOD(id, total) = index; 1 and 0 for all), walking the RUNNING entries of
+// (shard.Match("id"); 1 and 0 for all), walking the RUNNING entries of
 // idx_status_next_attempt (its status prefix: as many as claims are in
 // flight, so sorting them by updated_at is cheap; the index is named, like
 // every range scan here, so that no statistics can turn it into a table
@@ -497,9 +498,9 @@ func (store) reschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, ne
 // index holding it would be rewritten by both. Consistent read, no locks: each
 // is then recovered by finishRetry/finishFailed with its claim_id, so one
 // finishing meanwhile is left alone.
-const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
+var selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 	WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
-	  AND MOD(id, :shard_total) = :shard_index
+	  AND ` + shard.Match("id") + `
 	ORDER BY updated_at LIMIT :limit`
 
 // shardParams are selectStuck's and selectDue's: the age in microseconds
@@ -526,9 +527,9 @@ func (store) stuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard,
 // selectDue finds PENDING tasks due for longer than grace (missed by the
 // timer), oldest first, in one shard. Consistent read over
 // idx_status_next_attempt; the claim that follows is the CAS.
-const selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
+var selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 	WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
-	  AND MOD(id, :shard_total) = :shard_index
+	  AND ` + shard.Match("id") + `
 	ORDER BY next_attempt_time LIMIT :limit`
 
 func (store) due(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {

@@ -505,3 +505,56 @@ func TestHostileConcurrentRuns(t *testing.T) {
 		require.Zero(t, h.admin.Repeats(first+int64(i)), "log %d called back twice", first+int64(i))
 	}
 }
+
+// A caller's long strings are cut before they reach a log line, with a
+// marker giving the original length: a 4 MiB unknown handler name was
+// written whole into the process log (one 4,194,736-byte line). The
+// answers keep the admin's 256-character echo.
+func TestHostileStringsCutInLogs(t *testing.T) {
+	t.Parallel()
+	quiet := xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error { return nil })
+	b := setup(t, opts{token: hostileToken, handlers: map[string]xxljob.Handler{"quiet": quiet}})
+	const limit = 2 << 10 // no process log line comes near this
+	for _, tc := range []struct {
+		name, handler, glue, answer, logged string
+	}{
+		{"4 MiB handler name", strings.Repeat("h", 4<<20), "",
+			"job handler [" + strings.Repeat("h", 256) + "...] not found.",
+			`handler="` + strings.Repeat("h", 256) + `...[cut: 4194304 bytes]"`},
+		{"multi-byte handler name", strings.Repeat("é", 1000), "",
+			"job handler [" + strings.Repeat("é", 128) + "...] not found.",
+			`handler="` + strings.Repeat("é", 128) + `...[cut: 2000 bytes]"`},
+		{"handler name at the bound", strings.Repeat("n", 256), "",
+			"job handler [" + strings.Repeat("n", 256) + "] not found.",
+			`handler=` + strings.Repeat("n", 256) + ` msg=`},
+		{"1 MiB glue type", "quiet", strings.Repeat("G", 1<<20),
+			"glueType[" + strings.Repeat("G", 256) + "...] is not valid.",
+			`msg="glueType[` + strings.Repeat("G", 256) + `...] is not valid."`},
+	} {
+		p := xxljobtest.Trigger(1, tc.handler, nextLogID())
+		p.GlueType = tc.glue
+		env, err := b.client.Run(t.Context(), p)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, 500, env.Code, tc.name)
+		require.Equal(t, tc.answer, env.MsgString(), tc.name)
+		require.Contains(t, b.logs.String(), tc.logged, tc.name)
+	}
+	// A 1 MiB param runs (the handler gets it whole); its run log line is cut.
+	p := xxljobtest.Trigger(1, "quiet", nextLogID())
+	p.ExecutorParams = strings.Repeat("p", 1<<20)
+	b.run(t, p)
+	require.Equal(t, 200, b.callback(t, p.LogID).HandleCode)
+	runLog := b.runLog(t, p)
+	require.Contains(t, runLog, "----------- Param:"+strings.Repeat("p", 16<<10)+"...[cut: 1048576 bytes]\n")
+	require.Less(t, len(runLog), 20<<10)
+	// A request error that repeats the caller's text is cut in the answer.
+	status, got := (&hostile{bundle: b, addr: "http://" + b.exec.Addr().String()}).post(t, http.MethodPost, "/kill",
+		tokenHeader(hostileToken), strings.NewReader(`{"jobId":`+strings.Repeat("9", 1<<20)+`}`))
+	require.Equal(t, http.StatusOK, status)
+	require.Less(t, len(got), 400, "%.300s", got)
+	require.True(t, strings.HasSuffix(got, `..."}`), "%.300s", got)
+
+	for line := range strings.Lines(b.logs.String()) {
+		require.Less(t, len(line), limit, "process log line: %.300s", line)
+	}
+}

@@ -104,11 +104,34 @@ func echo(s string) string {
 	if len(s) <= maxEcho {
 		return s
 	}
-	cut := maxEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return s[:runeCut(s, maxEcho)] + "..."
+}
+
+// runeCut is the longest prefix length of s up to n bytes that ends on a
+// rune boundary.
+func runeCut(s string, n int) int {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + "..."
+	return n
+}
+
+// Bounds of a caller's string in a log line: a process log line carries
+// at most maxLogField bytes of it (handler names, glue types, messages that
+// echo them), a run log's param line at most maxLogParam.
+const (
+	maxLogField = 256
+	maxLogParam = 16 << 10
+)
+
+// clip cuts a caller's string for a log line to at most n bytes, on a rune
+// boundary, and says so with the original length, so a 4 MiB handler name
+// is not written whole into the log and a reader sees that it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:runeCut(s, n)] + "...[cut: " + strconv.Itoa(len(s)) + " bytes]"
 }
 func msgRepeatTrigger(logID int64) string {
 	return "repeate trigger job, logId:" + strconv.FormatInt(logID, 10)
@@ -116,7 +139,10 @@ func msgRepeatTrigger(logID int64) string {
 func msgRepeatTriggerNew(logID int64) string {
 	return "repeat trigger job, logId:" + strconv.FormatInt(logID, 10)
 }
-func msgRequestError(err error) string { return "request error:" + err.Error() }
+
+// msgRequestError can repeat a caller's text (a number of 1 MB of digits in
+// a JSON error): clipped like the other echoes.
+func msgRequestError(err error) string { return "request error:" + echo(err.Error()) }
 
 // Lines the runner and the callback sender write into a run's log. Java puts
 // "<br>" in front; admins from 2.4.2 escape HTML, so we write plain lines.

@@ -80,7 +80,7 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 	rl := req.run.rl
 	start := time.Now()
 	rl.entry(start, slog.LevelInfo, lineExecStart)
-	rl.entry(start, slog.LevelInfo, lineParamPrefix+req.Param)
+	rl.entry(start, slog.LevelInfo, lineParamPrefix+clip(req.Param, maxLogParam))
 	e.obs.RunStarted(req.Handler, req.JobID, req.LogID)
 
 	if timeout > 0 { // counted from dequeue, as in Java
@@ -148,7 +148,7 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 	if res.Code != CodeSuccess {
 		level = slog.LevelWarn
 	}
-	e.log.Log(ctx, level, "job run finished", "handler", req.Handler, "job_id", req.JobID,
+	e.log.Log(ctx, level, "job run finished", "handler", clip(req.Handler, maxLogField), "job_id", req.JobID,
 		"log_id", req.LogID, "code", res.Code, "duration", d)
 	return res
 }

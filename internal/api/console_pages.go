@@ -222,9 +222,9 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 // sinceParam reads a time-range bound: a database wall-clock time or a
 // duration back from now.
 func sinceParam(q url.Values, field string, now time.Time) (time.Time, error) {
-	at, ago, err := deadletters.ParseSince(q.Get(field))
+	at, ago, err := deadletters.ParseTimeOrAgo(field, q.Get(field))
 	if err != nil {
-		return time.Time{}, invalidInput(field, "%s %q is neither a time (2006-01-02 15:04) nor a duration (90m, 6h, 7d)", field, q.Get(field))
+		return time.Time{}, err
 	}
 	if ago > 0 {
 		return now.Add(-ago), nil
