@@ -23,5 +23,8 @@ ENV XXL_JOB_EXECUTOR_LOGPATH=/data/logs/xxl-job \
     XXL_JOB_ADMIN_JOBSFILE=/config/jobs.yml
 VOLUME ["/data/logs"]
 EXPOSE 9999 9998
+# serve refuses to start without XXL_JOB_ACCESS_TOKEN (docs/security.md);
+# XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN=true would bind it to the container's
+# loopback, out of the admin's reach, unless XXL_JOB_EXECUTOR_BINDADDR is set.
 ENTRYPOINT ["/executor"]
 CMD ["serve"]

@@ -19,7 +19,7 @@ test: ## the contributor's full check, what CI runs (about 9-10 min on 2 cores; 
 lint: ## formatting and vet
 	test -z "$$(gofmt -l .)" && $(GO) vet ./... && cd xxljob && $(GO) vet ./...
 
-run: ## serve: register with the admin and run jobs
+run: ## serve: register with the admin and run jobs (needs XXL_JOB_ACCESS_TOKEN)
 	$(GO) run ./cmd/executor serve
 
 demo: ## try it: the main job end to end (schema, demo orders, one close run)
@@ -35,7 +35,7 @@ compose-up: ## the whole stack on a Docker machine
 	VERSION=$(VERSION) COMMIT=$(COMMIT) docker compose up -d --build
 
 compose-config: ## validate docker-compose.yml, every profile (offline, compose v1)
-	export XXL_JOB_ACCESS_TOKEN=ci EXECUTOR_API_TOKEN=ci; \
+	export XXL_JOB_ACCESS_TOKEN=ci-token-0123456789 EXECUTOR_API_TOKEN=ci-token-0123456789; \
 	for p in "" "--profile demo" "--profile monitoring" "--profile rabbitmq" "--profile demo --profile monitoring --profile rabbitmq"; do \
 	  docker-compose -f docker-compose.yml $$p config -q || { echo "docker-compose.yml is invalid with [$$p]" >&2; exit 1; }; \
 	done; \

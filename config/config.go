@@ -44,7 +44,7 @@ type XXLJob struct {
 	// AccessToken is one setting under three keys, one per generation of the
 	// Java executor (2.3-2.4, 2.5-3.4, after 3.4); two of them with different
 	// values are an error.
-	AccessToken string   `yaml:"accessToken" also:"xxl.job.admin.accessToken,xxl.job.executor.accessToken" env:"XXL_JOB_ACCESS_TOKEN" secret:"true" doc:"shared secret with the admin; empty disables the check (a loud warning at start)"`
+	AccessToken string   `yaml:"accessToken" also:"xxl.job.admin.accessToken,xxl.job.executor.accessToken" env:"XXL_JOB_ACCESS_TOKEN" secret:"true" doc:"shared secret with the admin, at least 16 characters; serve refuses to start without it unless xxl.job.executor.openWithoutToken is true"`
 	Executor    Executor `yaml:"executor"`
 }
 
@@ -76,7 +76,8 @@ type Executor struct {
 	IP                string        `yaml:"ip" env:"XXL_JOB_EXECUTOR_IP" doc:"IP advertised when address is empty; empty means the first IPv4 of an interface that is up, not loopback and not excluded, else the host name's"`
 	IPExclude         []string      `yaml:"ipExclude" env:"XXL_JOB_EXECUTOR_IPEXCLUDE" default:"docker0,veth*,br-*" doc:"interfaces (name patterns) never advertised by default; - for none"`
 	Port              int           `yaml:"port" env:"XXL_JOB_EXECUTOR_PORT" default:"9999" doc:"port of the XXL-JOB protocol server"`
-	BindAddr          string        `yaml:"bindAddr" env:"XXL_JOB_EXECUTOR_BINDADDR" doc:"listen address; empty means :{port} (all interfaces, as the Java executor)"`
+	BindAddr          string        `yaml:"bindAddr" env:"XXL_JOB_EXECUTOR_BINDADDR" doc:"listen address; empty means :{port} (all interfaces, as the Java executor), or 127.0.0.1:{port} with openWithoutToken"`
+	OpenWithoutToken  bool          `yaml:"openWithoutToken" env:"XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN" default:"false" doc:"true lets serve start without xxl.job.accessToken: anyone who reaches the port can run and kill jobs, so it then listens on loopback unless bindAddr is set"`
 	LogPath           string        `yaml:"logpath" env:"XXL_JOB_EXECUTOR_LOGPATH" default:"./logs/xxl-job" doc:"folder of run logs and the callback spool"`
 	LogRetentionDays  int           `yaml:"logretentiondays" env:"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS" default:"30" doc:"days run logs are kept; below 3 disables cleanup"`
 	ShutdownTimeout   time.Duration `yaml:"shutdownTimeout" env:"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT" default:"30s" doc:"how long a graceful shutdown waits for running jobs before cancelling them"`
@@ -122,7 +123,7 @@ type Redis struct {
 // dead letters), separate from the XXL-JOB port.
 type API struct {
 	Addr        string `yaml:"addr" env:"EXECUTOR_API_ADDR" default:"127.0.0.1:9998" doc:"listen address of the API port; empty disables it"`
-	Token       string `yaml:"token" env:"EXECUTOR_API_TOKEN" secret:"true" doc:"token required on the API port except /healthz, /readyz, /metrics; empty disables the check (loud warning)"`
+	Token       string `yaml:"token" env:"EXECUTOR_API_TOKEN" secret:"true" doc:"token required on the API port except /healthz, /readyz, /metrics, at least 16 characters; empty disables the check (loud warning)"`
 	TokenHeader string `yaml:"tokenHeader" env:"EXECUTOR_API_TOKEN_HEADER" default:"X-Executor-Token" doc:"header carrying the API token"`
 	Pprof       bool   `yaml:"pprof" env:"EXECUTOR_API_PPROF" default:"false" doc:"serve Go pprof under /debug/pprof/ (token protected)"`
 	// The operator console under /console/ (docs/console.md).

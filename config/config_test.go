@@ -51,7 +51,7 @@ xxl:
   job:
     admin:
       addresses: http://a:8080/xxl-job-admin,http://b:8080/xxl-job-admin
-    accessToken: file-token
+    accessToken: file-token-0123456789abc
     executor:
       appname: shop-orders
       port: 9000
@@ -63,11 +63,11 @@ order:
 `
 	c, err := config.LoadWith([]byte(file), envOf(map[string]string{
 		"XXL_JOB_EXECUTOR_PORT": "9100",
-		"XXL_JOB_ACCESS_TOKEN":  "env-token",
+		"XXL_JOB_ACCESS_TOKEN":  "env-token-0123456789abc",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"http://a:8080/xxl-job-admin", "http://b:8080/xxl-job-admin"}, c.XXL.Job.Admin.Addresses)
-	require.Equal(t, "env-token", c.XXL.Job.AccessToken, "environment wins over the file")
+	require.Equal(t, "env-token-0123456789abc", c.XXL.Job.AccessToken, "environment wins over the file")
 	require.Equal(t, 9100, c.XXL.Job.Executor.Port)
 	require.Equal(t, "shop-orders", c.XXL.Job.Executor.AppName)
 	require.Equal(t, 7, c.XXL.Job.Executor.LogRetentionDays)
@@ -101,8 +101,8 @@ xxl:
 func TestSecretsNeverLogged(t *testing.T) {
 	t.Parallel()
 	c, err := config.LoadWith(nil, envOf(map[string]string{
-		"XXL_JOB_ACCESS_TOKEN":   "tok-SECRET-1",
-		"EXECUTOR_API_TOKEN":     "tok-SECRET-2",
+		"XXL_JOB_ACCESS_TOKEN":   "tok-SECRET-1-0123456789abc",
+		"EXECUTOR_API_TOKEN":     "tok-SECRET-2-0123456789abc",
 		"MYSQL_DSN":              "app:pw-SECRET-3@tcp(db:3306)/shop",
 		"REDIS_PASSWORD":         "pw-SECRET-4",
 		"XXL_JOB_ADMIN_PASSWORD": "pw-SECRET-5",

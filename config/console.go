@@ -17,9 +17,10 @@ type ConsoleOperator struct {
 // with every action, so it stays short and plain.
 var consoleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
-// minConsoleToken is the shortest personal token accepted: the sign-in is
+// MinTokenLength is the shortest token accepted for xxl.job.accessToken,
+// api.token and each of api.consoleTokens: every surface that checks one is
 // exposed to guessing, so a token must be long enough not to be guessed.
-const minConsoleToken = 16
+const MinTokenLength = 16
 
 // ConsoleOperators reads api.consoleTokens (name:token each). Entries that
 // do not parse are left out; validation reports them.
@@ -56,8 +57,8 @@ func (a API) consoleProblems() []error {
 		}
 		names[name] = true
 		switch {
-		case len(token) < minConsoleToken:
-			bad("api.consoleTokens: the token of %q is shorter than %d characters", name, minConsoleToken)
+		case len(token) < MinTokenLength:
+			bad("api.consoleTokens: the token of %q is shorter than %d characters", name, MinTokenLength)
 		case strings.ContainsAny(token, " \t,"):
 			bad("api.consoleTokens: the token of %q holds a space or a comma", name)
 		case tokens[token] != "":

@@ -22,7 +22,7 @@ xxl:
   job:
     admin:
       addresses: http://admin:8080/xxl-job-admin
-      accessToken: token-3x
+      accessToken: token-3x-0123456789abc
       timeout: 3
     executor:
       enabled: true
@@ -40,7 +40,7 @@ func TestJava3ApplicationYAMLLoads(t *testing.T) {
 	c, err := config.LoadFileWith("application.yml", []byte(java3YAML), noEnv)
 	require.NoError(t, err)
 	x := c.XXL.Job
-	require.Equal(t, "token-3x", x.AccessToken)
+	require.Equal(t, "token-3x-0123456789abc", x.AccessToken)
 	require.Equal(t, 3*time.Second, x.Admin.Timeout, "the Java timeout is in seconds")
 	require.True(t, x.Executor.Enabled)
 	require.Equal(t, "shop-orders", x.Executor.AppName)
@@ -63,7 +63,7 @@ xxl:
   job:
     admin:
       addresses: http://admin:8080/xxl-job-admin
-    accessToken: token-24
+    accessToken: token-24-0123456789abc
     executor:
       appname: shop-orders
       address: ""
@@ -73,7 +73,7 @@ xxl:
       logretentiondays: 30
 `), noEnv)
 	require.NoError(t, err)
-	require.Equal(t, "token-24", c.XXL.Job.AccessToken)
+	require.Equal(t, "token-24-0123456789abc", c.XXL.Job.AccessToken)
 	require.True(t, c.XXL.Job.Executor.Enabled, "enabled by default, as before 3.3.1")
 	require.Empty(t, c.Notices())
 }
@@ -89,7 +89,7 @@ xxl.job.admin.addresses=http://admin:8080
 xxl.job.admin.timeout=3
 xxl.job.executor.enabled=false
 xxl.job.executor.appname=shop-orders
-xxl.job.executor.accessToken=token-main
+xxl.job.executor.accessToken=token-main-0123456789abc
 xxl.job.executor.ip=
 xxl.job.executor.port=9999
 xxl.job.executor.address=
@@ -101,7 +101,7 @@ xxl.job.executor.glueenabled=true
 	require.NoError(t, err)
 	x := c.XXL.Job
 	require.Equal(t, []string{"http://admin:8080"}, x.Admin.Addresses)
-	require.Equal(t, "token-main", x.AccessToken)
+	require.Equal(t, "token-main-0123456789abc", x.AccessToken)
 	require.False(t, x.Executor.Enabled)
 	require.True(t, x.Executor.GlueEnabled)
 	require.Equal(t, "./logs/xxl-job", config.Default().XXL.Job.Executor.LogPath)
@@ -140,26 +140,26 @@ xxl:
 	require.ErrorContains(t, err, "xxl.job.admin.accessToken (line 1) and xxl.job.executor.accessToken (line 2)")
 
 	// The same value twice, or one of them empty, is not a conflict.
-	c, err := config.LoadWith([]byte("xxl.job.accessToken: same\nxxl.job.executor.accessToken: same\n"), noEnv)
+	c, err := config.LoadWith([]byte("xxl.job.accessToken: same-0123456789abc\nxxl.job.executor.accessToken: same-0123456789abc\n"), noEnv)
 	require.NoError(t, err)
-	require.Equal(t, "same", c.XXL.Job.AccessToken)
-	c, err = config.LoadWith([]byte("xxl.job.accessToken: ''\nxxl.job.admin.accessToken: only\n"), noEnv)
+	require.Equal(t, "same-0123456789abc", c.XXL.Job.AccessToken)
+	c, err = config.LoadWith([]byte("xxl.job.accessToken: ''\nxxl.job.admin.accessToken: only-0123456789abc\n"), noEnv)
 	require.NoError(t, err)
-	require.Equal(t, "only", c.XXL.Job.AccessToken)
+	require.Equal(t, "only-0123456789abc", c.XXL.Job.AccessToken)
 }
 
 func TestTokenEnvironmentNames(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"XXL_JOB_ACCESS_TOKEN", "XXL_JOB_ACCESSTOKEN", "XXL_JOB_ADMIN_ACCESSTOKEN", "XXL_JOB_EXECUTOR_ACCESSTOKEN"} {
-		c, err := config.LoadWith([]byte("xxl.job.admin.accessToken: from-file\n"), envOf(map[string]string{name: "from-env"}))
+		c, err := config.LoadWith([]byte("xxl.job.admin.accessToken: from-file-0123456789abc\n"), envOf(map[string]string{name: "from-env-0123456789abc"}))
 		require.NoError(t, err, name)
-		require.Equal(t, "from-env", c.XXL.Job.AccessToken, "%s wins over the file", name)
+		require.Equal(t, "from-env-0123456789abc", c.XXL.Job.AccessToken, "%s wins over the file", name)
 	}
 	_, err := config.LoadWith(nil, envOf(map[string]string{"XXL_JOB_ACCESS_TOKEN": "a", "XXL_JOB_ADMIN_ACCESSTOKEN": "b"}))
 	require.ErrorContains(t, err, "XXL_JOB_ACCESS_TOKEN and XXL_JOB_ADMIN_ACCESSTOKEN are one setting (xxl.job.accessToken)")
-	c, err := config.LoadWith(nil, envOf(map[string]string{"XXL_JOB_ACCESS_TOKEN": "a", "XXL_JOB_EXECUTOR_ACCESSTOKEN": "a"}))
+	c, err := config.LoadWith(nil, envOf(map[string]string{"XXL_JOB_ACCESS_TOKEN": "a-0123456789abcdef", "XXL_JOB_EXECUTOR_ACCESSTOKEN": "a-0123456789abcdef"}))
 	require.NoError(t, err)
-	require.Equal(t, "a", c.XXL.Job.AccessToken)
+	require.Equal(t, "a-0123456789abcdef", c.XXL.Job.AccessToken)
 }
 
 // Every key of the Java executor is read under the environment name Spring

@@ -30,8 +30,18 @@ func TestLoadRefusals(t *testing.T) {
 			"config: 4 problem(s):\ndelay.rabbitmq.url: \"http://u:xxxxx@mq/\" is not amqp://user:password@host:port/vhost (delay.timer is rabbitmq)\ndelay.rabbitmq.prefix: \"a b\" is not 1 to 200 letters, digits, '.', '_', '-'\ndelay.rabbitmq.prefetch: 70000 is outside 1..65535\ndelay.rabbitmq.republishAfter: 10ms is below 1s"},
 		{"double run", "", map[string]string{"DELAY_RUNNING_TIMEOUT": "15s", "DELAY_HANDLER_TIMEOUT": "5s"},
 			"config: 1 problem(s):\ndelay.handlerTimeout (5s) + the close path's cancellation bound (14s for order.close.lockTTL 10s) = 19s exceeds 90% of delay.runningTimeout (15s): a close still going after its handler timed out could see its task recovered and run a second time; raise delay.runningTimeout to at least 22s, or lower order.close.lockTTL"},
+		{"short tokens", "xxl.job.accessToken: default_token\n", map[string]string{"EXECUTOR_API_TOKEN": "x",
+			"EXECUTOR_API_CONSOLE_TOKENS": "alice:0123456789abcde"},
+			"config: 3 problem(s):\nxxl.job.accessToken: shorter than 16 characters (the admin's default_token and other short tokens are guessed; use a long random one on both sides)\napi.token: shorter than 16 characters\napi.consoleTokens: the token of \"alice\" is shorter than 16 characters"},
+		{"tokens of 16", "xxl.job.accessToken: 0123456789abcdef\n", map[string]string{"EXECUTOR_API_TOKEN": "0123456789abcdeF",
+			"EXECUTOR_API_CONSOLE_TOKENS": "alice:0123456789abcdEF"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == "" {
+				_, err := config.LoadWith([]byte(tc.file), envOf(tc.env))
+				require.NoError(t, err)
+				return
+			}
 			_, err := config.LoadWith([]byte(tc.file), envOf(tc.env))
 			require.EqualError(t, err, tc.want)
 		})

@@ -36,6 +36,9 @@ func (c *Config) validate() []error {
 	if _, err := xxljob.ParseAdminVersion(c.XXL.Job.Admin.Version); err != nil {
 		bad("xxl.job.admin.version: %v", err)
 	}
+	if t := c.XXL.Job.AccessToken; t != "" && len(t) < MinTokenLength {
+		bad("xxl.job.accessToken: shorter than %d characters (the admin's default_token and other short tokens are guessed; use a long random one on both sides)", MinTokenLength)
+	}
 	if c.XXL.Job.Admin.Version == string(xxljob.AdminMain) && c.XXL.Job.AccessToken == "" {
 		bad("xxl.job.accessToken: the main admin (the branch after 3.4) needs the executor group's token")
 	}
@@ -112,6 +115,9 @@ func (c *Config) validate() []error {
 	}
 	if cluster := c.Redis.Mode == "cluster" || (c.Redis.Mode == "auto" && c.Redis.MasterName == "" && len(c.Redis.Addr) > 1); cluster && c.Redis.DB > 0 {
 		bad("redis.db: %d, but a Redis Cluster has only database 0", c.Redis.DB)
+	}
+	if t := c.API.Token; t != "" && len(t) < MinTokenLength {
+		bad("api.token: shorter than %d characters", MinTokenLength)
 	}
 	if c.API.TokenHeader == "" {
 		bad("api.tokenHeader: must not be empty")

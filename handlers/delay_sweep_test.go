@@ -67,7 +67,7 @@ func TestDelayTaskSweepRunsMissedTasks(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	exec, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
+	exec, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
 		AppName: "delay-sweep-test", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.NoError(t, exec.Register(DelayTaskSweepJob, DelayTaskSweep(d)))

@@ -87,7 +87,7 @@ func lifecycleExec(t *testing.T) (*dbtest.DB, *xxljob.Executor) {
 	require.NoError(t, err)
 	lc, err := lifecycle.New(db.DB, lifecycle.Config{AutoConfirmDays: 14, FulfillmentTimeoutDays: 7})
 	require.NoError(t, err)
-	exec, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
+	exec, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
 		AppName: "lifecycle-test", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.NoError(t, Register(exec, &Deps{Closer: closer, Lifecycle: lc}))
@@ -174,7 +174,7 @@ func TestLifecycleJobs(t *testing.T) {
 // message instead of panicking.
 func TestLifecycleHandlersNotConfigured(t *testing.T) {
 	t.Parallel()
-	exec, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
+	exec, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
 		AppName: "lifecycle-unset", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.NoError(t, Register(exec, &Deps{}))
@@ -200,7 +200,7 @@ func TestDeadLetterRetryJob(t *testing.T) {
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{
 		DeadLetterBackoff: orders.DeadLetterBackoff{Base: time.Minute, ParkAfter: 3}})
 	require.NoError(t, err)
-	exec, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
+	exec, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
 		AppName: "retry-test", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.NoError(t, Register(exec, &Deps{Closer: closer}))

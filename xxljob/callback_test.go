@@ -221,7 +221,7 @@ func TestAdminAnswers(t *testing.T) {
 			}))
 			defer admin.Close()
 			rec := &recorder{finished: map[int64]int{}}
-			e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{admin.URL}, AppName: "x", ListenAddr: "127.0.0.1:0",
+			e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{admin.URL}, AppName: "x", ListenAddr: "127.0.0.1:0",
 				LogPath: t.TempDir(), Observer: rec, RegistryInterval: time.Hour})
 			require.NoError(t, err)
 			require.NoError(t, e.Start(t.Context()))

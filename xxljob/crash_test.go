@@ -29,7 +29,7 @@ const crashChildEnv = "XXLJOB_TEST_CRASH_CHILD"
 // path that prints its address and serves until it is killed.
 func crashChild() {
 	admin, logPath := os.Getenv("XXLJOB_TEST_ADMIN"), os.Getenv("XXLJOB_TEST_LOGPATH")
-	e, err := xxljob.New(xxljob.Config{
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true,
 		AdminAddresses: []string{admin}, AdminVersion: xxljob.Admin2x, AppName: "crash-executor",
 		Address: "http://127.0.0.1:9999/", ListenAddr: "127.0.0.1:0", LogPath: logPath,
 		CallbackQueueSize: 3, HTTPClientTimeout: time.Minute, // the admin hangs: attempts stay in flight

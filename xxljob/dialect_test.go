@@ -1,8 +1,11 @@
 package xxljob_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +253,77 @@ func TestDialectNotLearnedFromStrangers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"code":200,"msg":"job thread already killed."}`, string(env.Raw), "still 2.x")
 	require.NotContains(t, b.logs.String(), "to=main")
+}
+
+// TestDialectNotLearnedFromBadRequests: a /trigger (or a call naming a
+// group) teaches an auto executor the main dialect only when it passed the
+// token check and its body decoded, and only when a token is configured.
+// Before, one broken-body POST /trigger to an executor without a token
+// switched it to main, and its 3.4 admin's /run and /beat were refused
+// until restart.
+func TestDialectNotLearnedFromBadRequests(t *testing.T) {
+	t.Parallel()
+	broken := func(string) []byte { return []byte("x") }
+	valid := func(string) []byte {
+		b, err := json.Marshal(xxljobtest.Trigger(1, "nosuch", nextLogID()))
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name     string
+		token    string // the executor's
+		send     string // the stranger's token header ("" none)
+		appName  bool   // the stranger names the group
+		path     string
+		body     func(string) []byte
+		wantCode int
+	}{
+		{"open executor, broken /trigger", "", "", false, "/trigger", broken, 500},
+		{"open executor, broken /trigger naming the group", "", "", true, "/trigger", broken, 500},
+		{"open executor, well-formed /trigger", "", "", true, "/trigger", valid, 500},
+		{"open executor, broken /kill naming the group", "", "", true, "/kill", broken, 500},
+		{"wrong token, broken /trigger", "T-0123456789abcdef", "guess", true, "/trigger", broken, 500},
+		{"no token sent, broken /trigger", "T-0123456789abcdef", "", false, "/trigger", broken, 500},
+		{"right token, broken /trigger", "T-0123456789abcdef", "T-0123456789abcdef", false, "/trigger", broken, 500},
+		{"right token, broken /log naming the group", "T-0123456789abcdef", "T-0123456789abcdef", true, "/log", broken, 500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			admin := xxljobtest.New(t, xxljobtest.Options{Version: xxljobtest.V34, Token: tc.token})
+			b := setup(t, opts{admin: admin, token: tc.token, version: xxljob.AdminAuto, adminVersion: xxljobtest.V34,
+				handlers: map[string]xxljob.Handler{"ok": okHandler("fine")}})
+			_, err := admin.WaitRegistrations(2, waitLong) // 3.4 learned from the admin's answers
+			require.NoError(t, err)
+
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+b.exec.Addr().String()+tc.path,
+				bytes.NewReader(tc.body(tc.path)))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			if tc.send != "" {
+				req.Header.Set("XXL-JOB-ACCESS-TOKEN", tc.send)
+			}
+			if tc.appName {
+				req.Header.Set("XXL-JOB-APPNAME", "test-executor")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			raw, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			var env struct{ Code int }
+			require.NoError(t, json.Unmarshal(raw, &env), "%s", raw)
+			require.Equal(t, tc.wantCode, env.Code, "the stranger's answer: %s", raw)
+
+			env2, err := b.client.Beat(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, `{"code":200,"msg":"Success"}`, string(env2.Raw), "the 3.4 admin's beat")
+			p := xxljobtest.Trigger(1, "ok", nextLogID())
+			b.run(t, p)
+			require.Equal(t, "fine", b.callback(t, p.LogID).HandleMsg)
+			require.NotContains(t, b.logs.String(), "to=main")
+		})
+	}
 }

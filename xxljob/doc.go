@@ -34,9 +34,11 @@
 // Called (executor → admin), on each admin base URL in order until one
 // accepts: {admin}/api/registry, {admin}/api/registryRemove and
 // {admin}/api/callback, with Content-Type application/json;charset=UTF-8 and
-// the XXL-JOB-ACCESS-TOKEN and XXL-JOB-APPNAME headers. When AccessToken is
-// set, requests to the executor must carry it in that header (compared in
-// constant time); in the main dialect they must also name this AppName.
+// the XXL-JOB-ACCESS-TOKEN and XXL-JOB-APPNAME headers. Requests to the
+// executor must carry AccessToken in that header (compared in constant
+// time); in the main dialect they must also name this AppName. New refuses
+// an empty AccessToken unless OpenWithoutToken is set, which also binds the
+// server to loopback unless ListenAddr says otherwise.
 //
 // # Lifecycle
 //

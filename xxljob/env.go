@@ -64,7 +64,12 @@ var envFields = []struct {
 		func(c *Config, v string) error { c.IPExclude = splitList(v); return nil }},
 	{EnvVar{"XXL_JOB_EXECUTOR_PORT", "xxl.job.executor.port", "port of the executor's server"},
 		func(c *Config, v string) (err error) { c.Port, err = strconv.Atoi(v); return err }},
-	{EnvVar{"XXL_JOB_EXECUTOR_BINDADDR", "xxl.job.executor.bindAddr", "listen address; default :{port}"},
+	{EnvVar{"XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN", "xxl.job.executor.openWithoutToken", "true: serve without an access token, on loopback unless bindAddr is set"},
+		func(c *Config, v string) (err error) {
+			c.OpenWithoutToken, err = strconv.ParseBool(v)
+			return err
+		}},
+	{EnvVar{"XXL_JOB_EXECUTOR_BINDADDR", "xxl.job.executor.bindAddr", "listen address; default :{port} (127.0.0.1:{port} with openWithoutToken)"},
 		func(c *Config, v string) error { c.ListenAddr = v; return nil }},
 	{EnvVar{"XXL_JOB_EXECUTOR_LOGPATH", "xxl.job.executor.logpath", "folder of run logs and the callback spool"},
 		func(c *Config, v string) error { c.LogPath = v; return nil }},

@@ -29,6 +29,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"XXL_JOB_EXECUTOR_IPEXCLUDE":           "docker0,cni*",
 		"XXL_JOB_EXECUTOR_PORT":                "9998",
 		"XXL_JOB_EXECUTOR_BINDADDR":            "0.0.0.0:9998",
+		"XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN":    "false",
 		"XXL_JOB_EXECUTOR_LOGPATH":             "/data/applogs/xxl-job/jobhandler",
 		"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS":    "30",
 		"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT":     "1m",
@@ -119,7 +120,7 @@ func TestConfigFromEnvDisabledAndGlue(t *testing.T) {
 	} {
 		c, err := xxljob.ConfigFromLookup(lookupFrom(map[string]string{"XXL_JOB_EXECUTOR_ENABLED": tc.enabled,
 			"XXL_JOB_EXECUTOR_GLUEENABLED": tc.glue, "XXL_JOB_ADMIN_ADDRESSES": admin.URL, "XXL_JOB_EXECUTOR_APPNAME": "env-executor",
-			"XXL_JOB_EXECUTOR_BINDADDR": "127.0.0.1:0", "XXL_JOB_EXECUTOR_LOGPATH": t.TempDir()}))
+			"XXL_JOB_EXECUTOR_BINDADDR": "127.0.0.1:0", "XXL_JOB_EXECUTOR_LOGPATH": t.TempDir(), "XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN": tc.enabled}))
 		require.NoError(t, err)
 		logs := &syncBuffer{}
 		c.Logger = newTextLogger(logs)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/orderjob/executor/xxljob/authguard"
 )
 
 // Config configures an Executor. Zero values mean "use the default".
@@ -24,9 +26,17 @@ type Config struct {
 	// order; the first that accepts a call wins. Required.
 	AdminAddresses []string
 	// AccessToken is the shared secret of the admin and its executors (on
-	// the branch after 3.4: the executor group's token). "" disables the
-	// checks (Start then logs a warning); the main dialect requires one.
+	// the branch after 3.4: the executor group's token). Required unless
+	// OpenWithoutToken is set, as the Java executor after 3.4 requires it
+	// ("xxl-job executor accessToken empty."); the main dialect always
+	// requires one.
 	AccessToken string
+	// OpenWithoutToken allows an empty AccessToken: anyone who reaches the
+	// port can then run and kill jobs and read run logs (Start warns).
+	// ListenAddr then defaults to loopback, 127.0.0.1:{Port}, and the
+	// default Address to http://127.0.0.1:{Port}/, so only this host can
+	// call; set ListenAddr (and Address) to open it wider on purpose.
+	OpenWithoutToken bool
 	// AdminVersion is the admin generation: AdminAuto (default), Admin2x,
 	// Admin33, Admin34 or AdminMain. Auto learns it from the admin.
 	AdminVersion AdminVersion
@@ -47,9 +57,11 @@ type Config struct {
 	// Port is used for the default Address and ListenAddr. Default 9999.
 	Port int
 	// ListenAddr is where the executor's HTTP server binds. Default
-	// ":{Port}". It may differ from Address (containers, port 0 in tests);
-	// New refuses one that is not host:port (CheckListenAddr), and Start
-	// warns once when Address is not one it listens on.
+	// ":{Port}" (all interfaces, as the Java executor), or
+	// "127.0.0.1:{Port}" with OpenWithoutToken. It may differ from Address
+	// (containers, port 0 in tests); New refuses one that is not host:port
+	// (CheckListenAddr), and Start warns once when Address is not one it
+	// listens on.
 	ListenAddr string
 	// LogPath is the root of the run logs and the callback spool.
 	// Default "./logs/xxl-job".
@@ -116,7 +128,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Any("admin_addresses", redactURLs(c.AdminAddresses)), slog.String("access_token", token),
 		slog.String("app_name", c.AppName), slog.String("address", c.Address),
-		slog.String("listen_addr", c.ListenAddr), slog.String("log_path", c.LogPath),
+		slog.String("listen_addr", c.ListenAddr), slog.String("log_path", c.LogPath), slog.Bool("open_without_token", c.OpenWithoutToken),
 	)
 }
 
@@ -140,7 +152,8 @@ type Executor struct {
 	serving       tracker // HTTP server
 
 	wire     *wire
-	draining atomic.Bool // Shutdown started: beats fail
+	guard    *authguard.Guard // failed token checks per address
+	draining atomic.Bool      // Shutdown started: beats fail
 
 	runOnceMu   sync.Mutex
 	runOnceLast int64
@@ -173,6 +186,13 @@ func New(cfg Config) (*Executor, error) {
 	cfg.RegistryInterval = cmp.Or(cfg.RegistryInterval, 30*time.Second)
 	cfg.CallbackRetryInterval = cmp.Or(cfg.CallbackRetryInterval, 30*time.Second)
 	cfg.HTTPClientTimeout = cmp.Or(cfg.HTTPClientTimeout, 3*time.Second)
+	open := cfg.OpenWithoutToken && cfg.AccessToken == ""
+	if open && cfg.ListenAddr == "" {
+		cfg.ListenAddr = "127.0.0.1:" + strconv.Itoa(cfg.Port)
+		if cfg.Address == "" && cfg.IP == "" {
+			cfg.IP = "127.0.0.1" // advertise where it listens
+		}
+	}
 	cfg.ListenAddr = cmp.Or(cfg.ListenAddr, ":"+strconv.Itoa(cfg.Port))
 	cfg.AdminVersion = cmp.Or(cfg.AdminVersion, AdminAuto)
 	cfg.LogReadLimit = cmp.Or(cfg.LogReadLimit, 64<<20)
@@ -202,8 +222,12 @@ func New(cfg Config) (*Executor, error) {
 	} else {
 		cfg.AdminVersion = v
 	}
-	if cfg.AdminVersion == AdminMain && cfg.AccessToken == "" {
+	switch {
+	case cfg.AdminVersion == AdminMain && cfg.AccessToken == "":
 		errs = append(errs, errors.New("AccessToken: required by the main dialect (the admin sends the executor group's token)"))
+	case cfg.AccessToken == "" && !cfg.OpenWithoutToken && !cfg.Disabled: // a disabled executor never listens
+		errs = append(errs, errors.New("AccessToken: required (anyone who reaches the port could run and kill jobs); "+
+			"set OpenWithoutToken to serve without one, on loopback by default"))
 	}
 	if cfg.LogReadLimit < 0 {
 		errs = append(errs, fmt.Errorf("LogReadLimit: %d is negative", cfg.LogReadLimit))
@@ -267,6 +291,7 @@ func New(cfg Config) (*Executor, error) {
 		stopWork:     make(chan struct{}),
 		shutdownDone: make(chan struct{}),
 	}
+	e.guard = authguard.New(authguard.Config{Surface: "executor", Logger: e.log, OnFailure: e.authFailedFunc()})
 	w.onChange = func(from, to dialect, why string) {
 		e.log.Info("admin dialect learned", "from", from.String(), "to", to.String(), "reason", why)
 	}
@@ -274,6 +299,15 @@ func New(cfg Config) (*Executor, error) {
 	e.runner.execFunc = e.runTrigger
 	e.runner.callbackFunc = e.callback.push
 	return e, nil
+}
+
+// authFailedFunc is the guard's hook: the Observer's AuthFailed when it has
+// one.
+func (e *Executor) authFailedFunc() func(string) {
+	if ao, ok := e.obs.(AuthObserver); ok {
+		return ao.AuthFailed
+	}
+	return nil
 }
 
 func checkHTTPURL(s string) error {
@@ -380,7 +414,8 @@ func (e *Executor) Start(ctx context.Context) error {
 // startWarnings says at every start what an operator must not miss.
 func (e *Executor) startWarnings(ctx context.Context) {
 	if e.cfg.AccessToken == "" {
-		e.log.WarnContext(ctx, "XXL-JOB ACCESS TOKEN IS EMPTY: anyone who can reach this port can run and kill jobs; set AccessToken")
+		e.log.WarnContext(ctx, "XXL-JOB EXECUTOR OPEN WITHOUT AN ACCESS TOKEN: anyone who can reach its listen address can run and kill jobs and read run logs",
+			"listen", e.ln.Addr().String())
 	}
 	if e.cfg.AdminInsecureSkipVerify {
 		e.log.WarnContext(ctx, "TLS CERTIFICATES OF THE ADMIN ARE NOT VERIFIED (AdminInsecureSkipVerify): anyone on the path can "+

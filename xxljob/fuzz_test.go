@@ -122,7 +122,7 @@ func FuzzServeHTTP(f *testing.F) {
 			f.Add(path, []byte(s))
 		}
 	}
-	e, err := New(Config{AdminAddresses: []string{"http://127.0.0.1:1/a"}, AppName: "fuzz", LogPath: f.TempDir()})
+	e, err := New(Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/a"}, AppName: "fuzz", LogPath: f.TempDir()})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -105,6 +105,14 @@ type Observer interface {
 	Registered(err error)
 }
 
+// AuthObserver is an Observer that also hears of refused requests: an
+// Observer implementing it is called once for every request to the
+// executor refused for a wrong or missing access token (or, in the main
+// dialect, a wrong group), with the caller's address.
+type AuthObserver interface {
+	AuthFailed(remote string)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) RunStarted(string, int, int64)                      {}

@@ -50,7 +50,8 @@ func newHostile(t *testing.T) *hostile {
 		req.Logf("param %q", req.Param)
 		return nil
 	})
-	h.bundle = setup(t, opts{token: hostileToken, logPath: logPath, handlers: map[string]xxljob.Handler{"count": count}})
+	h.bundle = setup(t, opts{token: hostileToken, logPath: logPath, handlers: map[string]xxljob.Handler{"count": count},
+		before: func(e *xxljob.Executor) { xxljob.SetAuthBurst(e, 1000) }}) // guessing is slowed: TestWrongTokensAreCountedLoggedAndSlowed
 	h.addr = "http://" + h.exec.Addr().String()
 	t.Cleanup(func() { requireOnlyLogs(t, h.sandbox) })
 	return h

@@ -31,7 +31,7 @@ func (d *discardResponse) WriteHeader(int)             {}
 // about size bytes, and the /log body that reads it from line 1.
 func bigLogExecutor(tb testing.TB, size int) (*Executor, []byte) {
 	tb.Helper()
-	e, err := New(Config{AdminAddresses: []string{"http://127.0.0.1:1/a"}, AppName: "bench", LogPath: tb.TempDir(),
+	e, err := New(Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/a"}, AppName: "bench", LogPath: tb.TempDir(),
 		AdminVersion: Admin2x})
 	if err != nil {
 		tb.Fatal(err)

@@ -79,6 +79,7 @@ func setup(t *testing.T, o opts) *bundle {
 	cfg := xxljob.Config{
 		AdminAddresses:        []string{b.admin.URL},
 		AccessToken:           o.token,
+		OpenWithoutToken:      o.token == "",
 		AdminVersion:          cmp.Or(o.version, xxljob.Admin2x),
 		AppName:               "test-executor",
 		Address:               "http://127.0.0.1:9999/",

@@ -2,9 +2,18 @@ package xxljob
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/orderjob/executor/xxljob/authguard"
 )
+
+// msgTooManyFailures answers an address refused for failed token checks
+// (HTTP 429): authguard's bucket, ten failures at once, then one a second.
+const msgTooManyFailures = "too many failed access token checks from this address: slow down"
 
 // ServeHTTP serves the admin's calls: POST /beat, /idleBeat, /run (also
 // /trigger, its name after 3.4), /kill and /log. Every answer is HTTP 200
@@ -26,7 +35,18 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeReturn(w, failure(msgURIEmpty))
 		return
 	}
-	if msg := e.authorize(r.Header, uri); msg != "" {
+	host := authguard.Host(r.RemoteAddr)
+	if ok, wait := e.guard.Allow(host); !ok {
+		// Before the token is compared: a refused address learns nothing.
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(w).Encode(failure(msgTooManyFailures))
+		return
+	}
+	msg, mainHint := e.authorize(r.Header, uri)
+	if msg != "" {
+		e.guard.Failed(r.Context(), host)
 		writeReturn(w, failure(msg))
 		return
 	}
@@ -45,6 +65,9 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body = b
 	}
+	if mainHint && e.learnsFromRequests() && decodes(uri, body) {
+		e.wire.learn(dialectMain, whyMainRequest)
+	}
 	if uri == pathLog {
 		e.serveLog(w, body)
 		return
@@ -55,11 +78,12 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authorize checks the access token and, when the admin names the group
 // (the main dialect's XXL-JOB-APPNAME), that it names ours. It returns the
-// refusal, or "" to go on. A request that passed, naming a group or calling
-// /trigger, teaches an auto executor that its admin speaks the main dialect
-// (never one that failed: a stranger must not change how the executor
-// answers its admin).
-func (e *Executor) authorize(h http.Header, uri string) string {
+// refusal, or "" to go on, and whether the request looks like the main
+// admin's (it names a group or calls /trigger). ServeHTTP learns the main
+// dialect from such a request only once its body decoded, and only when a
+// token is configured (learnsFromRequests): a stranger must not change how
+// the executor answers its admin.
+func (e *Executor) authorize(h http.Header, uri string) (msg string, mainHint bool) {
 	appname, named := h[http.CanonicalHeaderKey(headerAppName)]
 	got := ""
 	if named {
@@ -69,23 +93,44 @@ func (e *Executor) authorize(h http.Header, uri string) string {
 	if e.wire.get() == dialectMain {
 		// The main executor refuses a blank token or group outright.
 		if token == "" || got == "" {
-			return msgMainAuthEmpty
+			return msgMainAuthEmpty, false
 		}
 		if !e.tokenOK(token) || got != e.cfg.AppName {
-			return msgMainAuthInvalid
+			return msgMainAuthInvalid, false
 		}
-		return ""
+		return "", false
 	}
 	if !e.tokenOK(token) {
-		return msgTokenWrong
+		return msgTokenWrong, false
 	}
 	if named && got != e.cfg.AppName {
-		return msgMainAuthInvalid
+		return msgMainAuthInvalid, false
 	}
-	if named || uri == pathTrigger {
-		e.wire.learn(dialectMain, whyMainRequest)
+	return "", named || uri == pathTrigger
+}
+
+// learnsFromRequests reports whether an admin's call may teach the
+// dialect: only in auto mode, not yet main, and only with a token, so that
+// the call proved it comes from the admin. An open executor (no token)
+// learns from the admin's answers alone; the main admin needs a token
+// anyway.
+func (e *Executor) learnsFromRequests() bool {
+	return e.wire.auto && e.cfg.AccessToken != "" && e.wire.get() != dialectMain
+}
+
+// decodes reports whether body is a well-formed request for uri; a broken
+// body teaches nothing.
+func decodes(uri string, body []byte) bool {
+	var err error
+	switch uri {
+	case pathRun, pathTrigger:
+		_, err = decodeTrigger(body)
+	case pathIdleBeat, pathKill:
+		_, err = decodeJobID(body)
+	case pathLog:
+		_, err = decodeLogParam(body)
 	}
-	return ""
+	return err == nil
 }
 
 // tokenOK compares in constant time. An empty configured token disables the

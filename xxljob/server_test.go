@@ -2,11 +2,14 @@ package xxljob_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -82,7 +85,8 @@ func TestIdleBeat(t *testing.T) {
 
 func TestAccessToken(t *testing.T) {
 	t.Parallel()
-	b := setup(t, opts{token: "s3cret", handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+	b := setup(t, opts{token: "s3cret", handlers: map[string]xxljob.Handler{"ok": okHandler("")},
+		before: func(e *xxljob.Executor) { xxljob.SetAuthBurst(e, 1000) }})
 	addr := "http://" + b.exec.Addr().String()
 	const wrong = `{"code":500,"msg":"The access token is wrong."}`
 
@@ -179,7 +183,7 @@ func TestOversizedBody(t *testing.T) {
 
 func TestServeHTTPBeforeStart(t *testing.T) {
 	t.Parallel()
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.NoError(t, e.Register("ok", okHandler("")))
 	rec := httptest.NewRecorder()
@@ -200,13 +204,123 @@ func TestConfigValidation(t *testing.T) {
 	for _, want := range []string{"AppName", "AdminAddresses", "AccessToken", "Port", "ShutdownTimeout"} {
 		require.Contains(t, err.Error(), want)
 	}
-	_, err = xxljob.New(xxljob.Config{AppName: "x"})
+	_, err = xxljob.New(xxljob.Config{OpenWithoutToken: true, AppName: "x"})
 	require.ErrorContains(t, err, "at least one admin address")
 
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://a/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://a/xxl-job-admin"}, AppName: "x", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	require.Error(t, e.Register("", okHandler("")))
 	require.Error(t, e.Register("h", nil))
 	require.NoError(t, e.Register("h", okHandler("")))
 	require.ErrorContains(t, e.Register("h", okHandler("")), "duplicate")
+}
+
+// TestNewRequiresToken: an empty AccessToken is refused unless
+// OpenWithoutToken says so; an open executor listens and advertises on
+// loopback unless told where.
+func TestNewRequiresToken(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                string
+		cfg                 xxljob.Config
+		wantErr             string
+		wantListen, wantAdr string
+	}{
+		{name: "no token", cfg: xxljob.Config{},
+			wantErr: "AccessToken: required (anyone who reaches the port could run and kill jobs); set OpenWithoutToken to serve without one, on loopback by default"},
+		{name: "token", cfg: xxljob.Config{AccessToken: "T-0123456789abcdef", IP: "10.1.2.3"}, wantListen: ":9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "open", cfg: xxljob.Config{OpenWithoutToken: true, Port: 9123}, wantListen: "127.0.0.1:9123", wantAdr: "http://127.0.0.1:9123/"},
+		{name: "open, IP set", cfg: xxljob.Config{OpenWithoutToken: true, IP: "10.1.2.3"}, wantListen: "127.0.0.1:9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "open, bound wide on purpose", cfg: xxljob.Config{OpenWithoutToken: true, ListenAddr: ":9999", IP: "10.1.2.3"}, wantListen: ":9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "open with a token is just a token", cfg: xxljob.Config{OpenWithoutToken: true, AccessToken: "T-0123456789abcdef", IP: "10.1.2.3"}, wantListen: ":9999", wantAdr: "http://10.1.2.3:9999/"},
+		{name: "main needs a token even open", cfg: xxljob.Config{OpenWithoutToken: true, AdminVersion: xxljob.AdminMain},
+			wantErr: "AccessToken: required by the main dialect"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.cfg.AdminAddresses, tc.cfg.AppName, tc.cfg.LogPath = []string{"http://127.0.0.1:1/xxl-job-admin"}, "x", t.TempDir()
+			e, err := xxljob.New(tc.cfg)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			listen, addr := xxljob.Listening(e)
+			require.Equal(t, tc.wantListen, listen)
+			require.Equal(t, tc.wantAdr, addr)
+		})
+	}
+}
+
+// authCounter is an Observer that counts refused requests.
+type authCounter struct {
+	mu      sync.Mutex
+	remotes []string
+}
+
+func (*authCounter) RunStarted(string, int, int64)                      {}
+func (*authCounter) RunFinished(string, int, int64, int, time.Duration) {}
+func (*authCounter) CallbackSent(int, error)                            {}
+func (*authCounter) CallbackSpool(int)                                  {}
+func (*authCounter) Registered(error)                                   {}
+
+func (a *authCounter) AuthFailed(remote string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.remotes = append(a.remotes, remote)
+}
+
+func (a *authCounter) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.remotes)
+}
+
+// Many wrong tokens from one address: each is counted through the
+// Observer, the log has one line for them, and after ten the address is
+// answered 429 before any token is compared, until a second has passed.
+// Before, 3,000 guesses took 0.5 s and left no trace.
+func TestWrongTokensAreCountedLoggedAndSlowed(t *testing.T) {
+	t.Parallel()
+	const token = "T-0123456789abcdef"
+	obs := &authCounter{}
+	b := setup(t, opts{token: token, cfg: func(c *xxljob.Config) { c.Observer = obs }})
+	url := "http://" + b.exec.Addr().String() + "/beat"
+	send := func(tok string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("XXL-JOB-ACCESS-TOKEN", tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(raw)
+	}
+	codes := map[int]int{}
+	start := time.Now()
+	for i := range 200 {
+		code, body := send(fmt.Sprintf("guess-%d", i))
+		codes[code]++
+		if code == http.StatusOK {
+			require.Equal(t, `{"code":500,"msg":"The access token is wrong."}`, body)
+		} else {
+			require.Equal(t, http.StatusTooManyRequests, code)
+			require.Contains(t, body, "too many failed access token checks")
+		}
+	}
+	// Ten at once, and one more for each second the loop took (a slow,
+	// loaded machine).
+	compared := codes[http.StatusOK]
+	require.True(t, compared >= 10 && compared <= 10+int(time.Since(start)/time.Second), "ten guesses are compared, %v", codes)
+	require.Equal(t, 200-compared, codes[http.StatusTooManyRequests])
+	require.Equal(t, compared, obs.count(), "every compared failure counted")
+	require.Equal(t, 1, strings.Count(b.logs.String(), "authentication failed"), "one log line per address and minute")
+	require.Contains(t, b.logs.String(), "surface=executor remote=127.0.0.1 failures=1")
+
+	// Even the right token waits for the bucket, then passes.
+	code, _ := send(token)
+	require.Equal(t, http.StatusTooManyRequests, code)
+	require.Eventually(t, func() bool { c, _ := send(token); return c == http.StatusOK }, 3*time.Second, 100*time.Millisecond)
 }

@@ -143,7 +143,7 @@ func TestShutdownStubbornHandler(t *testing.T) {
 func TestRunOnce(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "cli", LogPath: root})
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "cli", LogPath: root})
 	require.NoError(t, err)
 	require.NoError(t, e.Register("hello", xxljob.HandlerFunc(func(_ context.Context, req *xxljob.Request) error {
 		req.Logf("param=%s shard=%d/%d", req.Param, req.ShardIndex, req.ShardTotal)

@@ -45,7 +45,7 @@ func TestExecutorOutlivesItsStartContext(t *testing.T) {
 // down.
 func TestExecutorStartWithCancelledContext(t *testing.T) {
 	t.Parallel()
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "cancelled",
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "cancelled",
 		Address: "http://127.0.0.1:9999/", ListenAddr: "127.0.0.1:0", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,7 +60,7 @@ func TestExecutorStartWithCancelledContext(t *testing.T) {
 // first call's result.
 func TestExecutorStopIsShutdown(t *testing.T) {
 	t.Parallel()
-	cfg := xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "stop",
+	cfg := xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "stop",
 		Address: "http://127.0.0.1:9999/", ListenAddr: "127.0.0.1:0", LogPath: t.TempDir()}
 	e, err := xxljob.New(cfg)
 	require.NoError(t, err)

@@ -37,7 +37,7 @@ func TestAdminTLS(t *testing.T) {
 	registers := func(t *testing.T, c func(*xxljob.Config)) (bool, string) {
 		rec := &recorder{finished: map[int64]int{}}
 		var logs syncBuffer
-		cfg := xxljob.Config{AdminAddresses: []string{admin.URL}, AppName: "tls", ListenAddr: "127.0.0.1:0",
+		cfg := xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{admin.URL}, AppName: "tls", ListenAddr: "127.0.0.1:0",
 			LogPath: t.TempDir(), Observer: rec, RegistryInterval: time.Hour, Logger: newTextLogger(&logs)}
 		c(&cfg)
 		e, err := xxljob.New(cfg)
@@ -55,9 +55,9 @@ func TestAdminTLS(t *testing.T) {
 	require.True(t, ok)
 	require.Contains(t, logs, "TLS CERTIFICATES OF THE ADMIN ARE NOT VERIFIED")
 
-	_, err := xxljob.New(xxljob.Config{AdminAddresses: []string{admin.URL}, AppName: "tls", AdminCAFile: filepath.Join(t.TempDir(), "none.pem")})
+	_, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{admin.URL}, AppName: "tls", AdminCAFile: filepath.Join(t.TempDir(), "none.pem")})
 	require.ErrorContains(t, err, "AdminCAFile")
 	require.NoError(t, os.WriteFile(caFile, []byte("not a certificate"), 0o600))
-	_, err = xxljob.New(xxljob.Config{AdminAddresses: []string{admin.URL}, AppName: "tls", AdminCAFile: caFile})
+	_, err = xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{admin.URL}, AppName: "tls", AdminCAFile: caFile})
 	require.ErrorContains(t, err, "no PEM certificate")
 }

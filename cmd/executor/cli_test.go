@@ -104,7 +104,7 @@ xxl:
   job:
     admin:
       addresses: http://127.0.0.1:8080/xxl-job-admin
-      accessToken: default_token
+      accessToken: sample-token-0123456789
       timeout: 3
     executor:
       enabled: true
@@ -119,7 +119,7 @@ xxl:
   job:
     admin:
       addresses: http://127.0.0.1:8080/xxl-job-admin
-    accessToken: default_token
+    accessToken: sample-token-0123456789
     executor:
       appname: xxl-job-executor-sample
       address:
@@ -137,8 +137,13 @@ xxl:
 			require.Contains(t, errOut, "Spring Boot keys ignored")
 		}
 	}
+	// The samples' default_token is public and short: refused, naming the key.
+	short := write("short.yml", "xxl:\n  job:\n    accessToken: default_token\n")
+	code, _, errOut := runCLI(t, nil, "run", "demoJob", "-param", "0", "-config", short)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "xxl.job.accessToken: shorter than 16 characters")
 	clash := write("clash.yml", "xxl:\n  job:\n    accessToken: a\n    admin:\n      accessToken: b\n")
-	code, _, errOut := runCLI(t, nil, "run", "demoJob", "-param", "0", "-config", clash)
+	code, _, errOut = runCLI(t, nil, "run", "demoJob", "-param", "0", "-config", clash)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "xxl.job.accessToken (line 3) and xxl.job.admin.accessToken (line 5) are one setting")
 }

@@ -104,7 +104,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
 		"DELAY_KEY_PREFIX":            prefix + "delay:",
 		"EXECUTOR_API_ADDR":           fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"EXECUTOR_API_TOKEN":          "api-tok",
+		"EXECUTOR_API_TOKEN":          "api-token-0123456789",
 		"EXECUTOR_API_CONSOLE_TOKENS": "alice:alice-console-token-1,bob:bob-console-token-22",
 	}
 	broken := consoleDemo(t, ctx, db, env)

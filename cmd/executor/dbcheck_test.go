@@ -32,7 +32,7 @@ func TestServeAndRunRefuseADSTSessionZone(t *testing.T) {
 
 	port := freePort(t)
 	serveEnv := map[string]string{"XXL_JOB_EXECUTOR_PORT": strconv.Itoa(port), "XXL_JOB_EXECUTOR_BINDADDR": "127.0.0.1:" + strconv.Itoa(port),
-		"EXECUTOR_API_ADDR": "", "XXL_JOB_ADMIN_ADDRESSES": "http://127.0.0.1:1/xxl-job-admin"}
+		"EXECUTOR_API_ADDR": "", "XXL_JOB_ADMIN_ADDRESSES": "http://127.0.0.1:1/xxl-job-admin", "XXL_JOB_ACCESS_TOKEN": "dbcheck-token-0123456789"}
 	for k, v := range env {
 		serveEnv[k] = v
 	}

@@ -63,7 +63,8 @@ func runDelayTask(t *testing.T, p *serveProcess, db *dbtest.DB, biz string) {
 	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks",
 		strings.NewReader(`{"bizUuid":"`+biz+`","handler":"orderTimeoutClose","delayMs":0,"payload":{"orderNo":"NOPE"}}`))
 	require.NoError(t, err)
-	req.Header.Set("X-Executor-Token", "api-tok")
+	req.Header.Set("X-Executor-Token", "api-token-0123456789")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -48,13 +48,13 @@ func startServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string
 // launchServe is startServe without waiting for the registration.
 func launchServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string]string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{admin: xxljobtest.New(t, xxljobtest.Options{Token: "tok-m"}), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	p := &serveProcess{admin: xxljobtest.New(t, xxljobtest.Options{Token: "tok-m-0123456789abcdef"}), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	port, apiPort := freePort(t), freePort(t)
 	p.address = fmt.Sprintf("http://127.0.0.1:%d/", port)
 	p.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	env := map[string]string{
 		"XXL_JOB_ADMIN_ADDRESSES":          p.admin.URL,
-		"XXL_JOB_ACCESS_TOKEN":             "tok-m",
+		"XXL_JOB_ACCESS_TOKEN":             "tok-m-0123456789abcdef",
 		"XXL_JOB_EXECUTOR_PORT":            strconv.Itoa(port),
 		"XXL_JOB_EXECUTOR_BINDADDR":        fmt.Sprintf("127.0.0.1:%d", port),
 		"XXL_JOB_EXECUTOR_ADDRESS":         p.address,
@@ -66,7 +66,7 @@ func launchServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[strin
 		"ORDER_CLOSE_LOCK_KEY_PREFIX":      prefix,
 		"DELAY_KEY_PREFIX":                 prefix + "delay:",
 		"EXECUTOR_API_ADDR":                fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"EXECUTOR_API_TOKEN":               "api-tok",
+		"EXECUTOR_API_TOKEN":               "api-token-0123456789",
 	}
 	for k, v := range extraEnv {
 		env[k] = v
@@ -153,7 +153,7 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	defer func() { _, _ = mu.UnlockContext(ctx) }()
 
 	p := startServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{"LOG_LEVEL": "debug"})
-	client := xxljobtest.NewClient(p.address, "tok-m", xxljobtest.V24)
+	client := xxljobtest.NewClient(p.address, "tok-m-0123456789abcdef", xxljobtest.V24)
 	defer client.Close()
 	trig := xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9001)
 	env, err := client.Run(ctx, trig)
@@ -243,7 +243,8 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	ordertest.Order(t, db.DB, ordertest.OrderOpts{OrderNo: rt, Age: time.Hour, Items: []ordertest.Item{{SKU: 99, Qty: 1, MissingStock: true}}})
 	body := fmt.Sprintf(`{"bizUuid":"close-%s","handler":"orderTimeoutClose","delayMs":0,"maxRetry":0,"payload":{"orderNo":%q}}`, rt, rt)
 	req, _ := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks", strings.NewReader(body))
-	req.Header.Set("X-Executor-Token", "api-tok")
+	req.Header.Set("X-Executor-Token", "api-token-0123456789")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()

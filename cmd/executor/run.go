@@ -52,7 +52,9 @@ func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total in
 		defer d.Close()
 		deps = d.HandlerDeps()
 	}
-	exec, err := xxljob.New(app.ExecutorConfig(cfg, logger))
+	xcfg := app.ExecutorConfig(cfg, logger)
+	xcfg.OpenWithoutToken = true // run never listens: RunOnce runs the handler here
+	exec, err := xxljob.New(xcfg)
 	if err != nil {
 		return err
 	}

@@ -63,12 +63,12 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	defer inv.Close()
 	defer cpn.Close()
 
-	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok-ob"})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok-ob-0123456789abcdef"})
 	port := freePort(t)
 	address := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	for k, v := range map[string]string{
 		"XXL_JOB_ADMIN_ADDRESSES":          admin.URL,
-		"XXL_JOB_ACCESS_TOKEN":             "tok-ob",
+		"XXL_JOB_ACCESS_TOKEN":             "tok-ob-0123456789abcdef",
 		"XXL_JOB_EXECUTOR_PORT":            strconv.Itoa(port),
 		"XXL_JOB_EXECUTOR_BINDADDR":        fmt.Sprintf("127.0.0.1:%d", port),
 		"XXL_JOB_EXECUTOR_ADDRESS":         address,
@@ -97,7 +97,7 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	_, err = admin.WaitRegistrations(1, 15*time.Second)
 	require.NoError(t, err, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
 
-	client := xxljobtest.NewClient(address, "tok-ob", xxljobtest.V24)
+	client := xxljobtest.NewClient(address, "tok-ob-0123456789abcdef", xxljobtest.V24)
 	defer client.Close()
 	env, err := client.Run(ctx, xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9101))
 	require.NoError(t, err)

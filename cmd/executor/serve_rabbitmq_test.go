@@ -21,7 +21,7 @@ func postTask(t *testing.T, p *serveProcess, body string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks", strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("X-Executor-Token", "api-tok")
+	req.Header.Set("X-Executor-Token", "api-token-0123456789")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

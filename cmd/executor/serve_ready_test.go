@@ -62,7 +62,7 @@ func TestServeWithXXLJobDisabled(t *testing.T) {
 	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks",
 		strings.NewReader(`{"bizUuid":"off-2","handler":"orderTimeoutClose","delayMs":0,"payload":{"x":1}}`))
 	require.NoError(t, err)
-	req.Header.Set("X-Executor-Token", "api-tok")
+	req.Header.Set("X-Executor-Token", "api-token-0123456789")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

@@ -63,12 +63,12 @@ func TestServeEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, before.Due)
 
-	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok-e2e"})
+	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok-e2e-0123456789abcdef"})
 	port, apiPort := freePort(t), freePort(t)
 	address := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	for k, v := range map[string]string{
 		"XXL_JOB_ADMIN_ADDRESSES":          admin.URL,
-		"XXL_JOB_ACCESS_TOKEN":             "tok-e2e",
+		"XXL_JOB_ACCESS_TOKEN":             "tok-e2e-0123456789abcdef",
 		"XXL_JOB_EXECUTOR_PORT":            strconv.Itoa(port),
 		"XXL_JOB_EXECUTOR_BINDADDR":        fmt.Sprintf("127.0.0.1:%d", port),
 		"XXL_JOB_EXECUTOR_ADDRESS":         address,
@@ -78,7 +78,7 @@ func TestServeEndToEnd(t *testing.T) {
 		"REDIS_ADDR":                       redistest.Addr(),
 		"ORDER_CLOSE_LOCK_KEY_PREFIX":      prefix,
 		"EXECUTOR_API_ADDR":                fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"EXECUTOR_API_TOKEN":               "api-tok",
+		"EXECUTOR_API_TOKEN":               "api-token-0123456789",
 		"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT": "5s",
 	} {
 		t.Setenv(k, v)
@@ -93,7 +93,7 @@ func TestServeEndToEnd(t *testing.T) {
 	require.NoError(t, err, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
 	require.Equal(t, xxljobtest.Registry{RegistryGroup: "EXECUTOR", RegistryKey: "order-job-e2e", RegistryValue: address}, regs[0])
 
-	client := xxljobtest.NewClient(address, "tok-e2e", xxljobtest.V24)
+	client := xxljobtest.NewClient(address, "tok-e2e-0123456789abcdef", xxljobtest.V24)
 	defer client.Close()
 	trig := xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9001)
 	env, err := client.Run(ctx, trig)
@@ -132,7 +132,8 @@ func TestServeEndToEnd(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the API port wants its token")
 	req, _ = http.NewRequest(http.MethodPost, apiURL, strings.NewReader(body))
-	req.Header.Set("X-Executor-Token", "api-tok")
+	req.Header.Set("X-Executor-Token", "api-token-0123456789")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -153,6 +154,6 @@ func TestServeEndToEnd(t *testing.T) {
 	rem, err := admin.WaitRemovals(1, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, address, rem[0].RegistryValue)
-	require.NotContains(t, stdout.String()+stderr.String(), "tok-e2e", "the access token is never logged")
-	require.NotContains(t, stdout.String()+stderr.String(), "api-tok")
+	require.NotContains(t, stdout.String()+stderr.String(), "tok-e2e-0123456789abcdef", "the access token is never logged")
+	require.NotContains(t, stdout.String()+stderr.String(), "api-token-0123456789")
 }

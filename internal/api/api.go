@@ -17,12 +17,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/orderjob/executor/xxljob/authguard"
 )
 
 // MaxBodyBytes bounds request bodies on protected routes.
@@ -35,6 +39,9 @@ type Config struct {
 	TokenHeader string       // default X-Executor-Token
 	Pprof       bool         // serve /debug/pprof/ (protected)
 	Logger      *slog.Logger // nil discards; the server tags its lines component=api
+	// AuthFailedFunc hears every refused token ("api") and console sign-in
+	// ("console"): the metric. Nil: none.
+	AuthFailedFunc func(surface string)
 }
 
 // ReadyCheck reports whether one dependency is usable.
@@ -44,6 +51,8 @@ type ReadyCheck func(ctx context.Context) error
 type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
+	root     http.Handler // mux behind the cross-origin check
+	guard    *authguard.Guard
 	log      *slog.Logger // component=api
 	base     *slog.Logger // untagged: the mounted parts tag their own lines
 	mu       sync.Mutex
@@ -66,6 +75,17 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger.With("component", "api"), base: cfg.Logger, checks: map[string]ReadyCheck{},
 		optional: map[string]ReadyCheck{}}
+	// Cross-origin state changes are refused on every route, whatever the
+	// token: a page an operator visits must not be able to POST here (a
+	// text/plain POST needs no preflight). Browsers say where a request
+	// comes from (Sec-Fetch-Site, Origin); clients that send neither, such
+	// as curl and services, pass.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusForbidden, "cross-origin request refused: state changes are accepted only from this port's own pages or from clients that are not browsers")
+	}))
+	s.root = cop.Handler(s.mux)
+	s.guard = newGuard(cfg, "api", s.log)
 	s.HandlePublic("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
@@ -78,8 +98,7 @@ func New(cfg Config) *Server {
 		s.Handle("GET /debug/pprof/trace", http.HandlerFunc(pprof.Trace))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorized(r) {
-			s.deny(w)
+		if !s.authorized(w, r) {
 			return
 		}
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
@@ -91,13 +110,41 @@ func New(cfg Config) *Server {
 // http.ServeMux patterns ("POST /api/delay-tasks").
 func (s *Server) Handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorized(r) {
-			s.deny(w)
+		if !s.authorized(w, r) {
+			return
+		}
+		if !jsonBody(r) {
+			WriteError(w, http.StatusUnsupportedMediaType, "the request body must be JSON: send Content-Type: application/json")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, apiCaller)))
 	}))
+}
+
+// jsonBody reports whether a request's body, if it has one, is declared
+// JSON. Requests without a body (a requeue, a GET) need no Content-Type.
+func jsonBody(r *http.Request) bool {
+	if r.ContentLength == 0 {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// apiCaller is the name recorded for actions taken through the API port's
+// token: one token shared by its callers names no one in particular.
+const apiCaller = "api"
+
+type callerKey struct{}
+
+// Caller is the authenticated identity of a request served by Handle: who
+// an action is recorded as. It never comes from the request body.
+func Caller(ctx context.Context) string {
+	if c, ok := ctx.Value(callerKey{}).(string); ok {
+		return c
+	}
+	return ""
 }
 
 // HandlePublic mounts h without the token check (probes, metrics).
@@ -119,19 +166,44 @@ func (s *Server) AddOptionalReadyCheck(name string, c ReadyCheck) {
 }
 
 // ServeHTTP serves the API (for tests and embedding).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.root.ServeHTTP(w, r) }
 
-func (s *Server) authorized(r *http.Request) bool {
+// authorized checks the token header, or answers the refusal: 401, or 429
+// (before the token is compared) for an address with too many failures.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
+	host := authguard.Host(r.RemoteAddr)
+	if ok, wait := s.guard.Allow(host); !ok {
+		tooManyFailures(w, wait)
+		WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from this address: slow down")
+		return false
+	}
 	got := r.Header.Get(s.cfg.TokenHeader)
 	// Constant time in the token's content; the length is not secret.
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+	if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1 {
+		return true
+	}
+	s.guard.Failed(r.Context(), host)
+	WriteError(w, http.StatusUnauthorized, "missing or wrong token in header "+s.cfg.TokenHeader)
+	return false
 }
 
-func (s *Server) deny(w http.ResponseWriter) {
-	WriteError(w, http.StatusUnauthorized, "missing or wrong token in header "+s.cfg.TokenHeader)
+// newGuard is the failed-authentication guard of one surface: ten failures
+// at once per address, then one a second; one log line per address and
+// minute; every failure reported to cfg.AuthFailedFunc.
+func newGuard(cfg Config, surface string, log *slog.Logger) *authguard.Guard {
+	var hook func(string)
+	if f := cfg.AuthFailedFunc; f != nil {
+		hook = func(string) { f(surface) }
+	}
+	return authguard.New(authguard.Config{Surface: surface, Logger: log, OnFailure: hook})
+}
+
+// tooManyFailures sets Retry-After for a refused address.
+func tooManyFailures(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -209,7 +281,7 @@ func (s *Server) Start(ctx context.Context) error {
 	base := context.WithoutCancel(ctx)
 	s.ln = ln
 	s.srv = &http.Server{
-		Handler:           s.mux,
+		Handler:           s.root,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,

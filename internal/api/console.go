@@ -20,6 +20,7 @@ import (
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/xxljob/authguard"
 )
 
 // The operator console: server-rendered pages under /console/ on the API
@@ -66,6 +67,7 @@ type Console struct {
 	log      *slog.Logger
 	pages    map[string]*template.Template
 	sessions *sessions // nil when the console is off
+	guard    *authguard.Guard
 	letters  *deadletters.Ops
 	outbox   *orders.Outbox
 	refunds  *orders.Refunds
@@ -85,6 +87,7 @@ func (s *Server) MountConsole(cfg ConsoleConfig) error {
 	if err != nil {
 		return err
 	}
+	c.guard = newGuard(s.cfg, "console", c.log)
 	s.HandlePublic(consolePath, c)
 	return nil
 }
@@ -106,6 +109,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
 		letters: deadletters.New(cfg.DB), outbox: orders.NewOutbox(cfg.DB), refunds: orders.NewRefunds(cfg.DB), inspect: orders.NewInspector(cfg.DB, cfg.Mode),
 		runs: orders.NewCloseRuns(cfg.DB)}
+	c.guard = newGuard(Config{}, "console", c.log)
 	var err error
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
@@ -151,12 +155,16 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.signOut(w, r)
 		return
 	}
-	op, err := c.sessions.read(r)
+	op, err := c.session(r)
+	if err != nil && !signInError(err) {
+		c.sessionUnchecked(w, r, err)
+		return
+	}
 	if err != nil {
 		c.toSignIn(w, r, err)
 		return
 	}
-	if r.Method == http.MethodPost && !c.sessions.validCSRF(r, r.PostFormValue("csrf")) {
+	if r.Method == http.MethodPost && !c.sessions.validCSRF(op, r.PostFormValue("csrf")) {
 		c.fail(w, r, op, http.StatusForbidden, "the form's CSRF token is missing or wrong: reload the page and try again")
 		return
 	}

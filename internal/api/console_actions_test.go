@@ -129,9 +129,24 @@ func TestConsoleEscaping(t *testing.T) {
 	}
 	p := b.get("/console/orders/" + url.PathEscape(hostileNo))
 	require.Contains(t, p.body, "<h1>Order &lt;script&gt;")
-	// The signin page's "why" is text too.
-	p = b.get("/console/signin?why=" + url.QueryEscape(`<b onmouseover="x">`))
-	require.NotContains(t, p.body, "<b onmouseover")
+	// The signin page shows only messages it chose, keyed by ?why=.
+	for why, want := range map[string]string{
+		`<b onmouseover="x">`: "",
+		"Your account is locked. Email it to security@evil.example now": "",
+		"expired": "your session expired: sign in again",
+		"invalid": "your session is not valid here",
+	} {
+		p = b.get("/console/signin?why=" + url.QueryEscape(why))
+		require.Equal(t, http.StatusOK, p.status)
+		require.NotContains(t, p.body, "onmouseover", why)
+		require.NotContains(t, p.body, "evil.example", why)
+		require.NotContains(t, p.body, "locked", why)
+		if want != "" {
+			require.Contains(t, p.body, want, why)
+		} else {
+			require.NotContains(t, p.body, `role="alert"`, why)
+		}
+	}
 }
 
 // Parked outbox events and refunds owed: listed, shown, and acted on

@@ -14,14 +14,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orderjob/executor/xxljob/authguard"
 )
 
 // Console sessions are signed cookies, so that any replica of the executor
 // accepts a session another one issued: the key is derived from the
 // configured operators and tokens (which every replica shares), and
 // changes, ending every session, when any of them changes. The cookie
-// holds the operator's name, the expiry and a random nonce; nothing else
-// is kept anywhere.
+// holds the operator's name, the expiry and a random nonce, the session's
+// id. Sign-out records that id in the database (console_session_revoked,
+// store.go), which every replica reads on each request: the old cookie and
+// its CSRF token stop working at once, everywhere.
 
 const sessionCookie = "console_session"
 
@@ -36,8 +40,10 @@ type sessions struct {
 
 // session is a signed-in operator.
 type session struct {
-	name   string
-	cookie string // the signed value, which the CSRF token is bound to
+	name    string
+	cookie  string // the signed value, which the CSRF token is bound to
+	id      string // the nonce: what sign-out revokes
+	expires time.Time
 }
 
 // errSessionExpired and errNoSession say why a request goes to sign-in.
@@ -45,6 +51,7 @@ var (
 	errNoSession      = errors.New("sign in to use the console")
 	errSessionExpired = errors.New("your session expired: sign in again")
 	errSessionBad     = errors.New("your session is not valid here (the console's tokens changed?): sign in again")
+	errSessionRevoked = errors.New("this session was signed out: sign in again")
 )
 
 func newSessions(ops []Operator, ttl time.Duration, now func() time.Time) (*sessions, error) {
@@ -134,16 +141,40 @@ func (s *sessions) read(r *http.Request) (*session, error) {
 	if !s.now().Before(time.Unix(exp, 0)) {
 		return nil, errSessionExpired
 	}
-	return &session{name: string(nameB), cookie: ck.Value}, nil
+	return &session{name: string(nameB), cookie: ck.Value, id: parts[2], expires: time.Unix(exp, 0)}, nil
+}
+
+// session reads the request's session and checks that it was not signed
+// out. A revocation that cannot be read is an error of its own: the
+// console then answers 503 rather than trust the cookie.
+func (c *Console) session(r *http.Request) (*session, error) {
+	op, err := c.sessions.read(r)
+	if err != nil {
+		return nil, err
+	}
+	revoked, err := store{}.sessionRevoked(r.Context(), c.cfg.DB, op.id)
+	if err != nil {
+		return nil, err
+	}
+	if revoked {
+		return nil, errSessionRevoked
+	}
+	return op, nil
+}
+
+// signInError reports whether err sends the request to sign-in (as
+// opposed to a failure to check the session).
+func signInError(err error) bool {
+	return errors.Is(err, errNoSession) || errors.Is(err, errSessionExpired) || errors.Is(err, errSessionBad) ||
+		errors.Is(err, errSessionRevoked)
 }
 
 // csrf is the CSRF token of a session: forms carry it, and a POST without
 // it (or with another session's) is refused.
 func (s *sessions) csrf(op *session) string { return s.sign("csrf|" + op.cookie) }
 
-func (s *sessions) validCSRF(r *http.Request, token string) bool {
-	op, err := s.read(r)
-	return err == nil && token != "" && hmac.Equal([]byte(token), []byte(s.csrf(op)))
+func (s *sessions) validCSRF(op *session, token string) bool {
+	return op != nil && token != "" && hmac.Equal([]byte(token), []byte(s.csrf(op)))
 }
 
 // toSignIn sends a request without a valid session to the sign-in page,
@@ -157,8 +188,10 @@ func (c *Console) toSignIn(w http.ResponseWriter, r *http.Request, why error) {
 		next = consolePath
 	}
 	q := url.Values{"next": {next}}
-	if !errors.Is(why, errNoSession) {
-		q.Set("why", why.Error())
+	for code, reason := range signInReasons {
+		if errors.Is(why, reason) {
+			q.Set("why", code)
+		}
 	}
 	http.Redirect(w, r, consolePath+"signin?"+q.Encode(), http.StatusSeeOther)
 }
@@ -171,6 +204,22 @@ func safeNext(next string) string {
 	return next
 }
 
+// signInReasons are the only messages the sign-in page shows, chosen by
+// the code in its ?why=: a link cannot put words of its own on the page.
+var signInReasons = map[string]error{
+	"expired":    errSessionExpired,
+	"invalid":    errSessionBad,
+	"signed-out": errSessionRevoked,
+}
+
+// signInMessage is the message of a ?why= code; "" for none or an unknown one.
+func signInMessage(code string) string {
+	if reason, ok := signInReasons[code]; ok {
+		return reason.Error()
+	}
+	return ""
+}
+
 type signInData struct {
 	Next string
 }
@@ -179,13 +228,20 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		q := r.URL.Query()
-		c.render(w, r, http.StatusOK, "signin", nil, pageData{Title: "Sign in", Message: oneLine(q.Get("why"), 200),
+		c.render(w, r, http.StatusOK, "signin", nil, pageData{Title: "Sign in", Message: signInMessage(q.Get("why")),
 			Data: signInData{Next: safeNext(q.Get("next"))}})
 	case http.MethodPost:
 		next := safeNext(r.PostFormValue("next"))
+		host := authguard.Host(r.RemoteAddr)
+		if ok, wait := c.guard.Allow(host); !ok {
+			tooManyFailures(w, wait)
+			c.render(w, r, http.StatusTooManyRequests, "signin", nil, pageData{Title: "Sign in",
+				Message: "too many wrong tokens from this address: wait a few seconds and try again", Data: signInData{Next: next}})
+			return
+		}
 		name, ok := c.sessions.operator(r.PostFormValue("token"))
 		if !ok {
-			c.log.WarnContext(r.Context(), "console sign-in refused", "remote", r.RemoteAddr)
+			c.guard.Failed(r.Context(), host) // logged there, at most once a minute per address
 			c.render(w, r, http.StatusUnauthorized, "signin", nil, pageData{Title: "Sign in",
 				Message: "that token is not one of api.consoleTokens", Data: signInData{Next: next}})
 			return
@@ -200,21 +256,31 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
-	op, err := c.sessions.read(r)
-	if r.Method != http.MethodPost || err != nil || !c.sessions.validCSRF(r, r.PostFormValue("csrf")) {
+	op, err := c.session(r)
+	if err != nil && !signInError(err) {
+		c.sessionUnchecked(w, r, err)
+		return
+	}
+	if r.Method != http.MethodPost || err != nil || !c.sessions.validCSRF(op, r.PostFormValue("csrf")) {
 		c.fail(w, r, op, http.StatusForbidden, "sign out with the button on a console page")
 		return
+	}
+	if err := (store{}).revokeSession(r.Context(), c.cfg.DB, op.id, op.expires); err != nil {
+		c.log.ErrorContext(r.Context(), "console sign-out", "operator", op.name, "err", err)
+		c.fail(w, r, op, http.StatusInternalServerError, "sign-out could not be recorded, so the session still works: try again")
+		return
+	}
+	if err := (store{}).purgeRevoked(r.Context(), c.cfg.DB, c.cfg.Now()); err != nil {
+		c.log.WarnContext(r.Context(), "console sign-out", "err", err) // the rows only wait for the next sign-out
 	}
 	http.SetCookie(w, clearSession())
 	c.log.InfoContext(r.Context(), "console sign-out", "operator", op.name)
 	http.Redirect(w, r, consolePath+"signin", http.StatusSeeOther)
 }
 
-// oneLine shortens s to one line of at most n bytes, cut between runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "")
-	}
-	return s
+// sessionUnchecked answers a request whose session could not be checked
+// against the revocations (the database is unreachable).
+func (c *Console) sessionUnchecked(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.ErrorContext(r.Context(), "console session check", "err", err)
+	c.fail(w, r, nil, http.StatusServiceUnavailable, "the session cannot be checked now (the database does not answer): try again shortly")
 }

@@ -281,7 +281,7 @@ func TestConsoleSessionExpiresAndIsSharedByReplicas(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "/console/signin", loc.Path)
 	require.Equal(t, "/console/tasks", loc.Query().Get("next"))
-	require.Contains(t, loc.Query().Get("why"), "expired")
+	require.Equal(t, "expired", loc.Query().Get("why"))
 	require.Contains(t, b.get(p.header.Get("Location")).body, "your session expired")
 	// A forged or altered cookie goes to sign-in as well.
 	req := httptest.NewRequest("GET", "/console/", nil)
@@ -402,3 +402,65 @@ func TestConsoleListPaging(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Sign-out revokes the session in the database: the old cookie and its
+// CSRF token stop working at once, on this executor and on another one.
+// Before, they kept working (a requeue went through) until the expiry.
+func TestConsoleSignOutRevokesTheSession(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	b := w.browser(t)
+	require.Equal(t, http.StatusOK, b.signIn(aliceToken).status)
+	csrf := b.csrf()
+	u, _ := url.Parse(w.srv.URL)
+	cookies := b.hc.Jar.Cookies(&url.URL{Scheme: "http", Host: u.Host, Path: "/console/"})
+	require.Len(t, cookies, 1)
+	old := cookies[0]
+
+	p := b.post("/console/signout", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
+	var n int
+	require.NoError(t, w.db.Get(&n, `SELECT COUNT(*) FROM console_session_revoked`))
+	require.Equal(t, 1, n)
+
+	// The old cookie, replayed as a copy kept elsewhere would be.
+	requeue := "/console/dead-letters/" + itoa(w.ids["O-1"]) + "/requeue"
+	replay := func(h http.Handler, method, path string, form url.Values) *httptest.ResponseRecorder {
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req := httptest.NewRequest(method, path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		req.AddCookie(old)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	replica := New(Config{})
+	require.NoError(t, replica.MountConsole(ConsoleConfig{Operators: []Operator{{"bob", bobToken}, {"alice", aliceToken}},
+		Session: time.Hour, DB: w.db.DB, Now: w.clock.now}))
+	for name, h := range map[string]http.Handler{"this executor": w.srv.Config.Handler, "another executor": replica} {
+		rec := replay(h, "GET", "/console/dead-letters", nil)
+		require.Equal(t, http.StatusSeeOther, rec.Code, name)
+		require.Contains(t, rec.Header().Get("Location"), "why=signed-out", name)
+		rec = replay(h, "POST", requeue, url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+		require.Equal(t, http.StatusSeeOther, rec.Code, "%s: %s", name, rec.Body.String())
+		rec = replay(h, "POST", "/console/signout", url.Values{"csrf": {csrf}})
+		require.Equal(t, http.StatusForbidden, rec.Code, name)
+	}
+	var status string
+	require.NoError(t, w.db.Get(&status, `SELECT status FROM order_dead_letter WHERE order_no = 'O-1'`))
+	require.Equal(t, "parked", status, "the revoked session's requeue did nothing")
+	require.Contains(t, b.get("/console/signin?why=signed-out").body, "this session was signed out")
+
+	// Signing in again works, and a revocation is purged after its expiry.
+	require.Equal(t, http.StatusOK, b.signIn(aliceToken).status)
+	w.clock.add(2 * time.Hour)
+	require.Equal(t, http.StatusOK, b.signIn(aliceToken).status)
+	require.Equal(t, http.StatusSeeOther, b.post("/console/signout", url.Values{"csrf": {b.csrf()}}).status)
+	require.NoError(t, w.db.Get(&n, `SELECT COUNT(*) FROM console_session_revoked`))
+	require.Equal(t, 1, n, "the first revocation outlived its session and was purged")
+}

@@ -38,6 +38,7 @@ type hostileAPI struct {
 func startHostile(t *testing.T) *hostileAPI {
 	t.Helper()
 	h := &hostileAPI{srv: api.New(api.Config{Addr: "127.0.0.1:0", Token: token})}
+	api.SetAuthBurst(h.srv, 1<<20) // guessing is slowed: TestWrongTokensAreCountedLoggedAndSlowed
 	h.srv.Handle("POST /api/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.calls.Add(1)
 		var v map[string]any
@@ -168,7 +169,11 @@ func TestHostileAPIPathsAndMethods(t *testing.T) {
 func TestHostileAPIBodies(t *testing.T) {
 	t.Parallel()
 	h := startHostile(t)
-	hdr := func() http.Header { return withToken(token) }
+	hdr := func() http.Header {
+		h := withToken(token)
+		h.Set("Content-Type", "application/json")
+		return h
+	}
 	cases := []struct {
 		name   string
 		body   string

@@ -18,7 +18,7 @@ type refundAPI struct {
 //	GET  /api/refunds?status=owed|refunded&orderNo=&before=&limit=   payment conflicts, newest first
 //	GET  /api/refunds/summary                                        refunds owed: count, amount, oldest
 //	GET  /api/refunds/{paymentId}                                    one
-//	POST /api/refunds/{paymentId}/refunded   {"note": "...", "by": "..."}   record the refund
+//	POST /api/refunds/{paymentId}/refunded   {"note": "..."}   record the refund, by the caller ("api")
 func (s *Server) MountRefunds(r *orders.Refunds) {
 	a := &refundAPI{r: r, log: s.base.With("component", "api.refunds")}
 	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
@@ -67,9 +67,9 @@ func (a *refundAPI) get(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, p)
 }
 
-// refundNote is the body of POST /api/refunds/{paymentId}/refunded: a note
-// and who records the refund (default "api": the API's token is shared,
-// it names no one).
+// refundNote is the body of POST /api/refunds/{paymentId}/refunded: a note.
+// Who records the refund is the authenticated caller (Caller: "api" for the
+// API's shared token), never the body's word: a "by" in the body is refused.
 type refundNote struct {
 	Note string `json:"note"`
 	By   string `json:"by"`
@@ -81,10 +81,12 @@ func (a *refundAPI) refunded(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	if body.By == "" {
-		body.By = "api"
+	by := Caller(r.Context())
+	if body.By != "" && body.By != by {
+		a.fail(w, r, invalidInput("by", "by %q: the refund is recorded as the authenticated caller (%q); leave by out", body.By, by), nil)
+		return
 	}
-	p, err := a.r.MarkRefunded(r.Context(), r.PathValue("paymentId"), body.Note, body.By)
+	p, err := a.r.MarkRefunded(r.Context(), r.PathValue("paymentId"), body.Note, by)
 	if err != nil {
 		a.fail(w, r, err, p)
 		return

@@ -217,7 +217,7 @@ func TestXXLJobExecutorStress(t *testing.T) {
 	t.Parallel()
 	logs := t.TempDir()
 	stress(t, 20, func(t *testing.T) Component {
-		e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "stress",
+		e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"}, AppName: "stress",
 			Address: "http://127.0.0.1:9999/", ListenAddr: "127.0.0.1:0", LogPath: logs, HTTPClientTimeout: time.Second})
 		require.NoError(t, err)
 		return xxlExecutor{e, slog.New(slog.DiscardHandler)}

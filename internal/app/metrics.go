@@ -45,6 +45,32 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 // watch behind /readyz, and the metrics).
 type xxlObservers []xxljob.Observer
 
+// AuthFailed passes a refused request to the observers that want it.
+func (o xxlObservers) AuthFailed(remote string) {
+	for _, x := range o {
+		if a, ok := x.(xxljob.AuthObserver); ok {
+			a.AuthFailed(remote)
+		}
+	}
+}
+
+// authMetric counts the executor port's refused requests.
+type authMetric struct {
+	nopObserver
+	m *metrics.Metrics
+}
+
+func (a authMetric) AuthFailed(string) { a.m.AuthFailed(metrics.SurfaceExecutor) }
+
+// nopObserver is an xxljob.Observer that hears nothing.
+type nopObserver struct{}
+
+func (nopObserver) RunStarted(string, int, int64)                      {}
+func (nopObserver) RunFinished(string, int, int64, int, time.Duration) {}
+func (nopObserver) CallbackSent(int, error)                            {}
+func (nopObserver) CallbackSpool(int)                                  {}
+func (nopObserver) Registered(error)                                   {}
+
 func (o xxlObservers) RunStarted(handler string, jobID int, logID int64) {
 	for _, x := range o {
 		x.RunStarted(handler, jobID, logID)

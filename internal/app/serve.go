@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -25,8 +26,8 @@ type Build struct {
 // components cfg turns on and serves until ctx is done; then it stops
 // them under a fresh deadline and closes the dependencies.
 func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, b Build) error {
-	if cfg.XXL.Job.Executor.Enabled && cfg.XXL.Job.AccessToken == "" {
-		logger.Warn("xxl.job.accessToken is EMPTY: anyone who reaches the executor port can trigger jobs; set XXL_JOB_ACCESS_TOKEN to the admin's token")
+	if err := CheckOpen(cfg); err != nil {
+		return err
 	}
 	if cfg.API.Addr != "" && cfg.API.Token == "" {
 		logger.Warn("api.token is EMPTY: the API port answers anyone who reaches it; set EXECUTOR_API_TOKEN")
@@ -59,6 +60,24 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, b Build
 	return nil
 }
 
+// ErrNoAccessToken is why serve refuses to start with the XXL-JOB side on
+// and no access token, unless xxl.job.executor.openWithoutToken says so.
+var ErrNoAccessToken = errors.New("xxl.job.accessToken (XXL_JOB_ACCESS_TOKEN) is empty: anyone who reaches the executor port " +
+	"could run and kill jobs and read run logs. Set it to the admin's token (on the branch after 3.4: the executor group's), " +
+	"or set xxl.job.executor.openWithoutToken: true (XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN=true) to serve without one, " +
+	"on 127.0.0.1 unless xxl.job.executor.bindAddr is set (docs/security.md)")
+
+// CheckOpen refuses an executor port without an access token unless the
+// configuration asks for one explicitly. xxljob.New refuses it too; this
+// names the settings and comes before any connection is opened. The
+// warning about an open port is xxljob's own, logged at its start.
+func CheckOpen(cfg *config.Config) error {
+	if cfg.XXL.Job.Executor.Enabled && cfg.XXL.Job.AccessToken == "" && !cfg.XXL.Job.Executor.OpenWithoutToken {
+		return ErrNoAccessToken
+	}
+	return nil
+}
+
 // serveComponents builds the components the configuration turns on, in
 // the order they start: the API port first, so it answers probes until the
 // end; the outbox relay before the delayed-task dispatcher, so it still
@@ -70,7 +89,7 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 	reg := &registryWatch{}
 	if cfg.XXL.Job.Executor.Enabled {
 		xcfg := ExecutorConfig(cfg, logger)
-		xcfg.Observer = xxlObservers{reg, m.XXLJob()}
+		xcfg.Observer = xxlObservers{reg, m.XXLJob(), authMetric{m: m}}
 		if d.closer != nil {
 			xcfg.InterruptedFunc = handlers.RecordInterrupted(d.closer)
 		}
@@ -107,7 +126,7 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 // exec is nil when the XXL-JOB side is off.
 func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d *Deps, exec *xxljob.Executor, reg *registryWatch) (*api.Server, error) {
 	srv := api.New(api.Config{Addr: cfg.API.Addr, Token: cfg.API.Token, TokenHeader: cfg.API.TokenHeader,
-		Pprof: cfg.API.Pprof, Logger: logger})
+		Pprof: cfg.API.Pprof, Logger: logger, AuthFailedFunc: m.AuthFailed})
 	// What the API port's own routes need. The admin registration is not
 	// one of them: an admin outage must not take the delayed-task API out
 	// of a load balancer. Probes that want it ask /readyz?registry=1.

@@ -225,6 +225,7 @@ func ExecutorConfig(cfg *config.Config, logger *slog.Logger) xxljob.Config {
 	return xxljob.Config{
 		AdminAddresses:          x.Admin.Addresses,
 		AccessToken:             x.AccessToken,
+		OpenWithoutToken:        x.Executor.OpenWithoutToken,
 		AdminVersion:            xxljob.AdminVersion(x.Admin.Version), // checked by the loader
 		AppName:                 x.Executor.AppName,
 		Address:                 x.Executor.Address,

@@ -446,7 +446,7 @@ func freePort(t *testing.T) int {
 // ---------------------------------------------------------------------------
 // `executor serve` under a fake admin
 
-const adminToken = "faults-token"
+const adminToken = "faults-token-0123456789"
 
 // served is an `executor serve` child and the admin-side client that
 // triggers it.

@@ -118,6 +118,7 @@ func scenarioHostilePorts(t *testing.T, h *harness, r *report) {
 		req, err := http.NewRequest(http.MethodPost, "http://"+apiAddr+"/api/delay-tasks", strings.NewReader(tc.body))
 		require.NoError(t, err)
 		req.Header.Set("X-Executor-Token", tc.token)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		b, _ := io.ReadAll(resp.Body)

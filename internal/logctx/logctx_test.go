@@ -19,7 +19,7 @@ import (
 func TestCtxHandlerTagsRunLines(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(NewHandler(slog.NewJSONHandler(&buf, nil)))
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{"http://127.0.0.1:1/x"}, AppName: "logctx", LogPath: t.TempDir()})
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/x"}, AppName: "logctx", LogPath: t.TempDir()})
 	require.NoError(t, err)
 	var logID int64
 	require.NoError(t, e.Register("logs", xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {

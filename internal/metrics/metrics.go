@@ -67,6 +67,8 @@ type Metrics struct {
 	lifecycle lifecycleMetrics
 	delay     delayMetrics
 	smp       samplerMetrics
+
+	authFailures *prometheus.CounterVec
 }
 
 // kind is a metric family's type, for Names.
@@ -102,6 +104,10 @@ func New(cfg Config) *Metrics {
 		m.define(n, kindGauge) // registered by WatchRefunds
 	}
 	m.delay = newDelayMetrics(m)
+	m.authFailures = m.counterVec(AuthFailuresTotal, "Refused authentications (wrong or missing token), by surface: executor, api, console.", "surface")
+	for _, s := range []string{SurfaceExecutor, SurfaceAPI, SurfaceConsole} {
+		m.authFailures.WithLabelValues(s) // exported at 0, so rate() sees the first failure
+	}
 	m.gaugeVec(BuildInfo, "The executor binary: always 1, labelled with its version, commit and Go version.",
 		"version", "commit", "goversion").
 		WithLabelValues(cmp.Or(cfg.Version, "unknown"), cmp.Or(cfg.Commit, "unknown"), runtime.Version()).Set(1)

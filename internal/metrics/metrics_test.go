@@ -35,7 +35,7 @@ func value(t *testing.T, s metricstest.Samples, name string, labels ...string) f
 // observer is m's.
 func newExecutor(t *testing.T, m *metrics.Metrics) *xxljob.Executor {
 	t.Helper()
-	e, err := xxljob.New(xxljob.Config{
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true,
 		AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
 		AppName:        "metrics-test",
 		LogPath:        t.TempDir(),
@@ -179,4 +179,19 @@ func TestBuildInfo(t *testing.T) {
 	require.Equal(t, 1.0, value(t, s, metrics.BuildInfo, "version", "1.4.0", "commit", "0123abc", "goversion", runtime.Version()))
 	s = scrape(t, metrics.New(metrics.Config{}))
 	require.Equal(t, 1.0, value(t, s, metrics.BuildInfo, "version", "unknown", "commit", "unknown"))
+}
+
+// executor_auth_failures_total counts refused authentications by surface,
+// each surface exported from the start.
+func TestAuthFailures(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	require.Equal(t, 0.0, value(t, scrape(t, m), metrics.AuthFailuresTotal, "surface", metrics.SurfaceConsole))
+	for range 3 {
+		m.AuthFailed(metrics.SurfaceExecutor)
+	}
+	m.AuthFailed(metrics.SurfaceAPI)
+	s := scrape(t, m)
+	require.Equal(t, 3.0, value(t, s, metrics.AuthFailuresTotal, "surface", metrics.SurfaceExecutor))
+	require.Equal(t, 1.0, value(t, s, metrics.AuthFailuresTotal, "surface", metrics.SurfaceAPI))
 }

@@ -606,7 +606,8 @@ func TestTaskIndexChangeRunsOnlineOnATableWithRows(t *testing.T) {
 	var out bytes.Buffer
 	res, err := b.migrator(t, migrations.Config{Out: &out}).Migrate(b.ctx)
 	require.NoError(t, err, out.String())
-	require.Equal(t, []int{90, 91}, res.Applied)
+	require.GreaterOrEqual(t, len(res.Applied), 2, out.String())
+	require.Equal(t, []int{90, 91}, res.Applied[:2], "the index change first; later steps (0100, 0110, ...) follow")
 	log := out.String()
 	for _, stmt := range []string{
 		"ALTER TABLE job_delay_task ADD INDEX idx_published_next (published_at, next_attempt_time)\n  ok (ALGORITHM=INPLACE, LOCK=NONE, ",

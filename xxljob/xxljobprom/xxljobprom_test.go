@@ -23,7 +23,7 @@ func TestObserver(t *testing.T) {
 	reg.MustRegister(obs)
 
 	admin := xxljobtest.New(t, xxljobtest.Options{})
-	e, err := xxljob.New(xxljob.Config{AdminAddresses: []string{admin.URL}, AdminVersion: xxljob.Admin2x, AppName: "billing",
+	e, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{admin.URL}, AdminVersion: xxljob.Admin2x, AppName: "billing",
 		ListenAddr: "127.0.0.1:0", Address: "http://127.0.0.1:9999/", LogPath: t.TempDir(), Observer: obs, RegistryInterval: time.Hour})
 	require.NoError(t, err)
 	obs.Watch(e)
