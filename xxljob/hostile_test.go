@@ -518,13 +518,13 @@ func TestHostileStringsCutInLogs(t *testing.T) {
 	for _, tc := range []struct {
 		name, handler, glue, answer, logged string
 	}{
-		{"4 MiB handler name", strings.Repeat("h", 4<<20), "",
+		{"4 MiB handler name", strings.Repeat("h", 4<<20), "BEAN",
 			"job handler [" + strings.Repeat("h", 256) + "...] not found.",
 			`handler="` + strings.Repeat("h", 256) + `...[cut: 4194304 bytes]"`},
-		{"multi-byte handler name", strings.Repeat("é", 1000), "",
+		{"multi-byte handler name", strings.Repeat("é", 1000), "BEAN",
 			"job handler [" + strings.Repeat("é", 128) + "...] not found.",
 			`handler="` + strings.Repeat("é", 128) + `...[cut: 2000 bytes]"`},
-		{"handler name at the bound", strings.Repeat("n", 256), "",
+		{"handler name at the bound", strings.Repeat("n", 256), "BEAN",
 			"job handler [" + strings.Repeat("n", 256) + "] not found.",
 			`handler=` + strings.Repeat("n", 256) + ` msg=`},
 		{"1 MiB glue type", "quiet", strings.Repeat("G", 1<<20),

@@ -120,7 +120,10 @@ func TestTasksShowRequeueCancelCheck(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.True(t, rep.OK)
 
-	_, err = db.Exec(`UPDATE job_delay_task SET updated_at = updated_at - INTERVAL 30 DAY WHERE biz_uuid IN ('t-done', 't-pending')`)
+	// Purge walks finished tasks by due time and checks when they last
+	// changed: both long past.
+	_, err = db.Exec(`UPDATE job_delay_task SET updated_at = updated_at - INTERVAL 30 DAY,
+		next_attempt_time = next_attempt_time - INTERVAL 30 DAY WHERE biz_uuid IN ('t-done', 't-pending')`)
 	require.NoError(t, err)
 	code, out, errOut = runCLI(t, env, "tasks", "purge")
 	require.Equal(t, 0, code, errOut)
