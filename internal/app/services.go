@@ -62,7 +62,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if d.rdb, err = NewRedis(cfg.Redis); err != nil {
 		return err
 	}
-	d.lockNodes = newLockNodes(cfg.Redis)
+	if d.lockNodes, err = newLockNodes(cfg.Redis); err != nil {
+		return err
+	}
 	cp, err := NewClosePath(d.db, d.rdb, d.lockNodes, cfg, logger, obs.Orders)
 	if err != nil {
 		return err
