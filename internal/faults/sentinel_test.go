@@ -54,18 +54,7 @@ func scenarioSentinel(t *testing.T, h *harness, r *report) {
 	g.master.kill()
 	killed := time.Now()
 
-	var closedByRuns, lockErrors int
-	var codes []int
-	for _, c := range runs {
-		code := c.wait(t, time.Minute)
-		require.Contains(t, []int{0, 1}, code, "%s exit code; stderr:\n%s", c.name, tail(c.stderr.String(), 20))
-		codes = append(codes, code)
-		sum := parseSummary(c.stdout.String())
-		require.True(t, sum.Found, "%s printed no summary; stdout:\n%s\nstderr:\n%s", c.name, tail(c.stdout.String(), 20), tail(c.stderr.String(), 20))
-		require.Zero(t, sum.DeadLettered, "%s dead-lettered orders because of the failover: %s", c.name, c.stdout.String())
-		closedByRuns += sum.Closed
-		lockErrors += sum.LockErrors
-	}
+	closedByRuns, lockErrors, codes := waitFailoverRuns(t, runs)
 	mid := requireNoHalfClose(t, db.DB, base, "after the failover runs")
 	require.Zero(t, mid.DeadLetters, "dead letters after the failover runs")
 	require.Equal(t, mid.Closed, closedByRuns, "closes reported by the runs vs closed in the database")
@@ -106,21 +95,12 @@ func scenarioSentinel(t *testing.T, h *harness, r *report) {
 	atSwitch := closedBefore()
 	switched := time.Now()
 	require.NoError(t, sc.Failover(context.Background(), sentinelMaster).Err())
-	closedByRuns, lockErrors, codes = 0, 0, nil
-	for _, c := range runs {
-		code := c.wait(t, time.Minute)
-		require.Contains(t, []int{0, 1}, code, "%s exit code; stderr:\n%s", c.name, tail(c.stderr.String(), 20))
-		codes = append(codes, code)
-		sum := parseSummary(c.stdout.String())
-		require.True(t, sum.Found, "%s printed no summary; stdout:\n%s", c.name, tail(c.stdout.String(), 20))
-		require.Zero(t, sum.DeadLettered, "%s dead-lettered orders because of the failover: %s", c.name, c.stdout.String())
-		closedByRuns += sum.Closed
-		lockErrors += sum.LockErrors
-	}
+	closedByRuns, lockErrors, codes = waitFailoverRuns(t, runs)
 	g.master, g.replica = g.replica, g.master
 	promoted = g.waitPromoted(t, 30*time.Second)
 	mid = requireNoHalfClose(t, db.DB, base, "after the switch runs")
 	require.Zero(t, mid.DeadLetters, "dead letters after the switch runs")
+	require.Equal(t, mid.Closed-l.Closed, closedByRuns, "closes reported by the runs vs closed in the database")
 	r.add("SENTINEL FAILOVER mid-run: switched in %.1fs; runs exit %v, closed %d (%d after the failover began), lock_errors %d, left %d",
 		promoted.Sub(switched).Seconds(), codes, closedByRuns, closedBefore()-atSwitch, lockErrors, mid.Lost)
 	time.Sleep(2100 * time.Millisecond)
@@ -131,6 +111,24 @@ func scenarioSentinel(t *testing.T, h *harness, r *report) {
 	r.final(l)
 	requireClean(t, l)
 	r.add("after the switch: all %d closed", l.Closed)
+}
+
+// waitFailoverRuns waits for runs cut by a failover: each exits 0 or 1
+// (never hangs), prints its summary and dead-letters nothing. It returns
+// the closes and lock errors they report, and their exit codes.
+func waitFailoverRuns(t *testing.T, runs []*child) (closed, lockErrors int, codes []int) {
+	t.Helper()
+	for _, c := range runs {
+		code := c.wait(t, time.Minute)
+		require.Contains(t, []int{0, 1}, code, "%s exit code; stderr:\n%s", c.name, tail(c.stderr.String(), 20))
+		codes = append(codes, code)
+		sum := parseSummary(c.stdout.String())
+		require.True(t, sum.Found, "%s printed no summary; stdout:\n%s\nstderr:\n%s", c.name, tail(c.stdout.String(), 20), tail(c.stderr.String(), 20))
+		require.Zero(t, sum.DeadLettered, "%s dead-lettered orders because of the failover: %s", c.name, c.stdout.String())
+		closed += sum.Closed
+		lockErrors += sum.LockErrors
+	}
+	return closed, lockErrors, codes
 }
 
 // redisProc is a private redis-server (or Sentinel) process, killed by its
