@@ -117,6 +117,22 @@ type Redis struct {
 	Password   string   `yaml:"password" env:"REDIS_PASSWORD" secret:"true" doc:"password"`
 	DB         int      `yaml:"db" env:"REDIS_DB" default:"0" doc:"database number (single and sentinel modes; a Cluster has only 0): negative is refused at load, one the server does not have at start"`
 	LockNodes  []string `yaml:"lockNodes" env:"REDIS_LOCK_NODES" doc:"independent Redis nodes for order locks (Redlock quorum); empty locks on the client above"`
+	// SentinelUsername and SentinelPassword are the Sentinels' own
+	// credentials (sentinel mode); the ones above are the data nodes'.
+	SentinelUsername string   `yaml:"sentinelUsername" env:"REDIS_SENTINEL_USERNAME" doc:"ACL user on the Sentinels (sentinel mode)"`
+	SentinelPassword string   `yaml:"sentinelPassword" env:"REDIS_SENTINEL_PASSWORD" secret:"true" doc:"password of the Sentinels (their requirepass, or the password of sentinelUsername)"`
+	TLS              RedisTLS `yaml:"tls"`
+}
+
+// RedisTLS is `redis.tls`: TLS on every Redis connection (the client, the
+// Sentinels, each lock node). The files are read when the executor starts.
+type RedisTLS struct {
+	Enabled            bool   `yaml:"enabled" env:"REDIS_TLS_ENABLED" default:"false" doc:"TLS on every Redis connection: the client above, the Sentinels and each lock node"`
+	CAFile             string `yaml:"caFile" env:"REDIS_TLS_CA_FILE" doc:"PEM file of the CAs that sign the servers' certificates; empty trusts the system's roots"`
+	CertFile           string `yaml:"certFile" env:"REDIS_TLS_CERT_FILE" doc:"PEM client certificate, for servers with tls-auth-clients; needs keyFile"`
+	KeyFile            string `yaml:"keyFile" env:"REDIS_TLS_KEY_FILE" doc:"PEM private key of certFile"`
+	ServerName         string `yaml:"serverName" env:"REDIS_TLS_SERVER_NAME" doc:"name every server certificate is checked against; empty checks each address's host"`
+	InsecureSkipVerify bool   `yaml:"insecureSkipVerify" env:"REDIS_TLS_INSECURE_SKIP_VERIFY" default:"false" doc:"accept any server certificate (tests only; logged as a warning at start)"`
 }
 
 // API is `api`: the executor's own HTTP port (health, metrics, delayed tasks,

@@ -119,6 +119,7 @@ func (c *Config) validate() []error {
 	if t := c.API.Token; t != "" && len(t) < MinTokenLength {
 		bad("api.token: shorter than %d characters", MinTokenLength)
 	}
+	p = append(p, c.Redis.TLS.problems()...)
 	if c.API.TokenHeader == "" {
 		bad("api.tokenHeader: must not be empty")
 	}
@@ -339,6 +340,9 @@ func (c *Config) Notices() []Notice {
 	}
 	if ex.GlueEnabled {
 		n = append(n, Notice{slog.LevelWarn, "xxl.job.executor.glueenabled is true, but this executor always refuses GLUE (script) jobs: only its compiled-in handlers run"})
+	}
+	if c.Redis.TLS.Enabled && c.Redis.TLS.InsecureSkipVerify {
+		n = append(n, Notice{slog.LevelWarn, "redis.tls.insecureSkipVerify is true: Redis server certificates are not checked, anyone on the path can read and change what the executor sends"})
 	}
 	if len(c.ignored) > 0 {
 		keys := c.ignored

@@ -85,17 +85,25 @@ func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	return db, nil
 }
 
-// NewRedis builds the universal client for the configured mode.
+// NewRedis builds the universal client for the configured mode, with the
+// Sentinels' credentials and TLS (redis.tls) on every connection.
 func NewRedis(cfg config.Redis) (redis.UniversalClient, error) {
+	tlsConf, err := cfg.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
 	opt := &redis.UniversalOptions{
-		Addrs:        cfg.Addr,
-		Username:     cfg.Username,
-		Password:     cfg.Password,
-		DB:           cfg.DB,
-		MasterName:   cfg.MasterName,
-		DialTimeout:  2 * time.Second,
-		ReadTimeout:  2 * time.Second,
-		WriteTimeout: 2 * time.Second,
+		Addrs:            cfg.Addr,
+		Username:         cfg.Username,
+		Password:         cfg.Password,
+		SentinelUsername: cfg.SentinelUsername,
+		SentinelPassword: cfg.SentinelPassword,
+		DB:               cfg.DB,
+		MasterName:       cfg.MasterName,
+		TLSConfig:        tlsConf,
+		DialTimeout:      2 * time.Second,
+		ReadTimeout:      2 * time.Second,
+		WriteTimeout:     2 * time.Second,
 	}
 	switch cfg.Mode {
 	case "single":
@@ -148,16 +156,21 @@ func CheckRedisDB(ctx context.Context, cfg config.Redis, rdb redis.UniversalClie
 	return fmt.Errorf("redis.db: %d: the server refused to select it%s: %v", cfg.DB, have, err)
 }
 
-// newLockNodes builds one client per independent lock node (Redlock).
-func newLockNodes(cfg config.Redis) []redis.UniversalClient {
+// newLockNodes builds one client per independent lock node (Redlock), with
+// TLS as configured.
+func newLockNodes(cfg config.Redis) ([]redis.UniversalClient, error) {
+	tlsConf, err := cfg.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
 	var nodes []redis.UniversalClient
 	for _, a := range cfg.LockNodes {
 		nodes = append(nodes, redis.NewClient(&redis.Options{
-			Addr: strings.TrimSpace(a), Username: cfg.Username, Password: cfg.Password,
+			Addr: strings.TrimSpace(a), Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsConf,
 			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		}))
 	}
-	return nodes
+	return nodes, nil
 }
 
 // lockQuorumCheck is the readiness check of the Redlock nodes: it pings

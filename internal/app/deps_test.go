@@ -23,6 +23,7 @@ func TestProcessLogDurationsAndURLs(t *testing.T) {
 			"XXL_JOB_ADMIN_ADDRESSES": "http://u:adminpw@admin:8080/xxl-job-admin",
 			"DELAY_SERVICES":          "orders=http://svc:p4ss@svc:8080",
 			"ORDER_PAYMENT_CLOSE_URL": "https://pay/close?token=SECRET123",
+			"REDIS_SENTINEL_PASSWORD": "sentinelpw",
 		}[k]
 		return v, ok
 	})
@@ -35,7 +36,7 @@ func TestProcessLogDurationsAndURLs(t *testing.T) {
 		out := buf.String()
 		require.Contains(t, out, "30s", format)
 		require.NotContains(t, out, "30000000000", format)
-		for _, secret := range []string{"adminpw", "p4ss", "SECRET123"} {
+		for _, secret := range []string{"adminpw", "p4ss", "SECRET123", "sentinelpw"} {
 			require.NotContains(t, out, secret, format)
 		}
 		require.Contains(t, out, "admin:8080", format)

@@ -22,7 +22,8 @@ func TestLockQuorumReadiness(t *testing.T) {
 	for _, s := range servers {
 		addrs = append(addrs, s.Addr)
 	}
-	nodes := newLockNodes(config.Redis{LockNodes: addrs})
+	nodes, err := newLockNodes(config.Redis{LockNodes: addrs})
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, n := range nodes {
 			n.Close()
@@ -39,7 +40,7 @@ func TestLockQuorumReadiness(t *testing.T) {
 	servers[0].Stop()
 	require.NoError(t, probe(), "2 of 3 is a majority")
 	servers[2].Stop()
-	err := probe()
+	err = probe()
 	require.ErrorContains(t, err, "lock quorum lost: 1 of 3 lock nodes answer, 2 needed")
 	require.ErrorContains(t, err, "lock node "+servers[0].Addr)
 	require.ErrorContains(t, err, "lock node "+servers[2].Addr)

@@ -65,7 +65,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if err := CheckRedisDB(ctx, cfg.Redis, d.rdb); err != nil {
 		return err
 	}
-	d.lockNodes = newLockNodes(cfg.Redis)
+	if d.lockNodes, err = newLockNodes(cfg.Redis); err != nil {
+		return err
+	}
 	cp, err := NewClosePath(ctx, d.db, d.rdb, d.lockNodes, cfg, logger, obs.Orders)
 	if err != nil {
 		return err

@@ -66,6 +66,7 @@ var scenarios = []scenario{
 	{"8-hostile-ports", scenarioHostilePorts},
 	{"9-kill9-report", scenarioKill9Report},
 	{"10-galera", scenarioGalera},
+	{"11-sentinel", scenarioSentinel},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per
