@@ -65,6 +65,7 @@ var scenarios = []scenario{
 	{"7-clock-skew", scenarioClockSkew},
 	{"8-hostile-ports", scenarioHostilePorts},
 	{"10-galera", scenarioGalera},
+	{"12-primary-failover", scenarioPrimaryFailover},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per
