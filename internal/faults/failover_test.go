@@ -46,11 +46,7 @@ func scenarioPrimaryFailover(t *testing.T, h *harness, r *report) {
 	db, _ := primary.NewDB(t, dbName)
 	// read_only does not stop root (READ ONLY ADMIN): the executor's user
 	// is an ordinary one, as in production. It replicates with the rest.
-	for _, host := range []string{"%", "localhost"} {
-		require.NoError(t, primary.Exec(ctx,
-			fmt.Sprintf("CREATE USER 'executor'@'%s' IDENTIFIED BY 'pw'", host),
-			fmt.Sprintf("GRANT ALL ON %s.* TO 'executor'@'%s'", dbName, host)))
-	}
+	require.NoError(t, primary.CreateUser(ctx, "executor", "pw", dbName))
 	res := demo(t, db, h.p.switchOrders, 12)
 	base := snapshot(t, db)
 	require.NoError(t, replica.WaitCaughtUp(ctx, primary, 30*time.Second))

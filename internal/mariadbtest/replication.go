@@ -41,6 +41,19 @@ func (s *Server) Exec(ctx context.Context, stmts ...string) error {
 	return nil
 }
 
+// CreateUser creates user with password, reaching the server over TCP
+// or its socket, with every privilege on database db and no more: an
+// ordinary user, whom read_only stops (root has READ ONLY ADMIN and is not
+// stopped). On a primary, replicas get the user too.
+func (s *Server) CreateUser(ctx context.Context, user, password, db string) error {
+	var stmts []string
+	for _, host := range []string{"%", "localhost"} {
+		stmts = append(stmts, fmt.Sprintf("CREATE USER '%s'@'%s' IDENTIFIED BY '%s'", user, host, password),
+			fmt.Sprintf("GRANT ALL ON `%s`.* TO '%s'@'%s'", db, user, host))
+	}
+	return s.Exec(ctx, stmts...)
+}
+
 // ReplicateFrom makes s a replica of primary over loopback (as root, by
 // GTID from the replica's own position: from the start for a new one) and
 // waits until its IO and SQL threads run.

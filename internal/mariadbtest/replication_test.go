@@ -22,8 +22,7 @@ func TestReplicationAndPromote(t *testing.T) {
 	replica := mariadbtest.Start(t, mariadbtest.Options{Args: mariadbtest.ReplicaArgs(2)})
 	require.NoError(t, replica.ReplicateFrom(ctx, primary))
 	db, _ := primary.NewDB(t, "repl_test")
-	require.NoError(t, primary.Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'pw'", "GRANT ALL ON repl_test.* TO 'app'@'%'",
-		"CREATE USER 'app'@'localhost' IDENTIFIED BY 'pw'", "GRANT ALL ON repl_test.* TO 'app'@'localhost'"))
+	require.NoError(t, primary.CreateUser(ctx, "app", "pw", "repl_test"))
 	_, err := db.ExecContext(ctx, "INSERT INTO inventory (sku_id, available, locked) VALUES (1, 10, 0)")
 	require.NoError(t, err)
 	require.NoError(t, replica.WaitCaughtUp(ctx, primary, 30*time.Second))
