@@ -52,7 +52,7 @@ type XXLJob struct {
 // `executor provision` and `executor trigger` log in with.
 type Admin struct {
 	// Addresses are admin base URLs including the context path, tried in order.
-	Addresses []string      `yaml:"addresses" redact:"url" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080/xxl-job-admin" doc:"admin base URLs (with context path), comma-separated, tried in order"`
+	Addresses []string      `yaml:"addresses" redact:"url" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080" doc:"admin base URLs with the admin's context path (none from 3.4.1; add /xxl-job-admin for 3.4.0 and older), comma-separated, tried in order"`
 	Timeout   time.Duration `yaml:"timeout" env:"XXL_JOB_ADMIN_TIMEOUT" default:"3s" doc:"timeout of each call to the admin"`
 	Username  string        `yaml:"username" env:"XXL_JOB_ADMIN_USERNAME" default:"admin" doc:"console user for provision and trigger (needs the admin role)"`
 	Password  string        `yaml:"password" env:"XXL_JOB_ADMIN_PASSWORD" secret:"true" doc:"console password; prefer the environment variable"`
@@ -91,9 +91,14 @@ type Executor struct {
 
 // MySQL is `mysql`.
 type MySQL struct {
-	DSN          string `yaml:"dsn" env:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/test" secret:"true" doc:"go-sql-driver DSN; parseTime and loc are added when missing"`
+	DSN          string `yaml:"dsn" env:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/test" secret:"true" doc:"go-sql-driver DSN; parseTime and loc are added when missing, and rejectReadOnly=true unless the DSN sets it"`
 	TimeZone     string `yaml:"timeZone" env:"MYSQL_TIME_ZONE" doc:"session time_zone, e.g. '+08:00'; must be the zone order_info.create_time is written in; empty keeps the server's default"`
 	MaxOpenConns int    `yaml:"maxOpenConns" env:"MYSQL_MAX_OPEN_CONNS" default:"16" doc:"connection pool size"`
+	// ConnMaxLifetime and ConnMaxIdleTime bound how long a pooled
+	// connection lives, so connections to an old primary do not outlive a
+	// failover (docs/operations.md, Failover of the database).
+	ConnMaxLifetime time.Duration `yaml:"connMaxLifetime" env:"MYSQL_CONN_MAX_LIFETIME" default:"5m" doc:"longest a pooled connection is reused (1s..24h)"`
+	ConnMaxIdleTime time.Duration `yaml:"connMaxIdleTime" env:"MYSQL_CONN_MAX_IDLE_TIME" default:"1m" doc:"longest a connection waits idle in the pool before it is closed (1s..24h)"`
 	// AllowDSTZone lets serve and run start when the session time zone
 	// observes daylight saving (see docs/time-zones.md).
 	AllowDSTZone bool `yaml:"allowDSTZone" env:"MYSQL_ALLOW_DST_ZONE" default:"false" doc:"start even when the session time zone observes daylight saving (orders close up to an hour early or late at each change); false refuses to start"`
@@ -109,7 +114,7 @@ type Redis struct {
 	MasterName string   `yaml:"masterName" env:"REDIS_MASTER_NAME" doc:"Sentinel master name"`
 	Username   string   `yaml:"username" env:"REDIS_USERNAME" doc:"ACL user"`
 	Password   string   `yaml:"password" env:"REDIS_PASSWORD" secret:"true" doc:"password"`
-	DB         int      `yaml:"db" env:"REDIS_DB" default:"0" doc:"database number (single and sentinel modes)"`
+	DB         int      `yaml:"db" env:"REDIS_DB" default:"0" doc:"database number (single and sentinel modes; a Cluster has only 0): negative is refused at load, one the server does not have at start"`
 	LockNodes  []string `yaml:"lockNodes" env:"REDIS_LOCK_NODES" doc:"independent Redis nodes for order locks (Redlock quorum); empty locks on the client above"`
 }
 
@@ -129,7 +134,7 @@ type API struct {
 // Log is `log`: the process log (run logs are separate, under logpath).
 type Log struct {
 	Level  string `yaml:"level" env:"LOG_LEVEL" default:"info" doc:"debug, info, warn or error"`
-	Format string `yaml:"format" env:"LOG_FORMAT" default:"json" doc:"json or text"`
+	Format string `yaml:"format" env:"LOG_FORMAT" default:"auto" doc:"auto, json or text; auto is text when the log goes to a terminal, JSON otherwise"`
 }
 
 // Order is `order`: the order jobs.

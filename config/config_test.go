@@ -26,7 +26,7 @@ func TestDefaultsMatchTheDocumentedTable(t *testing.T) {
 	t.Parallel()
 	c, err := config.LoadWith(nil, noEnv)
 	require.NoError(t, err)
-	require.Equal(t, []string{"http://127.0.0.1:8080/xxl-job-admin"}, c.XXL.Job.Admin.Addresses)
+	require.Equal(t, []string{"http://127.0.0.1:8080"}, c.XXL.Job.Admin.Addresses, "3.4.1+ admins serve at /")
 	require.Equal(t, "", c.XXL.Job.AccessToken)
 	require.Equal(t, "order-job-executor", c.XXL.Job.Executor.AppName)
 	require.Equal(t, "", c.XXL.Job.Executor.Address)
@@ -173,6 +173,39 @@ func TestNormalizedDSN(t *testing.T) {
 	require.Equal(t, time.UTC, parsed.Loc, "DATETIME values round-trip unchanged")
 	require.True(t, parsed.InterpolateParams)
 	require.Equal(t, "'+08:00'", parsed.Params["time_zone"])
+	require.True(t, parsed.RejectReadOnly, "a read-only answer closes the connection")
+
+	// rejectReadOnly is added only where the DSN does not say.
+	for dsn, want := range map[string]bool{
+		"root@tcp(127.0.0.1:3306)/test?rejectReadOnly=false":                false,
+		"root@tcp(127.0.0.1:3306)/test?parseTime=true&rejectReadOnly=false": false,
+		"root@tcp(127.0.0.1:3306)/test?rejectReadOnly=true":                 true,
+		"root@tcp(127.0.0.1:3306)/test?parseTime=true":                      true,
+		"u:p?rejectReadOnly=false@tcp(127.0.0.1:3306)/test?parseTime=true":  true,
+	} {
+		out, err := config.MySQL{DSN: dsn}.NormalizedDSN()
+		require.NoError(t, err, dsn)
+		parsed, err := mysql.ParseDSN(out)
+		require.NoError(t, err, dsn)
+		require.Equal(t, want, parsed.RejectReadOnly, dsn)
+	}
+}
+
+// The pool's lifetimes are configurable and bounded.
+func TestConnLifetimes(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadWith(nil, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, cfg.MySQL.ConnMaxLifetime)
+	require.Equal(t, time.Minute, cfg.MySQL.ConnMaxIdleTime)
+	cfg, err = config.LoadWith(nil, envOf(map[string]string{"MYSQL_CONN_MAX_LIFETIME": "90s", "MYSQL_CONN_MAX_IDLE_TIME": "20s"}))
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, cfg.MySQL.ConnMaxLifetime)
+	require.Equal(t, 20*time.Second, cfg.MySQL.ConnMaxIdleTime)
+	_, err = config.LoadWith(nil, envOf(map[string]string{"MYSQL_CONN_MAX_LIFETIME": "0s"}))
+	require.ErrorContains(t, err, "mysql.connMaxLifetime: 0s is outside 1s..24h")
+	_, err = config.LoadWith(nil, envOf(map[string]string{"MYSQL_CONN_MAX_IDLE_TIME": "48h"}))
+	require.ErrorContains(t, err, "mysql.connMaxIdleTime: 48h0m0s is outside 1s..24h")
 }
 
 // The example file documents every key with its default, and loads.
@@ -223,5 +256,25 @@ func TestDoubleRunTimeoutsRefused(t *testing.T) {
 	} {
 		_, err := config.LoadWith(nil, envOf(env))
 		require.NoError(t, err, "%v", env)
+	}
+}
+
+// An even number of Redlock nodes is refused: 2 need both, 4 need 3.
+func TestEvenLockNodesRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		nodes string
+		want  string
+	}{
+		{"127.0.0.1:7001,127.0.0.1:7002", "redis.lockNodes: 2 nodes is an even number: a lock needs a majority, 2 of 2"},
+		{"a:1,b:1,c:1,d:1", "redis.lockNodes: 4 nodes is an even number: a lock needs a majority, 3 of 4, so 4 nodes survive no more lost nodes than 3 would"},
+	} {
+		_, err := config.LoadWith(nil, envOf(map[string]string{"REDIS_LOCK_NODES": tc.nodes}))
+		require.ErrorContains(t, err, tc.want)
+		require.ErrorContains(t, err, "list an odd number (1, 3, 5)")
+	}
+	for _, nodes := range []string{"a:1", "a:1,b:1,c:1"} {
+		_, err := config.LoadWith(nil, envOf(map[string]string{"REDIS_LOCK_NODES": nodes}))
+		require.NoError(t, err, nodes)
 	}
 }

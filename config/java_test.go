@@ -74,7 +74,7 @@ xxl:
 `), noEnv)
 	require.NoError(t, err)
 	require.Equal(t, "token-24", c.XXL.Job.AccessToken)
-	require.True(t, c.XXL.Job.Executor.Enabled, "enabled by default, as before 3.4")
+	require.True(t, c.XXL.Job.Executor.Enabled, "enabled by default, as before 3.3.1")
 	require.Empty(t, c.Notices())
 }
 

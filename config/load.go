@@ -87,6 +87,7 @@ type loader struct {
 	fields   map[string]field     // normalised path (canonical or alias) → its field
 	sections map[string]bool      // normalised paths that hold keys
 	set      map[string][]setting // canonical path of an aliased key → the keys of the file that set it
+	leaves   map[string]setting   // normalised path of each key the file set, as written → its first setting
 }
 
 // setting is one key of the file that set an aliased value.
@@ -97,7 +98,8 @@ type setting struct {
 }
 
 func newLoader(file string, c *Config) *loader {
-	l := &loader{file: file, c: c, fields: map[string]field{}, sections: map[string]bool{}, set: map[string][]setting{}}
+	l := &loader{file: file, c: c, fields: map[string]field{}, sections: map[string]bool{}, set: map[string][]setting{},
+		leaves: map[string]setting{}}
 	walk(reflect.ValueOf(c).Elem(), "", func(f field) {
 		for _, p := range append([]string{f.path}, f.aliases...) {
 			np := normKey(p)
@@ -160,6 +162,7 @@ func (l *loader) applyMapping(path string, n *yaml.Node) {
 		l.bad(n.Line, "%s must be a mapping", orRoot(path))
 		return
 	}
+	keys := map[string]int{} // normalised key of this mapping → its line
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if val.Kind == yaml.AliasNode {
@@ -167,6 +170,13 @@ func (l *loader) applyMapping(path string, n *yaml.Node) {
 		}
 		full := joinPath(path, k.Value)
 		norm := normKey(full)
+		// A key or section written twice in one mapping: YAML forbids it
+		// and the last one would silently win (or two sections merge).
+		if first, dup := keys[normKey(k.Value)]; dup {
+			l.bad(k.Line, "%s is given twice (lines %d and %d): keep one", full, first, k.Line)
+			continue
+		}
+		keys[normKey(k.Value)] = k.Line
 		root, _, _ := strings.Cut(norm, ".")
 		f, isField := l.fields[norm]
 		switch {
@@ -203,6 +213,13 @@ func (l *loader) ignore(path string, n *yaml.Node) {
 // key's settings are remembered, so that two keys of one setting with
 // different values can be reported; an empty one counts as unset there.
 func (l *loader) setField(f field, key string, line int, val *yaml.Node) {
+	// The same key reached twice, nested and dotted (redis: {db: 1} and
+	// redis.db: 2) or in two spellings: the last one would silently win.
+	if first, dup := l.leaves[normKey(key)]; dup {
+		l.bad(line, "%s (line %d) and %s (line %d) are the same key: keep one of them", first.key, first.line, key, line)
+		return
+	}
+	l.leaves[normKey(key)] = setting{key: key, line: line}
 	if len(f.aliases) > 0 {
 		if val.Tag == "!!null" || (val.Kind == yaml.ScalarNode && strings.TrimSpace(val.Value) == "") {
 			return

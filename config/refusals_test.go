@@ -37,3 +37,68 @@ func TestLoadRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A key the file gives twice, a section written twice, or a key set both
+// nested and dotted is refused with its path and both lines: before, the
+// last one silently won.
+func TestLoadRefusesRepeatedKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"repeated key", "redis:\n  db: 1\n  db: 2\n",
+			"app.yml:3: redis.db is given twice (lines 2 and 3): keep one"},
+		{"repeated top-level dotted key", "redis.db: 1\nlog.level: info\nredis.db: 2\n",
+			"app.yml:3: redis.db is given twice (lines 1 and 3): keep one"},
+		{"repeated section", "redis:\n  addr: a:6379\nlog:\n  level: info\nredis:\n  addr: b:6379\n",
+			"app.yml:5: redis is given twice (lines 1 and 5): keep one"},
+		{"repeated section, other keys", "redis:\n  addr: a:6379\nredis:\n  db: 2\n",
+			"app.yml:3: redis is given twice (lines 1 and 3): keep one"},
+		{"nested then dotted", "redis:\n  db: 1\nredis.db: 2\n",
+			"app.yml:3: redis.db (line 2) and redis.db (line 3) are the same key: keep one of them"},
+		{"dotted then nested", "xxl.job.executor.port: 9998\nxxl:\n  job:\n    executor:\n      port: 9999\n",
+			"app.yml:5: xxl.job.executor.port (line 1) and xxl.job.executor.port (line 5) are the same key: keep one of them"},
+		{"half dotted", "xxl.job:\n  executor:\n    port: 9998\nxxl:\n  job.executor.port: 9999\n",
+			"app.yml:5: xxl.job.executor.port (line 3) and xxl.job.executor.port (line 5) are the same key: keep one of them"},
+		{"relaxed spellings", "xxl.job.executor:\n  logretentiondays: 3\n  log-retention-days: 4\n",
+			"app.yml:3: xxl.job.executor.log-retention-days is given twice (lines 2 and 3): keep one"},
+		{"same value twice", "redis:\n  db: 1\nredis.db: 1\n",
+			"app.yml:3: redis.db (line 2) and redis.db (line 3) are the same key: keep one of them"},
+		{"ignored Spring section twice", "server:\n  port: 8081\nserver:\n  port: 8082\n",
+			"app.yml:3: server is given twice (lines 1 and 3): keep one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.LoadFileWith("app.yml", []byte(tc.file), noEnv)
+			require.EqualError(t, err, "config: 1 problem(s):\n"+tc.want)
+		})
+	}
+	// Sections spelt nested and dotted still merge when their keys differ.
+	c, err := config.LoadFileWith("app.yml", []byte("xxl.job.executor.port: 9998\nxxl:\n  job:\n    executor:\n      appname: merged-app\n"), noEnv)
+	require.NoError(t, err)
+	require.Equal(t, 9998, c.XXL.Job.Executor.Port)
+	require.Equal(t, "merged-app", c.XXL.Job.Executor.AppName)
+}
+
+// redis.db below 0 used to select database 0 silently; a Cluster has only
+// database 0. The upper bound is the server's, checked at start
+// (internal/app).
+func TestLoadRefusesRedisDB(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"REDIS_DB": "-1"}, "redis.db: -1 is not a database number (0 or more; the server's `databases` setting is the upper bound, checked at start)"},
+		{map[string]string{"REDIS_DB": "2", "REDIS_MODE": "cluster"}, "redis.db: 2, but a Redis Cluster has only database 0"},
+		{map[string]string{"REDIS_DB": "2", "REDIS_ADDR": "a:7000,b:7001"}, "redis.db: 2, but a Redis Cluster has only database 0"},
+		{map[string]string{"REDIS_DB": "2", "REDIS_ADDR": "a:26379,b:26379", "REDIS_MASTER_NAME": "m"}, ""},
+		{map[string]string{"REDIS_DB": "15"}, ""},
+	} {
+		_, err := config.LoadWith(nil, envOf(tc.env))
+		if tc.want == "" {
+			require.NoError(t, err, "%v", tc.env)
+			continue
+		}
+		require.EqualError(t, err, "config: 1 problem(s):\n"+tc.want, "%v", tc.env)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,11 @@ func (c *Config) validate() []error {
 	if ex.Port < 1 || ex.Port > 65535 {
 		bad("xxl.job.executor.port: %d is not a port (1-65535)", ex.Port)
 	}
+	if ex.BindAddr != "" {
+		if err := xxljob.CheckListenAddr(context.Background(), ex.BindAddr); err != nil {
+			bad("xxl.job.executor.bindAddr: %v", err)
+		}
+	}
 	if ex.LogPath == "" {
 		bad("xxl.job.executor.logpath: must not be empty")
 	}
@@ -79,6 +85,12 @@ func (c *Config) validate() []error {
 	if c.MySQL.MaxOpenConns < 1 {
 		bad("mysql.maxOpenConns: %d must be at least 1", c.MySQL.MaxOpenConns)
 	}
+	if d := c.MySQL.ConnMaxLifetime; d < time.Second || d > 24*time.Hour {
+		bad("mysql.connMaxLifetime: %s is outside 1s..24h", d)
+	}
+	if d := c.MySQL.ConnMaxIdleTime; d < time.Second || d > 24*time.Hour {
+		bad("mysql.connMaxIdleTime: %s is outside 1s..24h", d)
+	}
 	if len(c.Redis.Addr) == 0 {
 		bad("redis.addr: at least one address is needed")
 	}
@@ -91,6 +103,16 @@ func (c *Config) validate() []error {
 	default:
 		bad("redis.mode: %q is not auto, single, sentinel or cluster", c.Redis.Mode)
 	}
+	if n := len(c.Redis.LockNodes); n > 0 && n%2 == 0 {
+		bad("redis.lockNodes: %d nodes is an even number: a lock needs a majority, %d of %d, so %d nodes survive no more lost nodes than %d would (2 nodes survive none, less available than 1); list an odd number (1, 3, 5)",
+			n, n/2+1, n, n, n-1)
+	}
+	if c.Redis.DB < 0 {
+		bad("redis.db: %d is not a database number (0 or more; the server's `databases` setting is the upper bound, checked at start)", c.Redis.DB)
+	}
+	if cluster := c.Redis.Mode == "cluster" || (c.Redis.Mode == "auto" && c.Redis.MasterName == "" && len(c.Redis.Addr) > 1); cluster && c.Redis.DB > 0 {
+		bad("redis.db: %d, but a Redis Cluster has only database 0", c.Redis.DB)
+	}
 	if c.API.TokenHeader == "" {
 		bad("api.tokenHeader: must not be empty")
 	}
@@ -98,8 +120,8 @@ func (c *Config) validate() []error {
 	if _, err := ParseLevel(c.Log.Level); err != nil {
 		bad("log.level: %v", err)
 	}
-	if c.Log.Format != "json" && c.Log.Format != "text" {
-		bad("log.format: %q is not json or text", c.Log.Format)
+	if c.Log.Format != "auto" && c.Log.Format != "json" && c.Log.Format != "text" {
+		bad("log.format: %q is not auto, json or text", c.Log.Format)
 	}
 	t := c.Order.Timeout
 	if t.PaymentTimeoutMinutes < 1 {
@@ -224,6 +246,12 @@ func (m MySQL) NormalizedDSN() (string, error) {
 	}
 	// One round trip per statement instead of prepare+execute+close.
 	cfg.InterpolateParams = true
+	// A read-only answer (1290, 1792, 1836: a replica, or the old primary
+	// after a failover) closes that connection, so the pool does not keep
+	// reusing it; a DSN that sets rejectReadOnly itself keeps its choice.
+	if !dsnSets(m.DSN, "rejectReadOnly") {
+		cfg.RejectReadOnly = true
+	}
 	if m.TimeZone != "" {
 		if cfg.Params == nil {
 			cfg.Params = map[string]string{}
@@ -231,6 +259,21 @@ func (m MySQL) NormalizedDSN() (string, error) {
 		cfg.Params["time_zone"] = "'" + strings.Trim(m.TimeZone, "'") + "'"
 	}
 	return cfg.FormatDSN(), nil
+}
+
+// dsnSets reports whether the DSN's query string names param. The query
+// follows the last '/' (the driver's rule: a password may hold a '?').
+func dsnSets(dsn, param string) bool {
+	_, query, ok := strings.Cut(dsn[strings.LastIndexByte(dsn, '/')+1:], "?")
+	if !ok {
+		return false
+	}
+	for kv := range strings.SplitSeq(query, "&") {
+		if k, _, _ := strings.Cut(kv, "="); k == param {
+			return true
+		}
+	}
+	return false
 }
 
 // LogValue renders the configuration for the process log with every secret

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,9 @@ type ClientConfig struct {
 	// well-formed name (a process that only registers, for executors that
 	// know the handlers).
 	ValidateHandler func(name string) error
+	// ValidatePayload checks a payload for its handler name (after the
+	// handler is accepted). Nil accepts any JSON.
+	ValidatePayload func(handler string, payload json.RawMessage) error
 	// Logger receives warnings (a timer update that failed after a commit).
 	// Nil discards.
 	Logger *slog.Logger
@@ -45,6 +49,7 @@ type Client struct {
 	timer          Timer // nil without one
 	clock          *clock
 	validate       func(string) error
+	validatePay    func(string, json.RawMessage) error
 	runningTimeout time.Duration
 	log            *slog.Logger
 	// onSchedule, set by a Dispatcher in the same process, wakes its poller
@@ -65,6 +70,7 @@ func NewClient(db *sqlx.DB, rdb redis.UniversalClient, cfg ClientConfig) (*Clien
 		db:             db,
 		clock:          newClock(db, time.Minute),
 		validate:       cfg.ValidateHandler,
+		validatePay:    cfg.ValidatePayload,
 		runningTimeout: cmp.Or(cfg.RunningTimeout, 120*time.Second),
 		log:            cfg.Logger,
 	}
@@ -104,6 +110,15 @@ func (c *Client) newTask(ctx context.Context, r Registration) (*Task, error) {
 	payload, err := marshalPayload(r.Payload)
 	if err != nil {
 		return nil, err
+	}
+	if c.validatePay != nil {
+		if err := c.validatePay(r.Handler, payload); err != nil {
+			var inv *InvalidError
+			if !errors.As(err, &inv) {
+				err = invalid("payload", "%v", err)
+			}
+			return nil, err
+		}
 	}
 	maxRetry := r.MaxRetry
 	switch {
@@ -237,6 +252,9 @@ func (c *Client) schedule(ctx context.Context, onlyMissing bool, tasks ...*Task)
 
 // Get returns the task with the bizUuid, or ErrNotFound.
 func (c *Client) Get(ctx context.Context, bizUUID string) (*Task, error) {
+	if err := lookupBizUUID(bizUUID); err != nil {
+		return nil, err
+	}
 	return c.store.get(ctx, c.db, bizUUID, false)
 }
 
@@ -251,6 +269,9 @@ func (c *Client) Cancel(ctx context.Context, bizUUID string) (*Task, error) {
 // CancelTx is Cancel inside the caller's transaction (e.g. the one that
 // marks the order paid).
 func (c *Client) CancelTx(ctx context.Context, tx sqlx.ExtContext, bizUUID string) (*Task, error) {
+	if err := lookupBizUUID(bizUUID); err != nil {
+		return nil, err
+	}
 	ok, err := c.store.cancel(ctx, tx, bizUUID)
 	if err != nil {
 		return nil, fmt.Errorf("cancel task %s: %w", bizUUID, err)
@@ -268,6 +289,9 @@ func (c *Client) CancelTx(ctx context.Context, tx sqlx.ExtContext, bizUUID strin
 // Requeue gives a FAILED task a fresh set of retries, due now, and tells
 // the timer. Other states return the task with ErrConflict.
 func (c *Client) Requeue(ctx context.Context, bizUUID string) (*Task, error) {
+	if err := lookupBizUUID(bizUUID); err != nil {
+		return nil, err
+	}
 	ok, err := c.store.requeue(ctx, c.db, bizUUID)
 	if err != nil {
 		return nil, fmt.Errorf("requeue task %s: %w", bizUUID, err)

@@ -232,17 +232,31 @@ func TestPurgeKeepsWhatRetentionKeeps(t *testing.T) {
 			require.NoError(t, err)
 			_, err = b.db.Exec(`UPDATE job_delay_task SET status = ? WHERE biz_uuid = ?`, string(st), biz)
 			require.NoError(t, err)
-			if old {
+			if old { // changed and due 8 days ago
 				b.ageTask(t, biz, 8*24*time.Hour)
+				_, err = b.db.Exec(`UPDATE job_delay_task SET next_attempt_time = next_attempt_time - INTERVAL 8 DAY WHERE biz_uuid = ?`, biz)
+				require.NoError(t, err)
 			}
 		}
+	}
+	// Purge walks the terminal statuses by due time, the change time
+	// checked on each: a task done just now that was due long ago, and one
+	// cancelled long ago that would have been due in a day, stay.
+	for biz, set := range map[string]string{
+		"DONE-late":        `status = 'DONE', next_attempt_time = UTC_TIMESTAMP(3) - INTERVAL 9 DAY`,
+		"CANCELLED-future": `status = 'CANCELLED', next_attempt_time = UTC_TIMESTAMP(3) + INTERVAL 1 DAY, updated_at = UTC_TIMESTAMP(3) - INTERVAL 9 DAY`,
+	} {
+		_, _, err := c.Register(ctx, Registration{BizUUID: biz, Handler: "noop", Delay: time.Hour})
+		require.NoError(t, err)
+		_, err = b.db.Exec(`UPDATE job_delay_task SET `+set+` WHERE biz_uuid = ?`, biz)
+		require.NoError(t, err)
 	}
 	n, err := c.Purge(ctx, 7*24*time.Hour)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "old DONE and old CANCELLED")
 	var left []string
 	require.NoError(t, b.db.Select(&left, `SELECT biz_uuid FROM job_delay_task ORDER BY biz_uuid`))
-	require.Equal(t, []string{"CANCELLED-4", "DONE-2", "FAILED-3", "FAILED-3-old", "PENDING-0", "PENDING-0-old", "RUNNING-1", "RUNNING-1-old"}, left)
+	require.Equal(t, []string{"CANCELLED-4", "CANCELLED-future", "DONE-2", "DONE-late", "FAILED-3", "FAILED-3-old", "PENDING-0", "PENDING-0-old", "RUNNING-1", "RUNNING-1-old"}, left)
 }
 
 func TestStatsListCheck(t *testing.T) {

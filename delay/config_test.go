@@ -2,6 +2,7 @@ package delay
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func TestNewDispatcherRefusals(t *testing.T) {
 		{"bad name, nil", Config{Handlers: map[string]HandlerFunc{"http:x": nil}}, "delay: handler name \"http:x\" is not a letter then letters, digits, . _ -\ndelay: handler \"http:x\" is nil"},
 		{"nil batch handler", Config{BatchHandlers: map[string]BatchHandlerFunc{"x": nil}}, "delay: batch handler \"x\" is nil"},
 		{"in both", Config{Handlers: map[string]HandlerFunc{"x": nop}, BatchHandlers: map[string]BatchHandlerFunc{"x": nopBatch}}, "delay: handler \"x\" is in both Handlers and BatchHandlers"},
+		{"validator without handler", Config{PayloadValidators: map[string]PayloadValidator{"x": func(json.RawMessage) error { return nil }}}, "delay: payload validator for \"x\", which is not in Handlers or BatchHandlers"},
+		{"nil validator", Config{Handlers: map[string]HandlerFunc{"x": nop}, PayloadValidators: map[string]PayloadValidator{"x": nil}}, "delay: payload validator \"x\" is nil"},
 		{"service", Config{Services: map[string]string{"pay": "ftp://pay"}}, "delay: service pay: base URL \"ftp://pay\" is not http(s)://host[:port][/path]"},
 		{"timeouts", Config{RunningTimeout: 120 * time.Second, HandlerTimeout: 120 * time.Second}, "delay: HandlerTimeout 2m0s + HandlerGrace 0s exceeds 90% of RunningTimeout 2m0s: an attempt may still run when its task is recovered and run again; raise RunningTimeout to at least 2m14s or lower HandlerTimeout to at most 1m48s"},
 		{"retries", Config{BackoffBase: time.Hour, BackoffMax: time.Minute}, "delay: retries: backoff base 1h0m0s is above its maximum 1m0s"},

@@ -3,6 +3,7 @@ package delay
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,10 @@ type Config struct {
 	// task's result is recorded on its own, as for Handlers. A name is in
 	// Handlers or BatchHandlers, not both.
 	BatchHandlers map[string]BatchHandlerFunc
+	// PayloadValidators check the payload of a handler's tasks at
+	// registration, by handler name (in Handlers or BatchHandlers; e.g.
+	// OrderTimeoutCloseHandler with handlers.ValidateOrderPayload).
+	PayloadValidators map[string]PayloadValidator
 	// HandlerBatchSize is the most tasks one BatchHandlers call gets.
 	// Default BatchSize; at most BatchSize.
 	HandlerBatchSize int
@@ -247,6 +252,16 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 			bad("handler %q is nil", name)
 		}
 	}
+	for name, v := range cfg.PayloadValidators {
+		_, single := cfg.Handlers[name]
+		_, batch := cfg.BatchHandlers[name]
+		if !single && !batch {
+			bad("payload validator for %q, which is not in Handlers or BatchHandlers", name)
+		}
+		if v == nil {
+			bad("payload validator %q is nil", name)
+		}
+	}
 	services := make(map[string]string, len(cfg.Services))
 	for name, base := range cfg.Services {
 		u, err := parseService(name, base)
@@ -280,7 +295,7 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 	}
 	c, err := NewClient(db, rdb, ClientConfig{
 		Timer: cfg.Timer, KeyPrefix: cfg.KeyPrefix, RunningTimeout: cfg.RunningTimeout,
-		ValidateHandler: d.ValidateHandler, Logger: cfg.Logger,
+		ValidateHandler: d.ValidateHandler, ValidatePayload: d.validatePayload, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -312,6 +327,14 @@ func (d *Dispatcher) ValidateHandler(name string) error {
 	}
 	if _, ok := d.handlers[name]; !ok {
 		return invalid("handler", "unknown handler %q (known: %s; or http:{service}/{path})", name, d.listHandlers())
+	}
+	return nil
+}
+
+// validatePayload runs the payload validator of the handler, if any.
+func (d *Dispatcher) validatePayload(handler string, payload json.RawMessage) error {
+	if v := d.cfg.PayloadValidators[handler]; v != nil {
+		return v(payload)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/internal/shard"
 )
 
 func TestDispatcherRunsTaskOnTime(t *testing.T) {
@@ -508,6 +509,10 @@ func TestSweepShardsRunMissedTasks(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, n, results[0].Done+results[1].Done)
 	require.Equal(t, n, results[0].Found+results[1].Found)
+	var ids []int64
+	require.NoError(t, b.db.SelectContext(ctx, &ids, `SELECT id FROM job_delay_task`))
+	perShard := shard.Counts(ids, 2)
+	require.Equal(t, perShard, []int{results[0].Found, results[1].Found}, "each shard found the tasks shard.Of gives it")
 	require.NotZero(t, results[0].Done)
 	require.NotZero(t, results[1].Done)
 	require.Equal(t, n, b.countStatus(t, StatusDone))

@@ -161,7 +161,7 @@ func (r *SweepResult) count(res result) {
 }
 
 // Sweep is the safety net behind the timer: it recovers stuck claims, then
-// finds PENDING tasks due for longer than SweepGrace in its shard (MOD(id,
+// finds PENDING tasks due for longer than SweepGrace in its shard (shard.Of(id,
 // total) = index) and runs them, up to Workers handler calls at a time (the
 // tasks of a batch handler grouped into calls as the poller does), and
 // waits for them. A task is claimed only when a worker is free to start it

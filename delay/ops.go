@@ -77,6 +77,9 @@ func (c *Client) List(ctx context.Context, f ListFilter) ([]*Task, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, invalid("status", "%q is not one of PENDING, RUNNING, DONE, FAILED, CANCELLED", f.Status)
 	}
+	if err := asciiFilter("handler", f.Handler); err != nil {
+		return nil, err
+	}
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}

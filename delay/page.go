@@ -11,8 +11,8 @@ import (
 
 // TaskQuery selects a page of tasks for an operator's list. A bizUuid or
 // trace id finds its one task through its unique key; otherwise each page
-// reads a bounded window of index entries: with a status, most recently
-// changed first over idx_status_updated, without one newest id first, and
+// reads a bounded window of index entries: with a status, latest due first
+// over idx_status_next_attempt, without one newest id first, and
 // the handler is checked on the rows of that window.
 type TaskQuery struct {
 	Status  Status
@@ -52,6 +52,9 @@ func (c *Client) Page(ctx context.Context, q TaskQuery) (TaskPage, error) {
 	}
 	if len(q.Handler) > 255 {
 		return p, invalid("handler", "is longer than 255 bytes")
+	}
+	if err := asciiFilter("handler", q.Handler); err != nil {
+		return p, err
 	}
 	if q.Limit == 0 {
 		q.Limit = DefaultPageLimit
@@ -127,6 +130,9 @@ func (c *Client) GetByTrace(ctx context.Context, traceID string) (*Task, error) 
 	if traceID == "" || len(traceID) > 64 {
 		return nil, invalid("traceId", "must be 1-64 characters")
 	}
+	if err := asciiFilter("traceId", traceID); err != nil {
+		return nil, err
+	}
 	return c.store.getByTrace(ctx, c.db, traceID)
 }
 
@@ -172,14 +178,14 @@ func (c *Client) Tallies(ctx context.Context) (Tallies, error) {
 
 // taskWindowKey is one row of a task list's search window.
 type taskWindowKey struct {
-	ID        int64     `db:"id"`
-	UpdatedAt time.Time `db:"updated_at"`
-	Hit       bool      `db:"hit"`
+	ID  int64     `db:"id"`
+	At  time.Time `db:"at"` // next_attempt_time: a status list's order
+	Hit bool      `db:"hit"`
 }
 
 func (k taskWindowKey) cursor(byStatus bool) keyset.Cursor {
 	if byStatus {
-		return keyset.Cursor{At: utcWall(k.UpdatedAt), ID: k.ID}
+		return keyset.Cursor{At: utcWall(k.At), ID: k.ID}
 	}
 	return keyset.Cursor{ID: k.ID}
 }

@@ -25,6 +25,11 @@ func TestHotStatementPlans(t *testing.T) {
 	q := plantest.Q
 	uses := plantest.Uses
 	pk := uses("job_delay_task", "PRIMARY", "range", "const")
+	// Recovery, purge, the lists and counts by status: the one status-led
+	// index (the RUNNING entries are the claims in flight).
+	nextAttempt := func(types ...string) plantest.Plan {
+		return uses("job_delay_task", "idx_status_next_attempt", types...)
+	}
 	n := len(f.due)
 	now := dbTime(f.now)
 	one := f.due[0]
@@ -57,23 +62,23 @@ func TestHotStatementPlans(t *testing.T) {
 		// lookups, page rows, bounded counts.
 		{Name: "list: newest page", Query: named(taskWindowByID, windowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: pk},
 		{Name: "list: handler window", Query: named(taskWindowByID, windowParams{Handler: "x", BeforeID: math.MaxInt64, Window: SearchWindow}), Units: SearchWindow, Plan: pk},
-		{Name: "list: status window", Query: named(taskWindowByStatus, windowParams{Handler: "x", Status: "DONE", BeforeAt: "9999-12-31 00:00:00.000", BeforeID: math.MaxInt64, Window: SearchWindow}), Units: SearchWindow, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "list: status window", Query: named(taskWindowByStatus, windowParams{Handler: "x", Status: "DONE", BeforeAt: "9999-12-31 00:00:00.000", BeforeID: math.MaxInt64, Window: SearchWindow}), Units: SearchWindow, Plan: nextAttempt("range")},
 		{Name: "list: page rows", Query: in(selectTasksByID, f.due[:50]), Units: 50, Plan: pk},
 		{Name: "by trace id", Query: q(selectByTraceID, f.trace), Units: 1, Plan: uses("job_delay_task", "uk_trace_id", "const")},
-		{Name: "count: a status", Query: named(countStatusCapped, map[string]any{"status": "DONE", "cap": CountCap}), Units: CountCap, Plan: uses("job_delay_task", "idx_status_updated", "ref", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: a status", Query: named(countStatusCapped, map[string]any{"status": "DONE", "cap": CountCap}), Units: CountCap, Plan: nextAttempt("ref", "range").And("<derived2>", "", "ALL")},
 		{Name: "count: due", Query: named(countDueCapped, map[string]any{"now": now, "cap": CountCap}), Units: f.dueCount, Plan: uses("job_delay_task", "idx_status_next_attempt", "range").And("<derived2>", "", "ALL")},
-		{Name: "count: stuck", Query: named(countStuckCapped, map[string]any{"before": dbTime(f.now.Add(-time.Hour)), "cap": CountCap}), Units: max(f.stuck, 1), Plan: uses("job_delay_task", "idx_status_updated", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: stuck", Query: named(countStuckCapped, map[string]any{"before": dbTime(f.now.Add(-time.Hour)), "cap": CountCap}), Units: f.stuck, Plan: nextAttempt("ref", "range").And("<derived2>", "", "ALL")},
 		// The sweep, recovery, the reconciler and the purge.
 		{Name: "sweep: due", Query: named(selectDue, shardParams{ShardTotal: 1, Limit: 100}), Units: 100, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
-		{Name: "recovery: stuck", Query: named(selectStuck, shardParams{AgeUS: hour, ShardTotal: 1, Limit: 100}), Units: f.stuck, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "recovery: stuck", Query: named(selectStuck, shardParams{AgeUS: hour, ShardTotal: 1, Limit: 100}), Units: f.stuck, Plan: nextAttempt("ref", "range")},
 		{Name: "reconciler: timer page", Query: named(selectTimerPage, pageParams{Before: dbTime(f.now.Add(time.Hour)), AfterAt: epoch, Limit: 500}), Units: 500, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
-		{Name: "purge", Query: named(purgeTasks, map[string]any{"retention_us": hour, "limit": 1000}), Units: 1000, Plan: uses("job_delay_task", "idx_status_updated", "range")},
+		{Name: "purge", Query: named(purgeTasks, map[string]any{"retention_us": hour, "limit": 1000}), Units: 1000, Plan: nextAttempt("range")},
 		// The RabbitMQ timer: published_at after confirms, and its
 		// reconciler's two pages (never confirmed; overdue and published
 		// long ago).
 		{Name: "rabbitmq: mark published", Query: markQ, Units: n, Plan: pk},
 		{Name: "rabbitmq reconciler: unpublished", Query: named(selectUnpublished, pageParams{Before: now, AfterAt: epoch, Limit: 500}), Units: 500,
-			Plan: uses("job_delay_task", "idx_status_published", "range")},
+			Plan: uses("job_delay_task", "idx_published_next", "range", "ref")},
 		{Name: "rabbitmq reconciler: its lock (no table)", Query: q(getReconcileLock, "delay."), Units: 1},
 		{Name: "rabbitmq reconciler: its lock released", Query: q(releaseReconcileLock, "delay."), Units: 1},
 		{Name: "rabbitmq reconciler: overdue", Query: named(selectOverdue, pageParams{Before: now, PublishedBefore: now, AfterAt: epoch, Limit: 500}), Units: 500,
@@ -103,8 +108,10 @@ func newPlanFixture(t *testing.T) *planFixture {
 	db := f.db
 	// seq_1_to_N is MariaDB's sequence engine; the plan test is about
 	// MariaDB's statistics anyway.
-	// The due PENDING tasks were published an hour ago (RabbitMQ timer);
-	// the later ones never (published_at NULL).
+	// The table as the RabbitMQ timer leaves it: the DONE tasks were
+	// published two days ago, the due PENDING ones an hour ago, the later
+	// ones and the rest never (published_at NULL). (Under the Redis timer
+	// every row is NULL; its reconciler never reads published_at.)
 	_, err := db.ExecContext(ctx, `INSERT INTO job_delay_task
 		(trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json, status, retry_count, max_retry,
 		 last_error, claim_id, published_at, created_at, updated_at)
@@ -117,7 +124,8 @@ func newPlanFixture(t *testing.T) *planFixture {
 		       CASE WHEN seq % 100 < 85 THEN 'DONE' WHEN seq % 100 < 95 THEN 'PENDING'
 		            WHEN seq % 100 < 97 THEN 'RUNNING' WHEN seq % 100 < 99 THEN 'FAILED' ELSE 'CANCELLED' END,
 		       0, 3, '', IF(seq % 100 BETWEEN 95 AND 96, 9, 0),
-		       IF(seq % 100 BETWEEN 85 AND 89, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, NULL), UTC_TIMESTAMP(3) - INTERVAL 3 DAY,
+		       CASE WHEN seq % 100 < 85 THEN UTC_TIMESTAMP(3) - INTERVAL 2 DAY
+		            WHEN seq % 100 < 90 THEN UTC_TIMESTAMP(3) - INTERVAL 1 HOUR END, UTC_TIMESTAMP(3) - INTERVAL 3 DAY,
 		       CASE WHEN seq % 100 < 85 THEN UTC_TIMESTAMP(3) - INTERVAL 2 DAY
 		            WHEN seq % 100 = 95 THEN UTC_TIMESTAMP(3) - INTERVAL 2 HOUR
 		            ELSE UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE END

@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
@@ -489,14 +490,17 @@ func (store) reschedule(ctx context.Context, ext sqlx.ExecerContext, t *Task, ne
 }
 
 // selectStuck finds claims RUNNING longer than the limit, in one shard
-// (MOD(id, total) = index; 1 and 0 for all), walking idx_status_updated
-// (named, like every range scan here, so that no statistics can turn it
-// into a table scan). Consistent read, no locks: each
+// (shard.Match("id"); 1 and 0 for all), walking the RUNNING entries of
+// idx_status_next_attempt (its status prefix: as many as claims are in
+// flight, so sorting them by updated_at is cheap; the index is named, like
+// every range scan here, so that no statistics can turn it into a table
+// scan). No index has updated_at: a claim and a DONE change it, and each
+// index holding it would be rewritten by both. Consistent read, no locks: each
 // is then recovered by finishRetry/finishFailed with its claim_id, so one
 // finishing meanwhile is left alone.
-const selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_updated)
+var selectStuck = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 	WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
-	  AND MOD(id, :shard_total) = :shard_index
+	  AND ` + shard.Match("id") + `
 	ORDER BY updated_at LIMIT :limit`
 
 // shardParams are selectStuck's and selectDue's: the age in microseconds
@@ -523,9 +527,9 @@ func (store) stuck(ctx context.Context, db *sqlx.DB, limit time.Duration, shard,
 // selectDue finds PENDING tasks due for longer than grace (missed by the
 // timer), oldest first, in one shard. Consistent read over
 // idx_status_next_attempt; the claim that follows is the CAS.
-const selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
+var selectDue = `SELECT id FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 	WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3) - INTERVAL :age_us MICROSECOND
-	  AND MOD(id, :shard_total) = :shard_index
+	  AND ` + shard.Match("id") + `
 	ORDER BY next_attempt_time LIMIT :limit`
 
 func (store) due(ctx context.Context, db *sqlx.DB, grace time.Duration, shard, total, n int) ([]int64, error) {
@@ -654,13 +658,18 @@ type republishRow struct {
 
 // selectUnpublished pages PENDING tasks whose current schedule was never
 // confirmed published and that last changed before a cutoff (so a publish
-// still in flight is left alone), in (updated_at, id) order after a keyset
-// position. Consistent read over idx_status_published.
-const selectUnpublished = `SELECT id, next_attempt_time, retry_count + 1 AS attempt, updated_at AS at
-	FROM job_delay_task FORCE INDEX (idx_status_published)
-	WHERE status = 'PENDING' AND published_at IS NULL AND updated_at < :before
-	  AND updated_at >= :after_at AND (updated_at > :after_at OR id > :after_id)
-	ORDER BY updated_at, id LIMIT :limit`
+// still in flight is left alone), in (next_attempt_time, id) order after a
+// keyset position. Consistent read over the published_at IS NULL entries of
+// idx_published_next (published_at, next_attempt_time): neither column
+// changes with a claim or a DONE, so neither rewrites the index. It walks
+// every row never confirmed: the PENDING ones it wants, and tasks that
+// ended before a confirm was recorded (few under the RabbitMQ timer; every
+// row the Redis timer wrote, until the purge removes them).
+const selectUnpublished = `SELECT id, next_attempt_time, retry_count + 1 AS attempt, next_attempt_time AS at
+	FROM job_delay_task FORCE INDEX (idx_published_next)
+	WHERE published_at IS NULL AND status = 'PENDING' AND updated_at < :before
+	  AND next_attempt_time >= :after_at AND (next_attempt_time > :after_at OR id > :after_id)
+	ORDER BY next_attempt_time, id LIMIT :limit`
 
 // selectOverdue pages PENDING tasks due before a cutoff whose message was
 // confirmed before another (so it was lost or purged, or is waiting behind
@@ -690,9 +699,14 @@ func (store) republishPage(ctx context.Context, db *sqlx.DB, query string, cutof
 }
 
 // purgeTasks deletes up to n DONE or CANCELLED tasks untouched for longer
-// than the retention, over idx_status_updated.
+// than the retention, over idx_status_next_attempt's range of those
+// statuses due before the cutoff: a DONE task was claimed after it fell
+// due and finished after its claim, so one untouched since the cutoff was
+// due before it; a CANCELLED one waits until its due time, had it run, is
+// older than the retention too.
 const purgeTasks = `DELETE FROM job_delay_task
-	WHERE status IN ('DONE', 'CANCELLED') AND updated_at < UTC_TIMESTAMP(3) - INTERVAL :retention_us MICROSECOND
+	WHERE status IN ('DONE', 'CANCELLED') AND next_attempt_time < UTC_TIMESTAMP(3) - INTERVAL :retention_us MICROSECOND
+	  AND updated_at < UTC_TIMESTAMP(3) - INTERVAL :retention_us MICROSECOND
 	LIMIT :limit`
 
 func (store) purge(ctx context.Context, db *sqlx.DB, retention time.Duration, n int) (int64, error) {
@@ -707,13 +721,14 @@ func (store) purge(ctx context.Context, db *sqlx.DB, retention time.Duration, n 
 	return res.RowsAffected()
 }
 
-// Operator queries: counts by status (a scan of idx_status_updated), the
-// backlog due now, stuck claims, duplicates.
+// Operator queries: counts by status (a scan of idx_status_next_attempt),
+// the backlog due now, stuck claims (the RUNNING entries of
+// idx_status_next_attempt), duplicates.
 const (
 	countByStatus = `SELECT status, COUNT(*) AS n FROM job_delay_task GROUP BY status`
 	countDue      = `SELECT COUNT(*) AS n, MIN(next_attempt_time) AS oldest FROM job_delay_task
 		WHERE status = 'PENDING' AND next_attempt_time <= UTC_TIMESTAMP(3)`
-	countStuck = `SELECT COUNT(*) FROM job_delay_task
+	countStuck = `SELECT COUNT(*) FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 		WHERE status = 'RUNNING' AND updated_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND`
 	duplicateBizUUIDs = `SELECT biz_uuid AS value, COUNT(*) AS n FROM job_delay_task
 		GROUP BY biz_uuid HAVING COUNT(*) > 1 ORDER BY n DESC LIMIT 100`
@@ -835,17 +850,17 @@ func (store) getByTrace(ctx context.Context, q sqlx.QueryerContext, traceID stri
 
 // The operator's task lists read a window of keys, the handler filter
 // ("" for any) evaluated on each row: newest id first over the primary key,
-// or, for one status, most recently changed first over idx_status_updated
-// (status, updated_at, id). Both start before the cursor. No locks; up to
-// window keys.
+// or, for one status, latest due first over idx_status_next_attempt
+// (status, next_attempt_time, id). Both start before the cursor. No locks;
+// up to window keys.
 const (
-	taskWindowByID = `SELECT id, updated_at, (:handler = '' OR handler = :handler) AS hit
+	taskWindowByID = `SELECT id, next_attempt_time AS at, (:handler = '' OR handler = :handler) AS hit
 	FROM job_delay_task FORCE INDEX (PRIMARY)
 	WHERE id < :before_id ORDER BY id DESC LIMIT :window`
-	taskWindowByStatus = `SELECT id, updated_at, (:handler = '' OR handler = :handler) AS hit
-	FROM job_delay_task FORCE INDEX (idx_status_updated)
-	WHERE status = :status AND (updated_at < :before_at OR (updated_at = :before_at AND id < :before_id))
-	ORDER BY updated_at DESC, id DESC LIMIT :window`
+	taskWindowByStatus = `SELECT id, next_attempt_time AS at, (:handler = '' OR handler = :handler) AS hit
+	FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
+	WHERE status = :status AND (next_attempt_time < :before_at OR (next_attempt_time = :before_at AND id < :before_id))
+	ORDER BY next_attempt_time DESC, id DESC LIMIT :window`
 )
 
 // windowParams are the task window statements' parameters.
@@ -897,17 +912,18 @@ func (store) tasksByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) 
 }
 
 // Bounded counts for Tallies, each at most a cap of index entries, no
-// locks: tasks of one status (idx_status_updated), PENDING and due by now
-// (idx_status_next_attempt) with the oldest due time, RUNNING since before
-// a time (idx_status_updated).
+// locks, all over idx_status_next_attempt: tasks of one status, PENDING and
+// due by now with the oldest due time, RUNNING since before a time (the
+// RUNNING entries, as many as claims in flight, each row's updated_at
+// read).
 const (
 	countStatusCapped = `SELECT COUNT(*) FROM (
-		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_updated) WHERE status = :status LIMIT :cap) t`
+		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_next_attempt) WHERE status = :status LIMIT :cap) t`
 	countDueCapped = `SELECT COUNT(*) AS n, MIN(t.next_attempt_time) AS oldest FROM (
 		SELECT next_attempt_time FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 		WHERE status = 'PENDING' AND next_attempt_time <= :now ORDER BY next_attempt_time LIMIT :cap) t`
 	countStuckCapped = `SELECT COUNT(*) FROM (
-		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_updated)
+		SELECT 1 FROM job_delay_task FORCE INDEX (idx_status_next_attempt)
 		WHERE status = 'RUNNING' AND updated_at < :before LIMIT :cap) t`
 )
 

@@ -91,6 +91,12 @@ type Task struct {
 	ClaimID int64 `db:"claim_id" json:"-"`
 }
 
+// PayloadValidator checks the payload of a task type at registration, so a
+// task that cannot run is refused (400 on the API) instead of failing when
+// it falls due. It returns an *InvalidError naming the field at fault
+// (e.g. "payload.orderNo"); another error counts as one for "payload".
+type PayloadValidator func(payload json.RawMessage) error
+
 // Registration asks for a handler to run at a time, once per BizUUID.
 type Registration struct {
 	// BizUUID is the caller's idempotency key, e.g. "order-timeout-1001":
@@ -122,7 +128,8 @@ var (
 )
 
 // validBizUUID checks a bizUuid: it appears in URL paths, so its alphabet is
-// small, and "stats" and "check" name API routes.
+// small (each character stands in a path segment as it is), "stats" and
+// "check" name API routes, and "." and ".." are not kept by URL paths.
 func validBizUUID(s string) error {
 	switch {
 	case s == "":
@@ -133,6 +140,28 @@ func validBizUUID(s string) error {
 		return invalid("bizUuid", "%q has characters outside A-Z a-z 0-9 . _ - : @", s)
 	case reservedUUIDs[s]:
 		return invalid("bizUuid", "%q is reserved", s)
+	case s == "." || s == "..":
+		// Every other value of the alphabet is a URL path segment as it
+		// stands; these two are removed from paths by clients and by the
+		// API's router, so the task could not be opened or cancelled.
+		return invalid("bizUuid", "%q is a dot path segment: it cannot appear in a URL path", s)
+	}
+	return nil
+}
+
+// lookupBizUUID refuses, before any SQL, a bizUuid that is not printable
+// ASCII: the column is ASCII, and MariaDB fails a comparison with other
+// characters ("Illegal mix of collations") instead of finding nothing.
+// Other bizUuids no task can have are simply not found.
+func lookupBizUUID(s string) error { return asciiFilter("bizUuid", s) }
+
+// asciiFilter refuses a filter on an ASCII column (bizUuid, handler, trace
+// id) with other characters, for that reason.
+func asciiFilter(field, v string) error {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return invalid(field, "%q is not printable ASCII", v)
+		}
 	}
 	return nil
 }

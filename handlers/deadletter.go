@@ -41,8 +41,9 @@ func retryOptions(param string) (orders.RetryOptions, error) {
 // built for another purpose).
 var errNotConfigured = errors.New("this executor was started without what the handler needs (see handlers.Deps)")
 
-// DeadLetterRetry returns the deadLetterRetryJob handler: in its shard
-// (letter id % broadcastTotal = broadcastIndex) it replays the close of
+// DeadLetterRetry returns the deadLetterRetryJob handler: in its shard (a
+// hash of the letter id, shard.Of(id, broadcastTotal) = broadcastIndex) it
+// replays the close of
 // every waiting dead letter whose next retry time has come (database
 // clock), and ends with the summary line as the result. Letters that fail
 // again are rescheduled with a longer backoff and do not fail the run; a run

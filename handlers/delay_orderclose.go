@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
@@ -56,14 +58,55 @@ func DelayOrderClose(closeOrder func(ctx context.Context, orderNo string) (order
 
 // orderPayload reads an orderTimeoutClose task's order number.
 func orderPayload(t *delay.Task) (string, error) {
-	var p delay.OrderTimeoutPayload
-	if err := json.Unmarshal(t.Payload, &p); err != nil {
-		return "", delay.Permanent(fmt.Errorf("payload is not {\"orderNo\": \"...\"}: %w", err))
+	no, err := parseOrderPayload(t.Payload)
+	if err != nil {
+		return "", delay.Permanent(err)
 	}
-	if p.OrderNo == "" {
-		return "", delay.Permanent(errors.New(`payload has no "orderNo"`))
+	return no, nil
+}
+
+// maxOrderNoChars is order_info.order_no's length, VARCHAR(64).
+const maxOrderNoChars = 64
+
+// ValidateOrderPayload checks an orderTimeoutClose task's payload at
+// registration (delay.Config.PayloadValidators), so a task without an
+// order is refused instead of failing when it runs: a JSON object whose
+// "orderNo" is a string of 1 to 64 characters. Other keys are ignored.
+func ValidateOrderPayload(payload json.RawMessage) error {
+	_, err := parseOrderPayload(payload)
+	return err
+}
+
+// parseOrderPayload reads the order number of an orderTimeoutClose payload;
+// its errors are *delay.InvalidError naming the field.
+func parseOrderPayload(payload json.RawMessage) (string, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &p); err != nil || p == nil {
+		return "", &delay.InvalidError{Field: "payload", Msg: `must be a JSON object {"orderNo": "..."}, not ` + clipJSON(payload)}
 	}
-	return p.OrderNo, nil
+	raw, ok := p["orderNo"]
+	if !ok {
+		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: "is required (the order to close)"}
+	}
+	var no string
+	if err := json.Unmarshal(raw, &no); err != nil || string(bytes.TrimSpace(raw)) == "null" {
+		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: "must be a string, not " + clipJSON(raw)}
+	}
+	switch n := utf8.RuneCountInString(no); {
+	case strings.TrimSpace(no) == "":
+		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: "is empty"}
+	case n > maxOrderNoChars:
+		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: fmt.Sprintf("is %d characters, at most %d (order_info.order_no)", n, maxOrderNoChars)}
+	}
+	return no, nil
+}
+
+// clipJSON is a JSON value for a message, at most 40 bytes of it.
+func clipJSON(b []byte) string {
+	if len(b) > 40 {
+		return string(bytes.ToValidUTF8(b[:40], nil)) + "..."
+	}
+	return string(b)
 }
 
 // orderTaskResult maps an order's outcome to its task's result (see

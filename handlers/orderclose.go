@@ -54,6 +54,9 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 		}
 		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
 		opt.Source = runSource(req)
+		if req.JobID > 0 {
+			opt.LogID = req.LogID
+		}
 		if opt, err = c.Effective(opt); err != nil {
 			return err
 		}
@@ -102,9 +105,30 @@ func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
 // run, whose requests carry no job id).
 func runSource(req *xxljob.Request) string {
 	if req.JobID > 0 {
-		return fmt.Sprintf("xxl-job log %d", req.LogID)
+		return adminSource(req.LogID)
 	}
 	return "executor run"
+}
+
+func adminSource(logID int64) string { return fmt.Sprintf("xxl-job log %d", logID) }
+
+// RecordInterrupted returns the executor's InterruptedFunc: an
+// orderTimeoutCloseJob run that an earlier process started and never
+// finished (it wrote no close-run record) gets its record now, failed with
+// the executor's message (orders.Closer.RecordInterrupted). Other handlers'
+// runs keep no records of their own.
+func RecordInterrupted(c *orders.Closer) func(context.Context, xxljob.InterruptedRun) error {
+	return func(ctx context.Context, run xxljob.InterruptedRun) error {
+		if run.Handler != OrderTimeoutCloseJob {
+			return nil
+		}
+		// The run had got past its parameters: a bad one fails before
+		// anything starts. Whatever they are, the run is recorded.
+		opt, _ := closeOptions(run.Param)
+		opt.ShardIndex, opt.ShardTotal = run.ShardIndex, run.ShardTotal
+		opt.Source, opt.LogID = adminSource(run.LogID), run.LogID
+		return c.RecordInterrupted(ctx, opt, run.StartedAt, run.Msg)
+	}
 }
 
 // stopped reports a run that an error stopped: the error, and what to do

@@ -68,6 +68,8 @@ func TestOrderCloseHostileParams(t *testing.T) {
 		{"maxPerSecond=NaN", `job param maxPerSecond="NaN": want a number`},
 		{"pageSize=-1", `job param pageSize="-1": want a whole number from 1 to 5000`},
 		{"maxOrders=99999999999999999999", `job param maxOrders="99999999999999999999": want a whole number`},
+		{`{"dryRun":true,"dryRun":false}`, `job param key "dryRun" given twice`},
+		{`{"pageSize":50,"dryRun":"true","pageSize":50,"dryRun":false}`, `job param key "pageSize" given twice`},
 	} {
 		p := xxljobtest.Trigger(1, OrderTimeoutCloseJob, int64(5000+i))
 		p.ExecutorParams = tc.param

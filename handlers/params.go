@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -29,26 +30,9 @@ func parseParams(s string, allowed ...string) (params, error) {
 		return p, nil
 	}
 	if strings.HasPrefix(s, "{") {
-		var raw map[string]any
-		dec := json.NewDecoder(strings.NewReader(s))
-		dec.UseNumber()
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("job param looks like JSON but does not parse: %v", err)
-		}
-		if dec.More() {
-			return nil, fmt.Errorf("job param has text after the JSON object")
-		}
-		for k, v := range raw {
-			switch v := v.(type) {
-			case string:
-				p[k] = v
-			case json.Number:
-				p[k] = v.String()
-			case bool:
-				p[k] = strconv.FormatBool(v)
-			default:
-				return nil, fmt.Errorf("job param key %q: value must be a string, number or boolean", k)
-			}
+		var err error
+		if p, err = parseJSONParams(s); err != nil {
+			return nil, err
 		}
 	} else {
 		for _, part := range strings.Split(s, ",") {
@@ -80,6 +64,49 @@ func parseParams(s string, allowed ...string) (params, error) {
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		return nil, fmt.Errorf("unknown job param key(s) %s; allowed: %s", strings.Join(unknown, ", "), strings.Join(allowed, ", "))
+	}
+	return p, nil
+}
+
+// parseJSONParams reads a JSON object of scalar values token by token, so a
+// key given twice is refused like in the key=value form: encoding/json would
+// keep the last value, and {"dryRun":true,"dryRun":false} would run for real.
+func parseJSONParams(s string) (params, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	bad := func(err error) error { return fmt.Errorf("job param looks like JSON but does not parse: %v", err) }
+	if _, err := dec.Token(); err != nil { // the '{' the caller saw
+		return nil, bad(err)
+	}
+	p := params{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, bad(err)
+		}
+		k, _ := t.(string) // inside an object the decoder yields only string keys
+		if t, err = dec.Token(); err != nil {
+			return nil, bad(err)
+		}
+		if _, dup := p[k]; dup {
+			return nil, fmt.Errorf("job param key %q given twice", k)
+		}
+		switch v := t.(type) {
+		case string:
+			p[k] = v
+		case json.Number:
+			p[k] = v.String()
+		case bool:
+			p[k] = strconv.FormatBool(v)
+		default:
+			return nil, fmt.Errorf("job param key %q: value must be a string, number or boolean", k)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, bad(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("job param has text after the JSON object")
 	}
 	return p, nil
 }

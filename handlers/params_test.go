@@ -46,6 +46,45 @@ func TestCloseOptions(t *testing.T) {
 	require.True(t, o.DryRun)
 }
 
+// A key given twice is refused in both forms and by every handler's param,
+// naming the key: the JSON form used to keep the last value, so
+// {"dryRun":true,"dryRun":false} ran for real.
+func TestParamsRepeatedKey(t *testing.T) {
+	t.Parallel()
+	parsers := map[string]func(string) error{
+		"close":       func(s string) error { _, err := closeOptions(s); return err },
+		"deadletter":  func(s string) error { _, err := retryOptions(s); return err },
+		"delaySweep":  func(s string) error { _, err := delaySweepOptions(s); return err },
+		"autoConfirm": func(s string) error { _, err := lifecycleOptions(s, "days"); return err },
+	}
+	for _, tc := range []struct {
+		parser, param, wantErr string
+	}{
+		{"close", `{"dryRun":true,"dryRun":false}`, `job param key "dryRun" given twice`},
+		{"close", `{"dryRun":true, "pageSize":10, "dryRun":true}`, `job param key "dryRun" given twice`},
+		{"close", "dryRun=true,dryRun=false", `job param key "dryRun" given twice`},
+		{"close", `{"dryRun":true,"dryRun":[false]}`, `job param key "dryRun" given twice`},
+		{"close", `{"dryRun":true,"dryRun":}`, "does not parse"},
+		{"close", `{"dryRun":true}{"dryRun":false}`, "text after the JSON object"},
+		{"close", `{"dryRun":null}`, `job param key "dryRun": value must be a string, number or boolean`},
+		{"close", `{"dryRun":true,"DryRun":false}`, "unknown job param key(s) DryRun"},
+		{"close", `{"dryRun":true,"pageSize":7}`, ""},
+		{"deadletter", `{"dryRun":true,"dryRun":false}`, `job param key "dryRun" given twice`},
+		{"deadletter", `{"maxLetters":1,"maxLetters":1000}`, `job param key "maxLetters" given twice`},
+		{"delaySweep", `{"limit":1,"limit":100000}`, `job param key "limit" given twice`},
+		{"delaySweep", `{"limit":5}`, ""},
+		{"autoConfirm", `{"days":30,"dryRun":true,"days":1,"dryRun":false}`, `job param key "days" given twice`},
+		{"autoConfirm", `{"days":30,"dryRun":true}`, ""},
+	} {
+		err := parsers[tc.parser](tc.param)
+		if tc.wantErr == "" {
+			require.NoError(t, err, "%s %s", tc.parser, tc.param)
+			continue
+		}
+		require.ErrorContains(t, err, tc.wantErr, "%s %s", tc.parser, tc.param)
+	}
+}
+
 // Any input either parses or fails with a message; nothing panics, and an
 // accepted param yields values in their documented ranges.
 func FuzzCloseOptions(f *testing.F) {

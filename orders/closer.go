@@ -47,6 +47,9 @@ type CloserConfig struct {
 	// TradeFanOut is how many close-trade calls of a page run at once.
 	// Default 16.
 	TradeFanOut int
+	// Server is what the database is (DetectServer): it decides what some
+	// error numbers mean (Server.Kind). Default ServerUnknown.
+	Server Server
 	// Compensation is where stock and coupons are given back:
 	// CompensateLocal (default) or CompensateOutbox (outbox.go).
 	Compensation CompensationMode
@@ -124,7 +127,7 @@ const maxLockFailedPages = 3
 
 // RunOptions are one run's parameters (the XXL-JOB job param and sharding).
 type RunOptions struct {
-	// ShardIndex and ShardTotal select the orders with id % total = index.
+	// ShardIndex and ShardTotal select the orders of one shard (shard.Of(id, total) = index).
 	// Total 0 or 1 takes every order.
 	ShardIndex, ShardTotal int
 	// PageSize is the scan page and close batch size. 0: the Closer's.
@@ -145,6 +148,9 @@ type RunOptions struct {
 	// Source says in the run's record what started it (e.g. "xxl-job log
 	// 1234", "executor run"); at most 64 bytes.
 	Source string
+	// LogID is the XXL-JOB admin's log id of the run (0: none), kept in its
+	// record.
+	LogID int64
 }
 
 // PageStats is what one page did; the counts are this page's.

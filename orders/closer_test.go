@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -90,6 +91,25 @@ func TestShardsConcurrently(t *testing.T) {
 	b := setup(t)
 	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.85, PaidFraction: 0.05, NotDueFraction: 0.1, CouponFraction: 0.3})
 	const total = 3
+	stats := b.runShards(t, total)
+	closedPerShard := shard.Counts(b.ids(t, `SELECT id FROM order_info WHERE status = 2`), total)
+	sum := 0
+	for i, st := range stats {
+		require.Equal(t, st.Scanned, st.Closed, "shard %d", i)
+		require.Equal(t, closedPerShard[i], st.Closed, "shard %d closed only its own orders", i)
+		sum += st.Closed
+	}
+	require.Equal(t, res.Due, sum)
+	c := b.counts(t)
+	require.Equal(t, res.Due, c.Closed, "every due order closed once")
+	require.Equal(t, res.NotDue, c.Unpaid, "no not-due order touched")
+	b.check(t, base)
+}
+
+// runShards runs the close sweep as total broadcast executors at once,
+// pages of 100, and returns each shard's stats.
+func (b *testBundle) runShards(t *testing.T, total int) []orders.RunStats {
+	t.Helper()
 	stats := make([]orders.RunStats, total)
 	var g errgroup.Group
 	for i := range total {
@@ -100,18 +120,48 @@ func TestShardsConcurrently(t *testing.T) {
 		})
 	}
 	require.NoError(t, g.Wait())
-	sum := 0
-	for i, st := range stats {
-		require.Equal(t, st.Scanned, st.Closed, "shard %d", i)
-		mine := b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 2 AND id % ? = ?`, total, i)
-		require.Equal(t, mine, st.Closed, "shard %d closed only its own orders", i)
-		sum += st.Closed
+	return stats
+}
+
+// Broadcast executors get even shares whatever the ids look like: odd only
+// (a two-node Galera cluster's auto_increment_increment), step 3 (three
+// nodes) and snowflake-shaped (timestamp<<22 | worker<<12 | sequence,
+// written a few ms apart, so mostly even). With id % total one of two
+// executors would get every odd id. Every due order is closed exactly once,
+// by the shard shard.Of names, each shard within ±10% of the mean.
+func TestShardsBalanceWhateverTheIDs(t *testing.T) {
+	t.Parallel()
+	// Each rewrites the demo's ids 1..n (descending, so no new id meets an
+	// old one) keeping their order.
+	shapes := map[string]string{
+		"odd only":  `UPDATE order_info SET id = 2 * id - 1 ORDER BY id DESC`,
+		"step 3":    `UPDATE order_info SET id = 3 * id ORDER BY id DESC`,
+		"snowflake": `UPDATE order_info SET id = (1764000000000 + id * 7 + id % 5) << 22 | (id % 3) << 12 | (id % 17 = 0) ORDER BY id DESC`,
 	}
-	require.Equal(t, res.Due, sum)
-	c := b.counts(t)
-	require.Equal(t, res.Due, c.Closed, "every due order closed once")
-	require.Equal(t, res.NotDue, c.Unpaid, "no not-due order touched")
-	b.check(t, base)
+	for name, remap := range shapes {
+		for _, total := range []int{2, 3, 4} {
+			t.Run(fmt.Sprintf("%s, %d executors", name, total), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				res, _ := b.seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 0.9, PaidFraction: 0.05, NotDueFraction: 0.05})
+				_, err := b.db.ExecContext(b.ctx, remap)
+				require.NoError(t, err)
+				base := snapshot(t, b)
+				stats := b.runShards(t, total)
+				closed := shard.Counts(b.ids(t, `SELECT id FROM order_info WHERE status = 2`), total)
+				mean := float64(res.Due) / float64(total)
+				sum := 0
+				for i, st := range stats {
+					require.Equal(t, closed[i], st.Closed, "shard %d closed exactly its own orders", i)
+					require.InDelta(t, mean, float64(st.Closed), 0.10*mean, "shard %d closed %d of %d (per shard %v)", i, st.Closed, res.Due, closed)
+					sum += st.Closed
+				}
+				require.Equal(t, res.Due, sum, "every due order closed exactly once")
+				require.Equal(t, res.Due, b.counts(t).Closed)
+				b.check(t, base)
+			})
+		}
+	}
 }
 
 func TestPayRacesClose(t *testing.T) {
@@ -213,6 +263,41 @@ func TestMaxOrders(t *testing.T) {
 	require.Equal(t, 250, st.Scanned)
 	require.Equal(t, 250, st.Closed)
 	require.Equal(t, 3, st.Pages)
+	b.check(t, base)
+}
+
+// A cursor saved under id % total (shard_rule 0, before migration 0120)
+// names a position among another set of orders: the capped run ignores it
+// and starts at the head, then saves its own (shard_rule 1) over it.
+func TestCappedRunIgnoresCursorOfOldShardRule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, base := b.seed(t, orderdemo.Spec{Orders: 400, DueFraction: 1})
+	mine := b.ids(t, `SELECT id FROM order_info ORDER BY create_time, id`)
+	var head []int64 // shard 0 of 2, in scan order
+	for _, id := range mine {
+		if shard.Of(id, 2) == 0 {
+			head = append(head, id)
+		}
+	}
+	middle := head[len(head)/2]
+	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
+		SELECT 2, 0, create_time, id, UTC_TIMESTAMP(3) FROM order_info WHERE id = ?`, middle)
+	require.NoError(t, err)
+
+	st := b.run(t, orders.RunOptions{ShardIndex: 0, ShardTotal: 2, MaxOrders: 30, PageSize: 10})
+	require.Equal(t, 30, st.Closed)
+	closed := b.ids(t, `SELECT id FROM order_info WHERE status = 2 ORDER BY create_time, id`)
+	require.Equal(t, head[:30], closed, "the run started at the head, not after the old rule's cursor")
+	var rule int
+	var at int64
+	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT shard_rule, order_id FROM order_close_cursor WHERE shard_total = 2 AND shard_index = 0`).Scan(&rule, &at))
+	require.Equal(t, 1, rule)
+	require.Equal(t, head[29], at, "the next run resumes after the last order this one handled")
+
+	st = b.run(t, orders.RunOptions{ShardIndex: 0, ShardTotal: 2, MaxOrders: 30, PageSize: 10})
+	require.Equal(t, 30, st.Closed)
+	require.Equal(t, head[:60], b.ids(t, `SELECT id FROM order_info WHERE status = 2 ORDER BY create_time, id`), "the new cursor is followed")
 	b.check(t, base)
 }
 

@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -49,6 +50,8 @@ type CloseRun struct {
 	Result string `db:"result"`
 	// Error is what stopped the run ("" when it finished).
 	Error string `db:"error"`
+	// LogID is the XXL-JOB admin's log id of the run (0: none).
+	LogID int64 `db:"log_id"`
 }
 
 // Failed reports whether the run stopped on an error or dead-lettered
@@ -70,7 +73,7 @@ func (c *Closer) recordRun(ctx context.Context, opt RunOptions, started time.Tim
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
 		Scanned: st.Scanned, Closed: st.Closed, SkippedPaid: st.SkippedPaid, SkippedLocked: st.SkippedLocked,
 		DeadLettered: st.DeadLettered, LockErrors: st.LockErrors, TradeErrors: st.TradeErrors,
-		MaxLatenessMs: st.MaxLateness.Milliseconds(), Result: sqlexec.Truncate(st.String(), 255)}
+		MaxLatenessMs: st.MaxLateness.Milliseconds(), Result: sqlexec.Truncate(st.String(), 255), LogID: opt.LogID}
 	if runErr != nil {
 		r.Error = sqlexec.Truncate(runErr.Error(), 2000)
 		if errors.Is(runErr, context.Canceled) {
@@ -84,6 +87,31 @@ func (c *Closer) recordRun(ctx context.Context, opt RunOptions, started time.Tim
 	if err != nil {
 		c.log.WarnContext(ctx, "close run not recorded (the console's history misses it)", "err", err)
 	}
+}
+
+// RecordInterrupted writes the record of a close run that an earlier
+// process started and never finished (killed or crashed part-way, so it
+// wrote none): opt as the run had it (LogID required), started by that
+// process's clock, and reason (the executor's message) as its error. It
+// writes nothing when a record of the same LogID started within a day of
+// it exists already (the run's own, written before the process ended, or
+// this one, by an earlier restart), so it may be called again.
+func (c *Closer) RecordInterrupted(ctx context.Context, opt RunOptions, started time.Time, reason string) error {
+	if opt.LogID <= 0 {
+		return fmt.Errorf("record interrupted close run: log id %d is not positive", opt.LogID)
+	}
+	r := CloseRun{StartedAt: started, Host: sqlexec.Truncate(c.cfg.Host, 64), Source: sqlexec.Truncate(opt.Source, 64),
+		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
+		Error: sqlexec.Truncate(reason, 2000), LogID: opt.LogID}
+	added, err := c.store.insertInterruptedCloseRun(ctx, c.db, r)
+	if err != nil {
+		return err
+	}
+	if added {
+		c.log.WarnContext(ctx, "close run interrupted by the end of the previous process recorded",
+			"log_id", opt.LogID, "started_at", started)
+	}
+	return nil
 }
 
 // CloseRuns reads the records of close runs for operators. It needs only

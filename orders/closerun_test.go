@@ -86,3 +86,63 @@ func TestCloseRunRecordsError(t *testing.T) {
 	require.True(t, runs[0].Failed())
 	require.Zero(t, runs[0].Closed)
 }
+
+// A close run an earlier process never finished gets its record at the
+// restart, failed with the executor's reason, once; a run that wrote its
+// own record before the process ended keeps it.
+func TestCloseRunInterruptedRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withCloser(orders.CloserConfig{Host: "host-1"}))
+	b.seed(t, orderdemo.Spec{Orders: 10, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
+	view := orders.NewCloseRuns(b.db.DB)
+	const reason = "executor restarted during the run: it started at ..."
+	finished := b.run(t, orders.RunOptions{Source: "xxl-job log 501", LogID: 501})
+	started := b.db.Now(t).Add(-2 * time.Second)
+
+	for _, tc := range []struct {
+		name    string
+		opt     orders.RunOptions
+		started time.Time
+		wantErr string
+	}{
+		{name: "no log id", opt: orders.RunOptions{Source: "executor run"}, started: started, wantErr: "log id 0 is not positive"},
+		{name: "the run wrote its own record", opt: orders.RunOptions{LogID: 501}, started: started},
+		{name: "interrupted", opt: orders.RunOptions{Source: "xxl-job log 502", LogID: 502, ShardIndex: 1, ShardTotal: 2, DryRun: true}, started: started},
+		{name: "interrupted, recorded again by a later restart", opt: orders.RunOptions{LogID: 502}, started: started},
+		{name: "the same log id two days apart (a reset admin)", opt: orders.RunOptions{LogID: 501}, started: started.Add(-48 * time.Hour)},
+	} {
+		err := b.closer.RecordInterrupted(b.ctx, tc.opt, tc.started, reason)
+		if tc.wantErr != "" {
+			require.ErrorContains(t, err, tc.wantErr, tc.name)
+			continue
+		}
+		require.NoError(t, err, tc.name)
+	}
+
+	runs, err := view.Recent(b.ctx, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 3, "the run's own record, the interrupted one once, the other 501")
+	other, interrupted, own := runs[0], runs[1], runs[2]
+	require.Equal(t, int64(501), own.LogID)
+	require.Equal(t, finished.String(), own.Result)
+	require.Empty(t, own.Error)
+
+	require.Equal(t, int64(502), interrupted.LogID)
+	require.Equal(t, reason, interrupted.Error)
+	require.True(t, interrupted.Failed())
+	require.Equal(t, "host-1", interrupted.Host)
+	require.Equal(t, "xxl-job log 502", interrupted.Source)
+	require.Equal(t, 1, interrupted.ShardIndex)
+	require.Equal(t, 2, interrupted.ShardTotal)
+	require.True(t, interrupted.DryRun)
+	require.WithinDuration(t, started, interrupted.StartedAt, time.Millisecond)
+	require.False(t, interrupted.FinishedAt.Before(interrupted.StartedAt))
+
+	require.Equal(t, int64(501), other.LogID)
+	require.Equal(t, reason, other.Error)
+
+	sum, err := view.Summary(b.ctx, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, 3, sum.Runs)
+	require.Equal(t, 2, sum.Failed)
+}

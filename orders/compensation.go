@@ -101,7 +101,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			tr, err = c.closeTx(ctx, tx, clock, held, p.pageData, lease, mode)
 			return err
 		})
-		if retryable(err) {
+		if c.cfg.Server.retryable(err) {
 			res.conflicts++
 		}
 		switch {
@@ -144,12 +144,12 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 				res.detail.setErr(r.OrderNo, OutcomeSkippedLocked, ErrLeaseExpired)
 			}
 			return res, nil
-		case retryable(err) && attempt < c.cfg.LockAttempts:
+		case c.cfg.Server.retryable(err) && attempt < c.cfg.LockAttempts:
 			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
 				return res, werr
 			}
 			continue
-		case !splitPage(err):
+		case !c.cfg.Server.splitPage(err):
 			// About the database, not an order (a table or privilege
 			// missing, the server read-only, the connection lost): every
 			// order would fail alike, so none is dead-lettered; the
@@ -157,7 +157,7 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 			return res, fmt.Errorf("close page of %d orders: %w", len(held), err)
 		}
 		c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
-			"batch_size", len(held), "error", err.Error(), "error_kind", KindOf(err).String())
+			"batch_size", len(held), "error", err.Error(), "error_kind", c.cfg.Server.Kind(err).String())
 		err = c.closeEach(ctx, clock, held, p.pageData, lease, &res)
 		return res, err
 	}
@@ -218,7 +218,7 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pag
 			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, pd, lease, txSingle)
 			return err
 		})
-		if retryable(err) {
+		if c.cfg.Server.retryable(err) {
 			conflicts++
 		}
 		switch {
@@ -228,18 +228,18 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pag
 		case leaseRanOut(err, lease):
 			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
 			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true, conflicts: conflicts}, nil
-		case retryable(err) && attempt < c.cfg.LockAttempts:
+		case c.cfg.Server.retryable(err) && attempt < c.cfg.LockAttempts:
 			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
 				return oneResult{}, werr
 			}
 			continue
-		case retryable(err):
+		case c.cfg.Server.retryable(err):
 			// Other transactions hold this order's rows: nothing is wrong
 			// with the order, so it waits for the next pass.
 			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order rows held by other transactions; left to the next pass",
 				"order_no", r.OrderNo, "error", err.Error())
 			return oneResult{outcome: OutcomeSkippedLocked, cause: err, contended: true, conflicts: conflicts}, nil
-		case KindOf(err) != KindOrder:
+		case c.cfg.Server.Kind(err) != KindOrder:
 			return oneResult{}, fmt.Errorf("close order %s: %w", r.OrderNo, err)
 		}
 		if dlErr := c.deadLetter(ctx, r.OrderNo, clock.now, err); dlErr != nil {

@@ -14,7 +14,7 @@ import (
 // RetryOptions are one dead-letter retry run's parameters (the job param of
 // deadLetterRetryJob and its sharding).
 type RetryOptions struct {
-	// ShardIndex and ShardTotal select the letters with id % total = index
+	// ShardIndex and ShardTotal select the letters of one shard (shard.Of(id, total) = index)
 	// (the letter's id). Total 0 or 1 takes every letter.
 	ShardIndex, ShardTotal int
 	// PageSize is the number of letters read per scan page. Default 100, at
@@ -66,7 +66,7 @@ const DefaultRetryPageSize = 100
 // RetryDeadLetters retries the close of the orders whose close dead letter
 // is waiting and due (next_retry_at at or before the database clock, read
 // once at the start), in keyset pages over idx_status_retry, for one shard
-// (letter id % total = index).
+// (shard.Of(letter id, total) = index).
 //
 // Each letter is first claimed (a conditional UPDATE that repeats the state
 // the scan saw and pushes next_retry_at past the replay's worst case), so of

@@ -79,7 +79,7 @@
 //
 // Run walks idx_status_create_time in keyset pages ((create_time, id) after
 // the last row of the previous page, never OFFSET) over status = 0 AND
-// create_time <= now, keeping the rows of its shard (id % total = index) whose
+// create_time <= now, keeping the rows of its shard (a hash of the id, internal/shard) whose
 // own deadline has passed. So its cost grows with the number of due orders
 // (plus the unpaid orders still within their timeout), not with the size of
 // the table. The scan is a plain read without locks, so shards and

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -156,11 +157,32 @@ var connectionErrors = map[uint16]bool{
 	1969: true, // statement timeout (MariaDB max_statement_time)
 	3024: true, // max_execution_time exceeded (MySQL)
 	3101: true, // a Group Replication plugin rolled the transaction back
+	// The client library's codes, which proxies (ProxySQL, vtgate) send as
+	// server errors when the backend goes away.
+	2006: true, // MySQL server has gone away
+	2013: true, // lost connection to MySQL server during query
 }
 
-// KindOf classifies err (see ErrorKind). Wrapped errors are unwrapped; in a
-// join, the first classified error decides.
-func KindOf(err error) ErrorKind {
+// Numbers whose meaning depends on the server (see Server).
+const errMySQLInactivity = 4031 // MySQL 8; on MariaDB a missing referenced trigger
+
+// tidbRetryable are TiDB's transaction errors that a retry may pass: KV
+// error safe to retry, schema changed during the statement, write
+// conflict (optimistic transactions).
+var tidbRetryable = map[uint16]bool{8022: true, 8028: true, 9007: true}
+
+// tidbUnavailable are TiDB's errors about its cluster's state: PD server
+// timeout, TiKV server timeout, region unavailable.
+var tidbUnavailable = map[uint16]bool{9001: true, 9002: true, 9005: true}
+
+// KindOf classifies err (see ErrorKind) without knowing the server:
+// ServerUnknown.Kind(err).
+func KindOf(err error) ErrorKind { return ServerUnknown.Kind(err) }
+
+// Kind classifies err as server s means it (see ErrorKind and Server).
+// Wrapped errors are unwrapped; in a join, the first classified error
+// decides.
+func (s Server) Kind(err error) ErrorKind {
 	if err == nil {
 		return KindNone
 	}
@@ -177,6 +199,12 @@ func KindOf(err error) ErrorKind {
 			return KindOrder
 		case connectionErrors[me.Number]:
 			return KindConnection
+		case me.Number == errMySQLInactivity && s.inactivity(me.Message):
+			return KindConnection
+		case (s == ServerTiDB || s == ServerUnknown) && tidbRetryable[me.Number]:
+			return KindContention
+		case (s == ServerTiDB || s == ServerUnknown) && tidbUnavailable[me.Number]:
+			return KindConnection
 		}
 		return KindDatabase
 	}
@@ -189,6 +217,18 @@ func KindOf(err error) ErrorKind {
 		return KindConnection
 	}
 	return KindDatabase
+}
+
+// inactivity reports whether a 4031 with message msg is MySQL's
+// disconnect for inactivity (on MariaDB 4031 is a missing trigger).
+func (s Server) inactivity(msg string) bool {
+	switch s {
+	case ServerMySQL:
+		return true
+	case ServerUnknown:
+		return strings.Contains(msg, "inactivity")
+	}
+	return false
 }
 
 // NotNow reports whether err says nothing about the order it concerns: the
@@ -207,19 +247,20 @@ func NotNow(err error) bool {
 }
 
 // retryable reports a transaction aborted by lock contention: deadlock or
-// lock wait timeout. The same transaction may succeed when run again.
-func retryable(err error) bool { return KindOf(err) == KindContention }
+// lock wait timeout (or the server's own kind of write conflict). The same
+// transaction may succeed when run again.
+func (s Server) retryable(err error) bool { return s.Kind(err) == KindContention }
 
 // splitPage reports whether a page whose batch transaction failed with err
 // should be closed again one order per transaction: the error is about one
 // order's rows (the fallback finds it), the rows are contended (smaller
 // transactions wait for fewer rows), or the transaction was too large for
 // the server. Anything else fails the whole page alike.
-func splitPage(err error) bool {
+func (s Server) splitPage(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && (me.Number == errLockTableFull || me.Number == errBinlogCacheFull) {
 		return true
 	}
-	k := KindOf(err)
+	k := s.Kind(err)
 	return k == KindOrder || k == KindContention
 }

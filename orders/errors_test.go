@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 
@@ -56,13 +57,13 @@ func TestKindOf(t *testing.T) {
 		require.Equal(t, c.want, KindOf(c.err), "%v", c.err)
 		require.Equal(t, c.want != KindNone && c.want != KindOrder, NotNow(c.err), "NotNow(%v)", c.err)
 	}
-	require.True(t, retryable(my(1213)))
-	require.False(t, retryable(my(1062)))
-	require.True(t, splitPage(my(1062)))
-	require.True(t, splitPage(my(1205)))
-	require.True(t, splitPage(my(1206)))
-	require.False(t, splitPage(my(1146)))
-	require.False(t, splitPage(my(1290)))
+	require.True(t, ServerUnknown.retryable(my(1213)))
+	require.False(t, ServerUnknown.retryable(my(1062)))
+	require.True(t, ServerUnknown.splitPage(my(1062)))
+	require.True(t, ServerUnknown.splitPage(my(1205)))
+	require.True(t, ServerUnknown.splitPage(my(1206)))
+	require.False(t, ServerUnknown.splitPage(my(1146)))
+	require.False(t, ServerUnknown.splitPage(my(1290)))
 }
 
 func TestHint(t *testing.T) {
@@ -88,5 +89,6 @@ func TestHint(t *testing.T) {
 	}
 	require.Empty(t, Hint(nil))
 	require.Empty(t, Hint(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}))
-	require.Contains(t, Hint(driver.ErrBadConn), "connection failed")
+	require.Contains(t, Hint(driver.ErrBadConn), "answered read-only", "rejectReadOnly's answer to a read-only server")
+	require.Contains(t, Hint(io.ErrUnexpectedEOF), "connection failed")
 }

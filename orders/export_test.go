@@ -22,7 +22,6 @@ func ScanPageQuery(after time.Time, afterID int64, now time.Time, shardTotal, sh
 
 // Statements of the dead-letter probe and the retry job's scan, exposed to
 // the EXPLAIN tests.
-const (
-	LetterStatesSQL = letterStatesSQL
-	DueLettersSQL   = dueLettersSQL
-)
+const LetterStatesSQL = letterStatesSQL
+
+var DueLettersSQL = dueLettersSQL

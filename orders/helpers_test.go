@@ -118,6 +118,14 @@ func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 }
 
 // newCloser makes another Closer over the bundle's database and locker.
+// ids runs query, which selects ids, and returns them.
+func (b *testBundle) ids(t *testing.T, query string, args ...any) []int64 {
+	t.Helper()
+	var ids []int64
+	require.NoError(t, b.db.SelectContext(b.ctx, &ids, query, args...), query)
+	return ids
+}
+
 func (b *testBundle) newCloser(t *testing.T, cfg orders.CloserConfig) *orders.Closer {
 	t.Helper()
 	c, err := orders.NewCloser(b.db.DB, b.locker, cfg)

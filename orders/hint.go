@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"regexp"
@@ -25,6 +26,11 @@ func Hint(err error) string {
 	}
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) {
+		if errors.Is(err, driver.ErrBadConn) {
+			// What the driver returns for a read-only answer too: with
+			// rejectReadOnly it closes that connection and says only this.
+			return "the database dropped the connection: the server is down or restarting, or it answered read-only (a replica, or the old primary after a failover: check that the DSN's address leads to the primary); the next run retries on new connections"
+		}
 		if KindOf(err) == KindConnection {
 			return "the database connection failed; check that the server is up and reachable at the configured DSN, the next run retries"
 		}
@@ -72,6 +78,14 @@ func Hint(err error) string {
 		return "a statement or connection was killed (KILL, or a proxy); the next run retries"
 	case errLockWaitTimeout, errDeadlock:
 		return "other transactions held the rows too long; the next run retries (look for long transactions on the order tables)"
+	case errMySQLInactivity:
+		if KindOf(err) == KindConnection {
+			return "the server closed a connection idle longer than its wait_timeout: keep mysql.connMaxIdleTime below the server's wait_timeout; the next run retries"
+		}
+	case 2006, 2013:
+		return "the connection to the server was lost (or a proxy such as ProxySQL or vtgate lost its backend); the next run retries"
+	case 9001, 9002, 9005:
+		return "the TiDB cluster could not reach PD or TiKV (a timeout, a region unavailable); the next run retries"
 	case 1644:
 		return "a trigger on one of the order tables raised an error (SIGNAL): see its message; the orders stay open until it lets the close through"
 	}

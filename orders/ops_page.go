@@ -44,6 +44,9 @@ func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
 	if len(q.EventType) > 32 {
 		return p, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(q.EventType))
 	}
+	if err := oplist.CheckASCII("eventType", q.EventType); err != nil {
+		return p, err
+	}
 	if len(q.OrderNo) > oplist.MaxOrderNoLen {
 		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
 	}

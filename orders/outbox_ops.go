@@ -104,6 +104,9 @@ func (o *Outbox) List(ctx context.Context, f OutboxFilter) (OutboxList, error) {
 	if len(f.EventType) > 32 || len(f.OrderNo) > oplist.MaxOrderNoLen {
 		return OutboxList{}, oplist.Invalid("eventType", "event type or order number too long")
 	}
+	if err := oplist.CheckASCII("eventType", f.EventType); err != nil {
+		return OutboxList{}, err
+	}
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return OutboxList{}, err
 	}
@@ -165,6 +168,9 @@ func (o *Outbox) Requeue(ctx context.Context, id int64) (*OutboxEvent, error) {
 func (o *Outbox) RequeueParked(ctx context.Context, eventType string) (int, error) {
 	if len(eventType) > 32 {
 		return 0, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(eventType))
+	}
+	if err := oplist.CheckASCII("eventType", eventType); err != nil {
+		return 0, err
 	}
 	total := 0
 	for {

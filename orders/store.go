@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderstatus"
@@ -58,14 +59,14 @@ func (r scanRow) order() orderRow { return orderRow{scanRow: r, Status: ordersta
 // primary-key lookup, the row's own timeout, and returns the columns the
 // close needs from that row. Not-yet-due unpaid orders are the only rows
 // read and not returned. Returns up to limit rows in key order.
-const scanPageSQL = `
+var scanPageSQL = `
 SELECT o.id, o.order_no, o.create_time, o.timeout_minutes, o.coupon_id
 FROM order_info o FORCE INDEX (idx_status_create_time)
 WHERE o.status = 0
   AND (o.create_time > :after_time OR (o.create_time = :after_time AND o.id > :after_id))
   AND o.create_time <= :now
   AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= :now
-  AND o.id % :shard_total = :shard_index
+  AND ` + shard.Match("o.id") + `
 ORDER BY o.create_time, o.id
 LIMIT :limit`
 
@@ -505,17 +506,25 @@ func deltaCase(deltas []skuDelta) string {
 	return b.String()
 }
 
+// cursorShardRule is the shard_rule of the cursors this code saves and
+// reads: 1, internal/shard's hash (0 was id % total, whose positions mean
+// nothing under the hash: such a cursor is ignored and overwritten).
+const cursorShardRule = 1
+
 // closeCursorSQL reads where the shard's next capped run starts.
-// A primary-key lookup; zero or one row.
+// A primary-key lookup; zero or one row (none when the saved one is of
+// another shard rule).
 const closeCursorSQL = `
-SELECT create_time, order_id FROM order_close_cursor WHERE shard_total = :shard_total AND shard_index = :shard_index`
+SELECT create_time, order_id FROM order_close_cursor
+WHERE shard_total = :shard_total AND shard_index = :shard_index AND shard_rule = :shard_rule`
 
 func (store) closeCursor(ctx context.Context, q sqlx.QueryerContext, shardIndex, shardTotal int) (scanCursor, bool, error) {
 	var row struct {
 		CreateTime time.Time `db:"create_time"`
 		ID         int64     `db:"order_id"`
 	}
-	err := sqlexec.GetNamed(ctx, q, &row, closeCursorSQL, map[string]any{"shard_total": shardTotal, "shard_index": shardIndex})
+	err := sqlexec.GetNamed(ctx, q, &row, closeCursorSQL, map[string]any{"shard_total": shardTotal, "shard_index": shardIndex,
+		"shard_rule": cursorShardRule})
 	if errors.Is(err, sql.ErrNoRows) {
 		return scanCursor{}, false, nil
 	}
@@ -529,9 +538,10 @@ func (store) closeCursor(ctx context.Context, q sqlx.QueryerContext, shardIndex,
 // clearCloseCursorSQL makes it start at the head. One row by primary key.
 const (
 	setCloseCursorSQL = `
-INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
-VALUES (:shard_total, :shard_index, :create_time, :order_id, UTC_TIMESTAMP(3))
-ON DUPLICATE KEY UPDATE create_time = VALUES(create_time), order_id = VALUES(order_id), updated_at = VALUES(updated_at)`
+INSERT INTO order_close_cursor (shard_total, shard_index, shard_rule, create_time, order_id, updated_at)
+VALUES (:shard_total, :shard_index, :shard_rule, :create_time, :order_id, UTC_TIMESTAMP(3))
+ON DUPLICATE KEY UPDATE shard_rule = VALUES(shard_rule), create_time = VALUES(create_time), order_id = VALUES(order_id),
+  updated_at = VALUES(updated_at)`
 	clearCloseCursorSQL = `DELETE FROM order_close_cursor WHERE shard_total = :shard_total AND shard_index = :shard_index`
 )
 
@@ -541,7 +551,7 @@ func (store) setCloseCursor(ctx context.Context, e sqlx.ExecerContext, shardInde
 	if cur == nil {
 		_, err = sqlexec.ExecNamed(ctx, e, clearCloseCursorSQL, p)
 	} else {
-		p["create_time"], p["order_id"] = cur.CreateTime, cur.ID
+		p["create_time"], p["order_id"], p["shard_rule"] = cur.CreateTime, cur.ID, cursorShardRule
 		_, err = sqlexec.ExecNamed(ctx, e, setCloseCursorSQL, p)
 	}
 	if err != nil {

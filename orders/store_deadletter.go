@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
@@ -37,14 +38,14 @@ type letterCursor struct {
 // next_retry_at, id): no locks; the claim below decides who replays a
 // letter. stage is checked on the row (letters of other stages belong to
 // other jobs). Returns up to limit rows in key order.
-const dueLettersSQL = `
+var dueLettersSQL = `
 SELECT id, order_no, attempts, next_retry_at
 FROM order_dead_letter FORCE INDEX (idx_status_retry)
 WHERE status = 'waiting'
   AND next_retry_at <= :now
   AND (next_retry_at > :after_at OR (next_retry_at = :after_at AND id > :after_id))
   AND stage = 'close'
-  AND id % :shard_total = :shard_index
+  AND ` + shard.Match("id") + `
 ORDER BY next_retry_at, id
 LIMIT :limit`
 

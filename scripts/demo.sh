@@ -15,8 +15,21 @@ tail="${dsn##*/}"
 params=""
 if [[ "$tail" == *"?"* ]]; then params="?${tail#*\?}"; fi
 export MYSQL_DSN="${dsn%/*}/${DEMO_DATABASE:-order_job_demo}${params}"
+# The process log (JSON lines for a log collector by default) stays out of
+# the run log printed below: only warnings and errors, as text, on stderr.
+export LOG_LEVEL="${LOG_LEVEL:-warn}" LOG_FORMAT="${LOG_FORMAT:-text}"
 echo "demo database: ${DEMO_DATABASE:-order_job_demo}"
+echo "building bin/executor (the first build takes a minute)…"
 go build -o bin/executor ./cmd/executor
-./bin/executor migrate -create-database
+# migrate prints every statement it runs: to a file, and its last line here.
+mkdir -p logs
+migrate_log=logs/demo-migrate.log
+if ! ./bin/executor migrate -create-database >"$migrate_log" 2>&1; then
+  cat "$migrate_log" >&2
+  echo "FATAL: executor migrate failed (output above, also in $migrate_log)" >&2
+  exit 1
+fi
+echo "schema: $(tail -n 1 "$migrate_log") (every statement: $migrate_log)"
 ./bin/executor demo-data -orders "${DEMO_ORDERS:-5000}" -skus 200 -due 0.8 -coupons 0.3 -reset
+echo "running orderTimeoutCloseJob once; its run log:"
 ./bin/executor run orderTimeoutCloseJob

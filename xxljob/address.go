@@ -2,10 +2,13 @@ package xxljob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"time"
 )
 
@@ -115,4 +118,80 @@ func hostnameIPv4() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// CheckListenAddr reports whether addr can be listened on: host:port with a
+// numeric port from 0 to 65535 (0: any free port) and a host that is empty
+// (every interface), a literal IP or a name that resolves. It checks before
+// anything starts what net.Listen would otherwise refuse only at Start.
+func CheckListenAddr(ctx context.Context, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			err = errors.New(ae.Err)
+		}
+		return fmt.Errorf("%q is not host:port (%v); want e.g. 127.0.0.1:9999, or :9999 for every interface", addr, err)
+	}
+	n, err := strconv.Atoi(port)
+	switch {
+	case port == "":
+		return fmt.Errorf("%q has no port; want e.g. %s", addr, net.JoinHostPort(host, "9999"))
+	case err != nil:
+		return fmt.Errorf("%q: port %q is not a number", addr, port)
+	case n < 0 || n > 65535:
+		return fmt.Errorf("%q: port %d out of range 0-65535", addr, n)
+	}
+	if host == "" || net.ParseIP(host) != nil {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := net.DefaultResolver.LookupIPAddr(lctx, host); err != nil {
+		return fmt.Errorf("%q: host %q is neither an IP address nor a name that resolves (%v)", addr, host, err)
+	}
+	return nil
+}
+
+// advertisedMismatch says how address (the URL the admin is given) differs
+// from listen, the address the server is bound to, or "" when the admin
+// reaches the listener by it. A listener on every interface matches any
+// host; a name matches when one of its addresses is the listener's. A
+// different port or host can be right behind a proxy or a port mapping,
+// which is why this is a warning, not an error.
+func advertisedMismatch(ctx context.Context, address string, listen net.Addr) string {
+	la, ok := listen.(*net.TCPAddr)
+	u, err := url.Parse(address)
+	if !ok || err != nil {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port != strconv.Itoa(la.Port) {
+		return fmt.Sprintf("the advertised port %s is not the listening port %d", port, la.Port)
+	}
+	if la.IP == nil || la.IP.IsUnspecified() {
+		return ""
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.Equal(la.IP) {
+			return ""
+		}
+		return fmt.Sprintf("the advertised host %s is not the listening IP %s", host, la.IP)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIPAddr(lctx, host)
+	if err != nil {
+		return fmt.Sprintf("the advertised host %s does not resolve here (%v), the listener is on %s only", host, err, la.IP)
+	}
+	for _, ip := range ips {
+		if ip.IP.Equal(la.IP) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the advertised host %s does not resolve to the listening IP %s", host, la.IP)
 }

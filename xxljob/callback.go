@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-// maxCallbackBatch bounds one /api/callback POST. Java 2.x sends everything
-// queued at once, 3.4 at most 50 per POST; 100 keeps bodies small under load.
-const maxCallbackBatch = 100
+// maxCallbackBatch bounds one /api/callback POST, as the Java executor's
+// callback queue does from 3.4 on (TriggerCallbackThreadHelper's
+// MessageQueue, batch 50; 2.x sent everything queued at once). The spool's
+// retries send batches of the same size.
+const maxCallbackBatch = 50
 
 // callbacker delivers run results to the admin. Each result is first
 // written to the spool (see spool.go), then queued in memory for one sender
@@ -46,7 +48,7 @@ func newCallbacker(client *adminClient, logs *logStore, obs Observer, log *slog.
 }
 
 // push reports one result: persist, then queue at once.
-func (c *callbacker) push(p callbackParam) { c.persist(p)() }
+func (c *callbacker) push(p callbackParam) { c.persist(p, spoolRef{})() }
 
 // persist writes one result to the spool (or, if the disk fails, keeps it
 // for memory only) and returns the function that queues it for delivery. A
@@ -55,14 +57,28 @@ func (c *callbacker) push(p callbackParam) { c.persist(p)() }
 // result, has the whole log by then, and a crash in between loses nothing.
 // After the sender closed (only results of runs cancelled at shutdown come
 // late) the result is left on disk for the next start.
-func (c *callbacker) persist(p callbackParam) (queue func()) {
+//
+// start (if set) is the run's start record, acknowledged once the result is
+// durable and before it can be delivered (the result is written as held in
+// memory, out of the retry loop's reach, until then): the spool never holds
+// a delivered result's run as unfinished. A result the disk refused leaves
+// the start as it is, so a crash before delivery still reports the run.
+func (c *callbacker) persist(p callbackParam, start spoolRef) (queue func()) {
 	c.mu.Lock()
 	room := !c.closed && len(c.queue)+c.reserved < c.size
 	if room {
 		c.reserved++
 	}
 	c.mu.Unlock()
-	ref, err := c.spool.append(p, room)
+	ref, err := c.spool.append(p, true)
+	if err == nil && start.seg != nil {
+		if aerr := c.spool.ack([]spoolRef{start}); aerr != nil {
+			c.log.Warn("mark a run's start finished; a restart reports it from its result", "log_id", p.LogID, "error", aerr)
+		}
+	}
+	if err == nil && !room {
+		c.spool.release([]spoolRef{ref})
+	}
 	return func() { c.enqueue(p, ref, room, err) }
 }
 

@@ -2,6 +2,7 @@ package xxljob_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -282,4 +283,34 @@ func TestJavaSpoolImport(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, b.admin.CallbackBatches())
 	require.Zero(t, b.admin.Repeats(501))
+}
+
+// One /api/callback POST carries at most 50 results, as the Java
+// executor's callback queue sends them, also when a backlog is retried from
+// the spool.
+func TestCallbackBatchesOfFifty(t *testing.T) {
+	t.Parallel()
+	b := setup(t, opts{handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+	b.admin.SetMode(xxljobtest.Down503)
+	var ids []int64
+	for i := range 130 {
+		p := xxljobtest.Trigger(i+1, "ok", nextLogID())
+		b.run(t, p)
+		ids = append(ids, p.LogID)
+	}
+	waitFor(t, func() bool { return len(spooled(t, b.logPath)) == len(ids) }, "every result waits on disk")
+	b.admin.SetMode(xxljobtest.Up)
+	for _, id := range ids {
+		require.Equal(t, 200, b.callback(t, id).HandleCode)
+	}
+	largest := 0
+	for _, r := range b.admin.Requests() {
+		if !strings.HasSuffix(r.Path, "api/callback") {
+			continue
+		}
+		var batch []json.RawMessage
+		require.NoError(t, json.Unmarshal(r.Body, &batch), "%s", r.Body)
+		largest = max(largest, len(batch))
+	}
+	require.Equal(t, 50, largest, "the largest callback POST")
 }

@@ -3,11 +3,13 @@ package xxljob_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +41,12 @@ func crashChild() {
 			return nil
 		}))
 	}
+	if err == nil { // runs until the process is killed
+		err = e.Register("block", xxljob.HandlerFunc(func(ctx context.Context, _ *xxljob.Request) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}))
+	}
 	if err == nil {
 		err = e.Start(context.Background())
 	}
@@ -50,16 +58,11 @@ func crashChild() {
 	select {}
 }
 
-// TestCallbackKill9WhileAdminHangs: results finished while the admin hangs
-// (some in memory waiting for a delivery that never answers, some beyond the
-// memory bound) are all delivered by the next executor on the same log path
-// after the first one is killed with SIGKILL.
-func TestCallbackKill9WhileAdminHangs(t *testing.T) {
-	t.Parallel()
-	admin := xxljobtest.New(t, xxljobtest.Options{})
-	admin.SetMode(xxljobtest.Hang)
-	root := t.TempDir()
-
+// startCrashChild starts crashChild on admin and root and returns a client
+// of its port and the function that kills it with SIGKILL (also called, if
+// not yet, when the test ends).
+func startCrashChild(t *testing.T, admin *xxljobtest.Admin, root string) (*xxljobtest.Client, func()) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"=1", "XXLJOB_TEST_ADMIN="+admin.URL, "XXLJOB_TEST_LOGPATH="+root)
 	stdout, err := cmd.StdoutPipe()
@@ -67,12 +70,15 @@ func TestCallbackKill9WhileAdminHangs(t *testing.T) {
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
+	var once sync.Once
+	kill9 := func() {
+		once.Do(func() {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-		}
+		})
+	}
+	t.Cleanup(func() {
+		kill9()
 		if t.Failed() {
 			t.Logf("child's log:\n%s", stderr.String())
 		}
@@ -82,9 +88,21 @@ func TestCallbackKill9WhileAdminHangs(t *testing.T) {
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "LISTEN ")
 	require.True(t, ok, line)
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-
 	client := xxljobtest.NewClient("http://"+addr, "", xxljobtest.V24)
-	defer client.Close()
+	t.Cleanup(client.Close)
+	return client, kill9
+}
+
+// TestCallbackKill9WhileAdminHangs: results finished while the admin hangs
+// (some in memory waiting for a delivery that never answers, some beyond the
+// memory bound) are all delivered by the next executor on the same log path
+// after the first one is killed with SIGKILL.
+func TestCallbackKill9WhileAdminHangs(t *testing.T) {
+	t.Parallel()
+	admin := xxljobtest.New(t, xxljobtest.Options{})
+	admin.SetMode(xxljobtest.Hang)
+	root := t.TempDir()
+	client, kill9 := startCrashChild(t, admin, root)
 	const runs = 20
 	var ps []xxljobtest.TriggerParam
 	for i := range runs {
@@ -105,9 +123,7 @@ func TestCallbackKill9WhileAdminHangs(t *testing.T) {
 		return true
 	}, "all runs finished")
 
-	require.NoError(t, cmd.Process.Kill()) // SIGKILL: no shutdown, no flush
-	_ = cmd.Wait()
-	killed = true
+	kill9() // no shutdown, no flush
 	require.Empty(t, admin.Callbacks(), "the hanging admin accepted nothing")
 
 	admin.SetMode(xxljobtest.Up)
@@ -175,4 +191,90 @@ func TestCallbackQueueBoundedWhileAdminHangs(t *testing.T) {
 		require.Equal(t, 200, b.callback(t, p.LogID).HandleCode)
 	}
 	waitFor(t, func() bool { return len(spooled(t, b.logPath)) == 0 }, "spool emptied")
+}
+
+// TestRunKilledMidRunReportedOnce: a run going on when its executor is
+// killed with SIGKILL is reported as failed by the next executor on the
+// same log path, once, and handed to InterruptedFunc until it accepts it;
+// a run that finished before the kill is not reported again.
+func TestRunKilledMidRunReportedOnce(t *testing.T) {
+	t.Parallel()
+	admin := xxljobtest.New(t, xxljobtest.Options{})
+	root := t.TempDir()
+	client, kill9 := startCrashChild(t, admin, root)
+
+	done := xxljobtest.Trigger(1, "ok", nextLogID())
+	env, err := client.Run(t.Context(), done)
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code)
+	_, err = admin.WaitCallback(done.LogID, waitLong)
+	require.NoError(t, err)
+	mid := xxljobtest.Trigger(2, "block", nextLogID())
+	mid.ExecutorParams, mid.BroadcastIndex, mid.BroadcastTotal = "p=1", 1, 2
+	env, err = client.Run(t.Context(), mid)
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code)
+	b := &bundle{logPath: root}
+	waitFor(t, func() bool { return strings.Contains(b.runLogNow(mid), "xxl-job job execute start") }, "run started")
+	killedAt := time.Now()
+	kill9()
+	_, reported := admin.Callback(mid.LogID)
+	require.False(t, reported, "the killed run reported before the restart")
+
+	// Each restart hands the run to InterruptedFunc; the first refuses it.
+	var mu sync.Mutex
+	var handed []xxljob.InterruptedRun
+	restart := func(refuse bool) *bundle {
+		return setup(t, opts{admin: admin, logPath: root, cfg: func(c *xxljob.Config) {
+			c.InterruptedFunc = func(_ context.Context, run xxljob.InterruptedRun) error {
+				mu.Lock()
+				defer mu.Unlock()
+				handed = append(handed, run)
+				if refuse {
+					return errors.New("database down")
+				}
+				return nil
+			}
+		}})
+	}
+	handedOver := func() []xxljob.InterruptedRun {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(handed)
+	}
+	shutdown := func(b *bundle) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, b.exec.Shutdown(ctx))
+	}
+
+	next := restart(true)
+	cb := next.callback(t, mid.LogID)
+	require.Equal(t, xxljob.CodeFail, cb.HandleCode)
+	require.Contains(t, cb.HandleMsg, "executor restarted during the run")
+	require.Equal(t, mid.LogDateTime, cb.LogDateTim)
+	require.Contains(t, next.runLog(t, mid), "executor restarted during the run")
+	waitFor(t, func() bool { return len(handedOver()) == 1 }, "run handed to InterruptedFunc")
+	run := handedOver()[0]
+	require.Equal(t, xxljob.InterruptedRun{Handler: "block", JobID: 2, LogID: mid.LogID, LogDateTime: time.UnixMilli(mid.LogDateTime),
+		Param: "p=1", ShardIndex: 1, ShardTotal: 2, StartedAt: run.StartedAt, Msg: cb.HandleMsg}, run)
+	require.WithinRange(t, run.StartedAt, killedAt.Add(-waitLong), killedAt)
+	waitFor(t, func() bool { return len(spooled(t, root)) == 0 }, "spool emptied")
+	shutdown(next)
+
+	// Refused: handed over again, and the admin is not told a second time.
+	again := restart(false)
+	waitFor(t, func() bool { return len(handedOver()) == 2 }, "run handed over again")
+	require.Equal(t, run.LogID, handedOver()[1].LogID)
+	shutdown(again)
+	last := restart(false)
+	time.Sleep(200 * time.Millisecond) // several spool retry periods
+	shutdown(last)
+
+	require.Len(t, handedOver(), 2, "accepted: not handed over a third time")
+	require.Zero(t, admin.Repeats(mid.LogID), "the interrupted run reported more than once")
+	require.Zero(t, admin.Repeats(done.LogID), "the finished run reported again")
+	got, _ := admin.Callback(done.LogID)
+	require.Equal(t, 200, got.HandleCode)
+	require.Len(t, admin.Callbacks(), 2)
 }

@@ -182,6 +182,42 @@ func (d dialect) repeatTrigger(logID int64) string {
 	return msgRepeatTrigger(logID)
 }
 
+// glueDescs are GlueTypeEnum's descriptions of the GLUE (script) types on
+// the branch after 3.4, by name.
+var glueDescs = map[string]string{
+	"GLUE_GROOVY": "GLUE(Java)", "GLUE_SHELL": "GLUE(Shell)", "GLUE_PYTHON": "GLUE(Python3)", "GLUE_PYTHON2": "GLUE(Python2)",
+	"GLUE_NODEJS": "GLUE(Nodejs)", "GLUE_POWERSHELL": "GLUE(PowerShell)", "GLUE_PHP": "GLUE(PHP)",
+}
+
+// refuseGlue returns the refusal of a trigger whose glueType is not BEAN;
+// nil is a glueType absent or null. Every generation refuses a missing,
+// empty or unknown type as Java's GlueTypeEnum.match finds none
+// ("glueType[null] is not valid."). A GLUE type, which Java up to 3.4 runs,
+// is refused here with that text too; the branch after 3.4 refuses it
+// with its own text when glueenabled is off, as it always is here.
+func (d dialect) refuseGlue(glueType *string) (string, bool) {
+	switch {
+	case glueType == nil:
+		return msgGlueInvalid("null"), true
+	case *glueType == glueTypeBean:
+		return "", false
+	}
+	if desc, ok := glueDescs[*glueType]; ok && d == dialectMain {
+		return msgGlueNotSupported(desc), true
+	}
+	return msgGlueInvalid(*glueType), true
+}
+
+// idleReason is the stop reason of a job thread idle too long: "idel" up
+// to 2.4.x, "idle" from 2.5.0 (JobThread; both keep "excutor"). The 2.x
+// dialect spans 2.3 to 2.5.0 and takes the spelling of most of them.
+func (d dialect) idleReason() string {
+	if d == dialect2x {
+		return reasonIdle2x
+	}
+	return reasonIdle
+}
+
 // logFields names the envelope fields a /log result goes under.
 func (d dialect) logFields() []string {
 	switch {

@@ -14,8 +14,10 @@
 // renamed /trigger, an object-shaped callback, logDateTime instead of
 // logDateTim, and a token per executor group named by the XXL-JOB-APPNAME
 // header. Until auto knows, answers carry what every generation reads.
-// Only BEAN mode is supported: GLUE triggers are refused, no code sent over
-// the wire is ever run.
+// Only BEAN mode is supported: GLUE triggers are refused with the text of
+// the dialect (the branch after 3.4 says "fail, current glue type [..] not
+// supported."), and so is a trigger without a glueType, as in Java; no code
+// sent over the wire is ever run.
 //
 // # Routes and headers
 //
@@ -26,7 +28,8 @@
 //	/idleBeat  {"jobId"}: 500 while the job runs or has queued triggers (BUSYOVER), or once Shutdown started
 //	/run       a trigger (also /trigger); queued at once, never waits for the handler
 //	/kill      {"jobId"}: stop the job's running and queued triggers
-//	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end
+//	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end;
+//	           "not ended" and empty for a run queued or starting here whose file is not written yet
 //
 // Called (executor → admin), on each admin base URL in order until one
 // accepts: {admin}/api/registry, {admin}/api/registryRemove and
@@ -54,6 +57,11 @@
 //     what no admin accepts, or does not fit the queue, is delivered from disk
 //     every CallbackRetryInterval, also after a crash or restart. Results a
 //     Java 3.3+ executor left in {LogPath}/callbacklogs/ are delivered once.
+//     A run's start is written to the spool (and synced) before its handler
+//     is called, so a run the process never finished (killed or crashed
+//     part-way) is reported by the next Start on the same LogPath: once,
+//     500 "executor restarted during the run: it started at ...", and handed
+//     to Config.InterruptedFunc for the application's own records.
 //  4. Deregister: Shutdown fails beats, sends registryRemove, refuses new
 //     triggers and kills the queued ones, waits up to ShutdownTimeout for
 //     runs, cancels the rest, gives the callbacks one attempt and stops the
@@ -67,10 +75,11 @@
 //	    v
 //	[queued] ---kill, COVER_EARLY, shutdown---> 500 "<reason> [job not executed, ...]"
 //	    |
-//	    | dequeued: start line written to the run log
+//	    | dequeued: start record synced to the spool, start line to the run log
 //	    v
 //	[running] --kill, COVER_EARLY, shutdown---> 500 "<reason> [job running, killed]"
 //	    |     --executorTimeout---------------> 502 "job execute timeout "
+//	    |     --process ends (kill -9, crash)--> 500 "executor restarted during the run: ..." at the next Start
 //	    |
 //	    | handler returned: nil 200, error 500, panic 500 with stack
 //	    v

@@ -44,6 +44,16 @@ var envFields = []struct {
 			c.AdminInsecureSkipVerify, err = strconv.ParseBool(v)
 			return err
 		}},
+	{EnvVar{"XXL_JOB_EXECUTOR_ENABLED", "xxl.job.executor.enabled", "false: the executor does not start (Disabled); default true"},
+		func(c *Config, v string) error {
+			on, err := strconv.ParseBool(v)
+			c.Disabled = err == nil && !on
+			return err
+		}},
+	{EnvVar{"XXL_JOB_EXECUTOR_GLUEENABLED", "xxl.job.executor.glueenabled", "accepted; GLUE (script) jobs are always refused, true makes Start warn"},
+		func(c *Config, v string) (err error) { c.GlueEnabled, err = strconv.ParseBool(v); return err }},
+	{EnvVar{"XXL_JOB_EXECUTOR_EXCLUDEDPACKAGE", "xxl.job.executor.excludedpackage", "accepted and ignored: handlers are registered in code, nothing is scanned"},
+		func(*Config, string) error { return nil }},
 	{EnvVar{"XXL_JOB_EXECUTOR_APPNAME", "xxl.job.executor.appname", "the executor group's AppName"},
 		func(c *Config, v string) error { c.AppName = v; return nil }},
 	{EnvVar{"XXL_JOB_EXECUTOR_ADDRESS", "xxl.job.executor.address", "URL the admin calls; default http://{ip}:{port}/"},

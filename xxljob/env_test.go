@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/xxljob"
+	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 func lookupFrom(m map[string]string) func(string) (string, bool) {
@@ -65,4 +66,71 @@ func TestConfigFromEnv(t *testing.T) {
 	require.ErrorContains(t, err, "XXL_JOB_EXECUTOR_PORT")
 	require.ErrorContains(t, err, "XXL_JOB_ADMIN_VERSION")
 	require.ErrorContains(t, err, "XXL_JOB_ADMIN_TIMEOUT")
+}
+
+// The Java executor's switches: enabled (3.3.1+) turns the executor off,
+// glueenabled (after 3.4) is accepted although GLUE never runs here, and
+// excludedpackage (3.3+) is accepted and ignored, as nothing is scanned.
+func TestConfigFromEnvJavaSwitches(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want xxljob.Config
+		err  string
+	}{
+		{env: map[string]string{"XXL_JOB_EXECUTOR_ENABLED": "false"}, want: xxljob.Config{Disabled: true}},
+		{env: map[string]string{"XXL_JOB_EXECUTOR_ENABLED": " true "}, want: xxljob.Config{}},
+		{env: map[string]string{"XXL_JOB_EXECUTOR_ENABLED": "no"}, err: `XXL_JOB_EXECUTOR_ENABLED: strconv.ParseBool: parsing "no": invalid syntax`},
+		{env: map[string]string{"XXL_JOB_EXECUTOR_GLUEENABLED": "true"}, want: xxljob.Config{GlueEnabled: true}},
+		{env: map[string]string{"XXL_JOB_EXECUTOR_GLUEENABLED": "false"}, want: xxljob.Config{}},
+		{env: map[string]string{"XXL_JOB_EXECUTOR_GLUEENABLED": "yes"}, err: "XXL_JOB_EXECUTOR_GLUEENABLED"},
+		{env: map[string]string{"XXL_JOB_EXECUTOR_EXCLUDEDPACKAGE": "org.springframework,spring"}, want: xxljob.Config{}},
+	} {
+		c, err := xxljob.ConfigFromLookup(lookupFrom(tc.env))
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.env)
+			continue
+		}
+		require.NoError(t, err, tc.env)
+		require.Equal(t, tc.want, c, tc.env)
+	}
+	listed := map[string]string{}
+	for _, v := range xxljob.EnvVars() {
+		listed[v.Name] = v.Property
+	}
+	require.Equal(t, "xxl.job.executor.enabled", listed["XXL_JOB_EXECUTOR_ENABLED"])
+	require.Equal(t, "xxl.job.executor.glueenabled", listed["XXL_JOB_EXECUTOR_GLUEENABLED"])
+	require.Equal(t, "xxl.job.executor.excludedpackage", listed["XXL_JOB_EXECUTOR_EXCLUDEDPACKAGE"])
+}
+
+// XXL_JOB_EXECUTOR_ENABLED=false: Start listens on nothing and tells the
+// admin nothing, as the Java executor's start returns at once.
+// XXL_JOB_EXECUTOR_GLUEENABLED=true: Start warns that GLUE never runs.
+func TestConfigFromEnvDisabledAndGlue(t *testing.T) {
+	t.Parallel()
+	admin := xxljobtest.New(t, xxljobtest.Options{})
+	for _, tc := range []struct {
+		enabled, glue string
+		listens       bool
+		log           string
+	}{
+		{"false", "false", false, "xxl-job executor not enabled"},
+		{"true", "true", true, "GLUE (script) jobs never run in this executor"},
+	} {
+		c, err := xxljob.ConfigFromLookup(lookupFrom(map[string]string{"XXL_JOB_EXECUTOR_ENABLED": tc.enabled,
+			"XXL_JOB_EXECUTOR_GLUEENABLED": tc.glue, "XXL_JOB_ADMIN_ADDRESSES": admin.URL, "XXL_JOB_EXECUTOR_APPNAME": "env-executor",
+			"XXL_JOB_EXECUTOR_BINDADDR": "127.0.0.1:0", "XXL_JOB_EXECUTOR_LOGPATH": t.TempDir()}))
+		require.NoError(t, err)
+		logs := &syncBuffer{}
+		c.Logger = newTextLogger(logs)
+		e, err := xxljob.New(c)
+		require.NoError(t, err)
+		require.NoError(t, e.Start(t.Context()))
+		require.Equal(t, tc.listens, e.Addr() != nil, "listening")
+		require.NoError(t, e.Shutdown(t.Context()))
+		require.Contains(t, logs.String(), tc.log)
+		// Shutdown deregisters a started executor; a disabled one never
+		// called the admin.
+		require.Equal(t, tc.listens, len(admin.Requests()) > 0, "calls to the admin: %v", admin.Requests())
+	}
 }

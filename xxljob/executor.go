@@ -18,9 +18,10 @@ import (
 
 // Config configures an Executor. Zero values mean "use the default".
 type Config struct {
-	// AdminAddresses are the admin base URLs including the context path,
-	// e.g. "http://admin:8080/xxl-job-admin". They are tried in order; the
-	// first that accepts a call wins. Required.
+	// AdminAddresses are the admin base URLs including the context path:
+	// "http://admin:8080" for 3.4.1 and later (served at /),
+	// "http://admin:8080/xxl-job-admin" for older admins. They are tried in
+	// order; the first that accepts a call wins. Required.
 	AdminAddresses []string
 	// AccessToken is the shared secret of the admin and its executors (on
 	// the branch after 3.4: the executor group's token). "" disables the
@@ -46,7 +47,9 @@ type Config struct {
 	// Port is used for the default Address and ListenAddr. Default 9999.
 	Port int
 	// ListenAddr is where the executor's HTTP server binds. Default
-	// ":{Port}". It may differ from Address (containers, port 0 in tests).
+	// ":{Port}". It may differ from Address (containers, port 0 in tests);
+	// New refuses one that is not host:port (CheckListenAddr), and Start
+	// warns once when Address is not one it listens on.
 	ListenAddr string
 	// LogPath is the root of the run logs and the callback spool.
 	// Default "./logs/xxl-job".
@@ -80,6 +83,23 @@ type Config struct {
 	// Every result is on disk before it is queued; one that finds the queue
 	// full is delivered from disk instead. Default 1000.
 	CallbackQueueSize int
+	// InterruptedFunc, if set, is called by Start (from a goroutine of its
+	// own, with a context that ends at Shutdown) once for each run that an
+	// earlier process on this LogPath started and never finished (it was
+	// killed or crashed part-way). The admin is sent the run's failure
+	// whatever InterruptedFunc does; it is for the application's own records.
+	// A run it returns an error for is handed over again at the next start,
+	// so it must accept a run it has seen (match on LogID).
+	InterruptedFunc func(ctx context.Context, run InterruptedRun) error
+	// Disabled turns the executor off, as the Java executor's
+	// xxl.job.executor.enabled=false (3.3.1 and later): Start logs one line
+	// and returns without listening, registering or delivering anything,
+	// and Shutdown has nothing to stop. New still checks the rest of Config.
+	Disabled bool
+	// GlueEnabled is the Java executor's xxl.job.executor.glueenabled (the
+	// branch after 3.4). GLUE (script) triggers are always refused here, as
+	// Java refuses them with it false; true only makes Start warn.
+	GlueEnabled bool
 	// Logger receives the process log. Default: discard.
 	Logger *slog.Logger
 	// Observer receives events for metrics. Default: none.
@@ -131,6 +151,7 @@ type Executor struct {
 	srv          *http.Server
 	baseCancel   context.CancelCauseFunc
 	regCancel    context.CancelFunc
+	workCancel   context.CancelFunc // ends InterruptedFunc's context with stopWork
 	stopWork     chan struct{}
 	shutdownDone chan struct{}
 	shutdownErr  error
@@ -209,6 +230,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Port < 1 || cfg.Port > 65535 {
 		errs = append(errs, fmt.Errorf("Port: %d out of range 1-65535", cfg.Port))
+	}
+	if err := CheckListenAddr(context.Background(), cfg.ListenAddr); err != nil {
+		errs = append(errs, fmt.Errorf("ListenAddr: %w", err))
 	}
 	for name, d := range map[string]time.Duration{
 		"ShutdownTimeout": cfg.ShutdownTimeout, "RegistryInterval": cfg.RegistryInterval,
@@ -296,10 +320,15 @@ func (e *Executor) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("xxljob: start: %w", err)
 	}
+	if e.cfg.Disabled {
+		e.log.InfoContext(ctx, "xxl-job executor not enabled (Disabled): not serving, not registering with the admin")
+		return nil
+	}
 	sp, err := e.openSpool(ctx)
 	if err != nil {
 		return fmt.Errorf("xxljob: start: callback spool: %w", err)
 	}
+	interrupted, starts := e.recoverRuns(ctx, sp)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", e.cfg.ListenAddr)
 	if err != nil {
@@ -309,6 +338,10 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.state, e.ln = stateStarted, ln
 	e.callback.spool = sp
 	e.startWarnings(ctx)
+	if why := advertisedMismatch(ctx, e.cfg.Address, ln.Addr()); why != "" {
+		e.log.WarnContext(ctx, fmt.Sprintf("advertising %s to the admin but listening on %s: %s; set Address (or IP and Port) to where the admin reaches this listener",
+			e.cfg.Address, ln.Addr(), why), "address", e.cfg.Address, "listen", ln.Addr().String())
+	}
 
 	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	e.baseCancel = cancel
@@ -333,6 +366,11 @@ func (e *Executor) Start(ctx context.Context) error {
 	e.workLoops.goFunc(func() { e.callback.run(base, e.stopWork) })
 	e.workLoops.goFunc(func() { e.callback.spoolLoop(base, e.stopWork) })
 	e.workLoops.goFunc(func() { e.cleanupLoop(base, e.stopWork) })
+	workCtx, workCancel := context.WithCancel(base)
+	e.workCancel = workCancel
+	if len(interrupted) > 0 {
+		e.workLoops.goFunc(func() { e.handOver(workCtx, interrupted, starts) })
+	}
 	e.registryLoops.goFunc(func() { e.registryLoop(regCtx) })
 	e.log.InfoContext(ctx, "xxl-job executor started", "listen", ln.Addr().String(),
 		"config", e.cfg)
@@ -347,6 +385,9 @@ func (e *Executor) startWarnings(ctx context.Context) {
 	if e.cfg.AdminInsecureSkipVerify {
 		e.log.WarnContext(ctx, "TLS CERTIFICATES OF THE ADMIN ARE NOT VERIFIED (AdminInsecureSkipVerify): anyone on the path can "+
 			"impersonate the admin and read the access token; trust its CA with AdminCAFile instead")
+	}
+	if e.cfg.GlueEnabled {
+		e.log.WarnContext(ctx, "GlueEnabled is set, but GLUE (script) jobs never run in this executor: their triggers are refused")
 	}
 	if e.ipGuess {
 		e.log.WarnContext(ctx, "no usable IPv4 address found, advertising 127.0.0.1: an admin on another host cannot reach this executor; set Address or IP",

@@ -207,7 +207,7 @@ func TestHostileBodies(t *testing.T) {
 	}
 	manyKeys := func(n int) string {
 		var b strings.Builder
-		b.WriteString(`{"jobId":1,"executorHandler":"nope","logId":6`)
+		b.WriteString(`{"jobId":1,"executorHandler":"nope","glueType":"BEAN","logId":6`)
 		for i := range n {
 			fmt.Fprintf(&b, `,"k%d":%d`, i, i)
 		}
@@ -223,10 +223,10 @@ func TestHostileBodies(t *testing.T) {
 		{"200k unknown keys (4.6 MB)", "/run", manyKeys(200000), `{"code":500,"msg":"job handler [nope] not found."}`},
 		{"number with 1 MB of digits", "/kill", `{"jobId":` + strings.Repeat("9", 1<<20) + `}`, `{"code":500,"msg":"request error:invalid JSON: json: cannot unmarshal number *`},
 		{"1e400", "/run", `{"jobId":1,"executorHandler":"count","logId":1e400}`, `{"code":500,"msg":"request error:invalid JSON: json: cannot unmarshal number 1e400 *`},
-		{"invalid UTF-8", "/run", "{\"jobId\":1,\"executorHandler\":\"count\xff\xfe\",\"logId\":7}", `{"code":500,"msg":"job handler [count` + "\ufffd\ufffd" + `] not found."}`},
+		{"invalid UTF-8", "/run", "{\"jobId\":1,\"executorHandler\":\"count\xff\xfe\",\"glueType\":\"BEAN\",\"logId\":7}", `{"code":500,"msg":"job handler [count` + "\ufffd\ufffd" + `] not found."}`},
 		{"UTF-16 BOM", "/run", "\xfe\xff{\"jobId\":1}", `{"code":500,"msg":"request error:request body is not a JSON object"}`},
 		{"two objects", "/run", `{"jobId":1,"executorHandler":"count","logId":8}{"jobId":2}`, `{"code":500,"msg":"request error:invalid JSON: invalid character '{' after top-level value"}`},
-		{"duplicate keys, last wins", "/run", `{"jobId":1,"executorHandler":"count","executorHandler":"rm","logId":9}`, `{"code":500,"msg":"job handler [rm] not found."}`},
+		{"duplicate keys, last wins", "/run", `{"jobId":1,"executorHandler":"count","executorHandler":"rm","glueType":"BEAN","logId":9}`, `{"code":500,"msg":"job handler [rm] not found."}`},
 		{"5 MiB + 1 of whitespace", "/run", strings.Repeat(" ", 5<<20+1), `{"code":500,"msg":"request error:http: request body too large"}`},
 	}
 	for _, tc := range cases {
@@ -291,7 +291,7 @@ func TestHostileIDsAndLogPaths(t *testing.T) {
 		{`{"jobId":1,"executorHandler":"count","logId":"../../etc/passwd"}`, "request error:invalid JSON: json: cannot unmarshal string into Go struct field triggerParam.logId of type int64"},
 		{`{"jobId":1,"executorHandler":"count","logId":5,"logDateTime":"2024-01-01/../../x"}`, "request error:invalid JSON: json: cannot unmarshal string into Go struct field triggerParam.logDateTime of type int64"},
 		{`{"jobId":1,"executorHandler":"count","logId":5.5}`, "request error:invalid JSON: json: cannot unmarshal number 5.5 into Go struct field triggerParam.logId of type int64"},
-		{`{"jobId":1,"executorHandler":"../count","logId":5}`, "job handler [../count] not found."},
+		{`{"jobId":1,"executorHandler":"../count","glueType":"BEAN","logId":5}`, "job handler [../count] not found."},
 	}
 	for _, tc := range refused {
 		env := run(tc.body)
@@ -303,7 +303,7 @@ func TestHostileIDsAndLogPaths(t *testing.T) {
 	accepted := []xxljobtest.TriggerParam{
 		{JobID: -2147483648, ExecutorHandler: "count", LogID: 9223372036854775807, LogDateTime: 0, GlueType: "BEAN", BroadcastTotal: 1},
 		{JobID: 2147483647, ExecutorHandler: "count", LogID: 1, LogDateTime: 253402300799999, GlueType: "BEAN", BroadcastIndex: -1, BroadcastTotal: -5},
-		{JobID: 0, ExecutorHandler: "count", LogID: nextLogID(), LogDateTime: time.Now().UnixMilli(), ExecutorTimeout: -2147483648, ExecutorParams: "../../x\x00; rm -rf /"},
+		{JobID: 0, ExecutorHandler: "count", LogID: nextLogID(), LogDateTime: time.Now().UnixMilli(), ExecutorTimeout: -2147483648, ExecutorParams: "../../x\x00; rm -rf /", GlueType: "BEAN"},
 	}
 	for _, p := range accepted {
 		h.run(t, p)
@@ -502,5 +502,58 @@ func TestHostileConcurrentRuns(t *testing.T) {
 	t.Logf("%d concurrent /run: goroutines %d before, %d after", calls, before, after)
 	for i := range calls {
 		require.Zero(t, h.admin.Repeats(first+int64(i)), "log %d called back twice", first+int64(i))
+	}
+}
+
+// A caller's long strings are cut before they reach a log line, with a
+// marker giving the original length: a 4 MiB unknown handler name was
+// written whole into the process log (one 4,194,736-byte line). The
+// answers keep the admin's 256-character echo.
+func TestHostileStringsCutInLogs(t *testing.T) {
+	t.Parallel()
+	quiet := xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error { return nil })
+	b := setup(t, opts{token: hostileToken, handlers: map[string]xxljob.Handler{"quiet": quiet}})
+	const limit = 2 << 10 // no process log line comes near this
+	for _, tc := range []struct {
+		name, handler, glue, answer, logged string
+	}{
+		{"4 MiB handler name", strings.Repeat("h", 4<<20), "",
+			"job handler [" + strings.Repeat("h", 256) + "...] not found.",
+			`handler="` + strings.Repeat("h", 256) + `...[cut: 4194304 bytes]"`},
+		{"multi-byte handler name", strings.Repeat("é", 1000), "",
+			"job handler [" + strings.Repeat("é", 128) + "...] not found.",
+			`handler="` + strings.Repeat("é", 128) + `...[cut: 2000 bytes]"`},
+		{"handler name at the bound", strings.Repeat("n", 256), "",
+			"job handler [" + strings.Repeat("n", 256) + "] not found.",
+			`handler=` + strings.Repeat("n", 256) + ` msg=`},
+		{"1 MiB glue type", "quiet", strings.Repeat("G", 1<<20),
+			"glueType[" + strings.Repeat("G", 256) + "...] is not valid.",
+			`msg="glueType[` + strings.Repeat("G", 256) + `...] is not valid."`},
+	} {
+		p := xxljobtest.Trigger(1, tc.handler, nextLogID())
+		p.GlueType = tc.glue
+		env, err := b.client.Run(t.Context(), p)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, 500, env.Code, tc.name)
+		require.Equal(t, tc.answer, env.MsgString(), tc.name)
+		require.Contains(t, b.logs.String(), tc.logged, tc.name)
+	}
+	// A 1 MiB param runs (the handler gets it whole); its run log line is cut.
+	p := xxljobtest.Trigger(1, "quiet", nextLogID())
+	p.ExecutorParams = strings.Repeat("p", 1<<20)
+	b.run(t, p)
+	require.Equal(t, 200, b.callback(t, p.LogID).HandleCode)
+	runLog := b.runLog(t, p)
+	require.Contains(t, runLog, "----------- Param:"+strings.Repeat("p", 16<<10)+"...[cut: 1048576 bytes]\n")
+	require.Less(t, len(runLog), 20<<10)
+	// A request error that repeats the caller's text is cut in the answer.
+	status, got := (&hostile{bundle: b, addr: "http://" + b.exec.Addr().String()}).post(t, http.MethodPost, "/kill",
+		tokenHeader(hostileToken), strings.NewReader(`{"jobId":`+strings.Repeat("9", 1<<20)+`}`))
+	require.Equal(t, http.StatusOK, status)
+	require.Less(t, len(got), 400, "%.300s", got)
+	require.True(t, strings.HasSuffix(got, `..."}`), "%.300s", got)
+
+	for line := range strings.Lines(b.logs.String()) {
+		require.Less(t, len(line), limit, "process log line: %.300s", line)
 	}
 }

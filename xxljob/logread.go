@@ -125,7 +125,14 @@ func (e *Executor) serveLog(w http.ResponseWriter, body []byte) {
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		// Java ends the log here (isEnd, and the admin UI stops polling).
+		// A run accepted here that has not begun writing, queued or just
+		// started, is "not ended, nothing yet" instead: the admin keeps
+		// polling until its file exists.
 		res := &logResult{FromLineNum: p.FromLineNum, LogContent: msgLogNotFound, IsEnd: true}
+		if e.runner.accepted(p.LogID) {
+			res = &logResult{FromLineNum: p.FromLineNum, ToLineNum: d.toLineNumPastEnd(0)}
+		}
 		rt := d.ok()
 		for _, field := range d.logFields() {
 			if field == "content" {

@@ -118,3 +118,60 @@ func TestLogContentEncoding(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, xxljobtest.LogResult{FromLineNum: 5, ToLineNum: 4}, *lr, "past the end: from > to")
 }
+
+// The admin UI asks for a run's log right after /run, before the run has
+// written anything. Java answers isEnd (its file does not exist) and the UI
+// stops rolling that log; for a run accepted here and not finished the
+// answer is "not ended, nothing yet" until the file exists. A logId this
+// executor knows nothing about keeps the Java answer.
+func TestLogBeforeTheFileExists(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		version xxljob.AdminVersion
+		admin   xxljobtest.Version
+	}{
+		{xxljob.Admin2x, xxljobtest.V24},
+		{xxljob.Admin34, xxljobtest.V34},
+		{xxljob.AdminMain, xxljobtest.Main},
+	} {
+		t.Run(string(tc.version), func(t *testing.T) {
+			t.Parallel()
+			g := newGate()
+			admin := xxljobtest.New(t, xxljobtest.Options{Version: tc.admin, Token: "T", Groups: map[string]string{"test-executor": "T"}})
+			b := setup(t, opts{admin: admin, token: "T", version: tc.version, adminVersion: tc.admin,
+				handlers: map[string]xxljob.Handler{"block": g.handler()}})
+			t.Cleanup(g.open)
+
+			// The first run holds the job thread; the second waits in its queue.
+			running := xxljobtest.Trigger(1, "block", nextLogID())
+			queued := xxljobtest.Trigger(1, "block", nextLogID())
+			b.run(t, running)
+			g.waitStarted(t, running.LogID)
+			b.run(t, queued)
+			for _, from := range []int{1, 7} {
+				env, lr, err := b.client.Log(t.Context(), queued.LogDateTime, queued.LogID, from)
+				require.NoError(t, err)
+				require.Equal(t, 200, env.Code, "%s", env.Raw)
+				require.NotNil(t, lr, "%s", env.Raw)
+				require.Equal(t, xxljobtest.LogResult{FromLineNum: from}, *lr, "a queued run's log is not ended: %s", env.Raw)
+			}
+			_, lr, err := b.client.Log(t.Context(), running.LogDateTime, running.LogID, 1)
+			require.NoError(t, err)
+			require.False(t, lr.IsEnd)
+			require.Contains(t, lr.LogContent, "job execute start")
+
+			unknown := nextLogID()
+			_, lr, err = b.client.Log(t.Context(), queued.LogDateTime, unknown, 3)
+			require.NoError(t, err)
+			require.Equal(t, xxljobtest.LogResult{FromLineNum: 3, LogContent: "readLog fail, logFile not exists", IsEnd: true}, *lr)
+
+			// Once the queued run began, its file answers as any other.
+			g.open()
+			b.callback(t, queued.LogID)
+			_, lr, err = b.client.Log(t.Context(), queued.LogDateTime, queued.LogID, 1)
+			require.NoError(t, err)
+			require.False(t, lr.IsEnd)
+			require.Contains(t, lr.LogContent, "job execute start")
+		})
+	}
+}

@@ -80,7 +80,8 @@ const (
 	reasonChangeHandler = "change jobhandler or glue type, and terminate the old job thread."
 	reasonKill          = "scheduling center kill job."
 	reasonShutdown      = "web container destroy and kill the job."
-	reasonIdle          = "excutor idel times over limit."
+	reasonIdle2x        = "excutor idel times over limit." // up to 2.4.x
+	reasonIdle          = "excutor idle times over limit." // 2.5.0 and later
 
 	suffixRunningKilled = " [job running, killed]"
 	suffixQueuedKilled  = " [job not executed, in the job queue, killed.]"
@@ -89,7 +90,10 @@ const (
 func msgURINotFound(uri string) string {
 	return "invalid request, uri-mapping(" + echo(uri) + ") not found."
 }
-func msgGlueInvalid(glue string) string     { return "glueType[" + echo(glue) + "] is not valid." }
+func msgGlueInvalid(glue string) string { return "glueType[" + echo(glue) + "] is not valid." }
+func msgGlueNotSupported(desc string) string {
+	return "fail, current glue type [" + desc + "] not supported."
+}
 func msgHandlerNotFound(name string) string { return "job handler [" + echo(name) + "] not found." }
 
 // maxEcho bounds how much of a caller's string an answer repeats, so a
@@ -100,11 +104,34 @@ func echo(s string) string {
 	if len(s) <= maxEcho {
 		return s
 	}
-	cut := maxEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return s[:runeCut(s, maxEcho)] + "..."
+}
+
+// runeCut is the longest prefix length of s up to n bytes that ends on a
+// rune boundary.
+func runeCut(s string, n int) int {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + "..."
+	return n
+}
+
+// Bounds of a caller's string in a log line: a process log line carries
+// at most maxLogField bytes of it (handler names, glue types, messages that
+// echo them), a run log's param line at most maxLogParam.
+const (
+	maxLogField = 256
+	maxLogParam = 16 << 10
+)
+
+// clip cuts a caller's string for a log line to at most n bytes, on a rune
+// boundary, and says so with the original length, so a 4 MiB handler name
+// is not written whole into the log and a reader sees that it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:runeCut(s, n)] + "...[cut: " + strconv.Itoa(len(s)) + " bytes]"
 }
 func msgRepeatTrigger(logID int64) string {
 	return "repeate trigger job, logId:" + strconv.FormatInt(logID, 10)
@@ -112,7 +139,10 @@ func msgRepeatTrigger(logID int64) string {
 func msgRepeatTriggerNew(logID int64) string {
 	return "repeat trigger job, logId:" + strconv.FormatInt(logID, 10)
 }
-func msgRequestError(err error) string { return "request error:" + err.Error() }
+
+// msgRequestError can repeat a caller's text (a number of 1 MB of digits in
+// a JSON error): clipped like the other echoes.
+func msgRequestError(err error) string { return "request error:" + echo(err.Error()) }
 
 // Lines the runner and the callback sender write into a run's log. Java puts
 // "<br>" in front; admins from 2.4.2 escape HTML, so we write plain lines.
@@ -182,18 +212,18 @@ type adminReturn struct {
 
 // triggerParam is the /run body, field order as the admin's Gson writes it.
 type triggerParam struct {
-	JobID                 int32  `json:"jobId"`
-	ExecutorHandler       string `json:"executorHandler"`
-	ExecutorParams        string `json:"executorParams"`
-	ExecutorBlockStrategy string `json:"executorBlockStrategy"`
-	ExecutorTimeout       int32  `json:"executorTimeout"` // seconds, <= 0: no limit
-	LogID                 int64  `json:"logId"`
-	LogDateTime           int64  `json:"logDateTime"` // epoch ms
-	GlueType              string `json:"glueType"`
-	GlueSource            string `json:"glueSource"`
-	GlueUpdatetime        int64  `json:"glueUpdatetime"`
-	BroadcastIndex        int32  `json:"broadcastIndex"`
-	BroadcastTotal        int32  `json:"broadcastTotal"`
+	JobID                 int32   `json:"jobId"`
+	ExecutorHandler       string  `json:"executorHandler"`
+	ExecutorParams        string  `json:"executorParams"`
+	ExecutorBlockStrategy string  `json:"executorBlockStrategy"`
+	ExecutorTimeout       int32   `json:"executorTimeout"` // seconds, <= 0: no limit
+	LogID                 int64   `json:"logId"`
+	LogDateTime           int64   `json:"logDateTime"` // epoch ms
+	GlueType              *string `json:"glueType"`    // nil: absent or null
+	GlueSource            string  `json:"glueSource"`
+	GlueUpdatetime        int64   `json:"glueUpdatetime"`
+	BroadcastIndex        int32   `json:"broadcastIndex"`
+	BroadcastTotal        int32   `json:"broadcastTotal"`
 }
 
 // jobIDParam is the body of /idleBeat and /kill.

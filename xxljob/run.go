@@ -33,12 +33,27 @@ func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam)
 	req.Param, req.Handler = p.ExecutorParams, t.name
 	req.ShardIndex, req.ShardTotal = int(p.BroadcastIndex), int(p.BroadcastTotal)
 	timeout := time.Duration(p.ExecutorTimeout) * time.Second
+	// The start is on disk before the handler can do anything, so a
+	// process that ends during the run still reports it (runstart.go).
+	start, err := e.callback.spool.appendStart(p, t.name, time.Now())
+	if err != nil {
+		msg := msgStartNotRecorded + err.Error()
+		rl.entry(time.Now(), slog.LevelError, msg)
+		e.log.Error("run not started: its start could not be written to the callback spool", "log_id", p.LogID, "error", err)
+		e.callback.push(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: CodeFail, HandleMsg: truncateMsg(msg)})
+		return
+	}
 	var queue func()
 	e.execute(ctx, t.handler, req, timeout, func(res Result) {
-		queue = e.callback.persist(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: res.Code, HandleMsg: res.Msg})
+		queue = e.callback.persist(callbackParam{LogID: p.LogID, LogDateTim: p.LogDateTime, HandleCode: res.Code, HandleMsg: res.Msg}, start)
 	})
 	queue() // the log's last lines are written: now the admin may have the result
 }
+
+// msgStartNotRecorded begins the failure of a run whose start could not be
+// made durable: it is not run, since a crash during it would go unreported.
+const msgStartNotRecorded = "run not started: its start could not be written to the callback spool " +
+	"(a crash during the run would go unreported): "
 
 func newRequest(rl *runLog) *Request {
 	return &Request{run: &runState{rl: rl}, Log: slog.New(&runLogHandler{rl: rl})}
@@ -65,7 +80,7 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 	rl := req.run.rl
 	start := time.Now()
 	rl.entry(start, slog.LevelInfo, lineExecStart)
-	rl.entry(start, slog.LevelInfo, lineParamPrefix+req.Param)
+	rl.entry(start, slog.LevelInfo, lineParamPrefix+clip(req.Param, maxLogParam))
 	e.obs.RunStarted(req.Handler, req.JobID, req.LogID)
 
 	if timeout > 0 { // counted from dequeue, as in Java
@@ -133,7 +148,7 @@ func (e *Executor) execute(ctx context.Context, h Handler, req *Request, timeout
 	if res.Code != CodeSuccess {
 		level = slog.LevelWarn
 	}
-	e.log.Log(ctx, level, "job run finished", "handler", req.Handler, "job_id", req.JobID,
+	e.log.Log(ctx, level, "job run finished", "handler", clip(req.Handler, maxLogField), "job_id", req.JobID,
 		"log_id", req.LogID, "code", res.Code, "duration", d)
 	return res
 }

@@ -1,7 +1,6 @@
 package xxljob
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -33,6 +32,8 @@ type jobThread struct {
 	name    string
 	handler Handler
 	wake    chan struct{} // cap 1
+
+	dialect dialect // of the latest trigger; guarded by runner.mu
 
 	// guarded by runner.mu
 	queue      []triggerParam
@@ -93,8 +94,8 @@ func (r *runner) trigger(p triggerParam, d dialect) returnT {
 	if r.refuse != "" {
 		return failure(r.refuse)
 	}
-	if glue := cmp.Or(p.GlueType, glueTypeBean); glue != glueTypeBean {
-		return failure(msgGlueInvalid(p.GlueType)) // no code sent over the wire ever runs here
+	if msg, refused := d.refuseGlue(p.GlueType); refused {
+		return failure(msg) // no code sent over the wire ever runs here
 	}
 	h, ok := r.handlers[p.ExecutorHandler]
 	if !ok {
@@ -123,6 +124,7 @@ func (r *runner) trigger(p triggerParam, d dialect) returnT {
 		r.live.goFunc(func() { r.loop(t) })
 	}
 	t.queue = append(t.queue, p)
+	t.dialect = d
 	r.active[p.LogID] = struct{}{}
 	t.signal()
 	return success()
@@ -160,7 +162,7 @@ func (r *runner) loop(t *jobThread) {
 			case <-idle.C:
 				r.mu.Lock()
 				if len(t.queue) == 0 && t.stopReason == "" {
-					r.removeLocked(t, reasonIdle)
+					r.removeLocked(t, t.dialect.idleReason())
 				}
 				r.mu.Unlock()
 			}
@@ -235,6 +237,14 @@ func (r *runner) kill(jobID int32) bool {
 	r.mu.Unlock()
 	r.report(killed)
 	return true
+}
+
+// accepted reports whether logID is a trigger queued or running here.
+func (r *runner) accepted(logID int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.active[logID]
+	return ok
 }
 
 // busy handles /idleBeat.

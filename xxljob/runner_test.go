@@ -24,21 +24,72 @@ func TestRunRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"code":500,"msg":"job handler [nope] not found."}`, string(env.Raw))
 
-	for _, glue := range []string{"GLUE_GROOVY", "GLUE_SHELL", "GLUE_PYTHON", "bean"} {
-		g := xxljobtest.Trigger(1, "ok", nextLogID())
-		g.GlueType, g.GlueSource = glue, "rm -rf /"
-		env, err = b.client.Run(t.Context(), g)
-		require.NoError(t, err)
-		require.Equal(t, `{"code":500,"msg":"glueType[`+glue+`] is not valid."}`, string(env.Raw))
-	}
-
-	// Absent glueType and executorParams mean BEAN and "".
+	// Absent executorParams mean "".
 	id := nextLogID()
-	env, err = b.client.Post(t.Context(), "run", fmt.Appendf(nil, `{"jobId":2,"executorHandler":"ok","logId":%d,"logDateTime":1700000000123}`, id))
+	env, err = b.client.Post(t.Context(), "run", fmt.Appendf(nil, `{"jobId":2,"executorHandler":"ok","glueType":"BEAN","logId":%d,"logDateTime":1700000000123}`, id))
 	require.NoError(t, err)
 	require.Equal(t, 200, env.Code)
 	require.Equal(t, 200, b.callback(t, id).HandleCode)
 	require.Len(t, b.admin.Callbacks(), 1, "no callback for refused triggers")
+}
+
+// Only BEAN runs. The refusal of any other glueType is Java's text of that
+// generation: GlueTypeEnum.match finds no type for an absent, empty or
+// unknown one ("glueType[null] is not valid.", never taken for BEAN), and
+// the branch after 3.4 refuses a GLUE type with glueenabled off as
+// "fail, current glue type [GLUE(Shell)] not supported.".
+func TestRunGlueRefusals(t *testing.T) {
+	t.Parallel()
+	glue := func(s string) string { return `,"glueType":` + s }
+	for _, tc := range []struct {
+		version xxljob.AdminVersion
+		admin   xxljobtest.Version
+		glue    map[string]string // the glueType field (none, null, a string) → msg
+	}{
+		{xxljob.Admin2x, xxljobtest.V24, map[string]string{
+			"": "glueType[null] is not valid.", glue("null"): "glueType[null] is not valid.", glue(`""`): "glueType[] is not valid.",
+			glue(`"bean"`): "glueType[bean] is not valid.", glue(`"GLUE_GROOVY"`): "glueType[GLUE_GROOVY] is not valid.",
+			glue(`"GLUE_SHELL"`): "glueType[GLUE_SHELL] is not valid.", glue(`"GLUE_PYTHON2"`): "glueType[GLUE_PYTHON2] is not valid.",
+		}},
+		{xxljob.Admin34, xxljobtest.V34, map[string]string{
+			"": "glueType[null] is not valid.", glue(`""`): "glueType[] is not valid.",
+			glue(`"GLUE_SHELL"`): "glueType[GLUE_SHELL] is not valid.", glue(`"GLUE_PYTHON"`): "glueType[GLUE_PYTHON] is not valid.",
+		}},
+		{xxljob.AdminMain, xxljobtest.Main, map[string]string{
+			"": "glueType[null] is not valid.", glue(`""`): "glueType[] is not valid.", glue(`"bean"`): "glueType[bean] is not valid.",
+			glue(`"GLUE_GROOVY"`):     "fail, current glue type [GLUE(Java)] not supported.",
+			glue(`"GLUE_SHELL"`):      "fail, current glue type [GLUE(Shell)] not supported.",
+			glue(`"GLUE_PYTHON"`):     "fail, current glue type [GLUE(Python3)] not supported.",
+			glue(`"GLUE_PYTHON2"`):    "fail, current glue type [GLUE(Python2)] not supported.",
+			glue(`"GLUE_NODEJS"`):     "fail, current glue type [GLUE(Nodejs)] not supported.",
+			glue(`"GLUE_POWERSHELL"`): "fail, current glue type [GLUE(PowerShell)] not supported.",
+			glue(`"GLUE_PHP"`):        "fail, current glue type [GLUE(PHP)] not supported.",
+		}},
+	} {
+		t.Run(string(tc.version), func(t *testing.T) {
+			t.Parallel()
+			admin := xxljobtest.New(t, xxljobtest.Options{Version: tc.admin, Token: "T", Groups: map[string]string{"test-executor": "T"}})
+			b := setup(t, opts{admin: admin, token: "T", version: tc.version, adminVersion: tc.admin,
+				handlers: map[string]xxljob.Handler{"ok": okHandler("")}})
+			path := "run"
+			if tc.admin == xxljobtest.Main {
+				path = "trigger"
+			}
+			for field, msg := range tc.glue {
+				body := fmt.Appendf(nil, `{"jobId":1,"executorHandler":"ok","logId":%d,"logDateTime":1700000000123,"glueSource":"rm -rf /"%s}`, nextLogID(), field)
+				env, err := b.client.Post(t.Context(), path, body)
+				require.NoError(t, err)
+				require.Equal(t, 500, env.Code, "%s: %s", body, env.Raw)
+				require.Equal(t, msg, env.MsgString(), "%s", body)
+			}
+			id := nextLogID()
+			env, err := b.client.Post(t.Context(), path, fmt.Appendf(nil, `{"jobId":1,"executorHandler":"ok","logId":%d,"logDateTime":1700000000123,"glueType":"BEAN"}`, id))
+			require.NoError(t, err)
+			require.Equal(t, 200, env.Code, "%s", env.Raw)
+			require.Equal(t, 200, b.callback(t, id).HandleCode)
+			require.Len(t, b.admin.Callbacks(), 1, "no callback for refused triggers")
+		})
+	}
 }
 
 func TestRunPassesTriggerFields(t *testing.T) {

@@ -128,7 +128,8 @@ func (e *Executor) run(body []byte) returnT {
 	d := e.wire.get()
 	rt := e.runner.trigger(p, d)
 	if rt.Code != CodeSuccess {
-		e.log.Warn("trigger refused", "job_id", p.JobID, "log_id", p.LogID, "handler", p.ExecutorHandler, "msg", rt.Msg)
+		e.log.Warn("trigger refused", "job_id", p.JobID, "log_id", p.LogID,
+			"handler", clip(p.ExecutorHandler, maxLogField), "msg", rt.Msg) // rt.Msg echoes at most maxEcho
 		return rt
 	}
 	return d.ok()

@@ -108,6 +108,7 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	// The sender may be in the middle of a delivery: wait for it first, so
 	// the flush gets a full deadline of its own.
 	close(e.stopWork)
+	e.workCancel()
 	wctx, cancel = grace()
 	if err := e.workLoops.wait(wctx); err != nil {
 		errs = append(errs, fmt.Errorf("background loops did not stop: %w", err))

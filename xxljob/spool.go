@@ -30,9 +30,18 @@ import (
 //	callbacks-00000000000000000042.ack    "42\n43\n" (delivered seqs)
 //
 // A result is written once and acknowledged once (two appends); a segment
-// whose results are all delivered is removed. No operation lists the folder
-// except opening the spool at start, so each costs O(1) however many
-// results wait during a long admin outage. In memory the spool keeps one
+// whose results are all delivered is removed.
+//
+// The same files hold each run's start record, written and synced before
+// its handler is called and acknowledged once the run's result is in the
+// spool (see runstart.go):
+//
+//	{"seq":43,"logId":…,"logDateTim":…,"start":{"at":…,"handler":…,…}}
+//
+// A start record is never sent; it keeps its segment until acknowledged.
+//
+// No operation lists the folder except opening the spool at start, so each
+// costs O(1) however many results wait during a long admin outage. In memory the spool keeps one
 // byte of state per result of each live segment.
 type spool struct {
 	dir string
@@ -45,6 +54,11 @@ type spool struct {
 	written uint64 // appends made, counted for the group commit below
 	line    []byte // encoding buffer
 
+	// Filled by openSpool: the start records not acknowledged (runs an
+	// earlier process began), and what results it found for each run.
+	starts  []unfinishedRun
+	results map[runID]byte // resultWritten or resultInterrupted
+
 	// Group commit: an append returns once an fsync covering it is done;
 	// one caller syncs for everybody written before it.
 	syncMu sync.Mutex
@@ -53,9 +67,10 @@ type spool struct {
 
 // Result states.
 const (
-	recDone   byte = iota // delivered (or a gap: a torn or unreadable line)
-	recDisk               // on disk only: the retry loop delivers it
-	recMemory             // also queued in memory: the sender delivers it
+	recDone    byte = iota // delivered (or a gap: a torn or unreadable line)
+	recDisk                // on disk only: the retry loop delivers it
+	recMemory              // also queued in memory: the sender delivers it
+	recRunning             // a run's start record whose result is not written yet
 )
 
 type segment struct {
@@ -76,6 +91,11 @@ type spoolRef struct {
 type spoolRecord struct {
 	Seq uint64 `json:"seq"`
 	callbackParam
+	// Start makes the line a run's start record rather than a result.
+	Start *runStart `json:"start,omitempty"`
+	// Interrupted marks the failure result a restart wrote for a run that
+	// an earlier process started and never finished.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 const (
@@ -108,7 +128,7 @@ func openSpool(dir string) (s *spool, torn int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s = &spool{dir: dir}
+	s = &spool{dir: dir, results: map[runID]byte{}}
 	var firsts []uint64
 	acks := map[uint64]bool{}
 	for _, e := range entries {
@@ -146,6 +166,7 @@ func openSpool(dir string) (s *spool, torn int, err error) {
 		_ = os.Remove(filepath.Join(dir, segmentName(first)+ackSuffix))
 	}
 	s.nextSeq = max(s.nextSeq, 1)
+	s.resolveStarts()
 	return s, torn, nil
 }
 
@@ -162,10 +183,18 @@ func (s *spool) loadSegment(first uint64) (*segment, int, error) {
 		for uint64(len(seg.state)) <= r.Seq-first {
 			seg.state = append(seg.state, recDone)
 		}
-		if seg.state[r.Seq-first] == recDone {
-			seg.state[r.Seq-first] = recDisk
-			seg.live++
+		if seg.state[r.Seq-first] != recDone {
+			return // a repeated seq: the first line counts
 		}
+		if r.Start != nil {
+			seg.state[r.Seq-first] = recRunning
+			s.starts = append(s.starts, unfinishedRun{ref: spoolRef{seg: seg, seq: r.Seq}, logID: r.LogID, logDateTim: r.LogDateTim, start: *r.Start})
+		} else {
+			seg.state[r.Seq-first] = recDisk
+			k := runID{r.LogID, r.LogDateTim}
+			s.results[k] = max(s.results[k], resultOf(r))
+		}
+		seg.live++
 	}, func() { bad++ })
 	if err != nil {
 		return nil, bad, err
@@ -180,7 +209,11 @@ func (s *spool) loadSegment(first uint64) (*segment, int, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, bad, err
 	}
-	seg.onDisk = seg.live
+	for _, st := range seg.state {
+		if st == recDisk {
+			seg.onDisk++
+		}
+	}
 	return seg, bad, nil
 }
 
@@ -214,6 +247,16 @@ func readLines(path string, fn func([]byte), unfinished func()) error {
 // says whether the caller keeps it in memory and delivers it itself;
 // otherwise the retry loop delivers it from disk.
 func (s *spool) append(p callbackParam, queued bool) (spoolRef, error) {
+	st := recDisk
+	if queued {
+		st = recMemory
+	}
+	return s.write(spoolRecord{callbackParam: p}, st)
+}
+
+// write appends one record in state st (recDisk, recMemory or recRunning)
+// and returns once it is durable.
+func (s *spool) write(rec spoolRecord, st byte) (spoolRef, error) {
 	s.mu.Lock()
 	seg, err := s.activeLocked()
 	if err != nil {
@@ -222,7 +265,8 @@ func (s *spool) append(p callbackParam, queued bool) (spoolRef, error) {
 	}
 	seq := s.nextSeq
 	s.line = s.line[:0]
-	b, err := json.Marshal(spoolRecord{Seq: seq, callbackParam: p})
+	rec.Seq = seq
+	b, err := json.Marshal(rec)
 	if err != nil {
 		s.mu.Unlock()
 		return spoolRef{}, err
@@ -237,10 +281,7 @@ func (s *spool) append(p callbackParam, queued bool) (spoolRef, error) {
 		return spoolRef{}, err
 	}
 	s.nextSeq++
-	st := recDisk
-	if queued {
-		st = recMemory
-	} else {
+	if st == recDisk {
 		seg.onDisk++
 		s.onDisk++
 	}

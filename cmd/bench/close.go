@@ -125,6 +125,29 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	return f, nil
 }
 
+// targetOrders is the size from which the ratio targets mean something:
+// below it a drain lasts a fraction of a second and its rate swings with
+// the machine's load by more than the targets' margin.
+const targetOrders = 200_000
+
+// target is the note after a ratio: its target, and whether it counts at
+// this size. The bench fails only on broken invariants, never on a ratio.
+func (f *closeFlags) target() string {
+	if f.orders < targetOrders {
+		return fmt.Sprintf("(informational at %d orders: the target, at least 0.80 each, is judged at %d orders or more, `make bench`)", f.orders, targetOrders)
+	}
+	return "(target: at least 0.80 each)"
+}
+
+// smallNote says plainly, at the end of a run below targetOrders, what its
+// exit status means.
+func (f *closeFlags) smallNote() string {
+	if f.orders >= targetOrders {
+		return ""
+	}
+	return fmt.Sprintf("at %d orders the ratios above are informational: this run passes when every due order closed exactly once with the invariants intact; the targets are judged at %d orders or more (make bench, docs/performance.md)\n", f.orders, targetOrders)
+}
+
 func intList(s string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
@@ -196,6 +219,7 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return err
 	}
 	fmt.Fprintf(stdout, "load average at start: %s; at end: %s\n", b.loadStart, loadAverage())
+	fmt.Fprint(stdout, f.smallNote())
 	s := b.summary
 	speedup, ratio := 0.0, 0.0
 	if s["seed"] > 0 {

@@ -173,8 +173,8 @@ func (b *closeBench) growthSummary(ctx context.Context, rows []growthRow) error 
 			parts = append(parts, fmt.Sprintf("%s %.2f of the first, %.2f of the mean", g.statistics(), r/ref, r/mean))
 		}
 	}
-	fmt.Fprintf(b.out, "drain rate at %d orders over the rate at %d: %s (target: at least 0.80 each)\n",
-		top, b.f.orders, strings.Join(parts, "; "))
+	fmt.Fprintf(b.out, "drain rate at %d orders over the rate at %d: %s %s\n",
+		top, b.f.orders, strings.Join(parts, "; "), b.f.target())
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
 
 	"github.com/jmoiron/sqlx"
@@ -19,7 +20,7 @@ func newCloser(db *sqlx.DB, rdb redis.UniversalClient, lockPrefix string, pageSi
 	cfg := config.Default()
 	cfg.Order.Close.LockKeyPrefix = lockPrefix
 	cfg.Order.Close.PageSize = cmp.Or(pageSize, cfg.Order.Close.PageSize)
-	cp, err := app.NewClosePath(db, rdb, nil, cfg, cmp.Or(log, slog.New(slog.DiscardHandler)), nil)
+	cp, err := app.NewClosePath(context.Background(), db, rdb, nil, cfg, cmp.Or(log, slog.New(slog.DiscardHandler)), nil)
 	if err != nil {
 		return nil, err
 	}

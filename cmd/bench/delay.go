@@ -259,7 +259,7 @@ type delayFlags struct {
 	executors, workers, handlerBatch int
 	handler                          string
 	lead                             time.Duration
-	during, single                   bool
+	during, single, steady           bool
 	poll, reconcile, flushAt         time.Duration
 	mysqlDSN, redisAddr              string
 	timerKind, rabbitURL             string
@@ -268,7 +268,7 @@ type delayFlags struct {
 	profile                          bool   // -profile
 	cpuProfile                       string // -cpuprofile
 	timeline                         time.Duration
-	dropIndexes                      []string // -drop-task-index: a what-if
+	oldTaskIndexes                   bool // -old-task-indexes: a what-if
 	registerRate                     int
 	batchSize                        int
 }
@@ -293,6 +293,7 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	fs.StringVar(&o.handler, "handler", delay.OrderTimeoutCloseHandler, "orderTimeoutClose (real close of demo orders) or noop")
 	fs.DurationVar(&o.lead, "lead", 5*time.Second, "with -register-during: how long before its execute time each task is registered; otherwise the gap between the end of registration (estimated at -register-rate) and the first due task")
 	fs.IntVar(&o.registerRate, "register-rate", 5000, "registrations per second the gap before the first due task is planned for (all registered before the run); lower it on a busy machine, where registration that runs past the first due time makes the figures a backlog's")
+	fs.BoolVar(&o.steady, "steady", false, "steady state, as in production: register each task -lead ahead of its due time (default 30s here) at the rate tasks fall due, for the whole run, so registration and dispatch share the server (-register-during with a longer lead)")
 	fs.BoolVar(&o.during, "register-during", false, "register each task lead ahead of its time while others run (default: all registered before the first is due, as the demo orders are placed before)")
 	fs.IntVar(&o.workers, "workers", 8, "handler workers per dispatcher (the order close peaks at a few concurrent closes on 2 cores)")
 	fs.BoolVar(&o.single, "single", false, "orderTimeoutClose: one CloseOrder per task (the per-order handler) instead of the executor's batch handler (CloseOrders)")
@@ -311,7 +312,7 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	fs.DurationVar(&o.purgeAt, "purge-at", 0, "-timer rabbitmq: purge every delay-tier queue this long after the first task is due (0: never)")
 	fs.BoolVar(&o.profile, "profile", false, "after each run: batch sizes, server statements and commits, Redis calls per task, CPU of this process, mariadbd and redis-server")
 	fs.DurationVar(&o.timeline, "timeline", 0, "after each run: lateness (p50, p99, max) per slice of this length of execute time, to see when a tail happens (0: none)")
-	dropIndexes := fs.String("drop-task-index", "", "a what-if: drop these secondary indexes of job_delay_task (comma-separated: idx_status_updated, idx_status_published) after the migration, to measure what their upkeep costs; the statements that name them (stuck-task recovery, purge, operator lists, the RabbitMQ reconciler) fail in such a run")
+	fs.BoolVar(&o.oldTaskIndexes, "old-task-indexes", false, "a what-if: add back to job_delay_task, after the migration, the status-led indexes migration 0091 dropped (idx_status_updated, idx_status_published), to measure what their upkeep costs")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile (pprof) from the first due time to the last task done to this file (with -rates: the last rate's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -321,12 +322,11 @@ func parseDelayFlags(args []string, stderr io.Writer) (*delayFlags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["drop-task-index"] {
-		idx, err := parseDroppableIndexes(*dropIndexes)
-		if err != nil {
-			return nil, fmt.Errorf("-drop-task-index: %w", err)
+	if o.steady {
+		o.during = true
+		if !set["lead"] {
+			o.lead = 30 * time.Second
 		}
-		o.dropIndexes = idx
 	}
 	switch {
 	case set["rates"] && set["rate"]:
@@ -379,7 +379,7 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 		return out, err
 	}
 	defer env.close()
-	if err := dropTaskIndexes(ctx, env.db, o.dropIndexes, stdout); err != nil {
+	if err := addOldTaskIndexes(ctx, env.db, o.oldTaskIndexes, stdout); err != nil {
 		return out, err
 	}
 
@@ -684,18 +684,8 @@ func runDelayRate(ctx context.Context, o *delayFlags, rate int, stdout, stderr i
 	window := finished.Sub(firstDue).Seconds()
 	fmt.Fprintf(stdout, "delay bench: %d tasks due at %d/s over %s, %d dispatcher(s) x %d workers, handler %s (%s)\n",
 		n, rate, o.duration, o.executors, o.workers, o.handler, o.mode())
-	if o.during {
-		fmt.Fprintf(stdout, "registration: during the run, %s ahead, %d errors; the producer was at most %s behind its schedule\n",
-			o.lead, regErrs.Load(), time.Duration(maxRegBehind.Load()).Round(time.Millisecond))
-	} else {
-		fmt.Fprintf(stdout, "registration: all %d before the run, in %s (%.0f/s), %d errors, done %s before the first due time\n",
-			n, regTook.Round(time.Millisecond), float64(n)/regTook.Seconds(), regErrs.Load(), regAhead.Round(time.Millisecond))
-		if regAhead < 0 {
-			out.regOverran = true
-			fmt.Fprintf(stdout, "WARNING: registration ran %s past the first due time, so the tasks came due as a backlog: rerun with -register-rate under %.0f\n",
-				-regAhead.Round(time.Millisecond), float64(n)/regTook.Seconds())
-		}
-	}
+	out.regOverran = printRegistration(stdout, o, registration{n: n, took: regTook, ahead: regAhead, errs: regErrs.Load(),
+		behind: time.Duration(maxRegBehind.Load())})
 	if len(late) > 0 {
 		fmt.Fprintf(stdout, "lateness (execute time -> handler start), ms: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  min %.1f\n",
 			dbenchPercentile(late, 50), dbenchPercentile(late, 90), dbenchPercentile(late, 99), dbenchPercentile(late, 99.9),

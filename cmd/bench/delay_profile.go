@@ -47,7 +47,7 @@ type delayProfile struct {
 // profileStatus are the server counters -profile reports, per task.
 var profileStatus = []string{"Questions", "Com_select", "Com_update", "Com_insert", "Com_delete", "Com_begin",
 	"Com_commit", "Com_rollback", "Handler_commit", "Innodb_os_log_fsyncs", "Innodb_row_lock_waits",
-	"Innodb_row_lock_time", "Innodb_rows_updated", "Innodb_rows_read"}
+	"Innodb_row_lock_time", "Innodb_rows_updated", "Innodb_rows_read", "Innodb_os_log_written", "Innodb_buffer_pool_write_requests"}
 
 func newDelayProfile(db *sqlx.DB, rdb *redis.Client, dbName string) *delayProfile {
 	return &delayProfile{db: db, rdb: rdb, dbName: dbName}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +19,7 @@ func TestParseDelayRates(t *testing.T) {
 		args  []string
 		rates []int
 		sweep bool
-		drop  []string
+		old   bool
 		err   string
 	}{
 		{args: nil, rates: []int{1000}},
@@ -42,11 +43,7 @@ func TestParseDelayRates(t *testing.T) {
 		{args: []string{"-rate", "0"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
 		{args: []string{"-rates", "1000", "-register-rate", "0"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
 		{args: []string{"-rates", "1000", "-duration", "0s"}, err: "-rate, -duration, -executors, -workers and -register-rate must be positive"},
-		{args: []string{"-drop-task-index", ""}, err: "-drop-task-index: is empty: want one or more of idx_status_updated, idx_status_published"},
-		{args: []string{"-drop-task-index", "PRIMARY"}, err: `-drop-task-index: item 1, "PRIMARY", is not one of idx_status_updated, idx_status_published`},
-		{args: []string{"-drop-task-index", "idx_status_updated,idx_status_next_attempt"}, err: `-drop-task-index: item 2, "idx_status_next_attempt", is not one of idx_status_updated, idx_status_published`},
-		{args: []string{"-drop-task-index", "idx_status_updated, idx_status_updated"}, err: `-drop-task-index: item 2, "idx_status_updated", repeats an earlier item`},
-		{args: []string{"-drop-task-index", "idx_status_published, idx_status_updated"}, rates: []int{1000}, drop: []string{"idx_status_published", "idx_status_updated"}},
+		{args: []string{"-old-task-indexes"}, rates: []int{1000}, old: true},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			o, err := parseDelayFlags(tc.args, io.Discard)
@@ -57,7 +54,7 @@ func TestParseDelayRates(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.rates, o.rates)
 			require.Equal(t, tc.sweep, o.sweep)
-			require.Equal(t, tc.drop, o.dropIndexes)
+			require.Equal(t, tc.old, o.oldTaskIndexes)
 		})
 	}
 }
@@ -88,4 +85,25 @@ func TestBenchDelaySweepSmall(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Regexp(t, `^p50_ms=\d+ p99_ms=\d+ p999_ms=\d+ lost=0 dup=0$`, lines[len(lines)-1], "the last line keeps its form")
 	require.NotContains(t, out.String(), "sweep")
+}
+
+// -steady registers during the run, 30 s ahead unless -lead says otherwise.
+func TestParseDelaySteady(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		during bool
+		lead   time.Duration
+	}{
+		{args: nil, lead: 5 * time.Second},
+		{args: []string{"-register-during"}, during: true, lead: 5 * time.Second},
+		{args: []string{"-steady"}, during: true, lead: 30 * time.Second},
+		{args: []string{"-steady", "-lead", "10s"}, during: true, lead: 10 * time.Second},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o, err := parseDelayFlags(tc.args, io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, tc.during, o.during)
+			require.Equal(t, tc.lead, o.lead)
+		})
+	}
 }

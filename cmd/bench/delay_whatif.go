@@ -4,46 +4,23 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 )
 
-// droppableIndexes are the secondary indexes of job_delay_task that
-// -drop-task-index may drop: the ones a status change rewrites besides
-// idx_status_next_attempt, which the claim path itself needs (the timer's
-// refill and the sweep read it).
-var droppableIndexes = []string{"idx_status_updated", "idx_status_published"}
-
-// parseDroppableIndexes checks a comma-separated list of droppableIndexes.
-func parseDroppableIndexes(s string) ([]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("is empty: want one or more of %s", strings.Join(droppableIndexes, ", "))
-	}
-	var out []string
-	for i, f := range strings.Split(s, ",") {
-		name := strings.TrimSpace(f)
-		if !slices.Contains(droppableIndexes, name) {
-			return nil, fmt.Errorf("item %d, %q, is not one of %s", i+1, name, strings.Join(droppableIndexes, ", "))
-		}
-		if slices.Contains(out, name) {
-			return nil, fmt.Errorf("item %d, %q, repeats an earlier item", i+1, name)
-		}
-		out = append(out, name)
-	}
-	return out, nil
-}
-
-// dropTaskIndexes drops the indexes of -drop-task-index from the run's
-// freshly migrated job_delay_task and says so on w; none is nothing to do.
-func dropTaskIndexes(ctx context.Context, db *sqlx.DB, names []string, w io.Writer) error {
-	if len(names) == 0 {
+// addOldTaskIndexes, for -old-task-indexes, adds back to the run's freshly
+// migrated job_delay_task the two status-led indexes migration 0091
+// dropped, as they were, so a run shows what their upkeep costs (a claim
+// and a DONE change status and updated_at, and so the row's entry in
+// each). Nothing reads them; off is nothing to do.
+func addOldTaskIndexes(ctx context.Context, db *sqlx.DB, on bool, w io.Writer) error {
+	if !on {
 		return nil
 	}
-	if _, err := db.ExecContext(ctx, "ALTER TABLE job_delay_task DROP INDEX "+strings.Join(names, ", DROP INDEX ")); err != nil {
-		return fmt.Errorf("-drop-task-index: %w", err)
+	if _, err := db.ExecContext(ctx, `ALTER TABLE job_delay_task
+		ADD INDEX idx_status_updated (status, updated_at), ADD INDEX idx_status_published (status, published_at, updated_at)`); err != nil {
+		return fmt.Errorf("-old-task-indexes: %w", err)
 	}
-	fmt.Fprintf(w, "what-if: job_delay_task without %s (statements naming them fail in this run)\n", strings.Join(names, ", "))
+	fmt.Fprintln(w, "what-if: job_delay_task with idx_status_updated and idx_status_published added back (the indexes before migration 0091)")
 	return nil
 }

@@ -19,32 +19,8 @@ func TestBareExecutorPrintsHelp(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Empty(t, out)
 	require.Contains(t, errOut, "want a command")
-	require.Contains(t, errOut, "commands (each with -h for its flags)")
+	require.Contains(t, errOut, "commands:")
 	require.Contains(t, errOut, "serve")
-}
-
-// -h prints help and exits 0 on every command and every verb.
-func TestHelpFlagOnEveryVerb(t *testing.T) {
-	var cases [][]string
-	for name := range commands {
-		cases = append(cases, []string{name, "-h"})
-	}
-	for _, v := range deadLetterOrder {
-		cases = append(cases, []string{"deadletter", v, "-h"})
-	}
-	for _, v := range tasksOrder {
-		cases = append(cases, []string{"tasks", v, "-h"})
-	}
-	for _, args := range cases {
-		code, out, errOut := runCLI(t, nil, args...)
-		require.Equal(t, 0, code, "%s: %s", strings.Join(args, " "), errOut)
-		require.Contains(t, out+errOut, "usage: executor", strings.Join(args, " "))
-	}
-	// A verb's help shows its own arguments.
-	_, _, errOut := runCLI(t, nil, "deadletter", "list", "-h")
-	require.Contains(t, errOut, "deadletter list [-status waiting|parked|resolved]")
-	_, out, _ := runCLI(t, nil, "tasks", "-h")
-	require.Contains(t, out, "tasks purge [-retention D]")
 }
 
 func TestVersion(t *testing.T) {

@@ -7,19 +7,41 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/orderjob/executor/sql/migrations"
 )
 
-// command is one subcommand. Each lives in its own file and adds itself to
-// the table with register, so the dispatcher never changes when one is added.
+// command is one node of the command tree: a command that runs, a group of
+// verbs (deadletter, tasks), or both (migrate runs itself, and `migrate
+// status`). Its flags are declared once, by flags on the command's own
+// FlagSet; the usage line and the -h listing are made from that FlagSet, so
+// help and flags cannot drift apart.
 type command struct {
 	name    string
-	usage   string // one line: arguments
-	summary string
-	run     func(ctx context.Context, env *cliEnv, args []string) error
+	args    string // positionals as the usage shows them: "HANDLER", "[ORDERNO]"
+	summary string // one line, in the parent's listing
+	note    string // more help after the flags (optional)
+	// flags defines the command's flags on fs and returns the function that
+	// runs the command with its positional arguments. nil for a group.
+	flags func(fs *flag.FlagSet, env *cliEnv) runFunc
+	sub   []*command
+}
+
+// runFunc runs a command once its flags are parsed and its positionals
+// counted.
+type runFunc func(ctx context.Context, pos []string) error
+
+// commandTree is the executor's command table, in the order `executor -h`
+// lists it.
+func commandTree() *command {
+	return &command{name: "executor", sub: []*command{
+		serveCommand(), runCommand(), migrateCommand(), demoDataCommand(),
+		deadLetterCommand(), tasksCommand(), outboxCommand(), refundsCommand(),
+		provisionCommand(), triggerCommand(), healthcheckCommand(), versionCommand(), completionCommand(),
+	}}
 }
 
 // cliEnv is what every subcommand gets: the global -config value and the
@@ -28,7 +50,6 @@ type cliEnv struct {
 	configPath string
 	stdout     io.Writer
 	stderr     io.Writer
-	badFlags   bool // a flag set rejected its input (and printed its usage)
 }
 
 // exitError carries a specific exit code (e.g. 1 for a failed run) without
@@ -38,60 +59,150 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // usageError marks bad command-line input: the message is printed with the
-// command's usage and the exit code is 2.
+// command's usage line and the exit code is 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-var commands = map[string]command{}
+const configFlagHelp = "read settings from `FILE`, YAML or .properties (optional; environment variables win over it)"
 
-func register(c command) {
-	if _, dup := commands[c.name]; dup {
-		panic("executor: command registered twice: " + c.name)
-	}
-	commands[c.name] = c
-}
-
-// run parses the global flags, picks the subcommand (serve by default) and
-// maps its error to an exit code.
+// run parses the global flags, walks the command tree to the command the
+// arguments name and maps its error to an exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	env := &cliEnv{stdout: stdout, stderr: stderr}
+	redisLog.use(slog.New(slog.DiscardHandler)) // until the command has its logger
+	root := commandTree()
 	global := flag.NewFlagSet("executor", flag.ContinueOnError)
-	global.SetOutput(stderr)
-	global.StringVar(&env.configPath, "config", "", "config file, YAML or .properties (optional; environment variables win over it)")
-	global.Usage = func() { printUsage(stderr, global) }
+	global.SetOutput(io.Discard)
+	global.Usage = func() {}
+	global.StringVar(&env.configPath, "config", "", configFlagHelp)
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printGroupHelp(stdout, root, nil, global)
 			return 0
 		}
+		return flagError(stderr, nil, global, err)
+	}
+	path, c, rest := resolve(root, global.Args())
+	if c.flags == nil { // a group: the next word should have been a verb
+		return groupError(env, root, global, path, c, rest)
+	}
+	return execute(ctx, env, path, c, rest)
+}
+
+// resolve follows the words of args down the tree as far as they name
+// commands; it returns the path walked, the command reached and the rest.
+func resolve(root *command, args []string) ([]*command, *command, []string) {
+	var path []*command
+	c := root
+	for len(args) > 0 {
+		next := c.child(args[0])
+		if next == nil {
+			break
+		}
+		path = append(path, next)
+		c, args = next, args[1:]
+	}
+	return path, c, args
+}
+
+// walk calls f for c and every command below it, with its path.
+func walk(path []*command, c *command, f func(path []*command, c *command)) {
+	f(path, c)
+	for _, s := range c.sub {
+		walk(append(slices.Clone(path), s), s, f)
+	}
+}
+
+func (c *command) child(name string) *command {
+	for _, s := range c.sub {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// groupError answers a path that ends at a group: help when asked for, else
+// what is missing or a guess at what was meant.
+func groupError(env *cliEnv, root *command, global *flag.FlagSet, path []*command, c *command, rest []string) int {
+	name := pathName(path)
+	if len(rest) > 0 {
+		switch rest[0] {
+		case "-h", "-help", "--help", "help":
+			printGroupHelp(env.stdout, c, path, global)
+			return 0
+		}
+	}
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		if c == root {
+			fmt.Fprintln(env.stderr, "executor: want a command (`executor serve` to run the executor)")
+			fmt.Fprintln(env.stderr)
+			printGroupHelp(env.stderr, c, path, global)
+			return 2
+		}
+		fmt.Fprintf(env.stderr, "executor %s: want a subcommand: %s\nrun 'executor %s -h'\n", name, c.childNames(), name)
 		return 2
 	}
-	rest := global.Args()
-	if len(rest) == 0 {
-		// No default command: a bare `executor` must not start serving
-		// against the built-in defaults by surprise.
-		fmt.Fprintln(stderr, "executor: want a command (`executor serve` to run the executor)")
-		fmt.Fprintln(stderr)
-		printUsage(stderr, global)
-		return 2
+	what := "command"
+	prefix := "executor"
+	if c != root {
+		what, prefix = "subcommand", "executor "+name
 	}
-	name, rest := rest[0], rest[1:]
-	if name == "help" {
-		printUsage(stdout, global)
+	fmt.Fprintf(env.stderr, "%s: unknown %s %q%s\nrun '%s -h'\n", prefix, what, rest[0], didYouMean(rest[0], c.childList()), prefix)
+	return 2
+}
+
+func (c *command) childList() []string {
+	names := make([]string, len(c.sub))
+	for i, s := range c.sub {
+		names[i] = s.name
+	}
+	return names
+}
+
+func (c *command) childNames() string { return strings.Join(c.childList(), ", ") }
+
+// pathName is "deadletter requeue" for the path root → deadletter → requeue.
+func pathName(path []*command) string {
+	names := make([]string, len(path))
+	for i, c := range path {
+		names[i] = c.name
+	}
+	return strings.Join(names, " ")
+}
+
+// newFlagSet is the FlagSet of the command at path: every command accepts
+// -config too (so it may follow the command), then its own flags.
+func newFlagSet(env *cliEnv, path []*command) (*flag.FlagSet, runFunc) {
+	c := path[len(path)-1]
+	fs := flag.NewFlagSet("executor "+pathName(path), flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors and help are printed by run, once
+	fs.Usage = func() {}
+	fs.StringVar(&env.configPath, "config", env.configPath, configFlagHelp)
+	return fs, c.flags(fs, env)
+}
+
+// execute parses the command's flags (before, between or after its
+// positionals), counts the positionals and runs it.
+func execute(ctx context.Context, env *cliEnv, path []*command, c *command, args []string) int {
+	name := pathName(path)
+	fs, runIt := newFlagSet(env, path)
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printCommandHelp(env.stdout, path, fs)
 		return 0
 	}
-	c, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "executor: unknown command %q\n\n", name)
-		printUsage(stderr, global)
+	if err != nil {
+		return flagError(env.stderr, path, fs, err)
+	}
+	if err := c.checkArgs(pos); err != nil {
+		fmt.Fprintf(env.stderr, "executor %s: %v%s\nusage: %s\n", name, err, c.subGuess(pos), usageLine(path))
 		return 2
 	}
-	err := c.run(ctx, env, rest)
-	if err != nil && env.badFlags && !errors.Is(err, flag.ErrHelp) {
-		return 2 // the flag package has printed the problem and the usage
-	}
+	err = runIt(ctx, pos)
 	var ee exitError
 	var ue usageError
 	switch {
@@ -99,129 +210,148 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, flag.ErrHelp):
-		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "executor %s: %s\nusage: executor [-config FILE] %s %s\n", c.name, ue.msg, c.name, c.usage)
+		fmt.Fprintf(env.stderr, "executor %s: %s\nusage: %s\n", name, ue.msg, usageLine(path))
 		return 2
 	default:
-		fmt.Fprintf(stderr, "executor %s: %v\n", c.name, migrations.Explain(err))
+		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, errorText(path, migrations.Explain(err)))
 		return 1
 	}
 }
 
-func printUsage(w io.Writer, global *flag.FlagSet) {
-	fmt.Fprintln(w, "usage: executor [-config FILE] command [flags]")
-	fmt.Fprintln(w, "\ncommands (each with -h for its flags):")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+// errorText is the error without a leading "provision: " when the command
+// is provision: the line names the command once.
+func errorText(path []*command, err error) string {
+	msg := err.Error()
+	for _, c := range path {
+		msg = strings.TrimPrefix(msg, c.name+": ")
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		c := commands[n]
-		fmt.Fprintf(w, "  %-12s %s\n               %s\n", n, c.summary, strings.TrimSpace(n+" "+c.usage))
-	}
-	fmt.Fprintln(w, "\nglobal flags:")
-	global.SetOutput(w)
-	global.PrintDefaults()
+	return msg
 }
 
-// newFlagSet makes a subcommand's flag set that reports errors instead of
-// exiting, and accepts -config there too (so it may follow the command).
-func newFlagSet(env *cliEnv, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("executor "+name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	fs.StringVar(&env.configPath, "config", env.configPath, "config file, YAML or .properties")
-	fs.Usage = func() {
-		env.badFlags = true
-		fmt.Fprintf(env.stderr, "usage: executor [-config FILE] %s\n", usageLine(name))
-		fs.PrintDefaults()
+// subGuess is "; did you mean …" when a command that also has verbs
+// (migrate) got an unexpected word close to one of them.
+func (c *command) subGuess(pos []string) string {
+	if len(c.sub) == 0 || len(pos) == 0 {
+		return ""
 	}
-	return fs
+	return didYouMean(pos[0], c.childList())
 }
 
-// verbUsages holds the usage line of each verb of the commands with verbs,
-// keyed "command verb"; dispatchSub fills it.
-var verbUsages = map[string]string{}
-
-// usageLine is "NAME ARGS" for a command or a "command verb".
-func usageLine(name string) string {
-	if c, ok := commands[name]; ok {
-		return strings.TrimSpace(name + " " + c.usage)
+// checkArgs checks the number of positionals against c.args: each word is
+// one required argument, each [WORD] an optional one.
+func (c *command) checkArgs(pos []string) error {
+	words := strings.Fields(c.args)
+	required := 0
+	for _, w := range words {
+		if !strings.HasPrefix(w, "[") {
+			required++
+		}
 	}
-	if u, ok := verbUsages[name]; ok {
-		cmd, _, _ := strings.Cut(name, " ")
-		return cmd + " " + u
+	switch {
+	case len(pos) > len(words) && len(words) == 0:
+		return usagef("unexpected argument %q", pos[0])
+	case len(pos) > len(words), len(pos) < required:
+		if len(words) == 1 {
+			return usagef("want exactly one %s, got %d", strings.Trim(words[0], "[]"), len(pos))
+		}
+		return usagef("want %s, got %d arguments", c.args, len(pos))
 	}
-	return name
+	return nil
 }
 
-// parseInterleaved parses flags that may come before or after positional
-// arguments (`run demoJob -param 2` and `run -param 2 demoJob`).
+// flagError prints a flag the command does not take (or a bad value) in one
+// line, with a guess at the flag meant, and where the help is.
+func flagError(w io.Writer, path []*command, fs *flag.FlagSet, err error) int {
+	prefix := strings.TrimSpace("executor " + pathName(path))
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if guess := closest(strings.TrimLeft(name, "-"), names); guess != "" {
+			msg += fmt.Sprintf("; did you mean -%s?", guess)
+		}
+	}
+	fmt.Fprintf(w, "%s: %s\nrun '%s -h'\n", prefix, msg, prefix)
+	return 2
+}
+
+// usageLine is the command's synopsis, from its FlagSet and its args.
+func usageLine(path []*command) string {
+	c := path[len(path)-1]
+	return strings.TrimSpace(fmt.Sprintf("executor %s [flags] %s", pathName(path), c.args))
+}
+
+// printCommandHelp writes the help of a command that runs: its usage line,
+// summary, every flag its FlagSet defines, its note and its verbs.
+func printCommandHelp(w io.Writer, path []*command, fs *flag.FlagSet) {
+	c := path[len(path)-1]
+	fmt.Fprintf(w, "usage: %s\n\n%s\n\nflags:\n", usageLine(path), c.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	if c.note != "" {
+		fmt.Fprintf(w, "\n%s\n", c.note)
+	}
+	if len(c.sub) > 0 {
+		printChildren(w, c, path)
+	}
+}
+
+// printGroupHelp writes the help of a group (or of the executor itself):
+// its verbs with their summaries, and the global flags at the top.
+func printGroupHelp(w io.Writer, c *command, path []*command, global *flag.FlagSet) {
+	if len(path) == 0 {
+		fmt.Fprintln(w, "usage: executor [-config FILE] COMMAND [flags] [args]")
+	} else {
+		fmt.Fprintf(w, "usage: executor %s SUBCOMMAND [flags] [args]\n\n%s\n", pathName(path), c.summary)
+	}
+	printChildren(w, c, path)
+	if len(path) == 0 {
+		fmt.Fprintln(w, "\nglobal flags:")
+		global.SetOutput(w)
+		global.PrintDefaults()
+		global.SetOutput(io.Discard)
+	}
+}
+
+func printChildren(w io.Writer, c *command, path []*command) {
+	width := 0
+	for _, s := range c.sub {
+		width = max(width, len(s.name))
+	}
+	fmt.Fprintln(w, "\ncommands:")
+	for _, s := range c.sub {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s.name, s.summary)
+	}
+	fmt.Fprintf(w, "\nrun '%s COMMAND -h' for a command's flags\n", strings.TrimSpace("executor "+pathName(path)))
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// positional arguments (`run demoJob -param 2`, `run -param 2 demoJob`):
+// the flag package stops at the first positional, so each one is taken out
+// and the rest parsed again. After a lone "--" everything is positional.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// subcommand is one verb of a command with verbs (tasks, deadletter); T is
-// what the command hands each verb.
-type subcommand[T any] struct {
-	usage string
-	run   func(ctx context.Context, c T, args []string) error
-}
-
-// dispatchSub runs the verb named by args[0]. order lists the verbs as the
-// usage shows them.
-func dispatchSub[T any](ctx context.Context, env *cliEnv, command string, table map[string]subcommand[T], order []string, c T, args []string) error {
-	lines := make([]string, 0, len(order))
-	for _, name := range order {
-		verbUsages[command+" "+name] = table[name].usage
-		lines = append(lines, "  "+command+" "+table[name].usage)
-	}
-	if len(args) > 0 {
-		switch args[0] {
-		case "-h", "-help", "--help", "help":
-			fmt.Fprintf(env.stdout, "usage: executor [-config FILE] %s SUBCOMMAND [flags]\n%s\n(each with -h for its flags)\n",
-				command, strings.Join(lines, "\n"))
-			return nil
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
 		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usagef("want a subcommand:\n%s", strings.Join(lines, "\n"))
-	}
-	sub, ok := table[args[0]]
-	if !ok {
-		return usagef("unknown subcommand %q; one of:\n%s", args[0], strings.Join(lines, "\n"))
-	}
-	return sub.run(ctx, c, args[1:])
 }
 
-// parseVerb parses a verb's flags (before or after its positionals), adds
-// -json, and checks that there are exactly n positionals (what names one).
-func parseVerb(fs *flag.FlagSet, args []string, n int, what string, jsonOut *bool) ([]string, error) {
-	fs.BoolVar(jsonOut, "json", false, "print JSON instead of a table")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) != n {
-		if n == 0 {
-			return nil, usagef("unexpected argument %q", pos[0])
-		}
-		return nil, usagef("want exactly one %s", what)
-	}
-	return pos, nil
+// addJSON adds -json, for the commands that print JSON for machines.
+func addJSON(fs *flag.FlagSet, jsonOut *bool) {
+	fs.BoolVar(jsonOut, "json", false, "print JSON instead of text")
 }
 
 // printJSON writes v as indented JSON, for -json output.

@@ -111,7 +111,7 @@ func TestDeadLetterCLIBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"deadletter"}, "want a subcommand:\n  deadletter list"},
+		{[]string{"deadletter"}, "want a subcommand: list, show, requeue"},
 		{[]string{"deadletter", "purge"}, `unknown subcommand "purge"`},
 		{[]string{"deadletter", "show"}, "want exactly one ORDERNO"},
 		{[]string{"deadletter", "requeue", "a", "b"}, "want exactly one ORDERNO"},
@@ -121,7 +121,10 @@ func TestDeadLetterCLIBadInput(t *testing.T) {
 		{[]string{"deadletter", "list", "-bogus"}, "flag provided but not defined"},
 		{[]string{"deadletter", "requeue", "-status", "resolved"}, "a bulk requeue needs status parked or waiting"},
 		{[]string{"deadletter", "requeue", "-status", "parked", "-since", "soon"}, `-since "soon" is neither a time`},
-		{[]string{"deadletter", "requeue", "-status", "parked", "P-1"}, `unexpected argument "P-1"`},
+		{[]string{"deadletter", "requeue", "-status", "parked", "P-1"}, "ORDERNO and -status do not go together: write `executor deadletter requeue P-1` " +
+			"for that order's letter, or `executor deadletter requeue -status parked` for every matching letter"},
+		{[]string{"deadletter", "requeue", "P-1", "-status", "waiting", "-dry-run"}, "or `executor deadletter requeue -status waiting -dry-run` for"},
+		{[]string{"deadletter", "requeue"}, "want an ORDERNO, or -status parked|waiting"},
 	} {
 		code, _, errOut := runCLI(t, nil, tc.args...)
 		require.Equal(t, 2, code, "%v: %s", tc.args, errOut)

@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/orderjob/executor/internal/orderdemo"
 )
 
-func init() {
-	register(command{
-		name:    "demo-data",
-		usage:   "-orders N -skus N -due F -coupons F [-paid F] [-reset [-reset-database NAME]]",
-		summary: "create demo orders, stock and coupons so you can watch the job work",
-		run:     cmdDemoData,
-	})
+func demoDataCommand() *command {
+	return &command{name: "demo-data", flags: demoDataFlags,
+		summary: "create demo orders, stock and coupons so you can watch the job work"}
 }
 
-func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "demo-data")
+func demoDataFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	n := fs.Int("orders", 5000, "orders to create")
 	skus := fs.Int("skus", 200, "SKUs the items are drawn from")
 	due := fs.Float64("due", 0.8, "fraction of orders unpaid and past their deadline")
@@ -25,18 +21,21 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 	coupons := fs.Float64("coupons", 0.3, "fraction of orders holding a coupon")
 	reset := fs.Bool("reset", false, "empty the order tables first; refused unless every row in them is demo data")
 	resetDB := fs.String("reset-database", "", "with -reset: empty them whatever they hold; must equal the DSN's database name")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		return demoData(ctx, env, orderdemo.Spec{Orders: *n, SKUs: *skus, DueFraction: *due, PaidFraction: *paid,
+			CouponFraction: *coupons, Reset: *reset, ResetDatabase: *resetDB})
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
+}
+
+// demoData checks the spec's numbers and generates the data.
+func demoData(ctx context.Context, env *cliEnv, spec orderdemo.Spec) error {
+	n, skus, due, paid, coupons := &spec.Orders, &spec.SKUs, &spec.DueFraction, &spec.PaidFraction, &spec.CouponFraction
 	switch {
 	case *n < 1 || *n > 10_000_000:
 		return usagef("-orders %d: want 1 to 10000000", *n)
 	case *skus < 1:
 		return usagef("-skus %d: want at least 1", *skus)
-	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || *due+*paid > 1:
+	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || orderdemo.Remainder(*due, *paid) < 0:
 		return usagef("-due, -paid and -coupons are fractions from 0 to 1, and -due + -paid must not exceed 1")
 	}
 	cfg, db, err := loadConfigDB(ctx, env)
@@ -44,17 +43,9 @@ func cmdDemoData(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer db.Close()
-	res, err := orderdemo.Generate(ctx, db, orderdemo.Spec{
-		Orders:         *n,
-		SKUs:           *skus,
-		DueFraction:    *due,
-		PaidFraction:   *paid,
-		NotDueFraction: 1 - *due - *paid,
-		CouponFraction: *coupons,
-		Reset:          *reset,
-		ResetDatabase:  *resetDB,
-		TimeoutMinutes: cfg.Order.Timeout.PaymentTimeoutMinutes,
-	})
+	spec.NotDueFraction = orderdemo.Remainder(*due, *paid)
+	spec.TimeoutMinutes = cfg.Order.Timeout.PaymentTimeoutMinutes
+	res, err := orderdemo.Generate(ctx, db, spec)
 	if err != nil {
 		return err
 	}

@@ -46,3 +46,17 @@ func TestDemoDataResetRefusesRealOrders(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Len(t, orderNos(), 20)
 }
+
+// -due 0.9 with the default -paid 0.1 leaves a not-due share of exactly
+// nothing, not a floating-point -2.8e-17 that Generate would refuse.
+func TestDemoDataFractionsAddingUpToOne(t *testing.T) {
+	db := dbtest.New(t)
+	code, out, errOut := runCLI(t, map[string]string{"MYSQL_DSN": db.DSN}, "demo-data", "-orders", "200", "-due", "0.9")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "created 200 orders")
+	require.Contains(t, out, " 0 not yet due;")
+
+	code, _, errOut = runCLI(t, map[string]string{"MYSQL_DSN": db.DSN}, "demo-data", "-orders", "200", "-due", "0.9", "-paid", "0.2")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "-due + -paid must not exceed 1")
+}

@@ -2,28 +2,25 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
 )
 
-func init() {
-	register(command{
-		name:    "healthcheck",
-		usage:   "[-url URL]",
-		summary: "probe the API port's /healthz (for container healthchecks; the image has no curl)",
-		run:     cmdHealthcheck,
-	})
+func healthcheckCommand() *command {
+	return &command{name: "healthcheck", flags: healthcheckFlags,
+		summary: "probe the API port's /healthz (for container healthchecks; the image has no curl)"}
 }
 
-func cmdHealthcheck(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "healthcheck")
+func healthcheckFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	url := fs.String("url", "", "URL to probe (default: /healthz on api.addr, wildcard hosts probed on loopback)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *url == "" {
+	return func(ctx context.Context, _ []string) error { return healthcheck(ctx, env, *url) }
+}
+
+func healthcheck(ctx context.Context, env *cliEnv, url string) error {
+	if url == "" {
 		cfg, err := loadConfig(env)
 		if err != nil {
 			return err
@@ -38,21 +35,21 @@ func cmdHealthcheck(ctx context.Context, env *cliEnv, args []string) error {
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "127.0.0.1"
 		}
-		*url = "http://" + net.JoinHostPort(host, port) + "/healthz"
+		url = "http://" + net.JoinHostPort(host, port) + "/healthz"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return usagef("-url %q: %v", *url, err)
+		return usagef("-url %q: %v", url, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("probe %s: %w", *url, err)
+		return fmt.Errorf("probe %s: %w", url, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe %s: HTTP %d", *url, resp.StatusCode)
+		return fmt.Errorf("probe %s: HTTP %d", url, resp.StatusCode)
 	}
 	fmt.Fprintln(env.stdout, "healthy")
 	return nil

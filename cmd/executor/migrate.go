@@ -2,45 +2,44 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
-func init() {
-	register(command{
-		name:  "migrate",
-		usage: "[-dry-run] [-allow-copy] [-lock-wait-timeout D] [-create-database] | status [-json]",
-		summary: "create or update the schema next to other tools' tables (idempotent; safe on existing order tables); " +
-			"status lists applied and pending steps and drift",
-		run: cmdMigrate,
-	})
+func migrateCommand() *command {
+	return &command{name: "migrate", flags: migrateFlags,
+		summary: "create or update the schema next to other tools' tables (idempotent; safe on existing order tables)",
+		sub: []*command{{name: "status", flags: migrateStatusFlags,
+			summary: "list applied and pending steps and the schema's drift; exit 1 unless up to date"}}}
 }
 
-func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) > 0 && args[0] == "status" {
-		return migrateStatus(ctx, env, args[1:])
-	}
-	fs := newFlagSet(env, "migrate")
+func migrateFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	dry := fs.Bool("dry-run", false, "print every statement migrate would run, as a SQL script, and change nothing")
 	allowCopy := fs.Bool("allow-copy", false, "let an ALTER the server cannot run in place without locks copy the table (blocks its writes meanwhile)")
 	lockWait := fs.Duration("lock-wait-timeout", 30*time.Second, "longest wait of each statement for its table's metadata lock")
 	create := fs.Bool("create-database", false, "create the DSN's database first when it does not exist")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		if *lockWait < time.Second {
+			return usagef("-lock-wait-timeout %s: want at least 1s", *lockWait)
+		}
+		return migrate(ctx, env, *dry, *create, migrations.Config{AllowCopy: *allowCopy, LockWaitTimeout: *lockWait, Out: env.stdout})
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+}
+
+func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations.Config) error {
+	if dry && create {
+		return dryRunCreate(ctx, env, mcfg)
 	}
-	if *lockWait < time.Second {
-		return usagef("-lock-wait-timeout %s: want at least 1s", *lockWait)
-	}
-	if *create {
+	if create {
 		if err := createDatabase(ctx, env); err != nil {
 			return err
 		}
@@ -50,12 +49,12 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer db.Close()
-	m, err := migrations.New(db.DB, migrations.Config{Table: cfg.MySQL.MigrationsTable, AllowCopy: *allowCopy,
-		LockWaitTimeout: *lockWait, Out: env.stdout})
+	mcfg.Table = cfg.MySQL.MigrationsTable
+	m, err := migrations.New(db.DB, mcfg)
 	if err != nil {
 		return err
 	}
-	if *dry {
+	if dry {
 		return m.DryRun(ctx, env.stdout)
 	}
 	res, err := m.Migrate(ctx)
@@ -74,41 +73,81 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) error {
 // createDatabase creates the database the DSN names, connecting to the
 // server without it.
 func createDatabase(ctx context.Context, env *cliEnv) error {
-	cfg, err := loadConfig(env)
+	_, server, name, err := openServer(ctx, env)
 	if err != nil {
 		return err
+	}
+	defer server.Close()
+	return migrations.CreateDatabase(ctx, server.DB, name)
+}
+
+// dryRunCreate prints the script of `migrate -create-database` and creates
+// nothing: the CREATE DATABASE, then the plan for the database as it is,
+// or for an empty one when it does not exist yet.
+func dryRunCreate(ctx context.Context, env *cliEnv, mcfg migrations.Config) error {
+	cfg, server, name, err := openServer(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer server.Close()
+	exists, err := migrations.DatabaseExists(ctx, server.DB, name)
+	if err != nil {
+		return err
+	}
+	mcfg.Table = cfg.MySQL.MigrationsTable
+	db := server
+	if exists {
+		if db, err = app.OpenDB(ctx, cfg); err != nil {
+			return err
+		}
+		defer db.Close()
+	}
+	m, err := migrations.New(db.DB, mcfg)
+	if err != nil {
+		return err
+	}
+	return m.DryRunCreate(ctx, env.stdout, name, exists)
+}
+
+// openServer connects to the DSN's server without selecting its database
+// and returns the configuration and the database's name.
+func openServer(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, string, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	dsn, err := cfg.MySQL.NormalizedDSN()
 	if err != nil {
-		return fmt.Errorf("mysql: %w", err)
+		return nil, nil, "", fmt.Errorf("mysql: %w", err)
 	}
 	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return fmt.Errorf("mysql: %w", err)
+		return nil, nil, "", fmt.Errorf("mysql: %w", err)
 	}
 	if mc.DBName == "" {
-		return usagef("-create-database: the DSN names no database")
+		return nil, nil, "", usagef("-create-database: the DSN names no database")
 	}
 	name := mc.DBName
 	mc.DBName = ""
-	cfg.MySQL.DSN = mc.FormatDSN()
-	db, err := app.OpenDB(ctx, cfg)
+	serverCfg := *cfg
+	serverCfg.MySQL.DSN = mc.FormatDSN()
+	db, err := app.OpenDB(ctx, &serverCfg)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
-	defer db.Close()
-	return migrations.CreateDatabase(ctx, db.DB, name)
+	return cfg, db, name, nil
 }
 
 // migrateStatus prints every step with its state and checksum, and the
 // schema's drift. Exit 1 when a step is pending or drifted or the schema
 // lacks something, so a deploy can gate on it.
-func migrateStatus(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "migrate")
-	var jsonOut bool
-	if _, err := parseVerb(fs, args, 0, "", &jsonOut); err != nil {
-		return err
-	}
+func migrateStatusFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
+	jsonOut := new(bool)
+	addJSON(fs, jsonOut)
+	return func(ctx context.Context, _ []string) error { return migrateStatus(ctx, env, *jsonOut) }
+}
+
+func migrateStatus(ctx context.Context, env *cliEnv, jsonOut bool) error {
 	cfg, db, err := loadConfigDB(ctx, env)
 	if err != nil {
 		return err
@@ -162,10 +201,37 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 		fmt.Fprintf(w, "%04d_%s\t%s\t%s\t%s\t%s\t%s\n", s.Version, s.Name, s.State, sum, applied, took, note)
 	}
 	w.Flush()
+	var missing, drift []migrations.Problem
 	for _, p := range st.Problems {
+		if p.Missing {
+			missing = append(missing, p)
+		} else {
+			drift = append(drift, p)
+		}
+	}
+	if notYetMigrated(st) && len(drift) == 0 {
+		fmt.Fprintf(env.stdout, "not yet migrated (%d pending migrations): run `executor migrate`\n", st.Pending())
+		return
+	}
+	for _, p := range missing {
+		fmt.Fprintf(env.stdout, "missing: %s\n", p)
+	}
+	for _, p := range drift {
 		fmt.Fprintf(env.stdout, "schema drift: %s\n", p)
 	}
-	fmt.Fprintf(env.stdout, "%d pending, %d drifted, %d schema problems\n", st.Pending(), st.Drifted(), len(st.Problems))
+	fmt.Fprintf(env.stdout, "%d pending, %d drifted, %d missing (migrate adds them), %d schema drift\n",
+		st.Pending(), st.Drifted(), len(missing), len(drift))
+}
+
+// notYetMigrated reports whether no step ever ran here: every step is
+// pending (none applied, carried or unknown).
+func notYetMigrated(st *migrations.Status) bool {
+	for _, s := range st.Steps {
+		if s.State != "pending" {
+			return false
+		}
+	}
+	return len(st.Steps) > 0
 }
 
 func short(sum string) string {

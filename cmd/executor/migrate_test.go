@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/sql/migrations"
 )
 
 // shopOrderInfo is order_info as a shop's order service created it before
@@ -79,7 +80,7 @@ func TestMigrateAShopDatabaseThenClose(t *testing.T) {
 
 	code, out, errOut = runCLI(t, env, "migrate", "status")
 	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "0 pending, 0 drifted, 0 schema problems")
+	require.Contains(t, out, "0 pending, 0 drifted, 0 missing (migrate adds them), 0 schema drift")
 
 	code, out, errOut = runCLI(t, env, "run", "orderTimeoutCloseJob")
 	require.Equal(t, 0, code, out+errOut)
@@ -100,10 +101,28 @@ func TestMigrateStatusCLI(t *testing.T) {
 	require.Contains(t, out, "history table: shop_executor_history")
 	require.Contains(t, out, "0001_order_info")
 	require.Contains(t, out, "pending")
+	// A new database is not yet migrated, not drifted.
+	all, err := migrations.All()
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\nnot yet migrated (%d pending migrations): run `executor migrate`\n", len(all))), out)
+	require.NotContains(t, out, "drift")
 
 	code, _, errOut := runCLI(t, env, "migrate")
 	require.Equal(t, 0, code, errOut)
-	_, err := db.ExecContext(context.Background(), `UPDATE shop_executor_history SET checksum = REPEAT('f', 64) WHERE version = 1`)
+	code, out, _ = runCLI(t, env, "migrate", "status")
+	require.Equal(t, 0, code, out)
+	require.True(t, strings.HasSuffix(out, "\n0 pending, 0 drifted, 0 missing (migrate adds them), 0 schema drift\n"), out)
+	// A column lost after the migration is missing (migrate adds it back), not drift.
+	_, err = db.ExecContext(context.Background(), `ALTER TABLE order_info DROP COLUMN close_reason`)
+	require.NoError(t, err)
+	code, out, _ = runCLI(t, env, "migrate", "status")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "\nmissing: column order_info.close_reason")
+	require.True(t, strings.HasSuffix(out, "\n0 pending, 0 drifted, 1 missing (migrate adds them), 0 schema drift\n"), out)
+	code, _, errOut = runCLI(t, env, "migrate")
+	require.Equal(t, 0, code, errOut)
+
+	_, err = db.ExecContext(context.Background(), `UPDATE shop_executor_history SET checksum = REPEAT('f', 64) WHERE version = 1`)
 	require.NoError(t, err)
 	code, out, _ = runCLI(t, env, "migrate", "status", "-json")
 	require.Equal(t, 1, code)
@@ -141,4 +160,41 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 	var n int
 	require.NoError(t, db.GetContext(context.Background(), &n, `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'order_info'`, name))
 	require.Equal(t, 1, n)
+}
+
+// A DSN naming a database that does not exist: migrate and migrate status
+// say to create it; -dry-run -create-database creates nothing and prints
+// the script migrate -create-database would run, CREATE DATABASE first,
+// then the same plan as for an empty database.
+func TestMigrateMissingDatabase(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewEmpty(t)
+	name := db.Name + "_nx"
+	t.Cleanup(func() { _, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`") })
+	env := map[string]string{"MYSQL_DSN": strings.Replace(db.DSN, "/"+db.Name+"?", "/"+name+"?", 1)}
+	hint := "database " + name + " does not exist; run `executor migrate -create-database` (or create it)"
+	for _, args := range [][]string{{"migrate"}, {"migrate", "status"}, {"migrate", "-dry-run"}, {"deadletter", "list"}} {
+		code, _, errOut := runCLI(t, env, args...)
+		require.Equal(t, 1, code, args)
+		require.Contains(t, errOut, hint, args)
+	}
+
+	code, script, errOut := runCLI(t, env, "migrate", "-dry-run", "-create-database")
+	require.Equal(t, 0, code, errOut)
+	var n int
+	require.NoError(t, db.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?`, name))
+	require.Zero(t, n, "-dry-run created the database")
+	header := "CREATE DATABASE IF NOT EXISTS `" + name + "` CHARACTER SET utf8mb4;\nUSE `" + name + "`;\n" +
+		"-- database " + name + " does not exist yet: the plan below is that of an empty database\n"
+	require.True(t, strings.HasPrefix(script, header), script)
+	code, emptyPlan, errOut := runCLI(t, map[string]string{"MYSQL_DSN": db.DSN}, "migrate", "-dry-run")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, emptyPlan, strings.TrimPrefix(script, header), "the plan of an empty database")
+	require.Contains(t, emptyPlan, "CREATE TABLE")
+
+	// An existing database: the same CREATE first, then its own plan.
+	code, script, errOut = runCLI(t, map[string]string{"MYSQL_DSN": db.DSN}, "migrate", "-dry-run", "-create-database")
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(script, "CREATE DATABASE IF NOT EXISTS `"+db.Name+"` CHARACTER SET utf8mb4;\nUSE `"+db.Name+"`;\n-- database "+db.Name+" exists"), script)
+	require.True(t, strings.HasSuffix(script, emptyPlan), script)
 }

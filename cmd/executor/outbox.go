@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,36 +14,20 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-func init() {
-	register(command{
-		name:    "outbox",
-		usage:   "stats|list|show|requeue [flags] [ID]",
-		summary: "outbox events (order_outbox): backlog, parked events, requeue; -json for machines",
-		run:     cmdOutbox,
-	})
+func outboxCommand() *command {
+	return &command{name: "outbox", summary: "outbox events (order_outbox): backlog, parked events, requeue; -json for machines",
+		sub: []*command{
+			{name: "stats", summary: "pending, oldest pending age, parked", flags: viewVerb(orders.NewOutbox, outboxStats)},
+			{name: "list", summary: "list events, newest first", flags: outboxList},
+			{name: "show", args: "ID", summary: "show one event", flags: viewVerb(orders.NewOutbox, outboxShow)},
+			{name: "requeue", args: "[ID]", summary: "parked → pending, due now, attempts from zero: one event, or -all", flags: outboxRequeue},
+		}}
 }
-
-var outboxSubcommands = map[string]subcommand[*outboxCtx]{
-	"stats":   {"stats [-json]   (pending, oldest pending age, parked)", outboxStats},
-	"list":    {"list [-status pending|parked|done] [-type T] [-order ORDERNO] [-limit N] [-before ID] [-json]", outboxList},
-	"show":    {"show ID [-json]", outboxShow},
-	"requeue": {"requeue ID | -all [-type T] [-json]   (parked → pending, due now, attempts from zero)", outboxRequeue},
-}
-
-var outboxOrder = []string{"stats", "list", "show", "requeue"}
 
 // outboxCtx is what every outbox verb gets.
 type outboxCtx = viewCtx[*orders.Outbox]
 
-func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, env, "outbox", outboxSubcommands, outboxOrder,
-		&outboxCtx{env: env, newView: orders.NewOutbox, what: "ID"}, args)
-}
-
-func outboxStats(ctx context.Context, oc *outboxCtx, args []string) error {
-	if _, err := oc.parse(newFlagSet(oc.env, "outbox stats"), args, 0); err != nil {
-		return err
-	}
+func outboxStats(ctx context.Context, oc *outboxCtx, _ []string) error {
 	closeDB, err := oc.open(ctx)
 	if err != nil {
 		return err
@@ -62,23 +47,24 @@ func outboxStats(ctx context.Context, oc *outboxCtx, args []string) error {
 	return tw.Flush()
 }
 
-func outboxList(ctx context.Context, oc *outboxCtx, args []string) error {
-	fs := newFlagSet(oc.env, "outbox list")
-	status := fs.String("status", "", "only this status: pending, parked or done")
+func outboxList(fs *flag.FlagSet, env *cliEnv) runFunc {
+	oc := newViewCtx(fs, env, orders.NewOutbox)
+	lf := addListFlags(fs, "events", "pending, parked or done")
 	typ := fs.String("type", "", "only this event type: stock.release or coupon.restore")
 	order := fs.String("order", "", "only this order's events")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most events shown (1-%d)", oplist.MaxListLimit))
-	before := fs.Int64("before", 0, "page: events with id below this")
-	if _, err := oc.parse(fs, args, 0); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		return listOutbox(ctx, oc, orders.OutboxFilter{Status: strings.ToLower(*lf.status), EventType: *typ, OrderNo: *order,
+			Limit: *lf.limit, BeforeID: *lf.before})
 	}
+}
+
+func listOutbox(ctx context.Context, oc *outboxCtx, f orders.OutboxFilter) error {
 	closeDB, err := oc.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	l, err := oc.view.List(ctx, orders.OutboxFilter{Status: strings.ToLower(*status), EventType: *typ, OrderNo: *order,
-		Limit: *limit, BeforeID: *before})
+	l, err := oc.view.List(ctx, f)
 	var inv *oplist.InvalidInputError
 	if errors.As(err, &inv) {
 		return usagef("-%s: %s", inv.Field, inv.Msg)
@@ -89,23 +75,16 @@ func outboxList(ctx context.Context, oc *outboxCtx, args []string) error {
 	if oc.jsonOut {
 		return printJSON(oc.env.stdout, l)
 	}
-	w := tabwriter.NewWriter(oc.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tORDER_NO\tTYPE\tSTATUS\tATTEMPTS\tNEXT/PARKED/DONE (UTC)\tWHY / LAST_ERROR")
-	for _, e := range l.Events {
+	rows := make([]string, len(l.Events))
+	for i, e := range l.Events {
 		why := e.LastError
 		if e.ParkReason != "" {
 			why = e.ParkReason + ": " + e.LastError
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.OrderNo, e.EventType, e.Status, e.Attempts,
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s", e.ID, e.OrderNo, e.EventType, e.Status, e.Attempts,
 			e.NextAttemptAt.Format(letterTimeLayout), oneLine(why, 80))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if l.NextBefore != 0 {
-		fmt.Fprintf(oc.env.stdout, "(more: -before %d)\n", l.NextBefore)
-	}
-	return nil
+	return printListing(oc.env.stdout, "outbox events", "ID\tORDER_NO\tTYPE\tSTATUS\tATTEMPTS\tNEXT/PARKED/DONE (UTC)\tWHY / LAST_ERROR", rows, l.NextBefore)
 }
 
 func printOutboxEvent(oc *outboxCtx, e *orders.OutboxEvent) error {
@@ -118,24 +97,16 @@ func printOutboxEvent(oc *outboxCtx, e *orders.OutboxEvent) error {
 		}
 		return t.Format(letterTimeLayout)
 	}
-	tw := tabwriter.NewWriter(oc.env.stdout, 0, 4, 2, ' ', 0)
-	for _, kv := range [][2]string{
+	return printFields(oc.env.stdout, [][2]string{
 		{"id", fmt.Sprint(e.ID)}, {"orderNo", e.OrderNo}, {"eventType", e.EventType}, {"status", e.Status},
 		{"attempts", fmt.Sprint(e.Attempts)}, {"nextAttemptAt (UTC)", e.NextAttemptAt.Format(letterTimeLayout)},
 		{"parkReason", e.ParkReason}, {"parkedAt (UTC)", when(e.ParkedAt)}, {"createdAt (UTC)", e.CreatedAt.Format(letterTimeLayout)},
 		{"deliveredAt (UTC)", when(e.DeliveredAt)}, {"traceId", e.TraceID}, {"lastError", oneLine(e.LastError, 2000)},
 		{"payload", string(e.Payload)},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
-	return tw.Flush()
+	})
 }
 
-func outboxShow(ctx context.Context, oc *outboxCtx, args []string) error {
-	pos, err := oc.parse(newFlagSet(oc.env, "outbox show"), args, 1)
-	if err != nil {
-		return err
-	}
+func outboxShow(ctx context.Context, oc *outboxCtx, pos []string) error {
 	id, err := strconv.ParseInt(pos[0], 10, 64)
 	if err != nil || id < 1 {
 		return usagef("ID %q is not a positive integer", pos[0])
@@ -155,20 +126,20 @@ func outboxShow(ctx context.Context, oc *outboxCtx, args []string) error {
 	return printOutboxEvent(oc, e)
 }
 
-func outboxRequeue(ctx context.Context, oc *outboxCtx, args []string) error {
-	fs := newFlagSet(oc.env, "outbox requeue")
-	all := fs.Bool("all", false, "every parked event (of -type, when given)")
+func outboxRequeue(fs *flag.FlagSet, env *cliEnv) runFunc {
+	oc := newViewCtx(fs, env, orders.NewOutbox)
+	all := fs.Bool("all", false, "instead of one ID, every parked event (of -type, when given)")
 	typ := fs.String("type", "", "with -all: only this event type")
-	fs.BoolVar(&oc.jsonOut, "json", false, "print JSON instead of a table")
-	pos, err := parseInterleaved(fs, args)
+	return func(ctx context.Context, pos []string) error { return requeueOutbox(ctx, oc, pos, *all, *typ) }
+}
+
+func requeueOutbox(ctx context.Context, oc *outboxCtx, pos []string, all bool, typ string) error {
 	switch {
-	case err != nil:
-		return err
-	case *all && len(pos) > 0:
+	case all && len(pos) > 0:
 		return usagef("-all takes no ID")
-	case !*all && len(pos) != 1:
+	case !all && len(pos) != 1:
 		return usagef("want exactly one ID, or -all")
-	case *typ != "" && !*all:
+	case typ != "" && !all:
 		return usagef("-type goes with -all")
 	}
 	closeDB, err := oc.open(ctx)
@@ -176,8 +147,8 @@ func outboxRequeue(ctx context.Context, oc *outboxCtx, args []string) error {
 		return err
 	}
 	defer closeDB()
-	if *all {
-		n, err := oc.view.RequeueParked(ctx, *typ)
+	if all {
+		n, err := oc.view.RequeueParked(ctx, typ)
 		if err != nil {
 			return err
 		}

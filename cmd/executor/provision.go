@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 
 	"github.com/orderjob/executor/internal/app"
@@ -11,74 +10,55 @@ import (
 	"github.com/orderjob/executor/xxljob"
 )
 
-func init() {
-	register(command{
-		name:    "provision",
-		usage:   "[-jobs FILE] [-dry-run] [-prune]",
-		summary: "create or update the executor group and its jobs in the admin from the jobs file",
-		run:     cmdProvision,
-	})
-	register(command{
-		name:    "trigger",
-		usage:   "HANDLER [-key KEY] [-param P] [-wait] [-jobs FILE]",
-		summary: "ask the admin to run a declared job once; -wait follows its log and exits 0 on success, 1 on failure",
-		run:     cmdTrigger,
-	})
+func provisionCommand() *command {
+	return &command{name: "provision", flags: provisionFlags,
+		summary: "create or update the executor group and its jobs in the admin from the jobs file"}
 }
 
-func cmdProvision(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "provision")
+func triggerCommand() *command {
+	return &command{name: "trigger", args: "HANDLER", flags: triggerFlags,
+		summary: "ask the admin to run a declared job once; -wait follows its log and exits 0 on success, 1 on failure"}
+}
+
+func provisionFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	jobsPath := fs.String("jobs", "", "jobs file (default: xxl.job.admin.jobsFile, config/jobs.yml)")
 	dryRun := fs.Bool("dry-run", false, "print the plan and change nothing")
 	prune := fs.Bool("prune", false, "stop (never delete) marked jobs the file no longer declares")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return provisionFlagErr(err)
-	}
-	if len(pos) != 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	client, jobs, err := provisionSetup(env, *jobsPath)
-	if err != nil {
+	return func(ctx context.Context, _ []string) error {
+		client, jobs, err := provisionSetup(env, *jobsPath)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		_, err = provision.Apply(ctx, client, jobs, provision.ApplyOptions{DryRun: *dryRun, Prune: *prune, Out: env.stdout})
 		return err
 	}
-	defer client.Close()
-	_, err = provision.Apply(ctx, client, jobs, provision.ApplyOptions{DryRun: *dryRun, Prune: *prune, Out: env.stdout})
-	return err
 }
 
-func cmdTrigger(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "trigger")
+func triggerFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	jobsPath := fs.String("jobs", "", "jobs file (default: xxl.job.admin.jobsFile, config/jobs.yml)")
 	key := fs.String("key", "", "the job's key, when several declared jobs share the handler")
 	param := fs.String("param", "", "job param for this run (default: the job's own param)")
 	wait := fs.Bool("wait", false, "follow the run's log and exit with its result: 0 success, 1 failure")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return provisionFlagErr(err)
-	}
-	if len(pos) != 1 {
-		return usagef("want exactly one HANDLER, got %d", len(pos))
-	}
-	opts := provision.TriggerOptions{Handler: pos[0], Key: *key, Wait: *wait, Out: env.stdout}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "param" { // -param "" means an empty param, not the job's own
+	return func(ctx context.Context, pos []string) error {
+		opts := provision.TriggerOptions{Handler: pos[0], Key: *key, Wait: *wait, Out: env.stdout}
+		if len(setFlags(fs, "param")) > 0 { // -param "" means an empty param, not the job's own
 			opts.Param = param
 		}
-	})
-	client, jobs, err := provisionSetup(env, *jobsPath)
-	if err != nil {
-		return err
+		client, jobs, err := provisionSetup(env, *jobsPath)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		res, err := provision.Trigger(ctx, client, jobs, opts)
+		if err != nil {
+			return err
+		}
+		if *wait && !res.Success {
+			return exitError{code: 1} // the run's failure is already printed
+		}
+		return nil
 	}
-	defer client.Close()
-	res, err := provision.Trigger(ctx, client, jobs, opts)
-	if err != nil {
-		return err
-	}
-	if *wait && !res.Success {
-		return exitError{code: 1} // the run's failure is already printed
-	}
-	return nil
 }
 
 // provisionSetup loads the config and the jobs file and makes the console
@@ -112,12 +92,4 @@ func provisionSetup(env *cliEnv, jobsPath string) (*provision.Client, *provision
 		return nil, nil, err
 	}
 	return client, jobs, nil
-}
-
-// provisionFlagErr turns a flag parse error into bad usage (exit 2); -h stays help.
-func provisionFlagErr(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return usagef("%v", err)
 }

@@ -93,6 +93,8 @@ func TestProvisionCommandBadInput(t *testing.T) {
 	code, _, errOut = cli("provision")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no console password")
+	require.True(t, strings.HasPrefix(errOut, "executor provision: "), errOut)
+	require.NotContains(t, errOut, "provision: provision:", "one prefix")
 
 	code, _, errOut = cli("trigger")
 	require.Equal(t, 2, code)

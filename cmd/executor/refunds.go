@@ -14,36 +14,20 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-func init() {
-	register(command{
-		name:    "refunds",
-		usage:   "owed|list|show|mark-refunded [flags] [PAYMENT_ID]",
-		summary: "refunds owed for late and duplicate payments (payment_conflict); -json for machines",
-		run:     cmdRefunds,
-	})
+func refundsCommand() *command {
+	return &command{name: "refunds", summary: "refunds owed for late and duplicate payments (payment_conflict); -json for machines",
+		sub: []*command{
+			{name: "owed", summary: "how many refunds are owed, their sum, the oldest", flags: viewVerb(orders.NewRefunds, refundOwed)},
+			{name: "list", summary: "list payment conflicts, newest first", flags: refundList},
+			{name: "show", args: "PAYMENT_ID", summary: "show one payment conflict", flags: viewVerb(orders.NewRefunds, refundShow)},
+			{name: "mark-refunded", args: "PAYMENT_ID", summary: "record that the payment was paid back, and who did", flags: refundMark},
+		}}
 }
-
-var refundSubcommands = map[string]subcommand[*refundCtx]{
-	"owed":          {"owed [-json]   (how many refunds are owed, their sum, the oldest)", refundOwed},
-	"list":          {"list [-status owed|refunded] [-order ORDERNO] [-limit N] [-before ID] [-json]", refundList},
-	"show":          {"show PAYMENT_ID [-json]", refundShow},
-	"mark-refunded": {"mark-refunded PAYMENT_ID [-note TEXT] [-by NAME] [-json]   (record that the payment was paid back, and who did)", refundMark},
-}
-
-var refundOrder = []string{"owed", "list", "show", "mark-refunded"}
 
 // refundCtx is what every refunds verb gets.
 type refundCtx = viewCtx[*orders.Refunds]
 
-func cmdRefunds(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, env, "refunds", refundSubcommands, refundOrder,
-		&refundCtx{env: env, newView: orders.NewRefunds, what: "PAYMENT_ID"}, args)
-}
-
-func refundOwed(ctx context.Context, rc *refundCtx, args []string) error {
-	if _, err := rc.parse(newFlagSet(rc.env, "refunds owed"), args, 0); err != nil {
-		return err
-	}
+func refundOwed(ctx context.Context, rc *refundCtx, _ []string) error {
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -68,16 +52,16 @@ func refundOwed(ctx context.Context, rc *refundCtx, args []string) error {
 	return tw.Flush()
 }
 
-func refundList(ctx context.Context, rc *refundCtx, args []string) error {
-	fs := newFlagSet(rc.env, "refunds list")
-	status := fs.String("status", "", "only this refund status: owed or refunded")
+func refundList(fs *flag.FlagSet, env *cliEnv) runFunc {
+	rc := newViewCtx(fs, env, orders.NewRefunds)
+	lf := addListFlags(fs, "payment conflicts", "owed or refunded")
 	order := fs.String("order", "", "only this order's payments")
-	limit := fs.Int("limit", 50, fmt.Sprintf("most rows shown (1-%d)", oplist.MaxListLimit))
-	before := fs.Int64("before", 0, "page: rows with id below this")
-	if _, err := rc.parse(fs, args, 0); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		return listRefunds(ctx, rc, orders.RefundFilter{Status: strings.ToLower(*lf.status), OrderNo: *order, Limit: *lf.limit, BeforeID: *lf.before})
 	}
-	f := orders.RefundFilter{Status: strings.ToLower(*status), OrderNo: *order, Limit: *limit, BeforeID: *before}
+}
+
+func listRefunds(ctx context.Context, rc *refundCtx, f orders.RefundFilter) error {
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -94,19 +78,12 @@ func refundList(ctx context.Context, rc *refundCtx, args []string) error {
 	if rc.jsonOut {
 		return printJSON(rc.env.stdout, l)
 	}
-	w := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT")
-	for _, p := range l.Conflicts {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.PaymentID, p.OrderNo, p.Amount, p.Reason,
+	rows := make([]string, len(l.Conflicts))
+	for i, p := range l.Conflicts {
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.ID, p.PaymentID, p.OrderNo, p.Amount, p.Reason,
 			p.Channel, p.RefundStatus, p.PaidAt.Format(letterTimeLayout))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if l.NextBefore != 0 {
-		fmt.Fprintf(rc.env.stdout, "(more: -before %d)\n", l.NextBefore)
-	}
-	return nil
+	return printListing(rc.env.stdout, "payment conflicts", "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT", rows, l.NextBefore)
 }
 
 func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
@@ -117,24 +94,16 @@ func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
 	if p.RefundedAt != nil {
 		refunded = p.RefundedAt.Format(letterTimeLayout)
 	}
-	tw := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
-	for _, kv := range [][2]string{
+	return printFields(rc.env.stdout, [][2]string{
 		{"paymentId", p.PaymentID}, {"orderNo", p.OrderNo}, {"amount", p.Amount}, {"reason", p.Reason},
 		{"channel", p.Channel}, {"refundStatus", p.RefundStatus}, {"refundedAt", refunded}, {"refundNote", p.RefundNote}, {"refundedBy", p.RefundedBy},
 		{"paidAt", p.PaidAt.Format(letterTimeLayout)}, {"createdAt", p.CreatedAt.Format(letterTimeLayout)},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
-	return tw.Flush()
+	})
 }
 
 // oneConflict runs a verb about one payment and prints its row.
-func oneConflict(ctx context.Context, rc *refundCtx, fs *flag.FlagSet, args []string,
+func oneConflict(ctx context.Context, rc *refundCtx, pos []string,
 	op func(ctx context.Context, paymentID string) (*orders.PaymentConflict, error)) error {
-	pos, err := rc.parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -156,19 +125,21 @@ func oneConflict(ctx context.Context, rc *refundCtx, fs *flag.FlagSet, args []st
 	return err // a refund recorded before is shown, then the refusal
 }
 
-func refundShow(ctx context.Context, rc *refundCtx, args []string) error {
-	return oneConflict(ctx, rc, newFlagSet(rc.env, "refunds show"), args, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+func refundShow(ctx context.Context, rc *refundCtx, pos []string) error {
+	return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
 		return rc.view.Get(ctx, id)
 	})
 }
 
-func refundMark(ctx context.Context, rc *refundCtx, args []string) error {
-	fs := newFlagSet(rc.env, "refunds mark-refunded")
+func refundMark(fs *flag.FlagSet, env *cliEnv) runFunc {
+	rc := newViewCtx(fs, env, orders.NewRefunds)
 	note := fs.String("note", "", "what to keep with it, e.g. the payment side's refund id (at most 255 bytes)")
 	by := fs.String("by", cliOperator(), "who records the refund (default: the OS user, cli:USER)")
-	return oneConflict(ctx, rc, fs, args, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
-		return rc.view.MarkRefunded(ctx, id, *note, *by)
-	})
+	return func(ctx context.Context, pos []string) error {
+		return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+			return rc.view.MarkRefunded(ctx, id, *note, *by)
+		})
+	}
 }
 
 // cliOperator names who runs a CLI action when they do not say: the OS

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,40 +13,35 @@ import (
 	"github.com/orderjob/executor/xxljob"
 )
 
-func init() {
-	register(command{
-		name:    "run",
-		usage:   "HANDLER [-param P] [-shard I/N]",
-		summary: "run one handler once in-process, print its run log, exit 0 on success and 1 otherwise",
-		run:     cmdRun,
-	})
+func runCommand() *command {
+	return &command{name: "run", args: "HANDLER", flags: runFlags,
+		summary: "run one handler once in-process, print its run log, exit 0 on success and 1 otherwise"}
 }
 
-func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "run")
+func runFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	param := fs.String("param", "", "job param, as typed in the console")
 	shard := fs.String("shard", "0/1", "shard index/total, 0 <= index < total")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		idx, total, err := parseShard(*shard)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		if known := handlers.Names(); !slices.Contains(known, pos[0]) {
+			return usagef("unknown handler %q; the handlers are: %s", pos[0], strings.Join(known, ", "))
+		}
+		return runOnce(ctx, env, pos[0], *param, idx, total)
 	}
-	if len(pos) != 1 {
-		return usagef("want exactly one HANDLER, got %d", len(pos))
-	}
-	idx, total, err := parseShard(*shard)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	if known := handlers.Names(); !slices.Contains(known, pos[0]) {
-		return usagef("unknown handler %q; the handlers are: %s", pos[0], strings.Join(known, ", "))
-	}
+}
+
+// runOnce runs handler name once in-process, its run log on stdout.
+func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total int) error {
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
 	}
 	logger := app.NewLogger(cfg, env.stderr) // stdout carries the run log here
+	redisLog.use(logger)
 	app.LogNotices(logger, cfg)
-	name := pos[0]
 
 	var deps *handlers.Deps
 	if name != handlers.DemoJob {
@@ -63,7 +59,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) error {
 	if err := handlers.Register(exec, deps); err != nil {
 		return err
 	}
-	res, err := exec.RunOnce(ctx, name, *param, idx, total, env.stdout)
+	res, err := exec.RunOnce(ctx, name, param, idx, total, env.stdout)
 	if err != nil {
 		return err
 	}

@@ -15,27 +15,18 @@ import (
 	"github.com/orderjob/executor/internal/app"
 )
 
-func init() {
-	register(command{
-		name:    "tasks",
-		usage:   "stats|list|show|requeue|cancel|check|purge [flags] [BIZUUID]",
-		summary: "inspect and operate delayed tasks (job_delay_task); -json for machines",
-		run:     cmdTasks,
-	})
+func tasksCommand() *command {
+	return &command{name: "tasks", summary: "inspect and operate delayed tasks (job_delay_task); -json for machines",
+		sub: []*command{
+			{name: "stats", summary: "counts by status, backlog, stuck tasks, timer size", flags: tasksVerb(tasksStats)},
+			{name: "list", summary: "list tasks, newest first", flags: tasksList},
+			{name: "show", args: "BIZUUID", summary: "show one task", flags: tasksVerb(tasksShow)},
+			{name: "requeue", args: "BIZUUID", summary: "make a failed or cancelled task pending again, due now", flags: tasksVerb(tasksRequeue)},
+			{name: "cancel", args: "BIZUUID", summary: "cancel a pending task", flags: tasksVerb(tasksCancel)},
+			{name: "check", summary: "exit 1 when a bizUuid is duplicated or a task is stuck", flags: tasksVerb(tasksCheck)},
+			{name: "purge", summary: "delete done and cancelled tasks older than delay.retention", flags: tasksPurge},
+		}}
 }
-
-// tasksSubcommands maps `executor tasks X` to its function and one usage line.
-var tasksSubcommands = map[string]subcommand[*tasksCtx]{
-	"stats":   {"stats [-json]", tasksStats},
-	"list":    {"list [-status S] [-handler H] [-limit N] [-before ID] [-json]", tasksList},
-	"show":    {"show BIZUUID [-json]", tasksShow},
-	"requeue": {"requeue BIZUUID [-json]", tasksRequeue},
-	"cancel":  {"cancel BIZUUID [-json]", tasksCancel},
-	"check":   {"check [-json]   (exit 1 when a bizUuid is duplicated or a task is stuck)", tasksCheck},
-	"purge":   {"purge [-retention D]   (DONE and CANCELLED older than delay.retention)", tasksPurge},
-}
-
-var tasksOrder = []string{"stats", "list", "show", "requeue", "cancel", "check", "purge"}
 
 // tasksCtx is what every tasks subcommand gets.
 type tasksCtx struct {
@@ -45,8 +36,19 @@ type tasksCtx struct {
 	jsonOut   bool
 }
 
-func cmdTasks(ctx context.Context, env *cliEnv, args []string) error {
-	return dispatchSub(ctx, env, "tasks", tasksSubcommands, tasksOrder, &tasksCtx{env: env}, args)
+// newTasksCtx makes a verb's context and adds -json to its flags.
+func newTasksCtx(fs *flag.FlagSet, env *cliEnv) *tasksCtx {
+	tc := &tasksCtx{env: env}
+	addJSON(fs, &tc.jsonOut)
+	return tc
+}
+
+// tasksVerb is the flags function of a verb with no flags but -json.
+func tasksVerb(run func(ctx context.Context, tc *tasksCtx, pos []string) error) func(*flag.FlagSet, *cliEnv) runFunc {
+	return func(fs *flag.FlagSet, env *cliEnv) runFunc {
+		tc := newTasksCtx(fs, env)
+		return func(ctx context.Context, pos []string) error { return run(ctx, tc, pos) }
+	}
 }
 
 // open loads the config and builds a Client on the configured database and
@@ -63,6 +65,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	redisLog.use(log)
 	rt, err := app.StartRabbitMQTimer(ctx, cfg, db, log)
 	if err != nil {
 		db.Close()
@@ -88,18 +91,9 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 	return closeAll, nil
 }
 
-// parse parses flags (before or after positionals) and checks the number
-// of positionals.
-func (tc *tasksCtx) parse(fs *flag.FlagSet, args []string, positionals int, what string) ([]string, error) {
-	return parseVerb(fs, args, positionals, what, &tc.jsonOut)
-}
-
 func (tc *tasksCtx) printJSON(v any) error { return printJSON(tc.env.stdout, v) }
 
-func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
-	if _, err := tc.parse(newFlagSet(tc.env, "tasks stats"), args, 0, ""); err != nil {
-		return err
-	}
+func tasksStats(ctx context.Context, tc *tasksCtx, _ []string) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
@@ -115,7 +109,7 @@ func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
 	w := tabwriter.NewWriter(tc.env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STATUS\tTASKS")
 	for _, st := range delay.Statuses {
-		fmt.Fprintf(w, "%s\t%d\n", st, s.Counts[st])
+		fmt.Fprintf(w, "%s\t%d\n", statusText(st), s.Counts[st])
 	}
 	fmt.Fprintf(w, "total\t%d\n", s.Total)
 	fmt.Fprintln(w, "\t")
@@ -124,7 +118,7 @@ func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
 		due += fmt.Sprintf(" (oldest due %s, %s ago)", s.OldestDue.Format(time.RFC3339Nano), time.Duration(s.OldestDueAge).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "due now (backlog)\t%s\n", due)
-	fmt.Fprintf(w, "stuck RUNNING > %s\t%d\n", s.RunningTimeout, s.StuckRunning)
+	fmt.Fprintf(w, "stuck running > %s\t%d\n", s.RunningTimeout, s.StuckRunning)
 	what := map[string]string{"redis": "Redis timer entries", "rabbitmq": "RabbitMQ timer messages"}[s.Timer]
 	switch {
 	case what == "":
@@ -137,48 +131,51 @@ func tasksStats(ctx context.Context, tc *tasksCtx, args []string) error {
 	return w.Flush()
 }
 
-func tasksList(ctx context.Context, tc *tasksCtx, args []string) error {
-	fs := newFlagSet(tc.env, "tasks list")
-	status := fs.String("status", "", "only this status: PENDING, RUNNING, DONE, FAILED or CANCELLED")
+func tasksList(fs *flag.FlagSet, env *cliEnv) runFunc {
+	tc := newTasksCtx(fs, env)
+	lf := addListFlags(fs, "tasks", "pending, running, done, failed or cancelled")
 	handler := fs.String("handler", "", "only this handler")
-	limit := fs.Int("limit", 50, "most tasks shown (1-1000)")
-	before := fs.Int64("before", 0, "page: tasks with id below this")
-	if _, err := tc.parse(fs, args, 0, ""); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error {
+		if err := lf.check(); err != nil {
+			return err
+		}
+		return listTasks(ctx, tc, delay.ListFilter{Status: delay.Status(*lf.status), Handler: *handler, Limit: *lf.limit, BeforeID: *lf.before})
 	}
-	st := delay.Status(strings.ToUpper(*status))
+}
+
+func listTasks(ctx context.Context, tc *tasksCtx, f delay.ListFilter) error {
+	st := delay.Status(strings.ToUpper(string(f.Status)))
 	if st != "" && !st.Valid() {
-		return usagef("-status %q is not PENDING, RUNNING, DONE, FAILED or CANCELLED", *status)
+		return usagef("-status %q is not pending, running, done, failed or cancelled", f.Status)
 	}
-	if *limit < 1 || *limit > 1000 {
-		return usagef("-limit %d is not in 1..1000", *limit)
-	}
+	f.Status = st
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	tasks, err := tc.client.List(ctx, delay.ListFilter{Status: st, Handler: *handler, Limit: *limit, BeforeID: *before})
+	tasks, err := tc.client.List(ctx, f)
 	if err != nil {
 		return err
 	}
 	if tc.jsonOut {
 		return tc.printJSON(tasks)
 	}
-	w := tabwriter.NewWriter(tc.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tBIZ_UUID\tHANDLER\tSTATUS\tNEXT_ATTEMPT (UTC)\tRETRIES\tLAST_ERROR")
-	for _, t := range tasks {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", t.ID, t.BizUUID, t.Handler, t.Status,
+	rows := make([]string, len(tasks))
+	for i, t := range tasks {
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%d/%d\t%s", t.ID, t.BizUUID, t.Handler, statusText(t.Status),
 			t.NextAttemptTime.Format("2006-01-02 15:04:05.000"), t.RetryCount, t.MaxRetry, oneLine(t.LastError, 80))
 	}
-	if err := w.Flush(); err != nil {
-		return err
+	var next int64
+	if len(tasks) == f.Limit {
+		next = tasks[len(tasks)-1].ID
 	}
-	if len(tasks) == *limit {
-		fmt.Fprintf(tc.env.stdout, "(more: -before %d)\n", tasks[len(tasks)-1].ID)
-	}
-	return nil
+	return printListing(tc.env.stdout, "tasks", "ID\tBIZ_UUID\tHANDLER\tSTATUS\tNEXT_ATTEMPT (UTC)\tRETRIES\tLAST_ERROR", rows, next)
 }
+
+// statusText is a task's status as the CLI writes every status: in lower
+// case (the database, the API and -json keep delay's upper case).
+func statusText(s delay.Status) string { return strings.ToLower(string(s)) }
 
 // oneLine keeps the first line of s, cut to n characters.
 func oneLine(s string, n int) string {
@@ -190,25 +187,17 @@ func oneLine(s string, n int) string {
 }
 
 func printTask(w io.Writer, t *delay.Task) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
-	for _, kv := range [][2]string{
+	return printFields(w, [][2]string{
 		{"id", fmt.Sprint(t.ID)}, {"bizUuid", t.BizUUID}, {"traceId", t.TraceID}, {"handler", t.Handler},
-		{"status", string(t.Status)}, {"executeTime", ts(t.ExecuteTime)}, {"nextAttemptTime", ts(t.NextAttemptTime)},
+		{"status", statusText(t.Status)}, {"executeTime", ts(t.ExecuteTime)}, {"nextAttemptTime", ts(t.NextAttemptTime)},
 		{"retries", fmt.Sprintf("%d of %d", t.RetryCount, t.MaxRetry)}, {"createdAt", ts(t.CreatedAt)},
 		{"updatedAt", ts(t.UpdatedAt)}, {"payload", string(t.Payload)}, {"lastError", oneLine(t.LastError, 1000)},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
-	return tw.Flush()
+	})
 }
 
-// oneTask runs a single-task subcommand and prints the task.
-func oneTask(ctx context.Context, tc *tasksCtx, name string, args []string, op func(context.Context, string) (*delay.Task, error)) error {
-	pos, err := tc.parse(newFlagSet(tc.env, "tasks "+name), args, 1, "BIZUUID")
-	if err != nil {
-		return err
-	}
+// oneTask runs an operation on one task and prints the task.
+func oneTask(ctx context.Context, tc *tasksCtx, pos []string, op func(context.Context, string) (*delay.Task, error)) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
@@ -231,28 +220,25 @@ func oneTask(ctx context.Context, tc *tasksCtx, name string, args []string, op f
 	return err // a conflict still shows the task
 }
 
-func tasksShow(ctx context.Context, tc *tasksCtx, args []string) error {
-	return oneTask(ctx, tc, "show", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+func tasksShow(ctx context.Context, tc *tasksCtx, pos []string) error {
+	return oneTask(ctx, tc, pos, func(ctx context.Context, biz string) (*delay.Task, error) {
 		return tc.client.Get(ctx, biz)
 	})
 }
 
-func tasksRequeue(ctx context.Context, tc *tasksCtx, args []string) error {
-	return oneTask(ctx, tc, "requeue", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+func tasksRequeue(ctx context.Context, tc *tasksCtx, pos []string) error {
+	return oneTask(ctx, tc, pos, func(ctx context.Context, biz string) (*delay.Task, error) {
 		return tc.client.Requeue(ctx, biz)
 	})
 }
 
-func tasksCancel(ctx context.Context, tc *tasksCtx, args []string) error {
-	return oneTask(ctx, tc, "cancel", args, func(ctx context.Context, biz string) (*delay.Task, error) {
+func tasksCancel(ctx context.Context, tc *tasksCtx, pos []string) error {
+	return oneTask(ctx, tc, pos, func(ctx context.Context, biz string) (*delay.Task, error) {
 		return tc.client.Cancel(ctx, biz)
 	})
 }
 
-func tasksCheck(ctx context.Context, tc *tasksCtx, args []string) error {
-	if _, err := tc.parse(newFlagSet(tc.env, "tasks check"), args, 0, ""); err != nil {
-		return err
-	}
+func tasksCheck(ctx context.Context, tc *tasksCtx, _ []string) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
@@ -275,8 +261,8 @@ func tasksCheck(ctx context.Context, tc *tasksCtx, args []string) error {
 			fmt.Fprintf(out, "DUPLICATE trace id %q held by %d tasks\n", d.Value, d.N)
 		}
 		fmt.Fprintf(out, "duplicated bizUuids: %d\n", len(rep.DuplicateBizUUIDs))
-		fmt.Fprintf(out, "stuck RUNNING: %d\n", rep.StuckRunning)
-		fmt.Fprintf(out, "FAILED (see tasks list -status FAILED): %d\n", rep.Failed)
+		fmt.Fprintf(out, "stuck running: %d\n", rep.StuckRunning)
+		fmt.Fprintf(out, "failed (see tasks list -status failed): %d\n", rep.Failed)
 		fmt.Fprintf(out, "due now: %d (oldest %s late)\n", rep.DueNow, time.Duration(rep.OldestDueAge).Round(time.Millisecond))
 		if rep.OK {
 			fmt.Fprintln(out, "ok")
@@ -290,20 +276,21 @@ func tasksCheck(ctx context.Context, tc *tasksCtx, args []string) error {
 	return nil
 }
 
-func tasksPurge(ctx context.Context, tc *tasksCtx, args []string) error {
-	fs := newFlagSet(tc.env, "tasks purge")
+func tasksPurge(fs *flag.FlagSet, env *cliEnv) runFunc {
+	tc := newTasksCtx(fs, env)
 	retention := fs.Duration("retention", 0, "keep tasks changed within this (default: delay.retention)")
-	if _, err := tc.parse(fs, args, 0, ""); err != nil {
-		return err
-	}
+	return func(ctx context.Context, _ []string) error { return purgeTasks(ctx, tc, *retention) }
+}
+
+func purgeTasks(ctx context.Context, tc *tasksCtx, retention time.Duration) error {
 	closeAll, err := tc.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
 	keep := tc.retention
-	if *retention > 0 {
-		keep = *retention
+	if retention > 0 {
+		keep = retention
 	}
 	n, err := tc.client.Purge(ctx, keep)
 	if err != nil {
@@ -312,6 +299,6 @@ func tasksPurge(ctx context.Context, tc *tasksCtx, args []string) error {
 	if tc.jsonOut {
 		return tc.printJSON(map[string]any{"deleted": n, "retention": keep.String()})
 	}
-	fmt.Fprintf(tc.env.stdout, "deleted %d DONE/CANCELLED tasks older than %s\n", n, keep)
+	fmt.Fprintf(tc.env.stdout, "deleted %d done/cancelled tasks older than %s\n", n, keep)
 	return nil
 }

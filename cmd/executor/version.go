@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -17,12 +18,9 @@ import (
 // the Go toolchain's build information fills in what it knows.
 var version, commit string
 
-func init() {
-	register(command{
-		name:    "version",
-		summary: "print the version, commit and Go version this binary was built from",
-		run:     cmdVersion,
-	})
+func versionCommand() *command {
+	return &command{name: "version", flags: versionFlags,
+		summary: "print the version, commit and Go version this binary was built from"}
 }
 
 // build describes this binary.
@@ -60,17 +58,15 @@ func buildInfo() slog.Value {
 		slog.Bool("modified", b.Modified), slog.String("go", b.GoVersion))
 }
 
-func cmdVersion(_ context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "version")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
+func versionFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
+	jsonOut := new(bool)
+	addJSON(fs, jsonOut)
+	return func(context.Context, []string) error { return printVersion(env, *jsonOut) }
+}
+
+func printVersion(env *cliEnv, jsonOut bool) error {
 	b := readBuild()
-	if *jsonOut {
+	if jsonOut {
 		return printJSON(env.stdout, b)
 	}
 	modified := ""

@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // viewCtx is what each verb of an operator command over one database view
@@ -13,9 +18,23 @@ import (
 type viewCtx[V any] struct {
 	env     *cliEnv
 	newView func(*sqlx.DB) V
-	what    string // what the positional argument names, for usage errors
 	view    V
 	jsonOut bool
+}
+
+// newViewCtx makes a verb's context and adds -json to its flags.
+func newViewCtx[V any](fs *flag.FlagSet, env *cliEnv, newView func(*sqlx.DB) V) *viewCtx[V] {
+	c := &viewCtx[V]{env: env, newView: newView}
+	addJSON(fs, &c.jsonOut)
+	return c
+}
+
+// viewVerb is the flags function of a verb with no flags but -json.
+func viewVerb[V any](newView func(*sqlx.DB) V, run func(ctx context.Context, c *viewCtx[V], pos []string) error) func(*flag.FlagSet, *cliEnv) runFunc {
+	return func(fs *flag.FlagSet, env *cliEnv) runFunc {
+		c := newViewCtx(fs, env, newView)
+		return func(ctx context.Context, pos []string) error { return run(ctx, c, pos) }
+	}
 }
 
 // open loads the config and opens the database (the views need no Redis)
@@ -29,8 +48,63 @@ func (c *viewCtx[V]) open(ctx context.Context) (func(), error) {
 	return func() { db.Close() }, nil
 }
 
-// parse parses flags (before or after positionals), adds -json, and checks
-// the number of positionals.
-func (c *viewCtx[V]) parse(fs *flag.FlagSet, args []string, positionals int) ([]string, error) {
-	return parseVerb(fs, args, positionals, c.what, &c.jsonOut)
+// listFlags are the flags every list verb has: a status, a page size and
+// the page's start.
+type listFlags struct {
+	status *string
+	limit  *int
+	before *int64
+}
+
+// addListFlags adds -status, -limit and -before to a list verb; noun names
+// its rows ("letters"), statuses the statuses it accepts.
+func addListFlags(fs *flag.FlagSet, noun, statuses string) listFlags {
+	return listFlags{
+		status: fs.String("status", "", "only this status: "+statuses+" (any case)"),
+		limit:  fs.Int("limit", 50, fmt.Sprintf("most %s shown (1-%d)", noun, oplist.MaxListLimit)),
+		before: fs.Int64("before", 0, "page: "+noun+" with id below this"),
+	}
+}
+
+// check refuses a page size or start out of range.
+func (l listFlags) check() error {
+	if *l.limit < 1 || *l.limit > oplist.MaxListLimit {
+		return usagef("-limit %d is not in 1..%d", *l.limit, oplist.MaxListLimit)
+	}
+	if *l.before < 0 {
+		return usagef("-before %d is negative", *l.before)
+	}
+	return nil
+}
+
+// printListing writes a list verb's rows (tab-separated) under their
+// header, or one line saying that none matched, then where the next page
+// starts.
+func printListing(w io.Writer, noun, header string, rows []string, next int64) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintf(w, "no %s match\n", noun)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, r)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != 0 {
+		_, err := fmt.Fprintf(w, "(more: -before %d)\n", next)
+		return err
+	}
+	return nil
+}
+
+// printFields writes one row of a show verb, a field a line.
+func printFields(w io.Writer, fields [][2]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, kv := range fields {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
 }

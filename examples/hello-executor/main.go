@@ -3,10 +3,12 @@
 // Prometheus metrics, and a graceful stop on SIGTERM. It imports nothing of
 // the order executor; copy it to start a service of your own.
 //
-//	XXL_JOB_ADMIN_ADDRESSES=http://127.0.0.1:8080/xxl-job-admin \
+//	XXL_JOB_ADMIN_ADDRESSES=http://127.0.0.1:8080 \
 //	XXL_JOB_ACCESS_TOKEN=default_token \
 //	XXL_JOB_EXECUTOR_APPNAME=hello-executor \
 //	go run ./examples/hello-executor
+//
+// (an admin older than 3.4.1 serves under http://127.0.0.1:8080/xxl-job-admin).
 //
 // Then create the executor group "hello-executor" and a BEAN job with the
 // JobHandler helloJob in the admin console, and run it once. Metrics are on

@@ -259,8 +259,7 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, e
 		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", inv.Field, inv.Msg))
 	case errors.As(err, &dinv):
 		c.fail(w, r, op, http.StatusBadRequest, fmt.Sprintf("%s: %s", dinv.Field, dinv.Msg))
-	case errors.Is(err, deadletters.ErrNotFound), errors.Is(err, orders.ErrOrderNotFound), errors.Is(err, delay.ErrNotFound),
-		errors.Is(err, orders.ErrOutboxEventNotFound), errors.Is(err, orders.ErrRefundNotFound):
+	case isNotFound(err):
 		c.fail(w, r, op, http.StatusNotFound, err.Error())
 	case errors.Is(err, deadletters.ErrResolved), errors.Is(err, delay.ErrConflict),
 		errors.Is(err, orders.ErrOutboxNotParked), errors.Is(err, orders.ErrRefundDone):
@@ -270,6 +269,24 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, e
 		c.log.ErrorContext(r.Context(), "console", "method", r.Method, "path", r.URL.Path, "err", err)
 		c.fail(w, r, op, http.StatusInternalServerError, "internal error; see the executor log")
 	}
+}
+
+// isNotFound reports whether err says that what was asked for does not
+// exist.
+func isNotFound(err error) bool {
+	return errors.Is(err, deadletters.ErrNotFound) || errors.Is(err, orders.ErrOrderNotFound) || errors.Is(err, delay.ErrNotFound) ||
+		errors.Is(err, orders.ErrOutboxEventNotFound) || errors.Is(err, orders.ErrRefundNotFound)
+}
+
+// failLookup renders the page for an error of looking up what (e.g.
+// "order O-1"): a plain 404 page saying there is no such thing, without
+// the error chain, or failErr's page for any other error.
+func (c *Console) failLookup(w http.ResponseWriter, r *http.Request, op *session, err error, what string) {
+	if isNotFound(err) {
+		c.render(w, r, http.StatusNotFound, "error", op, pageData{Title: "No " + what})
+		return
+	}
+	c.failErr(w, r, op, err)
 }
 
 // static serves the embedded style sheet.

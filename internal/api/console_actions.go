@@ -2,17 +2,14 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders/deadletters"
-	"github.com/orderjob/executor/orders/oplist"
 )
 
 // The console's actions. Each is a POST: without confirm=yes it answers
@@ -60,7 +57,7 @@ func letterChanges(before, after *deadletters.Letter) []change {
 	return changes(
 		change{"status", before.Status, after.Status},
 		change{"status reason", before.StatusReason, after.StatusReason},
-		change{"next retry at", before.NextRetryAt.Format(oplist.WallTimeLayout), after.NextRetryAt.Format(oplist.WallTimeLayout)},
+		change{"next retry at", wallText(before.NextRetryAt), wallText(after.NextRetryAt)},
 		change{"attempts", strconv.Itoa(before.Attempts), strconv.Itoa(after.Attempts)})
 }
 
@@ -71,13 +68,17 @@ func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *
 		before, err = c.letters.GetByID(r.Context(), id)
 	}
 	if err != nil {
-		c.failErr(w, r, op, err)
+		c.failLookup(w, r, op, err, "dead letter "+strconv.FormatInt(id, 10))
 		return
 	}
 	back := fmt.Sprintf("%sdead-letters/%d", consolePath, id)
 	if !confirmed(r) {
+		move := fmt.Sprintf("status %s → waiting, next retry now", before.Status)
+		if before.Status == deadletters.Waiting {
+			move = fmt.Sprintf("the letter is already waiting: its next retry moves from %s to now", wallText(before.NextRetryAt))
+		}
 		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo),
-			What: []string{fmt.Sprintf("status %s → waiting, next retry now: the next deadLetterRetryJob run (and the close sweep) tries the order again", before.Status),
+			What: []string{move + ": the next deadLetterRetryJob run (and the close sweep) tries the order again",
 				fmt.Sprintf("attempts stay %d; a letter that fails again is parked again", before.Attempts)},
 			Post: r.URL.Path, Back: back})
 		return
@@ -88,8 +89,15 @@ func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *
 		c.failErr(w, r, op, err)
 		return
 	}
-	c.done(w, r, op, doneData{Action: fmt.Sprintf("requeued the %s dead letter of order %s", after.Stage, after.OrderNo),
-		Summary: "The letter is waiting and due now.", Changes: letterChanges(before, after), Back: back, BackTo: "the letter"})
+	d := doneData{Action: fmt.Sprintf("requeued the %s dead letter of order %s", after.Stage, after.OrderNo),
+		Summary: "The letter is waiting and due now.", Changes: letterChanges(before, after), Back: back, BackTo: "the letter"}
+	if before.Status == deadletters.Waiting {
+		d.Summary = "The letter was already waiting; its next retry is now due."
+		if len(d.Changes) == 0 {
+			d.Summary = "Nothing changed: the letter was already waiting and due."
+		}
+	}
+	c.done(w, r, op, d)
 }
 
 func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Request, op *session) {
@@ -114,9 +122,12 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 			c.failErr(w, r, op, err)
 			return
 		}
+		move := "each goes to waiting, due now"
+		if f.Status == deadletters.Waiting {
+			move = "each is already waiting and stays so; its next retry moves to now"
+		}
 		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue %d %s dead letter(s)", res.Matched, f.Status),
-			What: []string{describeRequeue(f, res),
-				"each goes to waiting, due now; attempts and last errors are kept"},
+			What: []string{describeRequeue(f, res), move + "; attempts and last errors are kept"},
 			Post: r.URL.Path, Fields: fields, Back: back})
 		return
 	}
@@ -127,8 +138,12 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 		c.failErr(w, r, op, err)
 		return
 	}
+	moved := fmt.Sprintf("status %s → waiting", f.Status)
+	if f.Status == deadletters.Waiting {
+		moved = "already waiting, next retry moved to now"
+	}
 	c.done(w, r, op, doneData{Action: "requeued dead letters", Summary: res.String() + ".",
-		Changes: []change{{"letters matching", "", strconv.Itoa(res.Matched)}, {fmt.Sprintf("status %s → waiting", f.Status), "", strconv.Itoa(res.Requeued)}},
+		Changes: []change{{"letters matching", "", strconv.Itoa(res.Matched)}, {moved, "", strconv.Itoa(res.Requeued)}},
 		Back:    consolePath + "dead-letters?status=waiting", BackTo: "the waiting letters"})
 }
 
@@ -156,9 +171,6 @@ func taskChanges(before, after *delay.Task) []change {
 		change{"next attempt", utcText(before.NextAttemptTime), utcText(after.NextAttemptTime)})
 }
 
-// utcText renders a UTC time of the delayed-task and outbox tables.
-func utcText(t time.Time) string { return t.UTC().Format(oplist.WallTimeLayout) + " UTC" }
-
 func (c *Console) taskRequeue(w http.ResponseWriter, r *http.Request, op *session) {
 	c.taskAction(w, r, op, "requeue", "status FAILED → PENDING with a fresh set of retries, due now", c.cfg.Tasks.Requeue)
 }
@@ -173,10 +185,7 @@ func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session
 	biz := r.PathValue("bizUuid")
 	before, err := c.cfg.Tasks.Get(r.Context(), biz)
 	if err != nil {
-		if errors.Is(err, delay.ErrNotFound) {
-			err = fmt.Errorf("no task with bizUuid %q: %w", biz, err)
-		}
-		c.failErr(w, r, op, err)
+		c.failLookup(w, r, op, err, "delayed task with bizUuid "+biz)
 		return
 	}
 	back := consolePath + "tasks/" + url.PathEscape(biz)

@@ -43,17 +43,10 @@ func (c *Console) outboxDetail(w http.ResponseWriter, r *http.Request, op *sessi
 		ev, err = c.outbox.Get(r.Context(), id)
 	}
 	if err != nil {
-		c.failErr(w, r, op, wrapOutbox(err, id))
+		c.failLookup(w, r, op, err, "outbox event "+strconv.FormatInt(id, 10))
 		return
 	}
 	c.render(w, r, http.StatusOK, "outboxevent", op, pageData{Title: "Outbox event " + strconv.FormatInt(id, 10), Nav: "outbox", Data: ev})
-}
-
-func wrapOutbox(err error, id int64) error {
-	if err == orders.ErrOutboxEventNotFound {
-		return fmt.Errorf("outbox event %d: %w", id, err)
-	}
-	return err
 }
 
 func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *session) {
@@ -63,7 +56,7 @@ func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *sess
 		before, err = c.outbox.Get(r.Context(), id)
 	}
 	if err != nil {
-		c.failErr(w, r, op, wrapOutbox(err, id))
+		c.failLookup(w, r, op, err, "outbox event "+strconv.FormatInt(id, 10))
 		return
 	}
 	back := fmt.Sprintf("%soutbox/%d", consolePath, id)
@@ -113,24 +106,17 @@ func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session
 func (c *Console) refundDetail(w http.ResponseWriter, r *http.Request, op *session) {
 	p, err := c.refunds.Get(r.Context(), r.PathValue("paymentId"))
 	if err != nil {
-		c.failErr(w, r, op, wrapRefund(err, r.PathValue("paymentId")))
+		c.failLookup(w, r, op, err, "payment "+r.PathValue("paymentId"))
 		return
 	}
 	c.render(w, r, http.StatusOK, "refund", op, pageData{Title: "Payment " + p.PaymentID, Nav: "refunds", Data: p})
-}
-
-func wrapRefund(err error, paymentID string) error {
-	if err == orders.ErrRefundNotFound {
-		return fmt.Errorf("payment %q: %w", paymentID, err)
-	}
-	return err
 }
 
 func (c *Console) refundMark(w http.ResponseWriter, r *http.Request, op *session) {
 	id := r.PathValue("paymentId")
 	before, err := c.refunds.Get(r.Context(), id)
 	if err != nil {
-		c.failErr(w, r, op, wrapRefund(err, id))
+		c.failLookup(w, r, op, err, "payment "+id)
 		return
 	}
 	note := strings.TrimSpace(r.PostFormValue("note"))
@@ -154,7 +140,7 @@ func (c *Console) refundMark(w http.ResponseWriter, r *http.Request, op *session
 	}
 	refundedAt := ""
 	if after.RefundedAt != nil {
-		refundedAt = after.RefundedAt.Format(oplist.WallTimeLayout)
+		refundedAt = wallText(*after.RefundedAt)
 	}
 	c.done(w, r, op, doneData{Action: "recorded the refund of payment " + id,
 		Summary: fmt.Sprintf("Payment %s of order %s is refunded, recorded by %s.", id, after.OrderNo, after.RefundedBy),

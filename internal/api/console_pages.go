@@ -25,24 +25,33 @@ var pageNames = []string{"off", "error", "signin", "overview", "deadletters", "d
 	"tasks", "task", "flags", "runs", "confirm", "done", "outboxlist", "outboxevent", "refundlist", "refund"}
 
 var consoleFuncs = template.FuncMap{
-	// wall renders a wall-clock time of the database session (order
-	// tables) to the millisecond.
-	"wall": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.Format("2006-01-02 15:04:05.000")
-	},
-	"utc": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05.000") + " UTC"
-	},
+	"wall":   wallText,
+	"utc":    utcText,
 	"dur":    roundDuration,
 	"path":   url.PathEscape,
 	"list":   func(s ...string) []string { return s },
 	"capped": capped,
+}
+
+// consoleTimeLayout is the one format of the console's times, in lists,
+// details and the changes an action made.
+const consoleTimeLayout = "2006-01-02 15:04:05.000"
+
+// wallText renders a wall-clock time of the database session (order
+// tables) to the millisecond.
+func wallText(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Format(consoleTimeLayout)
+}
+
+// utcText renders a UTC time of the delayed-task and outbox tables.
+func utcText(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format(consoleTimeLayout) + " UTC"
 }
 
 // capped renders a bounded count: "10000+" at the cap.
@@ -213,9 +222,9 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 // sinceParam reads a time-range bound: a database wall-clock time or a
 // duration back from now.
 func sinceParam(q url.Values, field string, now time.Time) (time.Time, error) {
-	at, ago, err := deadletters.ParseSince(q.Get(field))
+	at, ago, err := deadletters.ParseTimeOrAgo(field, q.Get(field))
 	if err != nil {
-		return time.Time{}, invalidInput(field, "%s %q is neither a time (2006-01-02 15:04) nor a duration (90m, 6h, 7d)", field, q.Get(field))
+		return time.Time{}, err
 	}
 	if ago > 0 {
 		return now.Add(-ago), nil
@@ -296,7 +305,7 @@ func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *s
 		dl, err = c.letters.GetByID(r.Context(), id)
 	}
 	if err != nil {
-		c.failErr(w, r, op, err)
+		c.failLookup(w, r, op, err, "dead letter "+strconv.FormatInt(id, 10))
 		return
 	}
 	d := deadLetterData{Letter: dl}
@@ -310,7 +319,7 @@ func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *s
 func (c *Console) orderDetail(w http.ResponseWriter, r *http.Request, op *session) {
 	d, err := c.inspect.Order(r.Context(), r.PathValue("orderNo"))
 	if err != nil {
-		c.failErr(w, r, op, err)
+		c.failLookup(w, r, op, err, "order "+r.PathValue("orderNo"))
 		return
 	}
 	c.render(w, r, http.StatusOK, "order", op, pageData{Title: "Order " + d.Order.OrderNo, Data: d})
@@ -401,10 +410,7 @@ func (c *Console) taskList(w http.ResponseWriter, r *http.Request, op *session) 
 func (c *Console) taskDetail(w http.ResponseWriter, r *http.Request, op *session) {
 	t, err := c.cfg.Tasks.Get(r.Context(), r.PathValue("bizUuid"))
 	if err != nil {
-		if errors.Is(err, delay.ErrNotFound) {
-			err = fmt.Errorf("no task with bizUuid %q: %w", r.PathValue("bizUuid"), err)
-		}
-		c.failErr(w, r, op, err)
+		c.failLookup(w, r, op, err, "delayed task with bizUuid "+r.PathValue("bizUuid"))
 		return
 	}
 	c.render(w, r, http.StatusOK, "task", op, pageData{Title: "Task " + t.BizUUID, Nav: "tasks", Data: t})

@@ -351,7 +351,7 @@ func TestConsolePages(t *testing.T) {
 		"/console/dead-letters/999999":                          {404, "dead letter 999999"},
 		"/console/dead-letters/abc":                             {400, "id: id &#34;abc&#34; is not a positive integer"},
 		"/console/orders/NOPE":                                  {404, "order NOPE"},
-		"/console/tasks/nope":                                   {404, "no task with bizUuid &#34;nope&#34;"},
+		"/console/tasks/nope":                                   {404, "No delayed task with bizUuid nope"},
 		"/console/nowhere":                                      {404, "no console page"},
 		"/console/dead-letters?status=lost":                     {400, "status: status &#34;lost&#34; is not waiting, parked or resolved"},
 		"/console/dead-letters?stauts=parked":                   {400, "stauts: unknown filter"},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/handlers"
 )
 
 // Any body either decodes into a registration within the documented limits
@@ -80,6 +81,8 @@ func TestAPIHostileInput(t *testing.T) {
 		{"payload over 60 KiB", `{"bizUuid":"p","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", delay.MaxPayloadBytes) + `"}`, want{400, "payload", "at most"}},
 		{"SQL in bizUuid", `{"bizUuid":"x'; DROP TABLE job_delay_task; --","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
 		{"path in bizUuid", `{"bizUuid":"../../etc/passwd","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
+		{"bizUuid .", `{"bizUuid":".","handler":"noop","delayMs":1}`, want{400, "bizUuid", `"." is a dot path segment`}},
+		{"bizUuid ..", `{"bizUuid":"..","handler":"noop","delayMs":1}`, want{400, "bizUuid", `".." is a dot path segment`}},
 		{"bizUuid 129 chars", `{"bizUuid":"` + strings.Repeat("a", delay.MaxBizUUIDLen+1) + `","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
 		{"SQL in handler", `{"bizUuid":"h1","handler":"noop' OR '1'='1","delayMs":1}`, want{400, "handler", ""}},
 		{"negative delay", `{"bizUuid":"d1","handler":"noop","delayMs":-1}`, want{400, "delayMs", "negative"}},
@@ -123,4 +126,54 @@ func TestAPIHostileInput(t *testing.T) {
 	var n int
 	require.NoError(t, b.db.Get(&n, "SELECT COUNT(*) FROM job_delay_task"))
 	require.Zero(t, n)
+}
+
+// An orderTimeoutClose task must name its order: before, payload null,
+// "hello" or {"x":1} were accepted (201) and failed only when they ran.
+// The executor registers handlers.ValidateOrderPayload with the task type
+// (internal/app); the same here, through the API.
+func TestAPIRefusesOrderTaskWithoutOrder(t *testing.T) {
+	t.Parallel()
+	b := setupDelay(t)
+	d := b.dispatcher(t, map[string]delay.HandlerFunc{"noop": noopTask, delay.OrderTimeoutCloseHandler: noopTask}, func(c *delay.Config) {
+		c.PayloadValidators = map[string]delay.PayloadValidator{delay.OrderTimeoutCloseHandler: handlers.ValidateOrderPayload}
+	})
+	srv := New(Config{Token: "tok"})
+	srv.MountDelayTasks(d.Client())
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+
+	reg := func(biz, payload string) string {
+		return `{"bizUuid":"` + biz + `","handler":"orderTimeoutClose","delayMs":60000` + payload + `}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		field, msg string
+	}{
+		{"no payload", reg("p1", ""), 400, "payload", `delay: payload: must be a JSON object {"orderNo": "..."}, not null`},
+		{"null", reg("p2", `,"payload":null`), 400, "payload", `delay: payload: must be a JSON object {"orderNo": "..."}, not null`},
+		{"a string", reg("p3", `,"payload":"hello"`), 400, "payload", `delay: payload: must be a JSON object {"orderNo": "..."}, not "hello"`},
+		{"an array", reg("p4", `,"payload":[{"orderNo":"1"}]`), 400, "payload", `delay: payload: must be a JSON object {"orderNo": "..."}, not [{"orderNo":"1"}]`},
+		{"no orderNo", reg("p5", `,"payload":{"x":1}`), 400, "payload.orderNo", "delay: payload.orderNo: is required (the order to close)"},
+		{"orderNo case", reg("p6", `,"payload":{"orderno":"1001"}`), 400, "payload.orderNo", "delay: payload.orderNo: is required (the order to close)"},
+		{"orderNo a number", reg("p7", `,"payload":{"orderNo":1001}`), 400, "payload.orderNo", "delay: payload.orderNo: must be a string, not 1001"},
+		{"orderNo null", reg("p8", `,"payload":{"orderNo":null}`), 400, "payload.orderNo", "delay: payload.orderNo: must be a string, not null"},
+		{"orderNo empty", reg("p9", `,"payload":{"orderNo":""}`), 400, "payload.orderNo", "delay: payload.orderNo: is empty"},
+		{"orderNo blank", reg("p10", `,"payload":{"orderNo":"  "}`), 400, "payload.orderNo", "delay: payload.orderNo: is empty"},
+		{"orderNo 65 chars", reg("p11", `,"payload":{"orderNo":"`+strings.Repeat("9", 65)+`"}`), 400, "payload.orderNo", "delay: payload.orderNo: is 65 characters, at most 64 (order_info.order_no)"},
+		{"orderNo 64 chars", reg("ok1", `,"payload":{"orderNo":"`+strings.Repeat("订", 64)+`"}`), 201, "", ""},
+		{"orderNo and more", reg("ok2", `,"payload":{"orderNo":"1001","note":"x"}`), 201, "", ""},
+		{"other handler, any payload", `{"bizUuid":"ok3","handler":"noop","delayMs":60000,"payload":"hello"}`, 201, "", ""},
+	} {
+		a := call(t, hs, "POST", "/api/delay-tasks", tc.body)
+		require.Equal(t, tc.status, a.status, "%s: %s", tc.name, a.raw)
+		if tc.status == 400 {
+			require.Equal(t, tc.field, a.body["field"], tc.name)
+			require.Equal(t, tc.msg, a.body["error"], tc.name)
+		}
+	}
+	var n int
+	require.NoError(t, b.db.Get(&n, "SELECT COUNT(*) FROM job_delay_task"))
+	require.Equal(t, 3, n, "only the three good registrations are stored")
 }

@@ -6,26 +6,43 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/logctx"
 )
 
-// NewLogger builds the process logger on w in the configured format. Lines
-// written under a run's or a delayed task's context carry its job_id and
-// log_id, or its trace_id (logctx).
+// NewLogger builds the process logger on w in the configured format (see
+// LogFormat). Lines written under a run's or a delayed task's context carry
+// its job_id and log_id, or its trace_id (logctx).
 func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	lvl, _ := config.ParseLevel(cfg.Log.Level) // validated by Load
 	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationText}
-	if cfg.Log.Format == "text" {
+	if LogFormat(cfg, w) == "text" {
 		return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))
 	}
 	return slog.New(logctx.NewHandler(slog.NewJSONHandler(w, opts)))
+}
+
+// LogFormat is the format the process log takes on w: log.format, where
+// auto means text when w is a terminal (a person reads it) and JSON
+// otherwise (a collector does).
+func LogFormat(cfg *config.Config, w io.Writer) string {
+	if cfg.Log.Format != "auto" {
+		return cfg.Log.Format
+	}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return "text"
+	}
+	return "json"
 }
 
 // durationText writes durations as Go duration text ("1.5s"), not as
@@ -57,7 +74,8 @@ func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	}
 	db.SetMaxOpenConns(cfg.MySQL.MaxOpenConns)
 	db.SetMaxIdleConns(cfg.MySQL.MaxOpenConns)
-	db.SetConnMaxLifetime(30 * time.Minute)
+	db.SetConnMaxLifetime(cfg.MySQL.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(cfg.MySQL.ConnMaxIdleTime)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
@@ -94,6 +112,42 @@ func NewRedis(cfg config.Redis) (redis.UniversalClient, error) {
 	}
 }
 
+// CheckRedisDB refuses at start a redis.db the server does not have, which
+// otherwise leaves the executor never ready: every connection's SELECT
+// fails. The server's `databases` setting is known only here; CONFIG GET,
+// which managed Redis may refuse, only words the message. A server that
+// does not answer is not refused: readiness reports it.
+func CheckRedisDB(ctx context.Context, cfg config.Redis, rdb redis.UniversalClient) error {
+	if cfg.DB == 0 {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := rdb.Ping(pctx).Err()
+	var answer redis.Error
+	if err == nil || !errors.As(err, &answer) {
+		return nil
+	}
+	// The server answered with an error: was it the SELECT? Ask database 0.
+	c := cfg
+	c.DB = 0
+	zero, zerr := NewRedis(c)
+	if zerr != nil {
+		return nil
+	}
+	defer zero.Close()
+	if zero.Ping(pctx).Err() != nil {
+		return nil // not the database number (a password, say): readiness says so
+	}
+	have := ""
+	if kv, cerr := zero.ConfigGet(pctx, "databases").Result(); cerr == nil {
+		if n, aerr := strconv.Atoi(kv["databases"]); aerr == nil {
+			have = fmt.Sprintf(" (it has %d databases, 0 to %d)", n, n-1)
+		}
+	}
+	return fmt.Errorf("redis.db: %d: the server refused to select it%s: %v", cfg.DB, have, err)
+}
+
 // newLockNodes builds one client per independent lock node (Redlock).
 func newLockNodes(cfg config.Redis) []redis.UniversalClient {
 	var nodes []redis.UniversalClient
@@ -104,4 +158,39 @@ func newLockNodes(cfg config.Redis) []redis.UniversalClient {
 		}))
 	}
 	return nodes
+}
+
+// lockQuorumCheck is the readiness check of the Redlock nodes: it pings
+// every node at once and fails when fewer than a majority answer, as
+// taking an order lock then fails (every order would be skipped as
+// locked). Its error says how many answered and which did not.
+func lockQuorumCheck(nodes []redis.UniversalClient) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Go(func() {
+				if err := n.Ping(ctx).Err(); err != nil {
+					name := fmt.Sprint("#", i+1)
+					if c, ok := n.(*redis.Client); ok {
+						name = c.Options().Addr
+					}
+					errs[i] = fmt.Errorf("lock node %s: %w", name, err)
+				}
+			})
+		}
+		wg.Wait()
+		down := errors.Join(errs...)
+		failed := 0
+		for _, err := range errs {
+			if err != nil {
+				failed++
+			}
+		}
+		need := len(nodes)/2 + 1
+		if answered := len(nodes) - failed; answered < need {
+			return fmt.Errorf("lock quorum lost: %d of %d lock nodes answer, %d needed: %w", answered, len(nodes), need, down)
+		}
+		return nil
+	}
 }

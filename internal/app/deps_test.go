@@ -2,12 +2,17 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/redistest"
 )
 
 // The process log writes durations as text, in both formats, and masks the
@@ -35,4 +40,47 @@ func TestProcessLogDurationsAndURLs(t *testing.T) {
 		}
 		require.Contains(t, out, "admin:8080", format)
 	}
+}
+
+// A redis.db above the server's `databases` setting is refused at start,
+// naming the key, instead of leaving the executor never ready; a database
+// the server has, and database 0, pass.
+func TestCheckRedisDB(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Addr()
+	probe := redis.NewClient(&redis.Options{Addr: addr})
+	kv, err := probe.ConfigGet(ctx, "databases").Result()
+	require.NoError(t, probe.Close())
+	require.NoError(t, err)
+	n, err := strconv.Atoi(kv["databases"])
+	require.NoError(t, err)
+	refused := func(db int) string {
+		return fmt.Sprintf("redis.db: %d: the server refused to select it (it has %d databases, 0 to %d): ERR DB index is out of range", db, n, n-1)
+	}
+	for _, tc := range []struct {
+		db   int
+		want string
+	}{
+		{0, ""},
+		{n - 1, ""},
+		{n, refused(n)},
+		{1 << 20, refused(1 << 20)},
+	} {
+		cfg := config.Redis{Addr: []string{addr}, Mode: "single", DB: tc.db}
+		rdb, err := NewRedis(cfg)
+		require.NoError(t, err)
+		err = CheckRedisDB(ctx, cfg, rdb)
+		require.NoError(t, rdb.Close())
+		if tc.want == "" {
+			require.NoError(t, err, tc.db)
+			continue
+		}
+		require.EqualError(t, err, tc.want)
+	}
+	// A server that does not answer is readiness's business, not a refusal.
+	cfg := config.Redis{Addr: []string{"127.0.0.1:1"}, Mode: "single", DB: 16}
+	rdb, err := NewRedis(cfg)
+	require.NoError(t, err)
+	defer rdb.Close()
+	require.NoError(t, CheckRedisDB(ctx, cfg, rdb))
 }

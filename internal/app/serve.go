@@ -71,6 +71,9 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 	if cfg.XXL.Job.Executor.Enabled {
 		xcfg := ExecutorConfig(cfg, logger)
 		xcfg.Observer = xxlObservers{reg, m.XXLJob()}
+		if d.closer != nil {
+			xcfg.InterruptedFunc = handlers.RecordInterrupted(d.closer)
+		}
 		var err error
 		if exec, err = xxljob.New(xcfg); err != nil {
 			return nil, err
@@ -110,6 +113,9 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 	// of a load balancer. Probes that want it ask /readyz?registry=1.
 	srv.AddReadyCheck("mysql", func(ctx context.Context) error { return d.db.PingContext(ctx) })
 	srv.AddReadyCheck("redis", func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })
+	if len(d.lockNodes) > 0 {
+		srv.AddReadyCheck("redis_lock_quorum", lockQuorumCheck(d.lockNodes))
+	}
 	if d.rabbit != nil {
 		// The timer: while it is down, new tasks wait in the table.
 		srv.AddReadyCheck("rabbitmq", d.rabbit.Check)

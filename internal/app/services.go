@@ -62,8 +62,11 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if d.rdb, err = NewRedis(cfg.Redis); err != nil {
 		return err
 	}
+	if err := CheckRedisDB(ctx, cfg.Redis, d.rdb); err != nil {
+		return err
+	}
 	d.lockNodes = newLockNodes(cfg.Redis)
-	cp, err := NewClosePath(d.db, d.rdb, d.lockNodes, cfg, logger, obs.Orders)
+	cp, err := NewClosePath(ctx, d.db, d.rdb, d.lockNodes, cfg, logger, obs.Orders)
 	if err != nil {
 		return err
 	}
@@ -86,6 +89,10 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		BatchHandlers: map[string]delay.BatchHandlerFunc{
 			delay.OrderTimeoutCloseHandler: OrderCloseBatchHandler(d.closer),
 		},
+		// A task without an order is refused at registration.
+		PayloadValidators: map[string]delay.PayloadValidator{
+			delay.OrderTimeoutCloseHandler: handlers.ValidateOrderPayload,
+		},
 		Services:       services,
 		ServiceToken:   cfg.Delay.ServiceToken,
 		RunningTimeout: cfg.Delay.RunningTimeout,
@@ -98,7 +105,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		ReconcileInterval: cfg.Delay.ReconcileInterval,
 		BatchSize:         cfg.Delay.BatchSize,
 		Retention:         cfg.Delay.Retention,
-		Logger:            logger.With("component", "delay"),
+		Logger:            logger, // delay tags its parts with "component" itself
 		Observer:          obs.Delay,
 	})
 	if err != nil {
@@ -122,9 +129,16 @@ type ClosePath struct {
 }
 
 // NewClosePath builds the close path on db, with the page locks on rdb and,
-// when cfg names lock nodes, on their clients (Redlock). obs may be nil.
-func NewClosePath(db *sqlx.DB, rdb redis.UniversalClient, lockNodes []redis.UniversalClient, cfg *config.Config,
+// when cfg names lock nodes, on their clients (Redlock). It asks the server
+// what it is (orders.DetectServer) for the close path's error classes.
+// obs may be nil.
+func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, lockNodes []redis.UniversalClient, cfg *config.Config,
 	logger *slog.Logger, obs orders.Observer) (ClosePath, error) {
+	server, err := orders.DetectServer(ctx, db)
+	if err != nil {
+		return ClosePath{}, fmt.Errorf("order closer: %w", err)
+	}
+	logger.Info("database server", "kind", server.String())
 	locker, err := orderlock.New(orderlock.Config{
 		Client:   rdb,
 		Nodes:    lockNodes,
@@ -144,6 +158,7 @@ func NewClosePath(db *sqlx.DB, rdb redis.UniversalClient, lockNodes []redis.Univ
 		PageSize:     cfg.Order.Close.PageSize,
 		TradeCloser:  ext.tradeCloser,
 		Compensation: ext.compensation,
+		Server:       server,
 		Observer:     obs,
 		RunRetention: cfg.Order.Close.RunRetention,
 		// deadLetterRetryJob and the close sweep share the retry policy.

@@ -3,7 +3,7 @@ package doclinks
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/orderjob/executor/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }

@@ -64,6 +64,7 @@ var scenarios = []scenario{
 	{"6-slow-tx", scenarioSlowTx},
 	{"7-clock-skew", scenarioClockSkew},
 	{"8-hostile-ports", scenarioHostilePorts},
+	{"9-kill9-report", scenarioKill9Report},
 	{"10-galera", scenarioGalera},
 	{"12-primary-failover", scenarioPrimaryFailover},
 }

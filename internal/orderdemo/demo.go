@@ -267,18 +267,41 @@ func (spec Spec) withDefaults() (Spec, error) {
 	if spec.DueFraction == 0 && spec.PaidFraction == 0 && spec.NotDueFraction == 0 {
 		spec.DueFraction, spec.PaidFraction, spec.NotDueFraction = 0.9, 0.05, 0.05
 	}
-	for _, f := range []float64{spec.DueFraction, spec.PaidFraction, spec.NotDueFraction, spec.CouponFraction} {
-		if f < 0 || f > 1 {
-			return spec, fmt.Errorf("demo fraction %v out of [0, 1]", f)
+	for _, f := range []struct {
+		name string
+		p    *float64
+	}{{"due", &spec.DueFraction}, {"paid", &spec.PaidFraction}, {"not-due", &spec.NotDueFraction}, {"coupon", &spec.CouponFraction}} {
+		if *f.p < -rounding || *f.p > 1+rounding {
+			return spec, fmt.Errorf("demo %s fraction %v out of [0, 1]", f.name, *f.p)
 		}
+		*f.p = min(max(*f.p, 0), 1)
 	}
-	if s := spec.DueFraction + spec.PaidFraction + spec.NotDueFraction; s > 1+1e-9 {
-		return spec, fmt.Errorf("demo fractions add up to %v, above 1", s)
+	if Remainder(spec.DueFraction, spec.PaidFraction, spec.NotDueFraction) < 0 {
+		return spec, fmt.Errorf("demo fractions add up to %v, above 1", spec.DueFraction+spec.PaidFraction+spec.NotDueFraction)
 	}
 	if spec.SKUs < 1 || spec.TimeoutMinutes < 1 || spec.StockPerSKU < 1 || spec.Parallel < 1 {
 		return spec, errors.New("demo SKUs, timeout, stock and parallel must be positive")
 	}
 	return spec, nil
+}
+
+// rounding is how far a sum of fractions may stray from the exact value
+// through floating-point arithmetic: 1 - 0.9 - 0.1 is -2.8e-17, not 0.
+const rounding = 1e-9
+
+// Remainder is 1 minus the fractions: what is left for the last share when
+// the others are given. A result within rounding of 0 is 0, so fractions
+// that add up to one leave exactly nothing; a sum truly above 1 gives a
+// negative result.
+func Remainder(fractions ...float64) float64 {
+	r := 1.0
+	for _, f := range fractions {
+		r -= f
+	}
+	if math.Abs(r) < rounding {
+		return 0
+	}
+	return r
 }
 
 // appendRow appends "(v1,v2,...)" to a multi-row INSERT, starting it with head

@@ -128,33 +128,51 @@ func (d *Ops) RequeueMatching(ctx context.Context, f RequeueFilter) (RequeueResu
 	return res, nil
 }
 
+// MaxSinceDays is how far back a since duration may reach (100 years).
+const MaxSinceDays = 36524
+
 // ParseSince reads a -since / since= value: a wall-clock time of the
 // database session ("2026-12-01 10:00:00", "2026-12-01T10:00", "2026-12-01")
 // or a duration back from now ("90m", "6h", "7d"). It returns the time or
 // the duration; the other is zero.
 func ParseSince(s string) (time.Time, time.Duration, error) {
+	return ParseTimeOrAgo("since", s)
+}
+
+// ParseTimeOrAgo is ParseSince for the input named field (since, until):
+// its errors are *oplist.InvalidInputError naming it.
+func ParseTimeOrAgo(field, s string) (time.Time, time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, 0, nil
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			if n > MaxSinceDays { // also keeps n days from overflowing a Duration
+				return time.Time{}, 0, oplist.Invalid(field, "%s %q is more than %d days back", field, s, MaxSinceDays)
+			}
 			return time.Time{}, time.Duration(n) * 24 * time.Hour, nil
 		}
 	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return time.Time{}, 0, oplist.Invalid("since", "since %q is not a positive duration", s)
+			return time.Time{}, 0, oplist.Invalid(field, "%s %q is not a positive duration", field, s)
+		}
+		if d > MaxSinceDays*24*time.Hour {
+			return time.Time{}, 0, oplist.Invalid(field, "%s %q is more than %d days back", field, s, MaxSinceDays)
 		}
 		return time.Time{}, d, nil
 	}
 	for _, layout := range []string{"2006-01-02 15:04:05.000", "2006-01-02 15:04:05", "2006-01-02 15:04",
 		oplist.WallTimeLayout, "2006-01-02T15:04:05", "2006-01-02T15:04", time.DateOnly} {
 		if t, err := time.Parse(layout, s); err == nil {
+			if err := oplist.CheckWallTime(field, t); err != nil {
+				return time.Time{}, 0, err
+			}
 			return t, 0, nil
 		}
 	}
-	return time.Time{}, 0, oplist.Invalid("since", "since %q is neither a time (2006-01-02 15:04:05, 2006-01-02) nor a duration (90m, 6h, 7d)", s)
+	return time.Time{}, 0, oplist.Invalid(field, "%s %q is neither a time (2006-01-02 15:04:05, 2006-01-02) nor a duration (90m, 6h, 7d)", field, s)
 }
 
 // String renders the result as the CLI prints it.

@@ -104,4 +104,24 @@ func TestParseSince(t *testing.T) {
 		_, _, err := deadletters.ParseSince(bad)
 		require.Error(t, err, bad)
 	}
+	// Out of range: named, never wrapped round (999999999d overflowed a
+	// Duration into "is negative") or sent to MariaDB (year 0000).
+	for in, want := range map[string]string{
+		"999999999d":          `since "999999999d" is more than 36524 days back`,
+		"36525d":              `since "36525d" is more than 36524 days back`,
+		"2562047h":            `since "2562047h" is more than 36524 days back`,
+		"0000-01-01":          "since 0000-01-01 is outside the years 1000-9999",
+		"0999-12-31 23:59:59": "since 0999-12-31 is outside the years 1000-9999",
+	} {
+		_, _, err := deadletters.ParseSince(in)
+		var inv *oplist.InvalidInputError
+		require.ErrorAs(t, err, &inv, in)
+		require.Equal(t, "since", inv.Field, in)
+		require.Equal(t, want, inv.Msg, in)
+	}
+	_, ago, err := deadletters.ParseSince("36524d")
+	require.NoError(t, err)
+	require.Equal(t, 36524*24*time.Hour, ago)
+	_, _, err = deadletters.ParseTimeOrAgo("until", "0000-01-01")
+	require.EqualError(t, err, "until 0000-01-01 is outside the years 1000-9999")
 }

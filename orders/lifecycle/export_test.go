@@ -8,7 +8,7 @@ import (
 )
 
 // The scans' statements, exposed to the EXPLAIN test.
-const (
+var (
 	ScanShippedSQL = scanShippedSQL
 	ScanOverdueSQL = scanOverdueSQL
 )

@@ -110,7 +110,7 @@ func checkDays(what string, d int) error {
 // Options are one lifecycle run's parameters (the job param and
 // sharding).
 type Options struct {
-	// ShardIndex and ShardTotal select the orders with id % total = index.
+	// ShardIndex and ShardTotal select the orders of one shard (shard.Of(id, total) = index).
 	// Total 0 or 1 takes every order.
 	ShardIndex, ShardTotal int
 	// Days overrides the configured AutoConfirmDays or

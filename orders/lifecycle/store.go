@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
@@ -56,13 +57,13 @@ func scanArgs(cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) s
 // read, and the shard is checked on the index entry (id is its suffix).
 // Shipped orders without ship_time sort before the first cursor and are
 // never returned. Returns up to limit rows in key order.
-const scanShippedSQL = `
+var scanShippedSQL = `
 SELECT o.id, o.order_no, o.ship_time AS at
 FROM order_info o FORCE INDEX (idx_status_ship_time)
 WHERE o.status = 3
   AND o.ship_time <= :cutoff
   AND (o.ship_time > :after_at OR (o.ship_time = :after_at AND o.id > :after_id))
-  AND o.id % :shard_total = :shard_index
+  AND ` + shard.Match("o.id") + `
 ORDER BY o.ship_time, o.id
 LIMIT :limit`
 
@@ -105,14 +106,14 @@ func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int
 // still walked while they stay unshipped). Paid orders without pay_time
 // (paid before the column existed) are never returned. Returns up to limit
 // rows in key order.
-const scanOverdueSQL = `
+var scanOverdueSQL = `
 SELECT o.id, o.order_no, o.pay_time AS at
 FROM order_info o FORCE INDEX (idx_status_pay_time)
 LEFT JOIN order_fulfillment_overdue f ON f.order_no = o.order_no
 WHERE o.status = 1
   AND o.pay_time <= :cutoff
   AND (o.pay_time > :after_at OR (o.pay_time = :after_at AND o.id > :after_id))
-  AND o.id % :shard_total = :shard_index
+  AND ` + shard.Match("o.id") + `
   AND f.id IS NULL
 ORDER BY o.pay_time, o.id
 LIMIT :limit`

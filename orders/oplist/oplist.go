@@ -31,6 +31,29 @@ func Invalid(field, format string, args ...any) error {
 // orders on time zones).
 const WallTimeLayout = "2006-01-02T15:04:05.000"
 
+// CheckWallTime refuses a time the database's DATETIME columns cannot hold
+// (years 1000-9999), which a comparison would fail on instead of matching
+// nothing: since=0000-01-01 answered 500.
+func CheckWallTime(field string, t time.Time) error {
+	if y := t.Year(); y < 1000 || y > 9999 {
+		return Invalid(field, "%s %s is outside the years 1000-9999", field, t.Format(time.DateOnly))
+	}
+	return nil
+}
+
+// CheckASCII refuses a filter on an ASCII column (event types, trace ids,
+// handler names) that holds other characters: no row can match it, and
+// MariaDB fails the comparison ("Illegal mix of collations") instead of
+// saying so.
+func CheckASCII(field, v string) error {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return Invalid(field, "%s %q is not printable ASCII", field, v)
+		}
+	}
+	return nil
+}
+
 // MaxOrderNoLen is order_no's width in every order table.
 const MaxOrderNoLen = 64
 
@@ -82,6 +105,11 @@ func ParseCursor(s string) (Cursor, error) {
 	c, err := keyset.ParseCursor(s)
 	if err != nil {
 		return c, Invalid("after", "%v", err)
+	}
+	if !c.At.IsZero() {
+		if err := CheckWallTime("after", c.At); err != nil {
+			return Cursor{}, err
+		}
 	}
 	return c, nil
 }

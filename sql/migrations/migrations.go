@@ -206,6 +206,7 @@ func tableNames(ms []Migration) []string {
 const (
 	erNoSuchTable = 1146 // ER_NO_SUCH_TABLE
 	erBadField    = 1054 // ER_BAD_FIELD_ERROR: unknown column
+	erBadDB       = 1049 // ER_BAD_DB_ERROR: unknown database
 )
 
 // Explain adds the remedy to an error caused by a missing table or column
@@ -213,10 +214,36 @@ const (
 // `executor migrate`". Other errors, and nil, are returned as they are.
 func Explain(err error) error {
 	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erBadDB {
+		return &noDatabaseError{err: err, name: unknownDatabase(me.Message)}
+	}
 	if !errors.As(err, &me) || (me.Number != erNoSuchTable && me.Number != erBadField) {
 		return err
 	}
 	return &schemaError{err}
+}
+
+// noDatabaseError is an error of a DSN naming a database the server does
+// not have.
+type noDatabaseError struct {
+	err  error
+	name string
+}
+
+func (e *noDatabaseError) Error() string {
+	return fmt.Sprintf("database %s does not exist; run `executor migrate -create-database` (or create it) [%v]", e.name, e.err)
+}
+
+func (e *noDatabaseError) Unwrap() error { return e.err }
+
+// unknownDatabase is the name in the server's "Unknown database 'x'".
+func unknownDatabase(msg string) string {
+	if _, rest, ok := strings.Cut(msg, "'"); ok {
+		if name, _, ok := strings.Cut(rest, "'"); ok {
+			return name
+		}
+	}
+	return "named by mysql.dsn"
 }
 
 // schemaError is an error of a database whose schema is missing or behind.

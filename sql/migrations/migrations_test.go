@@ -573,3 +573,58 @@ func TestPaymentConflictsKeyedByPaymentID(t *testing.T) {
 	require.ErrorAs(t, err, &me)
 	require.EqualValues(t, 1062, me.Number, "one row per payment")
 }
+
+// The task table's index change (0090, 0091) runs on a live table with
+// rows: each ALTER in place without locking writes (the migrator asks for
+// LOCK=NONE and would stop with a CopyError otherwise), the rows as they
+// were, and the table left with the indexes the executor names.
+func TestTaskIndexChangeRunsOnlineOnATableWithRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	before := fstest.MapFS{}
+	files, err := os.ReadDir(".")
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f.Name(), ".up.sql") && f.Name() < "0090" {
+			data, err := os.ReadFile(f.Name())
+			require.NoError(t, err)
+			before[f.Name()] = &fstest.MapFile{Data: data}
+		}
+	}
+	m, err := migrations.NewFromFS(b.db.DB.DB, migrations.Config{}, before)
+	require.NoError(t, err)
+	_, err = m.Migrate(b.ctx)
+	require.NoError(t, err)
+	b.exec(t, `INSERT INTO job_delay_task (trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
+		status, created_at, updated_at, published_at)
+		SELECT CONCAT('t', seq), CONCAT('b', seq), 'h', NOW(3), NOW(3) + INTERVAL seq SECOND, '{}',
+		       ELT(1 + seq % 3, 'PENDING', 'RUNNING', 'DONE'), NOW(3), NOW(3), IF(seq % 2 = 0, NOW(3), NULL)
+		FROM seq_1_to_20000`)
+	const cols = "id, trace_id, status, next_attempt_time, published_at, updated_at"
+	rows := b.fingerprintIdx(t, "job_delay_task", cols, "PRIMARY")
+
+	var out bytes.Buffer
+	res, err := b.migrator(t, migrations.Config{Out: &out}).Migrate(b.ctx)
+	require.NoError(t, err, out.String())
+	require.Equal(t, []int{90, 91}, res.Applied)
+	log := out.String()
+	for _, stmt := range []string{
+		"ALTER TABLE job_delay_task ADD INDEX idx_published_next (published_at, next_attempt_time)\n  ok (ALGORITHM=INPLACE, LOCK=NONE, ",
+		"ALTER TABLE job_delay_task DROP INDEX idx_status_published, DROP INDEX idx_status_updated\n  ok (ALGORITHM=INPLACE, LOCK=NONE, ",
+	} {
+		require.Contains(t, log, stmt)
+	}
+	require.NotContains(t, log, "server's choice")
+	require.Equal(t, rows, b.fingerprintIdx(t, "job_delay_task", cols, "PRIMARY"), "rows unchanged")
+	require.ElementsMatch(t, []string{"PRIMARY", "uk_trace_id", "uk_biz_uuid", "idx_status_next_attempt", "idx_published_next"},
+		b.indexNames(t, "job_delay_task"))
+	require.NoError(t, b.migrator(t, migrations.Config{}).Check(b.ctx))
+}
+
+func (b *bundle) indexNames(t *testing.T, tbl string) []string {
+	t.Helper()
+	var names []string
+	require.NoError(t, b.db.SelectContext(b.ctx, &names, `SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, tbl))
+	return names
+}

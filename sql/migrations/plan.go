@@ -70,6 +70,12 @@ func (m *Migrator) makePlan(ctx context.Context, q querier) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}
+	return m.planFor(ctx, q, live)
+}
+
+// planFor plans the migration of the live schema, reading the history
+// through q when live holds a history table.
+func (m *Migrator) planFor(ctx context.Context, q querier, live schema) (*plan, error) {
 	p := &plan{applied: map[int]historyRow{}}
 	if h := live[m.cfg.Table]; h != nil {
 		for _, c := range historyColumns {

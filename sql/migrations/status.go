@@ -100,6 +100,39 @@ func (m *Migrator) DryRun(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return m.writeScript(w, p)
+}
+
+// DryRunCreate is DryRun for `migrate -dry-run -create-database`: the
+// script starts with the CREATE DATABASE the migration would run and a USE
+// of it. When the database does not exist yet (exists false), the rest is
+// the plan for an empty database and nothing is read: the Migrator's
+// connection may then be one to the server without a database. Nothing is
+// created either way.
+func (m *Migrator) DryRunCreate(ctx context.Context, w io.Writer, name string, exists bool) error {
+	create, err := createDatabaseStatement(name)
+	if err != nil {
+		return err
+	}
+	var p *plan
+	if exists {
+		p, err = m.makePlan(ctx, m.db)
+	} else {
+		p, err = m.planFor(ctx, nil, schema{}) // an empty schema asks nothing of the querier
+	}
+	if err != nil {
+		return err
+	}
+	state := "exists: the statement changes nothing"
+	if !exists {
+		state = "does not exist yet: the plan below is that of an empty database"
+	}
+	fmt.Fprintf(w, "%s;\nUSE `%s`;\n-- database %s %s\n", create, name, name, state)
+	return m.writeScript(w, p)
+}
+
+// writeScript writes the plan as the dry run's SQL script.
+func (m *Migrator) writeScript(w io.Writer, p *plan) error {
 	fmt.Fprintf(w, "-- executor migrate -dry-run: history table %s\n", m.cfg.Table)
 	fmt.Fprintln(w, "-- Each ALTER TABLE shows the algorithm tried first. When the server cannot apply it instantly, the migrator")
 	fmt.Fprintln(w, "-- retries with ALGORITHM=INPLACE, LOCK=NONE, and stops rather than copy the table unless -allow-copy is given.")

@@ -220,11 +220,31 @@ const createDatabaseSQL = "CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8
 // CreateDatabase creates database name on the server db is connected to
 // (db needs no database of its own) when it does not exist yet.
 func CreateDatabase(ctx context.Context, db *sql.DB, name string) error {
-	if !identPattern.MatchString(name) {
-		return fmt.Errorf("migrations: database name %q: want letters, digits and _ (at most 64)", name)
+	create, err := createDatabaseStatement(name)
+	if err != nil {
+		return err
 	}
-	if _, err := db.ExecContext(ctx, fmt.Sprintf(createDatabaseSQL, name)); err != nil {
+	if _, err := db.ExecContext(ctx, create); err != nil {
 		return fmt.Errorf("migrations: create database %s: %w", name, err)
 	}
 	return nil
+}
+
+// createDatabaseStatement is the CREATE DATABASE of name, a checked
+// identifier.
+func createDatabaseStatement(name string) (string, error) {
+	if !identPattern.MatchString(name) {
+		return "", fmt.Errorf("migrations: database name %q: want letters, digits and _ (at most 64)", name)
+	}
+	return fmt.Sprintf(createDatabaseSQL, name), nil
+}
+
+// DatabaseExists reports whether the server db is connected to has a
+// database called name.
+func DatabaseExists(ctx context.Context, db *sql.DB, name string) (bool, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&n); err != nil {
+		return false, fmt.Errorf("migrations: does database %s exist: %w", name, err)
+	}
+	return n > 0, nil
 }

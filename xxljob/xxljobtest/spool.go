@@ -42,14 +42,15 @@ func Spooled(logPath string) (map[int64]int, error) {
 	for _, sg := range segs {
 		err := lines(sg, func(line string) error {
 			var r struct {
-				Seq        uint64 `json:"seq"`
-				LogID      int64  `json:"logId"`
-				HandleCode int    `json:"handleCode"`
+				Seq        uint64          `json:"seq"`
+				LogID      int64           `json:"logId"`
+				HandleCode int             `json:"handleCode"`
+				Start      json.RawMessage `json:"start"`
 			}
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
 				return nil // a line being written: not a result yet
 			}
-			if !acked[r.Seq] {
+			if r.Start == nil && !acked[r.Seq] { // a run's start record is no result
 				out[r.LogID] = r.HandleCode
 			}
 			return nil

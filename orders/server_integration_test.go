@@ -1,0 +1,72 @@
+package orders_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/orders"
+)
+
+// The test server says it is MariaDB, and MariaDB's 4031 (a trigger that
+// FOLLOWS a missing one) is about the database, not a lost connection as
+// MySQL 8's 4031 would be.
+func TestDetectServerOnMariaDB(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	server, err := orders.DetectServer(b.ctx, b.db)
+	require.NoError(t, err)
+	require.Equal(t, orders.ServerMariaDB, server)
+
+	_, err = b.db.ExecContext(b.ctx, `CREATE TRIGGER tr_follows BEFORE UPDATE ON inventory FOR EACH ROW FOLLOWS tr_missing SET NEW.available = NEW.available`)
+	var me *mysql.MySQLError
+	require.True(t, errors.As(err, &me), "%v", err)
+	require.Equal(t, uint16(4031), me.Number, me.Message)
+	require.Equal(t, orders.KindDatabase, server.Kind(err))
+	require.Equal(t, orders.KindConnection, orders.ServerMySQL.Kind(&mysql.MySQLError{Number: 4031, Message: "disconnected because of inactivity"}))
+}
+
+// A TiDB write conflict (9007, raised here by a trigger on the real server
+// with that number) is contention on TiDB: the close retries, then skips
+// the orders for the next pass and the run goes on; the same number from a
+// server that is not TiDB stops the run as a database error. Nothing is
+// dead-lettered either way.
+func TestTiDBWriteConflictIsSkippedNotFatal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		server orders.Server
+		stops  bool
+	}{{orders.ServerTiDB, false}, {orders.ServerMariaDB, true}} {
+		t.Run(tc.server.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			res, base := b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 1})
+			_, err := b.db.ExecContext(b.ctx, `CREATE TRIGGER tr_conflict BEFORE INSERT ON order_close_log FOR EACH ROW
+				SIGNAL SQLSTATE 'HY000' SET MYSQL_ERRNO = 9007, MESSAGE_TEXT = 'Write conflict, txnStartTS=1, conflictStartTS=2'`)
+			require.NoError(t, err)
+			c, err := orders.NewCloser(b.db.DB, b.locker, orders.CloserConfig{Server: tc.server, PageSize: 10})
+			require.NoError(t, err)
+			st, err := c.Run(b.ctx, orders.RunOptions{})
+			if tc.stops {
+				require.Error(t, err)
+				require.Equal(t, orders.KindDatabase, tc.server.Kind(err))
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, res.Due, st.SkippedLocked, "every order skipped for the next pass")
+			}
+			require.Zero(t, st.Closed)
+			require.Zero(t, st.DeadLettered)
+			require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+
+			_, err = b.db.ExecContext(b.ctx, `DROP TRIGGER tr_conflict`)
+			require.NoError(t, err)
+			st, err = c.Run(b.ctx, orders.RunOptions{})
+			require.NoError(t, err)
+			require.Equal(t, res.Due, st.Closed, "the next run closes them")
+			b.check(t, base)
+		})
+	}
+}
