@@ -19,25 +19,28 @@ import (
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
-// failoverRejectReadOnly is what the executor's DSN says about
-// go-sql-driver's rejectReadOnly in scenario 12 ("" names nothing and
-// leaves it to the executor's default). With "" and a pool that keeps
-// connections to the old primary, the run 5 s after the switch fails with
-// 1290; with "true" the connection that gets the read-only answer is closed
-// instead of going back to the pool.
-const failoverRejectReadOnly = "true"
-
 // Scenario 12: a primary with a replica (private servers, GTID replication
 // on loopback) behind a TCP forwarder standing in for the virtual IP; one
-// long-lived `executor serve` closes through the forwarder. In the middle
-// of a run the primary stops taking writes (read_only=1, and it stays up
-// read-only), the replica catches up and is promoted, and the forwarder
-// sends new connections to it. Connections made before the switch stay
-// up and lead to the old primary, as after a DNS switch or a proxy's. The
-// interrupted run fails cleanly (code 500 with a hint) or finishes; the
-// first run triggered 5 s after the switch closes every due order; nothing
-// is doubled, lost or dead-lettered.
+// long-lived `executor serve` closes through the forwarder. The primary
+// stops taking writes (read_only=1, and it stays up read-only), the replica
+// catches up and is promoted, and the forwarder sends new connections to
+// it. Connections made before the switch stay up and lead to the old
+// primary, as after a DNS switch or a proxy's. Twice, on new servers:
+//
+//   - mid-run, with the executor's pool settings: the interrupted runs fail
+//     cleanly (code 500 with a hint) or finish;
+//   - between runs, the pool's connections all idle towards the old primary,
+//     with mysql.connMaxIdleTime 2s (with the default 1m the run 5 s after
+//     the switch takes one of them, and its first write fails).
+//
+// Each time the first run triggered 5 s after the switch closes every due
+// order; nothing is doubled, lost or dead-lettered.
 func scenarioPrimaryFailover(t *testing.T, h *harness, r *report) {
+	t.Run("mid-run", func(t *testing.T) { primaryFailover(t, h, r, false) })
+	t.Run("between-runs", func(t *testing.T) { primaryFailover(t, h, r, true) })
+}
+
+func primaryFailover(t *testing.T, h *harness, r *report, betweenRuns bool) {
 	ctx := context.Background()
 	primary := mariadbtest.Start(t, mariadbtest.Options{Args: mariadbtest.PrimaryArgs(1)})
 	replica := mariadbtest.Start(t, mariadbtest.Options{Args: mariadbtest.ReplicaArgs(2)})
@@ -55,32 +58,77 @@ func scenarioPrimaryFailover(t *testing.T, h *harness, r *report) {
 	dsn := mysql.NewConfig()
 	dsn.User, dsn.Passwd, dsn.Net, dsn.Addr, dsn.DBName = "executor", "pw", "tcp", vip.addr(), dbName
 	dsn.ParseTime, dsn.Loc, dsn.InterpolateParams = true, time.UTC, true
-	if failoverRejectReadOnly != "" {
-		dsn.Params = map[string]string{"rejectReadOnly": failoverRejectReadOnly}
-	}
 	_, prefix := redistest.Client(t)
 	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
 	e := serveEnv(baseEnv(t, dsn.FormatDSN(), redistest.Addr(), prefix), admin, freePort(t))
+	phase := "mid-run"
+	if betweenRuns {
+		phase = "between runs"
+		e = e.with("MYSQL_CONN_MAX_IDLE_TIME", "2s")
+	}
 	s := h.serve(t, "serve", e)
 
-	// Four shards of one broadcast, each paced to last about 4 s, so the
-	// pool holds several connections, busy and idle, when the primary goes
-	// read-only after 1.5 s.
+	// Four shards of one broadcast, so the pool holds several connections.
+	// Mid-run: each paced to last about 4 s, the primary goes read-only
+	// after 1.5 s. Between runs: shards 0-3 of 5 run to the end first, shard
+	// 4's orders are left for the run after the switch.
 	const shards = 4
-	param := fmt.Sprintf("pageSize=100,maxPerSecond=%d", max(50, res.Due/4/shards))
-	for i := range shards {
-		s.trigger(t, 12, int64(1+i), param, i, shards)
+	if betweenRuns {
+		for i := range shards {
+			s.trigger(t, 12, int64(1+i), "pageSize=100", i, shards+1)
+		}
+		for i := range shards {
+			cb, err := admin.WaitCallback(int64(1+i), 90*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, 200, cb.HandleCode, "shard %d before the switch: %s", i, cb.HandleMsg)
+		}
+	} else {
+		param := fmt.Sprintf("pageSize=100,maxPerSecond=%d", max(50, res.Due/4/shards))
+		for i := range shards {
+			s.trigger(t, 12, int64(1+i), param, i, shards)
+		}
+		time.Sleep(1500 * time.Millisecond)
 	}
-	time.Sleep(1500 * time.Millisecond)
 	began := time.Now()
 	require.NoError(t, primary.Exec(ctx, "SET GLOBAL read_only = 1"))
 	require.NoError(t, replica.WaitCaughtUp(ctx, primary, 30*time.Second))
 	require.NoError(t, replica.Promote(ctx))
 	vip.switchTo(replica.Addr)
 	switched := time.Now()
-	r.add("switch took %.2fs (read-only, caught up, promoted, forwarder moved); %d connections to the old primary open",
-		switched.Sub(began).Seconds(), vip.openTo(primary.Addr))
+	r.add("%s: switch took %.2fs (read-only, caught up, promoted, forwarder moved); %d connections to the old primary open",
+		phase, switched.Sub(began).Seconds(), vip.openTo(primary.Addr))
 
+	if !betweenRuns {
+		interruptedRuns(t, admin, r, shards)
+	}
+	after := snapshotDB(t, replica.DSN(dbName))
+	requireNoHalfClose(t, after, base, "after the interrupted runs")
+
+	time.Sleep(time.Until(switched.Add(5 * time.Second)))
+	stale := vip.openTo(primary.Addr)
+	p := s.trigger(t, 12, 10, "pageSize=500", 0, 1)
+	cb, err := admin.WaitCallback(p.LogID, 90*time.Second)
+	require.NoError(t, err, "the first run after the switch never ended")
+	require.Equal(t, 200, cb.HandleCode, "the first run 5 s after the switch (%d connections to the old primary open): %s", stale, cb.HandleMsg)
+	sum := parseSummary(cb.HandleMsg)
+	require.True(t, sum.Found, cb.HandleMsg)
+	r.add("%s: run 5 s after the switch (%d connections to the old primary open): closed=%d, code 200", phase, stale, sum.Closed)
+	s.stop(t)
+
+	l := measure(t, after, base, time.Time{})
+	r.final(l)
+	requireClean(t, l)
+	require.Equal(t, res.Due, l.Due)
+	var oldClosed, newClosed int
+	require.NoError(t, db.Get(&oldClosed, "SELECT COUNT(*) FROM order_info WHERE status = 2"))
+	require.NoError(t, after.Get(&newClosed, "SELECT COUNT(*) FROM order_info WHERE status = 2"))
+	require.LessOrEqual(t, oldClosed, newClosed, "the old primary has no close the new one lacks")
+}
+
+// interruptedRuns waits for the callbacks of logIds 1..shards: each run
+// finished (200) or failed cleanly (500, saying why and what next).
+func interruptedRuns(t *testing.T, admin *xxljobtest.Admin, r *report, shards int) {
+	t.Helper()
 	failed, finished := 0, 0
 	for i := range shards {
 		cb, err := admin.WaitCallback(int64(1+i), 90*time.Second)
@@ -94,35 +142,13 @@ func scenarioPrimaryFailover(t *testing.T, h *harness, r *report) {
 			require.True(t, strings.Contains(msg, "read-only") || strings.Contains(msg, "next run"),
 				"a failed run says why and what next: %s", cb.HandleMsg)
 			if failed == 1 {
-				r.add("first failure: %q", cb.HandleMsg[strings.Index(cb.HandleMsg, "seconds="):])
+				r.add("first failure: %q", cb.HandleMsg[max(0, strings.Index(cb.HandleMsg, "seconds=")):])
 			}
 		default:
 			t.Fatalf("interrupted run of shard %d: code %d: %s", i, cb.HandleCode, cb.HandleMsg)
 		}
 	}
 	r.add("interrupted runs: %d failed cleanly, %d finished", failed, finished)
-	after := snapshotDB(t, replica.DSN(dbName))
-	requireNoHalfClose(t, after, base, "after the interrupted runs")
-
-	time.Sleep(time.Until(switched.Add(5 * time.Second)))
-	stale := vip.openTo(primary.Addr)
-	p := s.trigger(t, 12, 10, "pageSize=500", 0, 1)
-	cb, err := admin.WaitCallback(p.LogID, 90*time.Second)
-	require.NoError(t, err, "the first run after the switch never ended")
-	require.Equal(t, 200, cb.HandleCode, "the first run 5 s after the switch (%d connections to the old primary open): %s", stale, cb.HandleMsg)
-	sum := parseSummary(cb.HandleMsg)
-	require.True(t, sum.Found, cb.HandleMsg)
-	r.add("run 5 s after the switch (%d connections to the old primary open): closed=%d, code 200", stale, sum.Closed)
-	s.stop(t)
-
-	l := measure(t, after, base, time.Time{})
-	r.final(l)
-	requireClean(t, l)
-	require.Equal(t, res.Due, l.Due)
-	var oldClosed, newClosed int
-	require.NoError(t, db.Get(&oldClosed, "SELECT COUNT(*) FROM order_info WHERE status = 2"))
-	require.NoError(t, after.Get(&newClosed, "SELECT COUNT(*) FROM order_info WHERE status = 2"))
-	require.LessOrEqual(t, oldClosed, newClosed, "the old primary has no close the new one lacks")
 }
 
 // snapshotDB opens dsn for the rest of the test.
