@@ -67,6 +67,7 @@ var scenarios = []scenario{
 	{"9-kill9-report", scenarioKill9Report},
 	{"10-galera", scenarioGalera},
 	{"11-sentinel", scenarioSentinel},
+	{"12-primary-failover", scenarioPrimaryFailover},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per

@@ -57,7 +57,9 @@ type Options struct {
 	// LD_PRELOAD and FAKETIME to run the server on a shifted clock. It can be
 	// changed between Stop and Start with SetEnv.
 	Env []string
-	// Args are extra mariadbd options.
+	// Args are extra mariadbd options, e.g. --server-id and --log-bin for a
+	// replication primary (see replication.go); without --log-bin the
+	// server runs with --skip-log-bin.
 	Args []string
 	// StartTimeout bounds each start, crash recovery included. Default 60s.
 	StartTimeout time.Duration
@@ -185,8 +187,10 @@ func (s *Server) Start() {
 		"--innodb-log-file-size=8M",
 		"--innodb-buffer-pool-size=64M",
 		"--innodb-flush-log-at-trx-commit=1", // a crash keeps every commit
-		"--skip-log-bin",
 		"--max-connections=300",
+	}
+	if !hasOption(s.opts.Args, "--log-bin") {
+		args = append(args, "--skip-log-bin")
 	}
 	args = append(args, s.opts.Args...)
 	cmd := exec.Command(MariadbdPath, args...)
@@ -210,6 +214,16 @@ func (s *Server) Start() {
 		s.Kill()
 		s.t.Fatalf("mariadbtest: server on %s did not start: %v\nerror log:\n%s", s.Addr, err, s.ErrorLog())
 	}
+}
+
+// hasOption reports whether args hold the option name, alone or with a value.
+func hasOption(args []string, name string) bool {
+	for _, a := range args {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) waitReady(exited <-chan struct{}) error {
