@@ -480,5 +480,8 @@ func (c *Closer) release(ctx context.Context, lease *orderlock.Lease) {
 // inTx runs fn in a READ COMMITTED transaction on the Closer's database
 // (sqlexec.InTx says why that level).
 func (c *Closer) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
-	return sqlexec.InTx(ctx, c.db, fn)
+	// A close transaction changes only the database: after a failover it
+	// is run again on a fresh connection rather than failing the run on a
+	// pooled one to the old primary.
+	return sqlexec.InTxAgainOnStaleConn(ctx, c.db, fn)
 }

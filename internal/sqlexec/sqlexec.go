@@ -8,6 +8,8 @@ package sqlexec
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -43,9 +45,35 @@ func runTx(tx *sqlx.Tx, fn func(tx *sqlx.Tx) error) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return &commitError{err: err}
 	}
 	return nil
+}
+
+// commitError is a failed COMMIT: whether the transaction took effect is
+// unknown, so it is never run again.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+// InTxAgainOnStaleConn is InTx for a transaction whose fn only changes the
+// database, run again when a pooled connection turns out dead, or led to a
+// server that answered read-only (go-sql-driver's rejectReadOnly): both
+// reach fn as driver.ErrBadConn, and the driver discards the connection.
+// After a failover behind a virtual IP the pool can hold several such idle
+// connections to the old primary, so it tries once more for each idle
+// connection the pool had, and once on a new one. A failed COMMIT is never
+// run again (its outcome is unknown), nor is any other error.
+func InTxAgainOnStaleConn(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
+	again := db.Stats().Idle + 1
+	for try := 0; ; try++ {
+		err := InTx(ctx, db, fn)
+		var ce *commitError
+		if err == nil || try >= again || !errors.Is(err, driver.ErrBadConn) || errors.As(err, &ce) || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 // nowSQL reads the database clock in the session time zone, the zone
