@@ -28,6 +28,8 @@ step() { printf '\n== %s\n' "$*"; }
 fatal() { echo "FATAL: $*" >&2; exit 1; }
 
 # prereqs: a command the run needs, and the Debian package that has it.
+# The Galera tests also need galera-4's provider, a dependency of
+# mariadb-server, and rsync for the joiners' state transfer.
 prereqs() {
   cat <<'LIST'
 make make
@@ -37,6 +39,7 @@ chromium chromium
 docker-compose docker-compose
 mariadbd mariadb-server
 mariadb-install-db mariadb-server
+rsync rsync
 redis-server redis-server
 redis-cli redis-tools
 rabbitmqctl rabbitmq-server
