@@ -192,7 +192,7 @@ func TestBatchHandlerResultsPerTask(t *testing.T) {
 
 	// Every line the handler logged for a task carries that task's trace id.
 	traces := map[string]string{}
-	for _, l := range b.logBuf.lines(t) {
+	for _, l := range logLines(t, b.logBuf) {
 		if l["msg"] == "batch handler saw task" {
 			biz := l["biz"].(string)
 			if traces[biz] == "" {

@@ -49,7 +49,7 @@ func TestDispatcherRunsTaskOnTime(t *testing.T) {
 	// carries it.
 	require.Equal(t, tk.TraceID, rec.traces["on-time"])
 	var hello bool
-	for _, l := range b.logBuf.lines(t) {
+	for _, l := range logLines(t, b.logBuf) {
 		if l["msg"] == "handler says hello" || l["msg"] == "delayed task done" {
 			require.Equal(t, tk.TraceID, l["trace_id"], "%v", l)
 			hello = hello || l["msg"] == "handler says hello"

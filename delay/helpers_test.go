@@ -17,6 +17,7 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/internal/syncbuf"
 )
 
 // TestRedisRestartedEmptyTasksStillRun stops its Redis on purpose.
@@ -29,29 +30,12 @@ type testBundle struct {
 	db     *dbtest.DB
 	rdb    *redis.Client
 	prefix string
-	logBuf *syncBuffer
+	logBuf *syncbuf.Buffer
 	log    *slog.Logger
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// lines returns the JSON log records.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+// logLines returns the JSON log records written to s.
+func logLines(t *testing.T, s *syncbuf.Buffer) []map[string]any {
 	var out []map[string]any
 	for _, l := range bytes.Split([]byte(s.String()), []byte("\n")) {
 		if len(bytes.TrimSpace(l)) == 0 {
@@ -68,7 +52,7 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	db := dbtest.New(t)
 	rdb, prefix := redistest.Client(t)
-	buf := &syncBuffer{}
+	buf := &syncbuf.Buffer{}
 	return &testBundle{
 		db: db, rdb: rdb, prefix: prefix, logBuf: buf,
 		log: slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // Status is a task's state in job_delay_task.status.
@@ -158,10 +160,8 @@ func lookupBizUUID(s string) error { return asciiFilter("bizUuid", s) }
 // asciiFilter refuses a filter on an ASCII column (bizUuid, handler, trace
 // id) with other characters, for that reason.
 func asciiFilter(field, v string) error {
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return invalid(field, "%q is not printable ASCII", v)
-		}
+	if !sqlexec.PrintableASCII(v) {
+		return invalid(field, "%q is not printable ASCII", v)
 	}
 	return nil
 }

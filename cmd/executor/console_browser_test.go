@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -111,7 +112,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() { done <- run(sctx, []string{"serve"}, &stdout, &stderr) }()

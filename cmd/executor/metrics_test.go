@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/internal/metricstest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
@@ -28,8 +29,8 @@ type serveProcess struct {
 	admin   *xxljobtest.Admin
 	address string // the executor's advertised address
 	apiURL  string // http://127.0.0.1:{api port}
-	stdout  *syncBuffer
-	stderr  *syncBuffer
+	stdout  *syncbuf.Buffer
+	stderr  *syncbuf.Buffer
 	stop    context.CancelFunc
 	done    chan int
 }
@@ -48,7 +49,7 @@ func startServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string
 // launchServe is startServe without waiting for the registration.
 func launchServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string]string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{admin: xxljobtest.New(t, xxljobtest.Options{Token: "tok-m-0123456789abcdef"}), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	p := &serveProcess{admin: xxljobtest.New(t, xxljobtest.Options{Token: "tok-m-0123456789abcdef"}), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	port, apiPort := freePort(t), freePort(t)
 	p.address = fmt.Sprintf("http://127.0.0.1:%d/", port)
 	p.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)

@@ -17,6 +17,7 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -89,7 +90,7 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan int, 1)

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,26 +16,9 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
-
-// syncBuffer is a bytes.Buffer safe to write from the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -83,7 +64,7 @@ func TestServeEndToEnd(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan int, 1)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/syncbuf"
 )
 
 // Many wrong tokens from one address on the API port and at the console's
@@ -24,7 +24,7 @@ import (
 // and 3,000 API guesses 0.5 s, none logged or counted.
 func TestWrongTokensAreCountedLoggedAndSlowed(t *testing.T) {
 	t.Parallel()
-	var logs syncBuf
+	var logs syncbuf.Buffer
 	var mu sync.Mutex
 	counted := map[string]int{}
 	s := New(Config{Token: "api-token-0123456789", Logger: slog.New(slog.NewTextHandler(&logs, nil)),
@@ -80,21 +80,4 @@ func TestWrongTokensAreCountedLoggedAndSlowed(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusNotFound // past the token: no such route
 	}, 3*time.Second, 100*time.Millisecond)
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

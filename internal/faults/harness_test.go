@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -105,8 +104,8 @@ func moduleRoot(t *testing.T) string {
 type child struct {
 	name   string
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout syncbuf.Buffer
+	stderr syncbuf.Buffer
 	done   chan struct{}
 	code   int // exit code; -1 killed by a signal
 	start  time.Time
@@ -405,23 +404,6 @@ func requireNoHalfClose(t *testing.T, db *sqlx.DB, base *ordertest.Baseline, whe
 
 // ---------------------------------------------------------------------------
 // Small helpers
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func tail(s string, n int) string {
 	var lines []string

@@ -45,7 +45,7 @@ var domain = []string{"orders", "delay", "xxljob", "config", "sql/migrations"}
 // testHelpers serve tests (and cmd/bench), never the executor itself.
 var testHelpers = []string{"internal/dbtest", "internal/redistest", "internal/mariadbtest", "internal/rabbittest",
 	"internal/delaytest", "internal/ordertest", "internal/metricstest", "internal/plantest", "internal/statslie", "internal/fakeconsole",
-	"internal/faults", "internal/doclinks", "internal/importgraph"}
+	"internal/faults", "internal/doclinks", "internal/importgraph", "internal/syncbuf"}
 
 // Within the domain layer the parts stay independent; these are the only
 // imports across it.

@@ -2,7 +2,6 @@ package mariadbtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -272,7 +271,7 @@ func (nd *Node) start(bootstrap bool) {
 		close(exited)
 	}()
 	nd.mu.Unlock()
-	if err := nd.waitSynced(exited, 90*time.Second); err != nil {
+	if err := waitUntil(exited, 90*time.Second, nd.synced); err != nil {
 		nd.Kill()
 		t.Fatalf("mariadbtest: %s on %s did not join: %v\nerror log (tail):\n%s", nd.Name, nd.Addr, err, tailLines(nd.ErrorLog(), 40))
 	}
@@ -281,24 +280,6 @@ func (nd *Node) start(bootstrap bool) {
 // Start starts a stopped node again; it rejoins the cluster (by an
 // incremental or a full state transfer) and is Synced when Start returns.
 func (nd *Node) Start() { nd.start(false) }
-
-func (nd *Node) waitSynced(exited <-chan struct{}, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("mariadbd exited")
-		default:
-		}
-		last = nd.synced()
-		if last == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("timeout after %s: %v", timeout, last)
-}
 
 func (nd *Node) synced() error {
 	db, err := sqlx.Open("mysql", dsnFor(nd.Addr, ""))
@@ -328,13 +309,7 @@ func (nd *Node) Kill() {
 	if cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	signalGroup(cmd, exited, syscall.SIGKILL, 10*time.Second)
 }
 
 // ErrorLog returns the node's error log.

@@ -227,7 +227,22 @@ func hasOption(args []string, name string) bool {
 }
 
 func (s *Server) waitReady(exited <-chan struct{}) error {
-	deadline := time.Now().Add(s.opts.StartTimeout)
+	return waitUntil(exited, s.opts.StartTimeout, func() error {
+		db, err := sqlx.Open("mysql", s.DSN(""))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return db.PingContext(ctx)
+	})
+}
+
+// waitUntil calls check every 50 ms until it returns nil, the process
+// exits (exited closes) or timeout passes.
+func waitUntil(exited <-chan struct{}, timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
 		select {
@@ -235,20 +250,12 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 			return errors.New("mariadbd exited")
 		default:
 		}
-		db, err := sqlx.Open("mysql", s.DSN(""))
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err = db.PingContext(ctx)
-			cancel()
-			db.Close()
-			if err == nil {
-				return nil
-			}
+		if last = check(); last == nil {
+			return nil
 		}
-		last = err
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("timeout after %s: %v", s.opts.StartTimeout, last)
+	return fmt.Errorf("timeout after %s: %v", timeout, last)
 }
 
 // Kill crashes the server (SIGKILL, as a power cut or the OOM killer would)
@@ -266,11 +273,18 @@ func (s *Server) stop(sig syscall.Signal, wait time.Duration) {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(sig)
+	signalGroup(cmd, exited, sig, wait)
+}
+
+// signalGroup sends sig to cmd's process group (the server and whatever it
+// runs, such as a state transfer) and waits for cmd to exit, killing the
+// group after wait.
+func signalGroup(cmd *exec.Cmd, exited <-chan struct{}, sig syscall.Signal, wait time.Duration) {
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
 	select {
 	case <-exited:
 	case <-time.After(wait):
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/orderjob/executor/internal/fakeconsole"
+	"github.com/orderjob/executor/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) {
@@ -56,28 +56,10 @@ var versions = []fakeconsole.Version{fakeconsole.V24, fakeconsole.V34, fakeconso
 // testGroupToken is the executors' access token the clients carry.
 const testGroupToken = "group-T0ken"
 
-// syncBuffer is a bytes.Buffer safe for a logger and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type bundle struct {
 	fake *fakeconsole.Console
 	file *JobsFile
-	log  *syncBuffer // process log of every client made by newClient
+	log  *syncbuf.Buffer // process log of every client made by newClient
 	ctx  context.Context
 	t    *testing.T
 	opts fakeconsole.Options
@@ -88,7 +70,7 @@ func setup(t *testing.T, v fakeconsole.Version, jobsYAML string) *bundle {
 	opts := fakeconsole.Options{Version: v, Username: "admin", Password: "s3cret-Pa55"}
 	f, err := ParseJobsFile("jobs.yml", []byte(jobsYAML), testAppName)
 	require.NoError(t, err)
-	return &bundle{fake: fakeconsole.New(t, opts), file: f, log: &syncBuffer{}, ctx: t.Context(), t: t, opts: opts}
+	return &bundle{fake: fakeconsole.New(t, opts), file: f, log: &syncbuf.Buffer{}, ctx: t.Context(), t: t, opts: opts}
 }
 
 // newClient makes a fresh client (a new run) logging at debug level.

@@ -63,14 +63,21 @@ func (e *commitError) Unwrap() error { return e.err }
 // reach fn as driver.ErrBadConn, and the driver discards the connection.
 // After a failover behind a virtual IP the pool can hold several such idle
 // connections to the old primary, so it tries once more for each idle
-// connection the pool had, and once on a new one. A failed COMMIT is never
-// run again (its outcome is unknown), nor is any other error.
+// connection left in the pool after the first failure, and once on a new
+// one. A failed COMMIT is never run again (its outcome is unknown), nor is
+// any other error.
 func InTxAgainOnStaleConn(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
-	again := db.Stats().Idle + 1
+	again := -1 // counted at the first failure: nothing extra on the usual path
 	for try := 0; ; try++ {
 		err := InTx(ctx, db, fn)
 		var ce *commitError
-		if err == nil || try >= again || !errors.Is(err, driver.ErrBadConn) || errors.As(err, &ce) || ctx.Err() != nil {
+		if err == nil || !errors.Is(err, driver.ErrBadConn) || errors.As(err, &ce) || ctx.Err() != nil {
+			return err
+		}
+		if again < 0 {
+			again = db.Stats().Idle + 1
+		}
+		if try >= again {
 			return err
 		}
 	}
@@ -102,6 +109,19 @@ func IntList(ids []int64) string {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	return string(b)
+}
+
+// PrintableASCII reports whether s holds only printable ASCII. A filter
+// with other characters on an ASCII column matches no row, and MariaDB
+// fails the comparison ("Illegal mix of collations") instead of saying so:
+// such a filter is refused before any SQL.
+func PrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // Truncate cuts s to at most n characters (runes: the columns are utf8mb4),

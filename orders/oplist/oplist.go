@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/internal/keyset"
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // InvalidInputError is an operator input that cannot be used; Field names it.
@@ -46,10 +47,8 @@ func CheckWallTime(field string, t time.Time) error {
 // MariaDB fails the comparison ("Illegal mix of collations") instead of
 // saying so.
 func CheckASCII(field, v string) error {
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return Invalid(field, "%s %q is not printable ASCII", field, v)
-		}
+	if !sqlexec.PrintableASCII(v) {
+		return Invalid(field, "%s %q is not printable ASCII", field, v)
 	}
 	return nil
 }
