@@ -161,6 +161,7 @@ type Order struct {
 	DeadLetter   OrderDeadLetter   `yaml:"deadLetter"`
 	Payment      OrderPayment      `yaml:"payment"`
 	Compensation OrderCompensation `yaml:"compensation"`
+	Schema       OrderSchema       `yaml:"schema"`
 }
 
 // OrderDeadLetter is `order.deadLetter`: retries of orders whose close failed.
@@ -205,6 +206,63 @@ type OrderClose struct {
 	LockTTL       time.Duration `yaml:"lockTTL" env:"ORDER_CLOSE_LOCK_TTL" default:"10s" doc:"per-order lock expiry; well above a page's close transaction"`
 	PageSize      int           `yaml:"pageSize" env:"ORDER_CLOSE_PAGE_SIZE" default:"500" doc:"orders per scan page and close batch (job param pageSize overrides)"`
 	RunRetention  time.Duration `yaml:"runRetention" env:"ORDER_CLOSE_RUN_RETENTION" default:"168h" doc:"records of close runs (order_close_run, the console's history) older than this are deleted"`
+}
+
+// OrderSchema is `order.schema`: where the shop keeps its orders. Left
+// without a table, the executor's own schema is used (order_info and its
+// neighbours, created and migrated by executor migrate). Naming the table
+// declares the shop's own schema: the keys below then name its columns
+// (their defaults are the executor's names), and executor migrate never
+// creates or alters the shop's tables. See docs/your-schema.md.
+type OrderSchema struct {
+	Table          string   `yaml:"table" env:"ORDER_SCHEMA_TABLE" doc:"the shop's order table; empty: the executor's own order_info, migrated by executor migrate"`
+	ScanIndex      string   `yaml:"scanIndex" env:"ORDER_SCHEMA_SCAN_INDEX" default:"idx_status_create_time" doc:"index of the order table led by (status, createTime) that the scan walks"`
+	ID             string   `yaml:"id" env:"ORDER_SCHEMA_ID" default:"id" doc:"the order's numeric primary key"`
+	OrderNo        string   `yaml:"orderNo" env:"ORDER_SCHEMA_ORDER_NO" default:"order_no" doc:"the order's unique number (any type; dead letters and the close log keep it as text)"`
+	User           string   `yaml:"user" env:"ORDER_SCHEMA_USER" default:"user_id" doc:"the buyer; read only by coupon.match and givebacks that name it"`
+	Status         string   `yaml:"status" env:"ORDER_SCHEMA_STATUS" default:"status" doc:"the order's status column"`
+	CreateTime     string   `yaml:"createTime" env:"ORDER_SCHEMA_CREATE_TIME" default:"create_time" doc:"when the order was placed (DATETIME or TIMESTAMP, session time zone)"`
+	Unpaid         string   `yaml:"unpaid" env:"ORDER_SCHEMA_UNPAID" default:"0" doc:"status value of an order waiting for payment: an integer or a text"`
+	Closed         string   `yaml:"closed" env:"ORDER_SCHEMA_CLOSED" default:"2" doc:"status value a close sets"`
+	TimeoutColumn  string   `yaml:"timeoutColumn" env:"ORDER_SCHEMA_TIMEOUT_COLUMN" default:"timeout_minutes" doc:"column holding each order's payment timeout in minutes; empty: timeoutMinutes for every order"`
+	TimeoutMinutes int      `yaml:"timeoutMinutes" env:"ORDER_SCHEMA_TIMEOUT_MINUTES" default:"0" doc:"one payment timeout for all orders, when timeoutColumn is empty"`
+	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" default:"close_time" doc:"column a close stamps with its time; empty: none"`
+	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
+	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" default:"close_reason" doc:"column a close writes its reason to; empty: none"`
+	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'"`
+
+	Items  OrderSchemaItems  `yaml:"items"`
+	Stock  OrderSchemaStock  `yaml:"stock"`
+	Coupon OrderSchemaCoupon `yaml:"coupon"`
+}
+
+// OrderSchemaItems is `order.schema.items`: the order lines.
+type OrderSchemaItems struct {
+	Table       string `yaml:"table" env:"ORDER_SCHEMA_ITEMS_TABLE" default:"order_item" doc:"the order-line table"`
+	Index       string `yaml:"index" env:"ORDER_SCHEMA_ITEMS_INDEX" default:"idx_order_no" doc:"its index on orderColumn"`
+	OrderKey    string `yaml:"orderKey" env:"ORDER_SCHEMA_ITEMS_ORDER_KEY" default:"orderNo" doc:"which of the order's keys lines name: orderNo or id"`
+	OrderColumn string `yaml:"orderColumn" env:"ORDER_SCHEMA_ITEMS_ORDER_COLUMN" default:"order_no" doc:"the line's column holding that key"`
+	SKU         string `yaml:"sku" env:"ORDER_SCHEMA_ITEMS_SKU" default:"sku_id" doc:"the line's SKU (an integer)"`
+	Quantity    string `yaml:"quantity" env:"ORDER_SCHEMA_ITEMS_QUANTITY" default:"quantity" doc:"the line's quantity"`
+}
+
+// OrderSchemaStock is `order.schema.stock`: what a close gives back to stock.
+type OrderSchemaStock struct {
+	Table   string   `yaml:"table" env:"ORDER_SCHEMA_STOCK_TABLE" default:"inventory" doc:"the stock table; empty: a close gives no stock back"`
+	Key     string   `yaml:"key" env:"ORDER_SCHEMA_STOCK_KEY" default:"sku_id" doc:"its primary or unique key, matching items.sku"`
+	Columns []string `yaml:"columns" env:"ORDER_SCHEMA_STOCK_COLUMNS" default:"available += quantity,locked -= quantity" doc:"each 'column += quantity' or 'column -= quantity' (never below zero), the lines' quantities summed per key"`
+}
+
+// OrderSchemaCoupon is `order.schema.coupon`: how a close gives a coupon back.
+type OrderSchemaCoupon struct {
+	Table       string   `yaml:"table" env:"ORDER_SCHEMA_COUPON_TABLE" default:"user_coupon" doc:"the coupon table; empty: orders carry no coupon"`
+	Status      string   `yaml:"status" env:"ORDER_SCHEMA_COUPON_STATUS" default:"status" doc:"its status column"`
+	Used        string   `yaml:"used" env:"ORDER_SCHEMA_COUPON_USED" default:"1" doc:"status of a coupon used by an unpaid order"`
+	Unused      string   `yaml:"unused" env:"ORDER_SCHEMA_COUPON_UNUSED" default:"0" doc:"status a close gives it back with"`
+	OrderColumn string   `yaml:"orderColumn" env:"ORDER_SCHEMA_COUPON_ORDER_COLUMN" default:"coupon_id" doc:"the order's column holding the coupon row's id (NULL: no coupon); unused with match"`
+	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" default:"id" doc:"the coupon row's id"`
+	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" default:"order_no" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
+	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
 }
 
 // Delay is `delay`: durable delayed tasks and their dispatcher.

@@ -170,6 +170,11 @@ func (c *Config) validate() []error {
 	default:
 		bad("order.compensation.mode: %q is not local or outbox", cm.Mode)
 	}
+	if _, err := c.Order.Schema.Schema(); err != nil {
+		for _, e := range flatten(err) {
+			bad("order.schema.%v", e)
+		}
+	}
 	if n := c.Outbox.MaxAttempts; n < 1 && n != -1 {
 		bad("outbox.maxAttempts: %d must be at least 1, or -1 for no limit", n)
 	}
@@ -353,4 +358,17 @@ func (c *Config) Notices() []Notice {
 		n = append(n, Notice{slog.LevelInfo, "Spring Boot keys ignored (they configure a Java application, not this executor): " + strings.Join(keys, ", ") + more})
 	}
 	return n
+}
+
+// flatten lists the errors joined in err, nested joins included.
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }

@@ -1,0 +1,75 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/orderjob/executor/orders/schema"
+)
+
+// Schema is the order data order.schema describes: the executor's own
+// schema when no table is named, else the shop's, checked.
+func (s OrderSchema) Schema() (schema.Schema, error) {
+	if s.Table == "" {
+		return schema.Default(), nil
+	}
+	var errs []error
+	value := func(key, v string) schema.Value {
+		val, err := schema.ParseValue(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+		return val
+	}
+	out := schema.Schema{Declared: true,
+		Orders: schema.Orders{Table: s.Table, ScanIndex: s.ScanIndex, ID: s.ID, OrderNo: s.OrderNo, User: s.User,
+			Status: s.Status, CreateTime: s.CreateTime, Unpaid: value("unpaid", s.Unpaid), Closed: value("closed", s.Closed),
+			TimeoutColumn: s.TimeoutColumn, TimeoutMinutes: s.TimeoutMinutes,
+			CloseTime: s.CloseTime, UpdateTime: s.UpdateTime, CloseReason: s.CloseReason},
+		Items: schema.Items{Table: s.Items.Table, Index: s.Items.Index, OrderColumn: s.Items.OrderColumn,
+			SKU: s.Items.SKU, Quantity: s.Items.Quantity},
+	}
+	switch s.Items.OrderKey {
+	case "orderNo":
+	case "id":
+		out.Items.ByID = true
+	default:
+		errs = append(errs, fmt.Errorf("items.orderKey: %q is neither orderNo nor id", s.Items.OrderKey))
+	}
+	if st := s.Stock; st.Table != "" {
+		out.Stock = &schema.Stock{Table: st.Table, Key: st.Key}
+		for _, c := range st.Columns {
+			col, err := schema.ParseStockColumn(c)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("stock.columns: %w", err))
+			}
+			out.Stock.Columns = append(out.Stock.Columns, col)
+		}
+	}
+	if c := s.Coupon; c.Table != "" {
+		out.Coupon = &schema.Coupon{Table: c.Table, Status: c.Status, Used: value("coupon.used", c.Used),
+			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo}
+		for _, m := range c.Match {
+			p, err := schema.ParsePair(m)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("coupon.match: %w", err))
+			}
+			out.Coupon.Match = append(out.Coupon.Match, p)
+		}
+	}
+	for _, g := range s.Givebacks {
+		gb, err := schema.ParseGiveback(g)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("givebacks: %w", err))
+			continue
+		}
+		out.Extra = append(out.Extra, gb)
+	}
+	if err := out.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return schema.Schema{}, err
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/orders/schema"
+)
+
+func TestSchemaDefaultIsOurs(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadWith(nil, envOf(nil))
+	require.NoError(t, err)
+	s, err := cfg.Order.Schema.Schema()
+	require.NoError(t, err)
+	require.Equal(t, schema.Default(), s)
+	require.False(t, s.Declared)
+}
+
+func TestSchemaDeclared(t *testing.T) {
+	t.Parallel()
+	yml := `
+order:
+  schema:
+    table: t_order
+    orderNo: order_sn
+    user: member_id
+    status: order_status
+    unpaid: 0
+    closed: "'CANCELLED'"
+    timeoutColumn: ""
+    timeoutMinutes: 15
+    closeReason: ""
+    updateTime: updated_at
+    givebacks: ["member.points += used_points by member.id = member_id"]
+    items: {table: t_order_item, index: idx_order_id, orderKey: id, orderColumn: order_id, quantity: num}
+    stock: {table: sku_stock, columns: ["locked_stock -= quantity"]}
+    coupon:
+      table: coupon_history
+      used: "'USED'"
+      unused: "'UNUSED'"
+      match: ["member_id = member_id", "coupon_id = coupon_id"]
+`
+	cfg, err := config.LoadWith([]byte(yml), envOf(nil))
+	require.NoError(t, err)
+	s, err := cfg.Order.Schema.Schema()
+	require.NoError(t, err)
+	require.True(t, s.Declared)
+	require.Equal(t, "'CANCELLED'", s.Orders.Closed.SQL())
+	require.Equal(t, "0", s.Orders.Unpaid.SQL())
+	require.Equal(t, 15, s.Orders.TimeoutMinutes)
+	require.True(t, s.Items.ByID)
+	require.Equal(t, []schema.StockColumn{{Name: "locked_stock", Subtract: true}}, s.Stock.Columns)
+	require.Equal(t, []schema.Pair{{Column: "member_id", OrderColumn: "member_id"}, {Column: "coupon_id", OrderColumn: "coupon_id"}}, s.Coupon.Match)
+	require.Equal(t, []schema.Giveback{{Table: "member", Column: "points", Amount: "used_points", Key: "id", OrderKey: "member_id"}}, s.Extra)
+}
+
+func TestSchemaRefusesWhatCannotBeSQL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t_order; DROP TABLE x"}, `order.schema.table: "t_order; DROP TABLE x" is not a plain table or column name`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_STATUS": "a`b"}, `order.schema.status: "a` + "`" + `b" is not a plain`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_CLOSED": "x' OR '1"}, `order.schema.closed: status value "x' OR '1"`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_CLOSED": "0"}, `order.schema.unpaid, closed: the same value "0"`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_TIMEOUT_COLUMN": ""}, `order.schema.timeoutColumn, timeoutMinutes: name the column`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_STOCK_COLUMNS": "locked = 0"}, `order.schema.stock.columns: stock column "locked = 0": write`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_ITEMS_ORDER_KEY": "sn"}, `order.schema.items.orderKey: "sn" is neither orderNo nor id`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_GIVEBACKS": "member.points += used_points by users.id = user_id"}, `order.schema.givebacks: giveback "member.points`},
+	} {
+		_, err := config.LoadWith(nil, envOf(tc.env))
+		require.ErrorContains(t, err, tc.want, tc.env)
+	}
+}
