@@ -35,7 +35,7 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, b Build
 	m := metrics.New(metrics.Config{Logger: logger, Version: b.Version, Commit: b.Commit})
 	d, err := Open(ctx, cfg, logger, MetricsObservers(m))
 	if err != nil {
-		return err
+		return stoppedDuringStart(ctx, logger, err)
 	}
 	defer d.Close()
 	cs, err := serveComponents(cfg, logger, m, d)
@@ -43,7 +43,7 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, b Build
 		return err
 	}
 	if err := cs.Start(ctx); err != nil {
-		return err
+		return stoppedDuringStart(ctx, logger, err) // Start stopped what it had started
 	}
 	logger.Info("executor serving", "appname", cfg.XXL.Job.Executor.AppName, "xxl_job", cfg.XXL.Job.Executor.Enabled)
 
@@ -58,6 +58,17 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, b Build
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// stoppedDuringStart is err, unless it only says that the start was cut
+// short by the stop signal (ctx done): a stop asked for during start-up is
+// a clean stop, not a failure to report with exit status 1.
+func stoppedDuringStart(ctx context.Context, logger *slog.Logger, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		logger.Info("stopped during start-up", "cause", err.Error())
+		return nil
+	}
+	return err
 }
 
 // ErrNoAccessToken is why serve refuses to start with the XXL-JOB side on
