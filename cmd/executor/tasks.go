@@ -64,6 +64,13 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		db.Close()
 		return nil, err
 	}
+	// A redis.db the server lacks would make every timer call below fail
+	// with a bare "ERR DB index is out of range"; say what to change.
+	if err := app.CheckRedisDB(ctx, cfg.Redis, rdb); err != nil {
+		db.Close()
+		rdb.Close()
+		return nil, err
+	}
 	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	redisLog.use(log)
 	rt, err := app.StartRabbitMQTimer(ctx, cfg, db, log)

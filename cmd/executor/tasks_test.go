@@ -149,3 +149,13 @@ func TestTasksBadInput(t *testing.T) {
 		require.Contains(t, errOut, tc.want, tc.args)
 	}
 }
+
+// A redis.db the server does not have is named with the fix, as serve does,
+// instead of failing on the first timer call.
+func TestTasksRefusesAMissingRedisDB(t *testing.T) {
+	_, env := tasksWorld(t)
+	env["REDIS_DB"] = "4000"
+	code, _, errOut := runCLI(t, env, "tasks", "stats")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "redis.db: 4000: the server refused to select it")
+}
