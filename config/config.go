@@ -162,6 +162,9 @@ type Order struct {
 	Payment      OrderPayment      `yaml:"payment"`
 	Compensation OrderCompensation `yaml:"compensation"`
 	Schema       OrderSchema       `yaml:"schema"`
+	// Sources are the order databases and their tables (docs/sharded-orders.md);
+	// empty: mysql.dsn holding order.schema's table, as before.
+	Sources OrderSources `yaml:"sources" env:"ORDER_SOURCES" doc:"order databases and their order tables, each {name, dsn, maxOpenConns, connMaxLifetime, connMaxIdleTime, tables}; tables a list of names or patterns such as t_order_{0..15}, the item table following the same suffix; pool settings of 0 take mysql.*'s; the environment variable holds the same list as one line of YAML; empty: one source, mysql.dsn with order.schema.table"`
 }
 
 // OrderDeadLetter is `order.deadLetter`: retries of orders whose close failed.
