@@ -16,7 +16,7 @@ func TestAssignCoversEveryUnitOnceAndEvenly(t *testing.T) {
 	t.Parallel()
 	for units := 0; units <= 20; units++ {
 		for total := 1; total <= 9; total++ {
-			whole := make([]int, units)        // executors taking the unit whole
+			whole := make([]int, units)         // executors taking the unit whole
 			rows := make([]map[int]bool, units) // row indexes taken of a split unit
 			work := make([]float64, total)
 			for i := range total {
