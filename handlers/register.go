@@ -16,7 +16,10 @@ import (
 // only the handlers that need nothing (demoJob), for `executor run demoJob`
 // on a machine without MySQL or Redis.
 type Deps struct {
-	Closer     *orders.Closer
+	Closer *orders.Closer
+	// Units are orderTimeoutCloseJob's: an order table of an order
+	// database each (order.sources). Empty: Closer alone.
+	Units      []*orders.Closer
 	Dispatcher *delay.Dispatcher
 	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 }
@@ -46,6 +49,9 @@ func table(d *Deps) map[string]xxljob.Handler {
 		return t
 	}
 	t[OrderTimeoutCloseJob] = OrderTimeoutClose(d.Closer)
+	if len(d.Units) > 0 {
+		t[OrderTimeoutCloseJob] = OrderTimeoutCloseUnits(d.Units...)
+	}
 	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
 	t[OrderAutoConfirmJob] = OrderAutoConfirm(d.Lifecycle)

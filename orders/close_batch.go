@@ -207,7 +207,7 @@ func (c *Closer) observeBatch(ctx context.Context, nos []string, got map[string]
 	if c.cfg.Observer == nil {
 		return
 	}
-	p := PageReport{ShardTotal: 1, Single: true, Scanned: len(nos), LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost}
+	p := PageReport{Source: c.Source(), Table: c.Table(), ShardTotal: 1, Single: true, Scanned: len(nos), LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost}
 	for _, no := range nos {
 		switch got[no].Outcome {
 		case OutcomeClosed:

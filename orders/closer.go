@@ -61,6 +61,10 @@ type CloserConfig struct {
 	RunRetention time.Duration
 	// Host is recorded with each run. Default: the host name.
 	Host string
+	// SourceName names the order database this Closer closes in (an
+	// order.sources item): it labels metrics and log lines and is kept in
+	// run records. Default "default", the one database of mysql.dsn.
+	SourceName string
 }
 
 // Closer closes unpaid orders whose payment timeout has passed: the sweep
@@ -105,6 +109,7 @@ func NewCloser(db *sqlx.DB, locker *orderlock.Locker, cfg CloserConfig) (*Closer
 	if cfg.Host == "" {
 		cfg.Host, _ = os.Hostname()
 	}
+	cfg.SourceName = cmp.Or(cfg.SourceName, DefaultSourceName)
 	if err := cfg.fillExtensions(); err != nil {
 		return nil, err
 	}

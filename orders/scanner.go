@@ -69,7 +69,7 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 	cur := firstCursor
 	var resume *scanCursor // where a capped run resumed; nil: from the head
 	if opt.MaxOrders > 0 {
-		saved, ok, err := c.store.closeCursor(ctx, c.db, opt.ShardIndex, opt.ShardTotal)
+		saved, ok, err := c.store.closeCursor(ctx, c.db, c.Table(), opt.ShardIndex, opt.ShardTotal)
 		if err != nil {
 			send(page{err: err})
 			return
@@ -151,7 +151,7 @@ func (c *Closer) saveCursor(ctx context.Context, opt RunOptions, cur *scanCursor
 	if opt.DryRun || ctx.Err() != nil {
 		return
 	}
-	if err := c.store.setCloseCursor(ctx, c.db, opt.ShardIndex, opt.ShardTotal, cur); err != nil {
+	if err := c.store.setCloseCursor(ctx, c.db, c.Table(), opt.ShardIndex, opt.ShardTotal, cur); err != nil {
 		c.log.WarnContext(ctx, "save where the next capped run starts", "shard_index", opt.ShardIndex,
 			"shard_total", opt.ShardTotal, "error", err.Error())
 	}

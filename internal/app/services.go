@@ -26,6 +26,8 @@ type Deps struct {
 	rdb       redis.UniversalClient
 	lockNodes []redis.UniversalClient
 	closer    *orders.Closer
+	units     []*orders.Closer     // orderTimeoutCloseJob's: closer, or one per table of order.sources
+	unitDBs   []*sqlx.DB           // the databases of order.sources
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
 	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
@@ -73,6 +75,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		return err
 	}
 	d.closer, d.relay, d.compensation = cp.Closer, cp.Relay, cp.Compensation
+	if d.units, d.unitDBs, err = OpenUnits(ctx, cfg, cp, logger); err != nil {
+		return err
+	}
 	if d.lifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
 		return err
 	}
@@ -118,7 +123,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 
 // HandlerDeps is what the XXL-JOB handlers run on.
 func (d *Deps) HandlerDeps() *handlers.Deps {
-	return &handlers.Deps{Closer: d.closer, Dispatcher: d.delay, Lifecycle: d.lifecycle}
+	return &handlers.Deps{Closer: d.closer, Units: d.units, Dispatcher: d.delay, Lifecycle: d.lifecycle}
 }
 
 // ClosePath is the order close as serve and run build it from the
@@ -128,6 +133,9 @@ type ClosePath struct {
 	Closer       *orders.Closer
 	Relay        *orders.Relay // outbox compensation only; built, not started
 	Compensation orders.CompensationMode
+	// NewUnit builds the Closer of one unit of order.sources, on its own
+	// database, with Closer's settings and locks (units.go).
+	NewUnit func(ctx context.Context, db *sqlx.DB, source, table string) (*orders.Closer, error)
 }
 
 // NewClosePath builds the close path on db, with the page locks on rdb and,
@@ -155,7 +163,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, err
 	}
-	closer, err := orders.NewCloser(db, locker, orders.CloserConfig{
+	ccfg := orders.CloserConfig{
 		Logger:       logger, // NewCloser tags its lines itself
 		PageSize:     cfg.Order.Close.PageSize,
 		TradeCloser:  ext.tradeCloser,
@@ -166,11 +174,13 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 		// deadLetterRetryJob and the close sweep share the retry policy.
 		DeadLetterBackoff: orders.DeadLetterBackoff{Base: cfg.Order.DeadLetter.BaseBackoff,
 			Max: cfg.Order.DeadLetter.MaxBackoff, ParkAfter: cfg.Order.DeadLetter.MaxAttempts},
-	})
+	}
+	closer, err := orders.NewCloser(db, locker, ccfg)
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order closer: %w", err)
 	}
-	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation}, nil
+	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation,
+		NewUnit: unitBuilder(cfg, locker, ccfg, logger)}, nil
 }
 
 // StartRabbitMQTimer builds and starts the RabbitMQ timer when delay.timer
@@ -214,6 +224,9 @@ func (d *Deps) Close() error {
 	}
 	if d.rdb != nil {
 		errs = append(errs, d.rdb.Close())
+	}
+	for _, db := range d.unitDBs {
+		errs = append(errs, db.Close())
 	}
 	if d.db != nil {
 		errs = append(errs, d.db.Close())
