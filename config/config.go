@@ -250,6 +250,7 @@ type OrderSchemaItems struct {
 type OrderSchemaStock struct {
 	Table   string   `yaml:"table" env:"ORDER_SCHEMA_STOCK_TABLE" default:"inventory" doc:"the stock table; empty: a close gives no stock back"`
 	Key     string   `yaml:"key" env:"ORDER_SCHEMA_STOCK_KEY" default:"sku_id" doc:"its primary or unique key, matching items.sku"`
+	Index   string   `yaml:"index" env:"ORDER_SCHEMA_STOCK_INDEX" default:"PRIMARY" doc:"the index of stock.key the close forces: PRIMARY, or the unique index's name"`
 	Columns []string `yaml:"columns" env:"ORDER_SCHEMA_STOCK_COLUMNS" default:"available += quantity,locked -= quantity" doc:"each 'column += quantity' or 'column -= quantity' (never below zero), the lines' quantities summed per key"`
 }
 

@@ -37,7 +37,7 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 		errs = append(errs, fmt.Errorf("items.orderKey: %q is neither orderNo nor id", s.Items.OrderKey))
 	}
 	if st := s.Stock; st.Table != "" {
-		out.Stock = &schema.Stock{Table: st.Table, Key: st.Key}
+		out.Stock = &schema.Stock{Table: st.Table, Key: st.Key, Index: st.Index}
 		for _, c := range st.Columns {
 			col, err := schema.ParseStockColumn(c)
 			if err != nil {
