@@ -229,7 +229,7 @@ type OrderSchema struct {
 	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" default:"close_time" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
 	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" default:"close_reason" doc:"column a close writes its reason to; empty: none"`
-	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'"`
+	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'; table.key is the table's primary key"`
 
 	Items  OrderSchemaItems  `yaml:"items"`
 	Stock  OrderSchemaStock  `yaml:"stock"`
@@ -264,6 +264,7 @@ type OrderSchemaCoupon struct {
 	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" default:"id" doc:"the coupon row's id"`
 	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" default:"order_no" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
 	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
+	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces"`
 }
 
 // Delay is `delay`: durable delayed tasks and their dispatcher.

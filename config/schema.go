@@ -48,7 +48,7 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 	}
 	if c := s.Coupon; c.Table != "" {
 		out.Coupon = &schema.Coupon{Table: c.Table, Status: c.Status, Used: value("coupon.used", c.Used),
-			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo}
+			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo, Index: c.Index}
 		for _, m := range c.Match {
 			p, err := schema.ParsePair(m)
 			if err != nil {

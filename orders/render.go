@@ -383,7 +383,8 @@ func (r renderer) coupon() *couponSQL {
 		for _, m := range c.Match {
 			on = append(on, "h."+r.n(m.Column)+" = o."+r.n(m.OrderColumn))
 		}
-		join := r.n(o.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h ON " + strings.Join(on, " AND ")
+		join := r.n(o.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h FORCE INDEX (" + r.n(c.Index) + ") ON " +
+			strings.Join(on, " AND ")
 		where := "WHERE o." + r.n(o.ID) + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL()
 		out.lock = "\nSELECT o." + r.n(o.ID) + " AS id FROM " + join + "\n" + where + " ORDER BY o." + r.n(o.ID) + " FOR UPDATE"
 		out.restore = "\nUPDATE " + join + " SET h." + r.n(c.Status) + " = " + c.Unused.SQL() + "\n" + where
@@ -410,7 +411,9 @@ func (r renderer) givebacks() *givebackSQL {
 	for _, g := range r.s.Extra {
 		cols = append(cols, r.n(g.Amount), r.n(g.OrderKey))
 		out.key = append(out.key, r.n(g.Key))
-		out.add = append(out.add, "\nUPDATE "+r.n(g.Table)+" SET "+r.n(g.Column)+" = "+r.n(g.Column)+" + %[1]s\n"+
+		// The key is the table's primary key: forced, since a page's key
+		// list on a small member table otherwise plans a full index scan.
+		out.add = append(out.add, "\nUPDATE "+r.n(g.Table)+" FORCE INDEX (PRIMARY) SET "+r.n(g.Column)+" = "+r.n(g.Column)+" + %[1]s\n"+
 			"WHERE "+r.n(g.Key)+" IN (%[2]s)")
 	}
 	out.read = "\nSELECT " + strings.Join(cols, ", ") + " FROM " + r.n(o.Table) + " FORCE INDEX (PRIMARY) WHERE " + r.n(o.ID) + " IN (%s)"

@@ -120,7 +120,8 @@ func ForeignSchema(st ForeignStock) schema.Schema {
 		Stock: &schema.Stock{Table: "t_sku_stock", Key: "sku", Index: "uk_sku",
 			Columns: []schema.StockColumn{{Name: "locked", Subtract: true}}},
 		Coupon: &schema.Coupon{Table: "t_coupon_history", Status: "use_status", Used: schema.Int(1), Unused: schema.Int(0),
-			Match: []schema.Pair{{Column: "member_id", OrderColumn: "member_id"}, {Column: "coupon_id", OrderColumn: "coupon_id"}}},
+			Match: []schema.Pair{{Column: "member_id", OrderColumn: "member_id"}, {Column: "coupon_id", OrderColumn: "coupon_id"}},
+			Index: "idx_member_coupon"},
 		Extra: []schema.Giveback{{Table: "t_member", Column: "points", Amount: "use_points", Key: "id", OrderKey: "member_id"}},
 	}
 	if st == TakenAtPlacement {
@@ -247,7 +248,7 @@ func ForeignPay(ctx context.Context, db *sqlx.DB, orderSn string) (bool, error) 
 
 // ForeignShop fills the foreign shop with n orders on skus SKUs for plan
 // tests, in bulk: 60% unpaid and due, 10% unpaid and not due, 30% paid; a
-// third with a coupon, half with points; three lines each.
+// third with a coupon, half with points; two lines each.
 func ForeignShop(t testing.TB, db *sqlx.DB, n, skus int) {
 	t.Helper()
 	ctx := context.Background()
@@ -259,7 +260,7 @@ func ForeignShop(t testing.TB, db *sqlx.DB, n, skus int) {
 			       IF(seq %% 3 = 0, seq, NULL), IF(seq %% 2 = 0, 5, 0)
 			FROM seq_1_to_%[1]d`, n),
 		fmt.Sprintf(`INSERT INTO t_order_item (order_id, goods_sku, num)
-			SELECT o.seq, 1 + (o.seq * 7 + l.seq * 131) %% %d, 1 + l.seq FROM seq_1_to_%d o JOIN seq_0_to_2 l`, skus, n),
+			SELECT o.seq, 1 + (o.seq * 7 + l.seq * 131) %% %d, 1 + l.seq FROM seq_1_to_%d o JOIN seq_0_to_1 l`, skus, n),
 		fmt.Sprintf(`INSERT INTO t_sku_stock (sku, stock, locked) SELECT seq, 1000000, 100000 FROM seq_1_to_%d`, skus),
 		fmt.Sprintf(`INSERT INTO t_goods (id, stock) SELECT seq, 1000000 FROM seq_1_to_%d`, skus),
 		`INSERT INTO t_coupon_history (member_id, coupon_id, use_status)

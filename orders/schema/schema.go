@@ -100,6 +100,10 @@ type Coupon struct {
 	// order's columns (e.g. user_id = user_id, coupon_id = coupon_id).
 	// An order with a NULL in any matched order column has no coupon.
 	Match []Pair
+	// Index is the coupon table's index on the Match columns, forced by
+	// the matched lookup (statistics that lie make the join scan the
+	// table otherwise). Required with Match.
+	Index string
 }
 
 // ByMatch reports whether the coupon is found by matching columns.
@@ -118,7 +122,7 @@ type Giveback struct {
 	Table    string
 	Column   string
 	Amount   string // column of the order
-	Key      string // primary or unique key of Table
+	Key      string // primary key of Table (the statement forces PRIMARY)
 	OrderKey string // column of the order
 }
 
@@ -306,6 +310,7 @@ func (c *Coupon) validate(o Orders, name func(key, v string, required bool)) []e
 			name("coupon.match", p.Column, true)
 			name("coupon.match", p.OrderColumn, true)
 		}
+		name("coupon.index", c.Index, true)
 		return errs
 	}
 	name("coupon.orderColumn", c.OrderColumn, true)
