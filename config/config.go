@@ -232,7 +232,7 @@ type OrderSchema struct {
 	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" default:"close_time" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
 	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" default:"close_reason" doc:"column a close writes its reason to; empty: none"`
-	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'"`
+	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'; table.key is the table's primary key"`
 
 	Items  OrderSchemaItems  `yaml:"items"`
 	Stock  OrderSchemaStock  `yaml:"stock"`
@@ -253,6 +253,7 @@ type OrderSchemaItems struct {
 type OrderSchemaStock struct {
 	Table   string   `yaml:"table" env:"ORDER_SCHEMA_STOCK_TABLE" default:"inventory" doc:"the stock table; empty: a close gives no stock back"`
 	Key     string   `yaml:"key" env:"ORDER_SCHEMA_STOCK_KEY" default:"sku_id" doc:"its primary or unique key, matching items.sku"`
+	Index   string   `yaml:"index" env:"ORDER_SCHEMA_STOCK_INDEX" default:"PRIMARY" doc:"the index of stock.key the close forces: PRIMARY, or the unique index's name"`
 	Columns []string `yaml:"columns" env:"ORDER_SCHEMA_STOCK_COLUMNS" default:"available += quantity,locked -= quantity" doc:"each 'column += quantity' or 'column -= quantity' (never below zero), the lines' quantities summed per key"`
 }
 
@@ -266,6 +267,7 @@ type OrderSchemaCoupon struct {
 	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" default:"id" doc:"the coupon row's id"`
 	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" default:"order_no" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
 	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
+	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces"`
 }
 
 // Delay is `delay`: durable delayed tasks and their dispatcher.

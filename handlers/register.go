@@ -22,6 +22,9 @@ type Deps struct {
 	Units      []*orders.Closer
 	Dispatcher *delay.Dispatcher
 	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// NoLifecycle, when Lifecycle is nil on purpose, is why: the lifecycle
+	// handlers fail every run with it.
+	NoLifecycle error
 }
 
 // Register adds every handler to the executor under its console name.
@@ -54,8 +57,8 @@ func table(d *Deps) map[string]xxljob.Handler {
 	}
 	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
-	t[OrderAutoConfirmJob] = OrderAutoConfirm(d.Lifecycle)
-	t[OrderFulfillmentTimeoutJob] = OrderFulfillmentTimeout(d.Lifecycle)
+	t[OrderAutoConfirmJob] = withoutLifecycle(OrderAutoConfirm(d.Lifecycle), OrderAutoConfirmJob, d.NoLifecycle)
+	t[OrderFulfillmentTimeoutJob] = withoutLifecycle(OrderFulfillmentTimeout(d.Lifecycle), OrderFulfillmentTimeoutJob, d.NoLifecycle)
 	return t
 }
 

@@ -35,7 +35,7 @@ type pageData struct {
 	letters map[string]bool
 }
 
-// scan walks the shard's due orders in keyset pages (see scanPageSQL) and
+// scan walks the shard's due orders in keyset pages (see closeSQL.scanPage) and
 // sends each page on out; it closes out when the keyset range is exhausted,
 // MaxOrders is reached, ctx is cancelled or a read fails (sent as a page
 // with err). Out is unbuffered, so it works one page ahead of the closer.
@@ -253,20 +253,12 @@ func (f *letterFilter) filter(ctx context.Context, rows []scanRow) ([]scanRow, m
 	return out, waiting, nil
 }
 
-// pageItems reads the lines of the orders of rows, by order number.
+// pageItems reads the lines of the orders of rows, by itemKey.
 func (c *Closer) pageItems(ctx context.Context, rows []scanRow) (map[string][]itemRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	items, err := c.store.orderItems(ctx, c.db, orderNos(rows))
-	if err != nil {
-		return nil, err
-	}
-	by := make(map[string][]itemRow, len(rows))
-	for _, it := range items {
-		by[it.OrderNo] = append(by[it.OrderNo], it)
-	}
-	return by, nil
+	return c.readItems(ctx, c.db, rows)
 }
 
 func orderNos(rows []scanRow) []string {

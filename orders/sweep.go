@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/internal/shard"
-	"github.com/orderjob/executor/orders/schema"
 )
 
 // DefaultSourceName is CloserConfig.SourceName when none is given: the one
@@ -20,7 +19,7 @@ const DefaultSourceName = "default"
 func (c *Closer) Source() string { return c.cfg.SourceName }
 
 // Table is the order table c closes in.
-func (c *Closer) Table() string { return schema.Default().Orders.Table }
+func (c *Closer) Table() string { return c.cfg.Schema.Orders.Table }
 
 // Sweep closes the due orders of many units, each an order table of one
 // source database with the Closer for it, in one run: the job of

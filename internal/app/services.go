@@ -32,6 +32,8 @@ type Deps struct {
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
 	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
 	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// noLifecycle says why lifecycle is nil (a declared order.schema).
+	noLifecycle error
 	// compensation is where closes give stock and coupons back.
 	compensation orders.CompensationMode
 }
@@ -78,7 +80,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if d.units, d.unitDBs, err = OpenUnits(ctx, cfg, cp, logger); err != nil {
 		return err
 	}
-	if d.lifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
+	if d.lifecycle, d.noLifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
 		return err
 	}
 	services, err := delay.ParseServices(cfg.Delay.Services)
@@ -123,7 +125,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 
 // HandlerDeps is what the XXL-JOB handlers run on.
 func (d *Deps) HandlerDeps() *handlers.Deps {
-	return &handlers.Deps{Closer: d.closer, Units: d.units, Dispatcher: d.delay, Lifecycle: d.lifecycle}
+	return &handlers.Deps{Closer: d.closer, Units: d.units, Dispatcher: d.delay, Lifecycle: d.lifecycle, NoLifecycle: d.noLifecycle}
 }
 
 // ClosePath is the order close as serve and run build it from the
@@ -163,7 +165,12 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, err
 	}
+	sch, err := cfg.Order.Schema.Schema() // checked by the loader
+	if err != nil {
+		return ClosePath{}, fmt.Errorf("order.schema: %w", err)
+	}
 	ccfg := orders.CloserConfig{
+		Schema:       sch,
 		Logger:       logger, // NewCloser tags its lines itself
 		PageSize:     cfg.Order.Close.PageSize,
 		TradeCloser:  ext.tradeCloser,

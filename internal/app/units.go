@@ -25,13 +25,10 @@ func unitBuilder(cfg *config.Config, locker *orderlock.Locker, ccfg orders.Close
 		if err != nil {
 			return nil, fmt.Errorf("order.schema: %w", err)
 		}
-		if _, err := sch.ForTable(table); err != nil {
-			return nil, fmt.Errorf("order source %s: %w", source, err)
-		}
 		c := ccfg
 		c.SourceName = source
-		if table != sch.Orders.Table {
-			return nil, fmt.Errorf("order source %s: table %s: this build closes only %s", source, table, sch.Orders.Table)
+		if c.Schema, err = sch.ForTable(table); err != nil {
+			return nil, fmt.Errorf("order source %s: %w", source, err)
 		}
 		if server, err := orders.DetectServer(ctx, db); err == nil {
 			c.Server = server
