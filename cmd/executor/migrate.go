@@ -50,6 +50,14 @@ func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations
 	}
 	defer db.Close()
 	mcfg.Table = cfg.MySQL.MigrationsTable
+	if err := migrateDB(ctx, env, db, mcfg, dry); err != nil {
+		return err
+	}
+	return migrateSources(ctx, env, cfg, mcfg, dry)
+}
+
+// migrateDB migrates one database, or prints its script with dry.
+func migrateDB(ctx context.Context, env *cliEnv, db *sqlx.DB, mcfg migrations.Config, dry bool) error {
 	m, err := migrations.New(db.DB, mcfg)
 	if err != nil {
 		return err
