@@ -186,6 +186,11 @@ func parseLiveTable(create string) (*table, error) {
 		return nil, fmt.Errorf("not a CREATE TABLE: %.60s", create)
 	}
 	t := &table{Name: identLower(toks[i+1])}
+	for k := i + 3; k+2 < len(toks); k++ {
+		if keyword(toks[k]) == "ENGINE" && toks[k+1].text == "=" {
+			t.Engine = toks[k+2].text
+		}
+	}
 	for _, part := range splitTop(toks[i+2].text) {
 		ptoks := tokenize(part)
 		if len(ptoks) == 0 {
