@@ -319,3 +319,21 @@ func TestOlderHistoryGainsSkippedFor(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(shopSteps), b.count(t, `SELECT COUNT(*) FROM order_job_schema_migrations WHERE skipped_for = 'order.schema'`))
 }
+
+// With outbox compensation the stock and coupon tables live with other
+// services: the check leaves them out, but still needs the order's own
+// coupon columns.
+func TestCheckLeavesStockAndCouponTablesToEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	b.exec(t, "DROP TABLE sku_stock", "DROP TABLE coupon_history")
+	probs := problemsOf(t, b, foreignSchema(t))
+	require.Contains(t, probs, "sku_stock table sku_stock")
+	require.Contains(t, probs, "coupon_history table coupon_history")
+
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: foreignSchema(t), GivebacksByEvents: true}).Check(b.ctx))
+	b.exec(t, "ALTER TABLE order_info DROP COLUMN coupon_id")
+	err := b.migrator(t, migrations.Config{Shop: foreignSchema(t), GivebacksByEvents: true}).Check(b.ctx)
+	require.ErrorContains(t, err, "column order_info.coupon_id is missing; fix: name the column in order.schema.coupon.match")
+}
