@@ -125,6 +125,16 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
+	if !slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Source == "" }) {
+		// Only the shop's declared tables: nothing executor migrate adds.
+		var b strings.Builder
+		fmt.Fprintf(&b, "the shop's tables declared in order.schema are not what the close needs (%d to fix; "+
+			"executor migrate never changes them, the fixes are for a DBA or the configuration):", len(e.Problems))
+		for _, p := range e.Problems {
+			b.WriteString("\n  " + p.String())
+		}
+		return b.String()
+	}
 	if len(e.Problems) == 1 {
 		return "the database is not what the executor needs: " + e.Problems[0].String()
 	}

@@ -165,8 +165,12 @@ type Problem struct {
 // missing: run executor migrate").
 func (p Problem) String() string {
 	obj := p.Object
-	if kind, name, ok := strings.Cut(p.Object, " "); ok && kind != "table" {
+	switch kind, name, _ := strings.Cut(p.Object, " "); kind {
+	case "column", "index":
 		obj = kind + " " + p.Table + "." + name
+	case "table":
+	default: // "primary key", "unique key over order_sn"
+		obj += " of " + p.Table
 	}
 	if p.Missing {
 		return obj + " " + p.Detail + ": " + p.Fix
