@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
 
@@ -351,4 +352,25 @@ func TestMigrateCreatesItsTablesThenNamesTheShopsProblems(t *testing.T) {
 		"executor migrate never changes them, the fixes are for a DBA or the configuration):\n  index order_goods.idx_order_id is missing")
 	require.True(t, b.tableExists(t, "order_close_log"))
 	require.Equal(t, []string{"PRIMARY"}, b.indexNames(t, "order_goods"), "nothing added to the shop's table")
+}
+
+// A data step of a shop table is skipped like its DDL: it would change
+// the shop's rows.
+func TestDeclarationSkipsADataStepOfAShopTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, foreignShop...)
+	fsys := fstest.MapFS{
+		"0001_order_info.up.sql": {Data: []byte("CREATE TABLE IF NOT EXISTS order_info (id BIGINT NOT NULL, PRIMARY KEY (id)) ENGINE=InnoDB;\n")},
+		"0002_fix.up.sql":        {Data: []byte("UPDATE order_info SET order_status = 9;\n")},
+		"0003_own.up.sql":        {Data: []byte("CREATE TABLE IF NOT EXISTS own_t (id BIGINT NOT NULL, PRIMARY KEY (id)) ENGINE=InnoDB;\n")},
+	}
+	m, err := migrations.NewFromFS(b.db.DB.DB, migrations.Config{Shop: foreignSchema(t)}, fsys)
+	require.NoError(t, err)
+	before := b.fingerprint(t, "order_info", "id, order_status")
+	res, err := m.Migrate(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, res.Skipped)
+	require.Equal(t, []int{3}, res.Applied)
+	require.Equal(t, before, b.fingerprint(t, "order_info", "id, order_status"))
 }
