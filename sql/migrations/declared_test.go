@@ -374,3 +374,16 @@ func TestDeclarationSkipsADataStepOfAShopTable(t *testing.T) {
 	require.Equal(t, []int{3}, res.Applied)
 	require.Equal(t, before, b.fingerprint(t, "order_info", "id, order_status"))
 }
+
+// A declaration naming one of the executor's own tables is refused: the
+// close would write the shop's stock into the executor's close log.
+func TestDeclarationOfAnExecutorTableIsRefused(t *testing.T) {
+	t.Parallel()
+	s := foreignSchema(t)
+	s.Stock.Table = "Order_Close_Log"
+	_, err := migrations.New(nil, migrations.Config{Shop: s})
+	require.ErrorContains(t, err, "order.schema names Order_Close_Log, one of the executor's own tables")
+	s.Stock.Table = "inventory" // the executor's default name, the shop's table
+	_, err = migrations.New(nil, migrations.Config{Shop: s})
+	require.NoError(t, err)
+}

@@ -23,16 +23,14 @@ func shopTables(sch orderschema.Schema) map[string]bool {
 		return nil
 	}
 	out := map[string]bool{}
-	for _, n := range declaredTables(orderschema.Default()) {
-		out[n] = true
-	}
-	for _, n := range declaredTables(sch) {
-		out[n] = true
+	for _, n := range append(declaredTables(orderschema.Default()), declaredTables(sch)...) {
+		out[strings.ToLower(n)] = true // as the steps' tables are
 	}
 	return out
 }
 
-// declaredTables lists the tables sch names, lower case, each once.
+// declaredTables lists the tables sch names, as named (a server with
+// case-sensitive table names finds them only so), each once.
 func declaredTables(sch orderschema.Schema) []string {
 	names := []string{sch.Orders.Table, sch.Items.Table}
 	if sch.Stock != nil {
@@ -43,9 +41,6 @@ func declaredTables(sch orderschema.Schema) []string {
 	}
 	for _, g := range sch.Extra {
 		names = append(names, g.Table)
-	}
-	for i, n := range names {
-		names[i] = strings.ToLower(n)
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
@@ -92,8 +87,10 @@ func (m *Migrator) checkShopConfig() error {
 		return fmt.Errorf("migrations: -run-skipped runs the steps that create the executor's own order tables, " +
 			"but order.schema still declares the shop's: remove the declaration first")
 	}
+	defaults := declaredTables(orderschema.Default())
 	for _, n := range declaredTables(m.cfg.Shop) {
-		if _, ours := m.want[n]; ours && !m.shop[n] {
+		l := strings.ToLower(n)
+		if _, ours := m.want[l]; ours && !slices.Contains(defaults, l) {
 			return fmt.Errorf("migrations: order.schema names %s, one of the executor's own tables: name the shop's table", n)
 		}
 	}
