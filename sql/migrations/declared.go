@@ -94,6 +94,18 @@ func kindWords(kinds []string) string {
 	return strings.Join(out, " or ")
 }
 
+// sameKind checks that col of this table (named by setting key) and other
+// of table otherTable (setting otherKey), which the close compares, are of
+// one kind of type: comparing a text with an integer converts every row.
+func (c *tableCheck) sameKind(col *column, key string, other *column, otherTable, otherKey string) {
+	if col == nil || other == nil || family(col.Type) == family(other.Type) {
+		return
+	}
+	c.problem("column "+col.Name, fmt.Sprintf("is %s but %s.%s, which the close compares it with, is %s",
+		strings.ToUpper(col.Type), otherTable, other.Name, strings.ToUpper(other.Type)),
+		fmt.Sprintf("name columns of one kind in order.schema.%s and order.schema.%s", key, otherKey))
+}
+
 // unique checks that col alone is the primary key or a unique key: the
 // close reads and changes exactly one row per value.
 func (c *tableCheck) unique(key, col, why string) {
@@ -206,7 +218,25 @@ func statusKinds(v orderschema.Value) []string {
 // the stock and coupon tables (outbox compensation gives them back
 // elsewhere).
 func declaredProblems(sch orderschema.Schema, live schema, byEvents bool) []Problem {
-	o := sch.Orders
+	oc, orderNo := ordersProblems(sch.Orders, live)
+	probs := oc.probs
+	probs = append(probs, itemsProblems(sch, orderNo, live, byEvents)...)
+	if c := sch.Coupon; c != nil {
+		probs = append(probs, couponProblems(c, oc.view(), live, byEvents)...)
+	}
+	for _, g := range sch.Extra {
+		probs = append(probs, givebackProblems(g, oc.view(), live)...)
+	}
+	return dedupe(probs) // a table may be declared twice (a giveback to the order table)
+}
+
+// view is another check of the same table collecting its own problems
+// (a missing table is reported once, by the first).
+func (c *tableCheck) view() *tableCheck { return &tableCheck{name: c.name, t: c.t} }
+
+// ordersProblems checks the order table; it returns the check and the
+// order number's column (nil when missing).
+func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	oc := newTableCheck(live, "table", o.Table)
 	id := oc.column(need{key: "id", name: o.ID, kinds: kindInteger})
 	orderNo := oc.column(need{key: "orderNo", name: o.OrderNo})
@@ -224,8 +254,12 @@ func declaredProblems(sch orderschema.Schema, live schema, byEvents bool) []Prob
 	}
 	scan := []string{strings.ToLower(o.Status), strings.ToLower(o.CreateTime), strings.ToLower(o.ID)}
 	oc.leadingIndex("scanIndex", o.ScanIndex, scan, "the scan walks unpaid orders by creation time and id")
-	probs := oc.probs
+	return oc, orderNo
+}
 
+// itemsProblems checks the item table and, unless stock goes back by
+// events, the stock table.
+func itemsProblems(sch orderschema.Schema, orderNo *column, live schema, byEvents bool) []Problem {
 	it := sch.Items
 	ic := newTableCheck(live, "items.table", it.Table)
 	keyKinds := kindInteger
@@ -236,52 +270,47 @@ func declaredProblems(sch orderschema.Schema, live schema, byEvents bool) []Prob
 		}
 	}
 	ic.column(need{key: "items.orderColumn", name: it.OrderColumn, kinds: keyKinds})
-	ic.column(need{key: "items.sku", name: it.SKU})
+	sku := ic.column(need{key: "items.sku", name: it.SKU})
 	ic.column(need{key: "items.quantity", name: it.Quantity, kinds: kindAmount})
 	ic.leadingIndex("items.index", it.Index, []string{strings.ToLower(it.OrderColumn)}, "the close reads a page's lines by their order")
-	probs = append(probs, ic.probs...)
-
-	if st := sch.Stock; st != nil && !byEvents {
-		sc := newTableCheck(live, "stock.table", st.Table)
-		if sc.column(need{key: "stock.key", name: st.Key}) != nil {
-			sc.unique("stock.key", st.Key, "the close changes exactly one stock row per SKU")
-		}
-		for _, col := range st.Columns {
-			sc.column(need{key: "stock.columns", name: col.Name, kinds: kindAmount})
-		}
-		probs = append(probs, sc.probs...)
+	st := sch.Stock
+	if st == nil || byEvents {
+		return ic.probs
 	}
-	if c := sch.Coupon; c != nil {
-		probs = append(probs, couponProblems(c, oc, live, byEvents)...)
+	sc := newTableCheck(live, "stock.table", st.Table)
+	if key := sc.column(need{key: "stock.key", name: st.Key}); key != nil {
+		sc.unique("stock.key", st.Key, "the close changes exactly one stock row per SKU")
+		ic.sameKind(sku, "items.sku", key, st.Table, "stock.key")
 	}
-	for _, g := range sch.Extra {
-		probs = append(probs, givebackProblems(g, oc, live)...)
+	for _, col := range st.Columns {
+		sc.column(need{key: "stock.columns", name: col.Name, kinds: kindAmount})
 	}
-	return dedupe(probs) // a table may be declared twice (a giveback to the order table)
+	return append(ic.probs, sc.probs...)
 }
 
-// couponProblems checks the coupon's columns on the order and, unless
-// coupons go back by events, the coupon table.
+// couponProblems checks the coupon's columns on the order (oc, a view of
+// the order table) and, unless coupons go back by events, the coupon
+// table.
 func couponProblems(c *orderschema.Coupon, oc *tableCheck, live schema, byEvents bool) []Problem {
-	oc.probs = nil
+	var ref *column
 	if !c.ByMatch() {
-		oc.column(need{key: "coupon.orderColumn", name: c.OrderColumn})
+		ref = oc.column(need{key: "coupon.orderColumn", name: c.OrderColumn})
 	}
 	for _, p := range c.Match {
 		oc.column(need{key: "coupon.match", name: p.OrderColumn})
 	}
-	probs := oc.probs
 	if byEvents {
-		return probs
+		return oc.probs
 	}
 	cc := newTableCheck(live, "coupon.table", c.Table)
 	cc.column(need{key: "coupon.status", name: c.Status, kinds: statusKinds(c.Used)})
 	if !c.ByMatch() {
-		if cc.column(need{key: "coupon.id", name: c.ID}) != nil {
+		if id := cc.column(need{key: "coupon.id", name: c.ID}); id != nil {
 			cc.unique("coupon.id", c.ID, "the close gives back exactly one coupon row per order")
+			oc.sameKind(ref, "coupon.orderColumn", id, c.Table, "coupon.id")
 		}
 		cc.column(need{key: "coupon.orderNo", name: c.OrderNo})
-		return append(probs, cc.probs...)
+		return append(oc.probs, cc.probs...)
 	}
 	var cols []string
 	for _, p := range c.Match {
@@ -293,7 +322,7 @@ func couponProblems(c *orderschema.Coupon, oc *tableCheck, live schema, byEvents
 		cc.leadingIndex("coupon.match", indexName("idx_", strings.Join(cols, "_")), cols,
 			"the close finds each order's coupon row by the matched columns")
 	}
-	return append(probs, cc.probs...)
+	return append(oc.probs, cc.probs...)
 }
 
 // anyOrderLeads reports whether an index starts with cols in any order
@@ -315,9 +344,9 @@ func (c *tableCheck) anyOrderLeads(cols []string) bool {
 }
 
 // givebackProblems checks one giveback: the order's amount and key
-// columns, and the other table's column and unique key.
+// columns (oc, a view of the order table), and the other table's column
+// and unique key.
 func givebackProblems(g orderschema.Giveback, oc *tableCheck, live schema) []Problem {
-	oc.probs = nil
 	oc.column(need{key: "givebacks", name: g.Amount, kinds: kindAmount})
 	oc.column(need{key: "givebacks", name: g.OrderKey})
 	gc := newTableCheck(live, "givebacks", g.Table)

@@ -237,7 +237,8 @@ func TestCheckNamesMissingColumnsTypesAndTables(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.migrateDeclared(t)
-	b.exec(t, "ALTER TABLE order_goods MODIFY COLUMN num varchar(8) NOT NULL", "ALTER TABLE order_info DROP COLUMN cancel_time")
+	b.exec(t, "ALTER TABLE order_goods MODIFY COLUMN num varchar(8) NOT NULL", "ALTER TABLE order_info DROP COLUMN cancel_time",
+		"ALTER TABLE order_goods MODIFY COLUMN goods_sku varchar(20) NOT NULL")
 	s := foreignSchema(t)
 	s.Orders.Status = "state"
 	s.Coupon.Used, s.Coupon.Unused = schema.Value{}, schema.Value{}
@@ -261,7 +262,10 @@ func TestCheckNamesMissingColumnsTypesAndTables(t *testing.T) {
 	table := probs["member_account table member_account"]
 	require.Equal(t, "is missing", table.Detail)
 	require.Contains(t, table.Fix, "order.schema.givebacks")
-	require.Len(t, probs, 5, "%v", probs)
+	sku := probs["order_goods column goods_sku"]
+	require.Equal(t, "is VARCHAR(20) but sku_stock.sku, which the close compares it with, is BIGINT", sku.Detail)
+	require.Equal(t, "name columns of one kind in order.schema.items.sku and order.schema.stock.key", sku.Fix)
+	require.Len(t, probs, 6, "%v", probs)
 }
 
 // Steps skipped for a declaration that is gone stop a plain migrate, which
