@@ -208,6 +208,11 @@ func TestCheckNamesAMissingIndexWithItsDDL(t *testing.T) {
 	st, err := b.migrator(t, migrations.Config{Shop: foreignSchema(t)}).Status(b.ctx)
 	require.NoError(t, err)
 	require.Len(t, st.Problems, 3, "status lists them too")
+	var script bytes.Buffer
+	err = b.migrator(t, migrations.Config{Shop: foreignSchema(t)}).DryRun(b.ctx, &script)
+	require.ErrorAs(t, err, new(*migrations.SchemaError))
+	require.Contains(t, script.String(), "\n-- index order_goods.idx_order_id is missing (the close reads a page's lines by their order); fix: "+items.Fix+"\n",
+		"the dry run's script ends with them, as comments")
 
 	b.exec(t, scan.Fix, items.Fix, uk.Fix)
 	require.NoError(t, b.migrator(t, migrations.Config{Shop: foreignSchema(t)}).Check(b.ctx))

@@ -128,7 +128,33 @@ func (m *Migrator) DryRun(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return m.writeScript(w, p)
+	if err := m.writeScript(w, p); err != nil {
+		return err
+	}
+	return m.writeDeclared(ctx, w)
+}
+
+// writeDeclared ends the dry run's script with the problems of the shop's
+// declared tables, as comments: migrate never runs their fixes, a DBA
+// does. It returns them as a *SchemaError (migrate would end with it).
+func (m *Migrator) writeDeclared(ctx context.Context, w io.Writer) error {
+	if !m.cfg.Shop.Declared {
+		return nil
+	}
+	live, err := readSchema(ctx, m.db, declaredTables(m.cfg.Shop))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	probs := declaredProblems(m.cfg.Shop, live, m.cfg.GivebacksByEvents)
+	if len(probs) == 0 {
+		fmt.Fprintln(w, "\n-- the shop's tables (order.schema) have what the close needs; migrate never changes them")
+		return nil
+	}
+	fmt.Fprintln(w, "\n-- the shop's tables (order.schema) lack what the close needs; migrate never changes them, a DBA runs the fixes:")
+	for _, pr := range probs {
+		fmt.Fprintf(w, "-- %s\n", pr)
+	}
+	return &SchemaError{Problems: probs}
 }
 
 // DryRunCreate is DryRun for `migrate -dry-run -create-database`: the
