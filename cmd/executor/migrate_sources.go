@@ -13,7 +13,9 @@ import (
 // migrateSources migrates the database of every order source
 // (order.sources) after mysql.dsn's: the executor's own tables live beside
 // each source's orders, so that every close stays one local transaction.
-// A source on mysql.dsn's database is not migrated twice. A source that
+// A source on mysql.dsn's database is not migrated twice. With a declared
+// schema (order.schema), the shop's tables checked in a source are those
+// of its first order table. A source that
 // fails is reported and the others are migrated all the same; the command
 // then fails naming every source that did.
 func migrateSources(ctx context.Context, env *cliEnv, cfg *config.Config, mcfg migrations.Config, dry bool) error {
@@ -41,6 +43,13 @@ func migrateSources(ctx context.Context, env *cliEnv, cfg *config.Config, mcfg m
 }
 
 func migrateSource(ctx context.Context, env *cliEnv, cfg *config.Config, src config.Source, mcfg migrations.Config, dry bool) error {
+	if mcfg.Shop.Declared {
+		sch, err := mcfg.Shop.ForTable(src.Tables[0])
+		if err != nil {
+			return err
+		}
+		mcfg.Shop = sch
+	}
 	scfg := *cfg
 	scfg.MySQL = src.MySQL
 	db, err := app.OpenDB(ctx, &scfg)
