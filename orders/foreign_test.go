@@ -53,6 +53,9 @@ func TestForeignSchemaClosesWithEveryGiveback(t *testing.T) {
 				Items: []ordertest.Item{{SKU: 2, Qty: 1}}})
 			base, err := ordertest.SnapshotForeign(b.ctx, b.db)
 			require.NoError(t, err)
+			overdue, _, err := b.closer.Overdue(b.ctx)
+			require.NoError(t, err)
+			require.Equal(t, 3, overdue, "the gauge reads the declared table with its fixed timeout")
 
 			st1, err := b.closer.Run(b.ctx, orders.RunOptions{})
 			require.NoError(t, err)
@@ -224,4 +227,30 @@ func TestForeignSchemaCouponByIDWithoutStock(t *testing.T) {
 	var reason string
 	require.NoError(t, b.db.GetContext(b.ctx, &reason, `SELECT last_error FROM order_dead_letter WHERE order_no = 'C-BAD'`))
 	require.Contains(t, reason, "is status UNUSED")
+}
+
+// TestForeignSchemaDeadLetterRetry: deadLetterRetryJob on a declared
+// schema closes a letter's order when it is due, and parks the letter of an
+// order no longer in the declared table, naming that table.
+func TestForeignSchemaDeadLetterRetry(t *testing.T) {
+	t.Parallel()
+	b := foreignSetup(t, ordertest.LockedOnly)
+	ordertest.ForeignOrder(t, b.db.DB, ordertest.ForeignOpts{OrderSn: "L-1", Age: due, Coupon: 4, Points: 9,
+		Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
+	base, err := ordertest.SnapshotForeign(b.ctx, b.db)
+	require.NoError(t, err)
+	_, err = b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
+		('L-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
+		('GONE-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE)`)
+	require.NoError(t, err)
+
+	rs, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rs.Closed)
+	require.Equal(t, 1, rs.Parked)
+	var reason string
+	require.NoError(t, b.db.GetContext(b.ctx, &reason, `SELECT status_reason FROM order_dead_letter WHERE order_no = 'GONE-1'`))
+	require.Equal(t, "order not found in t_order", reason)
+	require.Equal(t, 4, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'L-1'`))
+	require.NoError(t, ordertest.CheckForeign(b.ctx, b.db, base, ordertest.LockedOnly))
 }
