@@ -3,9 +3,11 @@ package sqlexec
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
@@ -73,4 +75,45 @@ func InCausalTx(ctx context.Context, db *sqlx.DB, causal bool, fn func(tx *sqlx.
 		return fmt.Errorf("begin: reset wsrep_sync_wait: %w", err)
 	}
 	return runTx(tx, fn)
+}
+
+// CausalRead runs fn's reads (outside any transaction) so that they see
+// every transaction the cluster committed before CausalRead was called: on
+// a Galera node (Galera, asked once per pool) fn reads on one connection
+// whose session has wsrep_sync_wait = 1, so each statement first waits
+// until the node has applied what it has received; elsewhere fn reads on
+// db, and it costs nothing. A read whose rows another node wrote and no
+// transaction here will lock (the lines of an order placed through another
+// node) needs it: certification guards writes, not plain reads. The
+// session goes back to the server default before the connection returns
+// to the pool; a connection that cannot be reset is discarded.
+func CausalRead(ctx context.Context, db *sqlx.DB, fn func(q sqlx.QueryerContext) error) error {
+	galera, err := Galera(ctx, db)
+	if err != nil {
+		return err
+	}
+	if !galera {
+		return fn(db)
+	}
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("causal read: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION wsrep_sync_wait = 1"); err != nil {
+		return fmt.Errorf("causal read: wait for the cluster's writes (wsrep_sync_wait): %w", err)
+	}
+	defer resetSyncWait(ctx, conn)
+	return fn(conn)
+}
+
+// resetSyncWait gives conn's session the server's wsrep_sync_wait again,
+// or, when that fails, has the pool discard the connection (a session that
+// kept the wait would only be slower, but nothing should inherit it).
+func resetSyncWait(ctx context.Context, conn *sqlx.Conn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, "SET SESSION wsrep_sync_wait = DEFAULT"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 }
