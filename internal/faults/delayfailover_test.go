@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,11 +211,13 @@ func scenarioRedisCluster(t *testing.T, h *harness, r *report) {
 	}, 14)
 }
 
+// shardCounts are the shards each master holds, fewest first.
 func shardCounts(held map[string]int) []int {
 	var out []int
 	for _, n := range held {
 		out = append(out, n)
 	}
+	slices.Sort(out)
 	return out
 }
 
