@@ -109,7 +109,7 @@ func newRedisTimer(rdb redis.UniversalClient, cfg RedisTimerConfig) (*redisTimer
 	}
 	prefix := cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
 	n := cmp.Or(cfg.Shards, 1)
-	if err := CheckTimerShards(prefix, n); err != nil {
+	if err := checkTimerShards(prefix, n); err != nil {
 		return nil, err
 	}
 	tm := &redisTimer{rdb: rdb, prefix: prefix}
@@ -123,9 +123,9 @@ func newRedisTimer(rdb redis.UniversalClient, cfg RedisTimerConfig) (*redisTimer
 	return tm, nil
 }
 
-// CheckTimerShards says why a Redis timer of n shards under prefix is
+// checkTimerShards says why a Redis timer of n shards under prefix is
 // refused, or nil.
-func CheckTimerShards(prefix string, n int) error {
+func checkTimerShards(prefix string, n int) error {
 	if n < 1 || n > MaxTimerShards {
 		return fmt.Errorf("delay: timer shards %d is outside 1..%d", n, MaxTimerShards)
 	}
