@@ -162,6 +162,9 @@ type Order struct {
 	Payment      OrderPayment      `yaml:"payment"`
 	Compensation OrderCompensation `yaml:"compensation"`
 	Schema       OrderSchema       `yaml:"schema"`
+	// Sources are the order databases and their tables (docs/sharded-orders.md);
+	// empty: mysql.dsn holding order.schema's table, as before.
+	Sources OrderSources `yaml:"sources" env:"ORDER_SOURCES" doc:"order databases and their order tables, each {name, dsn, maxOpenConns, connMaxLifetime, connMaxIdleTime, tables}; tables a list of names or patterns such as t_order_{0..15}, the item table following the same suffix; pool settings of 0 take mysql.*'s; the environment variable holds the same list as one line of YAML; empty: one source, mysql.dsn with order.schema.table"`
 }
 
 // OrderDeadLetter is `order.deadLetter`: retries of orders whose close failed.
@@ -229,7 +232,7 @@ type OrderSchema struct {
 	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" default:"close_time" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
 	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" default:"close_reason" doc:"column a close writes its reason to; empty: none"`
-	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'"`
+	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'; table.key is the table's primary key"`
 
 	Items  OrderSchemaItems  `yaml:"items"`
 	Stock  OrderSchemaStock  `yaml:"stock"`
@@ -250,6 +253,7 @@ type OrderSchemaItems struct {
 type OrderSchemaStock struct {
 	Table   string   `yaml:"table" env:"ORDER_SCHEMA_STOCK_TABLE" default:"inventory" doc:"the stock table; empty: a close gives no stock back"`
 	Key     string   `yaml:"key" env:"ORDER_SCHEMA_STOCK_KEY" default:"sku_id" doc:"its primary or unique key, matching items.sku"`
+	Index   string   `yaml:"index" env:"ORDER_SCHEMA_STOCK_INDEX" default:"PRIMARY" doc:"the index of stock.key the close forces: PRIMARY, or the unique index's name"`
 	Columns []string `yaml:"columns" env:"ORDER_SCHEMA_STOCK_COLUMNS" default:"available += quantity,locked -= quantity" doc:"each 'column += quantity' or 'column -= quantity' (never below zero), the lines' quantities summed per key"`
 }
 
@@ -263,6 +267,7 @@ type OrderSchemaCoupon struct {
 	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" default:"id" doc:"the coupon row's id"`
 	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" default:"order_no" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
 	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
+	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces; empty: none forced (statistics may then make the lookup scan the coupon table)"`
 }
 
 // Delay is `delay`: durable delayed tasks and their dispatcher.

@@ -182,7 +182,7 @@ func (l *loader) applyMapping(path string, n *yaml.Node) {
 		switch {
 		case springRoots[root]:
 			l.ignore(full, val)
-		case isField && val.Kind == yaml.MappingNode:
+		case isField && val.Kind == yaml.MappingNode && !isStructured(f):
 			l.bad(k.Line, "%s: expected a value, found a mapping", full)
 		case isField:
 			l.setField(f, full, k.Line, val)
@@ -227,7 +227,9 @@ func (l *loader) setField(f field, key string, line int, val *yaml.Node) {
 		l.set[f.path] = append(l.set[f.path], setting{key: key, line: line, value: strings.TrimSpace(val.Value)})
 	}
 	if err := setNode(f.v, val); err != nil {
-		l.bad(val.Line, "%s: %v", key, err)
+		for _, e := range flatten(err) {
+			l.bad(val.Line, "%s: %v", key, e)
+		}
 	}
 }
 
@@ -278,7 +280,9 @@ func (l *loader) environment(lookupEnv func(string) (string, bool)) {
 			return
 		}
 		if err := setText(f.v, value); err != nil {
-			l.problems = append(l.problems, fmt.Errorf("%s (from %s): %w", f.path, names[0], err))
+			for _, e := range flatten(err) {
+				l.problems = append(l.problems, fmt.Errorf("%s (from %s): %w", f.path, names[0], e))
+			}
 		}
 	})
 }
@@ -290,7 +294,23 @@ func orRoot(p string) string {
 	return p
 }
 
+// structuredValue is a key whose value is more than a scalar or a list of
+// scalars (order.sources): it reads its own YAML node, and its environment
+// variable as YAML text.
+type structuredValue interface {
+	setYAML(n *yaml.Node) error
+	setText(s string) error
+}
+
+func isStructured(f field) bool {
+	_, ok := f.v.Addr().Interface().(structuredValue)
+	return ok
+}
+
 func setNode(v reflect.Value, n *yaml.Node) error {
+	if sv, ok := v.Addr().Interface().(structuredValue); ok {
+		return sv.setYAML(n)
+	}
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.Tag == "!!null" {
@@ -318,6 +338,9 @@ func setNode(v reflect.Value, n *yaml.Node) error {
 // setText parses s into v according to v's type.
 func setText(v reflect.Value, s string) error {
 	s = strings.TrimSpace(s)
+	if sv, ok := v.Addr().Interface().(structuredValue); ok {
+		return sv.setText(s)
+	}
 	switch {
 	case v.Type() == reflect.TypeFor[time.Duration]():
 		d, err := parseDuration(s)

@@ -37,7 +37,7 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 		errs = append(errs, fmt.Errorf("items.orderKey: %q is neither orderNo nor id", s.Items.OrderKey))
 	}
 	if st := s.Stock; st.Table != "" {
-		out.Stock = &schema.Stock{Table: st.Table, Key: st.Key}
+		out.Stock = &schema.Stock{Table: st.Table, Key: st.Key, Index: st.Index}
 		for _, c := range st.Columns {
 			col, err := schema.ParseStockColumn(c)
 			if err != nil {
@@ -48,7 +48,7 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 	}
 	if c := s.Coupon; c.Table != "" {
 		out.Coupon = &schema.Coupon{Table: c.Table, Status: c.Status, Used: value("coupon.used", c.Used),
-			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo}
+			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo, Index: c.Index}
 		for _, m := range c.Match {
 			p, err := schema.ParsePair(m)
 			if err != nil {

@@ -42,6 +42,7 @@ order:
       used: "'USED'"
       unused: "'UNUSED'"
       match: ["member_id = member_id", "coupon_id = coupon_id"]
+      index: idx_member_coupon
 `
 	cfg, err := config.LoadWith([]byte(yml), envOf(nil))
 	require.NoError(t, err)
@@ -54,6 +55,7 @@ order:
 	require.True(t, s.Items.ByID)
 	require.Equal(t, []schema.StockColumn{{Name: "locked_stock", Subtract: true}}, s.Stock.Columns)
 	require.Equal(t, []schema.Pair{{Column: "member_id", OrderColumn: "member_id"}, {Column: "coupon_id", OrderColumn: "coupon_id"}}, s.Coupon.Match)
+	require.Equal(t, "idx_member_coupon", s.Coupon.Index)
 	require.Equal(t, []schema.Giveback{{Table: "member", Column: "points", Amount: "used_points", Key: "id", OrderKey: "member_id"}}, s.Extra)
 }
 
@@ -69,6 +71,7 @@ func TestSchemaRefusesWhatCannotBeSQL(t *testing.T) {
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_CLOSED": "0"}, `order.schema.unpaid, closed: the same value "0"`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_TIMEOUT_COLUMN": ""}, `order.schema.timeoutColumn, timeoutMinutes: name the column`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_STOCK_COLUMNS": "locked = 0"}, `order.schema.stock.columns: stock column "locked = 0": write`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_COUPON_MATCH": "user_id = user_id", "ORDER_SCHEMA_COUPON_INDEX": "idx user"}, `order.schema.coupon.index: "idx user" is not a plain`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_ITEMS_ORDER_KEY": "sn"}, `order.schema.items.orderKey: "sn" is neither orderNo nor id`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_GIVEBACKS": "member.points += used_points by users.id = user_id"}, `order.schema.givebacks: giveback "member.points`},
 	} {

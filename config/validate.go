@@ -174,6 +174,17 @@ func (c *Config) validate() []error {
 		for _, e := range flatten(err) {
 			bad("order.schema.%v", e)
 		}
+	} else if len(c.Order.Sources) > 0 {
+		if _, err := c.Sources(); err != nil {
+			for _, e := range flatten(err) {
+				bad("%v", e)
+			}
+		}
+		// The relay delivers the outbox of mysql.dsn's database only: the
+		// events a close writes in another source's would wait forever.
+		if c.Order.Compensation.Mode == "outbox" {
+			bad("order.sources: order.compensation.mode outbox is not supported with several order databases yet; use local")
+		}
 	}
 	if n := c.Outbox.MaxAttempts; n < 1 && n != -1 {
 		bad("outbox.maxAttempts: %d must be at least 1, or -1 for no limit", n)

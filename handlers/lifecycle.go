@@ -66,6 +66,15 @@ func OrderFulfillmentTimeout(l *lifecycle.Jobs) xxljob.Handler {
 	return lifecycleHandler(OrderFulfillmentTimeoutJob, paramFulfillmentTimeoutDays, "flagged", l, (*lifecycle.Jobs).FlagOverdue)
 }
 
+// withoutLifecycle is h, or, when why is set, a handler failing every run
+// with it.
+func withoutLifecycle(h xxljob.Handler, name string, why error) xxljob.Handler {
+	if why == nil {
+		return h
+	}
+	return xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error { return fmt.Errorf("%s: %w", name, why) })
+}
+
 func lifecycleHandler(name, daysKey, verb string, l *lifecycle.Jobs,
 	run func(*lifecycle.Jobs, context.Context, lifecycle.Options) (lifecycle.Stats, error)) xxljob.Handler {
 	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {

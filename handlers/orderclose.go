@@ -46,58 +46,82 @@ func closeOptions(param string) (orders.RunOptions, error) {
 // with the summary line, which is also the result message. A run that
 // dead-lettered orders finishes the rest and then fails, so the admin's
 // alarm fires; a run that only skipped succeeds.
-func OrderTimeoutClose(c *orders.Closer) xxljob.Handler {
-	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
-		opt, err := closeOptions(req.Param)
-		if err != nil {
-			return err
-		}
-		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
-		opt.Source = runSource(req)
-		if req.JobID > 0 {
-			opt.LogID = req.LogID
-		}
-		if opt, err = c.Effective(opt); err != nil {
-			return err
-		}
-		opt.Progress = func(p orders.PageStats) {
-			req.Logf("page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
-				p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
-		}
-		mode := ""
-		if opt.DryRun {
-			mode = " (dry run: nothing is changed)"
-		}
-		req.Logf("orderTimeoutCloseJob shard %d/%d pageSize=%d maxOrders=%d maxPerSecond=%g%s",
-			opt.ShardIndex, opt.ShardTotal, opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, mode)
+//
+// Given several units (order tables of order databases, each with its
+// Closer), one run covers this executor's share of all of them
+// (OrderTimeoutCloseUnits).
+func OrderTimeoutClose(c *orders.Closer) xxljob.Handler { return OrderTimeoutCloseUnits(c) }
 
-		stats, err := c.Run(ctx, opt)
-		summary := stats.String()
-		if stats.LockErrors > 0 {
-			req.Logf("could not reach Redis for %d order lock(s): those orders were skipped, not closed; the next run retries them", stats.LockErrors)
-			summary += fmt.Sprintf(" lock_errors=%d", stats.LockErrors)
-		}
-		if stats.TradeErrors > 0 {
-			req.Logf("the payment side did not confirm the close of %d order(s) (%v): they stay open; the next run retries them", stats.TradeErrors, stats.TradeErr)
-			summary += fmt.Sprintf(" trade_errors=%d", stats.TradeErrors)
-		}
-		if stats.Conflicts > 0 {
-			req.Logf("%d close transaction(s) rolled back because other transactions held or changed their rows (deadlock, lock wait, or a cluster certification conflict): retried, or the orders left to the next run", stats.Conflicts)
-			summary += fmt.Sprintf(" conflicts=%d", stats.Conflicts)
-		}
-		if stats.TradePaid > 0 {
-			req.Logf("the payment side reports %d order(s) paid: not closed; their payment notifications are awaited", stats.TradePaid)
-		}
-		req.Logf("%s", stats.String())
-		if err != nil {
-			return stopped(req, summary, err)
-		}
-		if stats.DeadLettered > 0 {
-			return fmt.Errorf("%s: %d order(s) could not be closed and went to order_dead_letter", summary, stats.DeadLettered)
-		}
-		req.SetResult(summary)
-		return nil
-	})
+// runOptions are the run's options from its request: the job param, the
+// executor's shard, what started it.
+func runOptions(req *xxljob.Request) (orders.RunOptions, error) {
+	opt, err := closeOptions(req.Param)
+	if err != nil {
+		return opt, err
+	}
+	opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
+	opt.Source = runSource(req)
+	if req.JobID > 0 {
+		opt.LogID = req.LogID
+	}
+	return opt, nil
+}
+
+// runUnit is a run of one unit: the Closer's Run, its page lines and
+// summary, as the job has always logged them.
+func runUnit(ctx context.Context, req *xxljob.Request, c *orders.Closer) error {
+	opt, err := runOptions(req)
+	if err != nil {
+		return err
+	}
+	if opt, err = c.Effective(opt); err != nil {
+		return err
+	}
+	opt.Progress = func(p orders.PageStats) {
+		req.Logf("page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
+			p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
+	}
+	mode := ""
+	if opt.DryRun {
+		mode = " (dry run: nothing is changed)"
+	}
+	req.Logf("orderTimeoutCloseJob shard %d/%d pageSize=%d maxOrders=%d maxPerSecond=%g%s",
+		opt.ShardIndex, opt.ShardTotal, opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, mode)
+
+	stats, err := c.Run(ctx, opt)
+	summary := summarize(req, stats)
+	req.Logf("%s", stats.String())
+	if err != nil {
+		return stopped(req, summary, err)
+	}
+	if stats.DeadLettered > 0 {
+		return fmt.Errorf("%s: %d order(s) could not be closed and went to order_dead_letter", summary, stats.DeadLettered)
+	}
+	req.SetResult(summary)
+	return nil
+}
+
+// summarize logs what stats hold beyond the summary line's counts (Redis,
+// payment-side and conflict trouble) and returns that line with a field
+// for each.
+func summarize(req *xxljob.Request, stats orders.RunStats) string {
+	summary := stats.String()
+	if stats.LockErrors > 0 {
+		req.Logf("could not reach Redis for %d order lock(s): those orders were skipped, not closed; the next run retries them", stats.LockErrors)
+		summary += fmt.Sprintf(" lock_errors=%d", stats.LockErrors)
+	}
+	if stats.TradeErrors > 0 {
+		req.Logf("the payment side did not confirm the close of %d order(s) (%v): they stay open; the next run retries them", stats.TradeErrors, stats.TradeErr)
+		summary += fmt.Sprintf(" trade_errors=%d", stats.TradeErrors)
+	}
+	if stats.Conflicts > 0 {
+		req.Logf("%d close transaction(s) rolled back because other transactions held or changed their rows (deadlock, lock wait, or a cluster certification conflict): retried, or the orders left to the next run", stats.Conflicts)
+		summary += fmt.Sprintf(" conflicts=%d", stats.Conflicts)
+	}
+	if stats.TradePaid > 0 {
+		req.Logf("the payment side reports %d order(s) paid: not closed; their payment notifications are awaited", stats.TradePaid)
+	}
+	return summary
 }
 
 // runSource says in the run's record what started it: the admin's log id

@@ -16,9 +16,15 @@ import (
 // only the handlers that need nothing (demoJob), for `executor run demoJob`
 // on a machine without MySQL or Redis.
 type Deps struct {
-	Closer     *orders.Closer
+	Closer *orders.Closer
+	// Units are orderTimeoutCloseJob's: an order table of an order
+	// database each (order.sources). Empty: Closer alone.
+	Units      []*orders.Closer
 	Dispatcher *delay.Dispatcher
 	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// NoLifecycle, when Lifecycle is nil on purpose, is why: the lifecycle
+	// handlers fail every run with it.
+	NoLifecycle error
 }
 
 // Register adds every handler to the executor under its console name.
@@ -46,10 +52,13 @@ func table(d *Deps) map[string]xxljob.Handler {
 		return t
 	}
 	t[OrderTimeoutCloseJob] = OrderTimeoutClose(d.Closer)
+	if len(d.Units) > 0 {
+		t[OrderTimeoutCloseJob] = OrderTimeoutCloseUnits(d.Units...)
+	}
 	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
-	t[OrderAutoConfirmJob] = OrderAutoConfirm(d.Lifecycle)
-	t[OrderFulfillmentTimeoutJob] = OrderFulfillmentTimeout(d.Lifecycle)
+	t[OrderAutoConfirmJob] = withoutLifecycle(OrderAutoConfirm(d.Lifecycle), OrderAutoConfirmJob, d.NoLifecycle)
+	t[OrderFulfillmentTimeoutJob] = withoutLifecycle(OrderFulfillmentTimeout(d.Lifecycle), OrderFulfillmentTimeoutJob, d.NoLifecycle)
 	return t
 }
 

@@ -207,7 +207,7 @@ func (c *Closer) observeBatch(ctx context.Context, nos []string, got map[string]
 	if c.cfg.Observer == nil {
 		return
 	}
-	p := PageReport{ShardTotal: 1, Single: true, Scanned: len(nos), LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost}
+	p := PageReport{Source: c.Source(), Table: c.Table(), ShardTotal: 1, Single: true, Scanned: len(nos), LockErrors: pr.lockErrors, LeaseLost: pr.leaseLost}
 	for _, no := range nos {
 		switch got[no].Outcome {
 		case OutcomeClosed:
@@ -236,22 +236,9 @@ type batchOrder struct {
 	LetterStatus string `db:"letter_status"`
 }
 
-// ordersForCloseSQL reads the orders CloseOrders was given, without locks,
-// with the status of each one's close dead letter: CloseOrder's two first
-// reads (orderByNoSQL, deadLetterStatusSQL) for a batch in one statement.
-//
-// The order numbers are bound (sqlx.In). One uk_order_no probe per
-// order number, then one uk_order_stage probe per order found. One row per
-// order that exists.
-const ordersForCloseSQL = `
-SELECT o.id, o.order_no, o.status, o.create_time, o.timeout_minutes, o.coupon_id,
-       COALESCE(d.status, '') AS letter_status
-FROM order_info o FORCE INDEX (uk_order_no)
-LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage) ON d.order_no = o.order_no AND d.stage = 'close'
-WHERE o.order_no IN (?)`
-
-func (store) ordersForClose(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]batchOrder, error) {
-	query, args, err := sqlx.In(ordersForCloseSQL, orderNos)
+// ordersForClose runs closeSQL.ordersForClose.
+func (s store) ordersForClose(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]batchOrder, error) {
+	query, args, err := sqlx.In(s.sql().ordersForClose, orderNos)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
+	"github.com/orderjob/executor/orders/schema"
 )
 
 // CloserConfig configures a Closer. Zero values take the defaults given.
@@ -24,7 +25,8 @@ type CloserConfig struct {
 	// Logger receives one info line per run, debug lines per page and
 	// warnings for degraded states. Default: discard.
 	Logger *slog.Logger
-	// Reason is written to order_info.close_reason and order_close_log.reason.
+	// Reason is written to the order's close reason column (when the
+	// schema has one) and order_close_log.reason.
 	// Default "payment_timeout"; at most 32 characters.
 	Reason string
 	// DeadLetterBackoff says when a failed close is retried.
@@ -61,6 +63,14 @@ type CloserConfig struct {
 	RunRetention time.Duration
 	// Host is recorded with each run. Default: the host name.
 	Host string
+	// SourceName names the order database this Closer closes in (an
+	// order.sources item): it labels metrics and log lines and is kept in
+	// run records. Default "default", the one database of mysql.dsn.
+	SourceName string
+	// Schema is where the shop keeps its orders and what a close gives
+	// back (package schema). The zero value is schema.Default(), the
+	// executor's own tables. Its statements are rendered once, here.
+	Schema schema.Schema
 }
 
 // Closer closes unpaid orders whose payment timeout has passed: the sweep
@@ -105,10 +115,14 @@ func NewCloser(db *sqlx.DB, locker *orderlock.Locker, cfg CloserConfig) (*Closer
 	if cfg.Host == "" {
 		cfg.Host, _ = os.Hostname()
 	}
+	cfg.SourceName = cmp.Or(cfg.SourceName, DefaultSourceName)
 	if err := cfg.fillExtensions(); err != nil {
 		return nil, err
 	}
-	var err error
+	sq, err := cfg.renderSchema()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.DeadLetterBackoff, err = cfg.DeadLetterBackoff.withDefaults(); err != nil {
 		return nil, err
 	}
@@ -116,7 +130,33 @@ func NewCloser(db *sqlx.DB, locker *orderlock.Locker, cfg CloserConfig) (*Closer
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Closer{db: db, locker: locker, cfg: cfg, log: log.With("component", "orders.closer")}, nil
+	return &Closer{db: db, locker: locker, store: store{sq: sq}, cfg: cfg, log: log.With("component", "orders.closer")}, nil
+}
+
+// renderSchema fills in the default schema, renders its statements and
+// refuses the combinations a close could not carry out in full.
+func (cfg *CloserConfig) renderSchema() (*closeSQL, error) {
+	if cfg.Schema.Orders.Table == "" {
+		cfg.Schema = schema.Default()
+	}
+	if cfg.Compensation == CompensateOutbox {
+		// The outbox's events name SKUs, quantities and a coupon id;
+		// closing without a giveback the schema declares would silently
+		// keep what the order held.
+		if c := cfg.Schema.Coupon; c != nil && c.ByMatch() {
+			return nil, errors.New("orders: outbox compensation cannot give back a coupon found by matching columns " +
+				"(order.schema.coupon.match): its event names a coupon id; use local compensation, or a coupon id on the order")
+		}
+		if len(cfg.Schema.Extra) > 0 {
+			return nil, fmt.Errorf("orders: outbox compensation has no event for the givebacks %v (order.schema.givebacks); use local compensation",
+				cfg.Schema.Extra)
+		}
+	}
+	sq, err := renderCloseSQL(cfg.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("orders: %w", err)
+	}
+	return sq, nil
 }
 
 const maxPageSize = 5000

@@ -281,8 +281,8 @@ func TestCappedRunIgnoresCursorOfOldShardRule(t *testing.T) {
 		}
 	}
 	middle := head[len(head)/2]
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_cursor (shard_total, shard_index, create_time, order_id, updated_at)
-		SELECT 2, 0, create_time, id, UTC_TIMESTAMP(3) FROM order_info WHERE id = ?`, middle)
+	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_cursor (order_table, shard_total, shard_index, create_time, order_id, updated_at)
+		SELECT 'order_info', 2, 0, create_time, id, UTC_TIMESTAMP(3) FROM order_info WHERE id = ?`, middle)
 	require.NoError(t, err)
 
 	st := b.run(t, orders.RunOptions{ShardIndex: 0, ShardTotal: 2, MaxOrders: 30, PageSize: 10})
@@ -291,7 +291,7 @@ func TestCappedRunIgnoresCursorOfOldShardRule(t *testing.T) {
 	require.Equal(t, head[:30], closed, "the run started at the head, not after the old rule's cursor")
 	var rule int
 	var at int64
-	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT shard_rule, order_id FROM order_close_cursor WHERE shard_total = 2 AND shard_index = 0`).Scan(&rule, &at))
+	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT shard_rule, order_id FROM order_close_cursor WHERE order_table = 'order_info' AND shard_total = 2 AND shard_index = 0`).Scan(&rule, &at))
 	require.Equal(t, 1, rule)
 	require.Equal(t, head[29], at, "the next run resumes after the last order this one handled")
 

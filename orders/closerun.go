@@ -52,6 +52,11 @@ type CloseRun struct {
 	Error string `db:"error"`
 	// LogID is the XXL-JOB admin's log id of the run (0: none).
 	LogID int64 `db:"log_id"`
+	// OrderSource and OrderTable are the unit the run closed in: the
+	// order database (CloserConfig.SourceName) and its order table; ''
+	// on records written before there were several.
+	OrderSource string `db:"order_source"`
+	OrderTable  string `db:"order_table"`
 }
 
 // Failed reports whether the run stopped on an error or dead-lettered
@@ -73,7 +78,8 @@ func (c *Closer) recordRun(ctx context.Context, opt RunOptions, started time.Tim
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
 		Scanned: st.Scanned, Closed: st.Closed, SkippedPaid: st.SkippedPaid, SkippedLocked: st.SkippedLocked,
 		DeadLettered: st.DeadLettered, LockErrors: st.LockErrors, TradeErrors: st.TradeErrors,
-		MaxLatenessMs: st.MaxLateness.Milliseconds(), Result: sqlexec.Truncate(st.String(), 255), LogID: opt.LogID}
+		MaxLatenessMs: st.MaxLateness.Milliseconds(), Result: sqlexec.Truncate(st.String(), 255), LogID: opt.LogID,
+		OrderSource: c.cfg.SourceName, OrderTable: c.Table()}
 	if runErr != nil {
 		r.Error = sqlexec.Truncate(runErr.Error(), 2000)
 		if errors.Is(runErr, context.Canceled) {
@@ -102,7 +108,7 @@ func (c *Closer) RecordInterrupted(ctx context.Context, opt RunOptions, started 
 	}
 	r := CloseRun{StartedAt: started, Host: sqlexec.Truncate(c.cfg.Host, 64), Source: sqlexec.Truncate(opt.Source, 64),
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
-		Error: sqlexec.Truncate(reason, 2000), LogID: opt.LogID}
+		Error: sqlexec.Truncate(reason, 2000), LogID: opt.LogID, OrderSource: c.cfg.SourceName, OrderTable: c.Table()}
 	added, err := c.store.insertInterruptedCloseRun(ctx, c.db, r)
 	if err != nil {
 		return err

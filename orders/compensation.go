@@ -307,10 +307,11 @@ var errOrdersChanged = errors.New("orders: page's orders changed since they were
 
 // closeTx closes the given orders inside tx: lock them (txFast: the CAS
 // does), skip those no longer unpaid and due, then the status CAS, the stock
-// release, the coupon restore, the close log and the resolution of the
-// waiting dead letters among them, and last the lease check. Locks are
-// taken in one global order: orders (by id), inventory (by sku_id), coupons
-// (by id). In txBatch and txSingle modes the stock rows and coupons are
+// release, the coupon restore, the other givebacks, the close log and the
+// resolution of the waiting dead letters among them, and last the lease
+// check. Locks are taken in one global order: orders (by id), stock (by
+// key), coupons (by id, or by order id when matched), other givebacks (by
+// key). In txBatch and txSingle modes the stock rows and coupons are
 // locked and validated before any write (see txMode). Any error means the
 // caller must roll back.
 func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease, mode txMode) (txResult, error) {
@@ -408,7 +409,7 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 			return tr, err
 		}
 	}
-	if deltas := sumDeltas(good); local && len(deltas) > 0 {
+	if deltas := sumDeltas(good); local && len(deltas) > 0 && c.store.sql().stock != nil {
 		n, err := c.store.releaseStock(ctx, tx, deltas)
 		if err != nil {
 			return tr, err
@@ -426,6 +427,11 @@ func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows 
 		}
 		if n != int64(len(goodCoupons)) {
 			return tr, short("restore coupons", int64(len(goodCoupons)), n)
+		}
+	}
+	if local {
+		if err := c.giveBackExtra(ctx, tx, goodIDs, short); err != nil {
+			return tr, err
 		}
 	}
 	if err := c.store.insertCloseLogs(ctx, tx, goodNos, closeTime, c.cfg.Reason); err != nil {
@@ -492,67 +498,32 @@ func (c *Closer) lockCandidates(ctx context.Context, tx *sqlx.Tx, clock runClock
 // change after an order is placed, so no lock is needed).
 func (c *Closer) attachItems(ctx context.Context, tx *sqlx.Tx, cands []*candidate, items map[string][]itemRow) error {
 	if items == nil {
-		nos := make([]string, len(cands))
+		rows := make([]scanRow, len(cands))
 		for i, cd := range cands {
-			nos[i] = cd.OrderNo
+			rows[i] = cd.scanRow
 		}
-		rows, err := c.store.orderItems(ctx, tx, nos)
-		if err != nil {
+		var err error
+		if items, err = c.readItems(ctx, tx, rows); err != nil {
 			return err
-		}
-		items = make(map[string][]itemRow, len(cands))
-		for _, it := range rows {
-			items[it.OrderNo] = append(items[it.OrderNo], it)
 		}
 	}
 	for _, cd := range cands {
-		cd.items = items[cd.OrderNo]
+		cd.items = items[c.itemKey(cd.scanRow)]
 	}
 	return nil
 }
 
-// validate locks the candidates' stock rows (ascending sku_id) and coupons
+// validate locks the candidates' stock rows (ascending key) and coupons
 // (ascending id) and records in bad every order that cannot be closed as its
-// data stands: an item with a quantity below 1, a missing inventory row, a
-// coupon missing or not locked by the order, or locked stock below what the
-// page would release from a SKU.
+// data stands: an item with a quantity below 1, a missing stock row, a
+// coupon missing or not used by the order (by match: not exactly one used
+// row matching it), or a subtracted stock column below what the page would
+// take from a SKU.
 func (c *Closer) validate(ctx context.Context, tx *sqlx.Tx, cands []*candidate, bad map[string]error) error {
 	if c.cfg.Compensation == CompensateOutbox {
 		validateOutbox(cands, bad)
 		return nil
 	}
-	skuSet := map[int64]bool{}
-	var couponIDs []int64
-	for _, cd := range cands {
-		for _, it := range cd.items {
-			skuSet[it.SKUID] = true
-		}
-		if cd.CouponID.Valid {
-			couponIDs = append(couponIDs, cd.CouponID.Int64)
-		}
-	}
-	stock := map[int64]stockRow{}
-	if len(skuSet) > 0 {
-		rows, err := c.store.lockStock(ctx, tx, sortedKeys(skuSet))
-		if err != nil {
-			return err
-		}
-		for _, s := range rows {
-			stock[s.SKUID] = s
-		}
-	}
-	coupons := map[int64]couponRow{}
-	if len(couponIDs) > 0 {
-		slices.Sort(couponIDs)
-		rows, err := c.store.lockCoupons(ctx, tx, slices.Compact(couponIDs))
-		if err != nil {
-			return err
-		}
-		for _, cp := range rows {
-			coupons[cp.ID] = cp
-		}
-	}
-
 	markBad := func(cd *candidate, reason string) {
 		if _, dup := bad[cd.OrderNo]; !dup {
 			bad[cd.OrderNo] = &CompensationError{OrderNo: cd.OrderNo, Reason: reason}
@@ -562,38 +533,13 @@ func (c *Closer) validate(ctx context.Context, tx *sqlx.Tx, cands []*candidate, 
 		for _, it := range cd.items {
 			if it.Quantity <= 0 {
 				markBad(cd, fmt.Sprintf("item of sku %d has quantity %d", it.SKUID, it.Quantity))
-			} else if _, ok := stock[it.SKUID]; !ok {
-				markBad(cd, fmt.Sprintf("inventory row of sku %d is missing", it.SKUID))
-			}
-		}
-		if cd.CouponID.Valid {
-			cp, ok := coupons[cd.CouponID.Int64]
-			switch {
-			case !ok:
-				markBad(cd, fmt.Sprintf("coupon %d is missing", cd.CouponID.Int64))
-			case cp.Status != 1 || !cp.OrderNo.Valid || cp.OrderNo.String != cd.OrderNo:
-				markBad(cd, fmt.Sprintf("coupon %d is status %d for order %q, not locked by this order",
-					cp.ID, cp.Status, cp.OrderNo.String))
 			}
 		}
 	}
-	// Summed deltas must fit in locked; when a SKU's do not, every order on
-	// that SKU is moved out (one by one they close until locked runs out, and
-	// the rest are dead-lettered). Removing them only lowers other SKUs'
-	// deltas, so one pass settles it.
-	good := keep(cands, bad)
-	for _, d := range sumDeltas(good) {
-		if s := stock[d.SKUID]; s.Locked < d.Qty {
-			for _, cd := range good {
-				for _, it := range cd.items {
-					if it.SKUID == d.SKUID {
-						markBad(cd, fmt.Sprintf("locked stock of sku %d is %d, below the %d to release", d.SKUID, s.Locked, d.Qty))
-					}
-				}
-			}
-		}
+	if err := c.validateStock(ctx, tx, cands, bad, markBad); err != nil {
+		return err
 	}
-	return nil
+	return c.validateCoupons(ctx, tx, cands, markBad)
 }
 
 func keep(cands []*candidate, bad map[string]error) []*candidate {

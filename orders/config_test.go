@@ -8,8 +8,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/schema"
 )
 
 // unconnected is a database handle and a locker on servers nothing listens
@@ -46,6 +48,12 @@ func TestConstructorRefusals(t *testing.T) {
 		{"closer: run retention", closer(orders.CloserConfig{RunRetention: time.Minute}), "orders: run retention 1m0s is below 1h"},
 		{"closer: trade fan-out", closer(orders.CloserConfig{TradeFanOut: -1}), "orders: trade fan-out -1 out of [1, 256]"},
 		{"closer: compensation", closer(orders.CloserConfig{Compensation: 7}), "orders: unknown compensation mode 7"},
+		{"closer: outbox, matched coupon", closer(orders.CloserConfig{Compensation: orders.CompensateOutbox, Schema: noExtra(ordertest.ForeignSchema(ordertest.LockedOnly))}),
+			"orders: outbox compensation cannot give back a coupon found by matching columns (order.schema.coupon.match): its event names a coupon id; use local compensation, or a coupon id on the order"},
+		{"closer: outbox, givebacks", closer(orders.CloserConfig{Compensation: orders.CompensateOutbox, Schema: noCoupon(ordertest.ForeignSchema(ordertest.LockedOnly))}),
+			"orders: outbox compensation has no event for the givebacks [t_member.points += use_points by t_member.id = member_id] (order.schema.givebacks); use local compensation"},
+		{"closer: schema", closer(orders.CloserConfig{Schema: badTable(ordertest.ForeignSchema(ordertest.LockedOnly))}),
+			"orders: order schema: table: \"t order\" is not a plain table or column name (letters, digits, '_', '$'; at most 64)"},
 		{"relay: no database", func() error { _, err := orders.NewRelay(nil, orders.RelayConfig{Endpoints: ok}); return err }(), "orders: NewRelay needs a database"},
 		{"relay: no endpoints", relay(orders.RelayConfig{}), "orders: relay endpoint of stock.release \"\" is not an http(s) URL\norders: relay endpoint of coupon.restore \"\" is not an http(s) URL"},
 		{"relay: one endpoint", relay(orders.RelayConfig{Endpoints: map[string]string{orders.EventStockRelease: "http://inv.local/r"}}), "orders: relay endpoint of coupon.restore \"\" is not an http(s) URL"},
@@ -64,5 +72,17 @@ func TestConstructorRefusals(t *testing.T) {
 		})
 	}
 	require.NoError(t, closer(orders.CloserConfig{}), "the defaults are valid")
+	require.NoError(t, closer(orders.CloserConfig{Schema: ordertest.ForeignSchema(ordertest.LockedOnly)}), "a declared schema is valid")
+	require.NoError(t, closer(orders.CloserConfig{Compensation: orders.CompensateOutbox,
+		Schema: noCoupon(noExtra(ordertest.ForeignSchema(ordertest.TakenAtPlacement)))}), "outbox mode carries stock by SKU")
 	require.NoError(t, relay(orders.RelayConfig{Endpoints: ok}))
 }
+
+// noExtra is s without its per-order givebacks.
+func noExtra(s schema.Schema) schema.Schema { s.Extra = nil; return s }
+
+// noCoupon is s without its coupon.
+func noCoupon(s schema.Schema) schema.Schema { s.Coupon = nil; return s }
+
+// badTable is s with an order table name no statement may carry.
+func badTable(s schema.Schema) schema.Schema { s.Orders.Table = "t order"; return s }

@@ -57,7 +57,6 @@ const (
 	reasonClosedOnRetry = "closed by deadLetterRetryJob"
 	reasonPaid          = "order is paid; nothing to close"
 	reasonNotUnpaid     = "order is no longer unpaid (closed before, or further on); nothing to close"
-	reasonOrderGone     = "order not found in order_info"
 )
 
 // DefaultRetryPageSize is RetryOptions.PageSize when it is zero.
@@ -207,13 +206,13 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *Re
 		}
 		return nil
 	case OutcomeNotFound:
-		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Parked, reasonOrderGone)
+		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Parked, c.store.sql().orderGone)
 		if serr != nil {
 			return serr
 		}
 		if settled {
 			st.Parked++
-			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "reason", reasonOrderGone)
+			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "reason", c.store.sql().orderGone)
 		} else {
 			st.Skipped++
 		}

@@ -33,6 +33,9 @@ type Observer interface {
 // what would have been closed and nothing else is counted. LockErrors and
 // LeaseLost are parts of SkippedLocked.
 type PageReport struct {
+	// Source and Table are the unit closed in: the order database
+	// (CloserConfig.SourceName) and its order table.
+	Source, Table          string
 	ShardIndex, ShardTotal int  // the run's shard; 0 and 1 for CloseOrder
 	DryRun                 bool // nothing was changed
 	Single                 bool // a CloseOrder call, not a page of Run
@@ -63,7 +66,7 @@ func (c *Closer) observePage(ctx context.Context, opt RunOptions, scanned int, p
 	if c.cfg.Observer == nil {
 		return
 	}
-	c.cfg.Observer.ClosePage(ctx, PageReport{
+	c.cfg.Observer.ClosePage(ctx, PageReport{Source: c.Source(), Table: c.Table(),
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
 		Scanned: scanned, Closed: pr.closed, DeadLettered: pr.deadLettered,
 		SkippedPaid: pr.paid, SkippedLocked: pr.locked, SkippedClosed: pr.gone, SkippedNotDue: pr.notDue,
@@ -78,7 +81,7 @@ func (c *Closer) observeOne(ctx context.Context, out Outcome, err error) {
 	if c.cfg.Observer == nil || out == 0 {
 		return
 	}
-	p := PageReport{ShardTotal: 1, Single: true, Scanned: 1}
+	p := PageReport{Source: c.Source(), Table: c.Table(), ShardTotal: 1, Single: true, Scanned: 1}
 	switch out {
 	case OutcomeClosed:
 		p.Closed = 1

@@ -64,9 +64,9 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "close: resolve dead letters", Query: in(resolveDeadLettersSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		{Name: "close: dead-letter one order", Query: named(upsertDeadLetterSQL, deadLetterParams{OrderNo: one, LastError: "boom", Now: f.now, FirstStatus: "waiting", FirstDelayUS: 60e6, ParkAfter: 8, BaseUS: 60e6, MaxUS: 3600e6}), Units: 1},
 		{Name: "close: payment-step read", Query: lit(readOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
-		{Name: "close: capped run resumes", Query: named(closeCursorSQL, map[string]any{"shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule}), Units: 1, Plan: pk("order_close_cursor")},
-		{Name: "close: capped run stops", Query: named(setCloseCursorSQL, map[string]any{"shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule, "create_time": f.cursor.CreateTime, "order_id": f.cursor.ID}), Units: 1},
-		{Name: "close: capped run wrapped", Query: named(clearCloseCursorSQL, map[string]any{"shard_total": 4, "shard_index": 2}), Units: 1, Plan: pk("order_close_cursor")},
+		{Name: "close: capped run resumes", Query: named(closeCursorSQL, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule}), Units: 1, Plan: pk("order_close_cursor")},
+		{Name: "close: capped run stops", Query: named(setCloseCursorSQL, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule, "create_time": f.cursor.CreateTime, "order_id": f.cursor.ID}), Units: 1},
+		{Name: "close: capped run wrapped", Query: named(clearCloseCursorSQL, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 2}), Units: 1, Plan: pk("order_close_cursor")},
 		// CloseOrder and CloseOrders (the delayed-task side).
 		{Name: "CloseOrder: order", Query: q(orderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		{Name: "CloseOrder: dead letter", Query: q(deadLetterStatusSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
@@ -236,8 +236,8 @@ func newPlanFixture(t *testing.T) *planFixture {
 		`UPDATE order_outbox SET status = 'parked', park_reason = 'permanent answer: status 404', parked_at = UTC_TIMESTAMP(3)
 			WHERE status = 'done' AND id % 97 = 3`,
 		// Capped runs of many shardings have left their cursors.
-		`INSERT INTO order_close_cursor (shard_total, shard_index, shard_rule, create_time, order_id, updated_at)
-			SELECT seq DIV 8 + 1, seq % 8, seq % 2, NOW(), seq, UTC_TIMESTAMP(3) FROM seq_0_to_199`,
+		`INSERT INTO order_close_cursor (order_table, shard_total, shard_index, shard_rule, create_time, order_id, updated_at)
+			SELECT IF(seq % 3 = 1, 'order_info', CONCAT('t_order_', seq % 3)), seq DIV 8 + 1, seq % 8, seq % 2, NOW(), seq, UTC_TIMESTAMP(3) FROM seq_0_to_199`,
 		// Close records of earlier closes.
 		`INSERT INTO order_close_log (order_no, closed_at, reason) SELECT order_no, NOW(3), 'payment_timeout' FROM order_info WHERE status = 1 AND id % 5 = 3`,
 		// Close runs every minute for ten days.

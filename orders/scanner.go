@@ -38,7 +38,7 @@ type pageData struct {
 	letters map[string]bool
 }
 
-// scan walks the shard's due orders in keyset pages (see scanPageSQL) and
+// scan walks the shard's due orders in keyset pages (see closeSQL.scanPage) and
 // sends each page on out; it closes out when the keyset range is exhausted,
 // MaxOrders is reached, ctx is cancelled or a read fails (sent as a page
 // with err). Out is unbuffered, so it works one page ahead of the closer.
@@ -72,7 +72,7 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 	cur := firstCursor
 	var resume *scanCursor // where a capped run resumed; nil: from the head
 	if opt.MaxOrders > 0 {
-		saved, ok, err := c.store.closeCursor(ctx, c.db, opt.ShardIndex, opt.ShardTotal)
+		saved, ok, err := c.store.closeCursor(ctx, c.db, c.Table(), opt.ShardIndex, opt.ShardTotal)
 		if err != nil {
 			send(page{err: err})
 			return
@@ -154,7 +154,7 @@ func (c *Closer) saveCursor(ctx context.Context, opt RunOptions, cur *scanCursor
 	if opt.DryRun || ctx.Err() != nil {
 		return
 	}
-	if err := c.store.setCloseCursor(ctx, c.db, opt.ShardIndex, opt.ShardTotal, cur); err != nil {
+	if err := c.store.setCloseCursor(ctx, c.db, c.Table(), opt.ShardIndex, opt.ShardTotal, cur); err != nil {
 		c.log.WarnContext(ctx, "save where the next capped run starts", "shard_index", opt.ShardIndex,
 			"shard_total", opt.ShardTotal, "error", err.Error())
 	}
@@ -256,31 +256,25 @@ func (f *letterFilter) filter(ctx context.Context, rows []scanRow) ([]scanRow, m
 	return out, waiting, nil
 }
 
-// pageItems reads the lines of the orders of rows, by order number. The
-// read is causal (sqlexec.CausalRead): on a Galera node it waits until the
-// node has applied what the cluster committed. The lines are read outside
-// the close transaction and never written by it, so certification does not
-// guard them: a node still applying an order placed through another node
-// would otherwise see the order without its lines, and the close would give
-// back none of its stock (measured: one multi-writer run in five).
+// pageItems reads the lines of the orders of rows, by the item table's
+// key. The read is causal (sqlexec.CausalRead): on a Galera node it waits
+// until the node has applied what the cluster committed. The lines are
+// read outside the close transaction and never written by it, so
+// certification does not guard them: a node still applying an order placed
+// through another node would otherwise see the order without its lines,
+// and the close would give back none of its stock (measured: one
+// multi-writer run in five).
 func (c *Closer) pageItems(ctx context.Context, rows []scanRow) (map[string][]itemRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	var items []itemRow
+	var by map[string][]itemRow
 	err := sqlexec.CausalRead(ctx, c.db, func(q sqlx.QueryerContext) error {
 		var err error
-		items, err = c.store.orderItems(ctx, q, orderNos(rows))
+		by, err = c.readItems(ctx, q, rows)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	by := make(map[string][]itemRow, len(rows))
-	for _, it := range items {
-		by[it.OrderNo] = append(by[it.OrderNo], it)
-	}
-	return by, nil
+	return by, err
 }
 
 func orderNos(rows []scanRow) []string {

@@ -12,21 +12,32 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
-// This file holds the SQL of the close path (scan, close transaction, dead
-// letters). store_pay.go holds the order service's. Integer lists (ids, sku ids, quantities) are rendered as
+// This file runs the SQL of the close path (scan, close transaction, dead
+// letters): the statements on the shop's tables are rendered from its
+// schema (render.go), those on the executor's own tables are constants
+// here. store_pay.go holds the order service's. Integer lists (ids, sku ids, quantities) are rendered as
 // literals: they come from the database as int64, so they cannot carry
 // anything but digits, and a page of 500 orders would otherwise bind
 // thousands of placeholders. Strings (order numbers, reasons, errors) are
 // always bound.
 
-// store runs the package's statements on a *sqlx.DB or *sqlx.Tx.
-type store struct{}
+// store runs the package's statements on a *sqlx.DB or *sqlx.Tx. The
+// close path's statements on the shop's tables are rendered from its
+// schema (render.go); sq nil means the executor's own schema.
+type store struct{ sq *closeSQL }
+
+// sql is the store's rendered statements.
+func (s store) sql() *closeSQL {
+	if s.sq == nil {
+		return defaultSQL
+	}
+	return s.sq
+}
 
 // scanRow is one due order found by a scan page (or given to CloseOrders),
 // as it was without a lock: the close transaction's status CAS repeats
@@ -42,35 +53,7 @@ type scanRow struct {
 // order is r as an unpaid order.
 func (r scanRow) order() orderRow { return orderRow{scanRow: r, Status: orderstatus.Unpaid} }
 
-// scanPageSQL reads the next keyset page of due orders of one shard, after
-// the cursor (the last row of the previous page; the first page passes year
-// 1000 and id -1), due at now.
-//
-// A plain consistent read: no row or gap locks, so concurrent runs and shards
-// never block each other here (a locking range claim would: SKIP LOCKED
-// skips the rows another shard's claim holds for a moment while it walks
-// past them, so a shard would miss some of its own, and without SKIP LOCKED
-// it would wait on them). The close transaction's status CAS is the claim:
-// it repeats status = 0 and the deadline, so what this read saw needs no
-// second, locking read. It walks idx_status_create_time from the cursor
-// over status = 0 AND create_time <= now, so rows already passed are never
-// read again and closed or paid orders are never read at all; per index
-// entry it checks the shard (id is the index's suffix) and, with one
-// primary-key lookup, the row's own timeout, and returns the columns the
-// close needs from that row. Not-yet-due unpaid orders are the only rows
-// read and not returned. Returns up to limit rows in key order.
-var scanPageSQL = `
-SELECT o.id, o.order_no, o.create_time, o.timeout_minutes, o.coupon_id
-FROM order_info o FORCE INDEX (idx_status_create_time)
-WHERE o.status = 0
-  AND (o.create_time > :after_time OR (o.create_time = :after_time AND o.id > :after_id))
-  AND o.create_time <= :now
-  AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= :now
-  AND ` + shard.Match("o.id") + `
-ORDER BY o.create_time, o.id
-LIMIT :limit`
-
-// scanParams are scanPageSQL's.
+// scanParams are closeSQL.scanPage's.
 type scanParams struct {
 	AfterTime  time.Time `db:"after_time"`
 	AfterID    int64     `db:"after_id"`
@@ -89,9 +72,10 @@ type scanCursor struct {
 // firstCursor sorts before every row.
 var firstCursor = scanCursor{CreateTime: sqlexec.Earliest, ID: -1}
 
-func (store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor, now time.Time, shardIndex, shardTotal, limit int) ([]scanRow, error) {
+// scanPage runs closeSQL.scanPage.
+func (s store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor, now time.Time, shardIndex, shardTotal, limit int) ([]scanRow, error) {
 	var rows []scanRow
-	err := sqlexec.SelectNamed(ctx, q, &rows, scanPageSQL, scanParams{AfterTime: cur.CreateTime, AfterID: cur.ID,
+	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql().scanPage, scanParams{AfterTime: cur.CreateTime, AfterID: cur.ID,
 		Now: now, ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("scan due orders after (%s, %d): %w", cur.CreateTime.Format(time.DateTime), cur.ID, err)
@@ -167,36 +151,19 @@ func (o orderRow) deadline() time.Time {
 	return o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute)
 }
 
-// lockOrdersSQL locks the given orders' rows for a close transaction that
-// must read them first: a page whose status CAS found an order changed
-// since the page's read, and each order of the per-order fallback.
-//
-// The ids are a literal list. Takes a record lock on each primary-key entry
-// in ascending id order (every close transaction locks orders in that order,
-// then stock, then coupons, so two closes cannot deadlock on them). Returns one
-// row per id that exists, whatever its status: the caller skips those no
-// longer unpaid.
-const lockOrdersSQL = `
-SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
-FROM order_info WHERE id IN (%s) ORDER BY id FOR UPDATE`
-
-func (store) lockOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
+// lockOrders runs closeSQL.lockOrders.
+func (s store) lockOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
 	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockOrdersSQL, sqlexec.IntList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().lockOrders, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("lock %d orders: %w", len(ids), err)
 	}
 	return rows, nil
 }
 
-// orderByNoSQL reads one order, by its number, without locking it
-// (CloseOrder's first look). Zero or one row.
-const orderByNoSQL = `
-SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
-FROM order_info WHERE order_no = ?`
-
-func (store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo string) (orderRow, bool, error) {
+// orderByNo runs closeSQL.orderByNo.
+func (s store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo string) (orderRow, bool, error) {
 	var o orderRow
-	err := sqlx.GetContext(ctx, q, &o, orderByNoSQL, orderNo)
+	err := sqlx.GetContext(ctx, q, &o, s.sql().orderByNo, orderNo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}
@@ -206,100 +173,81 @@ func (store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo strin
 	return o, true, nil
 }
 
-// itemRow is one order line.
+// itemRow is one order line. OrderNo is the order's key as the lines
+// name it: its number, or its id as text (closeSQL.itemsByID).
 type itemRow struct {
 	OrderNo  string `db:"order_no"`
 	SKUID    int64  `db:"sku_id"`
 	Quantity int64  `db:"quantity"`
 }
 
-// orderItemsSQL reads the lines of the given orders through idx_order_no.
-// The order numbers are bound (sqlx.In). No locks: lines of
-// an order never change after it is placed, and the order row is locked.
-// The index is forced: a list longer than eq_range_index_dive_limit (200)
-// is costed from the index statistics alone, and statistics sampled early
-// in a bulk load (or lying engine-independent ones) make a page of 500
-// plan a full scan of order_item (measured: 2M rows, 100-360 ms a page).
-const orderItemsSQL = `SELECT order_no, sku_id, quantity FROM order_item FORCE INDEX (idx_order_no) WHERE order_no IN (?)`
-
-func (store) orderItems(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]itemRow, error) {
-	query, args, err := sqlx.In(orderItemsSQL, orderNos)
+// orderItems runs closeSQL.orderItems for keys, the orders' numbers
+// ([]string) or ids ([]int64), as the lines name them.
+func (s store) orderItems(ctx context.Context, q sqlx.QueryerContext, keys any) ([]itemRow, error) {
+	query, args, err := sqlx.In(s.sql().orderItems, keys)
 	if err != nil {
 		return nil, err
 	}
 	var rows []itemRow
 	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
-		return nil, fmt.Errorf("read items of %d orders: %w", len(orderNos), err)
+		return nil, fmt.Errorf("read items of %d orders: %w", len(args), err)
 	}
 	return rows, nil
 }
 
-// stockRow is one inventory row.
+// stockRow is one stock row: its key and the values of the declared
+// stock columns, in their order.
 type stockRow struct {
-	SKUID     int64 `db:"sku_id"`
-	Available int64 `db:"available"`
-	Locked    int64 `db:"locked"`
+	SKUID int64
+	cols  []int64
 }
 
-// lockStockSQL locks inventory rows before they are changed.
-//
-// The sku_ids are a literal list. Record locks on the primary key in
-// ascending sku_id order (InnoDB walks an IN list on the key in key order),
-// the order every transaction of this package takes stock locks in, so hot
-// SKUs shared by many orders never deadlock. Returns the rows that exist; a
-// missing SKU is an error for the orders that have it.
-const lockStockSQL = `
-SELECT sku_id, available, locked FROM inventory
-WHERE sku_id IN (%s) ORDER BY sku_id FOR UPDATE`
-
-func (store) lockStock(ctx context.Context, q sqlx.QueryerContext, skus []int64) ([]stockRow, error) {
+// lockStock runs stockSQL.lock.
+func (s store) lockStock(ctx context.Context, q sqlx.QueryerContext, skus []int64) ([]stockRow, error) {
+	st := s.sql().stock
+	rs, err := q.QueryxContext(ctx, fmt.Sprintf(st.lock, sqlexec.IntList(skus)))
+	if err != nil {
+		return nil, fmt.Errorf("lock stock of %d skus: %w", len(skus), err)
+	}
+	defer rs.Close()
 	var rows []stockRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockStockSQL, sqlexec.IntList(skus))); err != nil {
+	for rs.Next() {
+		r := stockRow{cols: make([]int64, len(s.sql().sch.Stock.Columns))}
+		dst := []any{&r.SKUID}
+		for i := range r.cols {
+			dst = append(dst, &r.cols[i])
+		}
+		if err := rs.Scan(dst...); err != nil {
+			return nil, fmt.Errorf("lock stock of %d skus: %w", len(skus), err)
+		}
+		rows = append(rows, r)
+	}
+	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("lock stock of %d skus: %w", len(skus), err)
 	}
 	return rows, nil
 }
 
-// couponRow is one coupon.
+// couponRow is one coupon: by id, its id, status (as text) and the order
+// using it; by match, the id of the order it matches.
 type couponRow struct {
 	ID      int64          `db:"id"`
-	Status  int            `db:"status"`
+	Status  string         `db:"status"`
 	OrderNo sql.NullString `db:"order_no"`
 }
 
-// lockCouponsSQL locks the coupons (a literal id list) of the orders being
-// closed. Record locks in ascending id order, after the stock locks.
-// Returns the rows that exist.
-const lockCouponsSQL = `
-SELECT id, status, order_no FROM user_coupon
-WHERE id IN (%s) ORDER BY id FOR UPDATE`
-
-func (store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]couponRow, error) {
+// lockCoupons runs couponSQL.lock for ids (coupon ids; by match, order ids).
+func (s store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]couponRow, error) {
 	var rows []couponRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockCouponsSQL, sqlexec.IntList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().coupon.lock, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("lock %d coupons: %w", len(ids), err)
 	}
 	return rows, nil
 }
 
-// closeOrdersSQL is the status CAS of a close: unpaid and due (by the
-// run's clock, now) to closed, for a literal id list. The WHERE repeats status = 0 and the deadline, so an
-// order paid or given a longer timeout in between is never closed even if
-// the Redis lock was lost: the database is the fence. It locks the rows it
-// reads, in ascending id order (the first of the close's locks: orders,
-// then stock by sku_id, then coupons by id); the caller expects exactly
-// len(ids) rows affected, and when fewer change (an order was paid since it
-// was read without a lock), rolls back and reads the rows under lock first
-// (lockOrdersSQL). The primary key is named, like in every statement here
-// that lists ids and repeats a status: when few rows have that status (the
-// last pages of a drain), the optimizer would otherwise walk the status
-// index instead.
-const closeOrdersSQL = `
-UPDATE order_info FORCE INDEX (PRIMARY) SET status = 2, close_time = :close_time, close_reason = :close_reason
-WHERE id IN (%s) AND status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= :now`
-
-func (store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(closeOrdersSQL, sqlexec.IntList(ids)),
+// closeOrders runs closeSQL.closeOrders.
+func (s store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().closeOrders, sqlexec.IntList(ids)),
 		map[string]any{"close_time": closeTime, "close_reason": reason, "now": now})
 	if err != nil {
 		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
@@ -313,37 +261,20 @@ type skuDelta struct {
 	Qty   int64
 }
 
-// releaseStockSQL moves the closed orders' quantities from locked back to
-// available, for all SKUs of a page in one statement.
-//
-// %[1]s is a CASE giving each sku_id its summed quantity (see deltaCase),
-// %[2]s the sku_id list; both literal. The rows are already locked (ascending
-// sku_id) by lockStockSQL, so this takes no new locks. `locked >= delta`
-// repeats the pre-check, so locked can never go negative: a row that fails it
-// is not updated and the caller, expecting one row per SKU, rolls back.
-const releaseStockSQL = `
-UPDATE inventory
-SET available = available + %[1]s, locked = locked - %[1]s
-WHERE sku_id IN (%[2]s) AND locked >= %[1]s`
-
-func (store) releaseStock(ctx context.Context, e sqlx.ExecerContext, deltas []skuDelta) (int64, error) {
-	res, err := e.ExecContext(ctx, fmt.Sprintf(releaseStockSQL, deltaCase(deltas), deltaSKUs(deltas)))
+// releaseStock runs stockSQL.release.
+func (s store) releaseStock(ctx context.Context, e sqlx.ExecerContext, deltas []skuDelta) (int64, error) {
+	st := s.sql().stock
+	res, err := e.ExecContext(ctx, fmt.Sprintf(st.release, deltaCaseOn(st.key, deltas), deltaSKUs(deltas)))
 	if err != nil {
 		return 0, fmt.Errorf("release stock of %d skus: %w", len(deltas), err)
 	}
 	return res.RowsAffected()
 }
 
-// restoreCouponsSQL gives the closed orders' coupons back to their users.
-//
-// The ids are a literal list, the order numbers bound. The WHERE repeats the expected state (locked by one of these orders); the
-// caller checked each coupon's order_no under lock and expects one row per id.
-const restoreCouponsSQL = `
-UPDATE user_coupon SET status = 0, order_no = NULL
-WHERE id IN (%s) AND status = 1 AND order_no IN (:order_nos)`
-
-func (store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
+// restoreCoupons runs couponSQL.restore for ids (coupon ids; by match,
+// order ids) of the orders orderNos.
+func (s store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().coupon.restore, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
 	if err != nil {
 		return 0, fmt.Errorf("restore %d coupons: %w", len(ids), err)
 	}
@@ -479,12 +410,15 @@ func deltaSKUs(deltas []skuDelta) string {
 	return sqlexec.IntList(ids)
 }
 
-// deltaCase renders `CASE WHEN sku_id IN (...) THEN q ... END`, one branch per
+// deltaCase is deltaCaseOn the executor's own stock key, sku_id.
+func deltaCase(deltas []skuDelta) string { return deltaCaseOn("sku_id", deltas) }
+
+// deltaCaseOn renders `CASE WHEN key IN (...) THEN q ... END`, one branch per
 // distinct quantity. Quantities repeat a lot (most SKUs of a page move 1-3
 // units), so a page's ~1,000 SKUs make a handful of branches, and MySQL tests
 // a constant IN list by binary search: each row costs a few lookups, not a
 // walk over 1,000 `WHEN sku_id = ?` branches.
-func deltaCase(deltas []skuDelta) string {
+func deltaCaseOn(key string, deltas []skuDelta) string {
 	byQty := map[int64][]int64{}
 	for _, d := range deltas {
 		byQty[d.Qty] = append(byQty[d.Qty], d.SKUID)
@@ -497,65 +431,13 @@ func deltaCase(deltas []skuDelta) string {
 	var b strings.Builder
 	b.WriteString("CASE")
 	for _, q := range qtys {
-		b.WriteString(" WHEN sku_id IN (")
+		b.WriteString(" WHEN ")
+		b.WriteString(key)
+		b.WriteString(" IN (")
 		b.WriteString(sqlexec.IntList(byQty[q]))
 		b.WriteString(") THEN ")
 		b.WriteString(strconv.FormatInt(q, 10))
 	}
 	b.WriteString(" END")
 	return b.String()
-}
-
-// cursorShardRule is the shard_rule of the cursors this code saves and
-// reads: 1, internal/shard's hash (0 was id % total, whose positions mean
-// nothing under the hash: such a cursor is ignored and overwritten).
-const cursorShardRule = 1
-
-// closeCursorSQL reads where the shard's next capped run starts.
-// A primary-key lookup; zero or one row (none when the saved one is of
-// another shard rule).
-const closeCursorSQL = `
-SELECT create_time, order_id FROM order_close_cursor
-WHERE shard_total = :shard_total AND shard_index = :shard_index AND shard_rule = :shard_rule`
-
-func (store) closeCursor(ctx context.Context, q sqlx.QueryerContext, shardIndex, shardTotal int) (scanCursor, bool, error) {
-	var row struct {
-		CreateTime time.Time `db:"create_time"`
-		ID         int64     `db:"order_id"`
-	}
-	err := sqlexec.GetNamed(ctx, q, &row, closeCursorSQL, map[string]any{"shard_total": shardTotal, "shard_index": shardIndex,
-		"shard_rule": cursorShardRule})
-	if errors.Is(err, sql.ErrNoRows) {
-		return scanCursor{}, false, nil
-	}
-	if err != nil {
-		return scanCursor{}, false, fmt.Errorf("read where shard %d/%d resumes: %w", shardIndex, shardTotal, err)
-	}
-	return scanCursor{CreateTime: row.CreateTime, ID: row.ID}, true, nil
-}
-
-// setCloseCursorSQL records where the shard's next capped run starts;
-// clearCloseCursorSQL makes it start at the head. One row by primary key.
-const (
-	setCloseCursorSQL = `
-INSERT INTO order_close_cursor (shard_total, shard_index, shard_rule, create_time, order_id, updated_at)
-VALUES (:shard_total, :shard_index, :shard_rule, :create_time, :order_id, UTC_TIMESTAMP(3))
-ON DUPLICATE KEY UPDATE shard_rule = VALUES(shard_rule), create_time = VALUES(create_time), order_id = VALUES(order_id),
-  updated_at = VALUES(updated_at)`
-	clearCloseCursorSQL = `DELETE FROM order_close_cursor WHERE shard_total = :shard_total AND shard_index = :shard_index`
-)
-
-func (store) setCloseCursor(ctx context.Context, e sqlx.ExecerContext, shardIndex, shardTotal int, cur *scanCursor) error {
-	var err error
-	p := map[string]any{"shard_total": shardTotal, "shard_index": shardIndex}
-	if cur == nil {
-		_, err = sqlexec.ExecNamed(ctx, e, clearCloseCursorSQL, p)
-	} else {
-		p["create_time"], p["order_id"], p["shard_rule"] = cur.CreateTime, cur.ID, cursorShardRule
-		_, err = sqlexec.ExecNamed(ctx, e, setCloseCursorSQL, p)
-	}
-	if err != nil {
-		return fmt.Errorf("record where shard %d/%d resumes: %w", shardIndex, shardTotal, err)
-	}
-	return nil
 }

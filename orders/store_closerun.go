@@ -17,15 +17,18 @@ import (
 // rows it writes.
 
 const closeRunColumns = `id, started_at, finished_at, host, source, shard_index, shard_total, dry_run, scanned,
-	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error, log_id`
+	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error, log_id,
+	order_source, order_table`
 
 // insertCloseRunSQL records one finished run; finished_at is the database
 // clock now. Named parameters are CloseRun's db tags.
 const insertCloseRunSQL = `
 INSERT INTO order_close_run (started_at, finished_at, host, source, shard_index, shard_total, dry_run, scanned,
-	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error, log_id)
+	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error, log_id,
+	order_source, order_table)
 VALUES (:started_at, NOW(3), :host, :source, :shard_index, :shard_total, :dry_run, :scanned,
-	:closed, :skipped_paid, :skipped_locked, :dead_lettered, :lock_errors, :trade_errors, :max_lateness_ms, :result, :error, :log_id)`
+	:closed, :skipped_paid, :skipped_locked, :dead_lettered, :lock_errors, :trade_errors, :max_lateness_ms, :result, :error, :log_id,
+	:order_source, :order_table)`
 
 func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r CloseRun) error {
 	if _, err := sqlx.NamedExecContext(ctx, e, insertCloseRunSQL, r); err != nil {
@@ -42,8 +45,10 @@ func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r CloseRun) 
 // Reads a range of idx_log_id (one log id, shared next-key locks under
 // REPEATABLE READ until the statement ends); inserts 0 or 1 row.
 const insertInterruptedCloseRunSQL = `
-INSERT INTO order_close_run (started_at, finished_at, host, source, shard_index, shard_total, dry_run, error, log_id)
-SELECT :started_at, NOW(3), :host, :source, :shard_index, :shard_total, :dry_run, :error, :log_id FROM DUAL
+INSERT INTO order_close_run (started_at, finished_at, host, source, shard_index, shard_total, dry_run, error, log_id,
+	order_source, order_table)
+SELECT :started_at, NOW(3), :host, :source, :shard_index, :shard_total, :dry_run, :error, :log_id,
+	:order_source, :order_table FROM DUAL
 WHERE NOT EXISTS (
   SELECT 1 FROM order_close_run FORCE INDEX (idx_log_id)
   WHERE log_id = :log_id AND started_at BETWEEN :started_at - INTERVAL 1 DAY AND :started_at + INTERVAL 1 DAY

@@ -18,7 +18,7 @@ import (
 // overdueCap bounds the unpaid orders Overdue examines, and so its count.
 const overdueCap = 10000
 
-// overdueSQL counts the unpaid orders past their deadline that the sweep
+// overdue counts the unpaid orders past their deadline that the sweep
 // should have closed, and finds the earliest deadline among them.
 //
 // It walks idx_status_create_time over status = 0
@@ -32,26 +32,14 @@ const overdueCap = 10000
 // resolved letters pile up. Unpaid orders are walked oldest first, so the due
 // ones come first: the count is exact up to cap and stays at cap beyond it,
 // and the cost is bounded however large the backlog. No locks.
-const overdueSQL = `
-SELECT COUNT(*) AS n, MIN(t.deadline) AS oldest
-FROM (
-  SELECT o.order_no, o.create_time + INTERVAL o.timeout_minutes MINUTE AS deadline
-  FROM order_info o FORCE INDEX (idx_status_create_time)
-  WHERE o.status = 0 AND o.create_time <= :now
-  ORDER BY o.create_time, o.id
-  LIMIT :cap
-) t
-LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage)
-  ON d.order_no = t.order_no AND d.stage = 'close'
- AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > :now))
-WHERE t.deadline <= :now AND d.id IS NULL`
-
-func (store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, sql.NullTime, error) {
+//
+// The statement is rendered from the schema: closeSQL.overdue.
+func (s store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, sql.NullTime, error) {
 	var r struct {
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
 	}
-	if err := sqlexec.GetNamed(ctx, q, &r, overdueSQL, map[string]any{"now": now, "cap": limit}); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &r, s.sql().overdue, map[string]any{"now": now, "cap": limit}); err != nil {
 		return 0, sql.NullTime{}, fmt.Errorf("count overdue orders: %w", err)
 	}
 	return r.N, r.Oldest, nil

@@ -14,18 +14,11 @@ import (
 // This file holds the SQL of the payment step (payment.go) and of late
 // payments (Pay).
 
-// readOrdersSQL re-reads the orders of a page before their trades are closed
-// at the payment side.
-// The ids are a literal list. A plain consistent read through the primary
-// key: no locks (the close transaction locks and re-checks the rows). One row
-// per id that exists.
-const readOrdersSQL = `
-SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
-FROM order_info WHERE id IN (%s)`
-
-func (store) readOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
+// readOrders re-reads the orders of a page before their trades are closed
+// at the payment side (closeSQL.readOrders). One row per id that exists.
+func (s store) readOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
 	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(readOrdersSQL, sqlexec.IntList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().readOrders, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("read %d orders: %w", len(ids), err)
 	}
 	return rows, nil

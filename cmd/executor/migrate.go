@@ -65,6 +65,14 @@ func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations
 	if mcfg, err = withConfig(cfg, mcfg); err != nil {
 		return err
 	}
+	if err := migrateDB(ctx, env, db, mcfg, dry); err != nil {
+		return err
+	}
+	return migrateSources(ctx, env, cfg, mcfg, dry)
+}
+
+// migrateDB migrates one database, or prints its script with dry.
+func migrateDB(ctx context.Context, env *cliEnv, db *sqlx.DB, mcfg migrations.Config, dry bool) error {
 	m, err := migrations.New(db.DB, mcfg)
 	if err != nil {
 		return err

@@ -64,7 +64,22 @@ func LogNotices(logger *slog.Logger, cfg *config.Config) {
 
 // OpenDB opens and pings MySQL with the executor's DSN settings.
 func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
-	dsn, err := cfg.MySQL.NormalizedDSN()
+	db, err := openPool(cfg.MySQL)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql: ping: %w", err)
+	}
+	return db, nil
+}
+
+// openPool makes the pool of m's DSN and limits, without connecting.
+func openPool(m config.MySQL) (*sqlx.DB, error) {
+	dsn, err := m.NormalizedDSN()
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
@@ -72,16 +87,10 @@ func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mysql: open: %w", err)
 	}
-	db.SetMaxOpenConns(cfg.MySQL.MaxOpenConns)
-	db.SetMaxIdleConns(cfg.MySQL.MaxOpenConns)
-	db.SetConnMaxLifetime(cfg.MySQL.ConnMaxLifetime)
-	db.SetConnMaxIdleTime(cfg.MySQL.ConnMaxIdleTime)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("mysql: ping: %w", err)
-	}
+	db.SetMaxOpenConns(m.MaxOpenConns)
+	db.SetMaxIdleConns(m.MaxOpenConns)
+	db.SetConnMaxLifetime(m.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(m.ConnMaxIdleTime)
 	return db, nil
 }
 

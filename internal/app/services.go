@@ -26,10 +26,14 @@ type Deps struct {
 	rdb       redis.UniversalClient
 	lockNodes []redis.UniversalClient
 	closer    *orders.Closer
+	units     []*orders.Closer     // orderTimeoutCloseJob's: closer, or one per table of order.sources
+	unitDBs   []*sqlx.DB           // the databases of order.sources
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
 	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
 	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// noLifecycle says why lifecycle is nil (a declared order.schema).
+	noLifecycle error
 	// compensation is where closes give stock and coupons back.
 	compensation orders.CompensationMode
 }
@@ -73,7 +77,10 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		return err
 	}
 	d.closer, d.relay, d.compensation = cp.Closer, cp.Relay, cp.Compensation
-	if d.lifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
+	if d.units, d.unitDBs, err = OpenUnits(ctx, cfg, cp, logger); err != nil {
+		return err
+	}
+	if d.lifecycle, d.noLifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
 		return err
 	}
 	services, err := delay.ParseServices(cfg.Delay.Services)
@@ -119,7 +126,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 
 // HandlerDeps is what the XXL-JOB handlers run on.
 func (d *Deps) HandlerDeps() *handlers.Deps {
-	return &handlers.Deps{Closer: d.closer, Dispatcher: d.delay, Lifecycle: d.lifecycle}
+	return &handlers.Deps{Closer: d.closer, Units: d.units, Dispatcher: d.delay, Lifecycle: d.lifecycle, NoLifecycle: d.noLifecycle}
 }
 
 // ClosePath is the order close as serve and run build it from the
@@ -129,6 +136,9 @@ type ClosePath struct {
 	Closer       *orders.Closer
 	Relay        *orders.Relay // outbox compensation only; built, not started
 	Compensation orders.CompensationMode
+	// NewUnit builds the Closer of one unit of order.sources, on its own
+	// database, with Closer's settings and locks (units.go).
+	NewUnit func(db *sqlx.DB, server orders.Server, source, table string) (*orders.Closer, error)
 }
 
 // NewClosePath builds the close path on db, with the page locks on rdb and,
@@ -156,7 +166,12 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, err
 	}
-	closer, err := orders.NewCloser(db, locker, orders.CloserConfig{
+	sch, err := cfg.Order.Schema.Schema() // checked by the loader
+	if err != nil {
+		return ClosePath{}, fmt.Errorf("order.schema: %w", err)
+	}
+	ccfg := orders.CloserConfig{
+		Schema:       sch,
 		Logger:       logger, // NewCloser tags its lines itself
 		PageSize:     cfg.Order.Close.PageSize,
 		TradeCloser:  ext.tradeCloser,
@@ -167,11 +182,13 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 		// deadLetterRetryJob and the close sweep share the retry policy.
 		DeadLetterBackoff: orders.DeadLetterBackoff{Base: cfg.Order.DeadLetter.BaseBackoff,
 			Max: cfg.Order.DeadLetter.MaxBackoff, ParkAfter: cfg.Order.DeadLetter.MaxAttempts},
-	})
+	}
+	closer, err := orders.NewCloser(db, locker, ccfg)
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order closer: %w", err)
 	}
-	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation}, nil
+	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation,
+		NewUnit: unitBuilder(cfg, locker, ccfg, logger)}, nil
 }
 
 // StartRabbitMQTimer builds and starts the RabbitMQ timer when delay.timer
@@ -215,6 +232,9 @@ func (d *Deps) Close() error {
 	}
 	if d.rdb != nil {
 		errs = append(errs, d.rdb.Close())
+	}
+	for _, db := range d.unitDBs {
+		errs = append(errs, db.Close())
 	}
 	if d.db != nil {
 		errs = append(errs, d.db.Close())

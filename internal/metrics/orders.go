@@ -50,20 +50,20 @@ type orderMetrics struct {
 func newOrderMetrics(m *Metrics) orderMetrics {
 	o := orderMetrics{
 		scanned: m.counterVec(OrdersScannedTotal,
-			"Due orders the close path looked at, by handler and shard (dry runs not counted).", "handler", "shard"),
+			"Due orders the close path looked at, by handler, shard, order source and table (dry runs not counted).", "handler", "shard", "source", "table"),
 		closed: m.counterVec(OrdersClosedTotal,
-			"Orders closed (stock and coupon given back), by handler and shard.", "handler", "shard"),
+			"Orders closed (stock and coupon given back), by handler, shard, order source and table.", "handler", "shard", "source", "table"),
 		skipped: m.counterVec(OrdersSkippedTotal,
-			"Orders looked at and left as they are, by handler, shard and reason: paid (paid first), locked (lock held elsewhere, Redis failing or lease lost), closed (closed by someone else), not_due, parked (dead letter parked).",
-			"handler", "shard", "reason"),
+			"Orders looked at and left as they are, by handler, shard, order source and table, and reason: paid (paid first), locked (lock held elsewhere, Redis failing or lease lost), closed (closed by someone else), not_due, parked (dead letter parked).",
+			"handler", "shard", "source", "table", "reason"),
 		tradeErrors: m.counterVec(OrdersTradeErrorsTotal,
-			"Orders left open because the payment side's close-trade call failed (order.payment.closeURL), by handler and shard; counted within skipped reason locked.",
-			"handler", "shard"),
+			"Orders left open because the payment side's close-trade call failed (order.payment.closeURL), by handler, shard, order source and table; counted within skipped reason locked.",
+			"handler", "shard", "source", "table"),
 		conflicts: m.counterVec(OrdersConflictsTotal,
-			"Close transactions rolled back because other transactions held or changed their rows (deadlock, lock wait, or a Galera certification conflict), by handler and shard; retried or skipped, never dead-lettered.",
-			"handler", "shard"),
+			"Close transactions rolled back because other transactions held or changed their rows (deadlock, lock wait, or a Galera certification conflict), by handler, shard, order source and table; retried or skipped, never dead-lettered.",
+			"handler", "shard", "source", "table"),
 		failed: m.counterVec(OrdersFailedTotal,
-			"Orders whose close failed and went to order_dead_letter, by handler and shard.", "handler", "shard"),
+			"Orders whose close failed and went to order_dead_letter, by handler, shard, order source and table.", "handler", "shard", "source", "table"),
 		lateness: m.histogramVec(OrdersLatenessSeconds,
 			"Time from an order's payment deadline to its close, on the database clock, by handler.",
 			[]float64{.1, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}, "handler"),
@@ -150,18 +150,18 @@ func (ob orderObserver) ClosePage(ctx context.Context, p orders.PageReport) {
 	if p.DryRun {
 		return // nothing was changed
 	}
-	o, h, shard := ob.o, handlerOf(ctx), strconv.Itoa(p.ShardIndex)
-	o.scanned.WithLabelValues(h, shard).Add(float64(p.Scanned))
-	o.closed.WithLabelValues(h, shard).Add(float64(p.Closed))
-	o.failed.WithLabelValues(h, shard).Add(float64(p.DeadLettered))
+	o, l := ob.o, []string{handlerOf(ctx), strconv.Itoa(p.ShardIndex), p.Source, p.Table}
+	o.scanned.WithLabelValues(l...).Add(float64(p.Scanned))
+	o.closed.WithLabelValues(l...).Add(float64(p.Closed))
+	o.failed.WithLabelValues(l...).Add(float64(p.DeadLettered))
 	for i, n := range [...]int{p.SkippedPaid, p.SkippedLocked, p.SkippedClosed, p.SkippedNotDue, p.SkippedParked} {
-		o.skipped.WithLabelValues(h, shard, skipReasons[i]).Add(float64(n))
+		o.skipped.WithLabelValues(append(l, skipReasons[i])...).Add(float64(n))
 	}
 	if p.TradeErrors > 0 {
-		o.tradeErrors.WithLabelValues(h, shard).Add(float64(p.TradeErrors))
+		o.tradeErrors.WithLabelValues(l...).Add(float64(p.TradeErrors))
 	}
 	if p.Conflicts > 0 {
-		o.conflicts.WithLabelValues(h, shard).Add(float64(p.Conflicts))
+		o.conflicts.WithLabelValues(l...).Add(float64(p.Conflicts))
 	}
 }
 

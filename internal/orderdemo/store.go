@@ -269,3 +269,35 @@ func (store) demoRecordBatch(ctx context.Context, e sqlx.ExecerContext, prefix s
 	}
 	return nil
 }
+
+// demoSplitSQL copies the orders of one residue of id, and their lines,
+// into tables of order_info's and order_item's shape (%[1]s the orders',
+// %[2]s the lines'; both checked names made by SplitTables).
+var demoSplitSQL = []string{
+	`CREATE TABLE IF NOT EXISTS %[1]s LIKE order_info`,
+	`CREATE TABLE IF NOT EXISTS %[2]s LIKE order_item`,
+	`INSERT INTO %[1]s SELECT * FROM order_info WHERE id %% :n = :k`,
+	`INSERT INTO %[2]s SELECT it.* FROM order_item it JOIN %[1]s o ON o.order_no = it.order_no`,
+}
+
+func (store) splitInto(ctx context.Context, e sqlx.ExtContext, orders, items string, k, n int) error {
+	for _, q := range demoSplitSQL {
+		if _, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(q, orders, items), map[string]any{"k": k, "n": n}); err != nil {
+			return fmt.Errorf("split orders into %s: %w", orders, err)
+		}
+	}
+	return nil
+}
+
+// demoSplitEmptySQL empties the tables SplitTables moved everything out
+// of.
+var demoSplitEmptySQL = []string{`DELETE FROM order_item`, `DELETE FROM order_info`}
+
+func (store) splitEmpty(ctx context.Context, e sqlx.ExecerContext) error {
+	for _, q := range demoSplitEmptySQL {
+		if _, err := e.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("split orders: %w", err)
+		}
+	}
+	return nil
+}

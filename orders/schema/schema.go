@@ -68,8 +68,12 @@ type Items struct {
 // Stock is the stock table and how a close changes it: for each column,
 // add or subtract the summed quantity of the page's lines of each key.
 type Stock struct {
-	Table   string
-	Key     string // primary or unique key matching Items.SKU
+	Table string
+	Key   string // primary or unique key matching Items.SKU
+	// Index is Key's index (PRIMARY for the primary key), forced by a
+	// declared schema's stock statements: on a small stock table a page's
+	// key list would otherwise plan a full scan, locking rows checkout needs.
+	Index   string
 	Columns []StockColumn
 }
 
@@ -94,8 +98,12 @@ type Coupon struct {
 	OrderNo     string
 	// By match (Match not empty): the coupon row whose columns equal the
 	// order's columns (e.g. user_id = user_id, coupon_id = coupon_id).
-	// An order whose first matched order column is NULL has no coupon.
+	// An order with a NULL in any matched order column has no coupon.
 	Match []Pair
+	// Index is the coupon table's index on the Match columns, forced by
+	// the matched lookup when set (statistics that lie make the join scan
+	// the coupon table otherwise).
+	Index string
 }
 
 // ByMatch reports whether the coupon is found by matching columns.
@@ -114,7 +122,7 @@ type Giveback struct {
 	Table    string
 	Column   string
 	Amount   string // column of the order
-	Key      string // primary or unique key of Table
+	Key      string // primary key of Table (the statement forces PRIMARY)
 	OrderKey string // column of the order
 }
 
@@ -130,7 +138,7 @@ func Default() Schema {
 			User: "user_id", Status: "status", CreateTime: "create_time", Unpaid: Int(0), Closed: Int(2),
 			TimeoutColumn: "timeout_minutes", CloseTime: "close_time", CloseReason: "close_reason"},
 		Items: Items{Table: "order_item", Index: "idx_order_no", OrderColumn: "order_no", SKU: "sku_id", Quantity: "quantity"},
-		Stock: &Stock{Table: "inventory", Key: "sku_id",
+		Stock: &Stock{Table: "inventory", Key: "sku_id", Index: "PRIMARY",
 			Columns: []StockColumn{{Name: "available"}, {Name: "locked", Subtract: true}}},
 		Coupon: &Coupon{Table: "user_coupon", Status: "status", Used: Int(1), Unused: Int(0),
 			OrderColumn: "coupon_id", ID: "id", OrderNo: "order_no"},
@@ -266,6 +274,7 @@ func (s Schema) Validate() error {
 	if st := s.Stock; st != nil {
 		name("stock.table", st.Table, true)
 		name("stock.key", st.Key, true)
+		name("stock.index", st.Index, false)
 		if len(st.Columns) == 0 {
 			bad("stock.columns: at least one column, or no stock table")
 		}
@@ -301,6 +310,7 @@ func (c *Coupon) validate(o Orders, name func(key, v string, required bool)) []e
 			name("coupon.match", p.Column, true)
 			name("coupon.match", p.OrderColumn, true)
 		}
+		name("coupon.index", c.Index, false)
 		return errs
 	}
 	name("coupon.orderColumn", c.OrderColumn, true)

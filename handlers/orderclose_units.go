@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/xxljob"
+)
+
+// OrderTimeoutCloseUnits returns the orderTimeoutCloseJob handler over
+// units: order tables of order databases (order.sources), each with its
+// Closer, in the configured order. One run covers this executor's share
+// of every unit (orders.Sweep: whole units in turn, the rest split by
+// rows), each source's units on a goroutine of their own. Every line of
+// the run log names its unit (source/table); a unit that fails (its
+// database down or read-only, its table missing) is reported with what
+// stopped it and fails the run, after the other units have finished.
+// With one unit the run is that Closer's Run, logged as it always was.
+func OrderTimeoutCloseUnits(units ...*orders.Closer) xxljob.Handler {
+	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
+		if len(units) == 1 {
+			return runUnit(ctx, req, units[0])
+		}
+		sweep, err := orders.NewSweep(units...)
+		if err != nil {
+			return err
+		}
+		return runSweep(ctx, req, sweep)
+	})
+}
+
+func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) error {
+	opt, err := runOptions(req)
+	if err != nil {
+		return err
+	}
+	if opt, err = sweep.Effective(opt); err != nil {
+		return err
+	}
+	mode := ""
+	if opt.DryRun {
+		mode = " (dry run: nothing is changed)"
+	}
+	req.Logf("orderTimeoutCloseJob executor %d/%d over %d units pageSize=%d maxOrders=%d maxPerSecond=%g%s",
+		opt.ShardIndex, opt.ShardTotal, len(sweep.Units()), opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, mode)
+	res := sweep.Run(ctx, orders.SweepOptions{RunOptions: opt,
+		UnitProgress: func(u orders.UnitRun, p orders.PageStats) {
+			req.Logf("%s%s page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
+				u.Name(), shareOf(u), p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
+		},
+		UnitDone: func(u orders.UnitRun) { logUnit(req, u) },
+	})
+	if len(res.Units) == 0 {
+		req.Logf("no unit for executor %d of %d", opt.ShardIndex, opt.ShardTotal)
+	}
+	summary := summarize(req, res.Total)
+	failed := res.Failed()
+	summary += fmt.Sprintf(" units=%d", len(res.Units))
+	if len(failed) > 0 {
+		summary += fmt.Sprintf(" failed_units=%d", len(failed))
+	}
+	req.Logf("%s", summary)
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("%s: %w", summary, err)
+	}
+	if res.Total.DeadLettered > 0 {
+		return fmt.Errorf("%s: %d order(s) could not be closed and went to order_dead_letter", summary, res.Total.DeadLettered)
+	}
+	req.SetResult(summary)
+	return nil
+}
+
+// shareOf writes a unit's row share, when it is not the whole unit.
+func shareOf(u orders.UnitRun) string {
+	if u.Share.Whole() {
+		return ""
+	}
+	return fmt.Sprintf(" (rows of shard %d/%d)", u.Share.RowIndex, u.Share.RowTotal)
+}
+
+// logUnit writes a unit's end into the run log: its summary line, or what
+// stopped it and, when orders.Hint knows, what to do about it (an error
+// about the database, not an order: nothing was dead-lettered for it).
+func logUnit(req *xxljob.Request, u orders.UnitRun) {
+	if u.Err == nil {
+		req.Logf("%s%s: %s", u.Name(), shareOf(u), u.Stats)
+		return
+	}
+	if !u.Started {
+		req.Logf("%s%s FAILED: %v", u.Name(), shareOf(u), u.Err)
+		return
+	}
+	req.Logf("%s%s FAILED after %s: %v", u.Name(), shareOf(u), u.Stats, u.Err)
+	if hint := orders.Hint(u.Err); hint != "" {
+		req.Logf("%s hint: %s", u.Name(), hint)
+	}
+}

@@ -1,0 +1,225 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
+)
+
+// This file holds what a close gives back that depends on the schema (see
+// render.go): the lines by the order key the item table uses, the checks
+// of stock rows and coupons before a validated close, and the per-order
+// amounts of schema.Schema.Extra (loyalty points and the like).
+
+// itemKey is the key r's lines carry: its number, or its id as text.
+func (c *Closer) itemKey(r scanRow) string {
+	if c.store.sql().itemsByID {
+		return strconv.FormatInt(r.ID, 10)
+	}
+	return r.OrderNo
+}
+
+// readItems reads the lines of rows, by itemKey, in one statement.
+func (c *Closer) readItems(ctx context.Context, q sqlx.QueryerContext, rows []scanRow) (map[string][]itemRow, error) {
+	var keys any
+	if c.store.sql().itemsByID {
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		keys = ids
+	} else {
+		keys = orderNos(rows)
+	}
+	items, err := c.store.orderItems(ctx, q, keys)
+	if err != nil {
+		return nil, err
+	}
+	by := make(map[string][]itemRow, len(rows))
+	for _, it := range items {
+		by[it.OrderNo] = append(by[it.OrderNo], it)
+	}
+	return by, nil
+}
+
+// validateStock locks the candidates' stock rows (ascending key) and marks
+// the orders with a line whose stock row is missing, and every order on a
+// SKU whose summed quantity exceeds a subtracted column (one by one they
+// close until the column runs out, and the rest are dead-lettered).
+// Removing them only lowers other SKUs' sums, so one pass settles it.
+func (c *Closer) validateStock(ctx context.Context, tx *sqlx.Tx, cands []*candidate, bad map[string]error, markBad func(*candidate, string)) error {
+	st := c.store.sql().stock
+	if st == nil {
+		return nil
+	}
+	skuSet := map[int64]bool{}
+	for _, cd := range cands {
+		for _, it := range cd.items {
+			skuSet[it.SKUID] = true
+		}
+	}
+	if len(skuSet) == 0 {
+		return nil
+	}
+	rows, err := c.store.lockStock(ctx, tx, sortedKeys(skuSet))
+	if err != nil {
+		return err
+	}
+	stock := make(map[int64]stockRow, len(rows))
+	for _, s := range rows {
+		stock[s.SKUID] = s
+	}
+	sch := c.store.sql().sch.Stock
+	for _, cd := range cands {
+		for _, it := range cd.items {
+			if _, ok := stock[it.SKUID]; !ok {
+				markBad(cd, fmt.Sprintf("%s row of sku %d is missing", sch.Table, it.SKUID))
+			}
+		}
+	}
+	good := keep(cands, bad)
+	for _, d := range sumDeltas(good) {
+		s, ok := stock[d.SKUID]
+		if !ok {
+			continue
+		}
+		for _, i := range st.subtract {
+			if s.cols[i] >= d.Qty {
+				continue
+			}
+			for _, cd := range good {
+				if slices.ContainsFunc(cd.items, func(it itemRow) bool { return it.SKUID == d.SKUID }) {
+					markBad(cd, fmt.Sprintf("%s stock of sku %d is %d, below the %d to release",
+						sch.Columns[i].Name, d.SKUID, s.cols[i], d.Qty))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validateCoupons locks the candidates' coupons (after the stock) and marks
+// the orders whose coupon is not as a close expects: by id, missing or not
+// used (by this order, when the coupon names it); by match, not exactly
+// one used row matching the order.
+func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*candidate, markBad func(*candidate, string)) error {
+	cs := c.store.sql().coupon
+	var ids []int64
+	for _, cd := range cands {
+		if cd.CouponID.Valid {
+			ids = append(ids, cd.CouponID.Int64)
+		}
+	}
+	if cs == nil || len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	rows, err := c.store.lockCoupons(ctx, tx, slices.Compact(ids))
+	if err != nil {
+		return err
+	}
+	found := map[int64][]couponRow{}
+	for _, cp := range rows {
+		found[cp.ID] = append(found[cp.ID], cp)
+	}
+	table := c.store.sql().sch.Coupon.Table
+	for _, cd := range cands {
+		if !cd.CouponID.Valid {
+			continue
+		}
+		id := cd.CouponID.Int64
+		cps := found[id]
+		switch {
+		case cs.byMatch && len(cps) != 1:
+			markBad(cd, fmt.Sprintf("%d used rows of %s match the order, not one", len(cps), table))
+		case cs.byMatch:
+		case len(cps) == 0:
+			markBad(cd, fmt.Sprintf("coupon %d is missing", id))
+		case cps[0].Status != cs.used || (cs.orderNo && (!cps[0].OrderNo.Valid || cps[0].OrderNo.String != cd.OrderNo)):
+			markBad(cd, fmt.Sprintf("coupon %d is status %s for order %q, not locked by this order",
+				id, cps[0].Status, cps[0].OrderNo.String))
+		}
+	}
+	return nil
+}
+
+// giveBackExtra gives back the per-order amounts of the closed orders ids
+// (their rows locked by this transaction's status CAS): one read of every
+// giveback's amount and key, then per giveback one statement adding each
+// key's summed amount, in ascending key order. Orders whose amount or key
+// is NULL, or whose amount is 0, give nothing. A key whose row is missing
+// changes fewer rows than expected: short says what that means in the
+// transaction's mode.
+func (c *Closer) giveBackExtra(ctx context.Context, tx *sqlx.Tx, ids []int64, short func(string, int64, int64) error) error {
+	g := c.store.sql().extra
+	if g == nil {
+		return nil
+	}
+	sums, err := c.store.givebackAmounts(ctx, tx, ids, len(g.add))
+	if err != nil {
+		return err
+	}
+	for i, stmt := range g.add {
+		deltas := make([]skuDelta, 0, len(sums[i]))
+		for _, k := range sortedKeys(sums[i]) {
+			if sums[i][k] != 0 { // amounts that cancel out change nothing, and no row would count as changed
+				deltas = append(deltas, skuDelta{SKUID: k, Qty: sums[i][k]})
+			}
+		}
+		if len(deltas) == 0 {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, deltaCaseOn(g.key[i], deltas), deltaSKUs(deltas)))
+		if err != nil {
+			return fmt.Errorf("give back %s for %d orders: %w", c.store.sql().sch.Extra[i], len(ids), err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n != int64(len(deltas)) {
+			return short(fmt.Sprintf("give back %s", c.store.sql().sch.Extra[i]), int64(len(deltas)), n)
+		}
+	}
+	return nil
+}
+
+// givebackAmounts runs givebackSQL.read for ids and sums, per giveback (n
+// of them), each key's non-zero amounts.
+func (s store) givebackAmounts(ctx context.Context, q sqlx.QueryerContext, ids []int64, n int) ([]map[int64]int64, error) {
+	rs, err := q.QueryContext(ctx, fmt.Sprintf(s.sql().extra.read, sqlexec.IntList(ids)))
+	if err != nil {
+		return nil, fmt.Errorf("read the givebacks of %d orders: %w", len(ids), err)
+	}
+	defer rs.Close()
+	sums := make([]map[int64]int64, n)
+	for i := range sums {
+		sums[i] = map[int64]int64{}
+	}
+	vals := make([]sql.NullInt64, 1+2*n)
+	dst := make([]any, len(vals))
+	for i := range vals {
+		dst[i] = &vals[i]
+	}
+	for rs.Next() {
+		if err := rs.Scan(dst...); err != nil {
+			return nil, fmt.Errorf("read the givebacks of %d orders: %w", len(ids), err)
+		}
+		for i := range n {
+			amount, key := vals[1+2*i], vals[2+2*i]
+			if amount.Valid && key.Valid && amount.Int64 != 0 {
+				sums[i][key.Int64] += amount.Int64
+			}
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read the givebacks of %d orders: %w", len(ids), err)
+	}
+	return sums, nil
+}

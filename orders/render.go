@@ -1,0 +1,424 @@
+package orders
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/orderjob/executor/internal/shard"
+	"github.com/orderjob/executor/orders/orderstatus"
+	"github.com/orderjob/executor/orders/schema"
+)
+
+// This file renders the close path's statements on the shop's tables from
+// a schema.Schema, once, when a Closer is built: each page then runs the
+// same few statements whatever the schema, with only its id and key lists
+// filled in. The executor's own tables (close log, dead letters, cursors,
+// runs, outbox) keep their constants in store.go.
+//
+// The default schema renders today's statements byte for byte
+// (TestDefaultSchemaRendersTodaysStatements): names stay unquoted, as the
+// plan tests and the logs have always shown them. A declared schema quotes
+// every name, since a shop's may be a reserved word (`order`, `key`).
+// Every name was checked to be a plain identifier and every status a plain
+// literal (schema.Validate), so nothing rendered can carry other SQL.
+
+// closeSQL holds the statements rendered for one schema. Statements with an
+// id or key list keep a %s (or %[1]s, %[2]s) for the literal list.
+type closeSQL struct {
+	sch schema.Schema
+
+	// scanPage reads the next keyset page of due orders of one shard,
+	// after the cursor (the last row of the previous page; the first page
+	// passes year 1000 and id -1), due at now.
+	//
+	// A plain consistent read: no row or gap locks, so concurrent runs
+	// and shards never block each other here (a locking range claim
+	// would: SKIP LOCKED skips the rows another shard's claim holds for a
+	// moment while it walks past them, so a shard would miss some of its
+	// own, and without SKIP LOCKED it would wait on them). The close
+	// transaction's status CAS is the claim: it repeats the unpaid status
+	// and the deadline, so what this read saw needs no second, locking
+	// read. It walks the scan index (status, create time, id) from the
+	// cursor over unpaid orders created at or before now, so rows already
+	// passed are never read again and closed or paid orders are never read
+	// at all; per index entry it checks the shard (id is the index's
+	// suffix) and, with one primary-key lookup, the row's own timeout, and
+	// returns the columns the close needs from that row. Not-yet-due
+	// unpaid orders are the only rows read and not returned. With one
+	// timeout for all orders the index range itself ends at now minus the
+	// timeout, so not even those are read. Returns up to limit rows in key
+	// order.
+	scanPage string
+	// lockOrders locks the given orders' rows (a literal id list) for a
+	// close transaction that must read them first: a page whose status CAS
+	// found an order changed since the page's read, and each order of the
+	// per-order fallback. A record lock on each primary-key entry in
+	// ascending id order (every close transaction locks orders in that
+	// order, then stock, then coupons, then other givebacks, so two
+	// closes cannot deadlock on them). One row per id that exists,
+	// whatever its status: the caller skips those no longer unpaid.
+	lockOrders string
+	// readOrders is lockOrders without the locks: the payment step's
+	// re-read of a page (payment.go), by primary key.
+	readOrders string
+	// orderByNo reads one order by its number, without locking it
+	// (CloseOrder's first look). Zero or one row.
+	orderByNo string
+	// ordersForClose reads the orders CloseOrders was given, without
+	// locks, with the status of each one's close dead letter: CloseOrder's
+	// two first reads (orderByNo, deadLetterStatusSQL) for a batch in one
+	// statement. The order numbers are bound (sqlx.In). One probe of the
+	// order number's unique index per number (forced on the executor's
+	// own schema), then one uk_order_stage probe per order found. One row
+	// per order that exists.
+	ordersForClose string
+	// orderItems reads the lines of the given orders (their numbers, or
+	// ids when the lines are keyed by id, bound by sqlx.In) through the
+	// item index. No locks: lines of an order never change after it is
+	// placed, and the order row is locked. The index is forced: a list
+	// longer than eq_range_index_dive_limit (200) is costed from the
+	// index statistics alone, and statistics sampled early in a bulk load
+	// (or lying engine-independent ones) make a page of 500 plan a full
+	// scan of the item table (measured: 2M rows, 100-360 ms a page). The
+	// order key comes back as order_no, as text.
+	orderItems string
+	// closeOrders is the status CAS of a close: unpaid and due (by the
+	// run's clock, now) to closed, for a literal id list, stamping the
+	// declared close time, update time and reason. The WHERE repeats the
+	// unpaid status and the deadline, so an order paid or given a longer
+	// timeout in between is never closed even if the Redis lock was lost:
+	// the database is the fence. It locks the rows it reads, in ascending
+	// id order (the first of the close's locks); the caller expects
+	// exactly len(ids) rows affected, and when fewer change (an order was
+	// paid since it was read without a lock), rolls back and reads the
+	// rows under lock first (lockOrders). The primary key is named, like
+	// in every statement here that lists ids and repeats a status: when
+	// few rows have that status (the last pages of a drain), the optimizer
+	// would otherwise walk the status index instead.
+	closeOrders string
+	// overdue counts the unpaid orders past their deadline that the sweep
+	// should have closed (see store_observe.go).
+	overdue string
+
+	stock  *stockSQL
+	coupon *couponSQL
+	extra  *givebackSQL
+
+	itemsByID bool   // lines name the order's id, not its number
+	orderGone string // the dead-letter reason of an order no longer there
+}
+
+// stockSQL gives the page's summed quantities back to the stock rows.
+type stockSQL struct {
+	key string // the key column as the statements name it
+	// lock locks the stock rows of a literal key list before they are
+	// changed: record locks on the key in ascending key order (InnoDB
+	// walks an IN list on the key in key order), the order every
+	// transaction of this package takes stock locks in, so hot SKUs shared
+	// by many orders never deadlock. It returns the key and every changed
+	// column of the rows that exist; a missing SKU is an error for the
+	// orders that have it.
+	lock string
+	// release changes every declared column by the summed quantity of the
+	// page's lines of each key, in one statement: %[1]s is a CASE giving
+	// each key its quantity (see deltaCase), %[2]s the key list; both
+	// literal. The rows are already locked (ascending key) by lock, or are
+	// locked here in the same order, and each subtracted column repeats
+	// the pre-check (column >= delta), so it can never go negative: a row
+	// that fails it is not updated and the caller, expecting one row per
+	// key, rolls back.
+	release  string
+	subtract []int // indexes of the columns that are subtracted (checked by validate)
+}
+
+// couponSQL gives the page's coupons back.
+type couponSQL struct {
+	byMatch bool
+	// lock locks the coupons of the orders being closed, after the stock
+	// locks. By id: the rows of a literal coupon id list, in ascending
+	// id order, with their status and the order using them. By match: the
+	// used rows matching each order of a literal order id list, one row
+	// per match, named by the order's id.
+	lock string
+	// restore sets the coupons back to unused. By id: the rows of a
+	// literal id list still used (by the bound order numbers, when the
+	// coupon names its order), clearing the order. By match: the used rows
+	// matching the orders of a literal id list. The caller expects one row
+	// per coupon (per order with a coupon, by match) and checked each
+	// under lock in validation.
+	restore string
+	used    string // the used status as text, as lock returns it
+	orderNo bool   // the coupon names the order using it
+}
+
+// givebackSQL gives back the per-order amounts of schema.Schema.Extra.
+type givebackSQL struct {
+	// read reads, for a literal list of orders whose status CAS this
+	// transaction has just made (so their rows are locked), each
+	// giveback's amount and key: id, then amount and key per giveback.
+	read string
+	// add adds the summed amounts to each giveback's rows, one statement
+	// per giveback: %[1]s a CASE of each key's sum, %[2]s the key list.
+	// One row per key is expected.
+	add []string
+	key []string // each giveback's key column as add names it
+}
+
+// defaultSQL is the executor's own schema rendered: what a Closer without a
+// declared schema runs, and what the order service's shared statements
+// (items, stock locks) use.
+var defaultSQL = mustRender(schema.Default())
+
+func mustRender(s schema.Schema) *closeSQL {
+	c, err := renderCloseSQL(s)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// renderCloseSQL renders s's statements, after checking it.
+func renderCloseSQL(s schema.Schema) (*closeSQL, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("order schema: %w", err)
+	}
+	r := renderer{s: s}
+	c := &closeSQL{sch: s, itemsByID: s.Items.ByID, orderGone: "order not found in " + s.Orders.Table}
+	c.scanPage = r.scanPage()
+	c.lockOrders = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.ID) +
+		" IN (%s) ORDER BY " + r.n(s.Orders.ID) + " FOR UPDATE"
+	c.readOrders = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.ID) + " IN (%s)"
+	c.orderByNo = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.OrderNo) + " = ?"
+	c.ordersForClose = r.ordersForClose()
+	c.orderItems = "SELECT " + r.sel("", s.Items.OrderColumn, "order_no") + ", " + r.sel("", s.Items.SKU, "sku_id") + ", " +
+		r.sel("", s.Items.Quantity, "quantity") + " FROM " + r.n(s.Items.Table) + " FORCE INDEX (" + r.n(s.Items.Index) +
+		") WHERE " + r.n(s.Items.OrderColumn) + " IN (?)"
+	c.closeOrders = r.closeOrders()
+	c.overdue = r.overdue()
+	if s.Stock != nil {
+		c.stock = r.stock()
+	}
+	if s.Coupon != nil {
+		c.coupon = r.coupon()
+	}
+	if len(s.Extra) > 0 {
+		c.extra = r.givebacks()
+	}
+	return c, nil
+}
+
+// renderer renders names and columns of one schema.
+type renderer struct{ s schema.Schema }
+
+// n is a table, column or index name as the statements write it.
+func (r renderer) n(name string) string {
+	if r.s.Declared {
+		return schema.Quote(name)
+	}
+	return name
+}
+
+// sel selects column name of the table aliased prefix ("" or "o.") as alias.
+func (r renderer) sel(prefix, name, alias string) string {
+	if !r.s.Declared && name == alias {
+		return prefix + name
+	}
+	return prefix + r.n(name) + " AS " + alias
+}
+
+// orderCols are the columns the close reads of an order, as orderRow's
+// fields. A declared schema's status comes back as the executor's own
+// status values (orderstatus), so the Go side needs no second vocabulary:
+// unpaid, closed, and any other value counted as paid (the order moved on).
+func (r renderer) orderCols(p string) string {
+	o := r.s.Orders
+	status := p + "status"
+	if r.s.Declared {
+		status = fmt.Sprintf("CASE %s%s WHEN %s THEN %d WHEN %s THEN %d ELSE %d END AS status", p, r.n(o.Status),
+			o.Unpaid.SQL(), orderstatus.Unpaid, o.Closed.SQL(), orderstatus.Closed, orderstatus.Paid)
+	}
+	return strings.Join([]string{r.sel(p, o.ID, "id"), r.sel(p, o.OrderNo, "order_no"), status,
+		r.sel(p, o.CreateTime, "create_time"), r.timeoutCol(p), r.couponCol(p)}, ", ")
+}
+
+// scanCols are orderCols without the status (a scan reads only unpaid ones).
+func (r renderer) scanCols(p string) string {
+	o := r.s.Orders
+	return strings.Join([]string{r.sel(p, o.ID, "id"), r.sel(p, o.OrderNo, "order_no"),
+		r.sel(p, o.CreateTime, "create_time"), r.timeoutCol(p), r.couponCol(p)}, ", ")
+}
+
+// timeoutCol is the order's timeout in minutes, as timeout_minutes.
+func (r renderer) timeoutCol(p string) string {
+	if o := r.s.Orders; o.TimeoutColumn == "" {
+		return strconv.Itoa(o.TimeoutMinutes) + " AS timeout_minutes"
+	}
+	return r.sel(p, r.s.Orders.TimeoutColumn, "timeout_minutes")
+}
+
+// timeout is the order's timeout in minutes as an INTERVAL operand.
+func (r renderer) timeout(p string) string {
+	if o := r.s.Orders; o.TimeoutColumn == "" {
+		return strconv.Itoa(o.TimeoutMinutes)
+	}
+	return p + r.n(r.s.Orders.TimeoutColumn)
+}
+
+// couponCol is what the close knows of the order's coupon, as coupon_id:
+// the coupon row's id, or, with a matched coupon, the order's own id when
+// every matched column is set (NULL: no coupon; the close then asks the
+// coupon table for the rows matching that order).
+func (r renderer) couponCol(p string) string {
+	c := r.s.Coupon
+	switch {
+	case c == nil:
+		return "NULL AS coupon_id"
+	case c.ByMatch():
+		var set []string
+		for _, m := range c.Match {
+			set = append(set, p+r.n(m.OrderColumn)+" IS NULL")
+		}
+		return "IF(" + strings.Join(set, " OR ") + ", NULL, " + p + r.n(r.s.Orders.ID) + ") AS coupon_id"
+	}
+	return r.sel(p, c.OrderColumn, "coupon_id")
+}
+
+func (r renderer) scanPage() string {
+	o := r.s.Orders
+	col := func(name string) string { return "o." + r.n(name) }
+	due := "  AND " + col(o.CreateTime) + " <= :now\n  AND " + col(o.CreateTime) + " + INTERVAL " + r.timeout("o.") + " MINUTE <= :now\n"
+	if o.TimeoutColumn == "" {
+		due = "  AND " + col(o.CreateTime) + " <= :now - INTERVAL " + strconv.Itoa(o.TimeoutMinutes) + " MINUTE\n"
+	}
+	return "\nSELECT " + r.scanCols("o.") + "\nFROM " + r.n(o.Table) + " o FORCE INDEX (" + r.n(o.ScanIndex) + ")\n" +
+		"WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + "\n" +
+		"  AND (" + col(o.CreateTime) + " > :after_time OR (" + col(o.CreateTime) + " = :after_time AND " + col(o.ID) + " > :after_id))\n" +
+		due +
+		"  AND " + shard.Match(col(o.ID)) + "\n" +
+		"ORDER BY " + col(o.CreateTime) + ", " + col(o.ID) + "\nLIMIT :limit"
+}
+
+func (r renderer) ordersForClose() string {
+	o := r.s.Orders
+	hint := " FORCE INDEX (uk_order_no)"
+	if r.s.Declared {
+		// The shop's unique index on its order number has a name we do not
+		// know; a unique key is costed as one row per value whatever the
+		// statistics say (the declared plan test holds it).
+		hint = ""
+	}
+	return "\nSELECT " + r.orderCols("o.") + ",\n       COALESCE(d.status, '') AS letter_status\n" +
+		"FROM " + r.n(o.Table) + " o" + hint + "\n" +
+		"LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage) ON d.order_no = o." + r.n(o.OrderNo) + " AND d.stage = 'close'\n" +
+		"WHERE o." + r.n(o.OrderNo) + " IN (?)"
+}
+
+func (r renderer) closeOrders() string {
+	o := r.s.Orders
+	set := []string{r.n(o.Status) + " = " + o.Closed.SQL()}
+	if o.CloseTime != "" {
+		set = append(set, r.n(o.CloseTime)+" = :close_time")
+	}
+	if o.UpdateTime != "" {
+		set = append(set, r.n(o.UpdateTime)+" = :close_time")
+	}
+	if o.CloseReason != "" {
+		set = append(set, r.n(o.CloseReason)+" = :close_reason")
+	}
+	return "\nUPDATE " + r.n(o.Table) + " FORCE INDEX (PRIMARY) SET " + strings.Join(set, ", ") + "\n" +
+		"WHERE " + r.n(o.ID) + " IN (%s) AND " + r.n(o.Status) + " = " + o.Unpaid.SQL() + " AND " +
+		r.n(o.CreateTime) + " + INTERVAL " + r.timeout("") + " MINUTE <= :now"
+}
+
+func (r renderer) overdue() string {
+	o := r.s.Orders
+	col := func(name string) string { return "o." + r.n(name) }
+	return "\nSELECT COUNT(*) AS n, MIN(t.deadline) AS oldest\nFROM (\n" +
+		"  SELECT " + r.sel("o.", o.OrderNo, "order_no") + ", " + col(o.CreateTime) + " + INTERVAL " + r.timeout("o.") + " MINUTE AS deadline\n" +
+		"  FROM " + r.n(o.Table) + " o FORCE INDEX (" + r.n(o.ScanIndex) + ")\n" +
+		"  WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + " AND " + col(o.CreateTime) + " <= :now\n" +
+		"  ORDER BY " + col(o.CreateTime) + ", " + col(o.ID) + "\n  LIMIT :cap\n) t\n" +
+		"LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage)\n" +
+		"  ON d.order_no = t.order_no AND d.stage = 'close'\n" +
+		" AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > :now))\n" +
+		"WHERE t.deadline <= :now AND d.id IS NULL"
+}
+
+func (r renderer) stock() *stockSQL {
+	st := r.s.Stock
+	key := r.n(st.Key)
+	hint := ""
+	if r.s.Declared && st.Index != "" {
+		// The executor's own inventory keeps today's unhinted statements
+		// (its plan tests hold PRIMARY); a shop's stock table may be small,
+		// where a page's key list plans a full scan that locks every row.
+		hint = " FORCE INDEX (" + r.n(st.Index) + ")"
+	}
+	out := &stockSQL{key: key}
+	cols := []string{r.sel("", st.Key, "sku_id")}
+	var set, guard []string
+	for i, c := range st.Columns {
+		cols = append(cols, r.n(c.Name))
+		op := " + "
+		if c.Subtract {
+			op = " - "
+			guard = append(guard, " AND "+r.n(c.Name)+" >= %[1]s")
+			out.subtract = append(out.subtract, i)
+		}
+		set = append(set, r.n(c.Name)+" = "+r.n(c.Name)+op+"%[1]s")
+	}
+	out.lock = "\nSELECT " + strings.Join(cols, ", ") + " FROM " + r.n(st.Table) + hint + "\n" +
+		"WHERE " + key + " IN (%s) ORDER BY " + key + " FOR UPDATE"
+	out.release = "\nUPDATE " + r.n(st.Table) + hint + "\nSET " + strings.Join(set, ", ") + "\n" +
+		"WHERE " + key + " IN (%[2]s)" + strings.Join(guard, "")
+	return out
+}
+
+func (r renderer) coupon() *couponSQL {
+	c, o := r.s.Coupon, r.s.Orders
+	out := &couponSQL{byMatch: c.ByMatch(), used: c.Used.String(), orderNo: c.OrderNo != ""}
+	if c.ByMatch() {
+		var on []string
+		for _, m := range c.Match {
+			on = append(on, "h."+r.n(m.Column)+" = o."+r.n(m.OrderColumn))
+		}
+		hint := ""
+		if c.Index != "" {
+			hint = " FORCE INDEX (" + r.n(c.Index) + ")"
+		}
+		join := r.n(o.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h" + hint + " ON " + strings.Join(on, " AND ")
+		where := "WHERE o." + r.n(o.ID) + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL()
+		out.lock = "\nSELECT o." + r.n(o.ID) + " AS id FROM " + join + "\n" + where + " ORDER BY o." + r.n(o.ID) + " FOR UPDATE"
+		out.restore = "\nUPDATE " + join + " SET h." + r.n(c.Status) + " = " + c.Unused.SQL() + "\n" + where
+		return out
+	}
+	id, st := r.n(c.ID), r.n(c.Status)
+	orderNo, set, check := "NULL AS order_no", st+" = "+c.Unused.SQL(), ""
+	if out.orderNo {
+		orderNo = r.sel("", c.OrderNo, "order_no")
+		set += ", " + r.n(c.OrderNo) + " = NULL"
+		check = " AND " + r.n(c.OrderNo) + " IN (:order_nos)"
+	}
+	out.lock = "\nSELECT " + r.sel("", c.ID, "id") + ", " + r.sel("", c.Status, "status") + ", " + orderNo + " FROM " + r.n(c.Table) + "\n" +
+		"WHERE " + id + " IN (%s) ORDER BY " + id + " FOR UPDATE"
+	out.restore = "\nUPDATE " + r.n(c.Table) + " SET " + set + "\n" +
+		"WHERE " + id + " IN (%s) AND " + st + " = " + c.Used.SQL() + check
+	return out
+}
+
+func (r renderer) givebacks() *givebackSQL {
+	o := r.s.Orders
+	out := &givebackSQL{}
+	cols := []string{r.n(o.ID)}
+	for _, g := range r.s.Extra {
+		cols = append(cols, r.n(g.Amount), r.n(g.OrderKey))
+		out.key = append(out.key, r.n(g.Key))
+		// The key is the table's primary key: forced, since a page's key
+		// list on a small member table otherwise plans a full index scan.
+		out.add = append(out.add, "\nUPDATE "+r.n(g.Table)+" FORCE INDEX (PRIMARY) SET "+r.n(g.Column)+" = "+r.n(g.Column)+" + %[1]s\n"+
+			"WHERE "+r.n(g.Key)+" IN (%[2]s)")
+	}
+	out.read = "\nSELECT " + strings.Join(cols, ", ") + " FROM " + r.n(o.Table) + " FORCE INDEX (PRIMARY) WHERE " + r.n(o.ID) + " IN (%s)"
+	return out
+}

@@ -1,0 +1,113 @@
+package orders
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/shard"
+	"github.com/orderjob/executor/orders/schema"
+)
+
+// The close path's statements as they were written before they were
+// rendered from a schema. TestDefaultSchemaRendersTodaysStatements holds
+// the default schema's rendering to them byte for byte, so the plan tests
+// that run them run what a Closer without a declared schema runs.
+var scanPageSQL = `
+SELECT o.id, o.order_no, o.create_time, o.timeout_minutes, o.coupon_id
+FROM order_info o FORCE INDEX (idx_status_create_time)
+WHERE o.status = 0
+  AND (o.create_time > :after_time OR (o.create_time = :after_time AND o.id > :after_id))
+  AND o.create_time <= :now
+  AND o.create_time + INTERVAL o.timeout_minutes MINUTE <= :now
+  AND ` + shard.Match("o.id") + `
+ORDER BY o.create_time, o.id
+LIMIT :limit`
+
+const lockOrdersSQL = `
+SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
+FROM order_info WHERE id IN (%s) ORDER BY id FOR UPDATE`
+
+const orderByNoSQL = `
+SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
+FROM order_info WHERE order_no = ?`
+
+const orderItemsSQL = `SELECT order_no, sku_id, quantity FROM order_item FORCE INDEX (idx_order_no) WHERE order_no IN (?)`
+
+const lockStockSQL = `
+SELECT sku_id, available, locked FROM inventory
+WHERE sku_id IN (%s) ORDER BY sku_id FOR UPDATE`
+
+const lockCouponsSQL = `
+SELECT id, status, order_no FROM user_coupon
+WHERE id IN (%s) ORDER BY id FOR UPDATE`
+
+const closeOrdersSQL = `
+UPDATE order_info FORCE INDEX (PRIMARY) SET status = 2, close_time = :close_time, close_reason = :close_reason
+WHERE id IN (%s) AND status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= :now`
+
+const releaseStockSQL = `
+UPDATE inventory
+SET available = available + %[1]s, locked = locked - %[1]s
+WHERE sku_id IN (%[2]s) AND locked >= %[1]s`
+
+const restoreCouponsSQL = `
+UPDATE user_coupon SET status = 0, order_no = NULL
+WHERE id IN (%s) AND status = 1 AND order_no IN (:order_nos)`
+
+const ordersForCloseSQL = `
+SELECT o.id, o.order_no, o.status, o.create_time, o.timeout_minutes, o.coupon_id,
+       COALESCE(d.status, '') AS letter_status
+FROM order_info o FORCE INDEX (uk_order_no)
+LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage) ON d.order_no = o.order_no AND d.stage = 'close'
+WHERE o.order_no IN (?)`
+
+const readOrdersSQL = `
+SELECT id, order_no, status, create_time, timeout_minutes, coupon_id
+FROM order_info WHERE id IN (%s)`
+
+const overdueSQL = `
+SELECT COUNT(*) AS n, MIN(t.deadline) AS oldest
+FROM (
+  SELECT o.order_no, o.create_time + INTERVAL o.timeout_minutes MINUTE AS deadline
+  FROM order_info o FORCE INDEX (idx_status_create_time)
+  WHERE o.status = 0 AND o.create_time <= :now
+  ORDER BY o.create_time, o.id
+  LIMIT :cap
+) t
+LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage)
+  ON d.order_no = t.order_no AND d.stage = 'close'
+ AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > :now))
+WHERE t.deadline <= :now AND d.id IS NULL`
+
+// TestDefaultSchemaRendersTodaysStatements: a Closer without a declared
+// schema runs exactly the statements it ran before schemas existed, and
+// so keeps their plans, measured rates and plan-test entries.
+func TestDefaultSchemaRendersTodaysStatements(t *testing.T) {
+	t.Parallel()
+	got, err := renderCloseSQL(schema.Default())
+	require.NoError(t, err)
+	for _, c := range []struct{ name, got, want string }{
+		{"scan page", got.scanPage, scanPageSQL},
+		{"lock orders", got.lockOrders, lockOrdersSQL},
+		{"read orders", got.readOrders, readOrdersSQL},
+		{"order by number", got.orderByNo, orderByNoSQL},
+		{"orders for close", got.ordersForClose, ordersForCloseSQL},
+		{"order items", got.orderItems, orderItemsSQL},
+		{"close orders", got.closeOrders, closeOrdersSQL},
+		{"overdue", got.overdue, overdueSQL},
+		{"lock stock", got.stock.lock, lockStockSQL},
+		{"release stock", got.stock.release, releaseStockSQL},
+		{"lock coupons", got.coupon.lock, lockCouponsSQL},
+		{"restore coupons", got.coupon.restore, restoreCouponsSQL},
+	} {
+		require.Equal(t, c.want, c.got, c.name)
+	}
+	require.Equal(t, "sku_id", got.stock.key)
+	require.Nil(t, got.extra)
+	require.False(t, got.itemsByID)
+	require.Equal(t, "order not found in order_info", got.orderGone)
+
+	// A Closer built without a schema renders the same.
+	require.Equal(t, defaultSQL, got)
+}
