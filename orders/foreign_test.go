@@ -133,9 +133,7 @@ func TestForeignSchemaBadCouponDeadLetters(t *testing.T) {
 	require.Equal(t, 0, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'BAD-1'`))
 	require.Equal(t, 2, b.db.Count(t, `SELECT locked FROM t_sku_stock WHERE sku = 1`), "BAD-1 still holds its reservation")
 	require.Equal(t, 993, b.db.Count(t, `SELECT points FROM t_member WHERE id = 2`))
-	var reason string
-	require.NoError(t, b.db.GetContext(b.ctx, &reason, `SELECT last_error FROM order_dead_letter WHERE order_no = 'BAD-1'`))
-	require.Contains(t, reason, "0 used rows of t_coupon_history match the order, not one")
+	require.Contains(t, b.letters(t)["BAD-1"].LastError, "0 used rows of t_coupon_history match the order, not one")
 }
 
 // TestForeignSchemaExactlyOnceWithPayments closes a foreign shop's due
@@ -224,9 +222,7 @@ func TestForeignSchemaCouponByIDWithoutStock(t *testing.T) {
 	require.Equal(t, 3, b.db.Count(t, `SELECT COUNT(*) FROM t_user_coupon WHERE state = 'UNUSED'`))
 	require.Equal(t, 2, b.db.Count(t, `SELECT COUNT(*) FROM t_order WHERE order_status = 4`))
 	require.Equal(t, 97, b.db.Count(t, `SELECT stock FROM t_goods WHERE id = 1`), "no stock table declared: nothing added back")
-	var reason string
-	require.NoError(t, b.db.GetContext(b.ctx, &reason, `SELECT last_error FROM order_dead_letter WHERE order_no = 'C-BAD'`))
-	require.Contains(t, reason, "is status UNUSED")
+	require.Contains(t, b.letters(t)["C-BAD"].LastError, "is status UNUSED")
 }
 
 // TestForeignSchemaDeadLetterRetry: deadLetterRetryJob on a declared
@@ -248,9 +244,7 @@ func TestForeignSchemaDeadLetterRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rs.Closed)
 	require.Equal(t, 1, rs.Parked)
-	var reason string
-	require.NoError(t, b.db.GetContext(b.ctx, &reason, `SELECT status_reason FROM order_dead_letter WHERE order_no = 'GONE-1'`))
-	require.Equal(t, "order not found in t_order", reason)
+	require.Equal(t, "order not found in t_order", b.letters(t)["GONE-1"].StatusReason)
 	require.Equal(t, 4, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'L-1'`))
 	require.NoError(t, ordertest.CheckForeign(b.ctx, b.db, base, ordertest.LockedOnly))
 }

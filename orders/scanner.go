@@ -256,14 +256,13 @@ func (f *letterFilter) filter(ctx context.Context, rows []scanRow) ([]scanRow, m
 	return out, waiting, nil
 }
 
-// pageItems reads the lines of the orders of rows, by the item table's
-// key. The read is causal (sqlexec.CausalRead): on a Galera node it waits
-// until the node has applied what the cluster committed. The lines are
-// read outside the close transaction and never written by it, so
-// certification does not guard them: a node still applying an order placed
-// through another node would otherwise see the order without its lines,
-// and the close would give back none of its stock (measured: one
-// multi-writer run in five).
+// pageItems reads the lines of the orders of rows, by itemKey. The read
+// is causal (sqlexec.CausalRead): on a Galera node it waits until the
+// node has applied what the cluster committed. The lines are read outside
+// the close transaction and never written by it, so certification does not
+// guard them: a node still applying an order placed through another node
+// would otherwise see the order without its lines, and the close would give
+// back none of its stock (measured: one multi-writer run in five).
 func (c *Closer) pageItems(ctx context.Context, rows []scanRow) (map[string][]itemRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
