@@ -288,7 +288,7 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 		_, qerr = db.ExecContext(uctx, q, args...)
 	}
 	if qerr != nil {
-		return nil, fmt.Errorf("%w; giving the claim back failed too, its tasks wait for recovery: %v", err, qerr)
+		return nil, fmt.Errorf("%w; giving the claim back failed too, its tasks wait for recovery: %w", err, qerr)
 	}
 	return nil, fmt.Errorf("%w (the claim was given back)", err)
 }

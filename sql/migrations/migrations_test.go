@@ -448,7 +448,7 @@ func TestMigrateBoundsTheMetadataLockWait(t *testing.T) {
 	b.exec(t, `CREATE TABLE t (id INT NOT NULL, PRIMARY KEY (id))`)
 	tx, err := b.db.BeginTxx(b.ctx, nil)
 	require.NoError(t, err)
-	defer tx.Rollback()                               //nolint:errcheck
+	defer tx.Rollback()                               //nolint:errcheck // the transaction only holds a lock; nothing to keep
 	_, err = tx.ExecContext(b.ctx, `SELECT * FROM t`) // holds t's metadata lock until the end of tx
 	require.NoError(t, err)
 
@@ -516,7 +516,7 @@ func TestExplainMissingSchema(t *testing.T) {
 		}
 	}
 	other := fmt.Errorf("x: %w", &mysql.MySQLError{Number: 1213})
-	if got := migrations.Explain(other); got != other {
+	if got := migrations.Explain(other); got != other { //nolint:errorlint // the very same error must come back
 		t.Errorf("a deadlock got a schema hint: %v", got)
 	}
 	if migrations.Explain(nil) != nil {

@@ -236,7 +236,7 @@ func parseLiveIndex(toks []token) (index, bool) {
 // {KEY|INDEX} name (cols).
 func parseIndexDef(toks []token) (index, error) {
 	var idx index
-	i := 0
+	var i int
 	switch strings.ToUpper(toks[0].text) {
 	case "PRIMARY":
 		if len(toks) != 3 || !strings.EqualFold(toks[1].text, "KEY") || toks[2].kind != tokGroup {
