@@ -13,6 +13,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // ClientConfig configures a Client.
@@ -24,6 +26,9 @@ type ClientConfig struct {
 	Timer Timer
 	// KeyPrefix starts the Redis timer's keys. Default "delay:".
 	KeyPrefix string
+	// TimerShards is how many sorted sets the Redis timer is split over
+	// (RedisTimerConfig.Shards). Default 1.
+	TimerShards int
 	// RunningTimeout is the age at which a RUNNING task counts as stuck in
 	// Stats and Check. Default 120s.
 	RunningTimeout time.Duration
@@ -81,7 +86,11 @@ func NewClient(db *sqlx.DB, rdb redis.UniversalClient, cfg ClientConfig) (*Clien
 	case cfg.Timer != nil:
 		c.timer = cfg.Timer
 	case rdb != nil:
-		c.timer = NewRedisTimer(rdb, cfg.KeyPrefix)
+		tm, err := NewRedisTimer(rdb, RedisTimerConfig{KeyPrefix: cfg.KeyPrefix, Shards: cfg.TimerShards})
+		if err != nil {
+			return nil, err
+		}
+		c.timer = tm
 	}
 	return c, nil
 }
@@ -201,6 +210,9 @@ func (c *Client) RegisterTx(ctx context.Context, tx sqlx.ExtContext, r Registrat
 // logged, not returned: the task is durable and the reconciler schedules it.
 func (c *Client) Register(ctx context.Context, r Registration) (*Task, bool, error) {
 	t, created, err := c.RegisterTx(ctx, c.db, r)
+	if isDeadlock(err) {
+		t, created, err = c.registeredMeanwhile(ctx, r, err)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -211,6 +223,29 @@ func (c *Client) Register(ctx context.Context, r Registration) (*Task, bool, err
 		}
 	}
 	return t, created, nil
+}
+
+// registeredMeanwhile settles a registration whose insert failed with 1213
+// (err). On a Galera cluster that is how a registration of the same
+// bizUuid through another node at the same moment ends, where one server
+// answers 1062: the other node's row won certification. Once this node has
+// applied it (a causal read) the registration is a duplicate of it; when
+// no such row is there, the 1213 was a deadlock and the registration is
+// tried once more.
+func (c *Client) registeredMeanwhile(ctx context.Context, r Registration, err error) (*Task, bool, error) {
+	var existing *Task
+	gerr := sqlexec.CausalRead(ctx, c.db, func(q sqlx.QueryerContext) error {
+		var err error
+		existing, err = c.store.get(ctx, q, r.BizUUID, false)
+		return err
+	})
+	switch {
+	case gerr == nil:
+		return existing, false, nil
+	case !errors.Is(gerr, ErrNotFound):
+		return nil, false, errors.Join(err, gerr)
+	}
+	return c.RegisterTx(ctx, c.db, r)
 }
 
 // Schedule tells the timer about tasks committed with RegisterTx. It is

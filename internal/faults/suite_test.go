@@ -68,6 +68,9 @@ var scenarios = []scenario{
 	{"10-galera", scenarioGalera},
 	{"11-sentinel", scenarioSentinel},
 	{"12-primary-failover", scenarioPrimaryFailover},
+	{"13-galera-multi", scenarioGaleraMulti},
+	{"14-redis-cluster", scenarioRedisCluster},
+	{"15-sentinel-delay", scenarioSentinelDelay},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per
