@@ -54,16 +54,21 @@ type clause struct {
 	Note   string // planned adds: a remark for the operator
 }
 
-// parseStatement parses one statement of a migration file.
+// parseStatement parses one statement of a migration file; every statement
+// it accepts names its table, which planning relies on.
 func parseStatement(sql string) (statement, error) {
+	st, err := parseKind(sql)
+	if err == nil && st.Table == "" {
+		return st, fmt.Errorf("no table name: %.60s", sql)
+	}
+	return st, err
+}
+
+// parseKind parses a statement by its leading keywords.
+func parseKind(sql string) (statement, error) {
 	toks := tokenize(sql)
 	st := statement{SQL: sql}
-	kw := func(i int) string {
-		if i < len(toks) && toks[i].kind == tokWord {
-			return strings.ToUpper(toks[i].text)
-		}
-		return ""
-	}
+	kw := func(i int) string { return wordAt(toks, i) }
 	switch {
 	case kw(0) == "CREATE" && kw(1) == "TABLE":
 		return parseCreateTable(sql, toks)
@@ -89,7 +94,7 @@ func parseStatement(sql string) (statement, error) {
 		if unique {
 			i = 3
 		}
-		if kw(i+1) != "ON" || i+3 >= len(toks) || toks[i+3].kind != tokGroup {
+		if kw(i+1) != "ON" || i+3 >= len(toks) || toks[i+2].kind != tokWord || toks[i+3].kind != tokGroup {
 			return st, fmt.Errorf("CREATE INDEX: want CREATE [UNIQUE] INDEX name ON table (columns)")
 		}
 		st.Kind = stmtAlterTable
@@ -118,7 +123,7 @@ func parseCreateTable(sql string, toks []token) (statement, error) {
 	if len(toks) <= 4 || keyword(toks[2]) != "IF" || keyword(toks[3]) != "NOT" || keyword(toks[4]) != "EXISTS" {
 		return st, fmt.Errorf("CREATE TABLE must say IF NOT EXISTS (users' databases may already have the table)")
 	}
-	if i+1 >= len(toks) || toks[i+1].kind != tokGroup {
+	if i+1 >= len(toks) || toks[i].kind != tokWord || toks[i+1].kind != tokGroup {
 		return st, fmt.Errorf("CREATE TABLE: want a parenthesised definition")
 	}
 	st.Table = identLower(toks[i])
@@ -298,12 +303,7 @@ func parseClause(sql string) (clause, error) {
 	sql = strings.TrimSpace(sql)
 	toks := tokenize(sql)
 	c := clause{SQL: sql}
-	up := func(i int) string {
-		if i < len(toks) && toks[i].kind == tokWord {
-			return strings.ToUpper(toks[i].text)
-		}
-		return ""
-	}
+	up := func(i int) string { return wordAt(toks, i) }
 	switch {
 	case up(0) == "ALGORITHM" || up(0) == "LOCK":
 		return c, fmt.Errorf("%s in a migration file: the migrator chooses ALGORITHM and LOCK itself", up(0))
@@ -326,4 +326,13 @@ func parseClause(sql string) (clause, error) {
 		return c, nil
 	}
 	return c, fmt.Errorf("unsupported ALTER TABLE clause (the migrator understands ADD COLUMN, ADD [UNIQUE] KEY|INDEX and DROP INDEX): %.60s", sql)
+}
+
+// wordAt is token i upper-cased when it is a word, "" otherwise (or past
+// the end).
+func wordAt(toks []token, i int) string {
+	if i < len(toks) && toks[i].kind == tokWord {
+		return strings.ToUpper(toks[i].text)
+	}
+	return ""
 }
