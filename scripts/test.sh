@@ -218,7 +218,7 @@ done
 
 step "fault suite, bounded (the full one: docs/faults.md)"
 faults_log=$(mktemp)
-if ! go test ./internal/faults -run TestFaultSuite -count=1 -v -faults -timeout 10m >"$faults_log" 2>&1; then
+if ! go test ./internal/faults -run TestFaultSuite -count=1 -v -faults -timeout 15m >"$faults_log" 2>&1; then
   cat "$faults_log"; rm -f "$faults_log"; exit 1
 fi
 grep -E '^(PASS |FAIL |fault suite|[0-9]+ passed, [0-9]+ failed)' "$faults_log"; rm -f "$faults_log"
