@@ -7,6 +7,9 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_FLAGS := -trimpath -tags timetzdata -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 BIN         ?= bin/executor
+# golangci-lint, pinned in its own module so nothing is installed globally;
+# `go tool` builds it once into the Go build cache.
+LINT        := $(GO) tool -modfile=$(CURDIR)/tools/go.mod golangci-lint
 
 .PHONY: build test lint run demo bench screenshots compose-up compose-config clean
 
@@ -16,8 +19,9 @@ build: ## static release binary (same flags as the Dockerfile)
 test: ## the contributor's full check, what CI runs (about 9-10 min on 2 cores; installs missing Debian packages as root)
 	./scripts/test.sh
 
-lint: ## formatting and vet
+lint: ## gofmt, vet and golangci-lint (.golangci.yml), each module
 	test -z "$$(gofmt -l .)" && $(GO) vet ./... && cd xxljob && $(GO) vet ./...
+	$(LINT) run ./... && cd xxljob && $(LINT) run ./...
 
 run: ## serve: register with the admin and run jobs (needs XXL_JOB_ACCESS_TOKEN)
 	$(GO) run ./cmd/executor serve

@@ -257,3 +257,30 @@ func TestBadURLErrorsHideSecrets(t *testing.T) {
 	require.Contains(t, err.Error(), "ftp://u:xxxxx@admin/")
 	require.NotContains(t, err.Error(), "SECRET")
 }
+
+// The library's reading of java.util.Properties, as the Java executor's
+// files use it: escapes, \uXXXX and UTF-8 text, continuations (a comment
+// ends in a backslash without continuing; a continued line may start with
+// '#'), no ${...} expansion, and a malformed escape named by its line.
+func TestPropertiesEscapesContinuationsUnicode(t *testing.T) {
+	t.Parallel()
+	c, err := config.LoadFileWith("x.properties", []byte(
+		"# a comment ending in a backslash does not continue \\\n"+
+			"xxl.job.executor.appname = \\u8ba2\\u5355-\\\n"+
+			"    #orders\\\\\n"+
+			"xxl.job.executor.logpath:/data/日志/a\\ b\\tc\n"+
+			"xxl.job.executor.excludedpackage=${not.expanded}\n"+
+			"xxl\\.job.executor.address=http\\://h\\:9999/\n"+
+			"xxl.job.admin.addresses=http://a:8080/,\\\n"+
+			"\thttp://b:8080/\\"), noEnv)
+	require.NoError(t, err)
+	x := c.XXL.Job
+	require.Equal(t, "订单-#orders\\", x.Executor.AppName, "\\u escapes, a continued line starting with '#', an escaped backslash ending it")
+	require.Equal(t, "/data/日志/a b\tc", x.Executor.LogPath)
+	require.Equal(t, "${not.expanded}", x.Executor.ExcludedPackage)
+	require.Equal(t, "http://h:9999/", x.Executor.Address)
+	require.Equal(t, []string{"http://a:8080/", "http://b:8080/"}, x.Admin.Addresses, "a continuation at the end of the file")
+
+	_, err = config.LoadFileWith("x.properties", []byte("xxl.job.executor.appname=a\n\nxxl.job.executor.logpath=\\u12G4\n"), noEnv)
+	require.ErrorContains(t, err, "x.properties:3: invalid unicode literal")
+}

@@ -55,7 +55,12 @@ func LoadFileWith(name string, data []byte, lookupEnv func(string) (string, bool
 	l.defaults()
 	if len(data) > 0 {
 		if strings.EqualFold(filepath.Ext(name), ".properties") {
-			l.applyMapping("", parseProperties(data))
+			doc, line, err := parseProperties(data)
+			if err != nil {
+				l.problems = append(l.problems, fmt.Errorf("%s%w", l.at(line), err))
+			} else {
+				l.applyMapping("", doc)
+			}
 		} else {
 			var doc yaml.Node
 			if err := yaml.Unmarshal(data, &doc); err != nil {

@@ -123,7 +123,7 @@ func TestRegisterTxFollowsTheTransaction(t *testing.T) {
 	// existing task (locking read) instead of failing.
 	tx2, err := b.db.BeginTxx(ctx, nil)
 	require.NoError(t, err)
-	defer tx2.Rollback() //nolint:errcheck
+	defer tx2.Rollback() //nolint:errcheck // rolled back at the end whatever the test did
 	var dummy int
 	require.NoError(t, tx2.Get(&dummy, `SELECT COUNT(*) FROM job_delay_task`)) // opens the snapshot
 	_, _, err = c.Register(ctx, Registration{BizUUID: "late-1", Handler: "noop", Delay: time.Hour})

@@ -148,15 +148,21 @@ func (store) get(ctx context.Context, q sqlx.QueryerContext, bizUUID string, loc
 	if locking {
 		query = selectByBizUUIDShared
 	}
-	var t Task
-	if err := sqlx.GetContext(ctx, q, &t, query, bizUUID); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
-		}
-		return nil, fmt.Errorf("read task %s: %w", bizUUID, err)
+	return getTask(ctx, q, "task "+bizUUID, query, bizUUID)
+}
+
+// getTask reads the one task query finds, ErrNotFound when there is none;
+// what names it in an error.
+func getTask(ctx context.Context, q sqlx.QueryerContext, what, query string, arg any) (*Task, error) {
+	t, err := sqlexec.GetOne[Task](ctx, q, query, arg)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if t == nil {
+		return nil, ErrNotFound
 	}
 	t.normalize()
-	return &t, nil
+	return t, nil
 }
 
 // cancelTask moves a PENDING or FAILED task to CANCELLED. 0 or 1 row; the
@@ -304,7 +310,7 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 		_, qerr = db.ExecContext(uctx, q, args...)
 	}
 	if qerr != nil {
-		return nil, fmt.Errorf("%w; giving the claim back failed too, its tasks wait for recovery: %v", err, qerr)
+		return nil, fmt.Errorf("%w; giving the claim back failed too, its tasks wait for recovery: %w", err, qerr)
 	}
 	return nil, fmt.Errorf("%w (the claim was given back)", err)
 }
@@ -853,15 +859,7 @@ func execOne(ctx context.Context, ext sqlx.ExecerContext, query string, args ...
 const selectByTraceID = `SELECT ` + taskColumns + ` FROM job_delay_task FORCE INDEX (uk_trace_id) WHERE trace_id = ?`
 
 func (store) getByTrace(ctx context.Context, q sqlx.QueryerContext, traceID string) (*Task, error) {
-	var t Task
-	if err := sqlx.GetContext(ctx, q, &t, selectByTraceID, traceID); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
-		}
-		return nil, fmt.Errorf("read task with trace id %s: %w", traceID, err)
-	}
-	t.normalize()
-	return &t, nil
+	return getTask(ctx, q, "task with trace id "+traceID, selectByTraceID, traceID)
 }
 
 // The operator's task lists read a window of keys, the handler filter

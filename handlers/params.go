@@ -74,7 +74,7 @@ func parseParams(s string, allowed ...string) (params, error) {
 func parseJSONParams(s string) (params, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
-	bad := func(err error) error { return fmt.Errorf("job param looks like JSON but does not parse: %v", err) }
+	bad := func(err error) error { return fmt.Errorf("job param looks like JSON but does not parse: %w", err) }
 	if _, err := dec.Token(); err != nil { // the '{' the caller saw
 		return nil, bad(err)
 	}

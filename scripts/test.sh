@@ -9,7 +9,7 @@
 # TEST_REDIS_ADDR and TEST_RABBITMQ_URL (docs/development.md#tests-and-ci;
 # .ci/run starts them). Then: formatting and vet, the documentation's links,
 # the alerting rules' promtool checks and tests, docker-compose.yml with each
-# profile, the release build, the whole test suite with the race detector
+# profile, golangci-lint, the release build, the whole test suite with the race detector
 # (make demo among it: internal/doclinks runs scripts/demo.sh), each fuzz
 # target for a few seconds, the bounded fault suite and the benchmarks at a
 # small size.
@@ -155,6 +155,14 @@ step "gofmt and go vet"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then echo "gofmt needed on: $unformatted" >&2; exit 1; fi
 for m in $modules; do (cd "$m" && go vet ./...); done
+
+# golangci-lint is pinned in tools/go.mod (a module of its own, so the
+# application's go.mod carries none of its dependencies). `go tool` builds
+# it once into the Go build cache (a few minutes on 2 cores) and the linter
+# keeps its results in its own cache, so a second run takes about a minute.
+step "golangci-lint (.golangci.yml), each module"
+lint_mod="$PWD/tools/go.mod"
+for m in $modules; do (cd "$m" && go tool -modfile="$lint_mod" golangci-lint run ./...); done
 
 step "documentation links (README.md, docs/)"
 # -short: the README's commands (this script's prerequisite check, make

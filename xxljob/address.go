@@ -131,7 +131,7 @@ func CheckListenAddr(ctx context.Context, addr string) error {
 		if errors.As(err, &ae) {
 			err = errors.New(ae.Err)
 		}
-		return fmt.Errorf("%q is not host:port (%v); want e.g. 127.0.0.1:9999, or :9999 for every interface", addr, err)
+		return fmt.Errorf("%q is not host:port (%w); want e.g. 127.0.0.1:9999, or :9999 for every interface", addr, err)
 	}
 	n, err := strconv.Atoi(port)
 	switch {
@@ -148,7 +148,7 @@ func CheckListenAddr(ctx context.Context, addr string) error {
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := net.DefaultResolver.LookupIPAddr(lctx, host); err != nil {
-		return fmt.Errorf("%q: host %q is neither an IP address nor a name that resolves (%v)", addr, host, err)
+		return fmt.Errorf("%q: host %q is neither an IP address nor a name that resolves (%w)", addr, host, err)
 	}
 	return nil
 }

@@ -250,10 +250,10 @@ func New(cfg Config) (*Executor, error) {
 		errs = append(errs, fmt.Errorf("AppName: required, 1 to 64 characters without spaces, got %q", cfg.AppName))
 	}
 	if err := checkHTTPURL(cfg.Address); err != nil {
-		errs = append(errs, fmt.Errorf("Address: %w", err))
+		errs = append(errs, fmt.Errorf("Address: %w", err)) //nolint:staticcheck // names the Config field
 	}
 	if cfg.Port < 1 || cfg.Port > 65535 {
-		errs = append(errs, fmt.Errorf("Port: %d out of range 1-65535", cfg.Port))
+		errs = append(errs, fmt.Errorf("Port: %d out of range 1-65535", cfg.Port)) //nolint:staticcheck // names the Config field
 	}
 	if err := CheckListenAddr(context.Background(), cfg.ListenAddr); err != nil {
 		errs = append(errs, fmt.Errorf("ListenAddr: %w", err))

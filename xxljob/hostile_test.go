@@ -9,6 +9,7 @@ package xxljob_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -398,7 +399,7 @@ func TestHostileSlowLoris(t *testing.T) {
 					break
 				}
 				_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-				if n, err := c.Read(buf); n > 0 || err == io.EOF || (err != nil && !isTimeout(err)) {
+				if n, err := c.Read(buf); n > 0 || errors.Is(err, io.EOF) || (err != nil && !isTimeout(err)) {
 					break // the server answered or hung up
 				}
 			}
@@ -420,8 +421,8 @@ func TestHostileSlowLoris(t *testing.T) {
 }
 
 func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Thousands of concurrent /run calls: every one is answered, every accepted

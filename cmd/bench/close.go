@@ -31,22 +31,22 @@ func init() {
 }
 
 type closeFlags struct {
-	orders, skus           int
-	shards, sizes, lying   []int
-	ceiling                []int
-	dsn, redis             string
-	seedSeconds            float64
-	executor               string
-	idleOrders, rssOrders  int
-	pageSize               int
-	repeat                 int
-	cpuProfile             string
-	skip                   map[string]bool
-	couponFrac, dueFrac    float64
-	paidFrac, notDueFrac   float64
-	idleNotDueFrac         float64
-	small, keepGoingOnFail bool
-	statements             bool
+	orders, skus          int
+	shards, sizes, lying  []int
+	ceiling               []int
+	dsn, redis            string
+	seedSeconds           float64
+	executor              string
+	idleOrders, rssOrders int
+	pageSize              int
+	repeat                int
+	cpuProfile            string
+	skip                  map[string]bool
+	couponFrac, dueFrac   float64
+	paidFrac, notDueFrac  float64
+	idleNotDueFrac        float64
+	small                 bool
+	statements            bool
 }
 
 func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
@@ -207,7 +207,7 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		}
 	}()
 	if err := b.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("Redis at %s does not answer: %w", f.redis, err)
+		return fmt.Errorf("redis at %s does not answer: %w", f.redis, err)
 	}
 	if b.locker, err = orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix}); err != nil {
 		return err
@@ -328,7 +328,7 @@ func (b *closeBench) compare(ctx context.Context) error {
 			return nil
 		}
 		for _, n := range mergedCounts(f.shards, f.ceiling) {
-			if slices.Contains(f.shards, n) && !(n > 1 && f.skip["shards"]) {
+			if slices.Contains(f.shards, n) && (n <= 1 || !f.skip["shards"]) {
 				if err := measure(fmt.Sprintf("ours%d", n), func() (row, string, error) {
 					return b.oursRow(ctx, tmplName, base, n, gen.Due, round)
 				}); err != nil {

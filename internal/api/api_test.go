@@ -36,7 +36,7 @@ func TestTokenProtectsAllButProbes(t *testing.T) {
 	s.Handle("GET /api/thing", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		api.WriteJSON(w, 200, map[string]string{"ok": "yes"})
 	}))
-	s.HandlePublic("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("m 1\n")) }))
+	s.HandlePublic("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("m 1\n")) }))
 
 	rec, body := do(t, s, "GET", "/api/thing", "", "")
 	require.Equal(t, 401, rec.Code)
@@ -119,12 +119,12 @@ func TestReadyzOptionalCheck(t *testing.T) {
 	require.Equal(t, 503, rec.Code)
 	require.Equal(t, map[string]any{"mysql": "ok", "registry": "not registered with any admin yet"}, body["checks"])
 
-	rec, body = do(t, s, "GET", "/readyz?registry=0", "", "")
+	rec, _ = do(t, s, "GET", "/readyz?registry=0", "", "")
 	require.Equal(t, 200, rec.Code, "registry=0 leaves it out")
 
-	rec, body = do(t, s, "GET", "/readyz?regsitry=1", "", "")
+	rec, body = do(t, s, "GET", "/readyz?regsitry=1", "", "") //nolint:misspell // a misspelt check name is the point
 	require.Equal(t, 400, rec.Code)
-	require.Contains(t, body["error"], `unknown check "regsitry"; optional checks: [registry]`)
+	require.Contains(t, body["error"], `unknown check "regsitry"; optional checks: [registry]`) //nolint:misspell // the misspelt name echoed
 }
 
 func TestStartAndShutdown(t *testing.T) {

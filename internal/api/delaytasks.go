@@ -133,14 +133,14 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return reg, "", errors.New("body is not valid JSON: it ends too early")
 		case errors.As(err, &se):
-			return reg, "", fmt.Errorf("body is not valid JSON at byte %d: %v", se.Offset, err)
+			return reg, "", fmt.Errorf("body is not valid JSON at byte %d: %w", se.Offset, err)
 		case errors.As(err, &te):
 			return reg, te.Field, fmt.Errorf("%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			return reg, "", fmt.Errorf("%s (fields: bizUuid, handler, executeTime, delayMs, payload, maxRetry)",
 				strings.TrimPrefix(err.Error(), "json: "))
 		default:
-			return reg, "", fmt.Errorf("body: %v", err)
+			return reg, "", fmt.Errorf("body: %w", err)
 		}
 	}
 	if dec.More() {

@@ -246,7 +246,8 @@ func TestHostileAPISlowLoris(t *testing.T) {
 				}
 				_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 				n, err := c.Read(buf)
-				if ne, ok := err.(net.Error); n > 0 || (err != nil && !(ok && ne.Timeout())) {
+				var ne net.Error
+				if n > 0 || (err != nil && (!errors.As(err, &ne) || !ne.Timeout())) {
 					break
 				}
 			}

@@ -100,7 +100,7 @@ func (e Exponential) Wait(ctx context.Context, n int) error {
 // more, so errors.Is finds both context.Canceled and the cause.
 func contextError(ctx context.Context) error {
 	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || cause == err {
+	if cause == nil || cause == err { //nolint:errorlint // identity: is the cause the context's own error
 		return err
 	}
 	return errors.Join(err, cause)

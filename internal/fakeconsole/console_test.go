@@ -32,7 +32,13 @@ func newTestClient(t *testing.T, v Version) *testClient {
 	return &testClient{t: t, c: c, http: hc}
 }
 
-func (tc *testClient) post(path string, form url.Values) (*http.Response, map[string]any) {
+// reply is what a test reads of a response whose body post has read.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func (tc *testClient) post(path string, form url.Values) (reply, map[string]any) {
 	tc.t.Helper()
 	resp, err := tc.http.PostForm(tc.c.URL()+path, form)
 	require.NoError(tc.t, err)
@@ -40,7 +46,7 @@ func (tc *testClient) post(path string, form url.Values) (*http.Response, map[st
 	body, _ := io.ReadAll(resp.Body)
 	var m map[string]any
 	_ = json.Unmarshal(body, &m)
-	return resp, m
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, m
 }
 
 func (tc *testClient) login() {

@@ -3,6 +3,7 @@ package faults_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -165,7 +166,7 @@ func (h *harness) start(t *testing.T, name string, e env, args ...string) *child
 	go func() {
 		err := cmd.Wait()
 		c.dur = time.Since(c.start)
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			c.code = ee.ExitCode()
 		} else if err == nil {
 			c.code = 0
@@ -369,7 +370,8 @@ WHERE i.locked < COALESCE(h.q, 0)`))
 	l.Doubled = dupLogs + overReleased
 	require.NoError(t, db.GetContext(ctx, &l.DeadLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status <> 'resolved'`))
 	if err := ordertest.Check(ctx, db, base); err != nil {
-		ve, ok := err.(*ordertest.ViolationsError)
+		var ve *ordertest.ViolationsError
+		ok := errors.As(err, &ve)
 		require.True(t, ok, "ordertest.Check: %v", err)
 		for _, v := range ve.Violations {
 			l.Violations = append(l.Violations, v.Rule+": "+v.Detail)

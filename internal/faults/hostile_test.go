@@ -3,6 +3,7 @@ package faults_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -213,7 +214,8 @@ func trickle(addr, head string, limit time.Duration) time.Duration {
 		}
 		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 		n, err := c.Read(buf)
-		if ne, ok := err.(net.Error); n > 0 || (err != nil && !(ok && ne.Timeout())) {
+		var ne net.Error
+		if n > 0 || (err != nil && (!errors.As(err, &ne) || !ne.Timeout())) {
 			break
 		}
 	}

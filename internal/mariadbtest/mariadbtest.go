@@ -146,7 +146,7 @@ func template() (string, error) {
 		defer os.RemoveAll(work) // a no-op after a successful rename
 		cmd := exec.Command(InstallDBPath, append(installArgs, "--datadir="+filepath.Join(work, "data"))...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			tmplErr = fmt.Errorf("mariadb-install-db: %v: %s", err, out)
+			tmplErr = fmt.Errorf("mariadb-install-db: %w: %s", err, out)
 			return
 		}
 		if err := os.Rename(work, final); err != nil {
@@ -256,7 +256,7 @@ func waitUntil(exited <-chan struct{}, timeout time.Duration, check func() error
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("timeout after %s: %v", timeout, last)
+	return fmt.Errorf("timeout after %s: %w", timeout, last)
 }
 
 // Kill crashes the server (SIGKILL, as a power cut or the OOM killer would)

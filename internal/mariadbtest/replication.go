@@ -72,26 +72,33 @@ func (s *Server) ReplicateFrom(ctx context.Context, primary *Server) error {
 	defer db.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var io, sql, lastErr string
-		rows, err := db.QueryxContext(ctx, "SHOW SLAVE STATUS")
-		if err == nil {
-			for rows.Next() {
-				m := map[string]any{}
-				if err = rows.MapScan(m); err == nil {
-					io, sql = str(m["Slave_IO_Running"]), str(m["Slave_SQL_Running"])
-					lastErr = str(m["Last_IO_Error"]) + str(m["Last_SQL_Error"])
-				}
-			}
-			rows.Close()
-		}
+		io, sql, lastErr, err := slaveStatus(ctx, db)
 		if err == nil && io == "Yes" && sql == "Yes" {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("replica on %s not running after 30s (IO %q, SQL %q, %v): %s", s.Addr, io, sql, err, lastErr)
+			return fmt.Errorf("replica on %s not running after 30s (IO %q, SQL %q, %w): %s", s.Addr, io, sql, err, lastErr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// slaveStatus reads the replica's IO and SQL threads and their last errors.
+func slaveStatus(ctx context.Context, db *sqlx.DB) (io, sql, lastErr string, err error) {
+	rows, err := db.QueryxContext(ctx, "SHOW SLAVE STATUS") //nolint:sqlclosecheck // closed by the defer below (the linter misses it with named results)
+	if err != nil {
+		return "", "", "", err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		m := map[string]any{}
+		if err := rows.MapScan(m); err != nil {
+			return "", "", "", err
+		}
+		io, sql = str(m["Slave_IO_Running"]), str(m["Slave_SQL_Running"])
+		lastErr = str(m["Last_IO_Error"]) + str(m["Last_SQL_Error"])
+	}
+	return io, sql, lastErr, rows.Err()
 }
 
 func str(v any) string {

@@ -205,13 +205,6 @@ func (m *Metrics) gaugeVec(name, help string, labels ...string) *prometheus.Gaug
 	return v
 }
 
-func (m *Metrics) gauge(name, help string) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
-	m.reg.MustRegister(g)
-	m.define(name, kindGauge)
-	return g
-}
-
 func (m *Metrics) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 	v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 	m.reg.MustRegister(v)

@@ -2,8 +2,6 @@ package orderdemo
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -146,18 +144,16 @@ func (store) demoForeign(ctx context.Context, q sqlx.QueryerContext, table strin
 			query = fmt.Sprintf(demoForeignByOrderSQL, table)
 		}
 	}
-	var key string
-	err := sqlx.GetContext(ctx, q, &key, query)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
+	key, err := sqlexec.GetOne[string](ctx, q, query)
+	switch {
+	case err != nil:
 		return "", fmt.Errorf("look for rows demo-data did not make in %s: %w", table, err)
+	case key == nil:
+		return "", nil
+	case !withMarker:
+		return "(any)", nil
 	}
-	if !withMarker {
-		key = "(any)"
-	}
-	return key, nil
+	return *key, nil
 }
 
 // demoTruncateSQL empties one of demoTables or the marker table (%s). DDL:
@@ -191,15 +187,14 @@ WHERE sku_id BETWEEN 1 AND ? AND sku_id > (SELECT COALESCE(MAX(skus), 0) FROM or
 ORDER BY sku_id LIMIT 1`
 
 func (store) demoForeignStock(ctx context.Context, q sqlx.QueryerContext, skus int) (int64, error) {
-	var sku int64
-	err := sqlx.GetContext(ctx, q, &sku, demoForeignStockSQL, skus)
-	if errors.Is(err, sql.ErrNoRows) {
+	sku, err := sqlexec.GetOne[int64](ctx, q, demoForeignStockSQL, skus)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("look for inventory rows demo-data did not make: %w", err)
+	case sku == nil:
 		return 0, nil
 	}
-	if err != nil {
-		return 0, fmt.Errorf("look for inventory rows demo-data did not make: %w", err)
-	}
-	return sku, nil
+	return *sku, nil
 }
 
 // demoReserveSQL moves a table's AUTO_INCREMENT past the last id of a range

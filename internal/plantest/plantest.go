@@ -230,6 +230,7 @@ func Run(ctx context.Context, db *sqlx.DB, q Query) (Result, error) {
 	if err != nil {
 		return r, err
 	}
+	defer rows.Close() // closed below before the counters are read again; a second Close is a no-op
 	for rows.Next() {
 	}
 	if err := rows.Close(); err != nil {

@@ -103,7 +103,7 @@ func listAll[T any](ctx context.Context, c *Client, path string, filters url.Val
 		}
 		var batch []T
 		if err := json.Unmarshal(rows, &batch); err != nil {
-			return nil, fmt.Errorf("provision: POST %s: rows not understood: %v", path, err)
+			return nil, fmt.Errorf("provision: POST %s: rows not understood: %w", path, err)
 		}
 		all = append(all, batch...)
 		if len(batch) == 0 || len(all) >= total {

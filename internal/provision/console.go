@@ -279,7 +279,7 @@ func (c *Client) recentLogs(ctx context.Context, groupID, jobID, n int) ([]LogRo
 	}
 	var out []LogRow
 	if err := json.Unmarshal(rows, &out); err != nil {
-		return nil, fmt.Errorf("provision: POST %s: rows not understood: %v", pathLogList, err)
+		return nil, fmt.Errorf("provision: POST %s: rows not understood: %w", pathLogList, err)
 	}
 	return out, nil
 }

@@ -44,7 +44,7 @@ func (s *Session) PublishAsync(ctx context.Context, m Message) *Pending {
 	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, m.Exchange, m.Key, true, false, m.Msg)
 	if err != nil {
 		s.pubFailed.Add(1)
-		return &Pending{err: fmt.Errorf("%w: publish: %v", ErrDown, err)}
+		return &Pending{err: fmt.Errorf("%w: publish: %w", ErrDown, err)}
 	}
 	return &Pending{s: s, dc: dc, msgID: m.Msg.MessageId}
 }

@@ -267,7 +267,7 @@ func (s *Session) connect(ctx context.Context) error {
 		Properties: amqp.Table{"connection_name": s.cfg.Name},
 	})
 	if err != nil {
-		return fmt.Errorf("%w: rabbitmq at %s unreachable: %v", ErrDown, redact.URL(s.cfg.URL), redact.Err(err))
+		return fmt.Errorf("%w: rabbitmq at %s unreachable: %w", ErrDown, redact.URL(s.cfg.URL), redact.Err(err))
 	}
 	fail := func(err error) error {
 		_ = conn.Close()
@@ -276,34 +276,34 @@ func (s *Session) connect(ctx context.Context) error {
 	if s.cfg.Declare != nil {
 		dch, err := conn.Channel()
 		if err != nil {
-			return fail(fmt.Errorf("%w: open channel: %v", ErrDown, err))
+			return fail(fmt.Errorf("%w: open channel: %w", ErrDown, err))
 		}
 		if err := s.cfg.Declare(dch); err != nil {
 			var ae *amqp.Error
 			if errors.As(err, &ae) && (ae.Code == amqp.PreconditionFailed || ae.Code == amqp.AccessRefused || ae.Code == amqp.NotAllowed) {
 				return fail(&TopologyError{Err: err})
 			}
-			return fail(fmt.Errorf("%w: declare topology: %v", ErrDown, err))
+			return fail(fmt.Errorf("%w: declare topology: %w", ErrDown, err))
 		}
 		_ = dch.Close()
 	}
 	ch, err := conn.Channel()
 	if err != nil {
-		return fail(fmt.Errorf("%w: open channel: %v", ErrDown, err))
+		return fail(fmt.Errorf("%w: open channel: %w", ErrDown, err))
 	}
 	var deliveries <-chan amqp.Delivery
 	var returns chan amqp.Return
 	if c := s.cfg.Consume; c != nil {
 		if err := ch.Qos(c.Prefetch, 0, false); err != nil {
-			return fail(fmt.Errorf("%w: set prefetch: %v", ErrDown, err))
+			return fail(fmt.Errorf("%w: set prefetch: %w", ErrDown, err))
 		}
 		tag := s.cfg.Name + "." + strconv.FormatUint(s.gen+1, 10)
 		if deliveries, err = ch.ConsumeWithContext(ctx, c.Queue, tag, false, false, false, false, nil); err != nil {
-			return fail(fmt.Errorf("%w: consume %s: %v", ErrDown, c.Queue, err))
+			return fail(fmt.Errorf("%w: consume %s: %w", ErrDown, c.Queue, err))
 		}
 	} else {
 		if err := ch.Confirm(false); err != nil {
-			return fail(fmt.Errorf("%w: confirm mode: %v", ErrDown, err))
+			return fail(fmt.Errorf("%w: confirm mode: %w", ErrDown, err))
 		}
 		// Buffered, and drained by publishers under mu after each confirm:
 		// the broker sends a return before the ack of the same message, so
@@ -342,9 +342,9 @@ func (s *Session) serve(ctx context.Context) error {
 			}
 			s.mu.Unlock()
 		case e := <-connClosed:
-			return fmt.Errorf("%w: connection closed: %v", ErrDown, closeReason(e))
+			return fmt.Errorf("%w: connection closed: %s", ErrDown, closeReason(e))
 		case e := <-chClosed:
-			return fmt.Errorf("%w: channel closed: %v", ErrDown, closeReason(e))
+			return fmt.Errorf("%w: channel closed: %s", ErrDown, closeReason(e))
 		case <-s.kick:
 			return fmt.Errorf("%w: a message was unroutable; declaring the topology again", ErrDown)
 		case d, ok := <-deliveries:

@@ -178,14 +178,6 @@ func foldStatement(s schema, st statement) error {
 		for _, c := range st.Clauses {
 			applyClause(t, c)
 		}
-	case stmtDropTable:
-		delete(s, st.Table)
-	case stmtRenameTable:
-		if t := s[st.Table]; t != nil {
-			delete(s, st.Table)
-			t.Name = st.NewName
-			s[st.NewName] = t
-		}
 	}
 	return nil
 }
@@ -196,11 +188,9 @@ func tableNames(ms []Migration) []string {
 	var out []string
 	for _, m := range ms {
 		for _, st := range m.parsed {
-			for _, n := range []string{st.Table, st.NewName} {
-				if n != "" && !seen[n] {
-					seen[n] = true
-					out = append(out, n)
-				}
+			if n := st.Table; n != "" && !seen[n] {
+				seen[n] = true
+				out = append(out, n)
 			}
 		}
 	}

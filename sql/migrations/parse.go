@@ -2,7 +2,6 @@ package migrations
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -10,30 +9,29 @@ import (
 // must know which table, column or index each one creates, so that on a
 // user's existing order_info it adds only what is missing, refuses what is
 // incompatible, and can tell afterwards whether the schema is complete. The
-// grammar understood is the DDL our files use (and the obvious neighbours a
-// later file may need); anything else is refused when the files are loaded,
-// so a test catches it before a user's database does.
+// grammar understood is exactly what the files use: CREATE TABLE IF NOT
+// EXISTS, ALTER TABLE with ADD COLUMN, ADD [UNIQUE] KEY|INDEX and DROP
+// INDEX, CREATE [UNIQUE] INDEX, and UPDATE. Anything else is refused when
+// the files are loaded, so a test catches it before a user's database does;
+// a file that needs more grows the grammar with it (and FuzzParseStatement
+// with the file).
 
 // stmtKind is what a statement does to the schema.
 type stmtKind int
 
 const (
-	stmtCreateTable stmtKind = iota // CREATE TABLE [IF NOT EXISTS] t (...)
+	stmtCreateTable stmtKind = iota // CREATE TABLE IF NOT EXISTS t (...)
 	stmtAlterTable                  // ALTER TABLE t clause, ... (also CREATE INDEX)
-	stmtDropTable                   // DROP TABLE [IF EXISTS] t
-	stmtRenameTable                 // RENAME TABLE a TO b
-	stmtData                        // INSERT, UPDATE, DELETE: no schema change
+	stmtData                        // UPDATE t ...: no schema change
 )
 
 // statement is one parsed statement of a migration file.
 type statement struct {
 	SQL     string // as written, without the trailing ';'
 	Kind    stmtKind
-	Table   string   // the table it acts on (lower case); the old name for a rename
-	NewName string   // rename target
+	Table   string   // the table it acts on (lower case)
 	Create  *table   // the definition, for CREATE TABLE
 	Clauses []clause // for ALTER TABLE
-	IfGuard bool     // IF [NOT] EXISTS was written (CREATE/DROP TABLE)
 	Options string   // table options after the definition, for CREATE TABLE
 }
 
@@ -44,33 +42,33 @@ const (
 	addColumn clauseKind = iota
 	addIndex
 	dropIndex
-	dropColumn
-	modifyColumn // MODIFY or CHANGE
-	renameIndex
-	renameColumn
 )
 
 // clause is one clause of an ALTER TABLE.
 type clause struct {
-	SQL     string // as written
-	Kind    clauseKind
-	Column  column // addColumn, modifyColumn (the new definition)
-	Index   index  // addIndex
-	Name    string // dropIndex, dropColumn, renames and CHANGE: the old name (lower case)
-	NewName string // renames: the new name (lower case)
-	Note    string // planned adds: a remark for the operator
+	SQL    string // as written
+	Kind   clauseKind
+	Column column // addColumn
+	Index  index  // addIndex
+	Name   string // dropIndex (lower case)
+	Note   string // planned adds: a remark for the operator
 }
 
-// parseStatement parses one statement of a migration file.
+// parseStatement parses one statement of a migration file; every statement
+// it accepts names its table, which planning relies on.
 func parseStatement(sql string) (statement, error) {
+	st, err := parseKind(sql)
+	if err == nil && st.Table == "" {
+		return st, fmt.Errorf("no table name: %.60s", sql)
+	}
+	return st, err
+}
+
+// parseKind parses a statement by its leading keywords.
+func parseKind(sql string) (statement, error) {
 	toks := tokenize(sql)
 	st := statement{SQL: sql}
-	kw := func(i int) string {
-		if i < len(toks) && toks[i].kind == tokWord {
-			return strings.ToUpper(toks[i].text)
-		}
-		return ""
-	}
+	kw := func(i int) string { return wordAt(toks, i) }
 	switch {
 	case kw(0) == "CREATE" && kw(1) == "TABLE":
 		return parseCreateTable(sql, toks)
@@ -96,7 +94,7 @@ func parseStatement(sql string) (statement, error) {
 		if unique {
 			i = 3
 		}
-		if kw(i+1) != "ON" || i+3 >= len(toks) || toks[i+3].kind != tokGroup {
+		if kw(i+1) != "ON" || i+3 >= len(toks) || toks[i+2].kind != tokWord || toks[i+3].kind != tokGroup {
 			return st, fmt.Errorf("CREATE INDEX: want CREATE [UNIQUE] INDEX name ON table (columns)")
 		}
 		st.Kind = stmtAlterTable
@@ -107,51 +105,25 @@ func parseStatement(sql string) (statement, error) {
 		// Run as the equivalent ALTER so the algorithm rules apply.
 		st.SQL = "ALTER TABLE " + toks[i+2].text + " " + cl.SQL
 		return st, nil
-	case kw(0) == "DROP" && kw(1) == "TABLE":
-		st.Kind = stmtDropTable
-		i := 2
-		if kw(2) == "IF" && kw(3) == "EXISTS" {
-			st.IfGuard, i = true, 4
-		}
-		if i >= len(toks) || len(toks) > i+1 {
-			return st, fmt.Errorf("DROP TABLE: want one table")
-		}
-		st.Table = identLower(toks[i])
-		return st, nil
-	case kw(0) == "RENAME" && kw(1) == "TABLE":
-		if len(toks) != 5 || kw(3) != "TO" {
-			return st, fmt.Errorf("RENAME TABLE: want RENAME TABLE a TO b")
-		}
-		st.Kind = stmtRenameTable
-		st.Table, st.NewName = identLower(toks[2]), identLower(toks[4])
-		return st, nil
-	case kw(0) == "INSERT" || kw(0) == "UPDATE" || kw(0) == "DELETE" || kw(0) == "REPLACE":
+	case kw(0) == "UPDATE":
 		// The table is kept so a declared order.schema skips a data step
 		// of the shop's tables as it skips their DDL.
-		st.Kind = stmtData
-		i := 1
-		for slices.Contains([]string{"INTO", "FROM", "IGNORE", "LOW_PRIORITY", "QUICK", "DELAYED", "HIGH_PRIORITY"}, kw(i)) {
-			i++
+		if len(toks) < 2 || toks[1].kind != tokWord {
+			return st, fmt.Errorf("UPDATE: want the table after UPDATE")
 		}
-		if i >= len(toks) || toks[i].kind != tokWord {
-			return st, fmt.Errorf("%s: want the table after %s", kw(0), kw(0))
-		}
-		st.Table = identLower(toks[i])
+		st.Kind, st.Table = stmtData, identLower(toks[1])
 		return st, nil
 	}
-	return st, fmt.Errorf("unsupported statement (the migrator understands CREATE TABLE, ALTER TABLE, CREATE INDEX, DROP TABLE, RENAME TABLE and data statements): %.60s", sql)
+	return st, fmt.Errorf("unsupported statement (the migrator understands CREATE TABLE IF NOT EXISTS, ALTER TABLE, CREATE INDEX and UPDATE): %.60s", sql)
 }
 
 func parseCreateTable(sql string, toks []token) (statement, error) {
 	st := statement{SQL: sql, Kind: stmtCreateTable}
-	i := 2
-	if len(toks) > 4 && strings.EqualFold(toks[2].text, "IF") && strings.EqualFold(toks[3].text, "NOT") && strings.EqualFold(toks[4].text, "EXISTS") {
-		st.IfGuard, i = true, 5
-	}
-	if !st.IfGuard {
+	i := 5
+	if len(toks) <= 4 || keyword(toks[2]) != "IF" || keyword(toks[3]) != "NOT" || keyword(toks[4]) != "EXISTS" {
 		return st, fmt.Errorf("CREATE TABLE must say IF NOT EXISTS (users' databases may already have the table)")
 	}
-	if i+1 >= len(toks) || toks[i+1].kind != tokGroup {
+	if i+1 >= len(toks) || toks[i].kind != tokWord || toks[i+1].kind != tokGroup {
 		return st, fmt.Errorf("CREATE TABLE: want a parenthesised definition")
 	}
 	st.Table = identLower(toks[i])
@@ -252,7 +224,7 @@ func parseLiveIndex(toks []token) (index, bool) {
 // {KEY|INDEX} name (cols).
 func parseIndexDef(toks []token) (index, error) {
 	var idx index
-	i := 0
+	var i int
 	switch strings.ToUpper(toks[0].text) {
 	case "PRIMARY":
 		if len(toks) != 3 || !strings.EqualFold(toks[1].text, "KEY") || toks[2].kind != tokGroup {
@@ -325,122 +297,42 @@ func parseColumn(def string) (column, error) {
 	return c, nil
 }
 
-// parseClause parses one ALTER TABLE clause.
+// parseClause parses one ALTER TABLE clause: ADD [COLUMN] definition,
+// ADD [UNIQUE] KEY|INDEX name (columns) or DROP INDEX name.
 func parseClause(sql string) (clause, error) {
 	sql = strings.TrimSpace(sql)
 	toks := tokenize(sql)
 	c := clause{SQL: sql}
-	up := func(i int) string {
-		if i < len(toks) && toks[i].kind == tokWord {
-			return strings.ToUpper(toks[i].text)
-		}
-		return ""
-	}
-	// skipIf skips IF [NOT] EXISTS at i.
-	skipIf := func(i int) int {
-		if up(i) == "IF" {
-			i++
-			if up(i) == "NOT" {
-				i++
-			}
-			if up(i) == "EXISTS" {
-				i++
-			}
-		}
-		return i
-	}
-	switch up(0) {
-	case "ALGORITHM", "LOCK":
+	up := func(i int) string { return wordAt(toks, i) }
+	switch {
+	case up(0) == "ALGORITHM" || up(0) == "LOCK":
 		return c, fmt.Errorf("%s in a migration file: the migrator chooses ALGORITHM and LOCK itself", up(0))
-	case "ADD":
-		switch up(1) {
-		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
-			idx, err := parseIndexDef(toks[1:])
-			if err != nil {
-				return c, err
-			}
-			c.Kind, c.Index = addIndex, idx
-			return c, nil
-		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PARTITION":
-			return c, fmt.Errorf("ADD %s is not supported by the migrator", up(1))
+	case up(0) == "ADD" && (up(1) == "UNIQUE" || up(1) == "KEY" || up(1) == "INDEX"):
+		idx, err := parseIndexDef(toks[1:])
+		if err != nil {
+			return c, err
 		}
-		i := 1
-		if up(1) == "COLUMN" {
-			i = 2
-		}
-		i = skipIf(i)
-		if i >= len(toks) {
-			return c, fmt.Errorf("ADD COLUMN without a definition")
-		}
-		col, err := parseColumn(sql[toks[i].pos:])
+		c.Kind, c.Index = addIndex, idx
+		return c, nil
+	case up(0) == "ADD" && up(1) == "COLUMN" && len(toks) > 2 && up(2) != "IF":
+		col, err := parseColumn(sql[toks[2].pos:])
 		if err != nil {
 			return c, err
 		}
 		c.Kind, c.Column = addColumn, col
 		return c, nil
-	case "DROP":
-		switch up(1) {
-		case "INDEX", "KEY":
-			i := skipIf(2)
-			if i >= len(toks) {
-				return c, fmt.Errorf("DROP INDEX without a name")
-			}
-			c.Kind, c.Name = dropIndex, identLower(toks[i])
-			return c, nil
-		case "PRIMARY":
-			c.Kind, c.Name = dropIndex, "primary"
-			return c, nil
-		case "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION":
-			return c, fmt.Errorf("DROP %s is not supported by the migrator", up(1))
-		}
-		i := 1
-		if up(1) == "COLUMN" {
-			i = 2
-		}
-		i = skipIf(i)
-		if i >= len(toks) {
-			return c, fmt.Errorf("DROP COLUMN without a name")
-		}
-		c.Kind, c.Name = dropColumn, identLower(toks[i])
-		return c, nil
-	case "MODIFY", "CHANGE":
-		i := 1
-		if up(1) == "COLUMN" {
-			i = 2
-		}
-		if i >= len(toks) {
-			return c, fmt.Errorf("%s without a definition", up(0))
-		}
-		if up(0) == "CHANGE" {
-			c.Name = identLower(toks[i])
-			i++
-			if i >= len(toks) {
-				return c, fmt.Errorf("CHANGE without a new definition")
-			}
-		}
-		col, err := parseColumn(sql[toks[i].pos:])
-		if err != nil {
-			return c, err
-		}
-		if c.Name == "" {
-			c.Name = col.Name
-		}
-		c.Kind, c.Column = modifyColumn, col
-		return c, nil
-	case "RENAME":
-		kind := renameColumn
-		switch up(1) {
-		case "INDEX", "KEY":
-			kind = renameIndex
-		case "COLUMN":
-		default:
-			return c, fmt.Errorf("RENAME %s is not supported in ALTER TABLE (use RENAME TABLE)", up(1))
-		}
-		if len(toks) != 5 || up(3) != "TO" {
-			return c, fmt.Errorf("want RENAME %s a TO b", up(1))
-		}
-		c.Kind, c.Name, c.NewName = kind, identLower(toks[2]), identLower(toks[4])
+	case up(0) == "DROP" && up(1) == "INDEX" && len(toks) == 3:
+		c.Kind, c.Name = dropIndex, identLower(toks[2])
 		return c, nil
 	}
-	return c, fmt.Errorf("unsupported ALTER TABLE clause: %.60s", sql)
+	return c, fmt.Errorf("unsupported ALTER TABLE clause (the migrator understands ADD COLUMN, ADD [UNIQUE] KEY|INDEX and DROP INDEX): %.60s", sql)
+}
+
+// wordAt is token i upper-cased when it is a word, "" otherwise (or past
+// the end).
+func wordAt(toks []token, i int) string {
+	if i < len(toks) && toks[i].kind == tokWord {
+		return strings.ToUpper(toks[i].text)
+	}
+	return ""
 }

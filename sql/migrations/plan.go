@@ -253,27 +253,6 @@ func planStatement(st statement, sim, ref schema) ([]action, []Problem) {
 			acts = append(acts, action{SQL: "ALTER TABLE " + st.Table + " " + strings.Join(keepSQL, ", "), Alter: true, Inplace: changesIndex(keep)})
 		}
 		return acts, probs
-	case stmtDropTable:
-		if sim[st.Table] == nil {
-			return []action{{Note: st.Table + " is already gone"}}, nil
-		}
-		delete(sim, st.Table)
-		return []action{{SQL: st.SQL}}, nil
-	case stmtRenameTable:
-		from, to := sim[st.Table], sim[st.NewName]
-		switch {
-		case from != nil && to == nil:
-			delete(sim, st.Table)
-			from.Name = st.NewName
-			sim[st.NewName] = from
-			return []action{{SQL: st.SQL}}, nil
-		case from == nil && to != nil:
-			return []action{{Note: st.Table + " is already renamed to " + st.NewName}}, nil
-		case from != nil:
-			return nil, []Problem{{Table: st.NewName, Object: "table " + st.NewName,
-				Detail: "exists, so " + st.Table + " cannot be renamed to it", Fix: "rename or drop one of them"}}
-		}
-		return nil, []Problem{{Table: st.Table, Object: "table " + st.Table, Detail: "is missing", Fix: "restore the table"}}
 	}
 	return []action{{SQL: st.SQL}}, nil
 }

@@ -293,36 +293,6 @@ func applyClause(t *table, c clause) {
 		}
 	case dropIndex:
 		t.Indexes = slices.DeleteFunc(t.Indexes, func(ix index) bool { return ix.Name == c.Name })
-	case dropColumn:
-		t.Columns = slices.DeleteFunc(t.Columns, func(col column) bool { return col.Name == c.Name })
-		for i := range t.Indexes {
-			t.Indexes[i].Columns = slices.DeleteFunc(t.Indexes[i].Columns, func(n string) bool { return n == c.Name })
-		}
-		t.Indexes = slices.DeleteFunc(t.Indexes, func(ix index) bool { return len(ix.Columns) == 0 })
-	case modifyColumn:
-		if col := t.column(c.Name); col != nil {
-			*col = c.Column
-			renameInIndexes(t, c.Name, c.Column.Name)
-		}
-	case renameColumn:
-		if col := t.column(c.Name); col != nil {
-			col.Name = c.NewName
-			renameInIndexes(t, c.Name, c.NewName)
-		}
-	case renameIndex:
-		if ix := t.index(c.Name); ix != nil {
-			ix.Name = c.NewName
-		}
-	}
-}
-
-func renameInIndexes(t *table, from, to string) {
-	for i := range t.Indexes {
-		for j, n := range t.Indexes[i].Columns {
-			if n == from {
-				t.Indexes[i].Columns[j] = to
-			}
-		}
 	}
 }
 
@@ -344,19 +314,6 @@ func clauseDone(tbl string, t *table, c clause) (bool, *Problem) {
 		}
 	case dropIndex:
 		return t.index(c.Name) == nil, nil
-	case dropColumn:
-		return t.column(c.Name) == nil, nil
-	case modifyColumn:
-		if c.Name != c.Column.Name && t.column(c.Name) == nil && t.column(c.Column.Name) != nil {
-			return true, nil // CHANGE already ran
-		}
-		if h := t.column(c.Column.Name); h != nil && c.Name == c.Column.Name {
-			return h.Type == c.Column.Type && h.Nullable == c.Column.Nullable, nil
-		}
-	case renameColumn:
-		return t.column(c.Name) == nil && t.column(c.NewName) != nil, nil
-	case renameIndex:
-		return t.index(c.Name) == nil && t.index(c.NewName) != nil, nil
 	}
 	return false, nil
 }

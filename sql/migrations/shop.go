@@ -54,7 +54,7 @@ func (m *Migrator) skips(s Migration) bool {
 		return false
 	}
 	for _, st := range s.parsed {
-		if m.shop[st.Table] || m.shop[st.NewName] {
+		if m.shop[st.Table] {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -110,8 +111,8 @@ func (m *Migrator) Status(ctx context.Context) (*Status, error) {
 			Recorded: u.Checksum, AppliedAt: u.AppliedAt, ExecutionMS: u.ExecutionMS, CarriedFrom: u.CarriedFrom})
 	}
 	if err := m.check(ctx, m.db); err != nil {
-		se, ok := err.(*SchemaError)
-		if !ok {
+		var se *SchemaError
+		if !errors.As(err, &se) {
 			return nil, err
 		}
 		st.Problems = se.Problems

@@ -48,7 +48,7 @@ func Spooled(logPath string) (map[int64]int, error) {
 				Start      json.RawMessage `json:"start"`
 			}
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				return nil // a line being written: not a result yet
+				return nil //nolint:nilerr // a line being written: not a result yet
 			}
 			if r.Start == nil && !acked[r.Seq] { // a run's start record is no result
 				out[r.LogID] = r.HandleCode
