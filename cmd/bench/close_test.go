@@ -68,3 +68,46 @@ func TestBenchCloseTargetsBySize(t *testing.T) {
 		require.Equal(t, tc.endsSaying, f.smallNote(), tc.args)
 	}
 }
+
+// With -sources and -tables the orders are split over databases and
+// tables and closed by each count of broadcast executors at once (one
+// that does not divide the units among them), then with odd ids only;
+// each row has every due order closed once with each database's
+// invariants intact and prints each executor's count and the skew; the
+// same orders in a declared foreign schema close beside ours; the last
+// line gains the three fields.
+func TestBenchCloseSources(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := benchClose(context.Background(), []string{"-orders", "3000", "-skus", "300", "-shards", "1", "-ceiling", "1",
+		"-sources", "2", "-tables", "2", "-executors", "1,3", "-skip", "naive,seed,ceiling,growth,lying,idle,rss",
+		"-dsn", dbtest.ServerDSN(), "-redis", redistest.Addr()}, &out, &errOut)
+	require.NoError(t, err, errOut.String())
+	s := out.String()
+	t.Log(s)
+	require.Contains(t, s, "sources: the 3000 orders split over 2 database(s) x 2 table(s), 4 units")
+	for _, r := range []string{`sources, 1 executor\(s\) at once`, `sources, 3 executor\(s\) at once`, `sources, odd ids only, 3 executors`,
+		`our schema, same data`, `declared foreign schema`} {
+		require.Regexp(t, `(?m)^`+r+`\s+\d+ .* ok$`, s, "invariants checked (and the bench fails unless every due order closed)")
+	}
+	require.Regexp(t, `(?m)^    closed per executor: \d+; skew 1\.00$`, s)
+	require.Regexp(t, `(?m)^    closed per executor: \d+ \d+ \d+; skew 1\.\d\d$`, s)
+	require.Regexp(t, `sources over the single table: best \(sources, .*, \d+/s\) [\d.]+ of ours, 1 shard \(\d+/s\); its skew [\d.]+ \(informational at 3000 orders`, s)
+	require.Regexp(t, `declared foreign schema over our schema on the same data: [\d.]+ \(\d+/s over \d+/s\) \(informational at 3000 orders`, s)
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	require.Regexp(t, regexp.MustCompile(`^closed/s=\d+ .* ceiling_best/s=\d+ sources/s=\d+ sources_skew=[\d.]+ foreign/s=\d+$`),
+		lines[len(lines)-1], "the last line keeps its fields and gains the three")
+}
+
+// Without -sources nothing changes; either flag alone lays out at least
+// one database of one table.
+func TestBenchCloseSourcesFlags(t *testing.T) {
+	f, err := parseCloseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Zero(t, f.sources+f.tables)
+	require.Equal(t, []int{1, 2, 3, 4}, f.executors)
+	f, err = parseCloseFlags([]string{"-tables", "8"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{1, 8}, [2]int{f.sources, f.tables})
+	_, err = parseCloseFlags([]string{"-sources", "-1"}, io.Discard)
+	require.Error(t, err)
+}
