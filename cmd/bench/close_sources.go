@@ -235,6 +235,10 @@ func (b *closeBench) sourcesRow(ctx context.Context, tmpls []*sourceTmpl, execut
 	}
 	closed := make([]int, executors)
 	var g errgroup.Group
+	at, err := dbNow(ctx, dbs[0])
+	if err != nil {
+		return sourcesRowResult{}, err
+	}
 	start := time.Now()
 	for e, s := range sweeps {
 		g.Go(func() error {
@@ -250,8 +254,14 @@ func (b *closeBench) sourcesRow(ctx context.Context, tmpls []*sourceTmpl, execut
 	for _, n := range closed {
 		r.closed += n
 	}
-	if r.closed != due {
-		b.failed = append(b.failed, fmt.Sprintf("%s closed %d of %d due orders", name, r.closed, due))
+	var tables []drainedTable
+	for i, t := range tmpls {
+		for _, table := range t.tables {
+			tables = append(tables, ourTable(dbs[i], table))
+		}
+	}
+	if err := b.drained(ctx, name, r.closed, due, at, tables); err != nil {
+		return sourcesRowResult{}, err
 	}
 	if r.check, err = b.checkSources(ctx, tmpls, dbs); err != nil {
 		return sourcesRowResult{}, err

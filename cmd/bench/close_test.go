@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -110,4 +112,30 @@ func TestBenchCloseSourcesFlags(t *testing.T) {
 	require.Equal(t, [2]int{1, 8}, [2]int{f.sources, f.tables})
 	_, err = parseCloseFlags([]string{"-sources", "-1"}, io.Discard)
 	require.Error(t, err)
+}
+
+// A row fails the bench when an order due at its start is left open, or
+// when the run's count is not the closed orders the table holds.
+func TestDrainedFailsAnOrderLeftDueOrMiscounted(t *testing.T) {
+	db := dbtest.New(t).DB
+	ctx := context.Background()
+	ordertest.Order(t, db, ordertest.OrderOpts{OrderNo: "D-1", Status: 2, Age: time.Hour})
+	ordertest.Order(t, db, ordertest.OrderOpts{OrderNo: "D-2", Age: time.Hour})
+	ordertest.Order(t, db, ordertest.OrderOpts{OrderNo: "D-3", Age: time.Minute}) // not due
+	at, err := dbNow(ctx, db)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		closed, due int
+	}{{1, 1}, {2, 1}} {
+		b := &closeBench{}
+		require.NoError(t, b.drained(ctx, "row", tc.closed, tc.due, at, []drainedTable{ourTable(db, "order_info")}))
+		require.Len(t, b.failed, 1, "%+v", tc)
+	}
+	_, err = db.Exec(`UPDATE order_info SET status = 2 WHERE order_no = 'D-2'`)
+	require.NoError(t, err)
+	b := &closeBench{}
+	require.NoError(t, b.drained(ctx, "row", 2, 1, at, []drainedTable{ourTable(db, "order_info")}))
+	require.Empty(t, b.failed, "every order due at the start closed, each counted once")
+	require.NoError(t, b.drained(ctx, "row", 3, 1, at, []drainedTable{ourTable(db, "order_info")}))
+	require.Len(t, b.failed, 1, "a count the tables do not hold")
 }
