@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -183,6 +184,23 @@ func TestLifecycleHandlersNotConfigured(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, xxljob.CodeFail, res.Code)
 		require.Contains(t, res.Msg, "started without what the handler needs")
+	}
+}
+
+// Lifecycle jobs left out on purpose (a declared order.schema) fail every
+// run with the reason they were left out.
+func TestLifecycleHandlersLeftOut(t *testing.T) {
+	t.Parallel()
+	exec, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
+		AppName: "lifecycle-off", LogPath: t.TempDir()})
+	require.NoError(t, err)
+	why := errors.New("not on a declared order.schema")
+	require.NoError(t, Register(exec, &Deps{NoLifecycle: why}))
+	for _, h := range []string{OrderAutoConfirmJob, OrderFulfillmentTimeoutJob} {
+		res, err := exec.RunOnce(context.Background(), h, "", 0, 1, nil)
+		require.NoError(t, err)
+		require.Equal(t, xxljob.CodeFail, res.Code)
+		require.Contains(t, res.Msg, h+": not on a declared order.schema")
 	}
 }
 

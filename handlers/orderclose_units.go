@@ -80,14 +80,19 @@ func shareOf(u orders.UnitRun) string {
 }
 
 // logUnit writes a unit's end into the run log: its summary line, or what
-// stopped it and, when orders.Hint knows, what to do about it.
+// stopped it and, when orders.Hint knows, what to do about it (an error
+// about the database, not an order: nothing was dead-lettered for it).
 func logUnit(req *xxljob.Request, u orders.UnitRun) {
 	if u.Err == nil {
 		req.Logf("%s%s: %s", u.Name(), shareOf(u), u.Stats)
 		return
 	}
+	if !u.Started {
+		req.Logf("%s%s FAILED: %v", u.Name(), shareOf(u), u.Err)
+		return
+	}
 	req.Logf("%s%s FAILED after %s: %v", u.Name(), shareOf(u), u.Stats, u.Err)
 	if hint := orders.Hint(u.Err); hint != "" {
-		req.Logf("%s hint: %s (nothing of this unit was dead-lettered for it; the next run tries again)", u.Name(), hint)
+		req.Logf("%s hint: %s", u.Name(), hint)
 	}
 }

@@ -67,6 +67,8 @@ type UnitRun struct {
 	// Err is what stopped the unit's run; for a unit never started (its
 	// source unreachable, the sweep cancelled) it says why.
 	Err error
+	// Started is false for a unit whose run was not started.
+	Started bool
 }
 
 // Name is the unit as the run log and messages write it: source/table.
@@ -181,6 +183,7 @@ func (s *Sweep) runSource(ctx context.Context, idx []int, runs []UnitRun, unitOp
 					opt.UnitProgress(*u, p)
 				}
 			}
+			u.Started = true
 			u.Stats, u.Err = c.Run(ctx, ro)
 			if u.Err != nil && c.cfg.Server.Kind(u.Err) == KindConnection {
 				down = u.Err

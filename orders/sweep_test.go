@@ -158,3 +158,21 @@ func TestSweepRecordsEachUnit(t *testing.T) {
 	_, err = orders.NewSweep(units[0], units[0])
 	require.EqualError(t, err, fmt.Sprintf("orders: unit %s/%s given twice", units[0].Source(), units[0].Table()))
 }
+
+// A unit whose table is missing fails alone, with the server's message;
+// the other units of its database and of the other database finish.
+func TestSweepMissingTableFailsItsUnitOnly(t *testing.T) {
+	t.Parallel()
+	sources, units := sweepWorld(t, 2, sweepTables, 30)
+	_, err := sources[1].db.Exec("DROP TABLE " + sources[1].tables[1])
+	require.NoError(t, err)
+	sweep, err := orders.NewSweep(units...)
+	require.NoError(t, err)
+	res := sweep.Run(context.Background(), orders.SweepOptions{RunOptions: orders.RunOptions{ShardTotal: 1}})
+	failed := res.Failed()
+	require.Len(t, failed, 1)
+	require.Equal(t, "db1/"+sources[1].tables[1], failed[0].Name())
+	require.ErrorContains(t, failed[0].Err, "doesn't exist")
+	require.Equal(t, orders.KindDatabase, orders.KindOf(failed[0].Err))
+	require.Equal(t, 30*(len(units)-1), res.Total.Closed)
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/internal/orderdemo"
 )
 
@@ -38,7 +39,16 @@ func demoData(ctx context.Context, env *cliEnv, spec orderdemo.Spec) error {
 	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || orderdemo.Remainder(*due, *paid) < 0:
 		return usagef("-due, -paid and -coupons are fractions from 0 to 1, and -due + -paid must not exceed 1")
 	}
-	cfg, db, err := loadConfigDB(ctx, env)
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	if t := cfg.Order.Schema.Table; t != "" {
+		return fmt.Errorf("order.schema declares the shop's own tables (order table %s): demo data is written only into "+
+			"the executor's own schema (order_info and its neighbours), never into a shop's tables. Run demo-data against "+
+			"a database of its own with no order.schema section (docs/demo-data.md)", t)
+	}
+	db, err := app.OpenDB(ctx, cfg)
 	if err != nil {
 		return err
 	}

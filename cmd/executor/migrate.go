@@ -27,12 +27,25 @@ func migrateFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	allowCopy := fs.Bool("allow-copy", false, "let an ALTER the server cannot run in place without locks copy the table (blocks its writes meanwhile)")
 	lockWait := fs.Duration("lock-wait-timeout", 30*time.Second, "longest wait of each statement for its table's metadata lock")
 	create := fs.Bool("create-database", false, "create the DSN's database first when it does not exist")
+	runSkipped := fs.Bool("run-skipped", false, "run the steps skipped while order.schema declared the shop's tables (after removing the declaration): creates the executor's own order tables")
 	return func(ctx context.Context, _ []string) error {
 		if *lockWait < time.Second {
 			return usagef("-lock-wait-timeout %s: want at least 1s", *lockWait)
 		}
-		return migrate(ctx, env, *dry, *create, migrations.Config{AllowCopy: *allowCopy, LockWaitTimeout: *lockWait, Out: env.stdout})
+		return migrate(ctx, env, *dry, *create, migrations.Config{AllowCopy: *allowCopy, LockWaitTimeout: *lockWait,
+			Out: env.stdout, RunSkipped: *runSkipped})
 	}
+}
+
+// withConfig fills in what mcfg takes from the configuration: the history
+// table and the declared schema.
+func withConfig(cfg *config.Config, mcfg migrations.Config) (migrations.Config, error) {
+	from, err := app.MigrationsConfig(cfg)
+	if err != nil {
+		return mcfg, err
+	}
+	mcfg.Table, mcfg.Shop, mcfg.GivebacksByEvents = from.Table, from.Shop, from.GivebacksByEvents
+	return mcfg, nil
 }
 
 func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations.Config) error {
@@ -49,7 +62,17 @@ func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations
 		return err
 	}
 	defer db.Close()
-	mcfg.Table = cfg.MySQL.MigrationsTable
+	if mcfg, err = withConfig(cfg, mcfg); err != nil {
+		return err
+	}
+	if err := migrateDB(ctx, env, db, mcfg, dry); err != nil {
+		return err
+	}
+	return migrateSources(ctx, env, cfg, mcfg, dry)
+}
+
+// migrateDB migrates one database, or prints its script with dry.
+func migrateDB(ctx context.Context, env *cliEnv, db *sqlx.DB, mcfg migrations.Config, dry bool) error {
 	m, err := migrations.New(db.DB, mcfg)
 	if err != nil {
 		return err
@@ -61,12 +84,16 @@ func migrate(ctx context.Context, env *cliEnv, dry, create bool, mcfg migrations
 	if err != nil {
 		return err
 	}
-	if len(res.Applied) == 0 && res.Added == 0 && len(res.Carried) == 0 {
+	if len(res.Applied) == 0 && res.Added == 0 && len(res.Carried) == 0 && len(res.Skipped) == 0 {
 		fmt.Fprintln(env.stdout, "schema is up to date")
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "schema is up to date: %d steps applied, %d carried over, %d statements for what was missing\n",
-		len(res.Applied), len(res.Carried), res.Added)
+	skipped := ""
+	if len(res.Skipped) > 0 {
+		skipped = fmt.Sprintf(", %d skipped (order.schema: the shop's tables are left as they are)", len(res.Skipped))
+	}
+	fmt.Fprintf(env.stdout, "schema is up to date: %d steps applied, %d carried over, %d statements for what was missing%s\n",
+		len(res.Applied), len(res.Carried), res.Added, skipped)
 	return nil
 }
 
@@ -94,7 +121,9 @@ func dryRunCreate(ctx context.Context, env *cliEnv, mcfg migrations.Config) erro
 	if err != nil {
 		return err
 	}
-	mcfg.Table = cfg.MySQL.MigrationsTable
+	if mcfg, err = withConfig(cfg, mcfg); err != nil {
+		return err
+	}
 	db := server
 	if exists {
 		if db, err = app.OpenDB(ctx, cfg); err != nil {
@@ -153,7 +182,11 @@ func migrateStatus(ctx context.Context, env *cliEnv, jsonOut bool) error {
 		return err
 	}
 	defer db.Close()
-	m, err := migrations.New(db.DB, migrations.Config{Table: cfg.MySQL.MigrationsTable})
+	mcfg, err := app.MigrationsConfig(cfg)
+	if err != nil {
+		return err
+	}
+	m, err := migrations.New(db.DB, mcfg)
 	if err != nil {
 		return err
 	}
@@ -191,6 +224,12 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 			note = "recorded by a newer executor; this one has no such file"
 		case s.State == "carry":
 			note = "recorded in " + s.CarriedFrom + "; the next migrate carries it over"
+		case s.State == "skip":
+			note = "changes the shop's tables (order.schema): the next migrate records it as skipped"
+		case s.State == "skipped" && st.Declared:
+			note = "skipped: order.schema declares the shop's tables"
+		case s.State == "skipped":
+			note = "skipped for order.schema, which declares nothing now: restore it, or run executor migrate -run-skipped"
 		case s.CarriedFrom != "":
 			note = "carried over from " + s.CarriedFrom
 		}
@@ -201,15 +240,18 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 		fmt.Fprintf(w, "%04d_%s\t%s\t%s\t%s\t%s\t%s\n", s.Version, s.Name, s.State, sum, applied, took, note)
 	}
 	w.Flush()
-	var missing, drift []migrations.Problem
+	var missing, drift, shop []migrations.Problem
 	for _, p := range st.Problems {
-		if p.Missing {
+		switch {
+		case p.Source != "":
+			shop = append(shop, p)
+		case p.Missing:
 			missing = append(missing, p)
-		} else {
+		default:
 			drift = append(drift, p)
 		}
 	}
-	if notYetMigrated(st) && len(drift) == 0 {
+	if notYetMigrated(st) && len(drift) == 0 && len(shop) == 0 {
 		fmt.Fprintf(env.stdout, "not yet migrated (%d pending migrations): run `executor migrate`\n", st.Pending())
 		return
 	}
@@ -219,8 +261,14 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 	for _, p := range drift {
 		fmt.Fprintf(env.stdout, "schema drift: %s\n", p)
 	}
-	fmt.Fprintf(env.stdout, "%d pending, %d drifted, %d missing (migrate adds them), %d schema drift\n",
-		st.Pending(), st.Drifted(), len(missing), len(drift))
+	for _, p := range shop {
+		fmt.Fprintf(env.stdout, "%s: %s\n", p.Source, p)
+	}
+	line := fmt.Sprintf("%d pending, %d drifted, %d missing (migrate adds them), %d schema drift", st.Pending(), st.Drifted(), len(missing), len(drift))
+	if st.Declared {
+		line += fmt.Sprintf(", %d skipped and %d problems of the shop's tables (order.schema)", st.Skipped(), len(shop))
+	}
+	fmt.Fprintln(env.stdout, line)
 }
 
 // notYetMigrated reports whether no step ever ran here: every step is

@@ -13,12 +13,32 @@ import (
 	"github.com/orderjob/executor/sql/migrations"
 )
 
+// MigrationsConfig is what migrate, its status and the start-up check
+// share of the configuration: the history table and the shop's declared
+// schema (order.schema), whose stock and coupon tables are not this
+// database's business when the outbox gives them back.
+func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
+	sch, err := cfg.Order.Schema.Schema()
+	if err != nil {
+		return migrations.Config{}, fmt.Errorf("order.schema: %w", err)
+	}
+	mode, err := orders.ParseCompensationMode(cfg.Order.Compensation.Mode)
+	if err != nil {
+		return migrations.Config{}, err
+	}
+	return migrations.Config{Table: cfg.MySQL.MigrationsTable, Shop: sch, GivebacksByEvents: mode == orders.CompensateOutbox}, nil
+}
+
 // checkDatabase refuses to start serve or run on a database the jobs would
 // fail on later, one order at a time: a schema that lacks a table, column
 // or index they use, or a session time zone with daylight saving (unless
 // mysql.allowDSTZone accepts it, with a loud warning).
 func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) error {
-	m, err := migrations.New(db.DB, migrations.Config{Table: cfg.MySQL.MigrationsTable})
+	mcfg, err := MigrationsConfig(cfg)
+	if err != nil {
+		return err
+	}
+	m, err := migrations.New(db.DB, mcfg)
 	if err != nil {
 		return err
 	}

@@ -14,3 +14,6 @@ func NewFromFS(db *sql.DB, cfg Config, fsys fs.FS) (*Migrator, error) {
 	}
 	return newMigrator(db, cfg, steps)
 }
+
+// StepTables lists the tables a step touches.
+func StepTables(m Migration) []string { return stepTables(m) }

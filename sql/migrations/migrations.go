@@ -25,6 +25,12 @@
 //     checked (Check), and anything still missing (a table dropped since, a
 //     column of an order_info older than the history) is added.
 //
+// When the shop declares its own order tables (Config.Shop, order.schema),
+// the steps that would create or change them are recorded as skipped
+// (skipped_for) and never run, and the check verifies the declared tables,
+// columns, unique keys and indexes instead (declared.go), naming the DDL a
+// DBA would run: a job may not add columns to a shop's order table.
+//
 // An installation migrated before the history table had its name kept its
 // history in schema_migrations (version, name, applied_at); that history is
 // carried over once, and only from a table of exactly that shape.

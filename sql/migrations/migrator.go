@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	orderschema "github.com/orderjob/executor/orders/schema"
 )
 
 // DefaultTable is the history table unless Config.Table names another.
@@ -36,6 +38,22 @@ type Config struct {
 	// Out receives a line before and after each step and statement. Nil
 	// discards them.
 	Out io.Writer
+	// Shop is where the shop keeps its orders (order.schema). When it is
+	// Declared, the steps that create or change the shop's tables (those of
+	// schema.Default and the declared ones) are recorded as skipped and
+	// never run, and Check verifies the declared tables instead: every
+	// column, its kind of type, the unique keys and the indexes the close
+	// uses. The zero value declares nothing: the executor's own schema.
+	Shop orderschema.Schema
+	// GivebacksByEvents says stock and coupons are given back by outbox
+	// events, not in this database: Check leaves the declared stock and
+	// coupon tables out.
+	GivebacksByEvents bool
+	// RunSkipped runs the steps recorded as skipped for order.schema (the
+	// operator dropped the declaration and wants the executor's own order
+	// tables). Without it, and without a declaration, such steps stop the
+	// migration before anything runs. Refused with a declared Shop.
+	RunSkipped bool
 }
 
 // Migrator applies the migrations to one database.
@@ -44,6 +62,7 @@ type Migrator struct {
 	cfg   Config
 	steps []Migration
 	want  schema
+	shop  map[string]bool // the shop's tables: never touched when cfg.Shop is Declared
 }
 
 var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -74,7 +93,11 @@ func newMigrator(db *sql.DB, cfg Config, steps []Migration) (*Migrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Migrator{db: db, cfg: cfg, steps: steps, want: want}, nil
+	m := &Migrator{db: db, cfg: cfg, steps: steps, want: want, shop: shopTables(cfg.Shop)}
+	if err := m.checkShopConfig(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Apply brings the database up to date with the default Config and returns
@@ -93,6 +116,7 @@ type Result struct {
 	Applied []int // versions run
 	Carried []int // versions whose record was carried over from the older history table
 	Added   int   // statements run after the steps for what was still missing
+	Skipped []int // versions recorded as skipped: they change the shop's declared tables
 }
 
 // SchemaError lists what in the database keeps the executor from working.
@@ -101,6 +125,16 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
+	if !slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Source == "" }) {
+		// Only the shop's declared tables: nothing executor migrate adds.
+		var b strings.Builder
+		fmt.Fprintf(&b, "the shop's tables declared in order.schema are not what the close needs (%d to fix; "+
+			"executor migrate never changes them, the fixes are for a DBA or the configuration):", len(e.Problems))
+		for _, p := range e.Problems {
+			b.WriteString("\n  " + p.String())
+		}
+		return b.String()
+	}
 	if len(e.Problems) == 1 {
 		return "the database is not what the executor needs: " + e.Problems[0].String()
 	}
@@ -158,6 +192,9 @@ func (m *Migrator) Migrate(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if len(p.blocked) > 0 {
+		return res, &SkippedError{Steps: p.blocked}
+	}
 	if len(p.problems) > 0 {
 		return res, &SchemaError{Problems: p.problems}
 	}
@@ -170,6 +207,12 @@ func (m *Migrator) Migrate(ctx context.Context) (Result, error) {
 			return res, fmt.Errorf("migrations: create %s: %w", m.cfg.Table, err)
 		}
 		fmt.Fprintf(out, "created history table %s\n", m.cfg.Table)
+	}
+	if err := m.recordSkips(ctx, conn, p); err != nil {
+		return res, err
+	}
+	for _, s := range p.skip {
+		res.Skipped = append(res.Skipped, s.Version)
 	}
 	for _, s := range p.carry {
 		if err := record(ctx, conn, m.cfg.Table, s, 0, p.carryFrom); err != nil {
@@ -188,7 +231,11 @@ func (m *Migrator) Migrate(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		took := time.Since(start)
-		if err := record(ctx, conn, m.cfg.Table, sp.Step, took, ""); err != nil {
+		rec := func() error { return record(ctx, conn, m.cfg.Table, sp.Step, took, "") }
+		if sp.Rerun {
+			rec = func() error { return recordRan(ctx, conn, m.cfg.Table, sp.Step, took) }
+		}
+		if err := rec(); err != nil {
 			return res, fmt.Errorf("migrations: %w", err)
 		}
 		fmt.Fprintf(out, "%s: done in %s\n", sp.Step.ID(), took.Round(time.Millisecond))
@@ -323,11 +370,21 @@ func (m *Migrator) Check(ctx context.Context) error {
 }
 
 func (m *Migrator) check(ctx context.Context, q querier) error {
-	live, err := readSchema(ctx, q, tableNames(m.steps))
+	names := tableNames(m.steps)
+	if m.cfg.Shop.Declared {
+		names = append(names, declaredTables(m.cfg.Shop)...)
+		slices.Sort(names)
+		names = slices.Compact(names) // a shop may keep its orders in order_info
+	}
+	live, err := readSchema(ctx, q, names)
 	if err != nil {
 		return fmt.Errorf("migrations: check: %w", err)
 	}
-	if probs := diffSchema(m.want, live); len(probs) > 0 {
+	probs := diffSchema(m.needed(), live)
+	if m.cfg.Shop.Declared {
+		probs = append(probs, declaredProblems(m.cfg.Shop, live, m.cfg.GivebacksByEvents)...)
+	}
+	if len(probs) > 0 {
 		return &SchemaError{Problems: probs}
 	}
 	return nil

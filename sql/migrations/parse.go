@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -125,7 +126,17 @@ func parseStatement(sql string) (statement, error) {
 		st.Table, st.NewName = identLower(toks[2]), identLower(toks[4])
 		return st, nil
 	case kw(0) == "INSERT" || kw(0) == "UPDATE" || kw(0) == "DELETE" || kw(0) == "REPLACE":
+		// The table is kept so a declared order.schema skips a data step
+		// of the shop's tables as it skips their DDL.
 		st.Kind = stmtData
+		i := 1
+		for slices.Contains([]string{"INTO", "FROM", "IGNORE", "LOW_PRIORITY", "QUICK", "DELAYED", "HIGH_PRIORITY"}, kw(i)) {
+			i++
+		}
+		if i >= len(toks) || toks[i].kind != tokWord {
+			return st, fmt.Errorf("%s: want the table after %s", kw(0), kw(0))
+		}
+		st.Table = identLower(toks[i])
 		return st, nil
 	}
 	return st, fmt.Errorf("unsupported statement (the migrator understands CREATE TABLE, ALTER TABLE, CREATE INDEX, DROP TABLE, RENAME TABLE and data statements): %.60s", sql)
@@ -186,6 +197,11 @@ func parseLiveTable(create string) (*table, error) {
 		return nil, fmt.Errorf("not a CREATE TABLE: %.60s", create)
 	}
 	t := &table{Name: identLower(toks[i+1])}
+	for k := i + 3; k+2 < len(toks); k++ {
+		if keyword(toks[k]) == "ENGINE" && toks[k+1].text == "=" {
+			t.Engine = toks[k+2].text
+		}
+	}
 	for _, part := range splitTop(toks[i+2].text) {
 		ptoks := tokenize(part)
 		if len(ptoks) == 0 {

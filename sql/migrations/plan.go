@@ -40,6 +40,9 @@ func changesIndex(cs []clause) bool {
 type stepPlan struct {
 	Step    Migration
 	Actions []action
+	// Rerun is a step recorded as skipped that runs now (-run-skipped):
+	// its record is updated, not inserted.
+	Rerun bool
 }
 
 // plan is everything a migrate would do, computed before anything runs.
@@ -52,6 +55,11 @@ type plan struct {
 	steps         []stepPlan   // pending steps, in order
 	ensure        []action     // after the steps: what is still missing
 	problems      []Problem    // incompatibilities: nothing runs while any
+	// historySkipped says the history table has skipped_for (or will:
+	// one created now has it).
+	historySkipped bool
+	skip           []Migration  // steps of the shop's tables recorded as skipped, not run
+	blocked        []historyRow // steps recorded as skipped, with no declaration now and no -run-skipped
 }
 
 // historyColumns are the columns of our history table a table of the
@@ -85,7 +93,8 @@ func (m *Migrator) planFor(ctx context.Context, q querier, live schema) (*plan, 
 			}
 		}
 		p.historyExists = true
-		rows, err := readHistory(ctx, q, m.cfg.Table)
+		p.historySkipped = h.column("skipped_for") != nil
+		rows, err := readHistory(ctx, q, m.cfg.Table, p.historySkipped)
 		if err != nil {
 			return nil, fmt.Errorf("migrations: %w", err)
 		}
@@ -115,8 +124,7 @@ func (m *Migrator) planFor(ctx context.Context, q querier, live schema) (*plan, 
 	delete(sim, legacyTable)
 	ref := schema{} // what the steps so far define: a table missing from sim is recreated from it
 	for _, s := range m.steps {
-		if _, done := p.applied[s.Version]; !done && !carried[s.Version] {
-			sp := stepPlan{Step: s}
+		if sp, run := m.classify(p, s, carried[s.Version]); run {
 			for _, st := range s.parsed {
 				acts, probs := planStatement(st, sim, ref)
 				sp.Actions = append(sp.Actions, acts...)
@@ -128,9 +136,30 @@ func (m *Migrator) planFor(ctx context.Context, q querier, live schema) (*plan, 
 			_ = foldStatement(ref, st) // load checked the fold
 		}
 	}
-	p.ensure, p.problems = ensure(m.want, sim, p.problems)
+	p.ensure, p.problems = ensure(m.needed(), sim, p.problems)
 	p.problems = dedupe(p.problems)
 	return p, nil
+}
+
+// classify decides what becomes of step s: it runs (a stepPlan is
+// returned with run true), is recorded as skipped (a step of the shop's
+// declared tables), or is left as recorded. A step recorded as skipped
+// runs only with RunSkipped; without it and without a declaration it
+// blocks the migration.
+func (m *Migrator) classify(p *plan, s Migration, carried bool) (stepPlan, bool) {
+	h, done := p.applied[s.Version]
+	switch {
+	case done && h.SkippedFor != "" && m.cfg.RunSkipped:
+		return stepPlan{Step: s, Rerun: true}, true
+	case done && h.SkippedFor != "" && !m.cfg.Shop.Declared:
+		p.blocked = append(p.blocked, h)
+	case done || carried:
+	case m.skips(s):
+		p.skip = append(p.skip, s)
+	default:
+		return stepPlan{Step: s}, true
+	}
+	return stepPlan{}, false
 }
 
 // planCarry decides whether an older history table is carried over: only

@@ -41,6 +41,7 @@ type table struct {
 	Columns []column
 	Indexes []index
 	Options string // ours: the table options of its CREATE TABLE
+	Engine  string // live: the storage engine SHOW CREATE TABLE names
 }
 
 func (t *table) column(name string) *column {
@@ -154,14 +155,22 @@ type Problem struct {
 	// Missing is true when the migrator adds the object itself; false when an
 	// existing one is in the way and needs the operator.
 	Missing bool `json:"missing"`
+	// Source is "order.schema" for a problem of the shop's declared tables
+	// (the executor never changes them: the fix is the DBA's or the
+	// setting's), "" for the executor's own.
+	Source string `json:"source,omitempty"`
 }
 
 // String names the object as table.name ("column order_info.coupon_id is
 // missing: run executor migrate").
 func (p Problem) String() string {
 	obj := p.Object
-	if kind, name, ok := strings.Cut(p.Object, " "); ok && kind != "table" {
+	switch kind, name, _ := strings.Cut(p.Object, " "); kind {
+	case "column", "index":
 		obj = kind + " " + p.Table + "." + name
+	case "table":
+	default: // "primary key", "unique key over order_sn"
+		obj += " of " + p.Table
 	}
 	if p.Missing {
 		return obj + " " + p.Detail + ": " + p.Fix

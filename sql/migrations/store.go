@@ -103,6 +103,9 @@ const (
 	// createHistorySQL: %s is the history table. applied_at is UTC.
 	// carried_from names the table a step's record was copied from when an
 	// installation's older history was carried over; NULL when it ran here.
+	// skipped_for names the setting a step was recorded for without running
+	// (order.schema: the step changes the shop's tables, which the operator
+	// declared); NULL when it ran.
 	createHistorySQL = `CREATE TABLE IF NOT EXISTS %s (
     version      INT          NOT NULL,
     name         VARCHAR(128) NOT NULL,
@@ -110,10 +113,26 @@ const (
     applied_at   DATETIME(3)  NOT NULL COMMENT 'UTC',
     execution_ms BIGINT       NOT NULL DEFAULT 0,
     carried_from VARCHAR(64)  NULL,
+    skipped_for  VARCHAR(64)  NULL COMMENT 'the setting the step was skipped for: order.schema',
     PRIMARY KEY (version)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
 	// readHistorySQL: %s is the history table. All rows, in version order.
-	readHistorySQL = `SELECT version, name, checksum, applied_at, execution_ms, COALESCE(carried_from, '') FROM %s ORDER BY version`
+	readHistorySQL = `SELECT version, name, checksum, applied_at, execution_ms, COALESCE(carried_from, ''), %s FROM %s ORDER BY version`
+	// skippedColumn is readHistorySQL's last column on a history table
+	// with skipped_for; older ones (made before it) read noSkippedColumn.
+	skippedColumn   = `COALESCE(skipped_for, '')`
+	noSkippedColumn = `''`
+	// addSkippedSQL gives an older history table (%s) its skipped_for
+	// column, before the first step is recorded as skipped. A nullable
+	// column: instant, and older executors never read it.
+	addSkippedSQL = `ALTER TABLE %s ADD COLUMN skipped_for VARCHAR(64) NULL COMMENT 'the setting the step was skipped for: order.schema'`
+	// recordSkippedSQL: %s is the history table; params: version, name,
+	// checksum, skipped_for. The step did not run: execution_ms is 0.
+	recordSkippedSQL = `INSERT INTO %s (version, name, checksum, applied_at, execution_ms, skipped_for) VALUES (?, ?, ?, UTC_TIMESTAMP(3), 0, ?)`
+	// recordRanSQL: %s is the history table; params: checksum,
+	// execution_ms, version. A skipped step that has now run (migrate
+	// -run-skipped) keeps its row, no longer marked skipped.
+	recordRanSQL = `UPDATE %s SET checksum = ?, applied_at = UTC_TIMESTAMP(3), execution_ms = ?, skipped_for = NULL WHERE version = ?`
 	// recordSQL: %s is the history table; params: version, name, checksum,
 	// execution_ms, carried_from (NULL when the step ran here). The primary
 	// key makes a second record of a step fail loudly.
@@ -131,14 +150,21 @@ type historyRow struct {
 	AppliedAt   time.Time
 	ExecutionMS int64
 	CarriedFrom string
+	SkippedFor  string // the setting the step was skipped for; "" when it ran
 }
 
-func readHistory(ctx context.Context, q querier, tbl string) ([]historyRow, error) {
+// readHistory reads the history table; hasSkipped says whether it has the
+// skipped_for column.
+func readHistory(ctx context.Context, q querier, tbl string, hasSkipped bool) ([]historyRow, error) {
 	var out []historyRow
-	err := eachRow(ctx, q, fmt.Sprintf(readHistorySQL, tbl), nil, func(r *sql.Rows) error {
+	skipped := noSkippedColumn
+	if hasSkipped {
+		skipped = skippedColumn
+	}
+	err := eachRow(ctx, q, fmt.Sprintf(readHistorySQL, skipped, tbl), nil, func(r *sql.Rows) error {
 		var h historyRow
 		var at any // time.Time with parseTime=true in the DSN, bytes without
-		if err := r.Scan(&h.Version, &h.Name, &h.Checksum, &at, &h.ExecutionMS, &h.CarriedFrom); err != nil {
+		if err := r.Scan(&h.Version, &h.Name, &h.Checksum, &at, &h.ExecutionMS, &h.CarriedFrom, &h.SkippedFor); err != nil {
 			return err
 		}
 		switch v := at.(type) {
@@ -163,6 +189,22 @@ func record(ctx context.Context, e execer, tbl string, s Migration, took time.Du
 	}
 	if _, err := e.ExecContext(ctx, fmt.Sprintf(recordSQL, tbl), s.Version, s.Name, s.Checksum, took.Milliseconds(), from); err != nil {
 		return fmt.Errorf("record %04d_%s in %s: %w", s.Version, s.Name, tbl, err)
+	}
+	return nil
+}
+
+// recordSkipped records s as skipped for the named setting.
+func recordSkipped(ctx context.Context, e execer, tbl string, s Migration, skippedFor string) error {
+	if _, err := e.ExecContext(ctx, fmt.Sprintf(recordSkippedSQL, tbl), s.Version, s.Name, s.Checksum, skippedFor); err != nil {
+		return fmt.Errorf("record %04d_%s in %s as skipped: %w", s.Version, s.Name, tbl, err)
+	}
+	return nil
+}
+
+// recordRan marks a step recorded as skipped as run.
+func recordRan(ctx context.Context, e execer, tbl string, s Migration, took time.Duration) error {
+	if _, err := e.ExecContext(ctx, fmt.Sprintf(recordRanSQL, tbl), s.Checksum, took.Milliseconds(), s.Version); err != nil {
+		return fmt.Errorf("record %04d_%s in %s as run: %w", s.Version, s.Name, tbl, err)
 	}
 	return nil
 }

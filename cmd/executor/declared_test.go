@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/redistest"
+)
+
+// A shop's own order and item tables, declared through the environment:
+// the executor's column names, the shop's table names, no stock or coupon
+// given back here.
+var declaredShop = []string{
+	"CREATE TABLE t_order (id bigint NOT NULL AUTO_INCREMENT, order_no varchar(32) NOT NULL, user_id bigint NOT NULL, " +
+		"status tinyint NOT NULL, create_time datetime NOT NULL, timeout_minutes int NOT NULL, close_time datetime(3) NULL, " +
+		"close_reason varchar(32) NULL, PRIMARY KEY (id), UNIQUE KEY uk_order_no (order_no), " +
+		"KEY idx_status_create_time (status, create_time)) ENGINE=InnoDB",
+	"CREATE TABLE t_order_item (id bigint NOT NULL AUTO_INCREMENT PRIMARY KEY, order_no varchar(32) NOT NULL, sku_id bigint NOT NULL, " +
+		"quantity int NOT NULL, KEY idx_order_no (order_no)) ENGINE=InnoDB",
+}
+
+func declaredEnv(t *testing.T, dsn string) map[string]string {
+	_, prefix := redistest.Client(t)
+	return map[string]string{"MYSQL_DSN": dsn, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"XXL_JOB_EXECUTOR_LOGPATH": t.TempDir(), "ORDER_SCHEMA_TABLE": "t_order", "ORDER_SCHEMA_ITEMS_TABLE": "t_order_item",
+		"ORDER_SCHEMA_STOCK_TABLE": "", "ORDER_SCHEMA_COUPON_TABLE": ""}
+}
+
+// Through the binary: migrate with a declared schema leaves the shop's
+// tables alone and says so; status lists the skipped steps and, once an
+// index is gone, the CREATE INDEX to run, as does the start-up check of
+// run; demo-data refuses the declared schema.
+func TestMigrateStatusAndRunWithADeclaredSchema(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewEmpty(t)
+	for _, s := range declaredShop {
+		_, err := db.ExecContext(ctx, s)
+		require.NoError(t, err)
+	}
+	env := declaredEnv(t, db.DSN)
+
+	code, out, errOut := runCLI(t, env, "migrate")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "0001_order_info: skipped (order.schema declares the shop's tables")
+	require.True(t, strings.HasSuffix(out, ", 12 skipped (order.schema: the shop's tables are left as they are)\n"), out)
+	require.Zero(t, db.Count(t, `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()
+		AND TABLE_NAME IN ('order_info', 'order_item', 'inventory', 'user_coupon')`))
+
+	code, out, _ = runCLI(t, env, "migrate", "status")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `\n0004_order_item +skipped .*skipped: order.schema declares the shop's tables\n`, out)
+	require.True(t, strings.HasSuffix(out, ", 12 skipped and 0 problems of the shop's tables (order.schema)\n"), out)
+
+	_, err := db.ExecContext(ctx, `ALTER TABLE t_order DROP INDEX idx_status_create_time`)
+	require.NoError(t, err)
+	const fix = "CREATE INDEX `idx_status_create_time` ON `t_order` (`status`, `create_time`, `id`) ALGORITHM=INPLACE LOCK=NONE"
+	code, out, _ = runCLI(t, env, "migrate", "status")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "\norder.schema: index t_order.idx_status_create_time is missing "+
+		"(the scan walks unpaid orders by creation time and id); fix: "+fix+"\n")
+	code, out, errOut = runCLI(t, env, "run", "orderTimeoutCloseJob")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, errOut, fix)
+	require.NotContains(t, out, "xxl-job job execute start")
+
+	code, _, errOut = runCLI(t, env, "migrate", "-run-skipped")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "order.schema still declares the shop's: remove the declaration first")
+
+	code, _, errOut = runCLI(t, env, "demo-data", "-orders", "10")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "order.schema declares the shop's own tables (order table t_order): demo data is written only into the executor's own schema")
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/redistest"
+)
+
+// order.sources end to end through the binary: executor migrate creates
+// the executor's tables in mysql.dsn's database and in each source's, and
+// one orderTimeoutCloseJob run closes the due orders of 2 databases x 3
+// tables, naming each unit in its log.
+func TestMigrateAndCloseOverSources(t *testing.T) {
+	ctx := context.Background()
+	home := dbtest.NewEmpty(t)
+	dbs := []*dbtest.DB{dbtest.NewEmpty(t), dbtest.NewEmpty(t)}
+	_, prefix := redistest.Client(t)
+	env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"XXL_JOB_EXECUTOR_LOGPATH": t.TempDir(),
+		"ORDER_SOURCES": fmt.Sprintf(`[{name: s0, dsn: %q, tables: "order_info_{0..2}"}, {name: s1, dsn: %q, maxOpenConns: 4, tables: "order_info_{0..2}"}]`,
+			dbs[0].DSN, dbs[1].DSN)}
+	code, out, errOut := runCLI(t, env, "migrate")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "order source s0:\n")
+	require.Contains(t, out, "order source s1:\n")
+	for _, db := range append(dbs, home) {
+		require.Equal(t, 1, db.Count(t, `SELECT COUNT(*) FROM information_schema.TABLES
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'order_close_run'`), "migrated: %s", db.Name)
+	}
+
+	for i, db := range dbs {
+		_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 90, SKUs: 20, DueFraction: 1, CouponFraction: 0.3,
+			OrderNoPrefix: fmt.Sprintf("S%d", i)})
+		require.NoError(t, err)
+		_, err = orderdemo.SplitTables(ctx, db.DB, 3)
+		require.NoError(t, err)
+	}
+	code, out, errOut = runCLI(t, env, "run", "orderTimeoutCloseJob")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "over 6 units")
+	for _, unit := range []string{"s0/order_info_0", "s0/order_info_2", "s1/order_info_1"} {
+		require.Contains(t, out, unit+": scanned=30 closed=30 ")
+	}
+	require.Contains(t, out, "scanned=180 closed=180 skipped_paid=0 skipped_locked=0 dead_lettered=0")
+	require.Contains(t, out, "units=6")
+	for _, db := range dbs {
+		require.Equal(t, 90, db.Count(t, `SELECT COUNT(*) FROM order_close_log`))
+		require.Equal(t, 3, db.Count(t, `SELECT COUNT(*) FROM order_close_run WHERE order_source = ? AND closed = 30`,
+			map[*dbtest.DB]string{dbs[0]: "s0", dbs[1]: "s1"}[db]))
+	}
+}

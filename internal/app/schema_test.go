@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders"
+)
+
+// foreignYAML declares ordertest's foreign shop (ForeignSchema(LockedOnly))
+// as an operator would.
+const foreignYAML = `
+order:
+  schema:
+    table: t_order
+    scanIndex: idx_status_created
+    orderNo: order_sn
+    user: member_id
+    status: order_status
+    createTime: created_at
+    unpaid: 0
+    closed: 4
+    timeoutColumn: ""
+    timeoutMinutes: 15
+    closeTime: cancel_time
+    updateTime: updated_at
+    closeReason: ""
+    givebacks: ["t_member.points += use_points by t_member.id = member_id"]
+    items: {table: t_order_item, index: idx_order_id, orderKey: id, orderColumn: order_id, sku: goods_sku, quantity: num}
+    stock: {table: t_sku_stock, key: sku, index: uk_sku, columns: ["locked -= quantity"]}
+    coupon:
+      table: t_coupon_history
+      status: use_status
+      match: ["member_id = member_id", "coupon_id = coupon_id"]
+      index: idx_member_coupon
+`
+
+// TestDeclaredSchemaTakesEffect: order.schema reaches the closer serve and
+// run build (Open), which closes the shop's own orders with every
+// giveback, and the lifecycle jobs, which cannot work on it, are not built
+// and say why.
+func TestDeclaredSchemaTakesEffect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: "SN-1", MemberID: 3, Age: time.Hour, Coupon: 9, Points: 40,
+		Items: []ordertest.Item{{SKU: 5, Qty: 2}}})
+	base, err := ordertest.SnapshotForeign(ctx, db)
+	require.NoError(t, err)
+	_, prefix := redistest.Client(t)
+	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:"}
+	cfg, err := config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+
+	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+	st, err := d.closer.Run(ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed, st.String())
+	require.Equal(t, 4, db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'SN-1'`))
+	require.Equal(t, 1000, db.Count(t, `SELECT points FROM t_member WHERE id = 3`))
+	require.NoError(t, ordertest.CheckForeign(ctx, db, base, ordertest.LockedOnly))
+
+	require.Nil(t, d.lifecycle)
+	require.ErrorIs(t, d.HandlerDeps().NoLifecycle, errLifecycleDeclared)
+
+	// Outbox compensation cannot carry the matched coupon or the points:
+	// Open refuses rather than closing orders without them.
+	cfg.Order.Compensation = config.OrderCompensation{Mode: "outbox", InventoryURL: "http://inv.local/r", CouponURL: "http://cpn.local/r"}
+	_, err = Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.ErrorContains(t, err, "orders: outbox compensation cannot give back a coupon found by matching columns")
+}

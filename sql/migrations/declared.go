@@ -1,0 +1,358 @@
+package migrations
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	orderschema "github.com/orderjob/executor/orders/schema"
+)
+
+// This file checks the shop's declared tables (order.schema) against what
+// the close needs of them. Nothing here changes a table: each problem
+// carries the statement a DBA would run, or the setting to correct.
+
+// kinds of column type the close can use, as family() names them.
+var (
+	kindInteger = []string{"integer"}
+	kindAmount  = []string{"integer", "decimal"}
+	kindTime    = []string{"datetime", "timestamp"}
+	kindText    = []string{"string", "enum"}
+)
+
+// need is a column the close reads or writes.
+type need struct {
+	key   string   // the order.schema setting naming it
+	name  string   // lower case
+	kinds []string // nil: any type
+	// add is the definition an ADD COLUMN would give a column the shop can
+	// add (a stamp of the close); "" for columns that must exist.
+	add string
+}
+
+// tableCheck collects the problems of one declared table.
+type tableCheck struct {
+	name  string // as declared
+	t     *table // nil when missing
+	probs []Problem
+}
+
+func newTableCheck(live schema, key, name string) *tableCheck {
+	c := &tableCheck{name: name, t: live[strings.ToLower(name)]}
+	switch {
+	case c.t == nil:
+		c.problem("table "+name, "is missing", fmt.Sprintf("create it, or name the shop's table in order.schema.%s", key))
+	case c.t.Engine != "" && !strings.EqualFold(c.t.Engine, "InnoDB"):
+		c.problem("table "+name, fmt.Sprintf("is %s; the close changes it in one transaction with the others", c.t.Engine),
+			fmt.Sprintf("ALTER TABLE %s ENGINE=InnoDB", orderschema.Quote(name)))
+	}
+	return c
+}
+
+func (c *tableCheck) problem(obj, detail, fix string) {
+	c.probs = append(c.probs, Problem{Table: c.name, Object: obj, Detail: detail, Fix: fix, Source: SkippedFor})
+}
+
+// column checks that n exists with a usable type and returns it (nil when
+// the table or the column is missing).
+func (c *tableCheck) column(n need) *column {
+	if c.t == nil || n.name == "" {
+		return nil
+	}
+	col := c.t.column(strings.ToLower(n.name))
+	if col == nil {
+		fix := fmt.Sprintf("name the column in order.schema.%s (%s has %s)", n.key, c.name, c.columnNames())
+		if n.add != "" {
+			fix = fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s, ALGORITHM=INSTANT; or set order.schema.%s to '' (none)",
+				orderschema.Quote(c.name), orderschema.Quote(n.name), n.add, n.key)
+		}
+		c.problem("column "+n.name, "is missing", fix)
+		return nil
+	}
+	if n.kinds != nil && !slices.Contains(n.kinds, family(col.Type)) {
+		c.problem("column "+n.name, fmt.Sprintf("is %s; order.schema.%s needs %s", strings.ToUpper(col.Type), n.key, kindWords(n.kinds)),
+			fmt.Sprintf("name a column of that kind in order.schema.%s", n.key))
+	}
+	return col
+}
+
+func (c *tableCheck) columnNames() string {
+	names := make([]string, len(c.t.Columns))
+	for i, col := range c.t.Columns {
+		names[i] = col.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func kindWords(kinds []string) string {
+	words := map[string]string{"integer": "an integer type", "decimal": "DECIMAL", "datetime": "DATETIME",
+		"timestamp": "TIMESTAMP", "string": "a text type", "enum": "ENUM"}
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = words[k]
+	}
+	return strings.Join(out, " or ")
+}
+
+// sameKind checks that col of this table (named by setting key) and other
+// of table otherTable (setting otherKey), which the close compares, are of
+// one kind of type: comparing a text with an integer converts every row.
+func (c *tableCheck) sameKind(col *column, key string, other *column, otherTable, otherKey string) {
+	if col == nil || other == nil || family(col.Type) == family(other.Type) {
+		return
+	}
+	c.problem("column "+col.Name, fmt.Sprintf("is %s but %s.%s, which the close compares it with, is %s",
+		strings.ToUpper(col.Type), otherTable, other.Name, strings.ToUpper(other.Type)),
+		fmt.Sprintf("name columns of one kind in order.schema.%s and order.schema.%s", key, otherKey))
+}
+
+// unique checks that col alone is the primary key or a unique key: the
+// close reads and changes exactly one row per value.
+func (c *tableCheck) unique(key, col, why string) {
+	if c.t == nil || c.t.column(strings.ToLower(col)) == nil {
+		return
+	}
+	want := []string{strings.ToLower(col)}
+	if slices.ContainsFunc(c.t.Indexes, func(ix index) bool { return ix.Unique && slices.Equal(ix.Columns, want) }) {
+		return
+	}
+	name := indexName("uk_", col)
+	c.problem("unique key over "+col, fmt.Sprintf("is missing (order.schema.%s): %s", key, why),
+		fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s (%s) ALGORITHM=INPLACE LOCK=NONE",
+			orderschema.Quote(name), orderschema.Quote(c.name), orderschema.Quote(col)))
+}
+
+// leadingIndex checks that the index called name exists and starts with
+// cols (InnoDB appends the primary key to every secondary index, so a
+// primary-key column may be left implicit). alt is the setting to point at
+// another index.
+func (c *tableCheck) leadingIndex(key, name string, cols []string, why string) {
+	if c.t == nil || slices.ContainsFunc(cols, func(n string) bool { return c.t.column(n) == nil }) {
+		return // a missing column is reported once, as such
+	}
+	ix := c.t.index(strings.ToLower(name))
+	if ix != nil && startsWith(c.effective(*ix), cols) {
+		return
+	}
+	quoted := make([]string, len(cols))
+	for i, col := range cols {
+		quoted[i] = orderschema.Quote(col)
+	}
+	create := func(n string) string {
+		return fmt.Sprintf("CREATE INDEX %s ON %s (%s) ALGORITHM=INPLACE LOCK=NONE",
+			orderschema.Quote(n), orderschema.Quote(c.name), strings.Join(quoted, ", "))
+	}
+	over := strings.Join(cols, ", ")
+	if twin := c.serving(cols); twin != "" {
+		c.problem("index "+name, fmt.Sprintf("is missing or not over (%s) (%s)", over, why),
+			fmt.Sprintf("set order.schema.%s: %s (it is over (%s)); or %s", key, twin, over, create(name)))
+		return
+	}
+	if ix == nil {
+		c.problem("index "+name, fmt.Sprintf("is missing (%s)", why), create(name))
+		return
+	}
+	other := indexName("idx_", strings.Join(cols, "_"))
+	if c.t.index(other) != nil || other == strings.ToLower(name) {
+		other = indexName("idx_close_", cols[0])
+	}
+	c.problem("index "+name, fmt.Sprintf("is over (%s); %s needs (%s)", strings.Join(ix.Columns, ", "), why, over),
+		fmt.Sprintf("%s, then set order.schema.%s: %s", create(other), key, other))
+}
+
+// effective is the index's columns as InnoDB keeps them: a secondary
+// index ends with the primary key's columns it does not hold already.
+func (c *tableCheck) effective(ix index) []string {
+	cols := slices.Clone(ix.Columns)
+	if ix.Name == "primary" {
+		return cols
+	}
+	if pk := c.t.index("primary"); pk != nil {
+		for _, col := range pk.Columns {
+			if !slices.Contains(cols, col) {
+				cols = append(cols, col)
+			}
+		}
+	}
+	return cols
+}
+
+// serving names another index of the table that starts with cols.
+func (c *tableCheck) serving(cols []string) string {
+	for _, ix := range c.t.Indexes {
+		if startsWith(c.effective(ix), cols) {
+			return ix.Name
+		}
+	}
+	return ""
+}
+
+func startsWith(have, want []string) bool {
+	return len(have) >= len(want) && slices.Equal(have[:len(want)], want)
+}
+
+// indexName is prefix + rest, cut to MySQL's 64 characters.
+func indexName(prefix, rest string) string {
+	n := strings.ToLower(prefix + rest)
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}
+
+// statusKinds is the kind of column a status value compares with without
+// a conversion per row: an integer value needs an integer column (a text
+// column compared with 0 converts every row and walks no index), a text
+// value a text or ENUM column.
+func statusKinds(v orderschema.Value) []string {
+	if strings.HasPrefix(v.SQL(), "'") {
+		return kindText
+	}
+	return kindInteger
+}
+
+// declaredProblems checks the declared tables in live: each table, the
+// columns the close reads and writes and their kinds of type, the unique
+// keys it relies on (order id and number, stock key, coupon id, giveback
+// keys), the scan's index and the item table's index. byEvents leaves out
+// the stock and coupon tables (outbox compensation gives them back
+// elsewhere).
+func declaredProblems(sch orderschema.Schema, live schema, byEvents bool) []Problem {
+	oc, orderNo := ordersProblems(sch.Orders, live)
+	probs := oc.probs
+	probs = append(probs, itemsProblems(sch, orderNo, live, byEvents)...)
+	if c := sch.Coupon; c != nil {
+		probs = append(probs, couponProblems(c, oc.view(), live, byEvents)...)
+	}
+	for _, g := range sch.Extra {
+		probs = append(probs, givebackProblems(g, oc.view(), live)...)
+	}
+	return dedupe(probs) // a table may be declared twice (a giveback to the order table)
+}
+
+// view is another check of the same table collecting its own problems
+// (a missing table is reported once, by the first).
+func (c *tableCheck) view() *tableCheck { return &tableCheck{name: c.name, t: c.t} }
+
+// ordersProblems checks the order table; it returns the check and the
+// order number's column (nil when missing).
+func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
+	oc := newTableCheck(live, "table", o.Table)
+	id := oc.column(need{key: "id", name: o.ID, kinds: kindInteger})
+	orderNo := oc.column(need{key: "orderNo", name: o.OrderNo})
+	oc.column(need{key: "status", name: o.Status, kinds: statusKinds(o.Unpaid)})
+	oc.column(need{key: "createTime", name: o.CreateTime, kinds: kindTime})
+	oc.column(need{key: "timeoutColumn", name: o.TimeoutColumn, kinds: kindInteger})
+	oc.column(need{key: "closeTime", name: o.CloseTime, kinds: kindTime, add: "DATETIME(3) NULL"})
+	oc.column(need{key: "updateTime", name: o.UpdateTime, kinds: kindTime, add: "DATETIME(3) NULL"})
+	oc.column(need{key: "closeReason", name: o.CloseReason, kinds: kindText, add: "VARCHAR(32) NULL"})
+	if id != nil {
+		oc.unique("id", o.ID, "the close changes one order by its id")
+	}
+	if orderNo != nil {
+		oc.unique("orderNo", o.OrderNo, "locks, the close log and dead letters name one order by its number")
+	}
+	scan := []string{strings.ToLower(o.Status), strings.ToLower(o.CreateTime), strings.ToLower(o.ID)}
+	oc.leadingIndex("scanIndex", o.ScanIndex, scan, "the scan walks unpaid orders by creation time and id")
+	return oc, orderNo
+}
+
+// itemsProblems checks the item table and, unless stock goes back by
+// events, the stock table.
+func itemsProblems(sch orderschema.Schema, orderNo *column, live schema, byEvents bool) []Problem {
+	it := sch.Items
+	ic := newTableCheck(live, "items.table", it.Table)
+	keyKinds := kindInteger
+	if !it.ByID {
+		keyKinds = nil
+		if orderNo != nil {
+			keyKinds = []string{family(orderNo.Type)}
+		}
+	}
+	ic.column(need{key: "items.orderColumn", name: it.OrderColumn, kinds: keyKinds})
+	sku := ic.column(need{key: "items.sku", name: it.SKU})
+	ic.column(need{key: "items.quantity", name: it.Quantity, kinds: kindAmount})
+	ic.leadingIndex("items.index", it.Index, []string{strings.ToLower(it.OrderColumn)}, "the close reads a page's lines by their order")
+	st := sch.Stock
+	if st == nil || byEvents {
+		return ic.probs
+	}
+	sc := newTableCheck(live, "stock.table", st.Table)
+	if key := sc.column(need{key: "stock.key", name: st.Key}); key != nil {
+		sc.unique("stock.key", st.Key, "the close changes exactly one stock row per SKU")
+		ic.sameKind(sku, "items.sku", key, st.Table, "stock.key")
+	}
+	for _, col := range st.Columns {
+		sc.column(need{key: "stock.columns", name: col.Name, kinds: kindAmount})
+	}
+	return append(ic.probs, sc.probs...)
+}
+
+// couponProblems checks the coupon's columns on the order (oc, a view of
+// the order table) and, unless coupons go back by events, the coupon
+// table.
+func couponProblems(c *orderschema.Coupon, oc *tableCheck, live schema, byEvents bool) []Problem {
+	var ref *column
+	if !c.ByMatch() {
+		ref = oc.column(need{key: "coupon.orderColumn", name: c.OrderColumn})
+	}
+	for _, p := range c.Match {
+		oc.column(need{key: "coupon.match", name: p.OrderColumn})
+	}
+	if byEvents {
+		return oc.probs
+	}
+	cc := newTableCheck(live, "coupon.table", c.Table)
+	cc.column(need{key: "coupon.status", name: c.Status, kinds: statusKinds(c.Used)})
+	if !c.ByMatch() {
+		if id := cc.column(need{key: "coupon.id", name: c.ID}); id != nil {
+			cc.unique("coupon.id", c.ID, "the close gives back exactly one coupon row per order")
+			oc.sameKind(ref, "coupon.orderColumn", id, c.Table, "coupon.id")
+		}
+		cc.column(need{key: "coupon.orderNo", name: c.OrderNo})
+		return append(oc.probs, cc.probs...)
+	}
+	var cols []string
+	for _, p := range c.Match {
+		if cc.column(need{key: "coupon.match", name: p.Column}) != nil {
+			cols = append(cols, strings.ToLower(p.Column))
+		}
+	}
+	if cc.t != nil && len(cols) == len(c.Match) && !cc.anyOrderLeads(cols) {
+		cc.leadingIndex("coupon.match", indexName("idx_", strings.Join(cols, "_")), cols,
+			"the close finds each order's coupon row by the matched columns")
+	}
+	return append(oc.probs, cc.probs...)
+}
+
+// anyOrderLeads reports whether an index starts with cols in any order
+// (an equality match on each uses it whatever their order).
+func (c *tableCheck) anyOrderLeads(cols []string) bool {
+	for _, ix := range c.t.Indexes {
+		eff := c.effective(ix)
+		if len(eff) >= len(cols) {
+			lead := slices.Clone(eff[:len(cols)])
+			want := slices.Clone(cols)
+			slices.Sort(lead)
+			slices.Sort(want)
+			if slices.Equal(lead, want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// givebackProblems checks one giveback: the order's amount and key
+// columns (oc, a view of the order table), and the other table's column
+// and unique key.
+func givebackProblems(g orderschema.Giveback, oc *tableCheck, live schema) []Problem {
+	oc.column(need{key: "givebacks", name: g.Amount, kinds: kindAmount})
+	oc.column(need{key: "givebacks", name: g.OrderKey})
+	gc := newTableCheck(live, "givebacks", g.Table)
+	gc.column(need{key: "givebacks", name: g.Column, kinds: kindAmount})
+	if gc.column(need{key: "givebacks", name: g.Key}) != nil {
+		gc.unique("givebacks", g.Key, "the close adds each order's amount to exactly one row ("+g.String()+")")
+	}
+	return append(oc.probs, gc.probs...)
+}
