@@ -100,14 +100,16 @@ func (b *closeBench) sourcesRows(ctx context.Context) error {
 			counts      []int
 		}{"odd", "sources, odd ids only, %d executors", true, []int{oddExecutors}})
 	}
-	b.header()
-	for _, l := range layouts {
+	for i, l := range layouts {
 		start := time.Now()
 		tmpls, err := b.layOut(ctx, l.label, l.odd)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(b.out, "    (%s layout made in %.1fs)\n", l.label, time.Since(start).Seconds())
+		fmt.Fprintf(b.out, "%s layout made in %.1fs\n", l.label, time.Since(start).Seconds())
+		if i == 0 {
+			b.header()
+		}
 		for _, n := range l.counts {
 			r, err := b.sourcesRow(ctx, tmpls, n, fmt.Sprintf(l.what, n))
 			if err != nil {
@@ -283,8 +285,12 @@ func (b *closeBench) sweeps(ctx context.Context, tmpls []*sourceTmpl, dbs []*sql
 		}
 		var units []*orders.Closer
 		for i, t := range tmpls {
+			server, err := orders.DetectServer(ctx, dbs[i])
+			if err != nil {
+				return nil, err
+			}
 			for _, table := range t.tables {
-				c, err := cp.NewUnit(ctx, dbs[i], fmt.Sprintf("src%d", i), table)
+				c, err := cp.NewUnit(dbs[i], server, fmt.Sprintf("src%d", i), table)
 				if err != nil {
 					return nil, err
 				}

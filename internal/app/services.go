@@ -137,7 +137,7 @@ type ClosePath struct {
 	Compensation orders.CompensationMode
 	// NewUnit builds the Closer of one unit of order.sources, on its own
 	// database, with Closer's settings and locks (units.go).
-	NewUnit func(ctx context.Context, db *sqlx.DB, source, table string) (*orders.Closer, error)
+	NewUnit func(db *sqlx.DB, server orders.Server, source, table string) (*orders.Closer, error)
 }
 
 // NewClosePath builds the close path on db, with the page locks on rdb and,

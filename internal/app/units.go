@@ -15,12 +15,11 @@ import (
 
 // unitBuilder returns ClosePath.NewUnit: a Closer with the close path's
 // settings and locks on a source's database, closing in one of its order
-// tables (the item table following its suffix). A database that does not
-// answer is logged, not refused: its units fail, each run, with what
-// stopped them, and the other sources close as usual.
+// tables (the item table following its suffix), on server (what the
+// database is, for the close path's error classes).
 func unitBuilder(cfg *config.Config, locker *orderlock.Locker, ccfg orders.CloserConfig,
-	logger *slog.Logger) func(context.Context, *sqlx.DB, string, string) (*orders.Closer, error) {
-	return func(ctx context.Context, db *sqlx.DB, source, table string) (*orders.Closer, error) {
+	logger *slog.Logger) func(*sqlx.DB, orders.Server, string, string) (*orders.Closer, error) {
+	return func(db *sqlx.DB, server orders.Server, source, table string) (*orders.Closer, error) {
 		sch, err := cfg.Order.Schema.Schema()
 		if err != nil {
 			return nil, fmt.Errorf("order.schema: %w", err)
@@ -30,9 +29,7 @@ func unitBuilder(cfg *config.Config, locker *orderlock.Locker, ccfg orders.Close
 		if c.Schema, err = sch.ForTable(table); err != nil {
 			return nil, fmt.Errorf("order source %s: %w", source, err)
 		}
-		if server, err := orders.DetectServer(ctx, db); err == nil {
-			c.Server = server
-		}
+		c.Server = server
 		closer, err := orders.NewCloser(db, locker, c)
 		if err != nil {
 			return nil, fmt.Errorf("order source %s, table %s: %w", source, table, err)
@@ -57,13 +54,13 @@ func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath, logger *sl
 	var units []*orders.Closer
 	var dbs []*sqlx.DB
 	for _, src := range sources {
-		db, err := openSource(ctx, src, logger)
+		db, server, err := openSource(ctx, src, logger)
 		if err != nil {
 			return nil, dbs, err
 		}
 		dbs = append(dbs, db)
 		for _, table := range src.Tables {
-			c, err := cp.NewUnit(ctx, db, src.Name, table)
+			c, err := cp.NewUnit(db, server, src.Name, table)
 			if err != nil {
 				return nil, dbs, err
 			}
@@ -73,17 +70,21 @@ func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath, logger *sl
 	return units, dbs, nil
 }
 
-// openSource opens a source's pool. A source that does not answer now is
-// logged and kept: the pool connects when it answers again.
-func openSource(ctx context.Context, src config.Source, logger *slog.Logger) (*sqlx.DB, error) {
+// openSource opens a source's pool and asks the server what it is. A
+// source that does not answer now is logged, not refused (ServerUnknown):
+// its units fail, each run, with what stopped them, the other sources
+// close as usual, and the pool connects once it answers again.
+func openSource(ctx context.Context, src config.Source, logger *slog.Logger) (*sqlx.DB, orders.Server, error) {
 	db, err := openPool(src.MySQL)
 	if err != nil {
-		return nil, fmt.Errorf("order source %s: %w", src.Name, err)
+		return nil, orders.ServerUnknown, fmt.Errorf("order source %s: %w", src.Name, err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
+	server, err := orders.DetectServer(dctx, db)
+	if err != nil {
 		logger.Warn("order source does not answer; its units fail until it does", "source", src.Name, "err", err)
+		return db, orders.ServerUnknown, nil
 	}
-	return db, nil
+	return db, server, nil
 }
