@@ -13,6 +13,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // ClientConfig configures a Client.
@@ -201,6 +203,9 @@ func (c *Client) RegisterTx(ctx context.Context, tx sqlx.ExtContext, r Registrat
 // logged, not returned: the task is durable and the reconciler schedules it.
 func (c *Client) Register(ctx context.Context, r Registration) (*Task, bool, error) {
 	t, created, err := c.RegisterTx(ctx, c.db, r)
+	if isDeadlock(err) {
+		t, created, err = c.registeredMeanwhile(ctx, r, err)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -211,6 +216,29 @@ func (c *Client) Register(ctx context.Context, r Registration) (*Task, bool, err
 		}
 	}
 	return t, created, nil
+}
+
+// registeredMeanwhile settles a registration whose insert failed with 1213
+// (err). On a Galera cluster that is how a registration of the same
+// bizUuid through another node at the same moment ends, where one server
+// answers 1062: the other node's row won certification. Once this node has
+// applied it (a causal read) the registration is a duplicate of it; when
+// no such row is there, the 1213 was a deadlock and the registration is
+// tried once more.
+func (c *Client) registeredMeanwhile(ctx context.Context, r Registration, err error) (*Task, bool, error) {
+	var existing *Task
+	gerr := sqlexec.CausalRead(ctx, c.db, func(q sqlx.QueryerContext) error {
+		var err error
+		existing, err = c.store.get(ctx, q, r.BizUUID, false)
+		return err
+	})
+	switch {
+	case gerr == nil:
+		return existing, false, nil
+	case !errors.Is(gerr, ErrNotFound):
+		return nil, false, errors.Join(err, gerr)
+	}
+	return c.RegisterTx(ctx, c.db, r)
 }
 
 // Schedule tells the timer about tasks committed with RegisterTx. It is

@@ -72,6 +72,13 @@ func isDuplicateKey(err error) bool {
 	return errors.As(err, &me) && me.Number == 1062
 }
 
+// isDeadlock reports 1213: a deadlock, or on a Galera cluster a write that
+// lost certification to another node's.
+func isDeadlock(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1213
+}
+
 // selectNow reads the database clock. One row.
 const selectNow = `SELECT UTC_TIMESTAMP(3)`
 
@@ -238,6 +245,15 @@ func (st store) claim(ctx context.Context, db *sqlx.DB, ids []int64, claimID int
 		return nil, fmt.Errorf("claim %d tasks: %w", len(ids), err)
 	}
 	defer conn.Close()
+	// On a Galera node the claim must see a task registered through
+	// another node a moment ago: the timer may pop it before this node
+	// has applied its row, and a claim that found it not PENDING would
+	// drop it from the timer until the reconciler puts it back.
+	restore, err := sqlexec.Causal(ctx, db, conn)
+	if err != nil {
+		return nil, fmt.Errorf("claim %d tasks: %w", len(ids), err)
+	}
+	defer restore()
 	exec := func(query string, p claimParams) (int, error) {
 		q, args, err := sqlexec.Named(query, p)
 		if err != nil {

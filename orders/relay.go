@@ -81,6 +81,11 @@ type RelayStats struct {
 	// run out and passed to another relay, which marks them (receivers
 	// dedupe the second delivery).
 	Superseded int
+	// ClaimsLost are claims rolled back by a deadlock or, on a Galera
+	// cluster with relays on several nodes, by another node's claim of the
+	// same events (1213: SKIP LOCKED skips only this node's locks). Not an
+	// error: the claim is tried again.
+	ClaimsLost int
 }
 
 func (s *RelayStats) add(o RelayStats) {
@@ -90,6 +95,7 @@ func (s *RelayStats) add(o RelayStats) {
 	s.Released += o.Released
 	s.Parked += o.Parked
 	s.Superseded += o.Superseded
+	s.ClaimsLost += o.ClaimsLost
 }
 
 // Relay delivers order_outbox events to the inventory and coupon services
@@ -309,8 +315,11 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 	var st RelayStats
 	claimID := rand.Int64N(1<<62) + 1
 	start := time.Now() // before the claim: the claim ends no earlier than start + ClaimTTL
-	evs, err := r.store.claimEvents(claimCtx, r.db, claimID, r.cfg.ClaimTTL, r.cfg.BatchSize)
+	evs, err := r.claim(claimCtx, claimID, &st)
 	if err != nil || len(evs) == 0 {
+		r.mu.Lock()
+		r.stats.add(st)
+		r.mu.Unlock()
 		return st, err
 	}
 	st.Claimed = len(evs)
@@ -385,6 +394,30 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 		r.log.WarnContext(wctx, "outbox deliveries failed; retries scheduled", "num_failed", st.Failed, "num_delivered", st.Delivered)
 	}
 	return st, errors.Join(errs...)
+}
+
+// claimTries is how often a relay pass tries to claim events when its
+// claims lose to other relays' (RelayStats.ClaimsLost).
+const claimTries = 3
+
+// claim claims due events for claimID. A claim rolled back as contended
+// (1213, 1205) is counted in st.ClaimsLost and tried again at once, up to
+// claimTries times, then the pass ends with nothing claimed and no error.
+// On a Galera cluster that is how two relays on two nodes end when they
+// pick the same events (each node's SKIP LOCKED sees only its own locks):
+// one claim wins certification; the other's events are no longer due.
+func (r *Relay) claim(ctx context.Context, claimID int64, st *RelayStats) ([]outboxEvent, error) {
+	for try := 1; ; try++ {
+		evs, err := r.store.claimEvents(ctx, r.db, claimID, r.cfg.ClaimTTL, r.cfg.BatchSize)
+		if KindOf(err) != KindContention {
+			return evs, err
+		}
+		st.ClaimsLost++
+		r.log.DebugContext(ctx, "outbox claim lost to another relay's", "attempt", try, "error", err.Error())
+		if try == claimTries || ctx.Err() != nil {
+			return nil, nil
+		}
+	}
 }
 
 // dbWrite runs one bookkeeping statement under its own short timeout.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -253,12 +256,24 @@ func (f *letterFilter) filter(ctx context.Context, rows []scanRow) ([]scanRow, m
 	return out, waiting, nil
 }
 
-// pageItems reads the lines of the orders of rows, by itemKey.
+// pageItems reads the lines of the orders of rows, by itemKey. The read
+// is causal (sqlexec.CausalRead): on a Galera node it waits until the node
+// has applied what the cluster committed. The lines are read outside the
+// close transaction and never written by it, so certification does not
+// guard them: a node still applying an order placed through another node
+// would otherwise see the order without its lines, and the close would give
+// back none of its stock (measured: one multi-writer run in five).
 func (c *Closer) pageItems(ctx context.Context, rows []scanRow) (map[string][]itemRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	return c.readItems(ctx, c.db, rows)
+	var by map[string][]itemRow
+	err := sqlexec.CausalRead(ctx, c.db, func(q sqlx.QueryerContext) error {
+		var err error
+		by, err = c.readItems(ctx, q, rows)
+		return err
+	})
+	return by, err
 }
 
 func orderNos(rows []scanRow) []string {

@@ -56,7 +56,7 @@ type profile struct {
 	slowOrders    int           // scenario 6
 	slowRounds    int           // scenario 6: slow transactions taken over
 	clockOffsets  []string      // scenario 7: FAKETIME offsets of the database server
-	galeraOrders  int           // scenario 9: orders closed through a three-node Galera cluster
+	galeraOrders  int           // scenarios 10 and 13: orders closed through a three-node Galera cluster
 	switchOrders  int           // scenario 12: orders closed across a primary switch
 }
 

@@ -68,6 +68,7 @@ var scenarios = []scenario{
 	{"10-galera", scenarioGalera},
 	{"11-sentinel", scenarioSentinel},
 	{"12-primary-failover", scenarioPrimaryFailover},
+	{"13-galera-multi", scenarioGaleraMulti},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per

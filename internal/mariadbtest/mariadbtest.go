@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -357,12 +358,40 @@ func (s *Server) NewDB(t testing.TB, name string) (*sqlx.DB, string) {
 	return db, dsn
 }
 
+// Private servers listen on ports below Linux's default ephemeral range
+// (32768-60999): a port the kernel hands out for "port 0" is also one it
+// may give any outgoing connection as its local port in the moment before
+// mariadbd binds it, and with many tests connecting that happened (a
+// Galera node takes four ports). Ports handed out are remembered, so one
+// test binary never gives the same port twice, even once it is free again.
+const (
+	portLow, portHigh = 20000, 32768
+)
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// freePort returns a port on 127.0.0.1 that nothing listens on now and
+// this process has not handed out before.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("mariadbtest: find a free port: %v", err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		p := portLow + rand.IntN(portHigh-portLow)
+		if portsGiven[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue // taken
+		}
+		l.Close()
+		portsGiven[p] = true
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("mariadbtest: no free port in [%d, %d) after 1000 tries", portLow, portHigh)
+	return 0
 }

@@ -92,6 +92,7 @@ func TestBacklogGauges(t *testing.T) {
 	s = scrape(t, m)
 	require.Equal(t, 2.0, value(t, s, metrics.OutboxDeliveriesTotal, "result", "delivered"))
 	require.Zero(t, value(t, s, metrics.OutboxOldestPendingAge))
+	require.Zero(t, value(t, s, metrics.OutboxClaimsLostTotal), "one relay on one server loses no claim")
 }
 
 // The lifecycle jobs count runs and the orders they complete or flag; the

@@ -14,6 +14,7 @@ const (
 	OutboxOldestPendingAge = "orders_outbox_oldest_pending_age_seconds"
 	OutboxDeliveriesTotal  = "orders_outbox_deliveries_total"
 	OutboxParked           = "orders_outbox_parked"
+	OutboxClaimsLostTotal  = "orders_outbox_claims_lost_total"
 )
 
 // outboxResults are the result label values of orders_outbox_deliveries_total.
@@ -25,11 +26,15 @@ func (m *Metrics) WatchRelay(r *orders.Relay) {
 	deliveries := prometheus.NewDesc(OutboxDeliveriesTotal,
 		"Outbox deliveries by this relay, by result: delivered (acknowledged, marked done), failed (a retry is scheduled), released (claimed, not sent in time, given back), superseded (acknowledged after another relay took the event over), parked (refused for good or out of attempts: an operator must look).",
 		[]string{"result"}, nil)
-	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{deliveries}, collect: func(ch chan<- prometheus.Metric) {
+	claimsLost := prometheus.NewDesc(OutboxClaimsLostTotal,
+		"Outbox claims of this relay rolled back by a deadlock or, on a Galera cluster with relays on several nodes, by another node's claim of the same events; tried again, not an error.",
+		nil, nil)
+	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{deliveries, claimsLost}, collect: func(ch chan<- prometheus.Metric) {
 		s := r.Stats()
 		for i, n := range [...]int{s.Delivered, s.Failed, s.Released, s.Superseded, s.Parked} {
 			ch <- prometheus.MustNewConstMetric(deliveries, prometheus.CounterValue, float64(n), outboxResults[i])
 		}
+		ch <- prometheus.MustNewConstMetric(claimsLost, prometheus.CounterValue, float64(s.ClaimsLost))
 	}})
 	pending := prometheus.NewDesc(OutboxPending,
 		"Outbox events not yet delivered to the inventory and coupon services, all relays' (sampled).", nil, nil)

@@ -3,9 +3,11 @@ package sqlexec
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
@@ -73,4 +75,67 @@ func InCausalTx(ctx context.Context, db *sqlx.DB, causal bool, fn func(tx *sqlx.
 		return fmt.Errorf("begin: reset wsrep_sync_wait: %w", err)
 	}
 	return runTx(tx, fn)
+}
+
+// syncWaitCausal is the wsrep_sync_wait a causal session sets: reads
+// (1), UPDATE and DELETE (2) wait until the node has applied what the
+// cluster committed before the statement.
+const syncWaitCausal = 3
+
+// CausalRead runs fn's reads (outside any transaction) so that they see
+// every transaction the cluster committed before CausalRead was called: on
+// a Galera node (Galera, asked once per pool) fn reads on one connection
+// made causal (Causal); elsewhere fn reads on db, and it costs nothing. A
+// read whose rows another node wrote and no transaction here will lock
+// (the lines of an order placed through another node) needs it:
+// certification guards writes, not plain reads.
+func CausalRead(ctx context.Context, db *sqlx.DB, fn func(q sqlx.QueryerContext) error) error {
+	galera, err := Galera(ctx, db)
+	if err != nil {
+		return err
+	}
+	if !galera {
+		return fn(db)
+	}
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("causal read: %w", err)
+	}
+	defer conn.Close()
+	restore, err := Causal(ctx, db, conn)
+	if err != nil {
+		return err
+	}
+	defer restore()
+	return fn(conn)
+}
+
+// Causal makes the statements of conn, a connection of db's pool, wait
+// until the node has applied what the cluster committed before each of
+// them (wsrep_sync_wait: reads, UPDATE and DELETE), when db's server is a
+// Galera node; elsewhere it changes nothing. A statement outside a
+// transaction waits itself; in a transaction only its start waits (see
+// InCausalTx). Call the returned function (never nil) before conn goes
+// back to the pool: it gives the session the server's default again, or,
+// when that fails, has the pool discard the connection.
+func Causal(ctx context.Context, db *sqlx.DB, conn *sqlx.Conn) (restore func(), err error) {
+	galera, err := Galera(ctx, db)
+	if err != nil || !galera {
+		return func() {}, err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION wsrep_sync_wait = %d", syncWaitCausal)); err != nil {
+		return func() {}, fmt.Errorf("wait for the cluster's writes (wsrep_sync_wait): %w", err)
+	}
+	return func() { resetSyncWait(ctx, conn) }, nil
+}
+
+// resetSyncWait gives conn's session the server's wsrep_sync_wait again,
+// or, when that fails, has the pool discard the connection (a session that
+// kept the wait would only be slower, but nothing should inherit it).
+func resetSyncWait(ctx context.Context, conn *sqlx.Conn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, "SET SESSION wsrep_sync_wait = DEFAULT"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 }

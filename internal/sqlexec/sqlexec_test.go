@@ -25,7 +25,7 @@ func TestTruncate(t *testing.T) {
 }
 
 // A server that is not a Galera node (the shared one) says so, and a
-// transaction of InCausalTx there is a plain one.
+// transaction of InCausalTx there is a plain one, and so is a CausalRead.
 func TestGaleraOnAPlainServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -38,4 +38,8 @@ func TestGaleraOnAPlainServer(t *testing.T) {
 		return tx.GetContext(ctx, &one, "SELECT 1")
 	}))
 	require.Equal(t, 1, one)
+	require.NoError(t, sqlexec.CausalRead(ctx, db.DB, func(q sqlx.QueryerContext) error {
+		return sqlx.GetContext(ctx, q, &one, "SELECT 2")
+	}))
+	require.Equal(t, 2, one)
 }
