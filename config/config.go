@@ -267,7 +267,7 @@ type OrderSchemaCoupon struct {
 	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" default:"id" doc:"the coupon row's id"`
 	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" default:"order_no" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
 	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
-	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces"`
+	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces; empty: none forced (statistics may then make the lookup scan the coupon table)"`
 }
 
 // Delay is `delay`: durable delayed tasks and their dispatcher.

@@ -104,7 +104,7 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	require.Len(t, obs.pages, 2, "CloseOrder's, then the batch's")
 	p := obs.pages[1]
 	require.True(t, p.Single)
-	require.Equal(t, orders.PageReport{ShardTotal: 1, Single: true, Scanned: 10, Closed: 3, DeadLettered: 1, SkippedPaid: 1,
+	require.Equal(t, orders.PageReport{Source: "default", Table: "order_info", ShardTotal: 1, Single: true, Scanned: 10, Closed: 3, DeadLettered: 1, SkippedPaid: 1,
 		SkippedLocked: 1, SkippedClosed: 2, SkippedNotDue: 1, SkippedParked: 1}, p)
 	require.Equal(t, 4, obs.closed)
 

@@ -53,6 +53,9 @@ func TestForeignSchemaClosesWithEveryGiveback(t *testing.T) {
 				Items: []ordertest.Item{{SKU: 2, Qty: 1}}})
 			base, err := ordertest.SnapshotForeign(b.ctx, b.db)
 			require.NoError(t, err)
+			overdue, _, err := b.closer.Overdue(b.ctx)
+			require.NoError(t, err)
+			require.Equal(t, 3, overdue, "the gauge reads the declared table with its fixed timeout")
 
 			st1, err := b.closer.Run(b.ctx, orders.RunOptions{})
 			require.NoError(t, err)
@@ -194,4 +197,60 @@ func TestForeignSchemaExactlyOnceWithPayments(t *testing.T) {
 	}
 	require.Equal(t, n-payments, b.db.Count(t, `SELECT COUNT(*) FROM order_close_log`))
 	t.Logf("%d paid, %d cancelled", payments, n-payments)
+}
+
+// TestForeignSchemaCouponByIDWithoutStock: a coupon kept by id with text
+// states ('USED' → 'UNUSED', the row not naming its order) and no stock
+// table declared: the coupon comes back, no stock is touched, and a coupon
+// not in state USED dead-letters its order alone.
+func TestForeignSchemaCouponByIDWithoutStock(t *testing.T) {
+	t.Parallel()
+	sch := ordertest.ForeignSchema(ordertest.TakenAtPlacement)
+	sch.Coupon, sch.Stock, sch.Extra = ordertest.ForeignCouponByID(), nil, nil
+	b := setup(t, withCloser(orders.CloserConfig{Schema: sch}))
+	ordertest.ForeignTables(t, b.db.DB)
+	for _, sn := range []string{"C-1", "C-2", "C-BAD"} {
+		ordertest.ForeignOrder(t, b.db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: due, UserCoupon: true,
+			Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
+	}
+	_, err := b.db.ExecContext(b.ctx, `UPDATE t_user_coupon c JOIN t_order o ON o.user_coupon_id = c.id
+		SET c.state = 'UNUSED' WHERE o.order_sn = 'C-BAD'`)
+	require.NoError(t, err)
+
+	st, err := b.closer.Run(b.ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Closed, st.String())
+	require.Equal(t, 1, st.DeadLettered, st.String())
+	require.Equal(t, 3, b.db.Count(t, `SELECT COUNT(*) FROM t_user_coupon WHERE state = 'UNUSED'`))
+	require.Equal(t, 2, b.db.Count(t, `SELECT COUNT(*) FROM t_order WHERE order_status = 4`))
+	require.Equal(t, 97, b.db.Count(t, `SELECT stock FROM t_goods WHERE id = 1`), "no stock table declared: nothing added back")
+	var reason string
+	require.NoError(t, b.db.GetContext(b.ctx, &reason, `SELECT last_error FROM order_dead_letter WHERE order_no = 'C-BAD'`))
+	require.Contains(t, reason, "is status UNUSED")
+}
+
+// TestForeignSchemaDeadLetterRetry: deadLetterRetryJob on a declared
+// schema closes a letter's order when it is due, and parks the letter of an
+// order no longer in the declared table, naming that table.
+func TestForeignSchemaDeadLetterRetry(t *testing.T) {
+	t.Parallel()
+	b := foreignSetup(t, ordertest.LockedOnly)
+	ordertest.ForeignOrder(t, b.db.DB, ordertest.ForeignOpts{OrderSn: "L-1", Age: due, Coupon: 4, Points: 9,
+		Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
+	base, err := ordertest.SnapshotForeign(b.ctx, b.db)
+	require.NoError(t, err)
+	_, err = b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
+		('L-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
+		('GONE-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE)`)
+	require.NoError(t, err)
+
+	rs, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rs.Closed)
+	require.Equal(t, 1, rs.Parked)
+	var reason string
+	require.NoError(t, b.db.GetContext(b.ctx, &reason, `SELECT status_reason FROM order_dead_letter WHERE order_no = 'GONE-1'`))
+	require.Equal(t, "order not found in t_order", reason)
+	require.Equal(t, 4, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'L-1'`))
+	require.NoError(t, ordertest.CheckForeign(b.ctx, b.db, base, ordertest.LockedOnly))
 }

@@ -164,8 +164,8 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 	require.Equal(t, orders.OutcomeSkippedPaid, out)
 	rec.mu.Lock()
 	require.Equal(t, []orders.PageReport{
-		{ShardTotal: 1, Single: true, Scanned: 1, Closed: 1},
-		{ShardTotal: 1, Single: true, Scanned: 1, SkippedPaid: 1},
+		{Source: "default", Table: "order_info", ShardTotal: 1, Single: true, Scanned: 1, Closed: 1},
+		{Source: "default", Table: "order_info", ShardTotal: 1, Single: true, Scanned: 1, SkippedPaid: 1},
 	}, rec.pages)
 	require.Len(t, rec.lateness, 1)
 	require.Len(t, rec.locks, 1, "a paid order is skipped before its lock is taken")

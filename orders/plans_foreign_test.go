@@ -17,7 +17,7 @@ import (
 
 // foreignPlanTables are the foreign shop's tables whose statistics lie,
 // with the executor's own the close writes.
-var foreignPlanTables = []string{"t_order", "t_order_item", "t_sku_stock", "t_goods", "t_coupon_history", "t_member",
+var foreignPlanTables = []string{"t_order", "t_order_item", "t_sku_stock", "t_goods", "t_coupon_history", "t_user_coupon", "t_member",
 	"order_dead_letter", "order_close_log"}
 
 // foreignPlanFixture is the foreign shop after a while (ordertest.ForeignShop)
@@ -77,7 +77,9 @@ func TestForeignSchemaStatementPlans(t *testing.T) {
 	f := newForeignPlanFixture(t)
 	locked, err := renderCloseSQL(ordertest.ForeignSchema(ordertest.LockedOnly))
 	require.NoError(t, err)
-	goods, err := renderCloseSQL(ordertest.ForeignSchema(ordertest.TakenAtPlacement))
+	byID := ordertest.ForeignSchema(ordertest.TakenAtPlacement)
+	byID.Coupon = ordertest.ForeignCouponByID()
+	goods, err := renderCloseSQL(byID)
 	require.NoError(t, err)
 	n := len(f.ids)
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
@@ -109,6 +111,8 @@ func TestForeignSchemaStatementPlans(t *testing.T) {
 		{Name: "lock matched coupons", Query: lit(s.coupon.lock, f.couponIDs), Units: len(f.couponIDs), Plan: matched},
 		// Per order: its row, the coupon's index entry and row, and the write.
 		{Name: "restore matched coupons", Query: lit(s.coupon.restore, f.couponIDs), Units: len(f.couponIDs), PerUnit: 6, Plan: matched},
+		{Name: "lock coupons by id", Query: lit(goods.coupon.lock, f.couponIDs), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
+		{Name: "restore coupons by id", Query: named(fmt.Sprintf(goods.coupon.restore, sqlexec.IntList(f.couponIDs)), map[string]any{"order_nos": f.nos}), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
 		{Name: "read givebacks", Query: lit(s.extra.read, f.ids), Units: n, Plan: pk("t_order")},
 		{Name: "give back points", Query: deltas(s.extra.add[0], s.extra.key[0], f.points), Units: n, Plan: pk("t_member")},
 		{Name: "CloseOrder: order", Query: plantest.Q(s.orderByNo, f.nos[0]), Units: 1, Plan: uses("t_order", "uk_order_sn", "const", "ref")},

@@ -383,8 +383,11 @@ func (r renderer) coupon() *couponSQL {
 		for _, m := range c.Match {
 			on = append(on, "h."+r.n(m.Column)+" = o."+r.n(m.OrderColumn))
 		}
-		join := r.n(o.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h FORCE INDEX (" + r.n(c.Index) + ") ON " +
-			strings.Join(on, " AND ")
+		hint := ""
+		if c.Index != "" {
+			hint = " FORCE INDEX (" + r.n(c.Index) + ")"
+		}
+		join := r.n(o.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h" + hint + " ON " + strings.Join(on, " AND ")
 		where := "WHERE o." + r.n(o.ID) + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL()
 		out.lock = "\nSELECT o." + r.n(o.ID) + " AS id FROM " + join + "\n" + where + " ORDER BY o." + r.n(o.ID) + " FOR UPDATE"
 		out.restore = "\nUPDATE " + join + " SET h." + r.n(c.Status) + " = " + c.Unused.SQL() + "\n" + where

@@ -73,6 +73,8 @@ func TestRunsAndClosePathByHandler(t *testing.T) {
 	}
 	// Outside any run: "other".
 	ob.ClosePage(context.Background(), orders.PageReport{Single: true, ShardTotal: 1, Scanned: 1, SkippedParked: 1})
+	// A unit of order.sources: its source and table label the series.
+	ob.ClosePage(context.Background(), orders.PageReport{Source: "db1", Table: "t_order_3", ShardTotal: 1, Scanned: 5, Closed: 5})
 
 	s := scrape(t, m)
 	require.Equal(t, 1.0, value(t, s, metrics.XXLRunsTotal, "handler", "probeJob", "result", "success"))
@@ -87,7 +89,8 @@ func TestRunsAndClosePathByHandler(t *testing.T) {
 	for reason, want := range map[string]float64{"paid": 1, "locked": 2, "closed": 1, "not_due": 0, "parked": 0} {
 		require.Equal(t, want, value(t, s, metrics.OrdersSkippedTotal, append(run, "reason", reason)...), reason)
 	}
-	require.Equal(t, 1.0, value(t, s, metrics.OrdersSkippedTotal, "handler", "other", "shard", "0", "reason", "parked"))
+	require.Equal(t, 1.0, value(t, s, metrics.OrdersSkippedTotal, "handler", "other", "shard", "0", "source", "", "reason", "parked"))
+	require.Equal(t, 5.0, value(t, s, metrics.OrdersClosedTotal, "handler", "other", "source", "db1", "table", "t_order_3"))
 	require.Equal(t, 4.0, value(t, s, metrics.OrdersLatenessSeconds+"_count", "handler", "probeJob"))
 	require.Equal(t, 2.0, value(t, s, metrics.OrdersLatenessSeconds+"_bucket", "handler", "probeJob", "le", "5"))
 	require.InDelta(t, 3695.0, value(t, s, metrics.OrdersLatenessSeconds+"_sum", "handler", "probeJob"), 1e-9)

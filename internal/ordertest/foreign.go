@@ -47,6 +47,7 @@ var foreignDDL = []string{
 		updated_at DATETIME(3) NULL,
 		cancel_time DATETIME(3) NULL,
 		coupon_id BIGINT NULL,
+		user_coupon_id BIGINT NULL,
 		use_points INT NOT NULL DEFAULT 0,
 		UNIQUE KEY uk_order_sn (order_sn),
 		KEY idx_status_created (order_status, created_at)
@@ -75,6 +76,11 @@ var foreignDDL = []string{
 		coupon_id BIGINT NOT NULL,
 		use_status TINYINT NOT NULL,
 		KEY idx_member_coupon (member_id, coupon_id)
+	)`,
+	`CREATE TABLE t_user_coupon (
+		id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+		member_id BIGINT NOT NULL,
+		state VARCHAR(16) NOT NULL
 	)`,
 	`CREATE TABLE t_member (
 		id BIGINT NOT NULL PRIMARY KEY,
@@ -157,6 +163,20 @@ type ForeignOpts struct {
 	// Points are the member's points the order uses, taken from the
 	// member's row (made with 1000 if missing).
 	Points int64
+	// UserCoupon gives the order a coupon of its own kept by id: a
+	// t_user_coupon row in state 'USED', named by t_order.user_coupon_id
+	// (ForeignCouponByID declares it).
+	UserCoupon bool
+}
+
+// ForeignCouponByID is the foreign shop's coupon kept by id: the order's
+// user_coupon_id names a t_user_coupon row, whose text state goes from
+// 'USED' back to 'UNUSED'; the row does not name its order.
+func ForeignCouponByID() *schema.Coupon {
+	used, _ := schema.ParseValue("USED")
+	unused, _ := schema.ParseValue("UNUSED")
+	return &schema.Coupon{Table: "t_user_coupon", Status: "state", Used: used, Unused: unused,
+		OrderColumn: "user_coupon_id", ID: "id"}
 }
 
 // ForeignOrder places one foreign order as the shop does, in one
@@ -181,12 +201,21 @@ func placeForeign(ctx context.Context, tx *sqlx.Tx, o ForeignOpts) (int64, error
 	if o.MemberID == 0 {
 		o.MemberID = 7
 	}
-	var coupon any
+	var coupon, userCoupon any
 	if o.Coupon != 0 {
 		coupon = o.Coupon
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO t_order (order_sn, member_id, order_status, created_at, coupon_id, use_points)
-		VALUES (?, ?, ?, NOW(3) - INTERVAL ? MICROSECOND, ?, ?)`, o.OrderSn, o.MemberID, o.Status, o.Age.Microseconds(), coupon, o.Points)
+	if o.UserCoupon {
+		res, err := tx.ExecContext(ctx, `INSERT INTO t_user_coupon (member_id, state) VALUES (?, 'USED')`, o.MemberID)
+		if err != nil {
+			return 0, err
+		}
+		if userCoupon, err = res.LastInsertId(); err != nil {
+			return 0, err
+		}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO t_order (order_sn, member_id, order_status, created_at, coupon_id, user_coupon_id, use_points)
+		VALUES (?, ?, ?, NOW(3) - INTERVAL ? MICROSECOND, ?, ?, ?)`, o.OrderSn, o.MemberID, o.Status, o.Age.Microseconds(), coupon, userCoupon, o.Points)
 	if err != nil {
 		return 0, err
 	}
@@ -262,12 +291,14 @@ func ForeignShop(t testing.TB, db *sqlx.DB, n, skus int) {
 	t.Helper()
 	ctx := context.Background()
 	for _, stmt := range []string{
-		fmt.Sprintf(`INSERT INTO t_order (id, order_sn, member_id, order_status, created_at, coupon_id, use_points)
+		fmt.Sprintf(`INSERT INTO t_order (id, order_sn, member_id, order_status, created_at, coupon_id, user_coupon_id, use_points)
 			SELECT seq, CONCAT('SN', seq), 1 + seq %% 997,
 			       IF(seq %% 10 < 3, 1, 0),
 			       NOW(3) - INTERVAL IF(seq %% 10 = 3, 1, 60 + (%[1]d - seq) / 10) MINUTE,
-			       IF(seq %% 3 = 0, seq, NULL), IF(seq %% 2 = 0, 5, 0)
+			       IF(seq %% 3 = 0, seq, NULL), IF(seq %% 3 = 0, seq, NULL), IF(seq %% 2 = 0, 5, 0)
 			FROM seq_1_to_%[1]d`, n),
+		fmt.Sprintf(`INSERT INTO t_user_coupon (id, member_id, state)
+			SELECT seq, 1 + seq %% 997, IF(seq %% 3 = 0, 'USED', 'UNUSED') FROM seq_1_to_%d`, n),
 		fmt.Sprintf(`INSERT INTO t_order_item (order_id, goods_sku, num)
 			SELECT o.seq, 1 + (o.seq * 7 + l.seq * 131) %% %d, 1 + l.seq FROM seq_1_to_%d o JOIN seq_0_to_1 l`, skus, n),
 		fmt.Sprintf(`INSERT INTO t_sku_stock (sku, stock, locked) SELECT seq, 1000000, 100000 FROM seq_1_to_%d`, skus),
@@ -277,7 +308,7 @@ func ForeignShop(t testing.TB, db *sqlx.DB, n, skus int) {
 		`INSERT INTO t_coupon_history (member_id, coupon_id, use_status)
 			SELECT member_id, 1000000 + id, 0 FROM t_order WHERE id % 4 = 1`,
 		`INSERT INTO t_member (id, points) SELECT seq, 100000 FROM seq_1_to_997`,
-		`ANALYZE TABLE t_order, t_order_item, t_sku_stock, t_goods, t_coupon_history, t_member`,
+		`ANALYZE TABLE t_order, t_order_item, t_sku_stock, t_goods, t_coupon_history, t_user_coupon, t_member`,
 	} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("ordertest: foreign shop: %v\n%s", err, stmt)

@@ -101,8 +101,8 @@ type Coupon struct {
 	// An order with a NULL in any matched order column has no coupon.
 	Match []Pair
 	// Index is the coupon table's index on the Match columns, forced by
-	// the matched lookup (statistics that lie make the join scan the
-	// table otherwise). Required with Match.
+	// the matched lookup when set (statistics that lie make the join scan
+	// the coupon table otherwise).
 	Index string
 }
 
@@ -310,7 +310,7 @@ func (c *Coupon) validate(o Orders, name func(key, v string, required bool)) []e
 			name("coupon.match", p.Column, true)
 			name("coupon.match", p.OrderColumn, true)
 		}
-		name("coupon.index", c.Index, true)
+		name("coupon.index", c.Index, false)
 		return errs
 	}
 	name("coupon.orderColumn", c.OrderColumn, true)

@@ -122,6 +122,19 @@ func (c *tableCheck) unique(key, col, why string) {
 			orderschema.Quote(name), orderschema.Quote(c.name), orderschema.Quote(col)))
 }
 
+// primary checks that col alone is the primary key: the close finds its
+// rows by FORCE INDEX (PRIMARY).
+func (c *tableCheck) primary(key, col, why string) {
+	if c.t == nil || c.t.column(strings.ToLower(col)) == nil {
+		return
+	}
+	if pk := c.t.index("primary"); pk != nil && slices.Equal(pk.Columns, []string{strings.ToLower(col)}) {
+		return
+	}
+	c.problem("primary key over "+col, fmt.Sprintf("is missing (order.schema.%s): %s", key, why),
+		fmt.Sprintf("name the table's primary key in order.schema.%s", key))
+}
+
 // leadingIndex checks that the index called name exists and starts with
 // cols (InnoDB appends the primary key to every secondary index, so a
 // primary-key column may be left implicit). alt is the setting to point at
@@ -281,6 +294,9 @@ func itemsProblems(sch orderschema.Schema, orderNo *column, live schema, byEvent
 	if key := sc.column(need{key: "stock.key", name: st.Key}); key != nil {
 		sc.unique("stock.key", st.Key, "the close changes exactly one stock row per SKU")
 		ic.sameKind(sku, "items.sku", key, st.Table, "stock.key")
+		if st.Index != "" {
+			sc.leadingIndex("stock.index", st.Index, []string{strings.ToLower(st.Key)}, "the close forces it to lock and change a page's stock rows by their key")
+		}
 	}
 	for _, col := range st.Columns {
 		sc.column(need{key: "stock.columns", name: col.Name, kinds: kindAmount})
@@ -318,17 +334,24 @@ func couponProblems(c *orderschema.Coupon, oc *tableCheck, live schema, byEvents
 			cols = append(cols, strings.ToLower(p.Column))
 		}
 	}
-	if cc.t != nil && len(cols) == len(c.Match) && !cc.anyOrderLeads(cols) {
-		cc.leadingIndex("coupon.match", indexName("idx_", strings.Join(cols, "_")), cols,
-			"the close finds each order's coupon row by the matched columns")
+	if cc.t != nil && len(cols) == len(c.Match) && !cc.anyOrderLeads(c.Index, cols) {
+		key, name := "coupon.index", c.Index
+		if name == "" {
+			key, name = "coupon.match", indexName("idx_", strings.Join(cols, "_"))
+		}
+		cc.leadingIndex(key, name, cols, "the close finds each order's coupon row by the matched columns")
 	}
 	return append(oc.probs, cc.probs...)
 }
 
-// anyOrderLeads reports whether an index starts with cols in any order
-// (an equality match on each uses it whatever their order).
-func (c *tableCheck) anyOrderLeads(cols []string) bool {
+// anyOrderLeads reports whether an index (the one called name, when
+// named: the close forces it) starts with cols in any order (an equality
+// match on each uses it whatever their order).
+func (c *tableCheck) anyOrderLeads(name string, cols []string) bool {
 	for _, ix := range c.t.Indexes {
+		if name != "" && ix.Name != strings.ToLower(name) {
+			continue
+		}
 		eff := c.effective(ix)
 		if len(eff) >= len(cols) {
 			lead := slices.Clone(eff[:len(cols)])
@@ -352,7 +375,7 @@ func givebackProblems(g orderschema.Giveback, oc *tableCheck, live schema) []Pro
 	gc := newTableCheck(live, "givebacks", g.Table)
 	gc.column(need{key: "givebacks", name: g.Column, kinds: kindAmount})
 	if gc.column(need{key: "givebacks", name: g.Key}) != nil {
-		gc.unique("givebacks", g.Key, "the close adds each order's amount to exactly one row ("+g.String()+")")
+		gc.primary("givebacks", g.Key, "the close adds each order's amount to exactly one row by primary key ("+g.String()+")")
 	}
 	return append(oc.probs, gc.probs...)
 }

@@ -396,3 +396,32 @@ func TestDeclarationOfAnExecutorTableIsRefused(t *testing.T) {
 	_, err = migrations.New(nil, migrations.Config{Shop: s})
 	require.NoError(t, err)
 }
+
+// The indexes the close forces on a declared schema are checked too: a
+// stock.index not over stock.key (the config's default PRIMARY on a table
+// keyed by a unique column beside its id) points at the index that is, a
+// coupon.index not over the matched columns is named, and a giveback's key
+// that is not the primary key is refused, since the close finds those rows
+// by FORCE INDEX (PRIMARY).
+func TestCheckNamesTheIndexesTheCloseForces(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	b.exec(t, "ALTER TABLE sku_stock DROP PRIMARY KEY, ADD COLUMN id bigint NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST, ADD UNIQUE KEY uk_sku (sku)",
+		"ALTER TABLE member DROP PRIMARY KEY, ADD COLUMN mid bigint NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST, ADD UNIQUE KEY uk_id (id)")
+	sch := foreignSchema(t)
+	sch.Stock.Index = "PRIMARY"
+	sch.Coupon.Index = "idx_other"
+	probs := problemsOf(t, b, sch)
+	require.Len(t, probs, 3, "%v", probs)
+	stock := probs["sku_stock index PRIMARY"]
+	require.True(t, strings.HasPrefix(stock.Fix, "set order.schema.stock.index: uk_sku"), stock.Fix)
+	coupon := probs["coupon_history index idx_other"]
+	require.True(t, strings.HasPrefix(coupon.Fix, "set order.schema.coupon.index: idx_member_coupon"), coupon.Fix)
+	member := probs["member primary key over id"]
+	require.Equal(t, "name the table's primary key in order.schema.givebacks", member.Fix)
+
+	sch.Stock.Index, sch.Coupon.Index = "uk_sku", "idx_member_coupon"
+	b.exec(t, "ALTER TABLE member DROP PRIMARY KEY, DROP COLUMN mid, ADD PRIMARY KEY (id)")
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: sch}).Check(b.ctx))
+}
