@@ -207,6 +207,11 @@ func (c *Config) validate() []error {
 	if d.BatchSize < 1 || d.BatchSize > 1000 {
 		bad("delay.batchSize: %d is outside 1..1000", d.BatchSize)
 	}
+	if d.TimerShards < 1 || d.TimerShards > 64 {
+		bad("delay.timerShards: %d is outside 1..64", d.TimerShards)
+	} else if d.TimerShards > 1 && strings.ContainsAny(d.KeyPrefix, "{}") {
+		bad("delay.keyPrefix: %q holds '{' or '}', whose hash tag would put all %d timer shards (delay.timerShards) in one Redis Cluster slot", d.KeyPrefix, d.TimerShards)
+	}
 	switch d.Timer {
 	case "redis":
 	case "rabbitmq":

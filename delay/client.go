@@ -26,6 +26,9 @@ type ClientConfig struct {
 	Timer Timer
 	// KeyPrefix starts the Redis timer's keys. Default "delay:".
 	KeyPrefix string
+	// TimerShards is how many sorted sets the Redis timer is split over
+	// (RedisTimerConfig.Shards). Default 1.
+	TimerShards int
 	// RunningTimeout is the age at which a RUNNING task counts as stuck in
 	// Stats and Check. Default 120s.
 	RunningTimeout time.Duration
@@ -83,7 +86,11 @@ func NewClient(db *sqlx.DB, rdb redis.UniversalClient, cfg ClientConfig) (*Clien
 	case cfg.Timer != nil:
 		c.timer = cfg.Timer
 	case rdb != nil:
-		c.timer = NewRedisTimer(rdb, cfg.KeyPrefix)
+		tm, err := NewRedisTimer(rdb, RedisTimerConfig{KeyPrefix: cfg.KeyPrefix, Shards: cfg.TimerShards})
+		if err != nil {
+			return nil, err
+		}
+		c.timer = tm
 	}
 	return c, nil
 }

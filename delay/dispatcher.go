@@ -30,6 +30,10 @@ type Config struct {
 	// KeyPrefix starts the Redis timer's keys. Default "delay:". Executors
 	// sharing tasks share the prefix.
 	KeyPrefix string
+	// TimerShards is how many sorted sets the Redis timer is split over, so
+	// that a Redis Cluster spreads it over its masters
+	// (RedisTimerConfig.Shards). Default 1, the single key.
+	TimerShards int
 	// Handlers are the in-process handlers by name (e.g.
 	// OrderTimeoutCloseHandler). Names are a letter then letters, digits,
 	// '.', '_', '-'.
@@ -294,7 +298,7 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 		d.http = &http.Client{Transport: tr}
 	}
 	c, err := NewClient(db, rdb, ClientConfig{
-		Timer: cfg.Timer, KeyPrefix: cfg.KeyPrefix, RunningTimeout: cfg.RunningTimeout,
+		Timer: cfg.Timer, KeyPrefix: cfg.KeyPrefix, TimerShards: cfg.TimerShards, RunningTimeout: cfg.RunningTimeout,
 		ValidateHandler: d.ValidateHandler, ValidatePayload: d.validatePayload, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -521,9 +525,11 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 		if wide {
 			limit = d.popLimit(held)
 		}
+		// A sharded timer whose shards partly answered returns what it
+		// popped with its error: those ids are claimed all the same.
 		ids, next, err := d.timer.pop(ctx, now, limit)
 		var items []workItem
-		if err == nil && len(ids) > 0 {
+		if len(ids) > 0 {
 			items = d.group(d.claim(ctx, ids, now, held))
 			if len(items) > 0 {
 				wide = false

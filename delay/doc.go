@@ -14,7 +14,10 @@
 //     (NewRedisTimer) is a Redis sorted set whose members are task ids and
 //     scores next attempt times; dispatchers pop due members with one Lua
 //     script (ZRANGEBYSCORE and ZREM atomically), so no member is handed
-//     out twice or dropped between read and removal. NewRabbitMQTimer keeps
+//     out twice or dropped between read and removal. Split over several
+//     hash-tagged sets (RedisTimerConfig.Shards), it spreads over the
+//     masters of a Redis Cluster; each look pops every shard that has
+//     something due. NewRabbitMQTimer keeps
 //     the tasks in RabbitMQ instead, without the delayed-message plugin: a
 //     message (task id, due time, attempt; never the payload) hops through
 //     delay-tier quorum queues of power-of-two TTLs, dead-lettered at least

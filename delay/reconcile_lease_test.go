@@ -9,14 +9,15 @@ import (
 )
 
 // Of the dispatchers sharing a Redis timer, one refills it per interval:
-// the lease is taken once, refused while it holds, and free again after
-// its time.
+// the lease is taken once, refused while it holds (also to a timer of
+// another shard count, as while executors move from one to another), and
+// free again after its time.
 func TestReconcileLeaseOnePerInterval(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	tm1 := NewRedisTimer(b.rdb, b.prefix)
-	tm2 := NewRedisTimer(b.rdb, b.prefix)
+	tm1 := redisTimerOf(t, b.rdb, b.prefix, 1)
+	tm2 := redisTimerOf(t, b.rdb, b.prefix, 3)
 	const ttl = 300 * time.Millisecond
 
 	ok, err := tm1.reconcileTurn(ctx, ttl)
@@ -38,7 +39,7 @@ func TestReconcileLeaseOnePerInterval(t *testing.T) {
 		return ok
 	}, 2*time.Second, 20*time.Millisecond, "free again once the interval is over")
 
-	other := NewRedisTimer(b.rdb, b.prefix+"other:")
+	other := redisTimerOf(t, b.rdb, b.prefix+"other:", 1)
 	ok, err = other.reconcileTurn(ctx, ttl)
 	require.NoError(t, err)
 	require.True(t, ok, "timers under other prefixes have leases of their own")

@@ -1,9 +1,13 @@
 package delay
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -27,7 +31,9 @@ type Timer interface {
 	// it added.
 	addMissing(ctx context.Context, entries []timerEntry) (int64, error)
 	// pop hands out up to n ids due at now (database clock); next is when
-	// the earliest one left is due (zero when none is known).
+	// the earliest one left is due (zero when none is known). With an
+	// error, ids may still hold what was popped (a sharded timer whose
+	// shards partly answered): the caller owns them.
 	pop(ctx context.Context, now time.Time, n int) (ids []int64, next time.Time, err error)
 	// done ends popped ids: claimed and their attempt's result recorded,
 	// or found no longer PENDING (dup: the entry was a duplicate).
@@ -55,26 +61,133 @@ type timerEntry struct {
 	Attempt int       `db:"attempt"`
 }
 
-// redisTimer is the Redis side: one sorted set per key prefix whose members
-// are task ids and whose scores are next attempt times (Unix ms, database
-// clock). A PENDING row missing from the set is put back by the reconciler.
+// redisTimer is the Redis side: sorted sets whose members are task ids and
+// whose scores are next attempt times (Unix ms, database clock). With one
+// shard it is the single key {prefix}timer; with more, each task lives in
+// shard shardOf(id) of the keys {prefix}timer:{i}. A PENDING row missing
+// from the sets is put back by the reconciler.
 type redisTimer struct {
-	store store
-	rdb   redis.UniversalClient
-	key   string
+	store  store
+	rdb    redis.UniversalClient
+	prefix string
+	keys   []string     // the shards, in order
+	turn   atomic.Int64 // rotates which due shard a look serves first
 }
 
-// NewRedisTimer returns the timer kept in a Redis sorted set under
-// keyPrefix ("delay:" when empty). Executors sharing tasks share the
-// prefix. It needs no start: the dispatchers poll it.
-func NewRedisTimer(rdb redis.UniversalClient, keyPrefix string) Timer {
-	if keyPrefix == "" {
-		keyPrefix = DefaultKeyPrefix
+// RedisTimerConfig configures NewRedisTimer.
+type RedisTimerConfig struct {
+	// KeyPrefix starts the timer's keys. Default "delay:". Executors
+	// sharing tasks share it.
+	KeyPrefix string
+	// Shards is how many sorted sets the timer is split over, 1 to
+	// MaxTimerShards. Default 1: the single key {prefix}timer, as before
+	// shards existed. With more, shard i is {prefix}timer:{i}, whose hash
+	// tag {i} puts each shard in a slot of its own on a Redis Cluster, so
+	// the shards spread over its masters; the prefix must then hold no
+	// '{' or '}' (a tag of its own would put every shard in one slot).
+	// Executors sharing tasks should use the same count; entries left in
+	// the keys of another count are moved by the reconciler.
+	Shards int
+}
+
+// MaxTimerShards is the most shards a Redis timer takes.
+const MaxTimerShards = 64
+
+// NewRedisTimer returns the timer kept in Redis sorted sets (see
+// RedisTimerConfig). It needs no start: the dispatchers poll it.
+func NewRedisTimer(rdb redis.UniversalClient, cfg RedisTimerConfig) (Timer, error) {
+	tm, err := newRedisTimer(rdb, cfg)
+	if err != nil {
+		return nil, err
 	}
-	return &redisTimer{rdb: rdb, key: keyPrefix + "timer"}
+	return tm, nil
+}
+
+func newRedisTimer(rdb redis.UniversalClient, cfg RedisTimerConfig) (*redisTimer, error) {
+	if rdb == nil {
+		return nil, errors.New("delay: NewRedisTimer needs Redis")
+	}
+	prefix := cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
+	n := cmp.Or(cfg.Shards, 1)
+	if err := checkTimerShards(prefix, n); err != nil {
+		return nil, err
+	}
+	tm := &redisTimer{rdb: rdb, prefix: prefix}
+	if n == 1 {
+		tm.keys = []string{prefix + "timer"}
+		return tm, nil
+	}
+	for i := range n {
+		tm.keys = append(tm.keys, shardKey(prefix, i))
+	}
+	return tm, nil
+}
+
+// checkTimerShards says why a Redis timer of n shards under prefix is
+// refused, or nil.
+func checkTimerShards(prefix string, n int) error {
+	if n < 1 || n > MaxTimerShards {
+		return fmt.Errorf("delay: timer shards %d is outside 1..%d", n, MaxTimerShards)
+	}
+	if n > 1 && strings.ContainsAny(prefix, "{}") {
+		return fmt.Errorf("delay: key prefix %q holds '{' or '}': its hash tag would put all %d timer shards in one Redis Cluster slot", prefix, n)
+	}
+	return nil
+}
+
+// shardKey is shard i's key in a timer of more than one shard.
+func shardKey(prefix string, i int) string { return prefix + "timer:{" + strconv.Itoa(i) + "}" }
+
+// shardOf places a task: a fixed hash of its id (SplitMix64's finaliser),
+// so that every executor, whatever its version, puts an id in the same
+// shard, and consecutive ids spread evenly.
+func shardOf(id int64, shards int) int {
+	x := uint64(id)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return int(x % uint64(shards))
 }
 
 func score(t time.Time) float64 { return float64(t.UnixMilli()) }
+
+// byShard groups entries by the shard that holds them, as ZADD arguments.
+func (tm *redisTimer) byShard(entries []timerEntry) map[string][]redis.Z {
+	out := make(map[string][]redis.Z, min(len(entries), len(tm.keys)))
+	for _, e := range entries {
+		k := tm.keys[shardOf(e.ID, len(tm.keys))]
+		out[k] = append(out[k], redis.Z{Score: score(e.Time), Member: strconv.FormatInt(e.ID, 10)})
+	}
+	return out
+}
+
+// zadd runs one ZADD variant per shard the entries fall in (pipelined when
+// there are several: a Redis Cluster runs each master's part at once) and
+// returns the sum of the counts of the shards that answered.
+func (tm *redisTimer) zadd(ctx context.Context, entries []timerEntry, op func(redis.Cmdable, string, []redis.Z) *redis.IntCmd) (int64, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	groups := tm.byShard(entries)
+	if len(groups) == 1 {
+		for k, zs := range groups {
+			return op(tm.rdb, k, zs).Result()
+		}
+	}
+	pipe := tm.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, 0, len(groups))
+	for k, zs := range groups {
+		cmds = append(cmds, op(pipe, k, zs))
+	}
+	_, err := pipe.Exec(ctx)
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, err
+}
 
 // add sets members' scores (ZADD): used after a registration commits and
 // after a failed attempt, where the row's time is the truth.
@@ -82,11 +195,8 @@ func (tm *redisTimer) add(ctx context.Context, entries ...timerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	zs := make([]redis.Z, len(entries))
-	for i, e := range entries {
-		zs[i] = redis.Z{Score: score(e.Time), Member: strconv.FormatInt(e.ID, 10)}
-	}
-	if err := tm.rdb.ZAdd(ctx, tm.key, zs...).Err(); err != nil {
+	_, err := tm.zadd(ctx, entries, func(c redis.Cmdable, k string, zs []redis.Z) *redis.IntCmd { return c.ZAdd(ctx, k, zs...) })
+	if err != nil {
 		return fmt.Errorf("timer add %d: %w", len(entries), err)
 	}
 	return nil
@@ -99,13 +209,9 @@ func (tm *redisTimer) addMissing(ctx context.Context, entries []timerEntry) (int
 	if len(entries) == 0 {
 		return 0, nil
 	}
-	zs := make([]redis.Z, len(entries))
-	for i, e := range entries {
-		zs[i] = redis.Z{Score: score(e.Time), Member: strconv.FormatInt(e.ID, 10)}
-	}
-	n, err := tm.rdb.ZAddNX(ctx, tm.key, zs...).Result()
+	n, err := tm.zadd(ctx, entries, func(c redis.Cmdable, k string, zs []redis.Z) *redis.IntCmd { return c.ZAddNX(ctx, k, zs...) })
 	if err != nil {
-		return 0, fmt.Errorf("timer reconcile %d: %w", len(entries), err)
+		return n, fmt.Errorf("timer reconcile %d: %w", len(entries), err)
 	}
 	return n, nil
 }
@@ -115,7 +221,7 @@ func (tm *redisTimer) addMissing(ctx context.Context, entries []timerEntry) (int
 // and none is lost between the read and the removal (the classic
 // ZRANGEBYSCORE-then-ZREM race).
 //
-//	KEYS[1]  the timer sorted set
+//	KEYS[1]  the timer sorted set (one shard)
 //	ARGV[1]  now, Unix ms (database clock)
 //	ARGV[2]  most members to pop
 //	returns  {next, id...}: next is the lowest score left after the pop
@@ -133,12 +239,20 @@ return ids
 `)
 
 // pop takes due members. next is when the earliest remaining member is due
-// (zero if none).
+// (zero if none). A timer of several shards pops them all (timer_shards.go).
 func (tm *redisTimer) pop(ctx context.Context, now time.Time, n int) (ids []int64, next time.Time, err error) {
-	res, err := popScript.Run(ctx, tm.rdb, []string{tm.key}, now.UnixMilli(), n).StringSlice()
+	if len(tm.keys) > 1 {
+		return tm.popShards(ctx, now, n)
+	}
+	res, err := popScript.Run(ctx, tm.rdb, tm.keys, now.UnixMilli(), n).StringSlice()
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("timer pop: %w", err)
 	}
+	return parsePop(res)
+}
+
+// parsePop reads popScript's reply.
+func parsePop(res []string) (ids []int64, next time.Time, err error) {
 	if len(res) == 0 {
 		return nil, time.Time{}, fmt.Errorf("timer pop: empty reply")
 	}
@@ -159,9 +273,24 @@ func (tm *redisTimer) pop(ctx context.Context, now time.Time, n int) (ids []int6
 	return ids, next, nil
 }
 
-// size is the number of members.
+// size is the number of members over all shards.
 func (tm *redisTimer) size(ctx context.Context) (int64, error) {
-	return tm.rdb.ZCard(ctx, tm.key).Result()
+	if len(tm.keys) == 1 {
+		return tm.rdb.ZCard(ctx, tm.keys[0]).Result()
+	}
+	pipe := tm.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(tm.keys))
+	for i, k := range tm.keys {
+		cmds[i] = pipe.ZCard(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("timer size: %w", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
 }
 
 func (tm *redisTimer) done([]int64, bool) {}
@@ -174,9 +303,11 @@ func (tm *redisTimer) done([]int64, bool) {}
 // paid by every executor. The lease is not released: whoever looks first
 // after it lapses takes the next interval, so a dispatcher that stops is
 // replaced within one interval. A Redis that lost its data lost the lease
-// too, so the refill after a loss is never skipped.
+// too, so the refill after a loss is never skipped. The lease key is the
+// same whatever the shard count, so executors moving from one count to
+// another still take turns.
 func (tm *redisTimer) reconcileTurn(ctx context.Context, ttl time.Duration) (bool, error) {
-	ok, err := tm.rdb.SetNX(ctx, tm.key+":reconcile", "1", ttl).Result()
+	ok, err := tm.rdb.SetNX(ctx, tm.prefix+"timer:reconcile", "1", ttl).Result()
 	if err != nil {
 		return false, fmt.Errorf("timer reconcile lease: %w", err)
 	}
@@ -187,26 +318,28 @@ func (tm *redisTimer) start(context.Context, func(time.Time)) error { return nil
 
 func (tm *redisTimer) stop(context.Context) error { return nil }
 
-// reconcile adds every PENDING task due within horizon that the set lacks
-// (ZADD NX: entries present may be newer than this read). After Redis lost
-// its data, this is what brings the tasks back.
+// reconcile first moves the entries left in the keys of another shard
+// count into this one's (see migrate), then adds every PENDING task due
+// within horizon that the sets lack (ZADD NX: entries present may be newer
+// than this read). After Redis lost its data, this is what brings the tasks
+// back. It returns the entries moved and added.
 func (tm *redisTimer) reconcile(ctx context.Context, db *sqlx.DB, now time.Time, horizon time.Duration) (int64, error) {
+	added, merr := tm.migrate(ctx) // a key on a master that is down must not hold up the refill
 	const page = 1000
 	until := now.Add(horizon)
 	after := timerEntry{Time: time.Unix(0, 0)}
-	var added int64
 	for {
 		entries, err := tm.store.timerPage(ctx, db, until, after, page)
 		if err != nil {
-			return added, err
+			return added, errors.Join(merr, err)
 		}
 		n, err := tm.addMissing(ctx, entries)
 		added += n
 		if err != nil {
-			return added, err
+			return added, errors.Join(merr, err)
 		}
 		if len(entries) < page {
-			return added, nil
+			return added, merr
 		}
 		after = entries[len(entries)-1]
 	}

@@ -89,7 +89,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		rdb.Close()
 	}
 	tc.client, err = delay.NewClient(db, rdb, delay.ClientConfig{Timer: app.TimerOf(rt), KeyPrefix: cfg.Delay.KeyPrefix,
-		RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
+		TimerShards: cfg.Delay.TimerShards, RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
 	if err != nil {
 		closeAll()
 		return nil, err

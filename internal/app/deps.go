@@ -123,10 +123,30 @@ func NewRedis(cfg config.Redis) (redis.UniversalClient, error) {
 	case "sentinel":
 		return redis.NewFailoverClient(opt.Failover()), nil
 	case "cluster":
-		return redis.NewClusterClient(opt.Cluster()), nil
-	default: // auto: the universal client's own rule
+		return newClusterClient(opt), nil
+	default: // auto: the universal client's own rule, with our cluster settings
+		if opt.MasterName == "" && len(opt.Addrs) > 1 {
+			return newClusterClient(opt), nil
+		}
 		return redis.NewUniversalClient(opt), nil
 	}
+}
+
+// clusterReload is how often the cluster client reads the slot map again.
+// go-redis reloads it at once on a MOVED answer, but not when a master
+// stops answering: with its default of a minute, every command for the
+// slots of a killed master failed for that long after its replica had
+// taken over (2 s on loopback, test TestClusterClientFollowsAFailover).
+const clusterReload = time.Second
+
+// newClusterClient is the Redis Cluster client: the slot map read again
+// every clusterReload, and one dial per attempt (the default five, 100 ms
+// apart, only delay the retry on another node when a master is dead).
+func newClusterClient(opt *redis.UniversalOptions) *redis.ClusterClient {
+	co := opt.Cluster()
+	co.ClusterStateReloadInterval = clusterReload
+	co.DialerRetries = 1
+	return redis.NewClusterClient(co)
 }
 
 // CheckRedisDB refuses at start a redis.db the server does not have, which

@@ -91,8 +91,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		return err
 	}
 	d.delay, err = delay.NewDispatcher(d.db, d.rdb, delay.Config{
-		Timer:     TimerOf(d.rabbit),
-		KeyPrefix: cfg.Delay.KeyPrefix,
+		Timer:       TimerOf(d.rabbit),
+		KeyPrefix:   cfg.Delay.KeyPrefix,
+		TimerShards: cfg.Delay.TimerShards,
 		// Due together, orderTimeoutClose tasks close their orders in one
 		// batch (one lock pipeline, one transaction), not one by one.
 		BatchHandlers: map[string]delay.BatchHandlerFunc{

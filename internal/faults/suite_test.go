@@ -69,6 +69,8 @@ var scenarios = []scenario{
 	{"11-sentinel", scenarioSentinel},
 	{"12-primary-failover", scenarioPrimaryFailover},
 	{"13-galera-multi", scenarioGaleraMulti},
+	{"14-redis-cluster", scenarioRedisCluster},
+	{"15-sentinel-delay", scenarioSentinelDelay},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per
