@@ -47,6 +47,11 @@ type closeFlags struct {
 	idleNotDueFrac        float64
 	small                 bool
 	statements            bool
+	// sources and tables lay the orders out over sources databases of
+	// tables order tables each (both 0: no sources rows), closed by each
+	// count of executors (close_sources.go).
+	sources, tables int
+	executors       []int
 }
 
 func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
@@ -69,7 +74,10 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	fs.IntVar(&f.repeat, "repeat", 1, "rounds of ours and the ceiling, interleaved; each row's figure is then the median of its rounds (a shared machine's load swings within a minute)")
 	fs.BoolVar(&f.statements, "statements", false, "after each row of ours and the ceiling, the server's statement profile of its drain (needs performance_schema on)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the 1-shard run to this file")
-	skip := fs.String("skip", "", "comma-separated parts to skip: naive,seed,shards,ceiling,growth,lying,idle,rss")
+	fs.IntVar(&f.sources, "sources", 0, "order databases to split the orders over, closed by broadcast executors each sweeping its share (0 and -tables 0: no such rows)")
+	fs.IntVar(&f.tables, "tables", 0, "order tables per database of the -sources rows (order_info_0 ...)")
+	executors := fs.String("executors", "1,2,3,4", "broadcast executor counts of the -sources rows, each count's executors at once")
+	skip := fs.String("skip", "", "comma-separated parts to skip: naive,seed,shards,ceiling,growth,lying,idle,rss (with -sources: sources,odd,foreign)")
 	fs.Float64Var(&f.dueFrac, "due", 0.9, "fraction of orders unpaid and due")
 	fs.Float64Var(&f.paidFrac, "paid", 0.05, "fraction of orders paid")
 	fs.Float64Var(&f.notDueFrac, "not-due", 0.05, "fraction of orders unpaid, within their timeout")
@@ -103,6 +111,15 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 	}
 	if f.ceiling, err = intList(*ceiling); err != nil {
 		return nil, fmt.Errorf("-ceiling: %w", err)
+	}
+	if f.executors, err = intList(*executors); err != nil {
+		return nil, fmt.Errorf("-executors: %w", err)
+	}
+	if f.sources < 0 || f.tables < 0 || f.sources > maxSources || f.tables > orderdemo.MaxSplit {
+		return nil, fmt.Errorf("-sources must be 0..%d and -tables 0..%d", maxSources, orderdemo.MaxSplit)
+	}
+	if f.sources > 0 || f.tables > 0 {
+		f.sources, f.tables = max(f.sources, 1), max(f.tables, 1)
 	}
 	if f.sizes, err = intList(*sizes); err != nil {
 		return nil, fmt.Errorf("-sizes: %w", err)
@@ -180,7 +197,12 @@ type closeBench struct {
 	// tmplName is the database holding the comparison's data, which the
 	// growth measurement drains a copy of again as its second reference.
 	tmplName string
-	due      int // due orders in the comparison's data
+	due      int                 // due orders in the comparison's data
+	base     *ordertest.Baseline // the comparison data's invariants baseline
+	// sourcesBest is the fastest -sources row; foreignRate the declared
+	// foreign schema's rate (close_sources.go).
+	sourcesBest sourcesRowResult
+	foreignRate float64
 }
 
 func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -215,6 +237,9 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err := b.compare(ctx); err != nil {
 		return err
 	}
+	if err := b.sourcesAndForeign(ctx); err != nil {
+		return err
+	}
 	if err := b.growthAndIdle(ctx); err != nil {
 		return err
 	}
@@ -228,8 +253,8 @@ func benchClose(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if s["naive"] > 0 {
 		ratio = s["ours1"] / s["naive"] // how close to the ceiling of raw row updates
 	}
-	fmt.Fprintf(stdout, "closed/s=%.0f closed2/s=%.0f naive/s=%.0f seed/s=%.0f speedup=%.1f ratio=%.2f idle_tick_ms=%.1f peak_rss_mib=%.1f ceiling/s=%.0f ceiling_best/s=%.0f\n",
-		s["ours1"], s["ours2"], s["naive"], s["seed"], speedup, ratio, s["idle_ms"], s["rss"], s["ceiling1"], s["ceiling_best"])
+	fmt.Fprintf(stdout, "closed/s=%.0f closed2/s=%.0f naive/s=%.0f seed/s=%.0f speedup=%.1f ratio=%.2f idle_tick_ms=%.1f peak_rss_mib=%.1f ceiling/s=%.0f ceiling_best/s=%.0f%s\n",
+		s["ours1"], s["ours2"], s["naive"], s["seed"], speedup, ratio, s["idle_ms"], s["rss"], s["ceiling1"], s["ceiling_best"], b.sourcesFields())
 	if len(b.failed) > 0 {
 		return failedError{msg: "ours broke invariants: " + strings.Join(b.failed, "; ")}
 	}
@@ -273,15 +298,14 @@ func (b *closeBench) compare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.base = base
 	fmt.Fprintf(b.out, "close benchmark on %s, Redis %s (shared machine: other work may run meanwhile)\n", serverVersion(ctx, tmpl), f.redis)
 	fmt.Fprintf(b.out, "load average at start (1, 5, 15 min): %s\n", b.loadStart)
 	fmt.Fprintf(b.out, "data: %d orders (%d due, %d paid, %d not yet due), %d items over %d SKUs, %d coupons; generated in %.1fs; page size %d\n\n",
 		gen.Orders, gen.Due, gen.Paid, gen.NotDue, gen.Items, f.skus, gen.Coupons, genTime.Seconds(), f.pageSize)
 
-	fmt.Fprintf(b.out, "%-36s %8s %8s %9s  %s\n", "approach", "closed", "seconds", "closed/s", "invariants")
-	emit := func(r row) {
-		fmt.Fprintf(b.out, "%-36s %8d %8.2f %9.0f  %s\n", r.name, r.closed, r.elapsed.Seconds(), r.rate(), r.check)
-	}
+	b.header()
+	emit := b.emit
 
 	if !f.skip["naive"] {
 		db, _, err := b.dbs.cloneDB(ctx, tmplName, "naive")
@@ -403,9 +427,24 @@ func (b *closeBench) ours(ctx context.Context, db *sqlx.DB, shards, due int, pro
 	return r, nil
 }
 
+// header heads a table of rows.
+func (b *closeBench) header() {
+	fmt.Fprintf(b.out, "%-36s %8s %8s %9s  %s\n", "approach", "closed", "seconds", "closed/s", "invariants")
+}
+
+// emit prints one row of a table.
+func (b *closeBench) emit(r row) {
+	fmt.Fprintf(b.out, "%-36s %8d %8.2f %9.0f  %s\n", r.name, r.closed, r.elapsed.Seconds(), r.rate(), r.check)
+}
+
 // check runs the invariants; ours must pass them.
 func (b *closeBench) check(ctx context.Context, db *sqlx.DB, base *ordertest.Baseline, mustPass bool) string {
-	err := ordertest.Check(ctx, db, base)
+	return b.verdict(ordertest.Check(ctx, db, base), mustPass)
+}
+
+// verdict is the invariants column of a check's result err; a failure of
+// a row that must pass fails the bench.
+func (b *closeBench) verdict(err error, mustPass bool) string {
 	var ve *ordertest.ViolationsError
 	switch {
 	case err == nil:

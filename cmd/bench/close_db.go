@@ -112,11 +112,18 @@ var orderTables = []string{"order_info", "order_item", "inventory", "user_coupon
 // (CREATE TABLE ... LIKE, INSERT ... SELECT), so each approach starts from
 // the same rows.
 func (d *benchDBs) cloneDB(ctx context.Context, from, label string) (*sqlx.DB, string, error) {
+	return d.cloneTables(ctx, from, label, orderTables, "order_info")
+}
+
+// cloneTables copies tables of database from into a new database, as
+// cloneDB does, and analyzes the tables named in analyze (the order
+// tables the close scans).
+func (d *benchDBs) cloneTables(ctx context.Context, from, label string, tables []string, analyze ...string) (*sqlx.DB, string, error) {
 	db, name, err := d.create(ctx, label)
 	if err != nil {
 		return nil, "", err
 	}
-	for _, t := range orderTables {
+	for _, t := range tables {
 		for _, stmt := range []string{
 			fmt.Sprintf("CREATE TABLE `%s`.`%s` LIKE `%s`.`%s`", name, t, from, t),
 			fmt.Sprintf("INSERT INTO `%s`.`%s` SELECT * FROM `%s`.`%s`", name, t, from, t),
@@ -126,10 +133,65 @@ func (d *benchDBs) cloneDB(ctx context.Context, from, label string) (*sqlx.DB, s
 			}
 		}
 	}
-	if _, err := db.ExecContext(ctx, "ANALYZE TABLE order_info"); err != nil {
-		return nil, "", err
+	for _, t := range analyze {
+		if _, err := db.ExecContext(ctx, "ANALYZE TABLE `"+t+"`"); err != nil {
+			return nil, "", fmt.Errorf("analyze %s.%s: %w", name, t, err)
+		}
 	}
 	return db, name, nil
+}
+
+// tables lists the tables of database name.
+func (d *benchDBs) tables(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	err := d.admin.SelectContext(ctx, &out, `SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name`, name)
+	if err != nil {
+		return nil, fmt.Errorf("list the tables of %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// columns lists the columns of table in database name, in their order.
+func (d *benchDBs) columns(ctx context.Context, name, table string) ([]string, error) {
+	var out []string
+	err := d.admin.SelectContext(ctx, &out, `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`, name, table)
+	if err != nil || len(out) == 0 {
+		return nil, fmt.Errorf("list the columns of %s.%s: %d found, %v", name, table, len(out), err)
+	}
+	return out, nil
+}
+
+// skeleton creates database label with every table of database from,
+// empty (CREATE TABLE ... LIKE), but those in except.
+func (d *benchDBs) skeleton(ctx context.Context, from, label string, except ...string) (*sqlx.DB, string, error) {
+	tables, err := d.tables(ctx, from)
+	if err != nil {
+		return nil, "", err
+	}
+	db, name, err := d.create(ctx, label)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, t := range tables {
+		if slices.Contains(except, t) {
+			continue
+		}
+		if _, err := d.admin.ExecContext(ctx, fmt.Sprintf("CREATE TABLE `%s`.`%s` LIKE `%s`.`%s`", name, t, from, t)); err != nil {
+			return nil, "", fmt.Errorf("create %s.%s: %w", name, t, err)
+		}
+	}
+	return db, name, nil
+}
+
+// execAll runs stmts on the server, in order.
+func (d *benchDBs) execAll(ctx context.Context, what string, stmts ...string) error {
+	for _, q := range stmts {
+		if _, err := d.admin.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w\n%s", what, err, q)
+		}
+	}
+	return nil
 }
 
 // drop closes and drops one database this run created (running what

@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -67,4 +69,73 @@ func TestBenchCloseTargetsBySize(t *testing.T) {
 		require.Equal(t, tc.target, f.target(), tc.args)
 		require.Equal(t, tc.endsSaying, f.smallNote(), tc.args)
 	}
+}
+
+// With -sources and -tables the orders are split over databases and
+// tables and closed by each count of broadcast executors at once (one
+// that does not divide the units among them), then with odd ids only;
+// each row has every due order closed once with each database's
+// invariants intact and prints each executor's count and the skew; the
+// same orders in a declared foreign schema close beside ours; the last
+// line gains the three fields.
+func TestBenchCloseSources(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := benchClose(context.Background(), []string{"-orders", "3000", "-skus", "300", "-shards", "1", "-ceiling", "1",
+		"-sources", "2", "-tables", "2", "-executors", "1,3", "-skip", "naive,seed,ceiling,growth,lying,idle,rss",
+		"-dsn", dbtest.ServerDSN(), "-redis", redistest.Addr()}, &out, &errOut)
+	require.NoError(t, err, errOut.String())
+	s := out.String()
+	t.Log(s)
+	require.Contains(t, s, "sources: the 3000 orders split over 2 database(s) x 2 table(s), 4 units")
+	for _, r := range []string{`sources, 1 executor\(s\) at once`, `sources, 3 executor\(s\) at once`, `sources, odd ids only, 3 executors`,
+		`our schema, same data`, `declared foreign schema`} {
+		require.Regexp(t, `(?m)^`+r+`\s+\d+ .* ok$`, s, "invariants checked (and the bench fails unless every due order closed)")
+	}
+	require.Regexp(t, `(?m)^    closed per executor: \d+; skew 1\.00$`, s)
+	require.Regexp(t, `(?m)^    closed per executor: \d+ \d+ \d+; skew 1\.\d\d$`, s)
+	require.Regexp(t, `sources over the single table: best \(sources, .*, \d+/s\) [\d.]+ of ours, 1 shard \(\d+/s\); its skew [\d.]+ \(informational at 3000 orders`, s)
+	require.Regexp(t, `declared foreign schema over our schema on the same data: [\d.]+ \(\d+/s over \d+/s\) \(informational at 3000 orders`, s)
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	require.Regexp(t, regexp.MustCompile(`^closed/s=\d+ .* ceiling_best/s=\d+ sources/s=\d+ sources_skew=[\d.]+ foreign/s=\d+$`),
+		lines[len(lines)-1], "the last line keeps its fields and gains the three")
+}
+
+// Without -sources nothing changes; either flag alone lays out at least
+// one database of one table.
+func TestBenchCloseSourcesFlags(t *testing.T) {
+	f, err := parseCloseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Zero(t, f.sources+f.tables)
+	require.Equal(t, []int{1, 2, 3, 4}, f.executors)
+	f, err = parseCloseFlags([]string{"-tables", "8"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{1, 8}, [2]int{f.sources, f.tables})
+	_, err = parseCloseFlags([]string{"-sources", "-1"}, io.Discard)
+	require.Error(t, err)
+}
+
+// A row fails the bench when an order due at its start is left open, or
+// when the run's count is not the closed orders the table holds.
+func TestDrainedFailsAnOrderLeftDueOrMiscounted(t *testing.T) {
+	db := dbtest.New(t).DB
+	ctx := context.Background()
+	ordertest.Order(t, db, ordertest.OrderOpts{OrderNo: "D-1", Status: 2, Age: time.Hour})
+	ordertest.Order(t, db, ordertest.OrderOpts{OrderNo: "D-2", Age: time.Hour})
+	ordertest.Order(t, db, ordertest.OrderOpts{OrderNo: "D-3", Age: time.Minute}) // not due
+	at, err := dbNow(ctx, db)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		closed, due int
+	}{{1, 1}, {2, 1}} {
+		b := &closeBench{}
+		require.NoError(t, b.drained(ctx, "row", tc.closed, tc.due, at, []drainedTable{ourTable(db, "order_info")}))
+		require.Len(t, b.failed, 1, "%+v", tc)
+	}
+	_, err = db.Exec(`UPDATE order_info SET status = 2 WHERE order_no = 'D-2'`)
+	require.NoError(t, err)
+	b := &closeBench{}
+	require.NoError(t, b.drained(ctx, "row", 2, 1, at, []drainedTable{ourTable(db, "order_info")}))
+	require.Empty(t, b.failed, "every order due at the start closed, each counted once")
+	require.NoError(t, b.drained(ctx, "row", 3, 1, at, []drainedTable{ourTable(db, "order_info")}))
+	require.Len(t, b.failed, 1, "a count the tables do not hold")
 }

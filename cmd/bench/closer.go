@@ -17,12 +17,18 @@ import (
 // over the configuration's defaults), with the bench's lock key prefix and,
 // when not 0, its page size. log may be nil.
 func newCloser(db *sqlx.DB, rdb redis.UniversalClient, lockPrefix string, pageSize int, log *slog.Logger) (*orders.Closer, error) {
-	cfg := config.Default()
-	cfg.Order.Close.LockKeyPrefix = lockPrefix
-	cfg.Order.Close.PageSize = cmp.Or(pageSize, cfg.Order.Close.PageSize)
-	cp, err := app.NewClosePath(context.Background(), db, rdb, nil, cfg, cmp.Or(log, slog.New(slog.DiscardHandler)), nil)
+	cp, err := newClosePath(db, rdb, lockPrefix, pageSize, log)
 	if err != nil {
 		return nil, err
 	}
 	return cp.Closer, nil
+}
+
+// newClosePath is the close path newCloser takes its Closer from; its
+// NewUnit builds the Closers of order sources as the executor does.
+func newClosePath(db *sqlx.DB, rdb redis.UniversalClient, lockPrefix string, pageSize int, log *slog.Logger) (app.ClosePath, error) {
+	cfg := config.Default()
+	cfg.Order.Close.LockKeyPrefix = lockPrefix
+	cfg.Order.Close.PageSize = cmp.Or(pageSize, cfg.Order.Close.PageSize)
+	return app.NewClosePath(context.Background(), db, rdb, nil, cfg, cmp.Or(log, slog.New(slog.DiscardHandler)), nil)
 }

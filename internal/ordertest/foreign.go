@@ -92,11 +92,20 @@ var foreignDDL = []string{
 // executor's own, and fails t if it cannot.
 func ForeignTables(t testing.TB, db *sqlx.DB) {
 	t.Helper()
+	if err := CreateForeignTables(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CreateForeignTables creates the foreign shop's tables in db, empty: the
+// bench fills them from its own orders.
+func CreateForeignTables(ctx context.Context, db sqlx.ExecerContext) error {
 	for _, stmt := range foreignDDL {
-		if _, err := db.ExecContext(context.Background(), stmt); err != nil {
-			t.Fatalf("ordertest: foreign tables: %v", err)
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("ordertest: foreign tables: %w", err)
 		}
 	}
+	return nil
 }
 
 // ForeignStock says which of the foreign shop's stock tables a schema gives

@@ -36,10 +36,10 @@ func TestAssignCoversEveryUnitOnceAndEvenly(t *testing.T) {
 				}
 			}
 			for u := range units {
-				switch {
-				case whole[u] == 1:
+				switch whole[u] {
+				case 1:
 					require.Empty(t, rows[u], "units=%d total=%d: unit %d both whole and split", units, total, u)
-				case whole[u] == 0:
+				case 0:
 					require.Len(t, rows[u], total, "units=%d total=%d: unit %d not covered by every row shard", units, total, u)
 				default:
 					t.Fatalf("units=%d total=%d: unit %d taken whole %d times", units, total, u, whole[u])
