@@ -156,8 +156,11 @@ func (d *benchDBs) columns(ctx context.Context, name, table string) ([]string, e
 	var out []string
 	err := d.admin.SelectContext(ctx, &out, `SELECT column_name FROM information_schema.columns
 		WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`, name, table)
-	if err != nil || len(out) == 0 {
-		return nil, fmt.Errorf("list the columns of %s.%s: %d found, %v", name, table, len(out), err)
+	if err != nil {
+		return nil, fmt.Errorf("list the columns of %s.%s: %w", name, table, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("list the columns of %s.%s: no such table", name, table)
 	}
 	return out, nil
 }
