@@ -50,7 +50,10 @@ type clause struct {
 	Kind   clauseKind
 	Column column // addColumn
 	Index  index  // addIndex
-	Name   string // dropIndex (lower case)
+	Name   string // dropIndex (lower case; "primary" for DROP PRIMARY KEY)
+	// Replace is the primary key a DROP PRIMARY KEY makes way for: the
+	// ADD PRIMARY KEY of the same ALTER, which the drop must come with.
+	Replace *index
 	Note   string // planned adds: a remark for the operator
 }
 
@@ -86,7 +89,7 @@ func parseKind(sql string) (statement, error) {
 			}
 			st.Clauses = append(st.Clauses, c)
 		}
-		return st, nil
+		return st, pairPrimary(st)
 	case kw(0) == "CREATE" && (kw(1) == "INDEX" || (kw(1) == "UNIQUE" && kw(2) == "INDEX")):
 		// CREATE [UNIQUE] INDEX name ON t (cols): the same as ALTER TABLE t ADD INDEX.
 		i := 2
@@ -324,8 +327,44 @@ func parseClause(sql string) (clause, error) {
 	case up(0) == "DROP" && up(1) == "INDEX" && len(toks) == 3:
 		c.Kind, c.Name = dropIndex, identLower(toks[2])
 		return c, nil
+	case up(0) == "DROP" && up(1) == "PRIMARY" && up(2) == "KEY" && len(toks) == 3:
+		c.Kind, c.Name = dropIndex, "primary"
+		return c, nil
+	case up(0) == "ADD" && up(1) == "PRIMARY":
+		idx, err := parseIndexDef(toks[1:])
+		if err != nil {
+			return c, err
+		}
+		c.Kind, c.Index = addIndex, idx
+		return c, nil
 	}
-	return c, fmt.Errorf("unsupported ALTER TABLE clause (the migrator understands ADD COLUMN, ADD [UNIQUE] KEY|INDEX and DROP INDEX): %.60s", sql)
+	return c, fmt.Errorf("unsupported ALTER TABLE clause (the migrator understands ADD COLUMN, ADD [UNIQUE] KEY|INDEX, DROP INDEX and DROP PRIMARY KEY with ADD PRIMARY KEY): %.60s", sql)
+}
+
+// pairPrimary checks that an ALTER changes its primary key only by
+// replacing it (DROP PRIMARY KEY with an ADD PRIMARY KEY after it: a
+// table is never left without one) and gives the drop its replacement, so
+// that planning can leave out both once the new key is there.
+func pairPrimary(st statement) error {
+	drop, add := -1, -1
+	for i, c := range st.Clauses {
+		switch {
+		case c.Kind == dropIndex && c.Name == "primary":
+			drop = i
+		case c.Kind == addIndex && c.Index.Name == "primary":
+			add = i
+		}
+	}
+	switch {
+	case drop < 0 && add < 0:
+		return nil
+	case drop < 0:
+		return fmt.Errorf("ALTER TABLE %s: ADD PRIMARY KEY without DROP PRIMARY KEY before it: a table's primary key is replaced, never added", st.Table)
+	case add < drop:
+		return fmt.Errorf("ALTER TABLE %s: DROP PRIMARY KEY needs an ADD PRIMARY KEY after it: a table is never left without one", st.Table)
+	}
+	st.Clauses[drop].Replace = &st.Clauses[add].Index
+	return nil
 }
 
 // wordAt is token i upper-cased when it is a word, "" otherwise (or past

@@ -72,6 +72,7 @@ func TestParseRefusesWhatItCannotCheck(t *testing.T) {
 		"ALTER TABLE t DROP COLUMN a",
 		"ALTER TABLE t DROP PRIMARY KEY",
 		"ALTER TABLE t ADD PRIMARY KEY (id)",
+		"ALTER TABLE t ADD PRIMARY KEY (a, id), DROP PRIMARY KEY", // never without one
 		"ALTER TABLE t ADD COLUMN IF NOT EXISTS a INT",
 		"ALTER TABLE t DROP INDEX IF EXISTS a",
 		"DROP TABLE t",
@@ -82,6 +83,38 @@ func TestParseRefusesWhatItCannotCheck(t *testing.T) {
 		_, err := parseStatement(sql)
 		require.Error(t, err, sql)
 	}
+}
+
+// A primary key is replaced in one ALTER (0137), and planning leaves out
+// both clauses once the new key is in place, the drop never alone.
+func TestPrimaryKeyReplaced(t *testing.T) {
+	t.Parallel()
+	st, err := parseStatement("ALTER TABLE c ADD COLUMN u VARCHAR(64) NOT NULL DEFAULT '', DROP PRIMARY KEY, ADD PRIMARY KEY (u, a)")
+	require.NoError(t, err)
+	require.Len(t, st.Clauses, 3)
+	require.Equal(t, &index{Name: "primary", Columns: []string{"u", "a"}, Unique: true}, st.Clauses[1].Replace)
+
+	done := func(create string) []bool {
+		tb, err := parseLiveTable(create)
+		require.NoError(t, err)
+		var out []bool
+		for _, c := range st.Clauses {
+			d, pr := clauseDone("c", tb, c)
+			require.Nil(t, pr)
+			if !d {
+				applyClause(tb, c)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	require.Equal(t, []bool{false, false, false},
+		done("CREATE TABLE `c` (\n  `a` int NOT NULL,\n  PRIMARY KEY (`a`)\n) ENGINE=InnoDB"), "the old key: all three run")
+	require.Equal(t, []bool{true, true, true},
+		done("CREATE TABLE `c` (\n  `a` int NOT NULL,\n  `u` varchar(64) NOT NULL DEFAULT '',\n  PRIMARY KEY (`u`,`a`)\n) ENGINE=InnoDB"), "the new key: nothing runs")
+	require.Equal(t, []bool{true, true, true},
+		done("CREATE TABLE `c` (\n  `a` int NOT NULL,\n  `u` varchar(64) NOT NULL DEFAULT '',\n  PRIMARY KEY (`a`),\n  UNIQUE KEY `uk` (`u`,`a`)\n) ENGINE=InnoDB"),
+		"a unique index over the new columns serves: nothing runs, the old key stays")
 }
 
 func TestEmbeddedFilesParse(t *testing.T) {

@@ -307,12 +307,16 @@ func clauseDone(tbl string, t *table, c clause) (bool, *Problem) {
 		}
 	case addIndex:
 		if c.Index.Name == "primary" {
-			return primarySatisfied(c.Index, t), nil
+			// A key the same ALTER dropped is always added back.
+			return t.index("primary") != nil && primarySatisfied(c.Index, t), nil
 		}
 		if h := t.index(c.Index.Name); h != nil {
 			return true, checkIndex(tbl, c.Index, *h)
 		}
 	case dropIndex:
+		if c.Replace != nil { // DROP PRIMARY KEY: done once the new key is in
+			return primarySatisfied(*c.Replace, t), nil
+		}
 		return t.index(c.Name) == nil, nil
 	}
 	return false, nil
