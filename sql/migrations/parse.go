@@ -54,7 +54,7 @@ type clause struct {
 	// Replace is the primary key a DROP PRIMARY KEY makes way for: the
 	// ADD PRIMARY KEY of the same ALTER, which the drop must come with.
 	Replace *index
-	Note   string // planned adds: a remark for the operator
+	Note    string // planned adds: a remark for the operator
 }
 
 // parseStatement parses one statement of a migration file; every statement
