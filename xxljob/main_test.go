@@ -129,7 +129,14 @@ func (b *bundle) run(t *testing.T, p xxljobtest.TriggerParam) {
 // callback waits for the callback of logID.
 func (b *bundle) callback(t *testing.T, logID int64) xxljobtest.Callback {
 	t.Helper()
-	c, err := b.admin.WaitCallback(logID, waitLong)
+	return b.callbackWithin(t, logID, waitLong)
+}
+
+// callbackWithin waits up to d for the callback of logID: for runs whose
+// own work takes seconds under the race detector on a loaded machine.
+func (b *bundle) callbackWithin(t *testing.T, logID int64, d time.Duration) xxljobtest.Callback {
+	t.Helper()
+	c, err := b.admin.WaitCallback(logID, d)
 	require.NoError(t, err)
 	return c
 }
