@@ -89,6 +89,9 @@ func parseKind(sql string) (statement, error) {
 			}
 			st.Clauses = append(st.Clauses, c)
 		}
+		if len(st.Clauses) == 0 { // only separators after the name
+			return st, fmt.Errorf("ALTER TABLE without a clause")
+		}
 		return st, pairPrimary(st)
 	case kw(0) == "CREATE" && (kw(1) == "INDEX" || (kw(1) == "UNIQUE" && kw(2) == "INDEX")):
 		// CREATE [UNIQUE] INDEX name ON t (cols): the same as ALTER TABLE t ADD INDEX.
