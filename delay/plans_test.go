@@ -37,6 +37,8 @@ func TestHotStatementPlans(t *testing.T) {
 	epoch := "1000-01-01 00:00:00.000"
 	markSQL, markArgs := markPublishedQuery(f.dueEntries)
 	markQ := q(markSQL, markArgs...)
+	// One confirm at a time is the RabbitMQ timer's common case.
+	markOneSQL, markOneArgs := markPublishedQuery(f.dueEntries[:1])
 
 	plantest.Check(t, f.db.DB, []string{"job_delay_task"}, []plantest.Statement{
 		// The dispatcher: claim popped ids, read the claim back, finish.
@@ -77,6 +79,7 @@ func TestHotStatementPlans(t *testing.T) {
 		// reconciler's two pages (never confirmed; overdue and published
 		// long ago).
 		{Name: "rabbitmq: mark published", Query: markQ, Units: n, Plan: pk},
+		{Name: "rabbitmq: mark one published", Query: q(markOneSQL, markOneArgs...), Units: 1, Plan: pk},
 		{Name: "rabbitmq reconciler: unpublished", Query: named(selectUnpublished, pageParams{Before: now, AfterAt: epoch, Limit: 500}), Units: 500,
 			Plan: uses("job_delay_task", "idx_published_next", "range", "ref")},
 		{Name: "rabbitmq reconciler: its lock (no table)", Query: q(getReconcileLock, "delay."), Units: 1},
