@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -26,4 +29,56 @@ func loadConfigDB(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, e
 		return nil, nil, err
 	}
 	return cfg, db, nil
+}
+
+// loadSourceDB loads the config and opens the database of the order source
+// called name, for the operator commands that read one database (deadletter,
+// refunds, outbox, tasks). An empty name is mysql.dsn, the home database.
+// The source is returned with its expanded tables; for mysql.dsn it is the
+// source named "default" when there is one, else one built from mysql.*.
+func loadSourceDB(ctx context.Context, env *cliEnv, name string) (*config.Config, config.Source, *sqlx.DB, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, config.Source{}, nil, err
+	}
+	src, err := sourceNamed(cfg, name)
+	if err != nil {
+		return nil, config.Source{}, nil, err
+	}
+	scfg := *cfg
+	scfg.MySQL = src.MySQL
+	db, err := app.OpenDB(ctx, &scfg)
+	if err != nil {
+		return nil, config.Source{}, nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	return cfg, src, db, nil
+}
+
+// sourceNamed finds the order source called name; "" is mysql.dsn.
+func sourceNamed(cfg *config.Config, name string) (config.Source, error) {
+	srcs, err := cfg.Sources()
+	if err != nil {
+		return config.Source{}, err
+	}
+	if name == "" {
+		for _, s := range srcs {
+			if s.MySQL.DSN == cfg.MySQL.DSN {
+				return s, nil
+			}
+		}
+		return config.Source{Name: config.DefaultSourceName, MySQL: cfg.MySQL}, nil
+	}
+	var names []string
+	for _, s := range srcs {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return config.Source{}, usagef("-source %q is not an order source (the sources: %s)", name, strings.Join(names, ", "))
+}
+
+// addSourceFlag adds -source to a command that reads one order database.
+func addSourceFlag(fs *flag.FlagSet, name *string) {
+	fs.StringVar(name, "source", "", "the order source (order.sources name) whose database to read; empty: mysql.dsn")
 }

@@ -9,23 +9,28 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/orders/oplist"
 )
 
 // viewCtx is what each verb of an operator command over one database view
 // (deadletter, refunds, outbox) gets: the environment, the view, built when
-// the verb opens the database, and -json.
+// the verb opens the database, -json and -source (the order source whose
+// database it reads, resolved into src when opened).
 type viewCtx[V any] struct {
 	env     *cliEnv
 	newView func(*sqlx.DB) V
 	view    V
 	jsonOut bool
+	source  string
+	src     config.Source
 }
 
 // newViewCtx makes a verb's context and adds -json to its flags.
 func newViewCtx[V any](fs *flag.FlagSet, env *cliEnv, newView func(*sqlx.DB) V) *viewCtx[V] {
 	c := &viewCtx[V]{env: env, newView: newView}
 	addJSON(fs, &c.jsonOut)
+	addSourceFlag(fs, &c.source)
 	return c
 }
 
@@ -37,13 +42,14 @@ func viewVerb[V any](newView func(*sqlx.DB) V, run func(ctx context.Context, c *
 	}
 }
 
-// open loads the config and opens the database (the views need no Redis)
-// and builds the view; the function returned closes the database.
+// open loads the config and opens the database of -source (the views need
+// no Redis) and builds the view; the function returned closes the database.
 func (c *viewCtx[V]) open(ctx context.Context) (func(), error) {
-	_, db, err := loadConfigDB(ctx, c.env)
+	_, src, db, err := loadSourceDB(ctx, c.env, c.source)
 	if err != nil {
 		return nil, err
 	}
+	c.src = src
 	c.view = c.newView(db)
 	return func() { db.Close() }, nil
 }
