@@ -30,6 +30,14 @@ func TestClusterFailsOverAKilledMaster(t *testing.T) {
 	}
 	victim := c.MasterOf("k1")
 	replica := c.ReplicaOf(victim)
+	// Replication is asynchronous: a kill right after the SET can beat the
+	// write to the replica (CI saw the promoted replica at offset 0), so
+	// the test waits for the replica's acknowledgement before the kill.
+	direct := redis.NewClient(&redis.Options{Addr: victim})
+	acked, err := direct.Wait(ctx, 1, 5*time.Second).Result()
+	direct.Close()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, acked, "replica %s acknowledged the writes", replica)
 	c.Node(victim).Kill()
 	killed := time.Now()
 	promoted := c.WaitPromoted(replica, 20*time.Second)
