@@ -90,16 +90,12 @@ func lifecycleHandler(name, daysKey, verb string, l *lifecycle.Jobs,
 			req.Logf("page %d: scanned=%d %s=%d skipped=%d elapsed=%s",
 				p.Page, p.Scanned, verb, p.Changed, p.Skipped, p.Elapsed.Round(1e6))
 		}
-		days := "configured"
-		if opt.Days > 0 {
-			days = fmt.Sprint(opt.Days)
-		}
 		mode := ""
 		if opt.DryRun {
 			mode = " (dry run: nothing is changed)"
 		}
 		req.Logf("%s shard %d/%d days=%s pageSize=%d maxOrders=%d%s", name,
-			opt.ShardIndex, max(opt.ShardTotal, 1), days, l.PageSize(opt.PageSize), opt.MaxOrders, mode)
+			opt.ShardIndex, max(opt.ShardTotal, 1), daysOf(opt), l.PageSize(opt.PageSize), opt.MaxOrders, mode)
 
 		st, err := run(l, ctx, opt)
 		summary := st.String()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/orderjob/executor/internal/shard"
+	"github.com/orderjob/executor/internal/unitrun"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -47,7 +49,7 @@ func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) err
 	res := sweep.Run(ctx, orders.SweepOptions{RunOptions: opt,
 		UnitProgress: func(u orders.UnitRun, p orders.PageStats) {
 			req.Logf("%s%s page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
-				u.Name(), shareOf(u), p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
+				u.Name(), shareOf(u.Share), p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
 		},
 		UnitDone: func(u orders.UnitRun) { logUnit(req, u) },
 	})
@@ -72,26 +74,27 @@ func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) err
 }
 
 // shareOf writes a unit's row share, when it is not the whole unit.
-func shareOf(u orders.UnitRun) string {
-	if u.Share.Whole() {
+func shareOf(s shard.Share) string {
+	if s.Whole() {
 		return ""
 	}
-	return fmt.Sprintf(" (rows of shard %d/%d)", u.Share.RowIndex, u.Share.RowTotal)
+	return fmt.Sprintf(" (rows of shard %d/%d)", s.RowIndex, s.RowTotal)
 }
 
 // logUnit writes a unit's end into the run log: its summary line, or what
 // stopped it and, when orders.Hint knows, what to do about it (an error
 // about the database, not an order: nothing was dead-lettered for it).
-func logUnit(req *xxljob.Request, u orders.UnitRun) {
+// S is the unit's stats: the close's or a lifecycle job's.
+func logUnit[S fmt.Stringer](req *xxljob.Request, u unitrun.Run[S]) {
 	if u.Err == nil {
-		req.Logf("%s%s: %s", u.Name(), shareOf(u), u.Stats)
+		req.Logf("%s%s: %s", u.Name(), shareOf(u.Share), u.Stats)
 		return
 	}
 	if !u.Started {
-		req.Logf("%s%s FAILED: %v", u.Name(), shareOf(u), u.Err)
+		req.Logf("%s%s FAILED: %v", u.Name(), shareOf(u.Share), u.Err)
 		return
 	}
-	req.Logf("%s%s FAILED after %s: %v", u.Name(), shareOf(u), u.Stats, u.Err)
+	req.Logf("%s%s FAILED after %s: %v", u.Name(), shareOf(u.Share), u.Stats, u.Err)
 	if hint := orders.Hint(u.Err); hint != "" {
 		req.Logf("%s hint: %s", u.Name(), hint)
 	}

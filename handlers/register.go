@@ -22,6 +22,9 @@ type Deps struct {
 	Units      []*orders.Closer
 	Dispatcher *delay.Dispatcher
 	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// LifecycleUnits are the lifecycle jobs' units with order.sources, as
+	// Units are the close's. Empty: Lifecycle alone.
+	LifecycleUnits []*lifecycle.Jobs
 	// NoLifecycle, when Lifecycle is nil on purpose, is why: the lifecycle
 	// handlers fail every run with it.
 	NoLifecycle error
@@ -57,8 +60,12 @@ func table(d *Deps) map[string]xxljob.Handler {
 	}
 	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
-	t[OrderAutoConfirmJob] = withoutLifecycle(OrderAutoConfirm(d.Lifecycle), OrderAutoConfirmJob, d.NoLifecycle)
-	t[OrderFulfillmentTimeoutJob] = withoutLifecycle(OrderFulfillmentTimeout(d.Lifecycle), OrderFulfillmentTimeoutJob, d.NoLifecycle)
+	life := []*lifecycle.Jobs{d.Lifecycle}
+	if len(d.LifecycleUnits) > 0 {
+		life = d.LifecycleUnits
+	}
+	t[OrderAutoConfirmJob] = withoutLifecycle(OrderAutoConfirmUnits(life...), OrderAutoConfirmJob, d.NoLifecycle)
+	t[OrderFulfillmentTimeoutJob] = withoutLifecycle(OrderFulfillmentTimeoutUnits(life...), OrderFulfillmentTimeoutJob, d.NoLifecycle)
 	return t
 }
 

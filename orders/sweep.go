@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -27,26 +26,17 @@ func (c *Closer) Table() string { return c.cfg.Schema.Orders.Table }
 // Closer's Run. Safe for concurrent use.
 type Sweep struct {
 	units []*Closer
+	names []unitrun.Unit // the units' names, in order
 }
 
 // NewSweep returns the sweep over units, in the order given (the order
 // shard.Assign hands them out in); each (source, table) at most once.
 func NewSweep(units ...*Closer) (*Sweep, error) {
-	if len(units) == 0 {
-		return nil, errors.New("orders: a sweep needs at least one unit")
+	names, err := unitrun.Names(units)
+	if err != nil {
+		return nil, fmt.Errorf("orders: %w", err)
 	}
-	seen := map[[2]string]bool{}
-	for _, c := range units {
-		if c == nil {
-			return nil, errors.New("orders: a sweep's unit has no Closer")
-		}
-		k := [2]string{c.Source(), c.Table()}
-		if seen[k] {
-			return nil, fmt.Errorf("orders: unit %s/%s given twice", k[0], k[1])
-		}
-		seen[k] = true
-	}
-	return &Sweep{units: units}, nil
+	return &Sweep{units: units, names: names}, nil
 }
 
 // Units are the sweep's Closers, in order.
@@ -73,18 +63,20 @@ type SweepOptions struct {
 	UnitDone     func(u UnitRun)
 }
 
-// SweepResult is what a sweep did: every unit's run, and their sum.
-type SweepResult struct {
-	Units []UnitRun // the shares this executor took, in unit order
-	Total RunStats  // the units' stats added up; Elapsed is the sweep's
+// SweepResult is what a sweep did: every unit's run, and their sum
+// (Total; its Elapsed is the sweep's).
+type SweepResult = unitrun.Result[RunStats]
+
+// merge adds o's counts into s; the first errors and the largest lateness
+// are kept.
+func (s *RunStats) merge(o RunStats) {
+	s.Scanned += o.Scanned
+	s.Pages += o.Pages
+	s.add(pageResult{closed: o.Closed, paid: o.SkippedPaid, locked: o.SkippedLocked, deadLettered: o.DeadLettered,
+		gone: o.SkippedClosed, notDue: o.SkippedNotDue, lockErrors: o.LockErrors, leaseLost: o.LeaseLost,
+		contended: o.Contended, conflicts: o.Conflicts, tradePaid: o.TradePaid, tradeErrors: o.TradeErrors,
+		maxLate: o.MaxLateness, tradeErr: o.TradeErr, lockErr: o.LockErr})
 }
-
-// Failed are the units whose run an error stopped.
-func (r SweepResult) Failed() []UnitRun { return unitrun.Failed(r.Units) }
-
-// Err is the first unit's error joined with a count of the others, nil
-// when every unit ran to its end.
-func (r SweepResult) Err() error { return unitrun.Err(r.Units) }
 
 // Run runs this executor's share of every unit (unitrun.Sweep): one
 // goroutine per source database, each running its units one after the
@@ -96,11 +88,7 @@ func (r SweepResult) Err() error { return unitrun.Err(r.Units) }
 // goroutine has.
 func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	start := time.Now()
-	units := make([]unitrun.Unit, len(s.units))
-	for i, c := range s.units {
-		units[i] = unitrun.Unit{Source: c.Source(), Table: c.Table()}
-	}
-	sw := unitrun.New[RunStats](units, opt.ShardIndex, opt.ShardTotal)
+	sw := unitrun.New[RunStats](s.names, opt.ShardIndex, opt.ShardTotal)
 	unitOpt := opt.RunOptions
 	if opt.MaxOrders > 0 && len(sw.Runs) > 0 {
 		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(sw.Runs))))
@@ -125,15 +113,4 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	res.Total.DryRun = opt.DryRun
 	res.Total.Elapsed = time.Since(start)
 	return res
-}
-
-// merge adds o's counts into s; the first errors and the largest lateness
-// are kept.
-func (s *RunStats) merge(o RunStats) {
-	s.Scanned += o.Scanned
-	s.Pages += o.Pages
-	s.add(pageResult{closed: o.Closed, paid: o.SkippedPaid, locked: o.SkippedLocked, deadLettered: o.DeadLettered,
-		gone: o.SkippedClosed, notDue: o.SkippedNotDue, lockErrors: o.LockErrors, leaseLost: o.LeaseLost,
-		contended: o.Contended, conflicts: o.Conflicts, tradePaid: o.TradePaid, tradeErrors: o.TradeErrors,
-		maxLate: o.MaxLateness, tradeErr: o.TradeErr, lockErr: o.LockErr})
 }

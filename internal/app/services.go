@@ -31,7 +31,8 @@ type Deps struct {
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
 	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
-	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob without order.sources
+	lifeUnits []*lifecycle.Jobs    // theirs with order.sources: one per table
 	// noLifecycle says why lifecycle is nil (a declared order.schema).
 	noLifecycle error
 	// compensation is where closes give stock and coupons back.
@@ -77,11 +78,20 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		return err
 	}
 	d.closer, d.relay, d.compensation = cp.Closer, cp.Relay, cp.Compensation
-	if d.units, d.unitDBs, err = OpenUnits(ctx, cfg, cp, logger); err != nil {
+	var newLifecycle func(*sqlx.DB, orders.Server, string, string) (*lifecycle.Jobs, error)
+	if d.noLifecycle = lifecycleOff(cfg, logger); d.noLifecycle == nil {
+		newLifecycle = lifecycleBuilder(cfg, logger, obs.Lifecycle)
+	}
+	units, err := OpenUnits(ctx, cfg, cp, newLifecycle, logger)
+	d.units, d.lifeUnits, d.unitDBs = units.Closers, units.Lifecycle, units.DBs
+	if err != nil {
 		return err
 	}
-	if d.lifecycle, d.noLifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
-		return err
+	if newLifecycle != nil && len(cfg.Order.Sources) == 0 {
+		// The one unit: mysql.dsn's order table, as before order.sources.
+		if d.lifecycle, err = newLifecycle(d.db, cp.Server, lifecycle.DefaultSource, ""); err != nil {
+			return err
+		}
 	}
 	services, err := delay.ParseServices(cfg.Delay.Services)
 	if err != nil {
@@ -126,7 +136,8 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 
 // HandlerDeps is what the XXL-JOB handlers run on.
 func (d *Deps) HandlerDeps() *handlers.Deps {
-	return &handlers.Deps{Closer: d.closer, Units: d.units, Dispatcher: d.delay, Lifecycle: d.lifecycle, NoLifecycle: d.noLifecycle}
+	return &handlers.Deps{Closer: d.closer, Units: d.units, Dispatcher: d.delay, Lifecycle: d.lifecycle,
+		LifecycleUnits: d.lifeUnits, NoLifecycle: d.noLifecycle}
 }
 
 // ClosePath is the order close as serve and run build it from the
@@ -136,6 +147,7 @@ type ClosePath struct {
 	Closer       *orders.Closer
 	Relay        *orders.Relay // outbox compensation only; built, not started
 	Compensation orders.CompensationMode
+	Server       orders.Server // what mysql.dsn's database is
 	// NewUnit builds the Closer of one unit of order.sources, on its own
 	// database, with Closer's settings and locks (units.go).
 	NewUnit func(db *sqlx.DB, server orders.Server, source, table string) (*orders.Closer, error)
@@ -187,7 +199,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order closer: %w", err)
 	}
-	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation,
+	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation, Server: server,
 		NewUnit: unitBuilder(cfg, locker, ccfg, logger)}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
 )
 
@@ -38,36 +39,55 @@ func unitBuilder(cfg *config.Config, locker *orderlock.Locker, ccfg orders.Close
 	}
 }
 
+// Units are the units of order.sources as OpenUnits opens them, in the
+// configured order: the close's Closer and the lifecycle jobs' Jobs of
+// each, and the databases opened for them.
+type Units struct {
+	Closers   []*orders.Closer
+	Lifecycle []*lifecycle.Jobs // none when the lifecycle jobs are off
+	DBs       []*sqlx.DB
+}
+
 // OpenUnits opens the database of each order source (order.sources) and
-// builds the Closer of every unit, a source's order table, in the
-// configured order. Without order.sources the one unit is cp.Closer, on
-// mysql.dsn, and no database is opened. The databases it opened are
-// returned for the caller to close, also with an error.
-func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath, logger *slog.Logger) ([]*orders.Closer, []*sqlx.DB, error) {
+// builds the Closer and, unless newLifecycle is nil, the lifecycle jobs
+// of every unit, a source's order table, in the configured order. Without
+// order.sources the one unit is cp.Closer, on mysql.dsn, no database is
+// opened and no lifecycle jobs are built (the caller's, on mysql.dsn,
+// serve). The databases it opened are returned for the caller to close,
+// also with an error.
+func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath,
+	newLifecycle func(*sqlx.DB, orders.Server, string, string) (*lifecycle.Jobs, error), logger *slog.Logger) (Units, error) {
 	if len(cfg.Order.Sources) == 0 {
-		return []*orders.Closer{cp.Closer}, nil, nil
+		return Units{Closers: []*orders.Closer{cp.Closer}}, nil
 	}
 	sources, err := cfg.Sources()
 	if err != nil {
-		return nil, nil, err
+		return Units{}, err
 	}
-	var units []*orders.Closer
-	var dbs []*sqlx.DB
+	var u Units
 	for _, src := range sources {
 		db, server, err := openSource(ctx, src, logger)
 		if err != nil {
-			return nil, dbs, err
+			return u, err
 		}
-		dbs = append(dbs, db)
+		u.DBs = append(u.DBs, db)
 		for _, table := range src.Tables {
 			c, err := cp.NewUnit(db, server, src.Name, table)
 			if err != nil {
-				return nil, dbs, err
+				return u, err
 			}
-			units = append(units, c)
+			u.Closers = append(u.Closers, c)
+			if newLifecycle == nil {
+				continue
+			}
+			l, err := newLifecycle(db, server, src.Name, table)
+			if err != nil {
+				return u, fmt.Errorf("order source %s, table %s: %w", src.Name, table, err)
+			}
+			u.Lifecycle = append(u.Lifecycle, l)
 		}
 	}
-	return units, dbs, nil
+	return u, nil
 }
 
 // openSource opens a source's pool and asks the server what it is. A

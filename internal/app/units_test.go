@@ -43,5 +43,11 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	}
 	require.Equal(t, []string{"a/order_info", "a/order_info_1", "a/order_info_2", "b/order_info", "gone/order_info"}, names)
 	require.Len(t, d.unitDBs, 3, "a pool per source")
+	names = nil
+	for _, l := range d.HandlerDeps().LifecycleUnits {
+		names = append(names, l.Source()+"/"+l.Table())
+	}
+	require.Equal(t, []string{"a/order_info", "a/order_info_1", "a/order_info_2", "b/order_info", "gone/order_info"}, names,
+		"the lifecycle jobs have the same units")
 	require.Contains(t, logged.String(), `msg="order source does not answer; its units fail until it does" source=gone`)
 }

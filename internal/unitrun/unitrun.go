@@ -9,6 +9,7 @@ package unitrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -18,6 +19,35 @@ import (
 // Unit names a unit: an order table of one source.
 type Unit struct {
 	Source, Table string
+}
+
+// Named is what a sweep's units are: each names its source and table.
+type Named interface {
+	comparable
+	Source() string
+	Table() string
+}
+
+// Names returns the names of a sweep's units, in order; it refuses none,
+// a nil one and one named twice.
+func Names[U Named](units []U) ([]Unit, error) {
+	if len(units) == 0 {
+		return nil, errors.New("a sweep needs at least one unit")
+	}
+	var none U
+	out := make([]Unit, len(units))
+	seen := map[Unit]bool{}
+	for i, u := range units {
+		if u == none {
+			return nil, fmt.Errorf("a sweep's unit %d is nil", i+1)
+		}
+		out[i] = Unit{Source: u.Source(), Table: u.Table()}
+		if seen[out[i]] {
+			return nil, fmt.Errorf("unit %s/%s given twice", out[i].Source, out[i].Table)
+		}
+		seen[out[i]] = true
+	}
+	return out, nil
 }
 
 // Run is one unit's share of a run and what it did (S: the caller's
@@ -123,10 +153,16 @@ func (s *Sweep[S]) runSource(ctx context.Context, idx []int, run func(context.Co
 	}
 }
 
-// Failed are the runs an error stopped.
-func Failed[S any](runs []Run[S]) []Run[S] {
+// Result is what a sweep did: every unit's run, and their sum.
+type Result[S any] struct {
+	Units []Run[S] // the shares this executor took, in unit order
+	Total S        // the units' stats added up, as the caller adds them
+}
+
+// Failed are the units whose run an error stopped.
+func (r Result[S]) Failed() []Run[S] {
 	var out []Run[S]
-	for _, u := range runs {
+	for _, u := range r.Units {
 		if u.Err != nil {
 			out = append(out, u)
 		}
@@ -134,15 +170,15 @@ func Failed[S any](runs []Run[S]) []Run[S] {
 	return out
 }
 
-// Err is the first failed run's error joined with a count of the others,
-// nil when every unit ran to its end.
-func Err[S any](runs []Run[S]) error {
-	f := Failed(runs)
+// Err is the first failed unit's error joined with a count of the
+// others, nil when every unit ran to its end.
+func (r Result[S]) Err() error {
+	f := r.Failed()
 	switch len(f) {
 	case 0:
 		return nil
 	case 1:
 		return fmt.Errorf("%s: %w", f[0].Name(), f[0].Err)
 	}
-	return fmt.Errorf("%d of %d units failed, first %s: %w", len(f), len(runs), f[0].Name(), f[0].Err)
+	return fmt.Errorf("%d of %d units failed, first %s: %w", len(f), len(r.Units), f[0].Name(), f[0].Err)
 }

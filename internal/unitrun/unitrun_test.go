@@ -31,7 +31,7 @@ func TestDownSourceFailsItsUnitsOnly(t *testing.T) {
 	require.False(t, sw.Runs[1].Started)
 	require.EqualError(t, sw.Runs[1].Err, "not started: source a cannot be reached: dial tcp: connection refused")
 	require.Equal(t, 7, sw.Runs[3].Stats)
-	require.EqualError(t, unitrun.Err(sw.Runs), "2 of 4 units failed, first a/t_0: dial tcp: connection refused")
+	require.EqualError(t, unitrun.Result[int]{Units: sw.Runs}.Err(), "2 of 4 units failed, first a/t_0: dial tcp: connection refused")
 }
 
 // Executor 1 of 3 over 4 units takes unit 1 whole and a third of the rows
@@ -45,4 +45,18 @@ func TestNewTakesTheExecutorsShare(t *testing.T) {
 	require.Equal(t, "b/t_1", sw.Runs[1].Name())
 	require.Equal(t, 1, sw.Runs[1].Share.RowIndex)
 	require.Equal(t, 2, sw.Sources)
+}
+
+type named struct{ src, table string }
+
+func (n *named) Source() string { return n.src }
+func (n *named) Table() string  { return n.table }
+
+func TestNamesRefusals(t *testing.T) {
+	_, err := unitrun.Names[*named](nil)
+	require.EqualError(t, err, "a sweep needs at least one unit")
+	_, err = unitrun.Names([]*named{{"a", "t_0"}, nil})
+	require.EqualError(t, err, "a sweep's unit 2 is nil")
+	_, err = unitrun.Names([]*named{{"a", "t_0"}, {"b", "t_0"}, {"a", "t_0"}})
+	require.EqualError(t, err, "unit a/t_0 given twice")
 }

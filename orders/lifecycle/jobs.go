@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -42,7 +43,27 @@ type Config struct {
 	PageSize int
 	// Observer receives each run's result, for metrics. Default: none.
 	Observer Observer
+	// Source names the order database db is (an order.sources item), for
+	// the run log and the metrics. Default "default": the one database of
+	// a deployment without order.sources.
+	Source string
+	// Table is the order table the jobs work on, one of the source's
+	// (order.sources: order_info_0, ...). Default order_info.
+	Table string
+	// Unreachable reports whether an error of a run says the database
+	// cannot be reached: a Sweep then fails the source's other units
+	// without trying each. Default: no error does.
+	Unreachable func(error) bool
 }
+
+// Defaults of Config.Source and Config.Table.
+const (
+	DefaultSource = "default"
+	defaultTable  = "order_info"
+)
+
+// plainTable is what Config.Table may be: the statements name it as it is.
+var plainTable = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
 // The job names a Observer is given.
 const (
@@ -53,10 +74,13 @@ const (
 // Observer receives what the lifecycle jobs did. It is called on
 // the run's goroutine when a run returns, so it must be cheap.
 type Observer interface {
+	// LifecycleUnit is called once by New with the Jobs' source and
+	// table, before any run: the unit's series can exist from the start.
+	LifecycleUnit(source, table string)
 	// LifecycleRun reports one run of job (JobAutoConfirm or
-	// JobFulfillmentTimeout): its stats (possibly partial) and its error,
-	// nil when it succeeded.
-	LifecycleRun(ctx context.Context, job string, st Stats, err error)
+	// JobFulfillmentTimeout) on one unit, the order table of a source: its
+	// stats (possibly partial) and its error, nil when it succeeded.
+	LifecycleRun(ctx context.Context, job, source, table string, st Stats, err error)
 }
 
 // Jobs runs the jobs of the order lifecycle after payment:
@@ -72,6 +96,12 @@ type Jobs struct {
 	log   *slog.Logger
 }
 
+// Source is the order database the jobs work in (Config.Source).
+func (l *Jobs) Source() string { return l.cfg.Source }
+
+// Table is the order table the jobs work on (Config.Table).
+func (l *Jobs) Table() string { return l.cfg.Table }
+
 // PageSize is the page size a run with Options.PageSize n uses.
 func (l *Jobs) PageSize(n int) int { return cmp.Or(n, l.cfg.PageSize) }
 
@@ -84,6 +114,11 @@ func New(db *sqlx.DB, cfg Config) (*Jobs, error) {
 	cfg.AutoConfirmDays = cmp.Or(cfg.AutoConfirmDays, defaultAutoConfirmDays)
 	cfg.FulfillmentTimeoutDays = cmp.Or(cfg.FulfillmentTimeoutDays, defaultFulfillmentTimeoutDays)
 	cfg.PageSize = cmp.Or(cfg.PageSize, 500)
+	cfg.Source = cmp.Or(cfg.Source, DefaultSource)
+	cfg.Table = cmp.Or(cfg.Table, defaultTable)
+	if !plainTable.MatchString(cfg.Table) {
+		return nil, fmt.Errorf("lifecycle: order table %q is not a plain table name", cfg.Table)
+	}
 	if err := checkDays("auto-confirm days", cfg.AutoConfirmDays); err != nil {
 		return nil, err
 	}
@@ -97,7 +132,11 @@ func New(db *sqlx.DB, cfg Config) (*Jobs, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Jobs{db: db, cfg: cfg, log: log.With("component", "orders.lifecycle")}, nil
+	if cfg.Observer != nil {
+		cfg.Observer.LifecycleUnit(cfg.Source, cfg.Table)
+	}
+	return &Jobs{db: db, cfg: cfg, store: store{render(cfg.Table)},
+		log: log.With("component", "orders.lifecycle", "source", cfg.Source, "table", cfg.Table)}, nil
 }
 
 func checkDays(what string, d int) error {
@@ -205,7 +244,7 @@ func (l *Jobs) run(ctx context.Context, opt Options, job jobSpec) (st Stats, err
 	start := time.Now()
 	st = Stats{DryRun: opt.DryRun, verb: job.verb}
 	if l.cfg.Observer != nil {
-		defer func() { l.cfg.Observer.LifecycleRun(ctx, job.metric, st, err) }()
+		defer func() { l.cfg.Observer.LifecycleRun(ctx, job.metric, l.cfg.Source, l.cfg.Table, st, err) }()
 	}
 	if opt.ShardTotal <= 0 {
 		opt.ShardTotal = 1

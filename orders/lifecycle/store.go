@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -13,10 +14,28 @@ import (
 
 // This file holds the SQL of the auto-confirm job and the
 // fulfillment-timeout job. Like the close path, ids are rendered as literal
-// lists; everything else is bound.
+// lists; everything else is bound. The statements name the order table
+// {order_table}: a Jobs renders them once for its table (Config.Table, an
+// order table of order.sources, or order_info).
 
-// store runs the package's statements on a *sqlx.DB or *sqlx.Tx.
-type store struct{}
+// orderTablePlaceholder stands for the order table in the statements.
+const orderTablePlaceholder = "{order_table}"
+
+// statements are the package's statements on one order table.
+type statements struct {
+	scanShipped, completeOrders, scanOverdue, flagOverdue string
+}
+
+// render returns the statements on table (a plain name, checked by New).
+func render(table string) statements {
+	r := strings.NewReplacer(orderTablePlaceholder, table)
+	return statements{scanShipped: r.Replace(scanShippedSQL), completeOrders: r.Replace(completeOrdersSQL),
+		scanOverdue: r.Replace(scanOverdueSQL), flagOverdue: r.Replace(flagOverdueSQL)}
+}
+
+// store runs the package's statements, rendered for its order table, on a
+// *sqlx.DB or *sqlx.Tx.
+type store struct{ sql statements }
 
 // row is one order found by a lifecycle scan page; At is its
 // ship_time (auto-confirm) or pay_time (fulfillment timeout).
@@ -59,7 +78,7 @@ func scanArgs(cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) s
 // never returned. Returns up to limit rows in key order.
 var scanShippedSQL = `
 SELECT o.id, o.order_no, o.ship_time AS at
-FROM order_info o FORCE INDEX (idx_status_ship_time)
+FROM {order_table} o FORCE INDEX (idx_status_ship_time)
 WHERE o.status = 3
   AND o.ship_time <= :cutoff
   AND (o.ship_time > :after_at OR (o.ship_time = :after_at AND o.id > :after_id))
@@ -67,9 +86,9 @@ WHERE o.status = 3
 ORDER BY o.ship_time, o.id
 LIMIT :limit`
 
-func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
+func (s store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
 	var rows []row
-	err := sqlexec.SelectNamed(ctx, q, &rows, scanShippedSQL, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
+	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql.scanShipped, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
 	if err != nil {
 		return nil, fmt.Errorf("scan shipped orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
 	}
@@ -84,11 +103,11 @@ func (store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur cursor,
 // between is left alone and a second run changes nothing). complete_time is
 // the database clock. Rows affected: the orders completed.
 const completeOrdersSQL = `
-UPDATE order_info FORCE INDEX (PRIMARY) SET status = 4, complete_time = NOW(3)
+UPDATE {order_table} FORCE INDEX (PRIMARY) SET status = 4, complete_time = NOW(3)
 WHERE id IN (%s) AND status = 3 AND ship_time <= :cutoff`
 
-func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, cutoff time.Time) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(completeOrdersSQL, sqlexec.IntList(ids)), map[string]any{"cutoff": cutoff})
+func (s store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, cutoff time.Time) (int64, error) {
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql.completeOrders, sqlexec.IntList(ids)), map[string]any{"cutoff": cutoff})
 	if err != nil {
 		return 0, fmt.Errorf("complete %d orders: %w", len(ids), err)
 	}
@@ -108,7 +127,7 @@ func (store) completeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int
 // rows in key order.
 var scanOverdueSQL = `
 SELECT o.id, o.order_no, o.pay_time AS at
-FROM order_info o FORCE INDEX (idx_status_pay_time)
+FROM {order_table} o FORCE INDEX (idx_status_pay_time)
 LEFT JOIN order_fulfillment_overdue f ON f.order_no = o.order_no
 WHERE o.status = 1
   AND o.pay_time <= :cutoff
@@ -118,9 +137,9 @@ WHERE o.status = 1
 ORDER BY o.pay_time, o.id
 LIMIT :limit`
 
-func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
+func (s store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
 	var rows []row
-	err := sqlexec.SelectNamed(ctx, q, &rows, scanOverdueSQL, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
+	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql.scanOverdue, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
 	if err != nil {
 		return nil, fmt.Errorf("scan paid orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
 	}
@@ -139,12 +158,12 @@ func (store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur cursor,
 const flagOverdueSQL = `
 INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
 SELECT o.id, o.order_no, o.user_id, o.pay_time, o.pay_time + INTERVAL :days DAY, NOW(3)
-FROM order_info o FORCE INDEX (PRIMARY)
+FROM {order_table} o FORCE INDEX (PRIMARY)
 WHERE o.id IN (%s) AND o.status = 1 AND o.pay_time <= :cutoff
 ON DUPLICATE KEY UPDATE flagged_at = order_fulfillment_overdue.flagged_at`
 
-func (store) flagOverdue(ctx context.Context, e sqlx.ExecerContext, ids []int64, days int, cutoff time.Time) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(flagOverdueSQL, sqlexec.IntList(ids)), map[string]any{"days": days, "cutoff": cutoff})
+func (s store) flagOverdue(ctx context.Context, e sqlx.ExecerContext, ids []int64, days int, cutoff time.Time) (int64, error) {
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql.flagOverdue, sqlexec.IntList(ids)), map[string]any{"days": days, "cutoff": cutoff})
 	if err != nil {
 		return 0, fmt.Errorf("flag %d overdue orders: %w", len(ids), err)
 	}
