@@ -194,17 +194,26 @@ func migrateStatus(ctx context.Context, env *cliEnv, jsonOut bool) error {
 	if err != nil {
 		return err
 	}
-	if jsonOut {
-		if err := printJSON(env.stdout, st); err != nil {
-			return err
-		}
-	} else {
-		printStatus(env, st)
+	srcs, err := sourceStatuses(ctx, cfg)
+	if err != nil {
+		return err
 	}
-	if st.Pending() > 0 || st.Drifted() > 0 || len(st.Problems) > 0 {
+	if err := printStatuses(env, st, srcs, jsonOut); err != nil {
+		return err
+	}
+	bad := !upToDate(st)
+	for _, s := range srcs {
+		bad = bad || s.Error != "" || !upToDate(s.Status)
+	}
+	if bad {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// upToDate reports whether st has nothing pending, drifted or missing.
+func upToDate(st *migrations.Status) bool {
+	return st.Pending() == 0 && st.Drifted() == 0 && len(st.Problems) == 0
 }
 
 func printStatus(env *cliEnv, st *migrations.Status) {
@@ -240,9 +249,11 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 		fmt.Fprintf(w, "%04d_%s\t%s\t%s\t%s\t%s\t%s\n", s.Version, s.Name, s.State, sum, applied, took, note)
 	}
 	w.Flush()
-	var missing, drift, shop []migrations.Problem
+	var missing, drift, shop, units []migrations.Problem
 	for _, p := range st.Problems {
 		switch {
+		case p.Source == migrations.SourcesSetting:
+			units = append(units, p)
 		case p.Source != "":
 			shop = append(shop, p)
 		case p.Missing:
@@ -251,7 +262,7 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 			drift = append(drift, p)
 		}
 	}
-	if notYetMigrated(st) && len(drift) == 0 && len(shop) == 0 {
+	if notYetMigrated(st) && len(drift) == 0 && len(shop) == 0 && len(units) == 0 {
 		fmt.Fprintf(env.stdout, "not yet migrated (%d pending migrations): run `executor migrate`\n", st.Pending())
 		return
 	}
@@ -261,12 +272,15 @@ func printStatus(env *cliEnv, st *migrations.Status) {
 	for _, p := range drift {
 		fmt.Fprintf(env.stdout, "schema drift: %s\n", p)
 	}
-	for _, p := range shop {
+	for _, p := range append(shop, units...) {
 		fmt.Fprintf(env.stdout, "%s: %s\n", p.Source, p)
 	}
 	line := fmt.Sprintf("%d pending, %d drifted, %d missing (migrate adds them), %d schema drift", st.Pending(), st.Drifted(), len(missing), len(drift))
 	if st.Declared {
 		line += fmt.Sprintf(", %d skipped and %d problems of the shop's tables (order.schema)", st.Skipped(), len(shop))
+	}
+	if len(units) > 0 {
+		line += fmt.Sprintf(", %d problems of the order tables (order.sources)", len(units))
 	}
 	fmt.Fprintln(env.stdout, line)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,6 +35,14 @@ func TestMigrateAndCloseOverSources(t *testing.T) {
 			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'order_close_run'`), "migrated: %s", db.Name)
 	}
 
+	// migrate status checks every source and the order tables it lists:
+	// not split yet, they are missing.
+	code, out, _ = runCLI(t, env, "migrate", "status")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "order source s1:\n")
+	require.Contains(t, out, "\norder.sources: table order_info_2 is missing; fix: CREATE TABLE order_info_2 LIKE order_info\n")
+	require.Contains(t, out, "0 pending, 0 drifted, 0 missing (migrate adds them), 0 schema drift, 6 problems of the order tables (order.sources)\n")
+
 	for i, db := range dbs {
 		_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 90, SKUs: 20, DueFraction: 1, CouponFraction: 0.3,
 			OrderNoPrefix: fmt.Sprintf("S%d", i)})
@@ -54,4 +63,18 @@ func TestMigrateAndCloseOverSources(t *testing.T) {
 		require.Equal(t, 3, db.Count(t, `SELECT COUNT(*) FROM order_close_run WHERE order_source = ? AND closed = 30`,
 			map[*dbtest.DB]string{dbs[0]: "s0", dbs[1]: "s1"}[db]))
 	}
+
+	code, out, _ = runCLI(t, env, "migrate", "status")
+	require.Equal(t, 0, code, out)
+	_, err := dbs[1].ExecContext(ctx, "ALTER TABLE order_info_1 DROP INDEX idx_status_pay_time")
+	require.NoError(t, err)
+	code, out, _ = runCLI(t, env, "migrate", "status")
+	require.Equal(t, 1, code, out)
+	_, s1, _ := strings.Cut(out, "order source s1:\n")
+	require.Contains(t, s1, "\norder.sources: index order_info_1.idx_status_pay_time is missing; "+
+		"fix: ALTER TABLE order_info_1 ADD KEY idx_status_pay_time (status, pay_time)\n", out)
+	// The start-up check refuses a source so, naming it and the table.
+	code, out, errOut = runCLI(t, env, "run", "orderAutoConfirmJob")
+	require.Equal(t, 1, code, out+errOut)
+	require.Contains(t, errOut, "order source s1: the order tables listed in order.sources are not what the executor needs (1 to fix;")
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -27,6 +28,53 @@ func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
 		return migrations.Config{}, err
 	}
 	return migrations.Config{Table: cfg.MySQL.MigrationsTable, Shop: sch, GivebacksByEvents: mode == orders.CompensateOutbox}, nil
+}
+
+// SourceMigrationsConfig is MigrationsConfig for the database of order
+// source src: with a declared schema the shop's tables checked there are
+// those of its first order table, and, with tables, Check and Status also
+// verify every order table the source lists (Config.OrderTables).
+func SourceMigrationsConfig(cfg *config.Config, src config.Source, tables bool) (migrations.Config, error) {
+	mcfg, err := MigrationsConfig(cfg)
+	if err != nil {
+		return mcfg, err
+	}
+	if mcfg.Shop.Declared {
+		if mcfg.Shop, err = mcfg.Shop.ForTable(src.Tables[0]); err != nil {
+			return mcfg, fmt.Errorf("order source %s: %w", src.Name, err)
+		}
+	}
+	if tables {
+		mcfg.OrderTables = src.Tables
+	}
+	return mcfg, nil
+}
+
+// checkSource is the start-up check of an order source's database: the
+// executor's tables beside its orders and every order table it lists. A
+// schema that lacks something refuses the start, naming the source and
+// the table with the statement that fixes it; a database that stops
+// answering meanwhile is logged, as openSource logs one that does not
+// answer: its units fail at each run until it does.
+func checkSource(ctx context.Context, cfg *config.Config, src config.Source, db *sqlx.DB, logger *slog.Logger) error {
+	mcfg, err := SourceMigrationsConfig(cfg, src, true)
+	if err != nil {
+		return err
+	}
+	m, err := migrations.New(db.DB, mcfg)
+	if err != nil {
+		return err
+	}
+	err = m.Check(ctx)
+	var se *migrations.SchemaError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return fmt.Errorf("order source %s: %w", src.Name, err)
+	}
+	logger.Warn("order source does not answer; its units fail until it does", "source", src.Name, "err", err)
+	return nil
 }
 
 // checkDatabase refuses to start serve or run on a database the jobs would

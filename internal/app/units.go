@@ -66,11 +66,13 @@ func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath,
 	}
 	var u Units
 	for _, src := range sources {
-		db, server, err := openSource(ctx, src, logger)
+		db, server, err := openSource(ctx, cfg, src, logger)
+		if db != nil {
+			u.DBs = append(u.DBs, db)
+		}
 		if err != nil {
 			return u, err
 		}
-		u.DBs = append(u.DBs, db)
 		for _, table := range src.Tables {
 			c, err := cp.NewUnit(db, server, src.Name, table)
 			if err != nil {
@@ -90,11 +92,13 @@ func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath,
 	return u, nil
 }
 
-// openSource opens a source's pool and asks the server what it is. A
-// source that does not answer now is logged, not refused (ServerUnknown):
-// its units fail, each run, with what stopped them, the other sources
-// close as usual, and the pool connects once it answers again.
-func openSource(ctx context.Context, src config.Source, logger *slog.Logger) (*sqlx.DB, orders.Server, error) {
+// openSource opens a source's pool, asks the server what it is and checks
+// its schema (checkSource). A source that does not answer now is logged,
+// not refused (ServerUnknown): its units fail, each run, with what stopped
+// them, the other sources close as usual, and the pool connects once it
+// answers again. A source whose schema lacks something is refused, as
+// mysql.dsn's database is.
+func openSource(ctx context.Context, cfg *config.Config, src config.Source, logger *slog.Logger) (*sqlx.DB, orders.Server, error) {
 	db, err := openPool(src.MySQL)
 	if err != nil {
 		return nil, orders.ServerUnknown, fmt.Errorf("order source %s: %w", src.Name, err)
@@ -105,6 +109,9 @@ func openSource(ctx context.Context, src config.Source, logger *slog.Logger) (*s
 	if err != nil {
 		logger.Warn("order source does not answer; its units fail until it does", "source", src.Name, "err", err)
 		return db, orders.ServerUnknown, nil
+	}
+	if err := checkSource(dctx, cfg, src, db, logger); err != nil {
+		return db, server, err
 	}
 	return db, server, nil
 }

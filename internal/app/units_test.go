@@ -26,6 +26,12 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	require.NoError(t, err)
 	dead := l.Addr().String()
 	require.NoError(t, l.Close())
+	for _, k := range []string{"1", "2"} {
+		for _, q := range []string{"CREATE TABLE order_info_" + k + " LIKE order_info", "CREATE TABLE order_item_" + k + " LIKE order_item"} {
+			_, err := home.ExecContext(ctx, q)
+			require.NoError(t, err)
+		}
+	}
 	_, prefix := redistest.Client(t)
 	env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
 		"DELAY_KEY_PREFIX": prefix + "delay:",
@@ -50,4 +56,48 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	require.Equal(t, []string{"a/order_info", "a/order_info_1", "a/order_info_2", "b/order_info", "gone/order_info"}, names,
 		"the lifecycle jobs have the same units")
 	require.Contains(t, logged.String(), `msg="order source does not answer; its units fail until it does" source=gone`)
+}
+
+// The start-up check verifies every source's order tables: one lacking an
+// index the jobs use refuses the start, naming the source and the table
+// with the statement that fixes it, as for mysql.dsn's database; a source
+// that does not answer is logged and the executor starts.
+func TestOpenChecksEverySourcesTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home, other := dbtest.New(t), dbtest.New(t)
+	for _, q := range []string{"CREATE TABLE order_info_1 LIKE order_info", "CREATE TABLE order_item_1 LIKE order_item",
+		"ALTER TABLE order_info_1 DROP INDEX idx_status_pay_time"} {
+		_, err := other.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := l.Addr().String()
+	require.NoError(t, l.Close())
+	_, prefix := redistest.Client(t)
+	open := func(sources string) (*Deps, string, error) {
+		env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+			"DELAY_KEY_PREFIX": prefix + "delay:", "ORDER_SOURCES": sources}
+		cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		require.NoError(t, err)
+		var logged syncbuf.Buffer
+		d, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil)), Observers{})
+		if d != nil {
+			d.Close()
+		}
+		return d, logged.String(), err
+	}
+	_, _, err = open(fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: "order_info, order_info_{1..2}"}]`,
+		home.DSN, other.DSN))
+	require.Error(t, err)
+	msg := err.Error()
+	require.Contains(t, msg, "order source b: the order tables listed in order.sources are not what the executor needs (3 to fix;")
+	require.Contains(t, msg, "\n  index order_info_1.idx_status_pay_time is missing; fix: ALTER TABLE order_info_1 ADD KEY idx_status_pay_time (status, pay_time)")
+	require.Contains(t, msg, "\n  table order_info_2 is missing; fix: CREATE TABLE order_info_2 LIKE order_info")
+
+	_, logged, err := open(fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: gone, dsn: "root@tcp(%s)/x?timeout=1s", tables: "order_info_{0..1}"}]`,
+		home.DSN, dead))
+	require.NoError(t, err, "a source down does not stop the start")
+	require.Contains(t, logged, `msg="order source does not answer; its units fail until it does" source=gone`)
 }

@@ -49,6 +49,13 @@ type Config struct {
 	// events, not in this database: Check leaves the declared stock and
 	// coupon tables out.
 	GivebacksByEvents bool
+	// OrderTables are this database's order tables that order.sources
+	// lists. Check and Status verify each as the schema's order table is
+	// verified, with its item table following the suffix (order_info_3,
+	// order_item_3): the columns and indexes the close and the lifecycle
+	// jobs use. migrate never creates or changes them; their problems
+	// (Source "order.sources") carry the statement a DBA runs.
+	OrderTables []string
 	// RunSkipped runs the steps recorded as skipped for order.schema (the
 	// operator dropped the declaration and wants the executor's own order
 	// tables). Without it, and without a declaration, such steps stop the
@@ -125,20 +132,18 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
-	if !slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Source == "" }) {
-		// Only the shop's declared tables: nothing executor migrate adds.
-		var b strings.Builder
-		fmt.Fprintf(&b, "the shop's tables declared in order.schema are not what the close needs (%d to fix; "+
-			"executor migrate never changes them, the fixes are for a DBA or the configuration):", len(e.Problems))
-		for _, p := range e.Problems {
-			b.WriteString("\n  " + p.String())
-		}
-		return b.String()
-	}
-	if len(e.Problems) == 1 {
+	switch {
+	case !slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Source != SourcesSetting }):
+		// Only the order tables order.sources lists: nothing migrate adds.
+		return e.list(fmt.Sprintf("the order tables listed in order.sources are not what the executor needs (%d to fix; "+
+			"executor migrate never changes them, the fixes are for a DBA):", len(e.Problems)))
+	case !slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Source == "" }):
+		// Only the shop's tables: nothing executor migrate adds.
+		return e.list(fmt.Sprintf("the shop's tables declared in order.schema are not what the close needs (%d to fix; "+
+			"executor migrate never changes them, the fixes are for a DBA or the configuration):", len(e.Problems)))
+	case len(e.Problems) == 1:
 		return "the database is not what the executor needs: " + e.Problems[0].String()
-	}
-	if !slices.ContainsFunc(e.Problems, func(p Problem) bool { return !p.Missing }) {
+	case !slices.ContainsFunc(e.Problems, func(p Problem) bool { return !p.Missing }):
 		// All missing (a database never migrated): one line.
 		names := make([]string, len(e.Problems))
 		for i, p := range e.Problems {
@@ -147,8 +152,13 @@ func (e *SchemaError) Error() string {
 		return fmt.Sprintf("the database lacks %d tables, columns or indexes the executor needs (%s): %s",
 			len(e.Problems), strings.Join(names, ", "), runMigrate)
 	}
+	return e.list(fmt.Sprintf("the database is not what the executor needs (%d problems):", len(e.Problems)))
+}
+
+// list is head followed by every problem, one an indented line.
+func (e *SchemaError) list(head string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the database is not what the executor needs (%d problems):", len(e.Problems))
+	b.WriteString(head)
 	for _, p := range e.Problems {
 		b.WriteString("\n  " + p.String())
 	}
@@ -376,6 +386,9 @@ func (m *Migrator) check(ctx context.Context, q querier) error {
 		slices.Sort(names)
 		names = slices.Compact(names) // a shop may keep its orders in order_info
 	}
+	for _, u := range m.unitTables() {
+		names = append(names, u[0], u[1])
+	}
 	live, err := readSchema(ctx, q, names)
 	if err != nil {
 		return fmt.Errorf("migrations: check: %w", err)
@@ -384,6 +397,7 @@ func (m *Migrator) check(ctx context.Context, q querier) error {
 	if m.cfg.Shop.Declared {
 		probs = append(probs, declaredProblems(m.cfg.Shop, live, m.cfg.GivebacksByEvents)...)
 	}
+	probs = append(probs, m.unitProblems(live)...)
 	if len(probs) > 0 {
 		return &SchemaError{Problems: probs}
 	}

@@ -1,0 +1,88 @@
+package migrations
+
+import (
+	"strings"
+
+	orderschema "github.com/orderjob/executor/orders/schema"
+)
+
+// SourcesSetting is the Source of a problem of an order table that
+// order.sources lists: the executor never creates or changes those tables,
+// the fix is the DBA's.
+const SourcesSetting = "order.sources"
+
+// unitSchema is the shop's schema the units' tables follow: the declared
+// one, or the executor's own.
+func (m *Migrator) unitSchema() orderschema.Schema {
+	if m.cfg.Shop.Orders.Table == "" {
+		return orderschema.Default()
+	}
+	return m.cfg.Shop
+}
+
+// unitTables lists the order and item tables of Config.OrderTables other
+// than the schema's own (checked as the executor's or the declared ones).
+func (m *Migrator) unitTables() [][2]string {
+	sch := m.unitSchema()
+	var out [][2]string
+	for _, t := range m.cfg.OrderTables {
+		if strings.EqualFold(t, sch.Orders.Table) {
+			continue
+		}
+		u, err := sch.ForTable(t)
+		if err != nil {
+			continue // the configuration's loader refused it already
+		}
+		out = append(out, [2]string{u.Orders.Table, u.Items.Table})
+	}
+	return out
+}
+
+// unitProblems checks each unit table of Config.OrderTables in live as the
+// schema's order and item tables are checked: a declared schema's needs
+// with the unit's tables, or the executor's own order_info and order_item
+// definitions. Every problem names the unit's table and carries the
+// statement that fixes it, since migrate never changes these tables.
+func (m *Migrator) unitProblems(live schema) []Problem {
+	var probs []Problem
+	for _, u := range m.unitTables() {
+		if m.cfg.Shop.Declared {
+			sch, _ := m.cfg.Shop.ForTable(u[0]) // unitTables checked it
+			for _, p := range declaredProblems(sch, live, m.cfg.GivebacksByEvents) {
+				if p.Table == u[0] || p.Table == u[1] {
+					probs = append(probs, p)
+				}
+			}
+			continue
+		}
+		def := orderschema.Default()
+		for i, own := range []string{def.Orders.Table, def.Items.Table} {
+			probs = append(probs, unitTableProblems(m.want[own], u[i], live)...)
+		}
+	}
+	for i := range probs {
+		probs[i].Source = SourcesSetting
+	}
+	return probs
+}
+
+// unitTableProblems compares the unit table name in live with want, the
+// executor's definition of the table it stands for.
+func unitTableProblems(want *table, name string, live schema) []Problem {
+	have := live[strings.ToLower(name)]
+	if have == nil {
+		return []Problem{{Table: name, Object: "table " + name, Detail: "is missing",
+			Fix: "CREATE TABLE " + name + " LIKE " + want.Name}}
+	}
+	w := want.clone()
+	w.Name = name
+	adds, probs := reconcile(w, have)
+	for _, c := range adds {
+		obj := "column " + c.Column.Name
+		if c.Kind == addIndex {
+			obj = "index " + c.Index.Name
+		}
+		probs = append(probs, Problem{Table: name, Object: obj, Detail: "is missing", Fix: "ALTER TABLE " + name + " " + c.SQL})
+	}
+	return probs
+}
