@@ -66,7 +66,18 @@ func TestMigrateAndCloseOverSources(t *testing.T) {
 
 	code, out, _ = runCLI(t, env, "migrate", "status")
 	require.Equal(t, 0, code, out)
-	_, err := dbs[1].ExecContext(ctx, "ALTER TABLE order_info_1 DROP INDEX idx_status_pay_time")
+	// The lifecycle jobs run over the same units, in each source's tables.
+	_, err := dbs[0].ExecContext(ctx, `UPDATE order_info_1 SET status = 3, pay_time = NOW(3) - INTERVAL 20 DAY,
+		ship_time = NOW(3) - INTERVAL 15 DAY WHERE status = 2`)
+	require.NoError(t, err)
+	code, out, errOut = runCLI(t, env, "run", "orderAutoConfirmJob")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "orderAutoConfirmJob executor 0/1 over 6 units")
+	require.Contains(t, out, "s0/order_info_1: scanned=30 completed=30 skipped=0 days=14 ")
+	require.Contains(t, out, "s1/order_info_1: scanned=0 completed=0 skipped=0 days=14 ")
+	require.Contains(t, out, "scanned=30 completed=30 skipped=0 days=14 seconds=")
+	require.Equal(t, 30, dbs[0].Count(t, `SELECT COUNT(*) FROM order_info_1 WHERE status = 4`))
+	_, err = dbs[1].ExecContext(ctx, "ALTER TABLE order_info_1 DROP INDEX idx_status_pay_time")
 	require.NoError(t, err)
 	code, out, _ = runCLI(t, env, "migrate", "status")
 	require.Equal(t, 1, code, out)

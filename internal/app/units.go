@@ -110,7 +110,7 @@ func openSource(ctx context.Context, cfg *config.Config, src config.Source, logg
 		logger.Warn("order source does not answer; its units fail until it does", "source", src.Name, "err", err)
 		return db, orders.ServerUnknown, nil
 	}
-	if err := checkSource(dctx, cfg, src, db, logger); err != nil {
+	if err := checkSource(ctx, cfg, src, db, logger); err != nil {
 		return db, server, err
 	}
 	return db, server, nil

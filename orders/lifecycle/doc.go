@@ -17,6 +17,8 @@
 // change is a conditional statement that repeats what the scan saw, so
 // runs may overlap on the same or other shards, in this process or others.
 //
-// The package reads and writes order_info and order_fulfillment_overdue
-// only; it imports nothing of package orders.
+// The package reads and writes the order table (order_info, or one of
+// order.sources' tables: Config.Table) and order_fulfillment_overdue only;
+// it imports nothing of package orders. Sweep runs a job over many such
+// units, an order table of one database each, as the close's sweep does.
 package lifecycle
