@@ -33,19 +33,21 @@ func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
 // SourceMigrationsConfig is MigrationsConfig for the database of order
 // source src: with a declared schema the shop's tables checked there are
 // those of its first order table, and, with tables, Check and Status also
-// verify every order table the source lists (Config.OrderTables).
+// verify every order table the source lists (Config.OrderTables, which
+// the migrator turns the first one's way itself).
 func SourceMigrationsConfig(cfg *config.Config, src config.Source, tables bool) (migrations.Config, error) {
 	mcfg, err := MigrationsConfig(cfg)
 	if err != nil {
 		return mcfg, err
 	}
+	if tables {
+		mcfg.OrderTables = src.Tables
+		return mcfg, nil
+	}
 	if mcfg.Shop.Declared {
 		if mcfg.Shop, err = mcfg.Shop.ForTable(src.Tables[0]); err != nil {
 			return mcfg, fmt.Errorf("order source %s: %w", src.Name, err)
 		}
-	}
-	if tables {
-		mcfg.OrderTables = src.Tables
 	}
 	return mcfg, nil
 }

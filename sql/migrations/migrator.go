@@ -54,7 +54,10 @@ type Config struct {
 	// verified, with its item table following the suffix (order_info_3,
 	// order_item_3): the columns and indexes the close and the lifecycle
 	// jobs use. migrate never creates or changes them; their problems
-	// (Source "order.sources") carry the statement a DBA runs.
+	// (Source "order.sources") carry the statement a DBA runs. With a
+	// declared Shop, the shop's tables checked are those of the first
+	// order table (Shop.ForTable), and each other one is checked as its
+	// unit.
 	OrderTables []string
 	// RunSkipped runs the steps recorded as skipped for order.schema (the
 	// operator dropped the declaration and wants the executor's own order
@@ -69,7 +72,8 @@ type Migrator struct {
 	cfg   Config
 	steps []Migration
 	want  schema
-	shop  map[string]bool // the shop's tables: never touched when cfg.Shop is Declared
+	shop  map[string]bool    // the shop's tables: never touched when cfg.Shop is Declared
+	units orderschema.Schema // the schema Config.OrderTables follow
 }
 
 var identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -100,7 +104,16 @@ func newMigrator(db *sql.DB, cfg Config, steps []Migration) (*Migrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Migrator{db: db, cfg: cfg, steps: steps, want: want, shop: shopTables(cfg.Shop)}
+	units := orderschema.Default()
+	if cfg.Shop.Declared {
+		units = cfg.Shop
+		if len(cfg.OrderTables) > 0 {
+			if cfg.Shop, err = cfg.Shop.ForTable(cfg.OrderTables[0]); err != nil {
+				return nil, fmt.Errorf("migrations: %w", err)
+			}
+		}
+	}
+	m := &Migrator{db: db, cfg: cfg, steps: steps, want: want, shop: shopTables(cfg.Shop), units: units}
 	if err := m.checkShopConfig(); err != nil {
 		return nil, err
 	}

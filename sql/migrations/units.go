@@ -11,25 +11,15 @@ import (
 // the fix is the DBA's.
 const SourcesSetting = "order.sources"
 
-// unitSchema is the shop's schema the units' tables follow: the declared
-// one, or the executor's own.
-func (m *Migrator) unitSchema() orderschema.Schema {
-	if m.cfg.Shop.Orders.Table == "" {
-		return orderschema.Default()
-	}
-	return m.cfg.Shop
-}
-
 // unitTables lists the order and item tables of Config.OrderTables other
 // than the schema's own (checked as the executor's or the declared ones).
 func (m *Migrator) unitTables() [][2]string {
-	sch := m.unitSchema()
 	var out [][2]string
 	for _, t := range m.cfg.OrderTables {
-		if strings.EqualFold(t, sch.Orders.Table) {
-			continue
+		if strings.EqualFold(t, m.cfg.Shop.Orders.Table) || strings.EqualFold(t, m.units.Orders.Table) {
+			continue // checked as the executor's own or the declared one
 		}
-		u, err := sch.ForTable(t)
+		u, err := m.units.ForTable(t)
 		if err != nil {
 			continue // the configuration's loader refused it already
 		}
@@ -47,11 +37,16 @@ func (m *Migrator) unitProblems(live schema) []Problem {
 	var probs []Problem
 	for _, u := range m.unitTables() {
 		if m.cfg.Shop.Declared {
-			sch, _ := m.cfg.Shop.ForTable(u[0]) // unitTables checked it
+			sch, _ := m.units.ForTable(u[0]) // unitTables checked it
+			like := map[string]string{u[0]: m.cfg.Shop.Orders.Table, u[1]: m.cfg.Shop.Items.Table}
 			for _, p := range declaredProblems(sch, live, m.cfg.GivebacksByEvents) {
-				if p.Table == u[0] || p.Table == u[1] {
-					probs = append(probs, p)
+				if like[p.Table] == "" {
+					continue // a table the units share, checked with the declared ones
 				}
+				if p.Object == "table "+p.Table && p.Detail == "is missing" {
+					p.Fix = "CREATE TABLE " + p.Table + " LIKE " + like[p.Table]
+				}
+				probs = append(probs, p)
 			}
 			continue
 		}

@@ -47,3 +47,33 @@ func TestCheckVerifiesTheSourcesOrderTables(t *testing.T) {
 	require.Len(t, st.Problems, 4)
 	require.Equal(t, migrations.SourcesSetting, st.Problems[0].Source)
 }
+
+// With a declared schema the shop's tables checked are the first order
+// table's, and each other listed table is checked as the declaration asks
+// of its unit: a missing scan index and a missing table are named with the
+// statements that fix them.
+func TestCheckVerifiesDeclaredSourcesOrderTables(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	b.exec(t, "CREATE TABLE order_info_1 LIKE order_info", "CREATE TABLE order_goods_1 LIKE order_goods",
+		"CREATE TABLE order_info_2 LIKE order_info", "CREATE TABLE order_goods_2 LIKE order_goods",
+		"ALTER TABLE order_info_2 DROP INDEX idx_status_created")
+	cfg := migrations.Config{Shop: foreignSchema(t), OrderTables: []string{"order_info_1", "order_info_2", "order_info_3"}}
+	err := b.migrator(t, cfg).Check(b.ctx)
+	var se *migrations.SchemaError
+	require.ErrorAs(t, err, &se)
+	got := map[string]string{}
+	for _, p := range se.Problems {
+		require.Equal(t, migrations.SourcesSetting, p.Source, p.String())
+		got[p.Table+" "+p.Object] = p.Fix
+	}
+	require.Equal(t, map[string]string{
+		"order_info_2 index idx_status_created": "CREATE INDEX `idx_status_created` ON `order_info_2` (`order_status`, `created_at`, `id`) ALGORITHM=INPLACE LOCK=NONE",
+		"order_info_3 table order_info_3":       "CREATE TABLE order_info_3 LIKE order_info_1",
+		"order_goods_3 table order_goods_3":     "CREATE TABLE order_goods_3 LIKE order_goods_1",
+	}, got)
+	b.exec(t, "CREATE INDEX `idx_status_created` ON `order_info_2` (`order_status`, `created_at`, `id`)",
+		"CREATE TABLE order_info_3 LIKE order_info_1", "CREATE TABLE order_goods_3 LIKE order_goods_1")
+	require.NoError(t, b.migrator(t, cfg).Check(b.ctx))
+}
