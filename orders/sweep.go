@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/orderjob/executor/internal/shard"
 )
 
@@ -57,13 +59,15 @@ func (s *Sweep) Units() []*Closer { return s.units }
 // first unit: every unit of a process shares the close settings).
 func (s *Sweep) Effective(opt RunOptions) (RunOptions, error) { return s.units[0].Effective(opt) }
 
-// UnitRun is one unit's share of a sweep and what it did.
-type UnitRun struct {
+// UnitResult is one unit's share of a sweep and what it did; S is the
+// stats of the unit's run (RunStats for the close, RetryStats for the
+// dead-letter retry).
+type UnitResult[S any] struct {
 	Source, Table string
 	// Share is the unit's rows this executor took: all of them, or the
 	// rows of one row shard (shard.Assign).
 	Share shard.Share
-	Stats RunStats
+	Stats S
 	// Err is what stopped the unit's run; for a unit never started (its
 	// source unreachable, the sweep cancelled) it says why.
 	Err error
@@ -71,8 +75,11 @@ type UnitRun struct {
 	Started bool
 }
 
+// UnitRun is one unit's share of a close sweep and what it did.
+type UnitRun = UnitResult[RunStats]
+
 // Name is the unit as the run log and messages write it: source/table.
-func (u UnitRun) Name() string { return u.Source + "/" + u.Table }
+func (u UnitResult[S]) Name() string { return u.Source + "/" + u.Table }
 
 // SweepOptions are a sweep's parameters: RunOptions, whose ShardIndex and
 // ShardTotal are this executor among the broadcast's (shard.Assign turns
@@ -87,15 +94,18 @@ type SweepOptions struct {
 	UnitDone     func(u UnitRun)
 }
 
-// SweepResult is what a sweep did: every unit's run, and their sum.
-type SweepResult struct {
-	Units []UnitRun // the shares this executor took, in unit order
-	Total RunStats  // the units' stats added up; Elapsed is the sweep's
+// UnitsResult is what a sweep did: every unit's run, and their sum.
+type UnitsResult[S any] struct {
+	Units []UnitResult[S] // the shares this executor took, in unit order
+	Total S               // the units' stats added up; Elapsed is the sweep's
 }
 
+// SweepResult is what a close sweep did.
+type SweepResult = UnitsResult[RunStats]
+
 // Failed are the units whose run an error stopped.
-func (r SweepResult) Failed() []UnitRun {
-	var out []UnitRun
+func (r UnitsResult[S]) Failed() []UnitResult[S] {
+	var out []UnitResult[S]
 	for _, u := range r.Units {
 		if u.Err != nil {
 			out = append(out, u)
@@ -106,7 +116,7 @@ func (r SweepResult) Failed() []UnitRun {
 
 // Err is the first unit's error joined with a count of the others, nil
 // when every unit ran to its end.
-func (r SweepResult) Err() error {
+func (r UnitsResult[S]) Err() error {
 	f := r.Failed()
 	switch len(f) {
 	case 0:
@@ -127,17 +137,8 @@ func (r SweepResult) Err() error {
 func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	start := time.Now()
 	shares := shard.Assign(len(s.units), opt.ShardIndex, opt.ShardTotal)
-	res := SweepResult{Units: make([]UnitRun, len(shares))}
-	bySource := map[string][]int{} // source → indexes into shares, in order
-	var sources []string
-	for i, sh := range shares {
-		c := s.units[sh.Unit]
-		res.Units[i] = UnitRun{Source: c.Source(), Table: c.Table(), Share: sh}
-		if _, ok := bySource[c.Source()]; !ok {
-			sources = append(sources, c.Source())
-		}
-		bySource[c.Source()] = append(bySource[c.Source()], i)
-	}
+	units, sources := unitsBySource[RunStats](s.units, shares)
+	res := SweepResult{Units: units}
 	unitOpt := opt.RunOptions
 	if opt.MaxOrders > 0 && len(shares) > 0 {
 		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(shares))))
@@ -146,13 +147,18 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 		unitOpt.MaxPerSecond = opt.MaxPerSecond / float64(len(sources))
 	}
 	var mu sync.Mutex // serializes the callbacks
-	var wg sync.WaitGroup
-	for _, src := range sources {
-		wg.Go(func() {
-			s.runSource(ctx, bySource[src], res.Units, unitOpt, opt, &mu)
-		})
-	}
-	wg.Wait()
+	runBySource(ctx, s.units, sources, res.Units, &mu, func(c *Closer, u *UnitRun) (RunStats, error) {
+		ro := unitOpt
+		ro.ShardIndex, ro.ShardTotal = u.Share.RowIndex, u.Share.RowTotal
+		if opt.UnitProgress != nil {
+			ro.Progress = func(p PageStats) {
+				mu.Lock()
+				defer mu.Unlock()
+				opt.UnitProgress(*u, p)
+			}
+		}
+		return c.Run(ctx, ro)
+	}, opt.UnitDone)
 	for _, u := range res.Units {
 		res.Total.merge(u.Stats)
 	}
@@ -161,40 +167,72 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	return res
 }
 
-// runSource runs the units at idx (of one source) in turn, writing each
-// one's result into runs[i].
-func (s *Sweep) runSource(ctx context.Context, idx []int, runs []UnitRun, unitOpt RunOptions, opt SweepOptions, mu *sync.Mutex) {
-	var down error // the source could not be reached
-	for _, i := range idx {
-		u := &runs[i]
-		c := s.units[u.Share.Unit]
-		switch {
-		case down != nil:
-			u.Err = fmt.Errorf("not started: source %s cannot be reached: %w", u.Source, down)
-		case ctx.Err() != nil:
-			u.Err = fmt.Errorf("not started: %w", ctx.Err())
-		default:
-			ro := unitOpt
-			ro.ShardIndex, ro.ShardTotal = u.Share.RowIndex, u.Share.RowTotal
-			if opt.UnitProgress != nil {
-				ro.Progress = func(p PageStats) {
+// sourceKey is a source database: its name and pool. The pool tells a
+// source from mysql.dsn's Closer added to a retry under the same name.
+type sourceKey struct {
+	name string
+	db   *sqlx.DB
+}
+
+// unitsBySource makes the result of each share, in share order, and
+// groups the shares by source database: each group the indexes of its
+// shares in order, the groups in the order of their first share.
+func unitsBySource[S any](units []*Closer, shares []shard.Share) ([]UnitResult[S], [][]int) {
+	res := make([]UnitResult[S], len(shares))
+	group := map[sourceKey]int{}
+	var groups [][]int
+	for i, sh := range shares {
+		c := units[sh.Unit]
+		res[i] = UnitResult[S]{Source: c.Source(), Table: c.Table(), Share: sh}
+		k := sourceKey{c.Source(), c.db}
+		g, ok := group[k]
+		if !ok {
+			g = len(groups)
+			group[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return res, groups
+}
+
+// runBySource runs run for the unit of every share, one goroutine per
+// source database (a group of unitsBySource), each running its units one
+// after the other, and writes each one's result into res. A unit's error
+// fails that unit and no other; an error saying its database cannot be
+// reached (KindConnection) also fails the source's units not yet started,
+// without trying each. done, if set, is called after each unit under mu.
+// It returns when every goroutine has.
+func runBySource[S any](ctx context.Context, units []*Closer, groups [][]int, res []UnitResult[S], mu *sync.Mutex,
+	run func(c *Closer, u *UnitResult[S]) (S, error), done func(UnitResult[S])) {
+	var wg sync.WaitGroup
+	for _, idx := range groups {
+		wg.Go(func() {
+			var down error // the source could not be reached
+			for _, i := range idx {
+				u := &res[i]
+				c := units[u.Share.Unit]
+				switch {
+				case down != nil:
+					u.Err = fmt.Errorf("not started: source %s cannot be reached: %w", u.Source, down)
+				case ctx.Err() != nil:
+					u.Err = fmt.Errorf("not started: %w", ctx.Err())
+				default:
+					u.Started = true
+					u.Stats, u.Err = run(c, u)
+					if u.Err != nil && c.cfg.Server.Kind(u.Err) == KindConnection {
+						down = u.Err
+					}
+				}
+				if done != nil {
 					mu.Lock()
-					defer mu.Unlock()
-					opt.UnitProgress(*u, p)
+					done(*u)
+					mu.Unlock()
 				}
 			}
-			u.Started = true
-			u.Stats, u.Err = c.Run(ctx, ro)
-			if u.Err != nil && c.cfg.Server.Kind(u.Err) == KindConnection {
-				down = u.Err
-			}
-		}
-		if opt.UnitDone != nil {
-			mu.Lock()
-			opt.UnitDone(*u)
-			mu.Unlock()
-		}
+		})
 	}
+	wg.Wait()
 }
 
 // merge adds o's counts into s; the first errors and the largest lateness
