@@ -96,11 +96,7 @@ func (r SweepResult) Err() error { return unitrun.Err(r.Units) }
 // goroutine has.
 func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	start := time.Now()
-	units := make([]unitrun.Unit, len(s.units))
-	for i, c := range s.units {
-		units[i] = unitrun.Unit{Source: c.Source(), Table: c.Table()}
-	}
-	sw := unitrun.New[RunStats](units, opt.ShardIndex, opt.ShardTotal)
+	sw := unitrun.New[RunStats](s.unitList(), opt.ShardIndex, opt.ShardTotal)
 	unitOpt := opt.RunOptions
 	if opt.MaxOrders > 0 && len(sw.Runs) > 0 {
 		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(sw.Runs))))
@@ -116,8 +112,7 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 		}
 		return s.units[u.Share.Unit].Run(ctx, ro)
 	}
-	down := func(u *UnitRun) bool { return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == KindConnection }
-	sw.Do(ctx, run, down, opt.UnitDone)
+	sw.Do(ctx, run, sourceDown[RunStats](s), opt.UnitDone)
 	res := SweepResult{Units: sw.Runs}
 	for _, u := range res.Units {
 		res.Total.merge(u.Stats)
@@ -125,6 +120,22 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	res.Total.DryRun = opt.DryRun
 	res.Total.Elapsed = time.Since(start)
 	return res
+}
+
+// unitList is the sweep's units as unitrun takes them, in order.
+func (s *Sweep) unitList() []unitrun.Unit {
+	units := make([]unitrun.Unit, len(s.units))
+	for i, c := range s.units {
+		units[i] = unitrun.Unit{Source: c.Source(), Table: c.Table()}
+	}
+	return units
+}
+
+// sourceDown says whether the error that stopped a unit means its database
+// cannot be reached (KindConnection): the source's other units are then
+// failed without trying each.
+func sourceDown[S any](s *Sweep) func(u *unitrun.Run[S]) bool {
+	return func(u *unitrun.Run[S]) bool { return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == KindConnection }
 }
 
 // merge adds o's counts into s; the first errors and the largest lateness
