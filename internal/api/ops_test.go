@@ -134,7 +134,7 @@ func TestRefundAPI(t *testing.T) {
 // without it mysql.dsn's, an unknown name is a 400 listing the sources.
 func TestOutboxAPISource(t *testing.T) {
 	t.Parallel()
-	srv, home := opsServer(t) // 2 parked, 1 pending
+	_, home := opsServer(t) // 2 parked, 1 pending
 	other := dbtest.New(t)
 	_, err := other.ExecContext(context.Background(), `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at) VALUES
 		('stock.release', 'B-1', '{}', 't9', 'parked', 3, UTC_TIMESTAMP(3), 'status 404', 'permanent answer: status 404', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`)
@@ -142,7 +142,7 @@ func TestOutboxAPISource(t *testing.T) {
 	s := New(Config{})
 	homeView := orders.NewOutbox(home.DB)
 	s.MountOutbox(Sourced[*orders.Outbox]{Home: homeView, By: map[string]*orders.Outbox{"a": homeView, "b": orders.NewOutbox(other.DB)}})
-	srv = httptest.NewServer(s)
+	srv := httptest.NewServer(s)
 	defer srv.Close()
 	call := func(method, path string, want int, v any) { t.Helper(); callOps(t, srv, method, path, "", want, v) }
 
