@@ -21,7 +21,10 @@ type Deps struct {
 	// database each (order.sources). Empty: Closer alone.
 	Units      []*orders.Closer
 	Dispatcher *delay.Dispatcher
-	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// DelaySources are the dispatchers of the order databases other than
+	// the home database (order.sources), swept with it.
+	DelaySources []SourceDispatcher
+	Lifecycle    *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// LifecycleUnits are the lifecycle jobs' units with order.sources, as
 	// Units are the close's. Empty: Lifecycle alone.
 	LifecycleUnits []*lifecycle.Jobs
@@ -58,7 +61,7 @@ func table(d *Deps) map[string]xxljob.Handler {
 	if len(d.Units) > 0 {
 		t[OrderTimeoutCloseJob] = OrderTimeoutCloseUnits(d.Units...)
 	}
-	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
+	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher, d.DelaySources...)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
 	life := []*lifecycle.Jobs{d.Lifecycle}
 	if len(d.LifecycleUnits) > 0 {

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -26,17 +27,26 @@ func (c *Closer) Table() string { return c.cfg.Schema.Orders.Table }
 // Closer's Run. Safe for concurrent use.
 type Sweep struct {
 	units []*Closer
-	names []unitrun.Unit // the units' names, in order
 }
 
 // NewSweep returns the sweep over units, in the order given (the order
 // shard.Assign hands them out in); each (source, table) at most once.
 func NewSweep(units ...*Closer) (*Sweep, error) {
-	names, err := unitrun.Names(units)
-	if err != nil {
-		return nil, fmt.Errorf("orders: %w", err)
+	if len(units) == 0 {
+		return nil, errors.New("orders: a sweep needs at least one unit")
 	}
-	return &Sweep{units: units, names: names}, nil
+	seen := map[[2]string]bool{}
+	for _, c := range units {
+		if c == nil {
+			return nil, errors.New("orders: a sweep's unit has no Closer")
+		}
+		k := [2]string{c.Source(), c.Table()}
+		if seen[k] {
+			return nil, fmt.Errorf("orders: unit %s/%s given twice", k[0], k[1])
+		}
+		seen[k] = true
+	}
+	return &Sweep{units: units}, nil
 }
 
 // Units are the sweep's Closers, in order.
@@ -63,20 +73,18 @@ type SweepOptions struct {
 	UnitDone     func(u UnitRun)
 }
 
-// SweepResult is what a sweep did: every unit's run, and their sum
-// (Total; its Elapsed is the sweep's).
-type SweepResult = unitrun.Result[RunStats]
-
-// merge adds o's counts into s; the first errors and the largest lateness
-// are kept.
-func (s *RunStats) merge(o RunStats) {
-	s.Scanned += o.Scanned
-	s.Pages += o.Pages
-	s.add(pageResult{closed: o.Closed, paid: o.SkippedPaid, locked: o.SkippedLocked, deadLettered: o.DeadLettered,
-		gone: o.SkippedClosed, notDue: o.SkippedNotDue, lockErrors: o.LockErrors, leaseLost: o.LeaseLost,
-		contended: o.Contended, conflicts: o.Conflicts, tradePaid: o.TradePaid, tradeErrors: o.TradeErrors,
-		maxLate: o.MaxLateness, tradeErr: o.TradeErr, lockErr: o.LockErr})
+// SweepResult is what a sweep did: every unit's run, and their sum.
+type SweepResult struct {
+	Units []UnitRun // the shares this executor took, in unit order
+	Total RunStats  // the units' stats added up; Elapsed is the sweep's
 }
+
+// Failed are the units whose run an error stopped.
+func (r SweepResult) Failed() []UnitRun { return unitrun.Failed(r.Units) }
+
+// Err is the first unit's error joined with a count of the others, nil
+// when every unit ran to its end.
+func (r SweepResult) Err() error { return unitrun.Err(r.Units) }
 
 // Run runs this executor's share of every unit (unitrun.Sweep): one
 // goroutine per source database, each running its units one after the
@@ -88,7 +96,7 @@ func (s *RunStats) merge(o RunStats) {
 // goroutine has.
 func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	start := time.Now()
-	sw := unitrun.New[RunStats](s.names, opt.ShardIndex, opt.ShardTotal)
+	sw := unitrun.New[RunStats](s.unitList(), opt.ShardIndex, opt.ShardTotal)
 	unitOpt := opt.RunOptions
 	if opt.MaxOrders > 0 && len(sw.Runs) > 0 {
 		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(sw.Runs))))
@@ -104,8 +112,7 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 		}
 		return s.units[u.Share.Unit].Run(ctx, ro)
 	}
-	down := func(u *UnitRun) bool { return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == KindConnection }
-	sw.Do(ctx, run, down, opt.UnitDone)
+	sw.Do(ctx, run, sourceDown[RunStats](s), opt.UnitDone)
 	res := SweepResult{Units: sw.Runs}
 	for _, u := range res.Units {
 		res.Total.merge(u.Stats)
@@ -113,4 +120,31 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	res.Total.DryRun = opt.DryRun
 	res.Total.Elapsed = time.Since(start)
 	return res
+}
+
+// unitList is the sweep's units as unitrun takes them, in order.
+func (s *Sweep) unitList() []unitrun.Unit {
+	units := make([]unitrun.Unit, len(s.units))
+	for i, c := range s.units {
+		units[i] = unitrun.Unit{Source: c.Source(), Table: c.Table()}
+	}
+	return units
+}
+
+// sourceDown says whether the error that stopped a unit means its database
+// cannot be reached (KindConnection): the source's other units are then
+// failed without trying each.
+func sourceDown[S any](s *Sweep) func(u *unitrun.Run[S]) bool {
+	return func(u *unitrun.Run[S]) bool { return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == KindConnection }
+}
+
+// merge adds o's counts into s; the first errors and the largest lateness
+// are kept.
+func (s *RunStats) merge(o RunStats) {
+	s.Scanned += o.Scanned
+	s.Pages += o.Pages
+	s.add(pageResult{closed: o.Closed, paid: o.SkippedPaid, locked: o.SkippedLocked, deadLettered: o.DeadLettered,
+		gone: o.SkippedClosed, notDue: o.SkippedNotDue, lockErrors: o.LockErrors, leaseLost: o.LeaseLost,
+		contended: o.Contended, conflicts: o.Conflicts, tradePaid: o.TradePaid, tradeErrors: o.TradeErrors,
+		maxLate: o.MaxLateness, tradeErr: o.TradeErr, lockErr: o.LockErr})
 }

@@ -30,7 +30,7 @@ type Deps struct {
 	unitDBs   []*sqlx.DB           // the databases of order.sources
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
-	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
+	relays    []sourceRelay        // outbox compensation only, one per order database; built, not started: serve starts them
 	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob without order.sources
 	lifeUnits []*lifecycle.Jobs    // theirs with order.sources: one per table
 	// noLifecycle says why lifecycle is nil (a declared order.schema).
@@ -77,7 +77,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	d.closer, d.relay, d.compensation = cp.Closer, cp.Relay, cp.Compensation
+	d.closer, d.compensation = cp.Closer, cp.Compensation
 	var newLifecycle func(*sqlx.DB, orders.Server, string, string) (*lifecycle.Jobs, error)
 	if d.noLifecycle = lifecycleOff(cfg, logger); d.noLifecycle == nil {
 		newLifecycle = lifecycleBuilder(cfg, logger, obs.Lifecycle)
@@ -85,6 +85,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	units, err := OpenUnits(ctx, cfg, cp, newLifecycle, logger)
 	d.units, d.lifeUnits, d.unitDBs = units.Closers, units.Lifecycle, units.DBs
 	if err != nil {
+		return err
+	}
+	if d.relays, err = newRelays(cfg, d.db, d.unitDBs, logger); err != nil {
 		return err
 	}
 	if newLifecycle != nil && len(cfg.Order.Sources) == 0 {
@@ -142,10 +145,9 @@ func (d *Deps) HandlerDeps() *handlers.Deps {
 
 // ClosePath is the order close as serve and run build it from the
 // configuration: the closer with its page locker, payment step and
-// compensation mode, and the outbox relay that mode needs.
+// compensation mode (outbox mode's relays are the Deps': relays.go).
 type ClosePath struct {
 	Closer       *orders.Closer
-	Relay        *orders.Relay // outbox compensation only; built, not started
 	Compensation orders.CompensationMode
 	Server       orders.Server // what mysql.dsn's database is
 	// NewUnit builds the Closer of one unit of order.sources, on its own
@@ -174,7 +176,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order locks: %w", err)
 	}
-	ext, err := newCloseExtensions(db, cfg, logger)
+	ext, err := newCloseExtensions(cfg, logger)
 	if err != nil {
 		return ClosePath{}, err
 	}
@@ -199,7 +201,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order closer: %w", err)
 	}
-	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation, Server: server,
+	return ClosePath{Closer: closer, Compensation: ext.compensation, Server: server,
 		NewUnit: unitBuilder(cfg, locker, ccfg, logger)}, nil
 }
 

@@ -53,8 +53,8 @@ type Units struct {
 // of every unit, a source's order table, in the configured order. Without
 // order.sources the one unit is cp.Closer, on mysql.dsn, no database is
 // opened and no lifecycle jobs are built (the caller's, on mysql.dsn,
-// serve). The databases it opened are returned for the caller to close,
-// also with an error.
+// serve). The databases it opened, one per source in order.sources'
+// order, are returned for the caller to close, also with an error.
 func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath,
 	newLifecycle func(*sqlx.DB, orders.Server, string, string) (*lifecycle.Jobs, error), logger *slog.Logger) (Units, error) {
 	if len(cfg.Order.Sources) == 0 {

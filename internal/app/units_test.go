@@ -22,22 +22,11 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, other := dbtest.New(t), dbtest.New(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0") // a port nothing answers on once closed
-	require.NoError(t, err)
-	dead := l.Addr().String()
-	require.NoError(t, l.Close())
-	for _, k := range []string{"1", "2"} {
-		for _, q := range []string{"CREATE TABLE order_info_" + k + " LIKE order_info", "CREATE TABLE order_item_" + k + " LIKE order_item"} {
-			_, err := home.ExecContext(ctx, q)
-			require.NoError(t, err)
-		}
-	}
-	_, prefix := redistest.Client(t)
-	env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
-		"DELAY_KEY_PREFIX": prefix + "delay:",
-		"ORDER_SOURCES": fmt.Sprintf(`[{name: a, dsn: %q, tables: "order_info, order_info_{1..2}"}, {name: b, dsn: %q, tables: order_info}, {name: gone, dsn: "root@tcp(%s)/x?timeout=1s", tables: order_info}]`,
-			home.DSN, other.DSN, dead)}
-	cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	createTables(t, home, "CREATE TABLE order_info_1 LIKE order_info", "CREATE TABLE order_item_1 LIKE order_item",
+		"CREATE TABLE order_info_2 LIKE order_info", "CREATE TABLE order_item_2 LIKE order_item")
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
+		fmt.Sprintf(`[{name: a, dsn: %q, tables: "order_info, order_info_{1..2}"}, {name: b, dsn: %q, tables: order_info}, {name: gone, dsn: %q, tables: order_info}]`,
+			home.DSN, other.DSN, deadDSN(t))))
 	require.NoError(t, err)
 	var logged syncbuf.Buffer
 	d, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil)), Observers{})
@@ -49,13 +38,22 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	}
 	require.Equal(t, []string{"a/order_info", "a/order_info_1", "a/order_info_2", "b/order_info", "gone/order_info"}, names)
 	require.Len(t, d.unitDBs, 3, "a pool per source")
+	require.Contains(t, logged.String(), `msg="order source does not answer; its units fail until it does" source=gone`)
 	names = nil
 	for _, l := range d.HandlerDeps().LifecycleUnits {
 		names = append(names, l.Source()+"/"+l.Table())
 	}
 	require.Equal(t, []string{"a/order_info", "a/order_info_1", "a/order_info_2", "b/order_info", "gone/order_info"}, names,
 		"the lifecycle jobs have the same units")
-	require.Contains(t, logged.String(), `msg="order source does not answer; its units fail until it does" source=gone`)
+}
+
+// createTables runs DDL in db.
+func createTables(t *testing.T, db *dbtest.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		_, err := db.ExecContext(context.Background(), q)
+		require.NoError(t, err, q)
+	}
 }
 
 // The start-up check verifies every source's order tables: one lacking an
@@ -66,29 +64,19 @@ func TestOpenChecksEverySourcesTables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, other := dbtest.New(t), dbtest.New(t)
-	for _, q := range []string{"CREATE TABLE order_info_1 LIKE order_info", "CREATE TABLE order_item_1 LIKE order_item",
-		"ALTER TABLE order_info_1 DROP INDEX idx_status_pay_time"} {
-		_, err := other.ExecContext(ctx, q)
-		require.NoError(t, err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := l.Addr().String()
-	require.NoError(t, l.Close())
-	_, prefix := redistest.Client(t)
-	open := func(sources string) (*Deps, string, error) {
-		env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
-			"DELAY_KEY_PREFIX": prefix + "delay:", "ORDER_SOURCES": sources}
-		cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	createTables(t, other, "CREATE TABLE order_info_1 LIKE order_info", "CREATE TABLE order_item_1 LIKE order_item",
+		"ALTER TABLE order_info_1 DROP INDEX idx_status_pay_time")
+	open := func(sources string) (string, error) {
+		cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil, sources))
 		require.NoError(t, err)
 		var logged syncbuf.Buffer
 		d, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil)), Observers{})
 		if d != nil {
 			d.Close()
 		}
-		return d, logged.String(), err
+		return logged.String(), err
 	}
-	_, _, err = open(fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: "order_info, order_info_{1..2}"}]`,
+	_, err := open(fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: "order_info, order_info_{1..2}"}]`,
 		home.DSN, other.DSN))
 	require.Error(t, err)
 	msg := err.Error()
@@ -96,8 +84,29 @@ func TestOpenChecksEverySourcesTables(t *testing.T) {
 	require.Contains(t, msg, "\n  index order_info_1.idx_status_pay_time is missing; fix: ALTER TABLE order_info_1 ADD KEY idx_status_pay_time (status, pay_time)")
 	require.Contains(t, msg, "\n  table order_info_2 is missing; fix: CREATE TABLE order_info_2 LIKE order_info")
 
-	_, logged, err := open(fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: gone, dsn: "root@tcp(%s)/x?timeout=1s", tables: "order_info_{0..1}"}]`,
-		home.DSN, dead))
+	logged, err := open(fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: gone, dsn: %q, tables: "order_info_{0..1}"}]`,
+		home.DSN, deadDSN(t)))
 	require.NoError(t, err, "a source down does not stop the start")
 	require.Contains(t, logged, `msg="order source does not answer; its units fail until it does" source=gone`)
+}
+
+// deadDSN is a DSN of a port nothing answers on.
+func deadDSN(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := l.Addr().String()
+	require.NoError(t, l.Close())
+	return fmt.Sprintf("root@tcp(%s)/x?timeout=1s", dead)
+}
+
+// sourcesEnv is the environment of a process on home with order.sources
+// sources (one line of YAML), a Redis prefix of the test's own and extra.
+func sourcesEnv(t *testing.T, home string, extra map[string]string, sources string) func(string) (string, bool) {
+	_, prefix := redistest.Client(t)
+	env := map[string]string{"MYSQL_DSN": home, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:", "ORDER_SOURCES": sources}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 }

@@ -160,9 +160,16 @@ type Result[S any] struct {
 }
 
 // Failed are the units whose run an error stopped.
-func (r Result[S]) Failed() []Run[S] {
+func (r Result[S]) Failed() []Run[S] { return Failed(r.Units) }
+
+// Err is the first failed unit's error joined with a count of the
+// others, nil when every unit ran to its end.
+func (r Result[S]) Err() error { return Err(r.Units) }
+
+// Failed are the runs an error stopped.
+func Failed[S any](runs []Run[S]) []Run[S] {
 	var out []Run[S]
-	for _, u := range r.Units {
+	for _, u := range runs {
 		if u.Err != nil {
 			out = append(out, u)
 		}
@@ -170,15 +177,15 @@ func (r Result[S]) Failed() []Run[S] {
 	return out
 }
 
-// Err is the first failed unit's error joined with a count of the
-// others, nil when every unit ran to its end.
-func (r Result[S]) Err() error {
-	f := r.Failed()
+// Err is the first failed run's error joined with a count of the others,
+// nil when every unit ran to its end.
+func Err[S any](runs []Run[S]) error {
+	f := Failed(runs)
 	switch len(f) {
 	case 0:
 		return nil
 	case 1:
 		return fmt.Errorf("%s: %w", f[0].Name(), f[0].Err)
 	}
-	return fmt.Errorf("%d of %d units failed, first %s: %w", len(f), len(r.Units), f[0].Name(), f[0].Err)
+	return fmt.Errorf("%d of %d units failed, first %s: %w", len(f), len(runs), f[0].Name(), f[0].Err)
 }
