@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/sql/migrations"
 )
 
 // order.sources end to end through the binary: executor migrate creates
@@ -84,6 +86,24 @@ func TestMigrateAndCloseOverSources(t *testing.T) {
 	_, s1, _ := strings.Cut(out, "order source s1:\n")
 	require.Contains(t, s1, "\norder.sources: index order_info_1.idx_status_pay_time is missing; "+
 		"fix: ALTER TABLE order_info_1 ADD KEY idx_status_pay_time (status, pay_time)\n", out)
+	code, out, _ = runCLI(t, env, "migrate", "status", "-json")
+	require.Equal(t, 1, code, out)
+	var st struct {
+		Table   string `json:"historyTable"`
+		Sources []struct {
+			Name   string `json:"name"`
+			Status struct {
+				Problems []migrations.Problem `json:"problems"`
+			} `json:"status"`
+		} `json:"sources"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Equal(t, migrations.DefaultTable, st.Table, "mysql.dsn's fields as before")
+	require.Len(t, st.Sources, 2)
+	require.Equal(t, "s1", st.Sources[1].Name)
+	require.Equal(t, []migrations.Problem{{Table: "order_info_1", Object: "index idx_status_pay_time", Detail: "is missing",
+		Fix: "ALTER TABLE order_info_1 ADD KEY idx_status_pay_time (status, pay_time)", Source: migrations.SourcesSetting}},
+		st.Sources[1].Status.Problems)
 	// The start-up check refuses a source so, naming it and the table.
 	code, out, errOut = runCLI(t, env, "run", "orderAutoConfirmJob")
 	require.Equal(t, 1, code, out+errOut)
