@@ -55,9 +55,9 @@ func SourceMigrationsConfig(cfg *config.Config, src config.Source, tables bool) 
 // checkSource is the start-up check of an order source's database: the
 // executor's tables beside its orders and every order table it lists. A
 // schema that lacks something refuses the start, naming the source and
-// the table with the statement that fixes it; a database that stops
-// answering meanwhile is logged, as openSource logs one that does not
-// answer: its units fail at each run until it does.
+// the table with the statement that fixes it; a check that cannot read
+// the database (it stopped answering after the probe) is logged, as
+// openSource logs one that does not answer, and the start goes on.
 func checkSource(ctx context.Context, cfg *config.Config, src config.Source, db *sqlx.DB, logger *slog.Logger) error {
 	mcfg, err := SourceMigrationsConfig(cfg, src, true)
 	if err != nil {
@@ -75,7 +75,9 @@ func checkSource(ctx context.Context, cfg *config.Config, src config.Source, db 
 	case errors.As(err, &se):
 		return fmt.Errorf("order source %s: %w", src.Name, err)
 	}
-	logger.Warn("order source does not answer; its units fail until it does", "source", src.Name, "err", err)
+	// Not an answer about the schema: the database went away after the
+	// probe, or the check could not read it; the runs will say more.
+	logger.Warn("order source schema not checked; its units fail if it lacks what they use", "source", src.Name, "err", err)
 	return nil
 }
 
