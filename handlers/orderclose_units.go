@@ -49,7 +49,7 @@ func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) err
 			req.Logf("%s%s page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
 				u.Name(), shareOf(u), p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
 		},
-		UnitDone: func(u orders.UnitRun) { logUnit(req, u) },
+		UnitDone: logUnitOf[orders.RunStats](req),
 	})
 	if len(res.Units) == 0 {
 		req.Logf("no unit for executor %d of %d", opt.ShardIndex, opt.ShardTotal)
@@ -72,7 +72,7 @@ func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) err
 }
 
 // shareOf writes a unit's row share, when it is not the whole unit.
-func shareOf(u orders.UnitRun) string {
+func shareOf[S any](u orders.UnitResult[S]) string {
 	if u.Share.Whole() {
 		return ""
 	}
@@ -82,7 +82,8 @@ func shareOf(u orders.UnitRun) string {
 // logUnit writes a unit's end into the run log: its summary line, or what
 // stopped it and, when orders.Hint knows, what to do about it (an error
 // about the database, not an order: nothing was dead-lettered for it).
-func logUnit(req *xxljob.Request, u orders.UnitRun) {
+// S is the close's RunStats or the retry's RetryStats.
+func logUnit[S fmt.Stringer](req *xxljob.Request, u orders.UnitResult[S]) {
 	if u.Err == nil {
 		req.Logf("%s%s: %s", u.Name(), shareOf(u), u.Stats)
 		return
@@ -95,4 +96,9 @@ func logUnit(req *xxljob.Request, u orders.UnitRun) {
 	if hint := orders.Hint(u.Err); hint != "" {
 		req.Logf("%s hint: %s", u.Name(), hint)
 	}
+}
+
+// logUnitOf is logUnit for req, as a sweep's callback.
+func logUnitOf[S fmt.Stringer](req *xxljob.Request) func(orders.UnitResult[S]) {
+	return func(u orders.UnitResult[S]) { logUnit(req, u) }
 }

@@ -19,7 +19,10 @@ type Deps struct {
 	Closer *orders.Closer
 	// Units are orderTimeoutCloseJob's: an order table of an order
 	// database each (order.sources). Empty: Closer alone.
-	Units      []*orders.Closer
+	Units []*orders.Closer
+	// RetryUnits are deadLetterRetryJob's: the units, and Closer when
+	// mysql.dsn is no unit's database. Empty: Closer alone.
+	RetryUnits []*orders.Closer
 	Dispatcher *delay.Dispatcher
 	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// NoLifecycle, when Lifecycle is nil on purpose, is why: the lifecycle
@@ -57,6 +60,9 @@ func table(d *Deps) map[string]xxljob.Handler {
 	}
 	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
+	if len(d.RetryUnits) > 0 {
+		t[DeadLetterRetryJob] = DeadLetterRetryUnits(d.RetryUnits...)
+	}
 	t[OrderAutoConfirmJob] = withoutLifecycle(OrderAutoConfirm(d.Lifecycle), OrderAutoConfirmJob, d.NoLifecycle)
 	t[OrderFulfillmentTimeoutJob] = withoutLifecycle(OrderFulfillmentTimeout(d.Lifecycle), OrderFulfillmentTimeoutJob, d.NoLifecycle)
 	return t
