@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -29,14 +30,9 @@ func TestDeadLetterRetryUnitsPerSourceAndTable(t *testing.T) {
 	require.NoError(t, err)
 	db0, db1 := dbtest.New(t), dbtest.New(t)
 	units := append(splitUnits(t, db0.DB, "db0", 5, locker), splitUnits(t, db1.DB, "db1", 5, locker)...)
-	var letters []string
-	for _, table := range []string{"order_info_1", "order_info_2"} {
-		var no string
-		require.NoError(t, db1.Get(&no, "SELECT order_no FROM "+table+" WHERE status = 0 ORDER BY id LIMIT 1"))
-		_, err := db1.Exec(`INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at, order_table)
-			VALUES (?, 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE, ?)`, no, table)
-		require.NoError(t, err)
-		letters = append(letters, no)
+	letters := []string{
+		ordertest.DeadLetter(t, db1.DB, ordertest.Unpaid(t, db1.DB, "order_info_1", false), "order_info_1"),
+		ordertest.DeadLetter(t, db1.DB, ordertest.Unpaid(t, db1.DB, "order_info_2", false), "order_info_2"),
 	}
 	down := sqlx.MustOpen("mysql", "root@tcp(127.0.0.1:1)/down?parseTime=true&timeout=2s")
 	t.Cleanup(func() { down.Close() })
