@@ -100,7 +100,9 @@ func TestDeadLetterRetryAndListOverSources(t *testing.T) {
 	require.Contains(t, out, "TABLE")
 	require.Regexp(t, letters[1]+`\s+order_info_2\s+close\s+resolved\s+1\s+.*closed by deadLetterRetryJob`, out)
 	require.Regexp(t, letters[0]+`\s+order_info_1\s+close\s+resolved`, out)
-	code, out, _ = runCLI(t, env, "deadletter", "list")
-	require.Equal(t, 0, code)
-	require.NotContains(t, out, letters[0], "mysql.dsn's database has no letter")
+	for _, home := range []string{"", "default"} { // the metrics' label of mysql.dsn's letters
+		code, out, _ = runCLI(t, env, "deadletter", "list", "-source", home)
+		require.Equal(t, 0, code)
+		require.NotContains(t, out, letters[0], "mysql.dsn's database has no letter")
+	}
 }
