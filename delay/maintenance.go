@@ -141,6 +141,21 @@ func (r SweepResult) String() string {
 		r.Found, r.Claimed, r.Done, r.Retried, r.Failed, r.Released, r.Lost, r.Recovered, r.NotNow, r.NotDue)
 }
 
+// Add adds o's counts to r: the sweeps of several databases' dispatchers
+// reported as one.
+func (r *SweepResult) Add(o SweepResult) {
+	r.Recovered += o.Recovered
+	r.Failed += o.Failed
+	r.Found += o.Found
+	r.Claimed += o.Claimed
+	r.Done += o.Done
+	r.Retried += o.Retried
+	r.NotNow += o.NotNow
+	r.NotDue += o.NotDue
+	r.Released += o.Released
+	r.Lost += o.Lost
+}
+
 func (r *SweepResult) count(res result) {
 	switch res {
 	case resultDone:

@@ -58,47 +58,67 @@ func DelayOrderClose(closeOrder func(ctx context.Context, orderNo string) (order
 
 // orderPayload reads an orderTimeoutClose task's order number.
 func orderPayload(t *delay.Task) (string, error) {
-	no, err := parseOrderPayload(t.Payload)
+	p, err := parseOrderPayload(t.Payload)
 	if err != nil {
 		return "", delay.Permanent(err)
 	}
-	return no, nil
+	return p.OrderNo, nil
 }
 
-// maxOrderNoChars is order_info.order_no's length, VARCHAR(64).
+// maxOrderNoChars is order_info.order_no's length, VARCHAR(64); a table
+// name is at most as long (MySQL's identifiers).
 const maxOrderNoChars = 64
 
 // ValidateOrderPayload checks an orderTimeoutClose task's payload at
 // registration (delay.Config.PayloadValidators), so a task without an
 // order is refused instead of failing when it runs: a JSON object whose
-// "orderNo" is a string of 1 to 64 characters. Other keys are ignored.
+// "orderNo" is a string of 1 to 64 characters, and whose "table", when
+// present, is one too. Other keys are ignored. OrderCloseTables.Validate
+// also checks that the table is one the database holds.
 func ValidateOrderPayload(payload json.RawMessage) error {
 	_, err := parseOrderPayload(payload)
 	return err
 }
 
-// parseOrderPayload reads the order number of an orderTimeoutClose payload;
-// its errors are *delay.InvalidError naming the field.
-func parseOrderPayload(payload json.RawMessage) (string, error) {
+// parseOrderPayload reads an orderTimeoutClose payload; its errors are
+// *delay.InvalidError naming the field.
+func parseOrderPayload(payload json.RawMessage) (delay.OrderTimeoutPayload, error) {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &p); err != nil || p == nil {
-		return "", &delay.InvalidError{Field: "payload", Msg: `must be a JSON object {"orderNo": "..."}, not ` + clipJSON(payload)}
+		return delay.OrderTimeoutPayload{}, &delay.InvalidError{Field: "payload", Msg: `must be a JSON object {"orderNo": "..."}, not ` + clipJSON(payload)}
 	}
 	raw, ok := p["orderNo"]
 	if !ok {
-		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: "is required (the order to close)"}
+		return delay.OrderTimeoutPayload{}, &delay.InvalidError{Field: "payload.orderNo", Msg: "is required (the order to close)"}
 	}
-	var no string
-	if err := json.Unmarshal(raw, &no); err != nil || string(bytes.TrimSpace(raw)) == "null" {
-		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: "must be a string, not " + clipJSON(raw)}
+	no, err := payloadString("payload.orderNo", "order_info.order_no", raw)
+	if err != nil {
+		return delay.OrderTimeoutPayload{}, err
 	}
-	switch n := utf8.RuneCountInString(no); {
-	case strings.TrimSpace(no) == "":
-		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: "is empty"}
+	out := delay.OrderTimeoutPayload{OrderNo: no}
+	if raw, ok := p["table"]; ok {
+		if out.Table, err = payloadString("payload.table", "a table name", raw); err != nil {
+			return delay.OrderTimeoutPayload{}, err
+		}
+	}
+	return out, nil
+}
+
+// payloadString reads the payload's field (its name in errors) as a
+// string of 1 to maxOrderNoChars characters, the length of what (for
+// errors).
+func payloadString(field, what string, raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || string(bytes.TrimSpace(raw)) == "null" {
+		return "", &delay.InvalidError{Field: field, Msg: "must be a string, not " + clipJSON(raw)}
+	}
+	switch n := utf8.RuneCountInString(s); {
+	case strings.TrimSpace(s) == "":
+		return "", &delay.InvalidError{Field: field, Msg: "is empty"}
 	case n > maxOrderNoChars:
-		return "", &delay.InvalidError{Field: "payload.orderNo", Msg: fmt.Sprintf("is %d characters, at most %d (order_info.order_no)", n, maxOrderNoChars)}
+		return "", &delay.InvalidError{Field: field, Msg: fmt.Sprintf("is %d characters, at most %d (%s)", n, maxOrderNoChars, what)}
 	}
-	return no, nil
+	return s, nil
 }
 
 // clipJSON is a JSON value for a message, at most 40 bytes of it.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/orderjob/executor/delay"
@@ -29,13 +30,26 @@ func delaySweepOptions(param string) (delay.SweepOptions, error) {
 	return o, nil
 }
 
+// SourceDispatcher is the delayed-task dispatcher of an order source
+// whose database is not the home database (order.sources): its tasks live
+// in that database's table.
+type SourceDispatcher struct {
+	Source     string
+	Dispatcher *delay.Dispatcher
+}
+
 // DelayTaskSweep returns the delayTaskSweepJob handler: in its shard
 // (broadcastIndex/Total over task ids) it recovers tasks stuck RUNNING and
 // runs PENDING tasks due for longer than the dispatcher's SweepGrace, then
 // reports a summary line as the result. A run in which tasks failed for
 // good (now FAILED) finishes the rest and then fails, so the admin's alarm
 // fires; tasks that only failed an attempt (retried later) do not.
-func DelayTaskSweep(d *delay.Dispatcher) xxljob.Handler {
+//
+// With sources (the dispatchers of the other order databases) it sweeps
+// the home database, then each source's, each up to the limit, and logs
+// each one's line; the result adds them up. A database that cannot be
+// swept fails the run, naming it, after the others were swept.
+func DelayTaskSweep(d *delay.Dispatcher, sources ...SourceDispatcher) xxljob.Handler {
 	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
 		opt, err := delaySweepOptions(req.Param)
 		if err != nil {
@@ -44,6 +58,9 @@ func DelayTaskSweep(d *delay.Dispatcher) xxljob.Handler {
 		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
 		req.Logf("delayTaskSweepJob shard %d/%d limit=%d", opt.ShardIndex, max(opt.ShardTotal, 1), opt.Limit)
 		res, err := d.Sweep(ctx, opt)
+		if len(sources) > 0 {
+			res, err = sweepSources(ctx, req, opt, res, err, sources)
+		}
 		summary := res.String()
 		req.Logf("%s", summary)
 		if err != nil {
@@ -55,4 +72,28 @@ func DelayTaskSweep(d *delay.Dispatcher) xxljob.Handler {
 		req.SetResult(summary)
 		return nil
 	})
+}
+
+// sweepSources logs the home database's sweep (home, homeErr), sweeps
+// each source's and returns the counts added up, with the error of every
+// database that failed, named.
+func sweepSources(ctx context.Context, req *xxljob.Request, opt delay.SweepOptions, home delay.SweepResult, homeErr error,
+	sources []SourceDispatcher) (delay.SweepResult, error) {
+	var errs []error
+	logOne := func(name string, r delay.SweepResult, err error) {
+		if err != nil {
+			req.Logf("%s: FAILED after %s: %v", name, r, err)
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		req.Logf("%s: %s", name, r)
+	}
+	logOne("home database (mysql.dsn)", home, homeErr)
+	total := home
+	for _, s := range sources {
+		r, err := s.Dispatcher.Sweep(ctx, opt)
+		logOne("source "+s.Source, r, err)
+		total.Add(r)
+	}
+	return total, errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/orderjob/executor/internal/unitrun"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -72,7 +73,7 @@ func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) err
 }
 
 // shareOf writes a unit's row share, when it is not the whole unit.
-func shareOf[S any](u orders.UnitResult[S]) string {
+func shareOf[S any](u unitrun.Run[S]) string {
 	if u.Share.Whole() {
 		return ""
 	}
@@ -83,7 +84,7 @@ func shareOf[S any](u orders.UnitResult[S]) string {
 // stopped it and, when orders.Hint knows, what to do about it (an error
 // about the database, not an order: nothing was dead-lettered for it).
 // S is the close's RunStats or the retry's RetryStats.
-func logUnit[S fmt.Stringer](req *xxljob.Request, u orders.UnitResult[S]) {
+func logUnit[S fmt.Stringer](req *xxljob.Request, u unitrun.Run[S]) {
 	if u.Err == nil {
 		req.Logf("%s%s: %s", u.Name(), shareOf(u), u.Stats)
 		return
@@ -99,6 +100,6 @@ func logUnit[S fmt.Stringer](req *xxljob.Request, u orders.UnitResult[S]) {
 }
 
 // logUnitOf is logUnit for req, as a sweep's callback.
-func logUnitOf[S fmt.Stringer](req *xxljob.Request) func(orders.UnitResult[S]) {
-	return func(u orders.UnitResult[S]) { logUnit(req, u) }
+func logUnitOf[S fmt.Stringer](req *xxljob.Request) func(unitrun.Run[S]) {
+	return func(u unitrun.Run[S]) { logUnit(req, u) }
 }

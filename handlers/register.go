@@ -24,7 +24,10 @@ type Deps struct {
 	// mysql.dsn is no unit's database. Empty: Closer alone.
 	RetryUnits []*orders.Closer
 	Dispatcher *delay.Dispatcher
-	Lifecycle  *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
+	// DelaySources are the dispatchers of the order databases other than
+	// the home database (order.sources), swept with it.
+	DelaySources []SourceDispatcher
+	Lifecycle    *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// NoLifecycle, when Lifecycle is nil on purpose, is why: the lifecycle
 	// handlers fail every run with it.
 	NoLifecycle error
@@ -58,7 +61,7 @@ func table(d *Deps) map[string]xxljob.Handler {
 	if len(d.Units) > 0 {
 		t[OrderTimeoutCloseJob] = OrderTimeoutCloseUnits(d.Units...)
 	}
-	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher)
+	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher, d.DelaySources...)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
 	if len(d.RetryUnits) > 0 {
 		t[DeadLetterRetryJob] = DeadLetterRetryUnits(d.RetryUnits...)

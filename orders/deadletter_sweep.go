@@ -3,18 +3,30 @@ package orders
 import (
 	"context"
 	"math"
-	"sync"
 	"time"
 
-	"github.com/orderjob/executor/internal/shard"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/internal/unitrun"
 )
 
 // UnitRetry is one unit's share of a dead-letter retry sweep and what it
 // did.
-type UnitRetry = UnitResult[RetryStats]
+type UnitRetry = unitrun.Run[RetryStats]
 
-// RetrySweepResult is what a dead-letter retry sweep did.
-type RetrySweepResult = UnitsResult[RetryStats]
+// RetrySweepResult is what a dead-letter retry sweep did: every unit's
+// retry, and their sum.
+type RetrySweepResult struct {
+	Units []UnitRetry // the shares this executor took, in unit order
+	Total RetryStats  // the units' stats added up; Elapsed is the sweep's
+}
+
+// Failed are the units whose retry an error stopped.
+func (r RetrySweepResult) Failed() []UnitRetry { return unitrun.Failed(r.Units) }
+
+// Err is the first unit's error joined with a count of the others, nil
+// when every unit ran to its end.
+func (r RetrySweepResult) Err() error { return unitrun.Err(r.Units) }
 
 // RetryDeadLetters retries the due close dead letters of every unit, the
 // job of deadLetterRetryJob over order.sources: each source database keeps
@@ -31,26 +43,33 @@ type RetrySweepResult = UnitsResult[RetryStats]
 // once.
 func (s *Sweep) RetryDeadLetters(ctx context.Context, opt RetryOptions, done func(UnitRetry)) RetrySweepResult {
 	start := time.Now()
-	shares := shard.Assign(len(s.units), opt.ShardIndex, opt.ShardTotal)
-	units, groups := unitsBySource[RetryStats](s.units, shares)
-	res := RetrySweepResult{Units: units}
+	sw := unitrun.New[RetryStats](s.unitList(), opt.ShardIndex, opt.ShardTotal)
 	tableless := s.tablelessTakers()
 	unitOpt := opt
-	if opt.MaxLetters > 0 && len(shares) > 0 {
-		unitOpt.MaxLetters = int(math.Ceil(float64(opt.MaxLetters) / float64(len(shares))))
+	if opt.MaxLetters > 0 && len(sw.Runs) > 0 {
+		unitOpt.MaxLetters = int(math.Ceil(float64(opt.MaxLetters) / float64(len(sw.Runs))))
 	}
-	var mu sync.Mutex // serializes done
-	runBySource(ctx, s.units, groups, res.Units, &mu, func(c *Closer, u *UnitRetry) (RetryStats, error) {
+	run := func(ctx context.Context, u *UnitRetry) (RetryStats, error) {
 		ro := unitOpt
 		ro.ShardIndex, ro.ShardTotal = u.Share.RowIndex, u.Share.RowTotal
+		c := s.units[u.Share.Unit]
 		return c.retryDeadLetters(ctx, ro, tableless[c])
-	}, done)
+	}
+	sw.Do(ctx, run, sourceDown[RetryStats](s), done)
+	res := RetrySweepResult{Units: sw.Runs}
 	for _, u := range res.Units {
 		res.Total.merge(u.Stats)
 	}
 	res.Total.DryRun = opt.DryRun
 	res.Total.Elapsed = time.Since(start)
 	return res
+}
+
+// sourceKey is a source database: its name and pool. The pool tells a
+// source from mysql.dsn's Closer added to a retry under the same name.
+type sourceKey struct {
+	name string
+	db   *sqlx.DB
 }
 
 // tablelessTakers maps the first unit of each source database to all the

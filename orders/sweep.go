@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
-	"github.com/orderjob/executor/internal/shard"
+	"github.com/orderjob/executor/internal/unitrun"
 )
 
 // DefaultSourceName is CloserConfig.SourceName when none is given: the one
@@ -59,27 +56,9 @@ func (s *Sweep) Units() []*Closer { return s.units }
 // first unit: every unit of a process shares the close settings).
 func (s *Sweep) Effective(opt RunOptions) (RunOptions, error) { return s.units[0].Effective(opt) }
 
-// UnitResult is one unit's share of a sweep and what it did; S is the
-// stats of the unit's run (RunStats for the close, RetryStats for the
-// dead-letter retry).
-type UnitResult[S any] struct {
-	Source, Table string
-	// Share is the unit's rows this executor took: all of them, or the
-	// rows of one row shard (shard.Assign).
-	Share shard.Share
-	Stats S
-	// Err is what stopped the unit's run; for a unit never started (its
-	// source unreachable, the sweep cancelled) it says why.
-	Err error
-	// Started is false for a unit whose run was not started.
-	Started bool
-}
-
-// UnitRun is one unit's share of a close sweep and what it did.
-type UnitRun = UnitResult[RunStats]
-
-// Name is the unit as the run log and messages write it: source/table.
-func (u UnitResult[S]) Name() string { return u.Source + "/" + u.Table }
+// UnitRun is one unit's share of a sweep and what it did: its Stats,
+// what stopped it (Err), whether it was Started (unitrun.Run).
+type UnitRun = unitrun.Run[RunStats]
 
 // SweepOptions are a sweep's parameters: RunOptions, whose ShardIndex and
 // ShardTotal are this executor among the broadcast's (shard.Assign turns
@@ -94,71 +73,47 @@ type SweepOptions struct {
 	UnitDone     func(u UnitRun)
 }
 
-// UnitsResult is what a sweep did: every unit's run, and their sum.
-type UnitsResult[S any] struct {
-	Units []UnitResult[S] // the shares this executor took, in unit order
-	Total S               // the units' stats added up; Elapsed is the sweep's
+// SweepResult is what a sweep did: every unit's run, and their sum.
+type SweepResult struct {
+	Units []UnitRun // the shares this executor took, in unit order
+	Total RunStats  // the units' stats added up; Elapsed is the sweep's
 }
-
-// SweepResult is what a close sweep did.
-type SweepResult = UnitsResult[RunStats]
 
 // Failed are the units whose run an error stopped.
-func (r UnitsResult[S]) Failed() []UnitResult[S] {
-	var out []UnitResult[S]
-	for _, u := range r.Units {
-		if u.Err != nil {
-			out = append(out, u)
-		}
-	}
-	return out
-}
+func (r SweepResult) Failed() []UnitRun { return unitrun.Failed(r.Units) }
 
 // Err is the first unit's error joined with a count of the others, nil
 // when every unit ran to its end.
-func (r UnitsResult[S]) Err() error {
-	f := r.Failed()
-	switch len(f) {
-	case 0:
-		return nil
-	case 1:
-		return fmt.Errorf("%s: %w", f[0].Name(), f[0].Err)
-	}
-	return fmt.Errorf("%d of %d units failed, first %s: %w", len(f), len(r.Units), f[0].Name(), f[0].Err)
-}
+func (r SweepResult) Err() error { return unitrun.Err(r.Units) }
 
-// Run runs this executor's share of every unit: one goroutine per source
-// database, each running its units one after the other, so sources close
-// in parallel, each within its own pool. A unit's error fails that unit
-// and no other; an error saying its database cannot be reached
-// (KindConnection) also fails the source's units not yet started, without
-// trying each. MaxOrders is split evenly over the executor's units,
-// MaxPerSecond over its sources. Run returns when every goroutine has.
+// Run runs this executor's share of every unit (unitrun.Sweep): one
+// goroutine per source database, each running its units one after the
+// other, so sources close in parallel, each within its own pool. A unit's
+// error fails that unit and no other; an error saying its database cannot
+// be reached (KindConnection) also fails the source's units not yet
+// started, without trying each. MaxOrders is split evenly over the
+// executor's units, MaxPerSecond over its sources. Run returns when every
+// goroutine has.
 func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	start := time.Now()
-	shares := shard.Assign(len(s.units), opt.ShardIndex, opt.ShardTotal)
-	units, sources := unitsBySource[RunStats](s.units, shares)
-	res := SweepResult{Units: units}
+	sw := unitrun.New[RunStats](s.unitList(), opt.ShardIndex, opt.ShardTotal)
 	unitOpt := opt.RunOptions
-	if opt.MaxOrders > 0 && len(shares) > 0 {
-		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(shares))))
+	if opt.MaxOrders > 0 && len(sw.Runs) > 0 {
+		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(sw.Runs))))
 	}
-	if opt.MaxPerSecond > 0 && len(sources) > 0 {
-		unitOpt.MaxPerSecond = opt.MaxPerSecond / float64(len(sources))
+	if opt.MaxPerSecond > 0 && sw.Sources > 0 {
+		unitOpt.MaxPerSecond = opt.MaxPerSecond / float64(sw.Sources)
 	}
-	var mu sync.Mutex // serializes the callbacks
-	runBySource(ctx, s.units, sources, res.Units, &mu, func(c *Closer, u *UnitRun) (RunStats, error) {
+	run := func(ctx context.Context, u *UnitRun) (RunStats, error) {
 		ro := unitOpt
 		ro.ShardIndex, ro.ShardTotal = u.Share.RowIndex, u.Share.RowTotal
 		if opt.UnitProgress != nil {
-			ro.Progress = func(p PageStats) {
-				mu.Lock()
-				defer mu.Unlock()
-				opt.UnitProgress(*u, p)
-			}
+			ro.Progress = func(p PageStats) { sw.Serial(func() { opt.UnitProgress(*u, p) }) }
 		}
-		return c.Run(ctx, ro)
-	}, opt.UnitDone)
+		return s.units[u.Share.Unit].Run(ctx, ro)
+	}
+	sw.Do(ctx, run, sourceDown[RunStats](s), opt.UnitDone)
+	res := SweepResult{Units: sw.Runs}
 	for _, u := range res.Units {
 		res.Total.merge(u.Stats)
 	}
@@ -167,72 +122,20 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	return res
 }
 
-// sourceKey is a source database: its name and pool. The pool tells a
-// source from mysql.dsn's Closer added to a retry under the same name.
-type sourceKey struct {
-	name string
-	db   *sqlx.DB
+// unitList is the sweep's units as unitrun takes them, in order.
+func (s *Sweep) unitList() []unitrun.Unit {
+	units := make([]unitrun.Unit, len(s.units))
+	for i, c := range s.units {
+		units[i] = unitrun.Unit{Source: c.Source(), Table: c.Table()}
+	}
+	return units
 }
 
-// unitsBySource makes the result of each share, in share order, and
-// groups the shares by source database: each group the indexes of its
-// shares in order, the groups in the order of their first share.
-func unitsBySource[S any](units []*Closer, shares []shard.Share) ([]UnitResult[S], [][]int) {
-	res := make([]UnitResult[S], len(shares))
-	group := map[sourceKey]int{}
-	var groups [][]int
-	for i, sh := range shares {
-		c := units[sh.Unit]
-		res[i] = UnitResult[S]{Source: c.Source(), Table: c.Table(), Share: sh}
-		k := sourceKey{c.Source(), c.db}
-		g, ok := group[k]
-		if !ok {
-			g = len(groups)
-			group[k] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	return res, groups
-}
-
-// runBySource runs run for the unit of every share, one goroutine per
-// source database (a group of unitsBySource), each running its units one
-// after the other, and writes each one's result into res. A unit's error
-// fails that unit and no other; an error saying its database cannot be
-// reached (KindConnection) also fails the source's units not yet started,
-// without trying each. done, if set, is called after each unit under mu.
-// It returns when every goroutine has.
-func runBySource[S any](ctx context.Context, units []*Closer, groups [][]int, res []UnitResult[S], mu *sync.Mutex,
-	run func(c *Closer, u *UnitResult[S]) (S, error), done func(UnitResult[S])) {
-	var wg sync.WaitGroup
-	for _, idx := range groups {
-		wg.Go(func() {
-			var down error // the source could not be reached
-			for _, i := range idx {
-				u := &res[i]
-				c := units[u.Share.Unit]
-				switch {
-				case down != nil:
-					u.Err = fmt.Errorf("not started: source %s cannot be reached: %w", u.Source, down)
-				case ctx.Err() != nil:
-					u.Err = fmt.Errorf("not started: %w", ctx.Err())
-				default:
-					u.Started = true
-					u.Stats, u.Err = run(c, u)
-					if u.Err != nil && c.cfg.Server.Kind(u.Err) == KindConnection {
-						down = u.Err
-					}
-				}
-				if done != nil {
-					mu.Lock()
-					done(*u)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
+// sourceDown says whether the error that stopped a unit means its database
+// cannot be reached (KindConnection): the source's other units are then
+// failed without trying each.
+func sourceDown[S any](s *Sweep) func(u *unitrun.Run[S]) bool {
+	return func(u *unitrun.Run[S]) bool { return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == KindConnection }
 }
 
 // merge adds o's counts into s; the first errors and the largest lateness

@@ -31,7 +31,7 @@ type Deps struct {
 	unitDBs   []*sqlx.DB           // the databases of order.sources
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
-	relay     *orders.Relay        // outbox compensation only; built, not started: serve starts it
+	relays    []sourceRelay        // outbox compensation only, one per order database; built, not started: serve starts them
 	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// noLifecycle says why lifecycle is nil (a declared order.schema).
 	noLifecycle error
@@ -77,11 +77,14 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	d.closer, d.relay, d.compensation = cp.Closer, cp.Relay, cp.Compensation
+	d.closer, d.compensation = cp.Closer, cp.Compensation
 	if d.units, d.unitDBs, err = OpenUnits(ctx, cfg, cp, logger); err != nil {
 		return err
 	}
 	if d.retry, err = RetryUnits(cfg, d.closer, d.units); err != nil {
+		return err
+	}
+	if d.relays, err = newRelays(cfg, d.db, d.unitDBs, logger); err != nil {
 		return err
 	}
 	if d.lifecycle, d.noLifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
@@ -136,10 +139,9 @@ func (d *Deps) HandlerDeps() *handlers.Deps {
 
 // ClosePath is the order close as serve and run build it from the
 // configuration: the closer with its page locker, payment step and
-// compensation mode, and the outbox relay that mode needs.
+// compensation mode (outbox mode's relays are the Deps': relays.go).
 type ClosePath struct {
 	Closer       *orders.Closer
-	Relay        *orders.Relay // outbox compensation only; built, not started
 	Compensation orders.CompensationMode
 	// NewUnit builds the Closer of one unit of order.sources, on its own
 	// database, with Closer's settings and locks (units.go).
@@ -167,7 +169,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order locks: %w", err)
 	}
-	ext, err := newCloseExtensions(db, cfg, logger)
+	ext, err := newCloseExtensions(cfg, logger)
 	if err != nil {
 		return ClosePath{}, err
 	}
@@ -192,7 +194,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order closer: %w", err)
 	}
-	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation,
+	return ClosePath{Closer: closer, Compensation: ext.compensation,
 		NewUnit: unitBuilder(cfg, locker, ccfg, logger)}, nil
 }
 

@@ -24,16 +24,9 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, other := dbtest.New(t), dbtest.New(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0") // a port nothing answers on once closed
-	require.NoError(t, err)
-	dead := l.Addr().String()
-	require.NoError(t, l.Close())
-	_, prefix := redistest.Client(t)
-	env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
-		"DELAY_KEY_PREFIX": prefix + "delay:",
-		"ORDER_SOURCES": fmt.Sprintf(`[{name: a, dsn: %q, tables: "order_info, order_info_{1..2}"}, {name: b, dsn: %q, tables: order_info}, {name: gone, dsn: "root@tcp(%s)/x?timeout=1s", tables: order_info}]`,
-			home.DSN, other.DSN, dead)}
-	cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
+		fmt.Sprintf(`[{name: a, dsn: %q, tables: "order_info, order_info_{1..2}"}, {name: b, dsn: %q, tables: order_info}, {name: gone, dsn: %q, tables: order_info}]`,
+			home.DSN, other.DSN, deadDSN(t))))
 	require.NoError(t, err)
 	var logged syncbuf.Buffer
 	d, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil)), Observers{})
@@ -84,4 +77,25 @@ func TestRetryUnits(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, c.sources)
 	}
+}
+
+// deadDSN is a DSN of a port nothing answers on.
+func deadDSN(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := l.Addr().String()
+	require.NoError(t, l.Close())
+	return fmt.Sprintf("root@tcp(%s)/x?timeout=1s", dead)
+}
+
+// sourcesEnv is the environment of a process on home with order.sources
+// sources (one line of YAML), a Redis prefix of the test's own and extra.
+func sourcesEnv(t *testing.T, home string, extra map[string]string, sources string) func(string) (string, bool) {
+	_, prefix := redistest.Client(t)
+	env := map[string]string{"MYSQL_DSN": home, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:", "ORDER_SOURCES": sources}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 }

@@ -46,7 +46,7 @@ func TestDeadLetterGaugesPerSource(t *testing.T) {
 	_, ok := s.Value(metrics.OrdersDeadLetters, "source", "down")
 	require.False(t, ok, "no gauge of a source never read")
 	s = scrape(t, m) // the error counters are collected beside the samplers: counted by the next scrape
-	require.Positive(t, value(t, s, metrics.SamplerErrorsTotal, "sampler", "orders/down"))
-	require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", "orders/s1"))
+	require.Positive(t, value(t, s, metrics.SamplerErrorsTotal, "sampler", "orders:down"))
+	require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", "orders:s1"))
 	require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", "orders"))
 }

@@ -100,8 +100,8 @@ func (m *Metrics) Orders() orders.Observer { return orderObserver{&m.orders} }
 // gauge), at most every SampleInterval. The letters of c itself, when it
 // is among letters, are sampled with its overdue orders (sampler
 // "orders"); each other database's on a sampler of its own
-// ("orders/SOURCE"), so one that does not answer leaves the others'
-// gauges fresh.
+// ("orders:SOURCE", as a source's outbox is "outbox:SOURCE"), so one that
+// does not answer leaves the others' gauges fresh.
 func (m *Metrics) WatchCloser(c *orders.Closer, letters ...*orders.Closer) {
 	o := &m.orders
 	descs := []*prometheus.Desc{o.overdue, o.overdueAge}
@@ -131,7 +131,7 @@ func (m *Metrics) WatchCloser(c *orders.Closer, letters ...*orders.Closer) {
 			continue
 		}
 		d := deadLettersDesc(l.Source())
-		m.reg.MustRegister(m.newSampler("orders/"+l.Source(), m.cfg.SampleInterval, []*prometheus.Desc{d},
+		m.reg.MustRegister(m.newSampler("orders:"+l.Source(), m.cfg.SampleInterval, []*prometheus.Desc{d},
 			func(ctx context.Context) ([]prometheus.Metric, error) { return deadLetterGauges(ctx, d, l) }))
 	}
 }
