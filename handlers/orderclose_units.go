@@ -51,7 +51,7 @@ func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) err
 			req.Logf("%s%s page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
 				u.Name(), shareOf(u.Share), p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
 		},
-		UnitDone: func(u orders.UnitRun) { logUnit(req, u) },
+		UnitDone: logUnitOf[orders.RunStats](req),
 	})
 	if len(res.Units) == 0 {
 		req.Logf("no unit for executor %d of %d", opt.ShardIndex, opt.ShardTotal)
@@ -84,7 +84,7 @@ func shareOf(s shard.Share) string {
 // logUnit writes a unit's end into the run log: its summary line, or what
 // stopped it and, when orders.Hint knows, what to do about it (an error
 // about the database, not an order: nothing was dead-lettered for it).
-// S is the unit's stats: the close's or a lifecycle job's.
+// S is the unit's stats: the close's, the retry's or a lifecycle job's.
 func logUnit[S fmt.Stringer](req *xxljob.Request, u unitrun.Run[S]) {
 	if u.Err == nil {
 		req.Logf("%s%s: %s", u.Name(), shareOf(u.Share), u.Stats)
@@ -98,4 +98,9 @@ func logUnit[S fmt.Stringer](req *xxljob.Request, u unitrun.Run[S]) {
 	if hint := orders.Hint(u.Err); hint != "" {
 		req.Logf("%s hint: %s", u.Name(), hint)
 	}
+}
+
+// logUnitOf is logUnit for req, as a sweep's callback.
+func logUnitOf[S fmt.Stringer](req *xxljob.Request) func(unitrun.Run[S]) {
+	return func(u unitrun.Run[S]) { logUnit(req, u) }
 }

@@ -19,7 +19,10 @@ type Deps struct {
 	Closer *orders.Closer
 	// Units are orderTimeoutCloseJob's: an order table of an order
 	// database each (order.sources). Empty: Closer alone.
-	Units      []*orders.Closer
+	Units []*orders.Closer
+	// RetryUnits are deadLetterRetryJob's: the units, and Closer when
+	// mysql.dsn is no unit's database. Empty: Closer alone.
+	RetryUnits []*orders.Closer
 	Dispatcher *delay.Dispatcher
 	// DelaySources are the dispatchers of the order databases other than
 	// the home database (order.sources), swept with it.
@@ -63,6 +66,9 @@ func table(d *Deps) map[string]xxljob.Handler {
 	}
 	t[DelayTaskSweepJob] = DelayTaskSweep(d.Dispatcher, d.DelaySources...)
 	t[DeadLetterRetryJob] = DeadLetterRetry(d.Closer)
+	if len(d.RetryUnits) > 0 {
+		t[DeadLetterRetryJob] = DeadLetterRetryUnits(d.RetryUnits...)
+	}
 	life := []*lifecycle.Jobs{d.Lifecycle}
 	if len(d.LifecycleUnits) > 0 {
 		life = d.LifecycleUnits

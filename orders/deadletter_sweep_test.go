@@ -9,35 +9,12 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
-
-// unpaidIn is the number of an unpaid order of table in s: the first by
-// id, or the last.
-func (s *sweepSource) unpaidIn(t *testing.T, table string, last bool) string {
-	t.Helper()
-	order := "ASC"
-	if last {
-		order = "DESC"
-	}
-	var no string
-	require.NoError(t, s.db.Get(&no, "SELECT order_no FROM "+table+" WHERE status = ? ORDER BY id "+order+" LIMIT 1", orderstatus.Unpaid))
-	return no
-}
-
-// addLetter writes a waiting close dead letter of orderNo, due a minute
-// ago, naming table (empty: a letter written before migration 0138), and
-// returns orderNo.
-func (s *sweepSource) addLetter(t *testing.T, orderNo, table string) string {
-	t.Helper()
-	_, err := s.db.Exec(`INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at, order_table)
-		VALUES (?, 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE, ?)`, orderNo, table)
-	require.NoError(t, err)
-	return orderNo
-}
 
 // letter reads the status and reason of orderNo's close letter in s.
 func (s *sweepSource) letter(t *testing.T, orderNo string) (status, reason string) {
@@ -72,14 +49,14 @@ func TestSweepRetriesLettersInTheirSourceAndTable(t *testing.T) {
 			sources, units := sweepWorld(t, 2, sweepTables, 4)
 			db0, db1 := sources[0], sources[1]
 			want := map[*sweepSource][]string{
-				db0: {db0.addLetter(t, db0.unpaidIn(t, db0.tables[0], false), db0.tables[0])},
+				db0: {ordertest.DeadLetter(t, db0.db, ordertest.Unpaid(t, db0.db, db0.tables[0], false), db0.tables[0])},
 				db1: {
-					db1.addLetter(t, db1.unpaidIn(t, db1.tables[1], false), db1.tables[1]),
-					db1.addLetter(t, db1.unpaidIn(t, db1.tables[2], false), db1.tables[2]),
-					db1.addLetter(t, db1.unpaidIn(t, db1.tables[2], true), ""),
+					ordertest.DeadLetter(t, db1.db, ordertest.Unpaid(t, db1.db, db1.tables[1], false), db1.tables[1]),
+					ordertest.DeadLetter(t, db1.db, ordertest.Unpaid(t, db1.db, db1.tables[2], false), db1.tables[2]),
+					ordertest.DeadLetter(t, db1.db, ordertest.Unpaid(t, db1.db, db1.tables[2], true), ""),
 				},
 			}
-			gone := db1.addLetter(t, "NO-SUCH-ORDER", "")
+			gone := ordertest.DeadLetter(t, db1.db, "NO-SUCH-ORDER", "")
 
 			sweep, err := orders.NewSweep(units...)
 			require.NoError(t, err)
@@ -121,7 +98,7 @@ func TestSweepRetryOneSourceDown(t *testing.T) {
 	t.Parallel()
 	sources, units := sweepWorld(t, 1, sweepTables, 4)
 	up := sources[0]
-	no := up.addLetter(t, up.unpaidIn(t, up.tables[1], false), up.tables[1])
+	no := ordertest.DeadLetter(t, up.db, ordertest.Unpaid(t, up.db, up.tables[1], false), up.tables[1])
 	down := sqlx.MustOpen("mysql", "root@tcp(127.0.0.1:1)/down?parseTime=true&timeout=2s")
 	t.Cleanup(func() { down.Close() })
 	locker := lockerOf(t)

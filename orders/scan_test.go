@@ -15,7 +15,7 @@ import (
 )
 
 // The scan walks idx_status_create_time, and the dead-letter retry its
-// idx_status_retry, in key order: no full scan, no sort.
+// idx_table_status_retry, in key order: no full scan, no sort.
 func TestScanUsesIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -38,11 +38,11 @@ func TestScanUsesIndex(t *testing.T) {
 	require.Equal(t, "range", plan[0]["type"])
 	require.NotContains(t, plan[0]["Extra"], "filesort")
 
-	// The retry job's scan walks idx_status_retry the same way.
-	plan = explainNamed(t, b, orders.DueLettersSQL, map[string]any{"now": now, "after_at": first, "after_id": -1,
+	// The retry job's scan walks idx_table_status_retry the same way.
+	plan = explainNamed(t, b, orders.DueLettersSQL, map[string]any{"table": "", "now": now, "after_at": first, "after_id": -1,
 		"shard_total": 2, "shard_index": 1, "limit": 100})
 	require.Len(t, plan, 1)
-	require.Equal(t, "idx_status_retry", plan[0]["key"])
+	require.Equal(t, "idx_table_status_retry", plan[0]["key"])
 	require.Equal(t, "range", plan[0]["type"])
 	require.NotContains(t, plan[0]["Extra"], "filesort")
 

@@ -54,7 +54,8 @@ func loadSourceDB(ctx context.Context, env *cliEnv, name string) (*config.Config
 	return cfg, src, db, nil
 }
 
-// sourceNamed finds the order source called name; "" is mysql.dsn.
+// sourceNamed finds the order source called name; "" is mysql.dsn, and
+// so is "default" when no source has that name.
 func sourceNamed(cfg *config.Config, name string) (config.Source, error) {
 	srcs, err := cfg.Sources()
 	if err != nil {
@@ -74,6 +75,10 @@ func sourceNamed(cfg *config.Config, name string) (config.Source, error) {
 			return s, nil
 		}
 		names = append(names, s.Name)
+	}
+	if name == config.DefaultSourceName {
+		// The metrics label mysql.dsn's letters so when it is no source.
+		return sourceNamed(cfg, "")
 	}
 	return config.Source{}, usagef("-source %q is not an order source (the sources: %s)", name, strings.Join(names, ", "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -67,10 +68,10 @@ func listLetters(ctx context.Context, dc *deadLetterCtx, f deadletters.Filter) e
 	}
 	rows := make([]string, len(dls))
 	for i, d := range dls {
-		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s", d.ID, d.OrderNo, d.Stage, d.Status, d.Attempts,
+		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", d.ID, d.OrderNo, cmp.Or(d.OrderTable, "-"), d.Stage, d.Status, d.Attempts,
 			d.NextRetryAt.Format(letterTimeLayout), d.UpdatedAt.Format(letterTimeLayout), oneLine(letterWhy(d), 80))
 	}
-	return printListing(dc.env.stdout, "dead letters", "ID\tORDER_NO\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR", rows, next)
+	return printListing(dc.env.stdout, "dead letters", "ID\tORDER_NO\tTABLE\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR", rows, next)
 }
 
 // letterWhy is the most useful one-line explanation of a letter: the reason it is
@@ -84,7 +85,7 @@ func letterWhy(d deadletters.Letter) string {
 
 func printDeadLetter(w io.Writer, d *deadletters.Letter) error {
 	return printFields(w, [][2]string{
-		{"id", fmt.Sprint(d.ID)}, {"orderNo", d.OrderNo}, {"stage", d.Stage}, {"status", d.Status},
+		{"id", fmt.Sprint(d.ID)}, {"orderNo", d.OrderNo}, {"orderTable", d.OrderTable}, {"stage", d.Stage}, {"status", d.Status},
 		{"statusReason", d.StatusReason}, {"attempts", fmt.Sprint(d.Attempts)},
 		{"nextRetryAt", d.NextRetryAt.Format(letterTimeLayout)}, {"createdAt", d.CreatedAt.Format(letterTimeLayout)},
 		{"updatedAt", d.UpdatedAt.Format(letterTimeLayout)}, {"lastError", oneLine(d.LastError, 2000)},

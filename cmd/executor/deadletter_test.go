@@ -40,9 +40,9 @@ func TestDeadLetterCLI(t *testing.T) {
 	require.Contains(t, out, "REASON / LAST_ERROR")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 4)
-	require.Regexp(t, `^\d+\s+R-1\s+close\s+resolved\s+1\s+\S+ \S+\s+\S+ \S+\s+order is paid; nothing to close$`, lines[1], "newest first")
-	require.Regexp(t, `P-1\s+close\s+parked\s+8\s+.*parked after 8 failed attempts`, lines[2])
-	require.Regexp(t, `W-1\s+close\s+waiting\s+2\s+.*inventory row of sku 5 is missing`, lines[3])
+	require.Regexp(t, `^\d+\s+R-1\s+-\s+close\s+resolved\s+1\s+\S+ \S+\s+\S+ \S+\s+order is paid; nothing to close$`, lines[1], "newest first")
+	require.Regexp(t, `P-1\s+-\s+close\s+parked\s+8\s+.*parked after 8 failed attempts`, lines[2])
+	require.Regexp(t, `W-1\s+-\s+close\s+waiting\s+2\s+.*inventory row of sku 5 is missing`, lines[3])
 
 	code, out, errOut = runCLI(t, env, "deadletter", "list", "-status", "PARKED", "-json")
 	require.Equal(t, 0, code, errOut)

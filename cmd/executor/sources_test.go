@@ -11,9 +11,21 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/sql/migrations"
 )
+
+// sourcesEnv points the CLI at home (mysql.dsn) and two order sources,
+// s0 and s1, of 3 tables each (order_info_0 ... order_info_2).
+func sourcesEnv(t *testing.T, home *dbtest.DB, dbs []*dbtest.DB) map[string]string {
+	t.Helper()
+	_, prefix := redistest.Client(t)
+	return map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"XXL_JOB_EXECUTOR_LOGPATH": t.TempDir(),
+		"ORDER_SOURCES": fmt.Sprintf(`[{name: s0, dsn: %q, tables: "order_info_{0..2}"}, {name: s1, dsn: %q, maxOpenConns: 4, tables: "order_info_{0..2}"}]`,
+			dbs[0].DSN, dbs[1].DSN)}
+}
 
 // order.sources end to end through the binary: executor migrate creates
 // the executor's tables in mysql.dsn's database and in each source's, and
@@ -23,11 +35,7 @@ func TestMigrateAndCloseOverSources(t *testing.T) {
 	ctx := context.Background()
 	home := dbtest.NewEmpty(t)
 	dbs := []*dbtest.DB{dbtest.NewEmpty(t), dbtest.NewEmpty(t)}
-	_, prefix := redistest.Client(t)
-	env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
-		"XXL_JOB_EXECUTOR_LOGPATH": t.TempDir(),
-		"ORDER_SOURCES": fmt.Sprintf(`[{name: s0, dsn: %q, tables: "order_info_{0..2}"}, {name: s1, dsn: %q, maxOpenConns: 4, tables: "order_info_{0..2}"}]`,
-			dbs[0].DSN, dbs[1].DSN)}
+	env := sourcesEnv(t, home, dbs)
 	code, out, errOut := runCLI(t, env, "migrate")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "order source s0:\n")
@@ -108,4 +116,47 @@ func TestMigrateAndCloseOverSources(t *testing.T) {
 	code, out, errOut = runCLI(t, env, "run", "orderAutoConfirmJob")
 	require.Equal(t, 1, code, out+errOut)
 	require.Contains(t, errOut, "order source s1: the order tables listed in order.sources are not what the executor needs (1 to fix;")
+}
+
+// deadLetterRetryJob over order.sources through the binary: letters in
+// the second source's database, naming its tables, are retried into those
+// tables, and `deadletter list -source s1` shows each letter's table.
+func TestDeadLetterRetryAndListOverSources(t *testing.T) {
+	ctx := context.Background()
+	home := dbtest.New(t)
+	dbs := []*dbtest.DB{dbtest.New(t), dbtest.New(t)}
+	env := sourcesEnv(t, home, dbs)
+	for i, db := range dbs {
+		_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 9, SKUs: 5, DueFraction: 1, OrderNoPrefix: fmt.Sprintf("S%d", i)})
+		require.NoError(t, err)
+		_, err = orderdemo.SplitTables(ctx, db.DB, 3)
+		require.NoError(t, err)
+	}
+	s1 := dbs[1]
+	letters := []string{
+		ordertest.DeadLetter(t, s1.DB, ordertest.Unpaid(t, s1.DB, "order_info_1", false), "order_info_1"),
+		ordertest.DeadLetter(t, s1.DB, ordertest.Unpaid(t, s1.DB, "order_info_2", false), "order_info_2"),
+	}
+
+	code, out, errOut := runCLI(t, env, "run", "deadLetterRetryJob")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "over 7 units", "the 6 units and mysql.dsn's Closer")
+	require.Contains(t, out, "s1/order_info_1: found=1 closed=1 ")
+	require.Contains(t, out, "s1/order_info_2: found=1 closed=1 ")
+	require.Contains(t, out, "default/order_info: found=0 ")
+	require.Contains(t, out, "found=2 closed=2 already_done=0 failed=0 parked=0 skipped=0")
+	for i, table := range []string{"order_info_1", "order_info_2"} {
+		require.Equal(t, 1, s1.Count(t, "SELECT COUNT(*) FROM "+table+" WHERE status = 2 AND order_no = ?", letters[i]))
+	}
+
+	code, out, errOut = runCLI(t, env, "deadletter", "list", "-source", "s1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "TABLE")
+	require.Regexp(t, letters[1]+`\s+order_info_2\s+close\s+resolved\s+1\s+.*closed by deadLetterRetryJob`, out)
+	require.Regexp(t, letters[0]+`\s+order_info_1\s+close\s+resolved`, out)
+	for _, home := range []string{"", "default"} { // the metrics' label of mysql.dsn's letters
+		code, out, _ = runCLI(t, env, "deadletter", "list", "-source", home)
+		require.Equal(t, 0, code)
+		require.NotContains(t, out, letters[0], "mysql.dsn's database has no letter")
+	}
 }

@@ -27,6 +27,7 @@ type Deps struct {
 	lockNodes []redis.UniversalClient
 	closer    *orders.Closer
 	units     []*orders.Closer     // orderTimeoutCloseJob's: closer, or one per table of order.sources
+	retry     []*orders.Closer     // deadLetterRetryJob's (RetryUnits)
 	unitDBs   []*sqlx.DB           // the databases of order.sources
 	delay     *delay.Dispatcher    // built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
@@ -87,6 +88,9 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	if d.retry, err = RetryUnits(cfg, d.closer, d.units); err != nil {
+		return err
+	}
 	if d.relays, err = newRelays(cfg, d.db, d.unitDBs, logger); err != nil {
 		return err
 	}
@@ -139,8 +143,8 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 
 // HandlerDeps is what the XXL-JOB handlers run on.
 func (d *Deps) HandlerDeps() *handlers.Deps {
-	return &handlers.Deps{Closer: d.closer, Units: d.units, Dispatcher: d.delay, Lifecycle: d.lifecycle,
-		LifecycleUnits: d.lifeUnits, NoLifecycle: d.noLifecycle}
+	return &handlers.Deps{Closer: d.closer, Units: d.units, RetryUnits: d.retry, Dispatcher: d.delay,
+		Lifecycle: d.lifecycle, LifecycleUnits: d.lifeUnits, NoLifecycle: d.noLifecycle}
 }
 
 // ClosePath is the order close as serve and run build it from the

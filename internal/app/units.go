@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -90,6 +91,32 @@ func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath,
 		}
 	}
 	return u, nil
+}
+
+// RetryUnits are the Closers deadLetterRetryJob retries the letters of:
+// without order.sources home alone (the Closer of mysql.dsn); else the
+// units, each source's database keeping its own letters, and home as
+// well when mysql.dsn is no source's database, for the letters its
+// delayed-task closes write there.
+func RetryUnits(cfg *config.Config, home *orders.Closer, units []*orders.Closer) ([]*orders.Closer, error) {
+	if len(cfg.Order.Sources) == 0 {
+		return []*orders.Closer{home}, nil
+	}
+	sources, err := cfg.Sources()
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range sources {
+		if src.MySQL.DSN == cfg.MySQL.DSN {
+			return units, nil
+		}
+	}
+	for _, u := range units {
+		if u.Source() == home.Source() && u.Table() == home.Table() {
+			return units, nil // a source named like home's: its letters are that unit's
+		}
+	}
+	return append(slices.Clip(units), home), nil
 }
 
 // openSource opens a source's pool, asks the server what it is and checks

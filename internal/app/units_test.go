@@ -13,6 +13,8 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/internal/syncbuf"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/orderlock"
 )
 
 // Open builds a unit per order table of order.sources, in order, each
@@ -37,6 +39,7 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 		names = append(names, u.Source()+"/"+u.Table())
 	}
 	require.Equal(t, []string{"a/order_info", "a/order_info_1", "a/order_info_2", "b/order_info", "gone/order_info"}, names)
+	require.Equal(t, d.HandlerDeps().Units, d.HandlerDeps().RetryUnits, "mysql.dsn is source a's: its letters are a's")
 	require.Len(t, d.unitDBs, 3, "a pool per source")
 	require.Contains(t, logged.String(), `msg="order source does not answer; its units fail until it does" source=gone`)
 	names = nil
@@ -88,6 +91,43 @@ func TestOpenChecksEverySourcesTables(t *testing.T) {
 		home.DSN, deadDSN(t)))
 	require.NoError(t, err, "a source down does not stop the start")
 	require.Contains(t, logged, `msg="order source does not answer; its units fail until it does" source=gone`)
+}
+
+// deadLetterRetryJob's units: mysql.dsn's Closer alone without
+// order.sources; the units with it, and mysql.dsn's Closer after them
+// when mysql.dsn is no source's database (its delayed-task closes write
+// letters there).
+func TestRetryUnits(t *testing.T) {
+	t.Parallel()
+	home, other := dbtest.New(t), dbtest.New(t)
+	rdb, prefix := redistest.Client(t)
+	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
+	require.NoError(t, err)
+	closer := func(db *dbtest.DB, source string) *orders.Closer {
+		c, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{SourceName: source})
+		require.NoError(t, err)
+		return c
+	}
+	homeCloser, unit := closer(home, ""), closer(other, "s")
+	for _, c := range []struct {
+		sources string
+		want    []*orders.Closer
+	}{
+		{"", []*orders.Closer{homeCloser}},
+		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, other.DSN), []*orders.Closer{unit, homeCloser}},
+		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, home.DSN), []*orders.Closer{unit}},
+	} {
+		env := map[string]string{"MYSQL_DSN": home.DSN, "ORDER_SOURCES": c.sources}
+		cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok && v != "" })
+		require.NoError(t, err)
+		units := []*orders.Closer{homeCloser}
+		if c.sources != "" {
+			units = []*orders.Closer{unit}
+		}
+		got, err := RetryUnits(cfg, homeCloser, units)
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, c.sources)
+	}
 }
 
 // deadDSN is a DSN of a port nothing answers on.

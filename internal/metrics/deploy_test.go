@@ -85,7 +85,7 @@ func TestSeriesNames(t *testing.T) {
 	t.Parallel()
 	for expr, want := range map[string][]string{
 		`up{job="order-job-executor"} == 0`:                                                         {"up"},
-		`max by (stage) (orders_dead_letters{status="waiting"}) > 0`:                                {"orders_dead_letters"},
+		`max by (source, stage) (orders_dead_letters{status="waiting"}) > 0`:                        {"orders_dead_letters"},
 		`time() - xxljob_registry_last_success_timestamp_seconds > 90`:                              {"xxljob_registry_last_success_timestamp_seconds"},
 		`histogram_quantile(0.99, sum by (le) (rate(a_bucket{x=~"$i"}[5m]))) > 2`:                   {"a_bucket"},
 		`sum(rate(x_total{result="taken",i=~"$i"}[$__rate_interval])) / sum(rate(y[1m] offset 5m))`: {"x_total", "y"},

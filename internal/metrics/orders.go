@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,7 +45,7 @@ type orderMetrics struct {
 	lockTaken               prometheus.Counter
 	lockError               prometheus.Counter
 
-	overdue, overdueAge, deadLetters *prometheus.Desc
+	overdue, overdueAge *prometheus.Desc
 }
 
 func newOrderMetrics(m *Metrics) orderMetrics {
@@ -73,9 +74,6 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 			"Unpaid orders past their deadline that the sweep would close (capped at 10000; sampled).", nil, nil),
 		overdueAge: prometheus.NewDesc(OrdersOverdueOldestAge,
 			"How long ago the earliest deadline among the overdue unpaid orders passed (0: none; sampled).", nil, nil),
-		deadLetters: prometheus.NewDesc(OrdersDeadLetters,
-			"Dead letters not resolved, by stage and status (waiting: retried later; parked: needs a person; sampled).",
-			[]string{"stage", "status"}, nil),
 	}
 	o.lockDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    OrdersLockAcquireSeconds,
@@ -97,18 +95,24 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 // orderlock.Config.Observer.
 func (m *Metrics) Orders() orders.Observer { return orderObserver{&m.orders} }
 
-// WatchCloser samples c's overdue orders and dead letters, at most every
-// SampleInterval.
-func (m *Metrics) WatchCloser(c *orders.Closer) {
+// WatchCloser samples c's overdue orders, and the dead letters of each
+// of letters (a Closer of each order database, its source labelling the
+// gauge), at most every SampleInterval. The letters of c itself, when it
+// is among letters, are sampled with its overdue orders (sampler
+// "orders"); each other database's on a sampler of its own
+// ("orders:SOURCE", as a source's outbox is "outbox:SOURCE"), so one that
+// does not answer leaves the others' gauges fresh.
+func (m *Metrics) WatchCloser(c *orders.Closer, letters ...*orders.Closer) {
 	o := &m.orders
-	m.reg.MustRegister(m.newSampler("orders", m.cfg.SampleInterval,
-		[]*prometheus.Desc{o.overdue, o.overdueAge, o.deadLetters},
+	descs := []*prometheus.Desc{o.overdue, o.overdueAge}
+	var own *prometheus.Desc
+	if slices.Contains(letters, c) {
+		own = deadLettersDesc(c.Source())
+		descs = append(descs, own)
+	}
+	m.reg.MustRegister(m.newSampler("orders", m.cfg.SampleInterval, descs,
 		func(ctx context.Context) ([]prometheus.Metric, error) {
 			n, oldest, err := c.Overdue(ctx)
-			if err != nil {
-				return nil, err
-			}
-			tallies, err := c.DeadLetterTallies(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -116,20 +120,49 @@ func (m *Metrics) WatchCloser(c *orders.Closer) {
 				prometheus.MustNewConstMetric(o.overdue, prometheus.GaugeValue, float64(n)),
 				prometheus.MustNewConstMetric(o.overdueAge, prometheus.GaugeValue, oldest.Seconds()),
 			}
-			// The close stage's two statuses always appear (0 when none),
-			// so dashboards show 0 rather than no data.
-			seen := map[[2]string]bool{}
-			for _, t := range tallies {
-				seen[[2]string{t.Stage, t.Status}] = true
-				out = append(out, prometheus.MustNewConstMetric(o.deadLetters, prometheus.GaugeValue, float64(t.N), t.Stage, t.Status))
+			if own == nil {
+				return out, nil
 			}
-			for _, st := range []string{"waiting", "parked"} {
-				if !seen[[2]string{"close", st}] {
-					out = append(out, prometheus.MustNewConstMetric(o.deadLetters, prometheus.GaugeValue, 0, "close", st))
-				}
-			}
-			return out, nil
+			dl, err := deadLetterGauges(ctx, own, c)
+			return append(out, dl...), err
 		}))
+	for _, l := range letters {
+		if l == c {
+			continue
+		}
+		d := deadLettersDesc(l.Source())
+		m.reg.MustRegister(m.newSampler("orders:"+l.Source(), m.cfg.SampleInterval, []*prometheus.Desc{d},
+			func(ctx context.Context) ([]prometheus.Metric, error) { return deadLetterGauges(ctx, d, l) }))
+	}
+}
+
+// deadLettersDesc is orders_dead_letters of one order source's database.
+func deadLettersDesc(source string) *prometheus.Desc {
+	return prometheus.NewDesc(OrdersDeadLetters,
+		"Dead letters not resolved, by order source, stage and status (waiting: retried later; parked: needs a person; sampled).",
+		[]string{"stage", "status"}, prometheus.Labels{"source": source})
+}
+
+// deadLetterGauges reads the dead-letter tallies of c's database. The
+// close stage's two statuses always appear (0 when none), so dashboards
+// show 0 rather than no data.
+func deadLetterGauges(ctx context.Context, d *prometheus.Desc, c *orders.Closer) ([]prometheus.Metric, error) {
+	tallies, err := c.DeadLetterTallies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []prometheus.Metric
+	seen := map[[2]string]bool{}
+	for _, t := range tallies {
+		seen[[2]string{t.Stage, t.Status}] = true
+		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(t.N), t.Stage, t.Status))
+	}
+	for _, st := range []string{"waiting", "parked"} {
+		if !seen[[2]string{"close", st}] {
+			out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 0, "close", st))
+		}
+	}
+	return out, nil
 }
 
 type orderObserver struct{ o *orderMetrics }

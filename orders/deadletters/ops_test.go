@@ -110,11 +110,11 @@ func letterNos(dls []deadletters.Letter) []string {
 func TestDeadLetterJSON(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 10, 30, 0, 123e6, time.UTC)
-	dl := deadletters.Letter{ID: 3, OrderNo: "A-1", Stage: "close", Status: "parked", StatusReason: "why",
+	dl := deadletters.Letter{ID: 3, OrderNo: "A-1", OrderTable: "t_order_7", Stage: "close", Status: "parked", StatusReason: "why",
 		LastError: "boom", Attempts: 8, NextRetryAt: at, CreatedAt: at, UpdatedAt: at}
 	b, err := json.Marshal(dl)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"id":3,"orderNo":"A-1","stage":"close","status":"parked","statusReason":"why","lastError":"boom",
+	require.JSONEq(t, `{"id":3,"orderNo":"A-1","orderTable":"t_order_7","stage":"close","status":"parked","statusReason":"why","lastError":"boom",
 		"attempts":8,"nextRetryAt":"2026-11-30T10:30:00.123","createdAt":"2026-11-30T10:30:00.123","updatedAt":"2026-11-30T10:30:00.123"}`, string(b))
 	var back deadletters.Letter
 	require.NoError(t, json.Unmarshal(b, &back))
