@@ -125,7 +125,9 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 		cs.Add("outbox relay", d.relay)
 	}
 	if cfg.Delay.Enabled {
-		cs.Add("delayed tasks", d.delay)
+		for _, c := range d.delayComponents(logger) {
+			cs.Add(c.name, c.Component)
+		}
 	}
 	if exec != nil {
 		cs.Add("xxl-job executor", xxlExecutor{exec, logger})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,10 +21,7 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, other := dbtest.New(t), dbtest.New(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0") // a port nothing answers on once closed
-	require.NoError(t, err)
-	dead := l.Addr().String()
-	require.NoError(t, l.Close())
+	dead := deadAddr(t)
 	_, prefix := redistest.Client(t)
 	env := map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
 		"DELAY_KEY_PREFIX": prefix + "delay:",
