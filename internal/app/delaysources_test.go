@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
@@ -17,6 +18,7 @@ import (
 	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/rabbittest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/xxljob"
@@ -156,4 +158,47 @@ func TestDelayedTasksHomeOnly(t *testing.T) {
 	srcs, err := cfg.Sources()
 	require.NoError(t, err)
 	require.Equal(t, DelayKeys{prefix + "delay:", "delay."}, DelayKeysOf(cfg, srcs[0]))
+}
+
+// With delay.timer rabbitmq each database's tasks hop through queues of
+// their own: mysql.dsn's under delay.rabbitmq.prefix as before, source
+// b's under {prefix}source.b.; a task of b's database closes its order.
+func TestDelayedTasksOfASourceOnRabbitMQ(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home, other := dbtest.New(t), dbtest.New(t)
+	_, prefix := redistest.Client(t)
+	rprefix := rabbittest.Prefix(t)
+	cfg := loadEnv(t, map[string]string{"MYSQL_DSN": home.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:", "DELAY_TIMER": "rabbitmq", "DELAY_RABBITMQ_URL": rabbittest.URL(), "DELAY_RABBITMQ_PREFIX": rprefix,
+		"ORDER_SOURCES": fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: order_info}]`, home.DSN, other.DSN)})
+	ordertest.Order(t, other.DB, ordertest.OrderOpts{OrderNo: "R-1", Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
+	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+	cs := NewComponents(slog.New(slog.DiscardHandler))
+	for _, c := range d.delayComponents(slog.New(slog.DiscardHandler)) {
+		cs.Add(c.name, c.Component)
+	}
+	require.NoError(t, cs.Start(ctx))
+	defer func() { require.NoError(t, cs.Stop(ctx)) }()
+
+	b := d.delaySources[0]
+	require.Equal(t, "b", b.name)
+	require.Eventually(t, func() bool { return b.rabbit.Stats().Connected && d.rabbit.Stats().Connected }, delaytest.WaitLong, 10*time.Millisecond)
+	_, _, err = b.delay.Client().Register(ctx, delay.OrderTimeoutClose("R-1", time.Now()))
+	require.NoError(t, err)
+	delaytest.WaitStatus(t, other, "order-timeout-R-1", "DONE")
+	require.Equal(t, 1, other.Count(t, `SELECT COUNT(*) FROM order_info WHERE order_no = 'R-1' AND status = 2`))
+
+	conn, err := amqp.Dial(rabbittest.URL())
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, q := range []string{rprefix + "ready", rprefix + "source.b.ready"} {
+		ch, err := conn.Channel()
+		require.NoError(t, err)
+		_, err = ch.QueueDeclarePassive(q, true, false, false, false, amqp.Table{"x-queue-type": "quorum"})
+		require.NoError(t, err, "queue %s", q)
+		require.NoError(t, ch.Close())
+	}
 }
