@@ -31,14 +31,24 @@ type DelayKeys struct {
 // DelayKeysOf are the timer names of the tasks in src's database:
 // delay.keyPrefix and delay.rabbitmq.prefix for mysql.dsn's database (the
 // default source, or a source on that database), else names of the
-// source's own (delay.SourceKeyPrefix, delay.SourceRabbitMQPrefix).
+// source's own (delay.SourceKeyPrefix, delay.SourceRabbitMQPrefix), of
+// the first source on that database when several share it.
 func DelayKeysOf(cfg *config.Config, src config.Source) DelayKeys {
 	home := DelayKeys{KeyPrefix: cfg.Delay.KeyPrefix, RabbitMQPrefix: cfg.Delay.RabbitMQ.Prefix}
 	if onHomeDatabase(cfg, src) {
 		return home
 	}
-	return DelayKeys{KeyPrefix: delay.SourceKeyPrefix(home.KeyPrefix, src.Name),
-		RabbitMQPrefix: delay.SourceRabbitMQPrefix(home.RabbitMQPrefix, src.Name)}
+	name := src.Name
+	dsn, _ := src.MySQL.NormalizedDSN()
+	sources, _ := cfg.Sources() // checked by the loader
+	for _, s := range sources {
+		if d, _ := s.MySQL.NormalizedDSN(); d == dsn {
+			name = s.Name
+			break
+		}
+	}
+	return DelayKeys{KeyPrefix: delay.SourceKeyPrefix(home.KeyPrefix, name),
+		RabbitMQPrefix: delay.SourceRabbitMQPrefix(home.RabbitMQPrefix, name)}
 }
 
 // onHomeDatabase says whether src's DSN is mysql.dsn's (both normalized).

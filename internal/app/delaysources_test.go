@@ -81,6 +81,9 @@ func TestDelayedTasksOfEverySource(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, DelayKeys{prefix + "delay:", "delay."}, DelayKeysOf(cfg, srcs[0]))
 	require.Equal(t, DelayKeys{prefix + "delay:source:b:", "delay.source.b."}, DelayKeysOf(cfg, srcs[1]))
+	also := srcs[1]
+	also.Name = "b2" // another source on b's database: its dispatcher is b's
+	require.Equal(t, DelayKeysOf(cfg, srcs[1]), DelayKeysOf(cfg, also))
 	b := d.delaySources[0].delay
 
 	// Missed by the timer (registered without one): the sweep job finds it
