@@ -180,11 +180,6 @@ func (c *Config) validate() []error {
 				bad("%v", e)
 			}
 		}
-		// The relay delivers the outbox of mysql.dsn's database only: the
-		// events a close writes in another source's would wait forever.
-		if c.Order.Compensation.Mode == "outbox" {
-			bad("order.sources: order.compensation.mode outbox is not supported with several order databases yet; use local")
-		}
 	}
 	if n := c.Outbox.MaxAttempts; n < 1 && n != -1 {
 		bad("outbox.maxAttempts: %d must be at least 1, or -1 for no limit", n)

@@ -50,5 +50,5 @@ const maxErrorLen = 2000
 // database time, so next_retry_at is on the same clock the scan compares it
 // with.
 func (c *Closer) deadLetter(ctx context.Context, orderNo string, now time.Time, cause error) error {
-	return c.store.upsertDeadLetter(ctx, c.db, orderNo, sqlexec.Truncate(cause.Error(), maxErrorLen), now, c.cfg.DeadLetterBackoff)
+	return c.store.upsertDeadLetter(ctx, c.db, c.Table(), orderNo, sqlexec.Truncate(cause.Error(), maxErrorLen), now, c.cfg.DeadLetterBackoff)
 }

@@ -64,8 +64,9 @@ const DefaultRetryPageSize = 100
 
 // RetryDeadLetters retries the close of the orders whose close dead letter
 // is waiting and due (next_retry_at at or before the database clock, read
-// once at the start), in keyset pages over idx_status_retry, for one shard
-// (shard.Of(letter id, total) = index).
+// once at the start), in keyset pages over idx_table_status_retry, for one
+// shard (shard.Of(letter id, total) = index): the letters of c's order
+// table, then those that name no table (written before migration 0138).
 //
 // Each letter is first claimed (a conditional UPDATE that repeats the state
 // the scan saw and pushes next_retry_at past the replay's worst case), so of
@@ -90,6 +91,14 @@ const DefaultRetryPageSize = 100
 // unreachable, a letter cannot be written); the stats so far are returned
 // with it.
 func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryStats, error) {
+	return c.retryDeadLetters(ctx, opt, []*Closer{c})
+}
+
+// retryDeadLetters is RetryDeadLetters of c's table; with tableless, the
+// Closers of c's database (c first), it also takes the letters that name
+// no table, each closed by the first of tableless whose table holds its
+// order. Without, it leaves them to the unit that takes them.
+func (c *Closer) retryDeadLetters(ctx context.Context, opt RetryOptions, tableless []*Closer) (RetryStats, error) {
 	start := time.Now()
 	st := RetryStats{DryRun: opt.DryRun}
 	if opt.ShardTotal <= 0 {
@@ -111,13 +120,16 @@ func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryS
 	}
 	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 
-	err = c.retryPages(ctx, opt, clock, &st)
+	err = c.retryPages(ctx, opt, clock, c.Table(), nil, &st)
+	if err == nil && len(tableless) > 0 {
+		err = c.retryPages(ctx, opt, clock, "", tableless, &st)
+	}
 	st.Elapsed = time.Since(start)
 	if err != nil {
 		return st, err
 	}
-	attrs := []any{"shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal, "dry_run", opt.DryRun,
-		"num_found", st.Found, "num_closed", st.Closed, "num_already_done", st.AlreadyDone,
+	attrs := []any{"source", c.Source(), "table", c.Table(), "shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal,
+		"dry_run", opt.DryRun, "num_found", st.Found, "num_closed", st.Closed, "num_already_done", st.AlreadyDone,
 		"num_failed", st.Failed, "num_parked", st.Parked, "num_skipped", st.Skipped,
 		"num_skip_errors", st.SkipErrors, "seconds", st.Elapsed.Seconds()}
 	if st.SkipErr != nil {
@@ -127,21 +139,24 @@ func (c *Closer) RetryDeadLetters(ctx context.Context, opt RetryOptions) (RetryS
 	return st, nil
 }
 
-func (c *Closer) retryPages(ctx context.Context, opt RetryOptions, clock runClock, st *RetryStats) error {
-	cur := letterCursor{NextRetryAt: firstCursor.CreateTime, ID: -1}
+// retryPages replays the due letters of table (see retryDeadLetters for
+// tableless), page by page, until none is left or MaxLetters are found.
+func (c *Closer) retryPages(ctx context.Context, opt RetryOptions, clock runClock, table string, tableless []*Closer, st *RetryStats) error {
+	p := dueLetterParams{Table: table, ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, Now: clock.now,
+		AfterAt: firstCursor.CreateTime, AfterID: -1}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		limit := opt.PageSize
+		p.Limit = opt.PageSize
 		if opt.MaxLetters > 0 {
 			if left := opt.MaxLetters - st.Found; left <= 0 {
 				return nil
-			} else if left < limit {
-				limit = left
+			} else if left < p.Limit {
+				p.Limit = left
 			}
 		}
-		rows, err := c.store.dueLetters(ctx, c.db, cur, clock.now, opt.ShardIndex, opt.ShardTotal, limit)
+		rows, err := c.store.dueLetters(ctx, c.db, p)
 		if err != nil {
 			return err
 		}
@@ -150,7 +165,7 @@ func (c *Closer) retryPages(ctx context.Context, opt RetryOptions, clock runCloc
 		}
 		st.Pages++
 		last := rows[len(rows)-1]
-		cur = letterCursor{NextRetryAt: last.NextRetryAt, ID: last.ID}
+		p.AfterAt, p.AfterID = last.NextRetryAt, last.ID
 		for _, l := range rows {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -159,21 +174,38 @@ func (c *Closer) retryPages(ctx context.Context, opt RetryOptions, clock runCloc
 			if opt.DryRun {
 				continue
 			}
-			if err := c.replay(ctx, clock, l, st); err != nil {
+			if err := c.replay(ctx, clock, l, tableless, st); err != nil {
 				return err
 			}
 		}
-		c.log.DebugContext(ctx, "dead-letter retry page", "page", st.Pages, "batch_size", len(rows))
-		if len(rows) < limit {
+		c.log.DebugContext(ctx, "dead-letter retry page", "table", table, "page", st.Pages, "batch_size", len(rows))
+		if len(rows) < p.Limit {
 			return nil
 		}
 	}
 }
 
+// closeLetter closes a letter's order: with c, or for a letter that names
+// no table with the first of tableless whose table holds the order. It
+// returns the reason to park the letter with when no table does.
+func (c *Closer) closeLetter(ctx context.Context, orderNo string, tableless []*Closer) (Outcome, string, error) {
+	if len(tableless) <= 1 {
+		out, err := c.CloseOrder(ctx, orderNo)
+		return out, c.store.sql().orderGone, err
+	}
+	for _, u := range tableless {
+		out, err := u.CloseOrder(ctx, orderNo)
+		if out != OutcomeNotFound {
+			return out, "", err
+		}
+	}
+	return OutcomeNotFound, fmt.Sprintf("order not found in the %d order tables of source %s", len(tableless), c.Source()), nil
+}
+
 // replay claims one letter and closes its order with CloseOrder, then
 // settles the letter according to the outcome (see RetryDeadLetters). The
 // error is fatal for the run.
-func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *RetryStats) error {
+func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, tableless []*Closer, st *RetryStats) error {
 	// The claim lasts as long as one CloseOrder can (its work is bounded by
 	// pageTimeout), on the run's clock advanced by the local monotonic time.
 	until := clock.closeTime().Add(c.pageTimeout())
@@ -185,7 +217,7 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *Re
 		st.Skipped++ // another run took it, or it changed since the scan
 		return nil
 	}
-	out, err := c.CloseOrder(ctx, l.OrderNo)
+	out, gone, err := c.closeLetter(ctx, l.OrderNo, tableless)
 	switch out {
 	case OutcomeClosed:
 		st.Closed++
@@ -206,13 +238,13 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, st *Re
 		}
 		return nil
 	case OutcomeNotFound:
-		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Parked, c.store.sql().orderGone)
+		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Parked, gone)
 		if serr != nil {
 			return serr
 		}
 		if settled {
 			st.Parked++
-			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "reason", c.store.sql().orderGone)
+			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "reason", gone)
 		} else {
 			st.Skipped++
 		}

@@ -21,7 +21,7 @@ func TestDeadLetterScheduleMatchesBackoff(t *testing.T) {
 	require.NoError(t, err)
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for attempts := 1; attempts <= 12; attempts++ {
-		require.NoError(t, store{}.upsertDeadLetter(ctx, db, "SCHED-1", "boom", now, b))
+		require.NoError(t, store{}.upsertDeadLetter(ctx, db, "order_info", "SCHED-1", "boom", now, b))
 		var row struct {
 			Attempts int       `db:"attempts"`
 			Next     time.Time `db:"next_retry_at"`

@@ -62,7 +62,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
 		{Name: "close: outbox events", Query: q(outbox, outboxArgs...), Units: n},
 		{Name: "close: resolve dead letters", Query: in(resolveDeadLettersSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "close: dead-letter one order", Query: named(upsertDeadLetterSQL, deadLetterParams{OrderNo: one, LastError: "boom", Now: f.now, FirstStatus: "waiting", FirstDelayUS: 60e6, ParkAfter: 8, BaseUS: 60e6, MaxUS: 3600e6}), Units: 1},
+		{Name: "close: dead-letter one order", Query: named(upsertDeadLetterSQL, deadLetterParams{OrderNo: one, OrderTable: "order_info", LastError: "boom", Now: f.now, FirstStatus: "waiting", FirstDelayUS: 60e6, ParkAfter: 8, BaseUS: 60e6, MaxUS: 3600e6}), Units: 1},
 		{Name: "close: payment-step read", Query: lit(readOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
 		{Name: "close: capped run resumes", Query: named(closeCursorSQL, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule}), Units: 1, Plan: pk("order_close_cursor")},
 		{Name: "close: capped run stops", Query: named(setCloseCursorSQL, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule, "create_time": f.cursor.CreateTime, "order_id": f.cursor.ID}), Units: 1},
@@ -72,7 +72,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "CloseOrder: dead letter", Query: q(deadLetterStatusSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		{Name: "CloseOrders: batch read", Query: in(ordersForCloseSQL, f.pageNos), Units: n, Plan: byNo("o", "uk_order_no").And("d", "uk_order_stage", "eq_ref")},
 		// The dead-letter retry job.
-		{Name: "retry: due letters", Query: named(dueLettersSQL, map[string]any{"now": f.now, "after_at": firstCursor.CreateTime, "after_id": firstCursor.ID, "shard_total": 1, "shard_index": 0, "limit": 500}), Units: f.dueLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
+		{Name: "retry: due letters", Query: named(dueLettersSQL, dueLetterParams{Now: f.now, AfterAt: firstCursor.CreateTime, AfterID: firstCursor.ID, ShardTotal: 1, Limit: 500}), Units: f.dueLetters, Plan: uses("order_dead_letter", "idx_table_status_retry", "range")},
 		{Name: "retry: claim letter", Query: named(claimLetterSQL, map[string]any{"until": f.now, "id": f.letterID, "attempts": 1, "now": f.now}), Units: 1, Plan: pk("order_dead_letter")},
 		{Name: "retry: settle letter", Query: named(settleLetterSQL, map[string]any{"status": "resolved", "reason": "r", "id": f.letterID}), Units: 1, Plan: pk("order_dead_letter")},
 		{Name: "retry: note letter", Query: named(noteLetterSQL, map[string]any{"reason": "r", "id": f.letterID, "status": "waiting"}), Units: 1, Plan: pk("order_dead_letter")},

@@ -86,6 +86,10 @@ type RelayStats struct {
 	// same events (1213: SKIP LOCKED skips only this node's locks). Not an
 	// error: the claim is tried again.
 	ClaimsLost int
+	// PassErrors are the passes of a started relay that ended with an
+	// error: the claim or a bookkeeping write failed, most often because
+	// its database does not answer. The relay keeps polling.
+	PassErrors int
 }
 
 func (s *RelayStats) add(o RelayStats) {
@@ -96,6 +100,7 @@ func (s *RelayStats) add(o RelayStats) {
 	s.Parked += o.Parked
 	s.Superseded += o.Superseded
 	s.ClaimsLost += o.ClaimsLost
+	s.PassErrors += o.PassErrors
 }
 
 // Relay delivers order_outbox events to the inventory and coupon services
@@ -278,6 +283,9 @@ func (r *Relay) loop(loopCtx, workCtx context.Context) {
 	for {
 		st, err := r.runOnce(loopCtx, workCtx)
 		if err != nil && loopCtx.Err() == nil {
+			r.mu.Lock()
+			r.stats.PassErrors++
+			r.mu.Unlock()
 			r.log.WarnContext(loopCtx, "outbox relay pass failed", "error", err.Error())
 		}
 		if st.Claimed > 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
@@ -396,4 +397,20 @@ func TestRelayStop(t *testing.T) {
 		return backlog.Pending == 0
 	}, 10*time.Second, 20*time.Millisecond)
 	require.NoError(t, r2.Stop(b.ctx), "Stop without Start")
+}
+
+// A started relay whose database refuses its claims keeps polling and
+// counts each failed pass (the metric behind OutboxRelayFailing).
+func TestRelayCountsFailedPasses(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewEmpty(t) // no order_outbox: every claim fails
+	inv, cpn := newReceiver(t, ""), newReceiver(t, "")
+	r, err := orders.NewRelay(db.DB, orders.RelayConfig{PollInterval: 10 * time.Millisecond,
+		Endpoints: map[string]string{orders.EventStockRelease: inv.srv.URL, orders.EventCouponRestore: cpn.srv.URL}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, r.Start(ctx))
+	require.Eventually(t, func() bool { return r.Stats().PassErrors >= 3 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.Stop(ctx))
+	require.Zero(t, r.Stats().Claimed)
 }

@@ -345,23 +345,27 @@ func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos
 // (TestDeadLetterScheduleMatchesBackoff holds the two together). A row that is parked stays parked; any other
 // (waiting or resolved) goes back to waiting, or to parked once attempts
 // reach park-after. Assignments run left to right, so status and
-// next_retry_at see attempts before it is incremented. One row per (order_no,
-// stage) via uk_order_stage.
+// next_retry_at see attempts before it is incremented. order_table is the
+// Closer's order table, also on an existing row: a letter written before
+// the column (migration 0138, empty) learns its table at its next failure.
+// One row per (order_no, stage) via uk_order_stage.
 const upsertDeadLetterSQL = `
-INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
-VALUES (:order_no, 'close', :first_status, :last_error, 1, :now + INTERVAL :first_delay_us MICROSECOND)
+INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at, order_table)
+VALUES (:order_no, 'close', :first_status, :last_error, 1, :now + INTERVAL :first_delay_us MICROSECOND, :order_table)
 ON DUPLICATE KEY UPDATE
   status = IF(status = 'parked' OR (:park_after > 0 AND attempts + 1 >= :park_after), 'parked', 'waiting'),
   last_error = :last_error,
+  order_table = :order_table,
   next_retry_at = :now + INTERVAL FLOOR(LEAST(:base_us * POW(2, LEAST(attempts, 40)), :max_us)) MICROSECOND,
   attempts = attempts + 1`
 
 // deadLetterParams are upsertDeadLetterSQL's: the order, its error and the
 // run's clock, the first attempt's status and delay, and the backoff an
 // existing row's next attempt is scheduled by (park after, 0 = never; base
-// and maximum delay), delays in microseconds.
+// and maximum delay), delays in microseconds; the order's table.
 type deadLetterParams struct {
 	OrderNo      string    `db:"order_no"`
+	OrderTable   string    `db:"order_table"`
 	LastError    string    `db:"last_error"`
 	Now          time.Time `db:"now"`
 	FirstStatus  string    `db:"first_status"`
@@ -371,8 +375,8 @@ type deadLetterParams struct {
 	MaxUS        int64     `db:"max_us"`
 }
 
-func (store) upsertDeadLetter(ctx context.Context, e sqlx.ExecerContext, orderNo, lastErr string, now time.Time, b DeadLetterBackoff) error {
-	p := deadLetterParams{OrderNo: orderNo, LastError: lastErr, Now: now, FirstStatus: deadletters.Waiting,
+func (store) upsertDeadLetter(ctx context.Context, e sqlx.ExecerContext, table, orderNo, lastErr string, now time.Time, b DeadLetterBackoff) error {
+	p := deadLetterParams{OrderNo: orderNo, OrderTable: table, LastError: lastErr, Now: now, FirstStatus: deadletters.Waiting,
 		FirstDelayUS: b.schedule().Step(1).Microseconds(), ParkAfter: b.ParkAfter,
 		BaseUS: b.Base.Microseconds(), MaxUS: b.Max.Microseconds()}
 	if b.ParkAfter == 1 {

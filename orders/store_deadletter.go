@@ -24,24 +24,22 @@ type dueLetter struct {
 	NextRetryAt time.Time `db:"next_retry_at"`
 }
 
-// letterCursor is the keyset position of the retry scan: the last row read.
-type letterCursor struct {
-	NextRetryAt time.Time
-	ID          int64
-}
-
-// dueLettersSQL reads the next keyset page of waiting close dead letters of
-// one shard whose next_retry_at has come.
+// dueLettersSQL reads the next keyset page of one order table's waiting
+// close dead letters of one shard whose next_retry_at has come.
 //
-// The cursor is the last row of the previous page (the first page passes
-// year 1000 and id -1). A plain consistent read over idx_status_retry (status,
-// next_retry_at, id): no locks; the claim below decides who replays a
-// letter. stage is checked on the row (letters of other stages belong to
-// other jobs). Returns up to limit rows in key order.
+// The table is the letter's order_table (empty for letters written before
+// migration 0138). The cursor is the last row of the previous page (the
+// first page passes year 1000 and id -1). A plain consistent read over
+// idx_table_status_retry (order_table, status, next_retry_at, id): one
+// range per table, so a database of many tables reads each table's
+// letters once; no locks, the claim below decides who replays a letter.
+// stage is checked on the row (letters of other stages belong to other
+// jobs). Returns up to limit rows in key order.
 var dueLettersSQL = `
 SELECT id, order_no, attempts, next_retry_at
-FROM order_dead_letter FORCE INDEX (idx_status_retry)
-WHERE status = 'waiting'
+FROM order_dead_letter FORCE INDEX (idx_table_status_retry)
+WHERE order_table = :table
+  AND status = 'waiting'
   AND next_retry_at <= :now
   AND (next_retry_at > :after_at OR (next_retry_at = :after_at AND id > :after_id))
   AND stage = 'close'
@@ -49,12 +47,22 @@ WHERE status = 'waiting'
 ORDER BY next_retry_at, id
 LIMIT :limit`
 
-func (store) dueLetters(ctx context.Context, q sqlx.QueryerContext, cur letterCursor, now time.Time, shardIndex, shardTotal, limit int) ([]dueLetter, error) {
+// dueLetterParams are dueLettersSQL's: the order table, one shard of its
+// letters, the run's clock, the cursor and the page size.
+type dueLetterParams struct {
+	Table      string    `db:"table"`
+	ShardIndex int       `db:"shard_index"`
+	ShardTotal int       `db:"shard_total"`
+	Now        time.Time `db:"now"`
+	AfterAt    time.Time `db:"after_at"`
+	AfterID    int64     `db:"after_id"`
+	Limit      int       `db:"limit"`
+}
+
+func (store) dueLetters(ctx context.Context, q sqlx.QueryerContext, p dueLetterParams) ([]dueLetter, error) {
 	var rows []dueLetter
-	err := sqlexec.SelectNamed(ctx, q, &rows, dueLettersSQL, map[string]any{"now": now, "after_at": cur.NextRetryAt,
-		"after_id": cur.ID, "shard_total": shardTotal, "shard_index": shardIndex, "limit": limit})
-	if err != nil {
-		return nil, fmt.Errorf("scan due dead letters after (%s, %d): %w", cur.NextRetryAt.Format(time.DateTime), cur.ID, err)
+	if err := sqlexec.SelectNamed(ctx, q, &rows, dueLettersSQL, p); err != nil {
+		return nil, fmt.Errorf("scan due dead letters of table %q after (%s, %d): %w", p.Table, p.AfterAt.Format(time.DateTime), p.AfterID, err)
 	}
 	return rows, nil
 }

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
-	"github.com/orderjob/executor/internal/shard"
+	"github.com/orderjob/executor/internal/unitrun"
 )
 
 // DefaultSourceName is CloserConfig.SourceName when none is given: the one
@@ -57,22 +56,9 @@ func (s *Sweep) Units() []*Closer { return s.units }
 // first unit: every unit of a process shares the close settings).
 func (s *Sweep) Effective(opt RunOptions) (RunOptions, error) { return s.units[0].Effective(opt) }
 
-// UnitRun is one unit's share of a sweep and what it did.
-type UnitRun struct {
-	Source, Table string
-	// Share is the unit's rows this executor took: all of them, or the
-	// rows of one row shard (shard.Assign).
-	Share shard.Share
-	Stats RunStats
-	// Err is what stopped the unit's run; for a unit never started (its
-	// source unreachable, the sweep cancelled) it says why.
-	Err error
-	// Started is false for a unit whose run was not started.
-	Started bool
-}
-
-// Name is the unit as the run log and messages write it: source/table.
-func (u UnitRun) Name() string { return u.Source + "/" + u.Table }
+// UnitRun is one unit's share of a sweep and what it did: its Stats,
+// what stopped it (Err), whether it was Started (unitrun.Run).
+type UnitRun = unitrun.Run[RunStats]
 
 // SweepOptions are a sweep's parameters: RunOptions, whose ShardIndex and
 // ShardTotal are this executor among the broadcast's (shard.Assign turns
@@ -94,65 +80,40 @@ type SweepResult struct {
 }
 
 // Failed are the units whose run an error stopped.
-func (r SweepResult) Failed() []UnitRun {
-	var out []UnitRun
-	for _, u := range r.Units {
-		if u.Err != nil {
-			out = append(out, u)
-		}
-	}
-	return out
-}
+func (r SweepResult) Failed() []UnitRun { return unitrun.Failed(r.Units) }
 
 // Err is the first unit's error joined with a count of the others, nil
 // when every unit ran to its end.
-func (r SweepResult) Err() error {
-	f := r.Failed()
-	switch len(f) {
-	case 0:
-		return nil
-	case 1:
-		return fmt.Errorf("%s: %w", f[0].Name(), f[0].Err)
-	}
-	return fmt.Errorf("%d of %d units failed, first %s: %w", len(f), len(r.Units), f[0].Name(), f[0].Err)
-}
+func (r SweepResult) Err() error { return unitrun.Err(r.Units) }
 
-// Run runs this executor's share of every unit: one goroutine per source
-// database, each running its units one after the other, so sources close
-// in parallel, each within its own pool. A unit's error fails that unit
-// and no other; an error saying its database cannot be reached
-// (KindConnection) also fails the source's units not yet started, without
-// trying each. MaxOrders is split evenly over the executor's units,
-// MaxPerSecond over its sources. Run returns when every goroutine has.
+// Run runs this executor's share of every unit (unitrun.Sweep): one
+// goroutine per source database, each running its units one after the
+// other, so sources close in parallel, each within its own pool. A unit's
+// error fails that unit and no other; an error saying its database cannot
+// be reached (KindConnection) also fails the source's units not yet
+// started, without trying each. MaxOrders is split evenly over the
+// executor's units, MaxPerSecond over its sources. Run returns when every
+// goroutine has.
 func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	start := time.Now()
-	shares := shard.Assign(len(s.units), opt.ShardIndex, opt.ShardTotal)
-	res := SweepResult{Units: make([]UnitRun, len(shares))}
-	bySource := map[string][]int{} // source → indexes into shares, in order
-	var sources []string
-	for i, sh := range shares {
-		c := s.units[sh.Unit]
-		res.Units[i] = UnitRun{Source: c.Source(), Table: c.Table(), Share: sh}
-		if _, ok := bySource[c.Source()]; !ok {
-			sources = append(sources, c.Source())
-		}
-		bySource[c.Source()] = append(bySource[c.Source()], i)
-	}
+	sw := unitrun.New[RunStats](s.unitList(), opt.ShardIndex, opt.ShardTotal)
 	unitOpt := opt.RunOptions
-	if opt.MaxOrders > 0 && len(shares) > 0 {
-		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(shares))))
+	if opt.MaxOrders > 0 && len(sw.Runs) > 0 {
+		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(sw.Runs))))
 	}
-	if opt.MaxPerSecond > 0 && len(sources) > 0 {
-		unitOpt.MaxPerSecond = opt.MaxPerSecond / float64(len(sources))
+	if opt.MaxPerSecond > 0 && sw.Sources > 0 {
+		unitOpt.MaxPerSecond = opt.MaxPerSecond / float64(sw.Sources)
 	}
-	var mu sync.Mutex // serializes the callbacks
-	var wg sync.WaitGroup
-	for _, src := range sources {
-		wg.Go(func() {
-			s.runSource(ctx, bySource[src], res.Units, unitOpt, opt, &mu)
-		})
+	run := func(ctx context.Context, u *UnitRun) (RunStats, error) {
+		ro := unitOpt
+		ro.ShardIndex, ro.ShardTotal = u.Share.RowIndex, u.Share.RowTotal
+		if opt.UnitProgress != nil {
+			ro.Progress = func(p PageStats) { sw.Serial(func() { opt.UnitProgress(*u, p) }) }
+		}
+		return s.units[u.Share.Unit].Run(ctx, ro)
 	}
-	wg.Wait()
+	sw.Do(ctx, run, sourceDown[RunStats](s), opt.UnitDone)
+	res := SweepResult{Units: sw.Runs}
 	for _, u := range res.Units {
 		res.Total.merge(u.Stats)
 	}
@@ -161,40 +122,20 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	return res
 }
 
-// runSource runs the units at idx (of one source) in turn, writing each
-// one's result into runs[i].
-func (s *Sweep) runSource(ctx context.Context, idx []int, runs []UnitRun, unitOpt RunOptions, opt SweepOptions, mu *sync.Mutex) {
-	var down error // the source could not be reached
-	for _, i := range idx {
-		u := &runs[i]
-		c := s.units[u.Share.Unit]
-		switch {
-		case down != nil:
-			u.Err = fmt.Errorf("not started: source %s cannot be reached: %w", u.Source, down)
-		case ctx.Err() != nil:
-			u.Err = fmt.Errorf("not started: %w", ctx.Err())
-		default:
-			ro := unitOpt
-			ro.ShardIndex, ro.ShardTotal = u.Share.RowIndex, u.Share.RowTotal
-			if opt.UnitProgress != nil {
-				ro.Progress = func(p PageStats) {
-					mu.Lock()
-					defer mu.Unlock()
-					opt.UnitProgress(*u, p)
-				}
-			}
-			u.Started = true
-			u.Stats, u.Err = c.Run(ctx, ro)
-			if u.Err != nil && c.cfg.Server.Kind(u.Err) == KindConnection {
-				down = u.Err
-			}
-		}
-		if opt.UnitDone != nil {
-			mu.Lock()
-			opt.UnitDone(*u)
-			mu.Unlock()
-		}
+// unitList is the sweep's units as unitrun takes them, in order.
+func (s *Sweep) unitList() []unitrun.Unit {
+	units := make([]unitrun.Unit, len(s.units))
+	for i, c := range s.units {
+		units[i] = unitrun.Unit{Source: c.Source(), Table: c.Table()}
 	}
+	return units
+}
+
+// sourceDown says whether the error that stopped a unit means its database
+// cannot be reached (KindConnection): the source's other units are then
+// failed without trying each.
+func sourceDown[S any](s *Sweep) func(u *unitrun.Run[S]) bool {
+	return func(u *unitrun.Run[S]) bool { return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == KindConnection }
 }
 
 // merge adds o's counts into s; the first errors and the largest lateness

@@ -11,7 +11,6 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
-	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -30,9 +29,7 @@ type sweepSource struct {
 // the Closers of every unit on one locker.
 func sweepWorld(t *testing.T, sources, tables, perTable int) ([]*sweepSource, []*orders.Closer) {
 	t.Helper()
-	rdb, prefix := redistest.Client(t)
-	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
-	require.NoError(t, err)
+	locker := lockerOf(t)
 	var out []*sweepSource
 	var units []*orders.Closer
 	for i := range sources {

@@ -5,22 +5,19 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/orders"
 )
 
 // closeExtensions are the optional parts of the close path: the payment
-// side's close-trade step and outbox compensation with its relay.
+// side's close-trade step and outbox compensation (its relays: relays.go).
 type closeExtensions struct {
 	tradeCloser  orders.TradeCloser // nil: no payment step
 	compensation orders.CompensationMode
-	relay        *orders.Relay // outbox mode only; built, not started: serve starts it
 }
 
 // newCloseExtensions builds them from order.payment and order.compensation.
-func newCloseExtensions(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (closeExtensions, error) {
+func newCloseExtensions(cfg *config.Config, logger *slog.Logger) (closeExtensions, error) {
 	var ext closeExtensions
 	if p := cfg.Order.Payment; p.CloseURL != "" {
 		tc, err := orders.NewHTTPTradeCloser(orders.HTTPTradeCloserConfig{
@@ -41,20 +38,5 @@ func newCloseExtensions(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (c
 		return ext, fmt.Errorf("order.compensation: %w", err)
 	}
 	ext.compensation = mode
-	if mode == orders.CompensateOutbox {
-		ext.relay, err = orders.NewRelay(db, orders.RelayConfig{
-			Endpoints: map[string]string{
-				orders.EventStockRelease:  c.InventoryURL,
-				orders.EventCouponRestore: c.CouponURL,
-			},
-			Token:       c.Token,
-			TokenHeader: c.TokenHeader,
-			MaxAttempts: cfg.Outbox.MaxAttempts,
-			Logger:      logger,
-		})
-		if err != nil {
-			return ext, fmt.Errorf("order.compensation: %w", err)
-		}
-	}
 	return ext, nil
 }

@@ -18,21 +18,26 @@ func TestCloseExtensions(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	cfg := &config.Config{}
 	cfg.Order.Compensation.Mode = "local"
-	ext, err := newCloseExtensions(db.DB, cfg, logger)
+	ext, err := newCloseExtensions(cfg, logger)
 	require.NoError(t, err)
 	require.Nil(t, ext.tradeCloser, "no closeURL: no payment step")
-	require.Nil(t, ext.relay)
 	require.Equal(t, orders.CompensateLocal, ext.compensation)
+	relays, err := newRelays(cfg, db.DB, nil, logger)
+	require.NoError(t, err)
+	require.Nil(t, relays, "local mode: no relay")
 
 	cfg.Order.Payment = config.OrderPayment{CloseURL: "http://pay.local/close", Timeout: time.Second, Retries: 1}
 	cfg.Order.Compensation = config.OrderCompensation{Mode: "outbox", InventoryURL: "http://inv.local/r", CouponURL: "http://cpn.local/r"}
-	ext, err = newCloseExtensions(db.DB, cfg, logger)
+	ext, err = newCloseExtensions(cfg, logger)
 	require.NoError(t, err)
 	require.NotNil(t, ext.tradeCloser)
-	require.NotNil(t, ext.relay)
 	require.Equal(t, orders.CompensateOutbox, ext.compensation)
+	relays, err = newRelays(cfg, db.DB, nil, logger)
+	require.NoError(t, err)
+	require.Len(t, relays, 1, "mysql.dsn's database alone")
+	require.Equal(t, "default", relays[0].Source)
 
 	cfg.Order.Compensation.CouponURL = ""
-	_, err = newCloseExtensions(db.DB, cfg, logger)
+	_, err = newRelays(cfg, db.DB, nil, logger)
 	require.ErrorContains(t, err, "order.compensation")
 }

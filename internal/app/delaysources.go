@@ -147,7 +147,7 @@ func (d *Deps) buildDelaySources(ctx context.Context, w delayWiring) (homeUnits 
 		}
 		keys := DelayKeysOf(w.cfg, odb.src)
 		src := &delaySource{name: odb.source}
-		log := w.logger.With("order_source", odb.source)
+		log := w.logger.With("source", odb.source)
 		if src.rabbit, err = StartRabbitMQTimer(ctx, w.cfg, odb.db, keys.RabbitMQPrefix, log); err != nil {
 			return nil, fmt.Errorf("order source %s: %w", odb.source, err)
 		}

@@ -31,8 +31,8 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 	}
 	m.WatchCloser(d.closer)
 	m.WatchRefunds(orders.NewRefunds(d.db))
-	if d.relay != nil {
-		m.WatchRelay(d.relay)
+	for _, r := range d.relays {
+		m.WatchRelay(r.Source, r.Relay)
 	}
 	m.WatchDispatcher(d.delay)
 	if d.rabbit != nil {

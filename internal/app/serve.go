@@ -91,8 +91,9 @@ func CheckOpen(cfg *config.Config) error {
 
 // serveComponents builds the components the configuration turns on, in
 // the order they start: the API port first, so it answers probes until the
-// end; the outbox relay before the delayed-task dispatcher, so it still
-// delivers what the dispatcher's last closes wrote; the XXL-JOB executor
+// end; the outbox relays (one per order database, each stopped on its own)
+// before the delayed-task dispatcher, so they still deliver what the
+// dispatcher's last closes wrote; the XXL-JOB executor
 // last, so it deregisters and drains first.
 func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d *Deps) (*Components, error) {
 	cs := NewComponents(logger)
@@ -121,8 +122,8 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 		}
 		cs.Add("api", apiSrv)
 	}
-	if d.relay != nil {
-		cs.Add("outbox relay", d.relay)
+	for _, r := range d.relays {
+		cs.Add(relayComponentName(d.relays, r.Source), r.Relay)
 	}
 	if cfg.Delay.Enabled {
 		for _, c := range d.delayComponents(logger) {

@@ -33,7 +33,7 @@ type Deps struct {
 	// delaySources are the delayed tasks of the other order databases
 	// (order.sources), as delay and rabbit (delaysources.go).
 	delaySources []*delaySource
-	relay        *orders.Relay   // outbox compensation only; built, not started: serve starts it
+	relays       []sourceRelay   // outbox compensation only, one per order database; built, not started: serve starts them
 	lifecycle    *lifecycle.Jobs // orderAutoConfirmJob, orderFulfillmentTimeoutJob
 	// noLifecycle says why lifecycle is nil (a declared order.schema).
 	noLifecycle error
@@ -79,8 +79,11 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	d.closer, d.relay, d.compensation = cp.Closer, cp.Relay, cp.Compensation
+	d.closer, d.compensation = cp.Closer, cp.Compensation
 	if d.units, d.unitDBs, err = OpenUnits(ctx, cfg, cp, logger); err != nil {
+		return err
+	}
+	if d.relays, err = newRelays(cfg, d.db, d.unitDBs, logger); err != nil {
 		return err
 	}
 	if d.lifecycle, d.noLifecycle, err = newLifecycle(d.db, cfg, logger, obs.Lifecycle); err != nil {
@@ -163,10 +166,9 @@ func (d *Deps) HandlerDeps() *handlers.Deps {
 
 // ClosePath is the order close as serve and run build it from the
 // configuration: the closer with its page locker, payment step and
-// compensation mode, and the outbox relay that mode needs.
+// compensation mode (outbox mode's relays are the Deps': relays.go).
 type ClosePath struct {
 	Closer       *orders.Closer
-	Relay        *orders.Relay // outbox compensation only; built, not started
 	Compensation orders.CompensationMode
 	// NewUnit builds the Closer of one unit of order.sources, on its own
 	// database, with Closer's settings and locks (units.go).
@@ -194,7 +196,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order locks: %w", err)
 	}
-	ext, err := newCloseExtensions(db, cfg, logger)
+	ext, err := newCloseExtensions(cfg, logger)
 	if err != nil {
 		return ClosePath{}, err
 	}
@@ -219,7 +221,7 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order closer: %w", err)
 	}
-	return ClosePath{Closer: closer, Relay: ext.relay, Compensation: ext.compensation,
+	return ClosePath{Closer: closer, Compensation: ext.compensation,
 		NewUnit: unitBuilder(cfg, locker, ccfg, logger)}, nil
 }
 

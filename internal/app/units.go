@@ -41,8 +41,9 @@ func unitBuilder(cfg *config.Config, locker *orderlock.Locker, ccfg orders.Close
 // OpenUnits opens the database of each order source (order.sources) and
 // builds the Closer of every unit, a source's order table, in the
 // configured order. Without order.sources the one unit is cp.Closer, on
-// mysql.dsn, and no database is opened. The databases it opened are
-// returned for the caller to close, also with an error.
+// mysql.dsn, and no database is opened. The databases it opened, one per
+// source in order.sources' order, are returned for the caller to close,
+// also with an error.
 func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath, logger *slog.Logger) ([]*orders.Closer, []*sqlx.DB, error) {
 	if len(cfg.Order.Sources) == 0 {
 		return []*orders.Closer{cp.Closer}, nil, nil

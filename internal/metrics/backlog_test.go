@@ -55,7 +55,7 @@ func TestBacklogGauges(t *testing.T) {
 
 	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond})
 	m.WatchCloser(closer)
-	m.WatchRelay(relay)
+	m.WatchRelay("default", relay)
 	refunds := orders.NewRefunds(db.DB)
 	m.WatchRefunds(refunds)
 

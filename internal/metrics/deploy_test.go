@@ -153,7 +153,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	// The documented alarms, each present.
 	for _, a := range []string{"OverdueUnpaidOrders", "OrderCloseDeadLettersWaiting", "XXLJobCallbackSpoolNotEmptying",
 		"XXLJobRegistrationLost", "DelayedTaskDispatchLate", "OrderJobExecutorsAbsent",
-		"OutboxDeliveryLagging", "OutboxDeliveriesFailing", "PaymentSideCloseFailing", "RefundsOwed", "FulfillmentOverdue"} {
+		"OutboxDeliveryLagging", "OutboxDeliveriesFailing", "OutboxRelayFailing", "PaymentSideCloseFailing", "RefundsOwed", "FulfillmentOverdue"} {
 		require.True(t, alerts[a], "missing alert %s", a)
 	}
 	require.True(t, used[metrics.XXLRegistryLastSuccess])

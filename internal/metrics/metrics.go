@@ -100,6 +100,7 @@ func New(cfg Config) *Metrics {
 	m.define(OutboxOldestPendingAge, kindGauge)
 	m.define(OutboxDeliveriesTotal, kindCounter)
 	m.define(OutboxParked, kindGauge)
+	m.define(OutboxPassErrorsTotal, kindCounter)
 	for _, n := range []string{OrdersPaymentConflicts, OrdersRefundsOwed, OrdersRefundsOwedAmount, OrdersRefundsOwedOldestAge} {
 		m.define(n, kindGauge) // registered by WatchRefunds
 	}

@@ -15,34 +15,43 @@ const (
 	OutboxDeliveriesTotal  = "orders_outbox_deliveries_total"
 	OutboxParked           = "orders_outbox_parked"
 	OutboxClaimsLostTotal  = "orders_outbox_claims_lost_total"
+	OutboxPassErrorsTotal  = "orders_outbox_pass_errors_total"
 )
 
 // outboxResults are the result label values of orders_outbox_deliveries_total.
 var outboxResults = []string{"delivered", "failed", "released", "superseded", "parked"}
 
-// WatchRelay exports r's delivery totals and samples the outbox backlog (all
-// relays' events) at most every SampleInterval.
-func (m *Metrics) WatchRelay(r *orders.Relay) {
+// WatchRelay exports the delivery totals of r, the relay of the order
+// source named source ("default" without order.sources), and samples its
+// database's outbox backlog (all executors' relays' events) at most every
+// SampleInterval. Every series carries source, so each database's relays
+// are told apart; call it once per relay.
+func (m *Metrics) WatchRelay(source string, r *orders.Relay) {
+	src := prometheus.Labels{"source": source}
 	deliveries := prometheus.NewDesc(OutboxDeliveriesTotal,
 		"Outbox deliveries by this relay, by result: delivered (acknowledged, marked done), failed (a retry is scheduled), released (claimed, not sent in time, given back), superseded (acknowledged after another relay took the event over), parked (refused for good or out of attempts: an operator must look).",
-		[]string{"result"}, nil)
+		[]string{"result"}, src)
 	claimsLost := prometheus.NewDesc(OutboxClaimsLostTotal,
 		"Outbox claims of this relay rolled back by a deadlock or, on a Galera cluster with relays on several nodes, by another node's claim of the same events; tried again, not an error.",
-		nil, nil)
-	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{deliveries, claimsLost}, collect: func(ch chan<- prometheus.Metric) {
+		nil, src)
+	passErrors := prometheus.NewDesc(OutboxPassErrorsTotal,
+		"Passes of this relay that ended with an error (its claim or a bookkeeping write failed, most often because its database does not answer); it keeps polling.",
+		nil, src)
+	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{deliveries, claimsLost, passErrors}, collect: func(ch chan<- prometheus.Metric) {
 		s := r.Stats()
 		for i, n := range [...]int{s.Delivered, s.Failed, s.Released, s.Superseded, s.Parked} {
 			ch <- prometheus.MustNewConstMetric(deliveries, prometheus.CounterValue, float64(n), outboxResults[i])
 		}
 		ch <- prometheus.MustNewConstMetric(claimsLost, prometheus.CounterValue, float64(s.ClaimsLost))
+		ch <- prometheus.MustNewConstMetric(passErrors, prometheus.CounterValue, float64(s.PassErrors))
 	}})
 	pending := prometheus.NewDesc(OutboxPending,
-		"Outbox events not yet delivered to the inventory and coupon services, all relays' (sampled).", nil, nil)
+		"Outbox events not yet delivered to the inventory and coupon services, all relays' (sampled).", nil, src)
 	oldest := prometheus.NewDesc(OutboxOldestPendingAge,
-		"How long ago the oldest undelivered outbox event was written (0: none; sampled).", nil, nil)
+		"How long ago the oldest undelivered outbox event was written (0: none; sampled).", nil, src)
 	parked := prometheus.NewDesc(OutboxParked,
-		"Outbox events the relays stopped trying (a permanent answer, or outbox.maxAttempts failures): an operator must look and requeue (sampled).", nil, nil)
-	m.reg.MustRegister(m.newSampler("outbox", m.cfg.SampleInterval, []*prometheus.Desc{pending, oldest, parked},
+		"Outbox events the relays stopped trying (a permanent answer, or outbox.maxAttempts failures): an operator must look and requeue (sampled).", nil, src)
+	m.reg.MustRegister(m.newSampler(outboxSampler(source), m.cfg.SampleInterval, []*prometheus.Desc{pending, oldest, parked},
 		func(ctx context.Context) ([]prometheus.Metric, error) {
 			b, err := r.Backlog(ctx)
 			if err != nil {
@@ -54,6 +63,16 @@ func (m *Metrics) WatchRelay(r *orders.Relay) {
 				prometheus.MustNewConstMetric(parked, prometheus.GaugeValue, float64(b.Parked)),
 			}, nil
 		}))
+}
+
+// outboxSampler names the backlog sampler of source's relay in
+// executor_metrics_sample_errors_total: "outbox" as before for mysql.dsn's
+// database alone, "outbox:NAME" for an order source's.
+func outboxSampler(source string) string {
+	if source == "default" {
+		return "outbox"
+	}
+	return "outbox:" + source
 }
 
 // collectorFunc is a prometheus.Collector made of its descriptions and a

@@ -1,0 +1,102 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/orders"
+)
+
+// sourceRelay is the outbox relay of one order database, named by the
+// order source whose database it delivers.
+type sourceRelay struct {
+	// Source is the order source's name (order.sources), or "default" for
+	// mysql.dsn's database when no source is on it.
+	Source string
+	Relay  *orders.Relay // built, not started: serve starts it
+}
+
+// newRelays builds, in outbox mode, one relay per database a close writes
+// events in: mysql.dsn's first (the delayed-task closes, and every close
+// without order.sources), then each order source's that is not on a
+// database already served, on the source's own pool (dbs: one per source,
+// in order.sources' order, as OpenUnits returns them). Each relay claims
+// its database's events with SKIP LOCKED as a single relay does, so a
+// source that does not answer fails its own relay's passes and no other's.
+// Local mode has none.
+func newRelays(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB, logger *slog.Logger) ([]sourceRelay, error) {
+	if cfg.Order.Compensation.Mode != "outbox" {
+		return nil, nil
+	}
+	sources, err := cfg.Sources()
+	if err != nil {
+		return nil, err
+	}
+	homeDSN, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
+	homeName := config.DefaultSourceName
+	for _, src := range sources {
+		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == homeDSN {
+			homeName = src.Name
+			break
+		}
+	}
+	served := map[string]bool{homeDSN: true}
+	r, err := newRelay(home, cfg, relayLogger(cfg, logger, homeName))
+	if err != nil {
+		return nil, err
+	}
+	relays := []sourceRelay{{Source: homeName, Relay: r}}
+	for i, src := range sources {
+		dsn, _ := src.MySQL.NormalizedDSN()
+		if served[dsn] || i >= len(dbs) {
+			continue
+		}
+		served[dsn] = true
+		r, err := newRelay(dbs[i], cfg, relayLogger(cfg, logger, src.Name))
+		if err != nil {
+			return nil, fmt.Errorf("order source %s: %w", src.Name, err)
+		}
+		relays = append(relays, sourceRelay{Source: src.Name, Relay: r})
+	}
+	return relays, nil
+}
+
+// relayLogger tags a relay's lines with its source when there are several;
+// without order.sources the lines stay as they were.
+func relayLogger(cfg *config.Config, logger *slog.Logger, source string) *slog.Logger {
+	if len(cfg.Order.Sources) == 0 {
+		return logger
+	}
+	return logger.With("source", source)
+}
+
+// newRelay builds the relay of db from order.compensation and outbox.
+func newRelay(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (*orders.Relay, error) {
+	c := cfg.Order.Compensation
+	r, err := orders.NewRelay(db, orders.RelayConfig{
+		Endpoints: map[string]string{
+			orders.EventStockRelease:  c.InventoryURL,
+			orders.EventCouponRestore: c.CouponURL,
+		},
+		Token:       c.Token,
+		TokenHeader: c.TokenHeader,
+		MaxAttempts: cfg.Outbox.MaxAttempts,
+		Logger:      logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("order.compensation: %w", err)
+	}
+	return r, nil
+}
+
+// relayComponentName is how serve's log names the relay of source: as
+// before when it is the only one.
+func relayComponentName(relays []sourceRelay, source string) string {
+	if len(relays) == 1 {
+		return "outbox relay"
+	}
+	return "outbox relay " + source
+}
