@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,4 +207,47 @@ func TestDelayedTasksOfASourceOnRabbitMQ(t *testing.T) {
 		require.NoError(t, err, "queue %s", q)
 		require.NoError(t, ch.Close())
 	}
+}
+
+// flaky fails its first fails Starts, as a dispatcher whose database is
+// down until it comes back.
+type flaky struct {
+	mu               sync.Mutex
+	fails, starts    int
+	started, stopped bool
+}
+
+func (f *flaky) Start(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts++
+	if f.starts <= f.fails {
+		return errors.New("dial tcp: connection refused")
+	}
+	f.started = true
+	return nil
+}
+
+func (f *flaky) Stop(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = true
+	return nil
+}
+
+// A dispatcher whose database does not answer at serve's start is started
+// in the background once it answers, and stopped with the rest.
+func TestLateStartStartsOnceItCan(t *testing.T) {
+	t.Parallel()
+	var logged syncbuf.Buffer
+	f := &flaky{fails: 3}
+	s := &lateStart{name: "delayed tasks of order source b", c: f, log: slog.New(slog.NewTextHandler(&logged, nil)), every: time.Millisecond}
+	require.NoError(t, s.Start(t.Context()))
+	require.Eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.started }, delaytest.WaitLong, time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(logged.String(), `msg="delayed tasks of order source b started"`) },
+		delaytest.WaitLong, time.Millisecond)
+	require.Contains(t, logged.String(), `msg="delayed tasks of order source b does not start; trying again in the background"`)
+	require.NoError(t, s.Stop(t.Context()))
+	require.Equal(t, 4, f.starts)
+	require.True(t, f.stopped)
 }
