@@ -351,7 +351,10 @@ func TestTimerKeysDeletedTasksStillRun(t *testing.T) {
 		biz := bizN("flush", i)
 		require.Equal(t, 1, rec.count(biz))
 		late := rec.startTimes(biz)[0].Sub(at)
-		require.Less(t, late, cfg.ReconcileInterval+time.Second, "within the reconcile period")
+		// A reconcile period and slack for a loaded CI machine under -race
+		// (1.78 s was seen at load 13); without the reconciler's refill
+		// the tasks never run at all.
+		require.Less(t, late, cfg.ReconcileInterval+3*time.Second, "within the reconcile period")
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,6 +102,31 @@ func TestOutboxCLI(t *testing.T) {
 }
 
 // outboxRows writes one pending and two parked events.
+// In outbox mode with order.sources, -source reads and requeues the
+// outbox of one source's database; without it, mysql.dsn's.
+func TestOutboxCLISource(t *testing.T) {
+	_, env := deadLetterWorld(t)
+	other := dbtest.New(t)
+	outboxRows(t, other)
+	env["ORDER_COMPENSATION_MODE"] = "outbox"
+	env["ORDER_COMPENSATION_INVENTORY_URL"], env["ORDER_COMPENSATION_COUPON_URL"] = "http://inv.local/r", "http://cpn.local/r"
+	env["ORDER_SOURCES"] = fmt.Sprintf(`[{name: b, dsn: %q, tables: order_info}]`, other.DSN)
+
+	code, out, errOut := runCLI(t, env, "outbox", "stats")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `pending\s+0`, out, "mysql.dsn's database")
+	code, out, errOut = runCLI(t, env, "outbox", "stats", "-source", "b")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `pending\s+1`, out)
+	require.Regexp(t, `parked\s+2`, out)
+	code, out, errOut = runCLI(t, env, "outbox", "requeue", "-all", "-source", "b")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "requeued 2 parked event(s)")
+	code, _, errOut = runCLI(t, env, "outbox", "list", "-source", "c")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `-source "c" is not an order source (the sources: b)`)
+}
+
 func outboxRows(t *testing.T, db *dbtest.DB) {
 	t.Helper()
 	_, err := db.Exec(`INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at,

@@ -24,7 +24,7 @@ func TestAPIBadFilterInput(t *testing.T) {
 	w := newConsoleWorld(t)
 	s := New(Config{})
 	s.MountDelayTasks(w.tasks)
-	s.MountOutbox(orders.NewOutbox(w.db.DB))
+	s.MountOutbox(HomeOnly(orders.NewOutbox(w.db.DB)))
 	s.MountRefunds(orders.NewRefunds(w.db.DB))
 	s.MountDeadLetters(letterWorld(t))
 	hs := httptest.NewServer(s)

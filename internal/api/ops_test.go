@@ -33,7 +33,7 @@ func opsServer(t *testing.T) (*httptest.Server, *dbtest.DB) {
 		require.NoError(t, err, stmt)
 	}
 	s := New(Config{})
-	s.MountOutbox(orders.NewOutbox(db.DB))
+	s.MountOutbox(HomeOnly(orders.NewOutbox(db.DB)))
 	s.MountRefunds(orders.NewRefunds(db.DB))
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
@@ -128,4 +128,54 @@ func TestRefundAPI(t *testing.T) {
 	call("POST", "/api/refunds/unp-d/refunded", `{"colour":"blue"}`, 400, nil)
 	call("GET", "/api/refunds?status=lost", "", 400, nil)
 	call("GET", "/api/refunds/unp-d", "", 200, nil)
+}
+
+// ?source= picks the order database an outbox route reads and changes:
+// without it mysql.dsn's, an unknown name is a 400 listing the sources.
+func TestOutboxAPISource(t *testing.T) {
+	t.Parallel()
+	_, home := opsServer(t) // 2 parked, 1 pending
+	other := dbtest.New(t)
+	_, err := other.ExecContext(context.Background(), `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at) VALUES
+		('stock.release', 'B-1', '{}', 't9', 'parked', 3, UTC_TIMESTAMP(3), 'status 404', 'permanent answer: status 404', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`)
+	require.NoError(t, err)
+	s := New(Config{})
+	homeView := orders.NewOutbox(home.DB)
+	s.MountOutbox(Sourced[*orders.Outbox]{Home: homeView, By: map[string]*orders.Outbox{"a": homeView, "b": orders.NewOutbox(other.DB)}})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	call := func(method, path string, want int, v any) { t.Helper(); callOps(t, srv, method, path, "", want, v) }
+
+	var st orders.OutboxStats
+	call("GET", "/api/outbox/stats", 200, &st)
+	require.Equal(t, orders.OutboxStats{Pending: 1, OldestPendingAgeSeconds: st.OldestPendingAgeSeconds, Parked: 2}, st)
+	call("GET", "/api/outbox/stats?source=a", 200, &st)
+	require.Equal(t, 2, st.Parked, "a is on mysql.dsn's database")
+	call("GET", "/api/outbox/stats?source=b", 200, &st)
+	require.Equal(t, orders.OutboxStats{Parked: 1}, st)
+	var l orders.OutboxList
+	call("GET", "/api/outbox/events?status=parked&source=b", 200, &l)
+	require.Len(t, l.Events, 1)
+	require.Equal(t, "B-1", l.Events[0].OrderNo)
+	id := strconv.FormatInt(l.Events[0].ID, 10)
+	var e orders.OutboxEvent
+	call("GET", "/api/outbox/events/"+id+"?source=b", 200, &e)
+	require.Equal(t, "B-1", e.OrderNo)
+	call("POST", "/api/outbox/events/"+id+"/requeue?source=b", 200, &e)
+	require.Equal(t, "pending", e.Status)
+	var res orders.OutboxRequeueResult
+	call("POST", "/api/outbox/requeue?source=b", 200, &res)
+	require.Zero(t, res.Requeued, "b has no parked event left; home's are untouched")
+	call("GET", "/api/outbox/stats", 200, &st)
+	require.Equal(t, 2, st.Parked)
+
+	var bad struct {
+		Error string `json:"error"`
+		Field string `json:"field"`
+	}
+	call("GET", "/api/outbox/stats?source=c", 400, &bad)
+	require.Equal(t, "source", bad.Field)
+	require.Equal(t, `source "c" is not an order source (the sources: a, b)`, bad.Error)
+	call("POST", "/api/outbox/requeue?source=c", 400, nil)
+	call("GET", "/api/outbox/events/"+id+"?source=c", 400, nil)
 }

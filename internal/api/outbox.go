@@ -7,20 +7,22 @@ import (
 	"github.com/orderjob/executor/orders"
 )
 
-// outboxAPI serves the outbox view (orders.Outbox) as JSON.
+// outboxAPI serves the outbox view (orders.Outbox) of each order database
+// as JSON.
 type outboxAPI struct {
-	o   *orders.Outbox
+	o   Sourced[*orders.Outbox]
 	log *slog.Logger
 }
 
-// MountOutbox mounts the outbox routes behind the token check:
+// MountOutbox mounts the outbox routes behind the token check, each on the
+// database of ?source= (an order source's name; without it mysql.dsn's):
 //
 //	GET  /api/outbox/events?status=&eventType=&orderNo=&before=&limit=   list, newest first
 //	GET  /api/outbox/events/{id}                                         one event
 //	GET  /api/outbox/stats                                               pending, oldest pending age, parked
 //	POST /api/outbox/events/{id}/requeue                                 parked → pending, due now
 //	POST /api/outbox/requeue?eventType=                                  every parked event → pending
-func (s *Server) MountOutbox(o *orders.Outbox) {
+func (s *Server) MountOutbox(o Sourced[*orders.Outbox]) {
 	a := &outboxAPI{o: o, log: s.base.With("component", "api.outbox")}
 	s.Handle("GET /api/outbox/events", http.HandlerFunc(a.list))
 	s.Handle("GET /api/outbox/events/{id}", http.HandlerFunc(a.get))
@@ -34,16 +36,21 @@ func (a *outboxAPI) fail(w http.ResponseWriter, r *http.Request, err error, ev *
 }
 
 func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
-	if !onlyQueryParams(w, r, "status", "eventType", "orderNo", "before", "limit") {
+	if !onlyQueryParams(w, r, "status", "eventType", "orderNo", "before", "limit", "source") {
 		return
 	}
 	q := r.URL.Query()
+	o, err := a.o.pick(r)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
 	before, limit, err := pageParams(q)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	l, err := a.o.List(r.Context(), orders.OutboxFilter{Status: q.Get("status"), EventType: q.Get("eventType"),
+	l, err := o.List(r.Context(), orders.OutboxFilter{Status: q.Get("status"), EventType: q.Get("eventType"),
 		OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -54,9 +61,13 @@ func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
 
 func (a *outboxAPI) get(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "id")
+	var o *orders.Outbox
+	if err == nil {
+		o, err = a.o.pick(r)
+	}
 	if err == nil {
 		var ev *orders.OutboxEvent
-		if ev, err = a.o.Get(r.Context(), id); err == nil {
+		if ev, err = o.Get(r.Context(), id); err == nil {
 			WriteJSON(w, http.StatusOK, ev)
 			return
 		}
@@ -65,7 +76,12 @@ func (a *outboxAPI) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *outboxAPI) stats(w http.ResponseWriter, r *http.Request) {
-	s, err := a.o.Stats(r.Context())
+	o, err := a.o.pick(r)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	s, err := o.Stats(r.Context())
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
@@ -75,28 +91,38 @@ func (a *outboxAPI) stats(w http.ResponseWriter, r *http.Request) {
 
 func (a *outboxAPI) requeue(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "id")
+	var o *orders.Outbox
+	if err == nil {
+		o, err = a.o.pick(r)
+	}
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	ev, err := a.o.Requeue(r.Context(), id)
+	ev, err := o.Requeue(r.Context(), id)
 	if err != nil {
 		a.fail(w, r, err, ev)
 		return
 	}
-	a.log.InfoContext(r.Context(), "outbox event requeued", "outbox_id", ev.ID, "order_no", ev.OrderNo, "event_type", ev.EventType)
+	a.log.InfoContext(r.Context(), "outbox event requeued", append([]any{"outbox_id", ev.ID, "order_no", ev.OrderNo,
+		"event_type", ev.EventType}, logSource(r)...)...)
 	WriteJSON(w, http.StatusOK, ev)
 }
 
 func (a *outboxAPI) requeueAll(w http.ResponseWriter, r *http.Request) {
-	if !onlyQueryParams(w, r, "eventType") {
+	if !onlyQueryParams(w, r, "eventType", "source") {
 		return
 	}
-	n, err := a.o.RequeueParked(r.Context(), r.URL.Query().Get("eventType"))
+	o, err := a.o.pick(r)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
 	}
-	a.log.InfoContext(r.Context(), "parked outbox events requeued", "num_requeued", n)
+	n, err := o.RequeueParked(r.Context(), r.URL.Query().Get("eventType"))
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	a.log.InfoContext(r.Context(), "parked outbox events requeued", append([]any{"num_requeued", n}, logSource(r)...)...)
 	WriteJSON(w, http.StatusOK, orders.OutboxRequeueResult{Requeued: n})
 }

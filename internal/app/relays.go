@@ -31,35 +31,33 @@ func newRelays(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB, logger *slog.L
 	if cfg.Order.Compensation.Mode != "outbox" {
 		return nil, nil
 	}
-	sources, err := cfg.Sources()
+	sdbs, err := sourceDBs(cfg, home, dbs)
 	if err != nil {
 		return nil, err
 	}
-	homeDSN, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 	homeName := config.DefaultSourceName
-	for _, src := range sources {
-		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == homeDSN {
-			homeName = src.Name
+	for _, s := range sdbs {
+		if s.home {
+			homeName = s.name
 			break
 		}
 	}
-	served := map[string]bool{homeDSN: true}
 	r, err := newRelay(home, cfg, relayLogger(cfg, logger, homeName))
 	if err != nil {
 		return nil, err
 	}
 	relays := []sourceRelay{{Source: homeName, Relay: r}}
-	for i, src := range sources {
-		dsn, _ := src.MySQL.NormalizedDSN()
-		if served[dsn] || i >= len(dbs) {
+	served := map[string]bool{}
+	for _, s := range sdbs {
+		if s.home || served[s.dsn] {
 			continue
 		}
-		served[dsn] = true
-		r, err := newRelay(dbs[i], cfg, relayLogger(cfg, logger, src.Name))
+		served[s.dsn] = true
+		r, err := newRelay(s.db, cfg, relayLogger(cfg, logger, s.name))
 		if err != nil {
-			return nil, fmt.Errorf("order source %s: %w", src.Name, err)
+			return nil, fmt.Errorf("order source %s: %w", s.name, err)
 		}
-		relays = append(relays, sourceRelay{Source: src.Name, Relay: r})
+		relays = append(relays, sourceRelay{Source: s.name, Relay: r})
 	}
 	return relays, nil
 }

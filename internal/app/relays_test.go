@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -76,6 +78,15 @@ func TestRelayPerSource(t *testing.T) {
 		require.NoError(t, r.Relay.Stop(sctx), "relay %s", r.Source)
 		cancel()
 	}
+
+	views, err := sourcedViews(cfg, d, orders.NewOutbox)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, slices.Sorted(maps.Keys(views.By)), "?source= names every order source")
+	bst, err := views.By["b"].Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, orders.OutboxStats{}, bst, "b's view reads b's database: all delivered")
+	_, err = views.By["a"].Stats(ctx)
+	require.Error(t, err, "a's view reads a's database, which does not answer")
 
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()

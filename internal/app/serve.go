@@ -159,7 +159,11 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 	srv.HandlePublic("GET /metrics", m.Handler())
 	srv.MountDelayTasks(d.delay.Client())
 	srv.MountDeadLetters(deadletters.New(d.db))
-	srv.MountOutbox(orders.NewOutbox(d.db))
+	outbox, err := sourcedViews(cfg, d, orders.NewOutbox)
+	if err != nil {
+		return nil, err
+	}
+	srv.MountOutbox(outbox)
 	srv.MountRefunds(orders.NewRefunds(d.db))
 	if err := mountConsole(srv, cfg, d, logger); err != nil {
 		return nil, err
