@@ -32,74 +32,66 @@ type DelayKeys struct {
 // delay.keyPrefix and delay.rabbitmq.prefix for mysql.dsn's database (the
 // default source, or a source on that database), else names of the
 // source's own (delay.SourceKeyPrefix, delay.SourceRabbitMQPrefix), of
-// the first source on that database when several share it.
+// the first source on that database when several share it, as the
+// dispatchers are built.
 func DelayKeysOf(cfg *config.Config, src config.Source) DelayKeys {
-	home := DelayKeys{KeyPrefix: cfg.Delay.KeyPrefix, RabbitMQPrefix: cfg.Delay.RabbitMQ.Prefix}
-	if onHomeDatabase(cfg, src) {
-		return home
-	}
-	name := src.Name
 	dsn, _ := src.MySQL.NormalizedDSN()
+	if home, _ := cfg.MySQL.NormalizedDSN(); dsn == home {
+		return sourceKeys(cfg, "")
+	}
 	sources, _ := cfg.Sources() // checked by the loader
 	for _, s := range sources {
 		if d, _ := s.MySQL.NormalizedDSN(); d == dsn {
-			name = s.Name
-			break
+			return sourceKeys(cfg, s.Name)
 		}
 	}
-	return DelayKeys{KeyPrefix: delay.SourceKeyPrefix(home.KeyPrefix, name),
-		RabbitMQPrefix: delay.SourceRabbitMQPrefix(home.RabbitMQPrefix, name)}
+	return sourceKeys(cfg, src.Name)
 }
 
-// onHomeDatabase says whether src's DSN is mysql.dsn's (both normalized).
-func onHomeDatabase(cfg *config.Config, src config.Source) bool {
-	home, err := cfg.MySQL.NormalizedDSN()
-	if err != nil {
-		return false
+// sourceKeys are the timer names of the tasks of the order database first
+// named by source; "" is mysql.dsn's.
+func sourceKeys(cfg *config.Config, source string) DelayKeys {
+	keys := DelayKeys{KeyPrefix: cfg.Delay.KeyPrefix, RabbitMQPrefix: cfg.Delay.RabbitMQ.Prefix}
+	if source == "" {
+		return keys
 	}
-	dsn, err := src.MySQL.NormalizedDSN()
-	return err == nil && dsn == home
+	return DelayKeys{KeyPrefix: delay.SourceKeyPrefix(keys.KeyPrefix, source),
+		RabbitMQPrefix: delay.SourceRabbitMQPrefix(keys.RabbitMQPrefix, source)}
 }
 
 // orderDatabase is one database of order.sources with its units; sources
 // on the same database share it, named by the first.
 type orderDatabase struct {
-	source string
-	src    config.Source
-	db     *sqlx.DB
-	home   bool // mysql.dsn's database
-	units  []*orders.Closer
+	sourceDB
+	units []*orders.Closer
 }
 
-// orderDatabases groups units by database, in the configured order.
-// unitDBs are OpenUnits' pools, one per source in order.
-func orderDatabases(cfg *config.Config, unitDBs []*sqlx.DB, units []*orders.Closer) ([]*orderDatabase, error) {
+// orderDatabases groups units by database, in the configured order;
+// dbs are OpenUnits' pools.
+func orderDatabases(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB, units []*orders.Closer) ([]*orderDatabase, error) {
 	if len(cfg.Order.Sources) == 0 {
 		return nil, nil
 	}
-	sources, err := cfg.Sources()
+	sdbs, err := sourceDBs(cfg, home, dbs)
 	if err != nil {
 		return nil, err
-	}
-	if len(sources) != len(unitDBs) {
-		return nil, fmt.Errorf("delayed tasks: %d order sources, %d pools", len(sources), len(unitDBs))
 	}
 	var out []*orderDatabase
 	byDSN := map[string]*orderDatabase{}
 	bySource := map[string]*orderDatabase{}
-	for i, src := range sources {
-		dsn, _ := src.MySQL.NormalizedDSN() // checked by the loader
-		odb := byDSN[dsn]
+	for _, s := range sdbs {
+		odb := byDSN[s.dsn]
 		if odb == nil {
-			odb = &orderDatabase{source: src.Name, src: src, db: unitDBs[i], home: onHomeDatabase(cfg, src)}
-			byDSN[dsn] = odb
+			odb = &orderDatabase{sourceDB: s}
+			byDSN[s.dsn] = odb
 			out = append(out, odb)
 		}
-		bySource[src.Name] = odb
+		bySource[s.name] = odb
 	}
 	for _, u := range units {
-		odb := bySource[u.Source()]
-		odb.units = append(odb.units, u)
+		if odb := bySource[u.Source()]; odb != nil {
+			odb.units = append(odb.units, u)
+		}
 	}
 	return out, nil
 }
@@ -136,7 +128,7 @@ type delaySource struct {
 // database, which its own dispatcher serves. What it built before an
 // error is in d, for Close.
 func (d *Deps) buildDelaySources(ctx context.Context, w delayWiring) (homeUnits []*orders.Closer, err error) {
-	dbs, err := orderDatabases(w.cfg, d.unitDBs, d.units)
+	dbs, err := orderDatabases(w.cfg, d.db, d.unitDBs, d.units)
 	if err != nil {
 		return nil, err
 	}
@@ -145,18 +137,18 @@ func (d *Deps) buildDelaySources(ctx context.Context, w delayWiring) (homeUnits 
 			homeUnits = append(homeUnits, odb.units...)
 			continue
 		}
-		keys := DelayKeysOf(w.cfg, odb.src)
-		src := &delaySource{name: odb.source}
-		log := w.logger.With("source", odb.source)
+		keys := sourceKeys(w.cfg, odb.name)
+		src := &delaySource{name: odb.name}
+		log := w.logger.With("source", odb.name)
 		if src.rabbit, err = StartRabbitMQTimer(ctx, w.cfg, odb.db, keys.RabbitMQPrefix, log); err != nil {
-			return nil, fmt.Errorf("order source %s: %w", odb.source, err)
+			return nil, fmt.Errorf("order source %s: %w", odb.name, err)
 		}
 		d.delaySources = append(d.delaySources, src)
 		// A task without a table means order.schema.table, which only
 		// the home database is sure to hold.
 		tables := closeTables(nil, w.defaultTable, odb.units)
 		if src.delay, err = w.dispatcher(odb.db, src.rabbit, keys.KeyPrefix, tables, log); err != nil {
-			return nil, fmt.Errorf("order source %s: delayed tasks: %w", odb.source, err)
+			return nil, fmt.Errorf("order source %s: delayed tasks: %w", odb.name, err)
 		}
 	}
 	return homeUnits, nil
