@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
+	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -119,6 +120,7 @@ func closeTables(def *orders.Closer, defTable string, units []*orders.Closer) ha
 // by Close).
 type delaySource struct {
 	name   string
+	dsn    string // normalized
 	delay  *delay.Dispatcher
 	rabbit *delay.RabbitMQTimer
 }
@@ -138,7 +140,7 @@ func (d *Deps) buildDelaySources(ctx context.Context, w delayWiring) (homeUnits 
 			continue
 		}
 		keys := sourceKeys(w.cfg, odb.name)
-		src := &delaySource{name: odb.name}
+		src := &delaySource{name: odb.name, dsn: odb.dsn}
 		log := w.logger.With("source", odb.name)
 		if src.rabbit, err = StartRabbitMQTimer(ctx, w.cfg, odb.db, keys.RabbitMQPrefix, log); err != nil {
 			return nil, fmt.Errorf("order source %s: %w", odb.name, err)
@@ -162,6 +164,31 @@ func (d *Deps) sourceDispatchers() []handlers.SourceDispatcher {
 		out = append(out, handlers.SourceDispatcher{Source: s.name, Dispatcher: s.delay})
 	}
 	return out
+}
+
+// sourcedTasks are the clients of every order database's dispatcher, for
+// the delayed-task API's ?source=: mysql.dsn's serves a request without
+// it and the sources on its database, each other source the dispatcher of
+// its database.
+func (d *Deps) sourcedTasks(cfg *config.Config) (api.Sourced[*delay.Client], error) {
+	home := d.delay.Client()
+	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
+	if err != nil {
+		return api.Sourced[*delay.Client]{}, err
+	}
+	byDSN := map[string]*delay.Client{}
+	for _, s := range d.delaySources {
+		byDSN[s.dsn] = s.delay.Client()
+	}
+	out := api.Sourced[*delay.Client]{Home: home, By: map[string]*delay.Client{}}
+	for _, s := range sdbs {
+		if s.home {
+			out.By[s.name] = home
+		} else if c := byDSN[s.dsn]; c != nil {
+			out.By[s.name] = c
+		}
+	}
+	return out, nil
 }
 
 // delayComponents are the delayed-task dispatchers serve runs: mysql.dsn's,

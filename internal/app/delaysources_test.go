@@ -88,6 +88,12 @@ func TestDelayedTasksOfEverySource(t *testing.T) {
 	also.Name = "b2" // another source on b's database: its dispatcher is b's
 	require.Equal(t, DelayKeysOf(cfg, srcs[1]), DelayKeysOf(cfg, also))
 	b := d.delaySources[0].delay
+	tasks, err := d.sourcedTasks(cfg) // the API's ?source=
+	require.NoError(t, err)
+	require.Same(t, d.delay.Client(), tasks.Home)
+	require.Same(t, tasks.Home, tasks.By["a"])
+	require.Same(t, b.Client(), tasks.By["b"])
+	require.Same(t, d.delaySources[1].delay.Client(), tasks.By["gone"])
 
 	// Missed by the timer (registered without one): the sweep job finds it
 	// in b's database, and fails the run naming the source down.
@@ -161,6 +167,9 @@ func TestDelayedTasksHomeOnly(t *testing.T) {
 	defer d.Close()
 	require.Empty(t, d.delaySources)
 	require.Len(t, d.delayComponents(slog.New(slog.DiscardHandler)), 1)
+	tasks, err := d.sourcedTasks(cfg)
+	require.NoError(t, err)
+	require.Equal(t, map[string]*delay.Client{"default": d.delay.Client()}, tasks.By)
 	srcs, err := cfg.Sources()
 	require.NoError(t, err)
 	require.Equal(t, DelayKeys{prefix + "delay:", "delay."}, DelayKeysOf(cfg, srcs[0]))

@@ -157,7 +157,11 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		srv.AddOptionalReadyCheck("registry", reg.check)
 	}
 	srv.HandlePublic("GET /metrics", m.Handler())
-	srv.MountDelayTasks(d.delay.Client())
+	tasks, err := d.sourcedTasks(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv.MountSourcedDelayTasks(tasks)
 	srv.MountDeadLetters(deadletters.New(d.db))
 	outbox, err := sourcedViews(cfg, d, orders.NewOutbox)
 	if err != nil {
