@@ -281,7 +281,7 @@ type Delay struct {
 	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the timer is brought in line with the table (and stuck tasks recovered)"`
 	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" default:"168h" doc:"DONE and CANCELLED tasks older than this are purged"`
 	BatchSize         int           `yaml:"batchSize" env:"DELAY_BATCH_SIZE" default:"500" doc:"most due tasks a dispatcher pops and claims at once, and most orders one orderTimeoutClose batch closes together (1..1000); batches grow this large only while tasks come due faster than they are closed"`
-	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys"`
+	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys; the tasks of an order source on another database than mysql.dsn's use {keyPrefix}source:{name}:"`
 	TimerShards       int           `yaml:"timerShards" env:"DELAY_TIMER_SHARDS" default:"1" doc:"how many sorted sets the Redis timer is split over (1..64): 1 is the single key {keyPrefix}timer; more are {keyPrefix}timer:{0}, {keyPrefix}timer:{1} ..., each in a Redis Cluster slot of its own (keyPrefix then without '{' or '}'); executors sharing tasks use the same count, and the refill moves what another count left"`
 	Services          []string      `yaml:"services" redact:"named" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
 	ServiceToken      string        `yaml:"serviceToken" env:"DELAY_SERVICE_TOKEN" secret:"true" doc:"token sent to HTTP task targets"`
@@ -293,7 +293,7 @@ type Delay struct {
 // rabbitmq), on RabbitMQ 3.10 or later without any plugin.
 type DelayRabbitMQ struct {
 	URL            string        `yaml:"url" redact:"url" env:"DELAY_RABBITMQ_URL" doc:"amqp://user:password@host:5672/vhost; required with delay.timer rabbitmq"`
-	Prefix         string        `yaml:"prefix" env:"DELAY_RABBITMQ_PREFIX" default:"delay." doc:"start of the timer's exchange and queue names ({prefix}hop, {prefix}ready, {prefix}wait.1s ...); executors sharing tasks share it"`
+	Prefix         string        `yaml:"prefix" env:"DELAY_RABBITMQ_PREFIX" default:"delay." doc:"start of the timer's exchange and queue names ({prefix}hop, {prefix}ready, {prefix}wait.1s ...); executors sharing tasks share it; an order source on another database than mysql.dsn's uses {prefix}source.{name}."`
 	Prefetch       int           `yaml:"prefetch" env:"DELAY_RABBITMQ_PREFETCH" default:"10000" doc:"most messages a dispatcher holds unacknowledged (due within a second, or running); above twice the tasks due per second per executor; at most 65535"`
 	RepublishAfter time.Duration `yaml:"republishAfter" env:"DELAY_RABBITMQ_REPUBLISH_AFTER" default:"10s" doc:"the reconciler publishes again a task never confirmed published this long after its last change, or overdue by this much (its message lost or purged)"`
 }

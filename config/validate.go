@@ -217,6 +217,13 @@ func (c *Config) validate() []error {
 		if !rabbitPrefixRe.MatchString(r.Prefix) {
 			bad("delay.rabbitmq.prefix: %q is not 1 to 200 letters, digits, '.', '_', '-'", r.Prefix)
 		}
+		// The tasks of a source's database hop through queues named
+		// {prefix}source.{name}. (delay.SourceRabbitMQPrefix).
+		for _, src := range c.Order.Sources {
+			if n := len(r.Prefix) + len("source.") + len(src.Name) + 1; n > 200 && rabbitPrefixRe.MatchString(r.Prefix) {
+				bad("delay.rabbitmq.prefix: %q with order source %s's part (source.%s.) is %d characters, over 200", r.Prefix, src.Name, src.Name, n)
+			}
+		}
 		if r.Prefetch < 1 || r.Prefetch > 65535 {
 			bad("delay.rabbitmq.prefetch: %d is outside 1..65535", r.Prefetch)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/xxljob"
@@ -46,9 +47,9 @@ type SourceDispatcher struct {
 // fires; tasks that only failed an attempt (retried later) do not.
 //
 // With sources (the dispatchers of the other order databases) it sweeps
-// the home database, then each source's, each up to the limit, and logs
-// each one's line; the result adds them up. A database that cannot be
-// swept fails the run, naming it, after the others were swept.
+// the home database and each source's at once, each up to the limit, and
+// logs each one's line; the result adds them up. A database that cannot
+// be swept fails the run, naming it, after the others were swept.
 func DelayTaskSweep(d *delay.Dispatcher, sources ...SourceDispatcher) xxljob.Handler {
 	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
 		opt, err := delaySweepOptions(req.Param)
@@ -57,9 +58,11 @@ func DelayTaskSweep(d *delay.Dispatcher, sources ...SourceDispatcher) xxljob.Han
 		}
 		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
 		req.Logf("delayTaskSweepJob shard %d/%d limit=%d", opt.ShardIndex, max(opt.ShardTotal, 1), opt.Limit)
-		res, err := d.Sweep(ctx, opt)
-		if len(sources) > 0 {
-			res, err = sweepSources(ctx, req, opt, res, err, sources)
+		var res delay.SweepResult
+		if len(sources) == 0 {
+			res, err = d.Sweep(ctx, opt)
+		} else {
+			res, err = sweepSources(ctx, req, opt, d, sources)
 		}
 		summary := res.String()
 		req.Logf("%s", summary)
@@ -74,26 +77,34 @@ func DelayTaskSweep(d *delay.Dispatcher, sources ...SourceDispatcher) xxljob.Han
 	})
 }
 
-// sweepSources logs the home database's sweep (home, homeErr), sweeps
-// each source's and returns the counts added up, with the error of every
-// database that failed, named.
-func sweepSources(ctx context.Context, req *xxljob.Request, opt delay.SweepOptions, home delay.SweepResult, homeErr error,
+// sweepSources sweeps the home database (d) and each source's at once,
+// so that a database slow to answer holds up no other; it logs a line per
+// database, in order, and returns the counts added up, with the error of
+// every database that failed, named.
+func sweepSources(ctx context.Context, req *xxljob.Request, opt delay.SweepOptions, d *delay.Dispatcher,
 	sources []SourceDispatcher) (delay.SweepResult, error) {
-	var errs []error
-	logOne := func(name string, r delay.SweepResult, err error) {
-		if err != nil {
-			req.Logf("%s: FAILED after %s: %v", name, r, err)
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			return
+	all := append([]SourceDispatcher{{Source: "", Dispatcher: d}}, sources...)
+	results := make([]delay.SweepResult, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, s := range all {
+		wg.Go(func() { results[i], errs[i] = s.Dispatcher.Sweep(ctx, opt) })
+	}
+	wg.Wait()
+	var total delay.SweepResult
+	var failed []error
+	for i, s := range all {
+		name := "source " + s.Source
+		if s.Source == "" {
+			name = "home database (mysql.dsn)"
 		}
-		req.Logf("%s: %s", name, r)
+		total.Add(results[i])
+		if errs[i] != nil {
+			req.Logf("%s: FAILED after %s: %v", name, results[i], errs[i])
+			failed = append(failed, fmt.Errorf("%s: %w", name, errs[i]))
+			continue
+		}
+		req.Logf("%s: %s", name, results[i])
 	}
-	logOne("home database (mysql.dsn)", home, homeErr)
-	total := home
-	for _, s := range sources {
-		r, err := s.Dispatcher.Sweep(ctx, opt)
-		logOne("source "+s.Source, r, err)
-		total.Add(r)
-	}
-	return total, errors.Join(errs...)
+	return total, errors.Join(failed...)
 }

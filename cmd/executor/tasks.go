@@ -34,12 +34,15 @@ type tasksCtx struct {
 	client    *delay.Client
 	retention time.Duration
 	jsonOut   bool
+	source    string // -source: the order source whose tasks; "" mysql.dsn's
 }
 
-// newTasksCtx makes a verb's context and adds -json to its flags.
+// newTasksCtx makes a verb's context and adds -json and -source to its
+// flags.
 func newTasksCtx(fs *flag.FlagSet, env *cliEnv) *tasksCtx {
 	tc := &tasksCtx{env: env}
 	addJSON(fs, &tc.jsonOut)
+	addSourceFlag(fs, &tc.source)
 	return tc
 }
 
@@ -51,14 +54,16 @@ func tasksVerb(run func(ctx context.Context, tc *tasksCtx, pos []string) error) 
 	}
 }
 
-// open loads the config and builds a Client on the configured database and
-// timer (which it only tells of requeued tasks; without it the dispatchers'
-// reconciler does).
+// open loads the config and builds a Client on the database of -source
+// and its timer (which it only tells of requeued tasks; without it the
+// dispatchers' reconciler does): each order database keeps its own tasks,
+// timed under names of its own (app.DelayKeysOf).
 func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
-	cfg, db, err := loadConfigDB(ctx, tc.env)
+	cfg, src, db, err := loadSourceDB(ctx, tc.env, tc.source)
 	if err != nil {
 		return nil, err
 	}
+	keys := app.DelayKeysOf(cfg, src)
 	rdb, err := app.NewRedis(cfg.Redis)
 	if err != nil {
 		db.Close()
@@ -73,7 +78,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 	}
 	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	redisLog.use(log)
-	rt, err := app.StartRabbitMQTimer(ctx, cfg, db, log)
+	rt, err := app.StartRabbitMQTimer(ctx, cfg, db, keys.RabbitMQPrefix, log)
 	if err != nil {
 		db.Close()
 		rdb.Close()
@@ -88,7 +93,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		db.Close()
 		rdb.Close()
 	}
-	tc.client, err = delay.NewClient(db, rdb, delay.ClientConfig{Timer: app.TimerOf(rt), KeyPrefix: cfg.Delay.KeyPrefix,
+	tc.client, err = delay.NewClient(db, rdb, delay.ClientConfig{Timer: app.TimerOf(rt), KeyPrefix: keys.KeyPrefix,
 		TimerShards: cfg.Delay.TimerShards, RunningTimeout: cfg.Delay.RunningTimeout, Logger: log})
 	if err != nil {
 		closeAll()

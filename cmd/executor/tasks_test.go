@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -158,4 +159,41 @@ func TestTasksRefusesAMissingRedisDB(t *testing.T) {
 	code, _, errOut := runCLI(t, env, "tasks", "stats")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "redis.db: 4000: the server refused to select it")
+}
+
+// -source reads the tasks of an order source's database, on that
+// database's timer keys; without it, mysql.dsn's as before.
+func TestTasksOfASource(t *testing.T) {
+	home, env := tasksWorld(t)
+	other := dbtest.New(t)
+	env["ORDER_SOURCES"] = fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: "order_info_{0..1}"}]`,
+		home.DSN, other.DSN)
+	rdb, _ := redistest.Client(t)
+	keys := delay.SourceKeyPrefix(env["DELAY_KEY_PREFIX"], "b")
+	c, err := delay.NewClient(other.DB, rdb, delay.ClientConfig{KeyPrefix: keys})
+	require.NoError(t, err)
+	_, _, err = c.Register(context.Background(), delay.OrderTimeoutCloseIn("order_info_1", "b-7", time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+
+	code, out, errOut := runCLI(t, env, "tasks", "list", "-source", "b")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "order-timeout-b-7")
+	require.NotContains(t, out, "t-pending")
+	code, out, errOut = runCLI(t, env, "tasks", "stats", "-source", "b")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `total\s+1\n`, out)
+	require.Regexp(t, `Redis timer entries\s+1\n`, out)
+	code, out, errOut = runCLI(t, env, "tasks", "show", "order-timeout-b-7", "-source", "b")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `payload\s+\{"orderNo":"b-7","table":"order_info_1"\}`, out)
+
+	for _, src := range []string{"", "a"} { // a is on mysql.dsn's database
+		code, out, errOut = runCLI(t, env, "tasks", "list", "-source", src)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "t-pending")
+		require.NotContains(t, out, "b-7")
+	}
+	code, _, errOut = runCLI(t, env, "tasks", "list", "-source", "nope")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `-source "nope" is not an order source (the sources: a, b)`)
 }

@@ -14,15 +14,17 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 // MaxRegistrationBytes bounds a delayed-task registration body.
 const MaxRegistrationBytes = 128 << 10
 
 // delayAPI serves delayed tasks (delay.Client) as JSON: the order service's
-// registrations and the operator's reads and actions.
+// registrations and the operator's reads and actions, on the tasks of
+// each order database.
 type delayAPI struct {
-	c   *delay.Client
+	c   Sourced[*delay.Client]
 	log *slog.Logger
 }
 
@@ -37,7 +39,12 @@ type delayAPI struct {
 //	GET    /api/delay-tasks/{bizUuid}           one task
 //	DELETE /api/delay-tasks/{bizUuid}           cancel (409 if RUNNING or DONE)
 //	POST   /api/delay-tasks/{bizUuid}/requeue   requeue a FAILED task
-func (s *Server) MountDelayTasks(c *delay.Client) {
+func (s *Server) MountDelayTasks(c *delay.Client) { s.MountSourcedDelayTasks(HomeOnly(c)) }
+
+// MountSourcedDelayTasks is MountDelayTasks over the tasks of every order
+// database: each route takes ?source= (an order source's name; without it
+// mysql.dsn's database), the client of that database's dispatcher.
+func (s *Server) MountSourcedDelayTasks(c Sourced[*delay.Client]) {
 	a := &delayAPI{c: c, log: s.base.With("component", "api.delay_tasks")}
 	s.Handle("POST /api/delay-tasks", http.HandlerFunc(a.register))
 	s.Handle("GET /api/delay-tasks", http.HandlerFunc(a.list))
@@ -72,9 +79,12 @@ func writeErr(w http.ResponseWriter, status int, field, msg string) {
 // fail maps a Client error to an answer.
 func (a *delayAPI) fail(w http.ResponseWriter, r *http.Request, t *delay.Task, err error) {
 	var inv *delay.InvalidError
+	var src *oplist.InvalidInputError
 	switch {
 	case errors.As(err, &inv):
 		writeErr(w, http.StatusBadRequest, inv.Field, inv.Error())
+	case errors.As(err, &src):
+		writeErr(w, http.StatusBadRequest, src.Field, src.Error())
 	case errors.Is(err, delay.ErrNotFound):
 		writeErr(w, http.StatusNotFound, "bizUuid", "no task with bizUuid "+strconv.Quote(r.PathValue("bizUuid")))
 	case errors.Is(err, delay.ErrConflict):
@@ -87,7 +97,22 @@ func (a *delayAPI) fail(w http.ResponseWriter, r *http.Request, t *delay.Task, e
 	}
 }
 
+// client is the client of the request's ?source=; false when it answered
+// that the source is unknown.
+func (a *delayAPI) client(w http.ResponseWriter, r *http.Request) (*delay.Client, bool) {
+	c, err := a.c.pick(r)
+	if err != nil {
+		a.fail(w, r, nil, err)
+		return nil, false
+	}
+	return c, true
+}
+
 func (a *delayAPI) register(w http.ResponseWriter, r *http.Request) {
+	c, ok := a.client(w, r)
+	if !ok {
+		return
+	}
 	reg, field, err := decodeRegistration(w, r)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -99,7 +124,7 @@ func (a *delayAPI) register(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, status, field, err.Error())
 		return
 	}
-	t, created, err := a.c.Register(r.Context(), reg)
+	t, created, err := c.Register(r.Context(), reg)
 	if err != nil {
 		a.fail(w, r, nil, err)
 		return
@@ -193,7 +218,11 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 }
 
 func (a *delayAPI) get(w http.ResponseWriter, r *http.Request) {
-	t, err := a.c.Get(r.Context(), r.PathValue("bizUuid"))
+	c, ok := a.client(w, r)
+	if !ok {
+		return
+	}
+	t, err := c.Get(r.Context(), r.PathValue("bizUuid"))
 	if err != nil {
 		a.fail(w, r, nil, err)
 		return
@@ -202,7 +231,11 @@ func (a *delayAPI) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *delayAPI) cancel(w http.ResponseWriter, r *http.Request) {
-	t, err := a.c.Cancel(r.Context(), r.PathValue("bizUuid"))
+	c, ok := a.client(w, r)
+	if !ok {
+		return
+	}
+	t, err := c.Cancel(r.Context(), r.PathValue("bizUuid"))
 	if err != nil {
 		a.fail(w, r, t, err)
 		return
@@ -211,7 +244,11 @@ func (a *delayAPI) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *delayAPI) requeue(w http.ResponseWriter, r *http.Request) {
-	t, err := a.c.Requeue(r.Context(), r.PathValue("bizUuid"))
+	c, ok := a.client(w, r)
+	if !ok {
+		return
+	}
+	t, err := c.Requeue(r.Context(), r.PathValue("bizUuid"))
 	if err != nil {
 		a.fail(w, r, t, err)
 		return
@@ -230,11 +267,15 @@ func (a *delayAPI) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
 		switch k {
-		case "status", "handler", "before", "limit":
+		case "status", "handler", "before", "limit", "source":
 		default:
-			writeErr(w, http.StatusBadRequest, k, fmt.Sprintf("unknown query parameter %q (status, handler, before, limit)", k))
+			writeErr(w, http.StatusBadRequest, k, fmt.Sprintf("unknown query parameter %q (status, handler, before, limit, source)", k))
 			return
 		}
+	}
+	c, ok := a.client(w, r)
+	if !ok {
+		return
 	}
 	f := delay.ListFilter{Status: delay.Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler")}
 	if v := q.Get("before"); v != "" {
@@ -253,7 +294,7 @@ func (a *delayAPI) list(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	tasks, err := a.c.List(r.Context(), f)
+	tasks, err := c.List(r.Context(), f)
 	if err != nil {
 		a.fail(w, r, nil, err)
 		return
@@ -269,7 +310,11 @@ func (a *delayAPI) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *delayAPI) stats(w http.ResponseWriter, r *http.Request) {
-	s, err := a.c.Stats(r.Context())
+	c, ok := a.client(w, r)
+	if !ok {
+		return
+	}
+	s, err := c.Stats(r.Context())
 	if err != nil {
 		a.fail(w, r, nil, err)
 		return
@@ -278,7 +323,11 @@ func (a *delayAPI) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *delayAPI) check(w http.ResponseWriter, r *http.Request) {
-	rep, err := a.c.Check(r.Context())
+	c, ok := a.client(w, r)
+	if !ok {
+		return
+	}
+	rep, err := c.Check(r.Context())
 	if err != nil {
 		a.fail(w, r, nil, err)
 		return

@@ -248,3 +248,41 @@ func TestAPIRegistersWithoutRedis(t *testing.T) {
 	require.Equal(t, http.StatusCreated, a.status, a.raw)
 	require.WithinDuration(t, time.Now(), b.task(t, "r-1").ExecuteTime, 5*time.Second)
 }
+
+// ?source= picks the order database whose tasks a route reads and
+// writes: a registration with ?source=b lands in b's table, the reads of
+// b see it and mysql.dsn's (no ?source=) do not; an unknown source is a
+// 400 naming the sources.
+func TestAPIDelayTasksOfASource(t *testing.T) {
+	t.Parallel()
+	home, other := setupDelay(t), setupDelay(t)
+	hc, err := delay.NewClient(home.db.DB, nil, delay.ClientConfig{})
+	require.NoError(t, err)
+	oc, err := delay.NewClient(other.db.DB, nil, delay.ClientConfig{})
+	require.NoError(t, err)
+	srv := New(Config{Token: "tok"})
+	srv.MountSourcedDelayTasks(Sourced[*delay.Client]{Home: hc, By: map[string]*delay.Client{"a": hc, "b": oc}})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+
+	a := call(t, hs, "POST", "/api/delay-tasks?source=b", `{"bizUuid":"s-1","handler":"anything","delayMs":60000}`)
+	require.Equal(t, http.StatusCreated, a.status, a.raw)
+	require.Equal(t, "s-1", other.task(t, "s-1").BizUUID)
+	require.Equal(t, http.StatusOK, call(t, hs, "GET", "/api/delay-tasks/s-1?source=b", "").status)
+	require.Equal(t, http.StatusNotFound, call(t, hs, "GET", "/api/delay-tasks/s-1", "").status)
+	require.Equal(t, http.StatusNotFound, call(t, hs, "GET", "/api/delay-tasks/s-1?source=a", "").status)
+	a = call(t, hs, "GET", "/api/delay-tasks?source=b", "")
+	require.Equal(t, http.StatusOK, a.status, a.raw)
+	require.Len(t, a.body["tasks"], 1)
+	a = call(t, hs, "GET", "/api/delay-tasks/stats?source=b", "")
+	require.Equal(t, http.StatusOK, a.status, a.raw)
+	require.EqualValues(t, 1, a.body["total"])
+	a = call(t, hs, "DELETE", "/api/delay-tasks/s-1?source=b", "")
+	require.Equal(t, http.StatusOK, a.status, a.raw)
+	require.Equal(t, "CANCELLED", a.body["status"])
+
+	a = call(t, hs, "GET", "/api/delay-tasks?source=c", "")
+	require.Equal(t, http.StatusBadRequest, a.status, a.raw)
+	require.Equal(t, "source", a.body["field"])
+	require.Equal(t, `source "c" is not an order source (the sources: a, b)`, a.body["error"])
+}

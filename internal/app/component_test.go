@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -181,6 +182,24 @@ func TestDispatcherStress(t *testing.T) {
 		require.NoError(t, err)
 		return d
 	})
+}
+
+// A source's dispatcher under lateStart, its database up, and down (Start
+// then leaves retries running, which Stop ends).
+func TestLateStartStress(t *testing.T) {
+	t.Parallel()
+	db := dbtest.New(t)
+	down, err := sqlx.Open("mysql", "root@tcp("+deadAddr(t)+")/x?timeout=1s")
+	require.NoError(t, err)
+	defer down.Close()
+	rdb, prefix := redistest.Client(t)
+	for _, on := range []*sqlx.DB{db.DB, down} {
+		stress(t, 5, func(t *testing.T) Component {
+			d, err := delay.NewDispatcher(on, rdb, delay.Config{KeyPrefix: prefix, PollInterval: time.Millisecond})
+			require.NoError(t, err)
+			return &lateStart{name: "late", c: d, log: slog.New(slog.DiscardHandler), every: time.Millisecond}
+		})
+	}
 }
 
 func newRabbitMQTimer(t *testing.T, db *dbtest.DB, prefix string) *delay.RabbitMQTimer {

@@ -126,7 +126,9 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 		cs.Add(relayComponentName(d.relays, r.Source), r.Relay)
 	}
 	if cfg.Delay.Enabled {
-		cs.Add("delayed tasks", d.delay)
+		for _, c := range d.delayComponents(logger) {
+			cs.Add(c.name, c.Component)
+		}
 	}
 	if exec != nil {
 		cs.Add("xxl-job executor", xxlExecutor{exec, logger})
@@ -155,7 +157,11 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		srv.AddOptionalReadyCheck("registry", reg.check)
 	}
 	srv.HandlePublic("GET /metrics", m.Handler())
-	srv.MountDelayTasks(d.delay.Client())
+	tasks, err := d.sourcedTasks(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv.MountSourcedDelayTasks(tasks)
 	srv.MountDeadLetters(deadletters.New(d.db))
 	outbox, err := sourcedViews(cfg, d, orders.NewOutbox)
 	if err != nil {

@@ -29,11 +29,14 @@ type Deps struct {
 	units     []*orders.Closer     // orderTimeoutCloseJob's: closer, or one per table of order.sources
 	retry     []*orders.Closer     // deadLetterRetryJob's (RetryUnits)
 	unitDBs   []*sqlx.DB           // the databases of order.sources
-	delay     *delay.Dispatcher    // built, not started: serve starts it
+	delay     *delay.Dispatcher    // mysql.dsn's database's; built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
-	relays    []sourceRelay        // outbox compensation only, one per order database; built, not started: serve starts them
-	lifecycle *lifecycle.Jobs      // orderAutoConfirmJob, orderFulfillmentTimeoutJob without order.sources
-	lifeUnits []*lifecycle.Jobs    // theirs with order.sources: one per table
+	// delaySources are the delayed tasks of the other order databases
+	// (order.sources), as delay and rabbit (delaysources.go).
+	delaySources []*delaySource
+	relays       []sourceRelay     // outbox compensation only, one per order database; built, not started: serve starts them
+	lifecycle    *lifecycle.Jobs   // orderAutoConfirmJob, orderFulfillmentTimeoutJob without order.sources
+	lifeUnits    []*lifecycle.Jobs // theirs with order.sources: one per table
 	// noLifecycle says why lifecycle is nil (a declared order.schema).
 	noLifecycle error
 	// compensation is where closes give stock and coupons back.
@@ -104,28 +107,60 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	if err != nil {
 		return fmt.Errorf("delay.services: %w", err)
 	}
-	if d.rabbit, err = StartRabbitMQTimer(ctx, cfg, d.db, logger); err != nil {
+	w := delayWiring{cfg: cfg, services: services, rdb: d.rdb, defaultTable: d.closer.Table(),
+		grace: d.closer.CancelBound(), logger: logger, obs: obs.Delay}
+	homeUnits, err := d.buildDelaySources(ctx, w)
+	if err != nil {
 		return err
 	}
-	d.delay, err = delay.NewDispatcher(d.db, d.rdb, delay.Config{
-		Timer:       TimerOf(d.rabbit),
-		KeyPrefix:   cfg.Delay.KeyPrefix,
+	if d.rabbit, err = StartRabbitMQTimer(ctx, cfg, d.db, cfg.Delay.RabbitMQ.Prefix, logger); err != nil {
+		return err
+	}
+	d.delay, err = w.dispatcher(d.db, d.rabbit, cfg.Delay.KeyPrefix, closeTables(d.closer, w.defaultTable, homeUnits), logger)
+	if err != nil {
+		return fmt.Errorf("delayed tasks: %w", err)
+	}
+	return nil
+}
+
+// delayWiring is what every database's delayed-task dispatcher shares.
+type delayWiring struct {
+	cfg          *config.Config
+	services     map[string]string
+	rdb          redis.UniversalClient
+	defaultTable string        // order.schema.table
+	grace        time.Duration // the close path's cancellation bound
+	logger       *slog.Logger
+	obs          delay.Observer
+}
+
+// dispatcher builds the dispatcher of db's job_delay_task, timed by rt
+// (delay.timer rabbitmq) or by the Redis timer under keyPrefix, closing
+// orderTimeoutClose tasks in tables.
+func (w delayWiring) dispatcher(db *sqlx.DB, rt *delay.RabbitMQTimer, keyPrefix string, tables handlers.OrderCloseTables,
+	logger *slog.Logger) (*delay.Dispatcher, error) {
+	cfg := w.cfg
+	return delay.NewDispatcher(db, w.rdb, delay.Config{
+		Timer:       TimerOf(rt),
+		KeyPrefix:   keyPrefix,
 		TimerShards: cfg.Delay.TimerShards,
 		// Due together, orderTimeoutClose tasks close their orders in one
-		// batch (one lock pipeline, one transaction), not one by one.
+		// batch per table (one lock pipeline, one transaction), not one by
+		// one.
 		BatchHandlers: map[string]delay.BatchHandlerFunc{
-			delay.OrderTimeoutCloseHandler: OrderCloseBatchHandler(d.closer),
+			delay.OrderTimeoutCloseHandler: handlers.DelayOrderCloseTables(tables),
 		},
-		// A task without an order is refused at registration.
+		// A task without an order, or in a table the database does not
+		// hold, is refused at registration.
 		PayloadValidators: map[string]delay.PayloadValidator{
-			delay.OrderTimeoutCloseHandler: handlers.ValidateOrderPayload,
+			delay.OrderTimeoutCloseHandler: tables.Validate,
 		},
-		Services:       services,
+		Services:       w.services,
 		ServiceToken:   cfg.Delay.ServiceToken,
 		RunningTimeout: cfg.Delay.RunningTimeout,
 		HandlerTimeout: cfg.Delay.HandlerTimeout,
 		// An order close cut by the handler timeout finishes its page.
-		HandlerGrace:      d.closer.CancelBound(),
+		HandlerGrace:      w.grace,
 		NotNowBackoff:     cfg.Delay.NotNowBackoff,
 		NotNowBackoffMax:  cfg.Delay.NotNowBackoffMax,
 		NotNowMaxAge:      cfg.Delay.NotNowMaxAge,
@@ -133,18 +168,15 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		BatchSize:         cfg.Delay.BatchSize,
 		Retention:         cfg.Delay.Retention,
 		Logger:            logger, // delay tags its parts with "component" itself
-		Observer:          obs.Delay,
+		Observer:          w.obs,
 	})
-	if err != nil {
-		return fmt.Errorf("delayed tasks: %w", err)
-	}
-	return nil
 }
 
 // HandlerDeps is what the XXL-JOB handlers run on.
 func (d *Deps) HandlerDeps() *handlers.Deps {
 	return &handlers.Deps{Closer: d.closer, Units: d.units, RetryUnits: d.retry, Dispatcher: d.delay,
-		Lifecycle: d.lifecycle, LifecycleUnits: d.lifeUnits, NoLifecycle: d.noLifecycle}
+		DelaySources: d.sourceDispatchers(), Lifecycle: d.lifecycle, LifecycleUnits: d.lifeUnits,
+		NoLifecycle: d.noLifecycle}
 }
 
 // ClosePath is the order close as serve and run build it from the
@@ -209,16 +241,17 @@ func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, l
 		NewUnit: unitBuilder(cfg, locker, ccfg, logger)}, nil
 }
 
-// StartRabbitMQTimer builds and starts the RabbitMQ timer when delay.timer
-// says so (nil otherwise). A broker that does not answer is logged, not an
+// StartRabbitMQTimer builds and starts the RabbitMQ timer of db's tasks,
+// its names starting with prefix (DelayKeysOf), when delay.timer says so
+// (nil otherwise). A broker that does not answer is logged, not an
 // error: the timer keeps trying, readiness fails meanwhile, and tasks wait
 // in the table for the reconciler.
-func StartRabbitMQTimer(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) (*delay.RabbitMQTimer, error) {
+func StartRabbitMQTimer(ctx context.Context, cfg *config.Config, db *sqlx.DB, prefix string, logger *slog.Logger) (*delay.RabbitMQTimer, error) {
 	if cfg.Delay.Timer != "rabbitmq" {
 		return nil, nil
 	}
 	r := cfg.Delay.RabbitMQ
-	rt, err := delay.NewRabbitMQTimer(db, delay.RabbitMQConfig{URL: r.URL, Prefix: r.Prefix, Prefetch: r.Prefetch,
+	rt, err := delay.NewRabbitMQTimer(db, delay.RabbitMQConfig{URL: r.URL, Prefix: prefix, Prefetch: r.Prefetch,
 		RepublishAfter: r.RepublishAfter, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("delay.rabbitmq: %w", err)
@@ -237,13 +270,19 @@ func TimerOf(rt *delay.RabbitMQTimer) delay.Timer {
 	return rt
 }
 
-// Close stops the RabbitMQ timer, closes Redis, then the database.
+// Close stops the RabbitMQ timers, closes Redis, then the databases.
 func (d *Deps) Close() error {
 	var errs []error
-	if d.rabbit != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		errs = append(errs, d.rabbit.Stop(ctx))
-		cancel()
+	rabbits := []*delay.RabbitMQTimer{d.rabbit}
+	for _, s := range d.delaySources {
+		rabbits = append(rabbits, s.rabbit)
+	}
+	for _, rt := range rabbits {
+		if rt != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			errs = append(errs, rt.Stop(ctx))
+			cancel()
+		}
 	}
 	for _, n := range d.lockNodes {
 		errs = append(errs, n.Close())

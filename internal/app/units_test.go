@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,11 +131,7 @@ func TestRetryUnits(t *testing.T) {
 
 // deadDSN is a DSN of a port nothing answers on.
 func deadDSN(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := l.Addr().String()
-	require.NoError(t, l.Close())
-	return fmt.Sprintf("root@tcp(%s)/x?timeout=1s", dead)
+	return fmt.Sprintf("root@tcp(%s)/x?timeout=1s", deadAddr(t))
 }
 
 // sourcesEnv is the environment of a process on home with order.sources
