@@ -43,7 +43,11 @@ var ErrResolved = errors.New("orders: dead letter is resolved; nothing to requeu
 type Letter struct {
 	ID      int64  `db:"id"`
 	OrderNo string `db:"order_no"`
-	Stage   string `db:"stage"`
+	// OrderTable is the order table the close found the order in
+	// (migration 0138); empty on letters written before, and on letters
+	// of other stages.
+	OrderTable string `db:"order_table"`
+	Stage      string `db:"stage"`
 	// Status is Waiting, Parked or Resolved.
 	Status string `db:"status"`
 	// StatusReason says why a letter is parked or resolved (parked after
@@ -61,6 +65,7 @@ type Letter struct {
 type letterJSON struct {
 	ID           int64  `json:"id"`
 	OrderNo      string `json:"orderNo"`
+	OrderTable   string `json:"orderTable,omitempty"`
 	Stage        string `json:"stage"`
 	Status       string `json:"status"`
 	StatusReason string `json:"statusReason"`
@@ -73,7 +78,7 @@ type letterJSON struct {
 
 // MarshalJSON renders the letter with camelCase keys and zone-less times.
 func (d Letter) MarshalJSON() ([]byte, error) {
-	return json.Marshal(letterJSON{ID: d.ID, OrderNo: d.OrderNo, Stage: d.Stage, Status: d.Status,
+	return json.Marshal(letterJSON{ID: d.ID, OrderNo: d.OrderNo, OrderTable: d.OrderTable, Stage: d.Stage, Status: d.Status,
 		StatusReason: d.StatusReason, LastError: d.LastError, Attempts: d.Attempts,
 		NextRetryAt: d.NextRetryAt.Format(oplist.WallTimeLayout), CreatedAt: d.CreatedAt.Format(oplist.WallTimeLayout),
 		UpdatedAt: d.UpdatedAt.Format(oplist.WallTimeLayout)})
@@ -85,7 +90,7 @@ func (d *Letter) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*d = Letter{ID: j.ID, OrderNo: j.OrderNo, Stage: j.Stage, Status: j.Status, StatusReason: j.StatusReason,
+	*d = Letter{ID: j.ID, OrderNo: j.OrderNo, OrderTable: j.OrderTable, Stage: j.Stage, Status: j.Status, StatusReason: j.StatusReason,
 		LastError: j.LastError, Attempts: j.Attempts}
 	for _, f := range []struct {
 		s   string

@@ -22,7 +22,7 @@ import (
 type store struct{}
 
 // deadLetterColumns are the columns of a Letter.
-const deadLetterColumns = `id, order_no, stage, status, status_reason, last_error, attempts, next_retry_at, created_at, updated_at`
+const deadLetterColumns = `id, order_no, order_table, stage, status, status_reason, last_error, attempts, next_retry_at, created_at, updated_at`
 
 // letterByIDSQL reads one letter by id. No locks; zero or one row.
 const letterByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE id = ?`
