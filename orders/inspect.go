@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -205,10 +206,16 @@ type OrderDetail struct {
 
 // Order returns what the tables hold about orderNo, or ErrOrderNotFound.
 func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, error) {
+	return i.OrderIn(ctx, orderNo, "")
+}
+
+// OrderIn is Order looking in table first when it is one of the
+// Inspector's tables (the table a dead letter names), then in the others.
+func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail, error) {
 	if orderNo == "" || len(orderNo) > oplist.MaxOrderNoLen {
 		return nil, oplist.Invalid("orderNo", "order number must be 1-%d bytes", oplist.MaxOrderNoLen)
 	}
-	o, t, err := i.find(ctx, orderNo)
+	o, t, err := i.find(ctx, orderNo, table)
 	if err != nil {
 		return nil, err
 	}
@@ -250,12 +257,17 @@ func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, er
 	return d, nil
 }
 
-// find looks orderNo up in the Inspector's tables in turn: order numbers
+// find looks orderNo up in the Inspector's tables in turn, first (a
+// table's name) before the others: order numbers
 // are unique across the tables of a database, so the first that holds it
 // is its table. ErrOrderNotFound names the tables when there are several.
-func (i *Inspector) find(ctx context.Context, orderNo string) (*OrderRecord, inspectTable, error) {
+func (i *Inspector) find(ctx context.Context, orderNo, first string) (*OrderRecord, inspectTable, error) {
+	tables := i.tables
+	if k := slices.IndexFunc(tables, func(t inspectTable) bool { return t.name == first }); k > 0 {
+		tables = append([]inspectTable{tables[k]}, slices.Delete(slices.Clone(tables), k, k+1)...)
+	}
 	var err error
-	for _, t := range i.tables {
+	for _, t := range tables {
 		var o *OrderRecord
 		if o, err = i.store.orderRecord(ctx, i.db, t, orderNo); !errors.Is(err, ErrOrderNotFound) {
 			return o, t, err

@@ -47,6 +47,13 @@ func TestInspectorInTables(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "order_info", d.Table)
 
+	d, err = in.OrderIn(ctx, "T1-1", "order_info_1")
+	require.NoError(t, err)
+	require.Equal(t, "order_info_1", d.Table, "in the table a dead letter names")
+	d, err = in.OrderIn(ctx, "T0-1", "order_info_1")
+	require.NoError(t, err)
+	require.Equal(t, "order_info", d.Table, "not there: in the others")
+
 	_, err = in.Order(ctx, "NOSUCH")
 	require.ErrorIs(t, err, orders.ErrOrderNotFound)
 	require.ErrorContains(t, err, "order NOSUCH in 2 order tables (order_info ... order_info_1)")

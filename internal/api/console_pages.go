@@ -316,7 +316,7 @@ func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *s
 		return
 	}
 	d := deadLetterData{Letter: dl}
-	if d.Order, err = v.inspect.Order(r.Context(), dl.OrderNo); err != nil && !errors.Is(err, orders.ErrOrderNotFound) {
+	if d.Order, err = v.inspect.OrderIn(r.Context(), dl.OrderNo, dl.OrderTable); err != nil && !errors.Is(err, orders.ErrOrderNotFound) {
 		c.failErr(w, r, op, err)
 		return
 	}

@@ -194,6 +194,10 @@ func TestConsoleUnknownSource(t *testing.T) {
 	}
 	p := w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
 	require.Equal(t, http.StatusBadRequest, p.status)
+	p = w.b.get("/console/dead-letters?source=" + url.QueryEscape(hostileNo))
+	require.Equal(t, http.StatusBadRequest, p.status)
+	require.NotContains(t, p.body, "<script>")
+	require.Contains(t, p.body, "&lt;script&gt;")
 
 	_, b, _ := signedIn(t)
 	p = b.get("/console/dead-letters?status=parked")
