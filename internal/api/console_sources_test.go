@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/schema"
 )
@@ -24,12 +26,13 @@ type sourcesWorld struct {
 	home, other *dbtest.DB
 	b           *browser
 	csrf        string
+	log         *syncbuf.Buffer // the process log, JSON
 }
 
 func newSourcesWorld(t *testing.T) *sourcesWorld {
 	t.Helper()
 	ctx := context.Background()
-	w := &sourcesWorld{home: dbtest.New(t), other: dbtest.New(t)}
+	w := &sourcesWorld{home: dbtest.New(t), other: dbtest.New(t), log: &syncbuf.Buffer{}}
 	seed := func(db *dbtest.DB, table, no string, stmts ...string) {
 		t.Helper()
 		for _, stmt := range append(stmts,
@@ -51,7 +54,7 @@ func newSourcesWorld(t *testing.T) *sourcesWorld {
 		require.NoError(t, err)
 		return i
 	}
-	srv := New(Config{Token: "api-token"})
+	srv := New(Config{Token: "api-token", Logger: slog.New(slog.NewJSONHandler(w.log, nil))})
 	require.NoError(t, srv.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}}, Session: time.Hour,
 		DB: w.home.DB, Mode: orders.CompensateOutbox, Sources: []ConsoleSource{
 			{Name: "db0", DB: w.home.DB, Inspector: in(w.home, "order_info"), Home: true},
@@ -117,6 +120,7 @@ func TestConsoleDeadLettersOfSource(t *testing.T) {
 	require.Contains(t, p.body, `href="/console/dead-letters/`+id+`?source=db1"`)
 	require.Equal(t, "waiting", statusOf(t, w.other, "order_dead_letter", "S-1"))
 	require.Equal(t, "parked", statusOf(t, w.home, "order_dead_letter", "H-1"))
+	require.Contains(t, w.log.String(), `"action":"requeue dead letter","target":"S-1","stage":"close","letter_id":`+id+`,"source":"db1"`)
 
 	// The bulk requeue of the home database leaves db1's letters alone.
 	p = w.b.post("/console/dead-letters/requeue", url.Values{"csrf": {w.csrf}, "status": {"parked"}, "confirm": {"yes"}})
