@@ -204,13 +204,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	require.Contains(t, text(`header`), "alice")
 
-	// Filter: parked letters of the last hour whose error names the coupon.
+	// Filter: parked letters of the last hour whose error names the coupon
+	// (the filter form's fields are in labels; the choice of source above
+	// it keeps them as hidden fields).
 	do(chromedp.Click(css(`a[href="/console/dead-letters?status=parked"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(css(`form.filters`)),
 		chromedp.SetValue(css(`input[name=since]`), "1h"),
 		chromedp.SetValue(css(`input[name=error]`), "coupon"),
 		chromedp.Submit(css(`input[name=error]`)),
-		chromedp.WaitVisible(css(`input[name=error][value=coupon]`)))
+		chromedp.WaitVisible(css(`label input[name=error][value=coupon]`)))
 	require.Contains(t, location(), "error=coupon")
 	list := text(`table`)
 	for _, no := range broken {
@@ -264,6 +266,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SetValue(css(`form.source select`), "db1"), chromedp.Submit(css(`form.source select`)),
 		chromedp.Query(css(`form.filters input[name=source][value=db1]`), chromedp.NodeReady))
 	require.Contains(t, location(), "source=db1")
+	shot("console-source.png")
 	list = text(`table`)
 	require.Contains(t, list, "SRC-1")
 	require.Contains(t, list, "order_info_1")
@@ -289,7 +292,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			require.Empty(t, out, "%s: wider than a %dpx phone screen", path, width)
 		}
 	}
-	for _, name := range []string{"console-overview.png", "console-dead-letter.png"} {
+	for _, name := range []string{"console-overview.png", "console-dead-letter.png", "console-source.png"} {
 		fi, err := os.Stat(filepath.Join(shots, name))
 		require.NoError(t, err)
 		require.Greater(t, fi.Size(), int64(10_000), name)

@@ -243,8 +243,9 @@ type pageData struct {
 	// offers the choice of Sources (order.sources; none without it).
 	Sourced bool
 	Sources []string
-	Source  string // the request's ?source=, "" for mysql.dsn's database
-	Path    string // the page's path, where the choice of source goes
+	Source  string     // the request's ?source=, "" for mysql.dsn's database
+	Path    string     // the page's path, where the choice of source goes
+	Keep    url.Values // the page's filters, kept when the source changes
 	Data    any
 }
 
@@ -259,7 +260,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	d.Tasks = c.cfg.Tasks != nil
 	d.Source, d.Path = requestSource(r), r.URL.Path
 	if d.Sourced {
-		d.Sources = c.sources
+		d.Sources, d.Keep = c.sources, r.URL.Query()
+		d.Keep.Del("source")
+		d.Keep.Del("after") // a page of another database's list
 	}
 	t, err := c.pageFor(page, d.Source)
 	var b bytes.Buffer

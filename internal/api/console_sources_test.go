@@ -91,6 +91,8 @@ func TestConsoleDeadLettersOfSource(t *testing.T) {
 	require.Contains(t, p.body, `<option value="" selected>mysql.dsn's</option>`)
 	require.Contains(t, p.body, `<option value="db1">db1</option>`)
 	require.Contains(t, p.body, "<th>Table</th>")
+	require.Contains(t, p.body, `<form class="filters source" method="get" action="/console/dead-letters">
+  <input type="hidden" name="status" value="parked">`, "the choice of source keeps the filters")
 
 	p = w.b.get("/console/dead-letters?status=parked&source=db1")
 	require.Equal(t, http.StatusOK, p.status, p.body)
