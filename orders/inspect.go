@@ -3,7 +3,9 @@ package orders
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -13,6 +15,7 @@ import (
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderstatus"
+	"github.com/orderjob/executor/orders/schema"
 )
 
 // Inspector is the operators' read-only view of an order and of the
@@ -25,12 +28,43 @@ type Inspector struct {
 	mode    CompensationMode
 	store   store
 	letters *deadletters.Ops
+	tables  []inspectTable // where Order looks an order up, in turn
 }
 
 // NewInspector returns the view over db; mode says whether closes give
 // stock and coupons back here (CompensateLocal) or through outbox events.
+// It looks orders up in order_info.
 func NewInspector(db *sqlx.DB, mode CompensationMode) *Inspector {
-	return &Inspector{db: db, mode: mode, letters: deadletters.New(db)}
+	return &Inspector{db: db, mode: mode, letters: deadletters.New(db), tables: []inspectTable{defaultInspectTable}}
+}
+
+// InTables returns the view that looks an order up in each of tables in
+// turn (the order tables of one order source), each with its item table
+// following sch's suffix (schema.ForTable). The tables are read with the
+// executor's own columns and indexes (order_info's and order_item's).
+func (i *Inspector) InTables(sch schema.Schema, tables []string) (*Inspector, error) {
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("orders: an Inspector in tables needs at least one")
+	}
+	out := *i
+	out.tables = nil
+	for _, t := range tables {
+		s, err := sch.ForTable(t)
+		if err != nil {
+			return nil, err
+		}
+		out.tables = append(out.tables, renderInspectTable(t, s.Items.Table))
+	}
+	return &out, nil
+}
+
+// Tables are the order tables Order looks an order up in.
+func (i *Inspector) Tables() []string {
+	out := make([]string, len(i.tables))
+	for k, t := range i.tables {
+		out[k] = t.name
+	}
+	return out
 }
 
 // Mode is the compensation mode the Inspector was made with.
@@ -147,6 +181,8 @@ func (f FulfilmentFlag) Open() bool { return f.OrderStatus == orderstatus.Paid }
 
 // OrderDetail is everything the executor's tables hold about one order.
 type OrderDetail struct {
+	// Table is the order table the order was found in.
+	Table string
 	Order OrderRecord
 	Items []OrderItem
 	// Stock holds the inventory rows of the order's SKUs and Coupon its
@@ -170,15 +206,21 @@ type OrderDetail struct {
 
 // Order returns what the tables hold about orderNo, or ErrOrderNotFound.
 func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, error) {
+	return i.OrderIn(ctx, orderNo, "")
+}
+
+// OrderIn is Order looking in table first when it is one of the
+// Inspector's tables (the table a dead letter names), then in the others.
+func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail, error) {
 	if orderNo == "" || len(orderNo) > oplist.MaxOrderNoLen {
 		return nil, oplist.Invalid("orderNo", "order number must be 1-%d bytes", oplist.MaxOrderNoLen)
 	}
-	o, err := i.store.orderRecord(ctx, i.db, orderNo)
+	o, t, err := i.find(ctx, orderNo, table)
 	if err != nil {
 		return nil, err
 	}
-	d := &OrderDetail{Order: *o, Mode: i.mode}
-	if d.Items, err = i.store.itemsOfOrder(ctx, i.db, orderNo); err != nil {
+	d := &OrderDetail{Table: t.name, Order: *o, Mode: i.mode}
+	if d.Items, err = i.store.itemsOfOrder(ctx, i.db, t, orderNo); err != nil {
 		return nil, err
 	}
 	if i.mode == CompensateLocal {
@@ -201,7 +243,7 @@ func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, er
 	if d.DeadLetters, err = i.letters.OfOrder(ctx, orderNo); err != nil {
 		return nil, err
 	}
-	if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, orderNo); err != nil {
+	if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, t, orderNo); err != nil {
 		return nil, err
 	}
 	if i.mode == CompensateOutbox {
@@ -213,6 +255,29 @@ func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, er
 		return nil, err
 	}
 	return d, nil
+}
+
+// find looks orderNo up in the Inspector's tables in turn, first (a
+// table's name) before the others: order numbers
+// are unique across the tables of a database, so the first that holds it
+// is its table. ErrOrderNotFound names the tables when there are several.
+func (i *Inspector) find(ctx context.Context, orderNo, first string) (*OrderRecord, inspectTable, error) {
+	tables := i.tables
+	if k := slices.IndexFunc(tables, func(t inspectTable) bool { return t.name == first }); k > 0 {
+		tables = append([]inspectTable{tables[k]}, slices.Delete(slices.Clone(tables), k, k+1)...)
+	}
+	var err error
+	for _, t := range tables {
+		var o *OrderRecord
+		if o, err = i.store.orderRecord(ctx, i.db, t, orderNo); !errors.Is(err, ErrOrderNotFound) {
+			return o, t, err
+		}
+	}
+	if len(i.tables) > 1 {
+		err = fmt.Errorf("order %s in %d order tables (%s ... %s): %w", orderNo, len(i.tables),
+			i.tables[0].name, i.tables[len(i.tables)-1].name, ErrOrderNotFound)
+	}
+	return nil, inspectTable{}, err
 }
 
 // Due is what the close sweep has in front of it: unpaid orders past their

@@ -10,21 +10,26 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/schema"
 )
 
 // This file holds the SQL of the operators' read-only views (Inspector):
 // one order's rows, bounded counts, and the fulfilment-flag list. Each
 // statement reaches its rows through a named index and takes no locks.
 
-// orderRecordSQL reads one order, by number, through uk_order_no.
-const orderRecordSQL = `
+// orderRecordFromSQL reads one order, by number, from an order table
+// (%s: order_info, or a table of an order source) through uk_order_no.
+const orderRecordFromSQL = `
 SELECT id, order_no, user_id, status, create_time, timeout_minutes, coupon_id, pay_amount,
        pay_time, ship_time, complete_time, close_time, close_reason, update_time
-FROM order_info FORCE INDEX (uk_order_no) WHERE order_no = ?`
+FROM %s FORCE INDEX (uk_order_no) WHERE order_no = ?`
 
-func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*OrderRecord, error) {
+// orderRecordSQL reads one order_info row.
+var orderRecordSQL = fmt.Sprintf(orderRecordFromSQL, "order_info")
+
+func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, t inspectTable, orderNo string) (*OrderRecord, error) {
 	var o OrderRecord
-	err := sqlx.GetContext(ctx, q, &o, orderRecordSQL, orderNo)
+	err := sqlx.GetContext(ctx, q, &o, t.order, orderNo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("order %s: %w", orderNo, ErrOrderNotFound)
 	}
@@ -34,13 +39,17 @@ func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, orderNo str
 	return &o, nil
 }
 
-// itemsOfOrderSQL reads one order's lines, by its number, through
-// idx_order_no.
-const itemsOfOrderSQL = `SELECT id, sku_id, quantity FROM order_item FORCE INDEX (idx_order_no) WHERE order_no = ? ORDER BY id`
+// itemsOfOrderFromSQL reads one order's lines, by its number, from an item
+// table (%s: order_item, or the one following an order source's table)
+// through idx_order_no.
+const itemsOfOrderFromSQL = `SELECT id, sku_id, quantity FROM %s FORCE INDEX (idx_order_no) WHERE order_no = ? ORDER BY id`
 
-func (store) itemsOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]OrderItem, error) {
+// itemsOfOrderSQL reads one order's order_item lines.
+var itemsOfOrderSQL = fmt.Sprintf(itemsOfOrderFromSQL, "order_item")
+
+func (store) itemsOfOrder(ctx context.Context, q sqlx.QueryerContext, t inspectTable, orderNo string) ([]OrderItem, error) {
 	var rows []OrderItem
-	if err := sqlx.SelectContext(ctx, q, &rows, itemsOfOrderSQL, orderNo); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, t.items, orderNo); err != nil {
 		return nil, fmt.Errorf("read items of %s: %w", orderNo, err)
 	}
 	return rows, nil
@@ -95,16 +104,38 @@ func (store) closeLogRow(ctx context.Context, q sqlx.QueryerContext, orderNo str
 const flagColumns = `f.id, f.order_id, f.order_no, f.user_id, f.pay_time, f.deadline, f.flagged_at,
        COALESCE(o.status, -1) AS order_status, o.ship_time`
 
-// flagOfOrderSQL reads an order's fulfilment flag, by order number,
-// through uk_order_no, with the order's current status (primary key).
-const flagOfOrderSQL = `SELECT ` + flagColumns + `
+// flagOfOrderFromSQL reads an order's fulfilment flag, by order number,
+// through uk_order_no, with the order's current status (primary key of its
+// order table, %s).
+const flagOfOrderFromSQL = `SELECT ` + flagColumns + `
 FROM order_fulfillment_overdue f FORCE INDEX (uk_order_no)
-LEFT JOIN order_info o FORCE INDEX (PRIMARY) ON o.id = f.order_id
+LEFT JOIN %s o FORCE INDEX (PRIMARY) ON o.id = f.order_id
 WHERE f.order_no = ?`
 
-func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*FulfilmentFlag, error) {
+// flagOfOrderSQL reads a flag with its order_info row.
+var flagOfOrderSQL = fmt.Sprintf(flagOfOrderFromSQL, "order_info")
+
+// inspectTable is an order table the Inspector looks orders up in, with
+// the statements rendered for it and its item table.
+type inspectTable struct {
+	name               string
+	order, items, flag string
+}
+
+// defaultInspectTable is the executor's own order_info and order_item.
+var defaultInspectTable = inspectTable{name: "order_info", order: orderRecordSQL, items: itemsOfOrderSQL, flag: flagOfOrderSQL}
+
+// renderInspectTable renders the statements for an order table and its
+// item table, both checked identifiers of the configuration.
+func renderInspectTable(orderTable, itemTable string) inspectTable {
+	o, it := schema.Quote(orderTable), schema.Quote(itemTable)
+	return inspectTable{name: orderTable, order: fmt.Sprintf(orderRecordFromSQL, o),
+		items: fmt.Sprintf(itemsOfOrderFromSQL, it), flag: fmt.Sprintf(flagOfOrderFromSQL, o)}
+}
+
+func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, t inspectTable, orderNo string) (*FulfilmentFlag, error) {
 	var f FulfilmentFlag
-	err := sqlx.GetContext(ctx, q, &f, flagOfOrderSQL, orderNo)
+	err := sqlx.GetContext(ctx, q, &f, t.flag, orderNo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

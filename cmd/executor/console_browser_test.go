@@ -44,6 +44,22 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// sourcesDemo returns order.sources of two databases: db0 on db's, db1
+// on another whose second order table holds order SRC-1, parked there.
+func sourcesDemo(t *testing.T, ctx context.Context, db *dbtest.DB) string {
+	t.Helper()
+	other := dbtest.New(t)
+	for _, stmt := range []string{`CREATE TABLE order_info_1 LIKE order_info`, `CREATE TABLE order_item_1 LIKE order_item`,
+		`INSERT INTO order_info_1 (order_no, user_id, status, create_time, timeout_minutes) VALUES ('SRC-1', 5, 0, NOW() - INTERVAL 1 DAY, 30)`,
+		`INSERT INTO order_item_1 (order_no, sku_id, quantity) VALUES ('SRC-1', 3, 1)`,
+		`INSERT INTO order_dead_letter (order_no, order_table, stage, status, status_reason, last_error, attempts, next_retry_at)
+			VALUES ('SRC-1', 'order_info_1', 'close', 'parked', 'parked after 1 failed attempts', 'close order SRC-1: boom', 1, NOW(3))`} {
+		_, err := other.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	return fmt.Sprintf(`[{name: db0, dsn: %q, tables: order_info}, {name: db1, dsn: %q, tables: "order_info, order_info_1"}]`, db.DSN, other.DSN)
+}
+
 // consoleDemo fills db with what the console is for: due orders, a few
 // whose close fails (their coupon is gone) and whose letters are parked
 // after one attempt, a closed order paid late (a refund owed), and a
@@ -109,6 +125,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"EXECUTOR_API_CONSOLE_TOKENS": "alice:alice-console-token-1,bob:bob-console-token-22",
 	}
 	broken := consoleDemo(t, ctx, db, env)
+	env["ORDER_SOURCES"] = sourcesDemo(t, ctx, db)
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
@@ -187,13 +204,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	require.Contains(t, text(`header`), "alice")
 
-	// Filter: parked letters of the last hour whose error names the coupon.
+	// Filter: parked letters of the last hour whose error names the coupon
+	// (the filter form's fields are in labels; the choice of source above
+	// it keeps them as hidden fields).
 	do(chromedp.Click(css(`a[href="/console/dead-letters?status=parked"]`), chromedp.NodeVisible),
 		chromedp.WaitVisible(css(`form.filters`)),
 		chromedp.SetValue(css(`input[name=since]`), "1h"),
 		chromedp.SetValue(css(`input[name=error]`), "coupon"),
 		chromedp.Submit(css(`input[name=error]`)),
-		chromedp.WaitVisible(css(`input[name=error][value=coupon]`)))
+		chromedp.WaitVisible(css(`label input[name=error][value=coupon]`)))
 	require.Contains(t, location(), "error=coupon")
 	list := text(`table`)
 	for _, no := range broken {
@@ -241,6 +260,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.Equal(t, want, statuses[no], no)
 	}
 	require.Contains(t, stdout.String(), `"msg":"console action","component":"api.console","operator":"alice","action":"requeue dead letter","target":"`+requeued+`"`)
+	// Another order database: the selector lists db1's letters, with the
+	// table each names; its order opens in db1's second order table.
+	do(chromedp.Navigate(base+"/console/dead-letters?status=parked"), chromedp.WaitVisible(css(`form.source select`)),
+		chromedp.SetValue(css(`form.source select`), "db1"), chromedp.Submit(css(`form.source select`)),
+		chromedp.Query(css(`form.filters input[name=source][value=db1]`), chromedp.NodeReady))
+	require.Contains(t, location(), "source=db1")
+	shot("console-source.png")
+	list = text(`table`)
+	require.Contains(t, list, "SRC-1")
+	require.Contains(t, list, "order_info_1")
+	require.NotContains(t, list, broken[0])
+	do(chromedp.Click(css(`a[href="/console/orders/SRC-1?source=db1"]`), chromedp.NodeVisible), chromedp.WaitVisible(css(`dl.fields`)))
+	require.Contains(t, text(`main`), "Found in the order table order_info_1 of order source db1.")
+
 	// On a phone's screen no page is wider than the screen: wide tables
 	// scroll inside their own box.
 	// Measured against the screen's width, not window.innerWidth: a
@@ -251,14 +284,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		overflow := fmt.Sprintf(`[document.documentElement, ...document.querySelectorAll("body *")].filter(e => !e.closest(".table > table") &&
 			(e === document.documentElement ? e.scrollWidth : e.getBoundingClientRect().right) > %d + 1).map(e => e.tagName + "." + e.className).join(" ")`, width)
 		for _, path := range []string{"/console/", "/console/dead-letters?status=parked", "/console/dead-letters/1", "/console/tasks",
-			"/console/runs", "/console/outbox", "/console/refunds", "/console/fulfilment", "/console/orders/" + requeued} {
+			"/console/runs", "/console/outbox", "/console/refunds", "/console/fulfilment", "/console/orders/" + requeued,
+			"/console/orders", "/console/dead-letters?status=parked&source=db1", "/console/orders/SRC-1?source=db1"} {
 			do(chromedp.Navigate(base+path), chromedp.WaitVisible(css(`main`)))
 			out, err := chromedp.Run(bctx, chromedp.Evaluate[string](overflow))
 			require.NoError(t, err)
 			require.Empty(t, out, "%s: wider than a %dpx phone screen", path, width)
 		}
 	}
-	for _, name := range []string{"console-overview.png", "console-dead-letter.png"} {
+	for _, name := range []string{"console-overview.png", "console-dead-letter.png", "console-source.png"} {
 		fi, err := os.Stat(filepath.Join(shots, name))
 		require.NoError(t, err)
 		require.Greater(t, fi.Size(), int64(10_000), name)

@@ -45,8 +45,12 @@ type ConsoleConfig struct {
 	Operators []Operator
 	// Session is how long a sign-in lasts. Default 8h.
 	Session time.Duration
-	// DB is the order database. Required.
+	// DB is mysql.dsn's database. Required.
 	DB *sqlx.DB
+	// Sources are the order databases of order.sources, which the pages
+	// reading order data offer by name (?source=); none: DB alone, and no
+	// choice is shown.
+	Sources []ConsoleSource
 	// Tasks reads and acts on delayed tasks; nil leaves them out.
 	Tasks *delay.Client
 	// Mode is the close path's compensation mode (the order page shows
@@ -66,12 +70,13 @@ type Console struct {
 	cfg      ConsoleConfig
 	log      *slog.Logger
 	pages    map[string]*template.Template
-	sessions *sessions // nil when the console is off
+	pristine map[string]*template.Template // never executed: cloned for a page of a source
+	sessions *sessions                     // nil when the console is off
 	guard    *authguard.Guard
-	letters  *deadletters.Ops
-	outbox   *orders.Outbox
+	home     *orderViews // mysql.dsn's database
+	views    Sourced[*orderViews]
+	sources  []string // the names of order.sources, in order
 	refunds  *orders.Refunds
-	inspect  *orders.Inspector
 	runs     *orders.CloseRuns
 	offWhy   string
 }
@@ -107,11 +112,17 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		letters: deadletters.New(cfg.DB), outbox: orders.NewOutbox(cfg.DB), refunds: orders.NewRefunds(cfg.DB), inspect: orders.NewInspector(cfg.DB, cfg.Mode),
-		runs: orders.NewCloseRuns(cfg.DB)}
+		refunds: orders.NewRefunds(cfg.DB), runs: orders.NewCloseRuns(cfg.DB)}
 	c.guard = newGuard(Config{}, "console", c.log)
 	var err error
+	if c.views, c.sources, err = consoleViews(cfg); err != nil {
+		return nil, err
+	}
+	c.home = c.views.Home
 	if c.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	if c.pristine, err = parsePages(); err != nil {
 		return nil, err
 	}
 	if len(cfg.Operators) == 0 {
@@ -183,6 +194,7 @@ func (c *Console) routes(op *session) *http.ServeMux {
 	on("GET /console/dead-letters/{id}", c.deadLetterDetail)
 	on("POST /console/dead-letters/{id}/requeue", c.deadLetterRequeue)
 	on("POST /console/dead-letters/requeue", c.deadLetterRequeueMatching)
+	on("GET /console/orders", c.orderSearch)
 	on("GET /console/orders/{orderNo}", c.orderDetail)
 	on("GET /console/outbox", c.outboxList)
 	on("GET /console/outbox/{id}", c.outboxDetail)
@@ -227,21 +239,37 @@ type pageData struct {
 	Message  string // the error or notice of the page
 	Nav      string // the section the page belongs to
 	Tasks    bool   // the delayed-task pages exist
-	Data     any
+	// Sourced says the page reads the order database of ?source=: it
+	// offers the choice of Sources (order.sources; none without it).
+	Sourced bool
+	Sources []string
+	Source  string     // the request's ?source=, "" for mysql.dsn's database
+	Path    string     // the page's path, where the choice of source goes
+	Keep    url.Values // the page's filters, kept when the source changes
+	Data    any
 }
 
 // render executes page with data into w with the status.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, op *session, d pageData) {
-	t, ok := c.pages[page]
-	if !ok {
+	if _, ok := c.pages[page]; !ok {
 		panic("console: no template " + page)
 	}
 	if op != nil {
 		d.Operator, d.CSRF = op.name, c.sessions.csrf(op)
 	}
 	d.Tasks = c.cfg.Tasks != nil
+	d.Source, d.Path = requestSource(r), r.URL.Path
+	if d.Sourced {
+		d.Sources, d.Keep = c.sources, r.URL.Query()
+		d.Keep.Del("source")
+		d.Keep.Del("after") // a page of another database's list
+	}
+	t, err := c.pageFor(page, d.Source)
 	var b bytes.Buffer
-	if err := t.ExecuteTemplate(&b, "layout", d); err != nil {
+	if err == nil {
+		err = t.ExecuteTemplate(&b, "layout", d)
+	}
+	if err != nil {
 		c.log.ErrorContext(r.Context(), "console template", "page", page, "err", err)
 		http.Error(w, "internal error; see the executor log", http.StatusInternalServerError)
 		return

@@ -63,28 +63,32 @@ func letterChanges(before, after *deadletters.Letter) []change {
 
 func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *session) {
 	id, err := pathID(r, "id")
+	var v *orderViews
+	if err == nil {
+		v, err = c.viewsOf(r)
+	}
 	var before *deadletters.Letter
 	if err == nil {
-		before, err = c.letters.GetByID(r.Context(), id)
+		before, err = v.letters.GetByID(r.Context(), id)
 	}
 	if err != nil {
-		c.failLookup(w, r, op, err, "dead letter "+strconv.FormatInt(id, 10))
+		c.failLookup(w, r, op, err, inSource(r, "dead letter "+strconv.FormatInt(id, 10)))
 		return
 	}
-	back := fmt.Sprintf("%sdead-letters/%d", consolePath, id)
+	back := withSource(r, fmt.Sprintf("%sdead-letters/%d", consolePath, id))
 	if !confirmed(r) {
 		move := fmt.Sprintf("status %s → waiting, next retry now", before.Status)
 		if before.Status == deadletters.Waiting {
 			move = fmt.Sprintf("the letter is already waiting: its next retry moves from %s to now", wallText(before.NextRetryAt))
 		}
-		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo),
+		c.confirm(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo)),
 			What: []string{move + ": the next deadLetterRetryJob run (and the close sweep) tries the order again",
 				fmt.Sprintf("attempts stay %d; a letter that fails again is parked again", before.Attempts)},
-			Post: r.URL.Path, Back: back})
+			Post: withSource(r, r.URL.Path), Back: back})
 		return
 	}
-	after, err := c.letters.Requeue(r.Context(), before.OrderNo, before.Stage)
-	c.audit(r, op, "requeue dead letter", before.OrderNo, err, "stage", before.Stage, "letter_id", id)
+	after, err := v.letters.Requeue(r.Context(), before.OrderNo, before.Stage)
+	c.audit(r, op, "requeue dead letter", before.OrderNo, err, append([]any{"stage", before.Stage, "letter_id", id}, logSource(r)...)...)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
@@ -103,8 +107,11 @@ func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *
 func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Request, op *session) {
 	f := deadletters.RequeueFilter{Status: strings.ToLower(r.PostFormValue("status")), Stage: r.PostFormValue("stage"),
 		ErrorLike: r.PostFormValue("error")}
-	var err error
-	if f.Since, f.SinceAgo, err = deadletters.ParseSince(r.PostFormValue("since")); err != nil {
+	v, err := c.viewsOf(r)
+	if err == nil {
+		f.Since, f.SinceAgo, err = deadletters.ParseSince(r.PostFormValue("since"))
+	}
+	if err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
@@ -114,10 +121,10 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 			fields.Set(k, v)
 		}
 	}
-	back := consolePath + "dead-letters?" + fields.Encode()
+	back := withSource(r, consolePath+"dead-letters?"+fields.Encode())
 	if !confirmed(r) {
 		f.DryRun = true
-		res, err := c.letters.RequeueMatching(r.Context(), f)
+		res, err := v.letters.RequeueMatching(r.Context(), f)
 		if err != nil {
 			c.failErr(w, r, op, err)
 			return
@@ -126,14 +133,14 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 		if f.Status == deadletters.Waiting {
 			move = "each is already waiting and stays so; its next retry moves to now"
 		}
-		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue %d %s dead letter(s)", res.Matched, f.Status),
+		c.confirm(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue %d %s dead letter(s)", res.Matched, f.Status)),
 			What: []string{describeRequeue(f, res), move + "; attempts and last errors are kept"},
-			Post: r.URL.Path, Fields: fields, Back: back})
+			Post: withSource(r, r.URL.Path), Fields: fields, Back: back})
 		return
 	}
-	res, err := c.letters.RequeueMatching(r.Context(), f)
-	c.audit(r, op, "requeue dead letters", f.Status, err, "stage", f.Stage, "error_like", f.ErrorLike, "since", res.Since,
-		"num_matched", res.Matched, "num_requeued", res.Requeued)
+	res, err := v.letters.RequeueMatching(r.Context(), f)
+	c.audit(r, op, "requeue dead letters", f.Status, err, append([]any{"stage", f.Stage, "error_like", f.ErrorLike, "since", res.Since,
+		"num_matched", res.Matched, "num_requeued", res.Requeued}, logSource(r)...)...)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
@@ -144,7 +151,7 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 	}
 	c.done(w, r, op, doneData{Action: "requeued dead letters", Summary: res.String() + ".",
 		Changes: []change{{"letters matching", "", strconv.Itoa(res.Matched)}, {moved, "", strconv.Itoa(res.Requeued)}},
-		Back:    consolePath + "dead-letters?status=waiting", BackTo: "the waiting letters"})
+		Back:    withSource(r, consolePath+"dead-letters?status=waiting"), BackTo: "the waiting letters"})
 }
 
 // describeRequeue says which letters a bulk requeue selects.

@@ -16,7 +16,7 @@ import (
 // the JSON API use (orders.Outbox, orders.Refunds).
 
 func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, err := query(r, "status", "eventType", "orderNo", "after")
+	q, v, err := c.sourcedQuery(r, "status", "eventType", "orderNo", "after")
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
@@ -25,7 +25,7 @@ func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session
 	f.After, err = oplist.ParseCursor(q.Get("after"))
 	var p orders.OutboxPage
 	if err == nil {
-		p, err = c.outbox.Page(r.Context(), f)
+		p, err = v.outbox.Page(r.Context(), f)
 	}
 	if err != nil {
 		c.failErr(w, r, op, err)
@@ -33,42 +33,48 @@ func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session
 	}
 	d := listData{Filter: q, Rows: p.Events, Examined: p.Examined, WindowFull: p.WindowFull}
 	d.Next, d.First = pageLinks(consolePath+"outbox", q, p.Next)
-	c.render(w, r, http.StatusOK, "outboxlist", op, pageData{Title: "Outbox events", Nav: "outbox", Data: d})
+	c.render(w, r, http.StatusOK, "outboxlist", op, pageData{Title: "Outbox events", Nav: "outbox", Sourced: true, Data: d})
+}
+
+// outboxEvent reads the event of the path's id in the request's source.
+func (c *Console) outboxEvent(r *http.Request) (*orderViews, int64, *orders.OutboxEvent, error) {
+	id, err := pathID(r, "id")
+	var v *orderViews
+	if err == nil {
+		v, err = c.viewsOf(r)
+	}
+	var ev *orders.OutboxEvent
+	if err == nil {
+		ev, err = v.outbox.Get(r.Context(), id)
+	}
+	return v, id, ev, err
 }
 
 func (c *Console) outboxDetail(w http.ResponseWriter, r *http.Request, op *session) {
-	id, err := pathID(r, "id")
-	var ev *orders.OutboxEvent
-	if err == nil {
-		ev, err = c.outbox.Get(r.Context(), id)
-	}
+	_, id, ev, err := c.outboxEvent(r)
 	if err != nil {
-		c.failLookup(w, r, op, err, "outbox event "+strconv.FormatInt(id, 10))
+		c.failLookup(w, r, op, err, inSource(r, "outbox event "+strconv.FormatInt(id, 10)))
 		return
 	}
 	c.render(w, r, http.StatusOK, "outboxevent", op, pageData{Title: "Outbox event " + strconv.FormatInt(id, 10), Nav: "outbox", Data: ev})
 }
 
 func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *session) {
-	id, err := pathID(r, "id")
-	var before *orders.OutboxEvent
-	if err == nil {
-		before, err = c.outbox.Get(r.Context(), id)
-	}
+	v, id, before, err := c.outboxEvent(r)
 	if err != nil {
-		c.failLookup(w, r, op, err, "outbox event "+strconv.FormatInt(id, 10))
+		c.failLookup(w, r, op, err, inSource(r, "outbox event "+strconv.FormatInt(id, 10)))
 		return
 	}
-	back := fmt.Sprintf("%soutbox/%d", consolePath, id)
+	back := withSource(r, fmt.Sprintf("%soutbox/%d", consolePath, id))
 	if !confirmed(r) {
-		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("requeue the %s event of order %s", before.EventType, before.OrderNo),
+		c.confirm(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s event of order %s", before.EventType, before.OrderNo)),
 			What: []string{fmt.Sprintf("status %s → pending, due now: the relays deliver it again", before.Status),
 				fmt.Sprintf("attempts %d → 0; the last error is kept", before.Attempts)},
-			Post: r.URL.Path, Back: back})
+			Post: withSource(r, r.URL.Path), Back: back})
 		return
 	}
-	after, err := c.outbox.Requeue(r.Context(), id)
-	c.audit(r, op, "requeue outbox event", before.OrderNo, err, "outbox_id", id, "event_type", before.EventType)
+	after, err := v.outbox.Requeue(r.Context(), id)
+	c.audit(r, op, "requeue outbox event", before.OrderNo, err, append([]any{"outbox_id", id, "event_type", before.EventType}, logSource(r)...)...)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return

@@ -21,7 +21,7 @@ import (
 
 // pageNames are the templates under console/, each rendered inside
 // layout.html.
-var pageNames = []string{"off", "error", "signin", "overview", "deadletters", "deadletter", "order",
+var pageNames = []string{"off", "error", "signin", "overview", "deadletters", "deadletter", "order", "ordersearch",
 	"tasks", "task", "flags", "runs", "confirm", "done", "outboxlist", "outboxevent", "refundlist", "refund"}
 
 var consoleFuncs = template.FuncMap{
@@ -31,6 +31,9 @@ var consoleFuncs = template.FuncMap{
 	"path":   url.PathEscape,
 	"list":   func(s ...string) []string { return s },
 	"capped": capped,
+	// src is the ?source= of a page reading an order source, for links
+	// in nested templates ("" on mysql.dsn's; see Console.pageFor).
+	"src": func() string { return "" },
 }
 
 // consoleTimeLayout is the one format of the console's times, in lists,
@@ -129,13 +132,13 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 		}
 		return err == nil
 	}
-	if due, err := c.inspect.DueOrders(ctx); note("due orders", err) {
+	if due, err := c.home.inspect.DueOrders(ctx); note("due orders", err) {
 		d.Cards = append(d.Cards, card{"Orders due to close", []figure{
 			{"due now", capped(due.Count), consolePath + "runs", attention(due.Count, "warn")},
 			{"oldest due for", roundDuration(due.Oldest), consolePath + "runs", ""},
 		}})
 	}
-	if n, err := c.inspect.DeadLetterCounts(ctx); note("dead letters", err) {
+	if n, err := c.home.inspect.DeadLetterCounts(ctx); note("dead letters", err) {
 		link := func(st string) string { return consolePath + "dead-letters?status=" + st }
 		d.Cards = append(d.Cards, card{"Dead letters", []figure{
 			{"parked (need a person)", capped(n[deadletters.Parked]), link("parked"), attention(n[deadletters.Parked], "bad")},
@@ -153,7 +156,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 	}
 	// The outbox matters in outbox mode, or when events are left from a
 	// time the executor ran in it.
-	s, err := c.outbox.Stats(ctx)
+	s, err := c.home.outbox.Stats(ctx)
 	if (c.cfg.Mode == orders.CompensateOutbox || err == nil && s.Pending+s.Parked > 0) && note("outbox", err) {
 		d.Cards = append(d.Cards, card{"Outbox (stock and coupon events)", []figure{
 			{"pending delivery", strconv.Itoa(s.Pending), consolePath + "outbox?status=pending", attention(s.Pending, "warn")},
@@ -179,7 +182,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 			d.Cards = append(d.Cards, card{"Delayed tasks", f})
 		}
 	}
-	if n, err := c.inspect.FulfilmentCounts(ctx); note("fulfilment flags", err) {
+	if n, err := c.home.inspect.FulfilmentCounts(ctx); note("fulfilment flags", err) {
 		d.Cards = append(d.Cards, card{"Fulfilment overdue", []figure{
 			{"flagged in the last day", capped(n.LastDay), consolePath + "fulfilment?since=24h", attention(n.LastDay, "warn")},
 			{"flagged in all", capped(n.Total), consolePath + "fulfilment", ""},
@@ -262,13 +265,13 @@ func pageLinks(base string, q url.Values, next keyset.Cursor) (nextURL, firstURL
 }
 
 func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, err := query(r, "status", "stage", "since", "until", "error", "after")
+	q, v, err := c.sourcedQuery(r, "status", "stage", "since", "until", "error", "after")
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
 	}
 	f := deadletters.Query{Status: strings.ToLower(q.Get("status")), Stage: q.Get("stage"), ErrorLike: q.Get("error")}
-	now, err := c.inspect.Now(r.Context())
+	now, err := v.inspect.Now(r.Context())
 	if err == nil {
 		f.Since, err = sinceParam(q, "since", now)
 	}
@@ -280,7 +283,7 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 	}
 	var p deadletters.Page
 	if err == nil {
-		p, err = c.letters.Page(r.Context(), f)
+		p, err = v.letters.Page(r.Context(), f)
 	}
 	if err != nil {
 		c.failErr(w, r, op, err)
@@ -289,7 +292,7 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Letters,
 		Bulk: (f.Status == deadletters.Parked || f.Status == deadletters.Waiting) && f.Until.IsZero()}
 	d.Next, d.First = pageLinks(consolePath+"dead-letters", q, p.Next)
-	c.render(w, r, http.StatusOK, "deadletters", op, pageData{Title: "Dead letters", Nav: "dead-letters", Data: d})
+	c.render(w, r, http.StatusOK, "deadletters", op, pageData{Title: "Dead letters", Nav: "dead-letters", Sourced: true, Data: d})
 }
 
 // deadLetterData is a dead letter's page: the letter and its order.
@@ -300,29 +303,62 @@ type deadLetterData struct {
 
 func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *session) {
 	id, err := pathID(r, "id")
+	var v *orderViews
+	if err == nil {
+		v, err = c.viewsOf(r)
+	}
 	var dl *deadletters.Letter
 	if err == nil {
-		dl, err = c.letters.GetByID(r.Context(), id)
+		dl, err = v.letters.GetByID(r.Context(), id)
 	}
 	if err != nil {
-		c.failLookup(w, r, op, err, "dead letter "+strconv.FormatInt(id, 10))
+		c.failLookup(w, r, op, err, inSource(r, "dead letter "+strconv.FormatInt(id, 10)))
 		return
 	}
 	d := deadLetterData{Letter: dl}
-	if d.Order, err = c.inspect.Order(r.Context(), dl.OrderNo); err != nil && !errors.Is(err, orders.ErrOrderNotFound) {
+	if d.Order, err = v.inspect.OrderIn(r.Context(), dl.OrderNo, dl.OrderTable); err != nil && !errors.Is(err, orders.ErrOrderNotFound) {
 		c.failErr(w, r, op, err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "deadletter", op, pageData{Title: "Dead letter " + strconv.FormatInt(id, 10), Nav: "dead-letters", Data: d})
 }
 
-func (c *Console) orderDetail(w http.ResponseWriter, r *http.Request, op *session) {
-	d, err := c.inspect.Order(r.Context(), r.PathValue("orderNo"))
+// orderSearch is the order view's search form; with an order number it
+// sends the browser to that order's page in the chosen source.
+func (c *Console) orderSearch(w http.ResponseWriter, r *http.Request, op *session) {
+	q, v, err := c.sourcedQuery(r, "orderNo")
 	if err != nil {
-		c.failLookup(w, r, op, err, "order "+r.PathValue("orderNo"))
+		c.failErr(w, r, op, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "order", op, pageData{Title: "Order " + d.Order.OrderNo, Data: d})
+	if no := strings.TrimSpace(q.Get("orderNo")); no != "" {
+		http.Redirect(w, r, withSource(r, consolePath+"orders/"+url.PathEscape(no)), http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusOK, "ordersearch", op, pageData{Title: "Find an order", Nav: "orders", Sourced: true,
+		Data: tablesText(v.inspect.Tables())})
+}
+
+// tablesText names order tables for people: "the order table t_order",
+// "the 16 order tables t_order_0 … t_order_15".
+func tablesText(tables []string) string {
+	if len(tables) == 1 {
+		return "the order table " + tables[0]
+	}
+	return fmt.Sprintf("the %d order tables %s … %s", len(tables), tables[0], tables[len(tables)-1])
+}
+
+func (c *Console) orderDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	_, v, err := c.sourcedQuery(r)
+	var d *orders.OrderDetail
+	if err == nil {
+		d, err = v.inspect.Order(r.Context(), r.PathValue("orderNo"))
+	}
+	if err != nil {
+		c.failLookup(w, r, op, err, inSource(r, "order "+r.PathValue("orderNo")))
+		return
+	}
+	c.render(w, r, http.StatusOK, "order", op, pageData{Title: "Order " + d.Order.OrderNo, Nav: "orders", Sourced: true, Data: d})
 }
 
 func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) {
@@ -340,7 +376,7 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 		c.failErr(w, r, op, invalidInput("open", "open %q is not true or false", q.Get("open")))
 		return
 	}
-	now, err := c.inspect.Now(r.Context())
+	now, err := c.home.inspect.Now(r.Context())
 	if err == nil {
 		f.Since, err = sinceParam(q, "since", now)
 	}
@@ -349,7 +385,7 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 	}
 	var p orders.FlagPage
 	if err == nil {
-		p, err = c.inspect.FulfilmentFlags(r.Context(), f)
+		p, err = c.home.inspect.FulfilmentFlags(r.Context(), f)
 	}
 	if err != nil {
 		c.failErr(w, r, op, err)

@@ -1,18 +1,22 @@
 package app
 
 import (
+	"fmt"
+
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/api"
+	"github.com/orderjob/executor/orders"
 )
 
 // sourceDB is the pool of one order source's database.
 type sourceDB struct {
-	name string
-	dsn  string // normalized: sources with the same one share a database
-	db   *sqlx.DB
-	home bool // on mysql.dsn's database: db is the home pool
+	name   string
+	dsn    string // normalized: sources with the same one share a database
+	db     *sqlx.DB
+	home   bool     // on mysql.dsn's database: db is the home pool
+	tables []string // its order tables
 }
 
 // sourceDBs pairs every order source (cfg.Sources(): "default" alone
@@ -31,9 +35,9 @@ func sourceDBs(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB) ([]sourceDB, e
 		dsn, _ := src.MySQL.NormalizedDSN()
 		switch {
 		case dsn == homeDSN:
-			out = append(out, sourceDB{name: src.Name, dsn: dsn, db: home, home: true})
+			out = append(out, sourceDB{name: src.Name, dsn: dsn, db: home, home: true, tables: src.Tables})
 		case i < len(dbs):
-			out = append(out, sourceDB{name: src.Name, dsn: dsn, db: dbs[i]})
+			out = append(out, sourceDB{name: src.Name, dsn: dsn, db: dbs[i], tables: src.Tables})
 		}
 	}
 	return out, nil
@@ -56,4 +60,29 @@ func sourcedViews[V any](cfg *config.Config, d *Deps, newView func(*sqlx.DB) V) 
 		}
 	}
 	return views, nil
+}
+
+// consoleSources are the order sources the console offers by name (none
+// without order.sources), each looking orders up in its own order tables.
+func consoleSources(cfg *config.Config, d *Deps) ([]api.ConsoleSource, error) {
+	if len(cfg.Order.Sources) == 0 {
+		return nil, nil
+	}
+	sch, err := cfg.Order.Schema.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("order.schema: %w", err)
+	}
+	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.ConsoleSource
+	for _, s := range sdbs {
+		in, err := orders.NewInspector(s.db, d.compensation).InTables(sch, s.tables)
+		if err != nil {
+			return nil, fmt.Errorf("order source %s: %w", s.name, err)
+		}
+		out = append(out, api.ConsoleSource{Name: s.name, DB: s.db, Inspector: in, Home: s.home})
+	}
+	return out, nil
 }

@@ -43,9 +43,9 @@ var ErrResolved = errors.New("orders: dead letter is resolved; nothing to requeu
 type Letter struct {
 	ID      int64  `db:"id"`
 	OrderNo string `db:"order_no"`
-	// OrderTable is the order table the order is in (a unit of
-	// order.sources), as the close wrote it; empty for letters written
-	// before migration 0138.
+	// OrderTable is the order table the close found the order in
+	// (migration 0138); empty on letters written before, and on letters
+	// of other stages.
 	OrderTable string `db:"order_table"`
 	Stage      string `db:"stage"`
 	// Status is Waiting, Parked or Resolved.
@@ -65,7 +65,7 @@ type Letter struct {
 type letterJSON struct {
 	ID           int64  `json:"id"`
 	OrderNo      string `json:"orderNo"`
-	OrderTable   string `json:"orderTable"`
+	OrderTable   string `json:"orderTable,omitempty"`
 	Stage        string `json:"stage"`
 	Status       string `json:"status"`
 	StatusReason string `json:"statusReason"`

@@ -120,3 +120,28 @@ func TestDeadLetterJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, dl, back)
 }
+
+// A letter names the order table its order is in (migration 0138) in
+// the views and their JSON; a letter written before names none and its
+// JSON has no orderTable.
+func TestDeadLetterNamesItsTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, order_table, stage, status, last_error, attempts, next_retry_at)
+		VALUES ('T-1', 't_order_3', 'close', 'parked', 'boom', 8, NOW(3)), ('T-2', '', 'close', 'waiting', 'boom', 1, NOW(3))`)
+	require.NoError(t, err)
+	ops := deadletters.New(b.db.DB)
+	dl, err := ops.Get(b.ctx, "T-1", "")
+	require.NoError(t, err)
+	require.Equal(t, "t_order_3", dl.OrderTable)
+	js, err := json.Marshal(dl)
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"orderTable":"t_order_3"`)
+	l, err := ops.List(b.ctx, deadletters.Filter{})
+	require.NoError(t, err)
+	require.Len(t, l, 2)
+	require.Equal(t, []string{"", "t_order_3"}, []string{l[0].OrderTable, l[1].OrderTable})
+	js, err = json.Marshal(l[0])
+	require.NoError(t, err)
+	require.NotContains(t, string(js), "orderTable")
+}

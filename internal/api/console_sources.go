@@ -1,0 +1,134 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/deadletters"
+)
+
+// The console's order databases: the pages that read order data (the
+// dead letters, the outbox, an order's view) take ?source=NAME, an order
+// source of order.sources, and read its database; without it they read
+// mysql.dsn's. Links and forms of such a page carry the source on.
+
+// ConsoleSource is an order database the console's pages can read.
+type ConsoleSource struct {
+	// Name is the source's name in order.sources (?source=NAME).
+	Name string
+	// DB is its database. Required.
+	DB *sqlx.DB
+	// Inspector looks its orders up (orders.Inspector.InTables: in its
+	// order tables); nil reads DB's order_info.
+	Inspector *orders.Inspector
+	// Home says the source is on mysql.dsn's database (ConsoleConfig.DB):
+	// a page without ?source= looks orders up with its Inspector.
+	Home bool
+}
+
+// orderViews are the console's views of one order database.
+type orderViews struct {
+	letters *deadletters.Ops
+	outbox  *orders.Outbox
+	inspect *orders.Inspector
+}
+
+func newOrderViews(db *sqlx.DB, inspect *orders.Inspector) *orderViews {
+	return &orderViews{letters: deadletters.New(db), outbox: orders.NewOutbox(db), inspect: inspect}
+}
+
+// consoleViews builds the views of mysql.dsn's database (home) and of each
+// source, by name; names lists the sources in order, nil without any.
+func consoleViews(cfg ConsoleConfig) (views Sourced[*orderViews], names []string, err error) {
+	inspect := orders.NewInspector(cfg.DB, cfg.Mode)
+	for _, s := range cfg.Sources {
+		if s.Home && s.Inspector != nil {
+			inspect = s.Inspector
+		}
+	}
+	if len(cfg.Sources) == 0 {
+		return HomeOnly(newOrderViews(cfg.DB, inspect)), nil, nil
+	}
+	views = Sourced[*orderViews]{Home: newOrderViews(cfg.DB, inspect), By: map[string]*orderViews{}}
+	for _, s := range cfg.Sources {
+		switch {
+		case s.Name == "" || s.DB == nil:
+			return views, nil, errors.New("api: a ConsoleSource needs a Name and a DB")
+		case views.By[s.Name] != nil:
+			return views, nil, fmt.Errorf("api: console source %s is listed twice", s.Name)
+		}
+		si := s.Inspector
+		if si == nil {
+			si = orders.NewInspector(s.DB, cfg.Mode)
+		}
+		views.By[s.Name] = newOrderViews(s.DB, si)
+		names = append(names, s.Name)
+	}
+	return views, names, nil
+}
+
+// viewsOf returns the views of the request's ?source=: an unknown name is
+// an invalid input listing the sources (a 400 page).
+func (c *Console) viewsOf(r *http.Request) (*orderViews, error) {
+	return c.views.pick(r)
+}
+
+// sourcedQuery reads the query parameters of a page reading an order
+// source (query: allowed and source) and the views of its source.
+func (c *Console) sourcedQuery(r *http.Request, allowed ...string) (url.Values, *orderViews, error) {
+	q, err := query(r, append(allowed, "source")...)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := c.viewsOf(r)
+	return q, v, err
+}
+
+// requestSource is the request's ?source=, "" for mysql.dsn's database.
+func requestSource(r *http.Request) string { return r.URL.Query().Get("source") }
+
+// withSource is the console URL u carrying the request's ?source= on.
+func withSource(r *http.Request, u string) string {
+	s := requestSource(r)
+	if s == "" {
+		return u
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "source=" + url.QueryEscape(s)
+}
+
+// inSource is what a page looks for, with the source it looks in: "order
+// O-1 in source db1" (as it is without ?source=).
+func inSource(r *http.Request, what string) string {
+	if s := requestSource(r); s != "" {
+		return what + " in source " + s
+	}
+	return what
+}
+
+// pageFor returns the template of page for a request reading source: the
+// parsed page itself for mysql.dsn's database, else a copy whose src
+// function carries the source on the links of nested templates (the
+// order links, the rows of a list). The copy is made from pages never
+// executed, as html/template can only clone those.
+func (c *Console) pageFor(page, source string) (*template.Template, error) {
+	if source == "" {
+		return c.pages[page], nil
+	}
+	t, err := c.pristine[page].Clone()
+	if err != nil {
+		return nil, fmt.Errorf("console template %s: %w", page, err)
+	}
+	q := "?source=" + url.QueryEscape(source)
+	return t.Funcs(template.FuncMap{"src": func() string { return q }}), nil
+}

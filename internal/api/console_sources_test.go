@@ -1,0 +1,215 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/syncbuf"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/schema"
+)
+
+// sourcesWorld is a console over two order databases: db0 on mysql.dsn's
+// (order H-1 in order_info), db1 another (order S-1 in order_info_1, its
+// second table), each with a parked dead letter and a parked outbox event
+// of its order.
+type sourcesWorld struct {
+	home, other *dbtest.DB
+	b           *browser
+	csrf        string
+	log         *syncbuf.Buffer // the process log, JSON
+}
+
+func newSourcesWorld(t *testing.T) *sourcesWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &sourcesWorld{home: dbtest.New(t), other: dbtest.New(t), log: &syncbuf.Buffer{}}
+	seed := func(db *dbtest.DB, table, no string, stmts ...string) {
+		t.Helper()
+		for _, stmt := range append(stmts,
+			`INSERT INTO `+table+` (order_no, user_id, status, create_time, timeout_minutes) VALUES ('`+no+`', 9, 2, NOW() - INTERVAL 2 HOUR, 30)`,
+			`INSERT INTO order_dead_letter (order_no, order_table, stage, status, status_reason, last_error, attempts, next_retry_at)
+				VALUES ('`+no+`', '`+table+`', 'close', 'parked', 'parked after 8 failed attempts', 'boom', 8, NOW(3))`,
+			`INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at)
+				VALUES ('stock.release', '`+no+`', '{}', 't', 'parked', 3, UTC_TIMESTAMP(3), 'status 410', 'permanent answer: status 410', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`) {
+			_, err := db.ExecContext(ctx, stmt)
+			require.NoError(t, err, stmt)
+		}
+	}
+	seed(w.home, "order_info", "H-1")
+	seed(w.other, "order_info_1", "S-1", `CREATE TABLE order_info_1 LIKE order_info`, `CREATE TABLE order_item_1 LIKE order_item`,
+		`INSERT INTO order_item_1 (order_no, sku_id, quantity) VALUES ('S-1', 77, 3)`)
+
+	in := func(db *dbtest.DB, tables ...string) *orders.Inspector {
+		i, err := orders.NewInspector(db.DB, orders.CompensateOutbox).InTables(schema.Default(), tables)
+		require.NoError(t, err)
+		return i
+	}
+	srv := New(Config{Token: "api-token", Logger: slog.New(slog.NewJSONHandler(w.log, nil))})
+	require.NoError(t, srv.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}}, Session: time.Hour,
+		DB: w.home.DB, Mode: orders.CompensateOutbox, Sources: []ConsoleSource{
+			{Name: "db0", DB: w.home.DB, Inspector: in(w.home, "order_info"), Home: true},
+			{Name: "db1", DB: w.other.DB, Inspector: in(w.other, "order_info", "order_info_1")}}}))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	w.b = (&consoleWorld{srv: hs}).browser(t)
+	w.b.signIn(aliceToken)
+	w.csrf = w.b.csrf()
+	return w
+}
+
+// statusOf reads a letter's status straight from a database.
+func statusOf(t *testing.T, db *dbtest.DB, table, orderNo string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, db.GetContext(context.Background(), &s, `SELECT status FROM `+table+` WHERE order_no = ?`, orderNo))
+	return s
+}
+
+var letterLinkRe = regexp.MustCompile(`href="/console/dead-letters/(\d+)\?source=db1"`)
+
+// The dead-letter pages read the database of ?source=, name the table
+// each letter names, carry the source through their links and forms, and
+// requeue in that database only.
+func TestConsoleDeadLettersOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	p := w.b.get("/console/dead-letters?status=parked")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, ">H-1</a>")
+	require.NotContains(t, p.body, "S-1")
+	require.Contains(t, p.body, `<option value="" selected>mysql.dsn's</option>`)
+	require.Contains(t, p.body, `<option value="db1">db1</option>`)
+	require.Contains(t, p.body, "<th>Table</th>")
+	require.Contains(t, p.body, `<form class="filters source" method="get" action="/console/dead-letters">
+  <input type="hidden" name="status" value="parked">`, "the choice of source keeps the filters")
+
+	p = w.b.get("/console/dead-letters?status=parked&source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.NotContains(t, p.body, "H-1")
+	require.Contains(t, p.body, `<a href="/console/orders/S-1?source=db1">S-1</a>`)
+	require.Contains(t, p.body, "<td>order_info_1</td>")
+	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
+	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`, "the filter form keeps the source")
+	require.Contains(t, p.body, `action="/console/dead-letters/requeue?source=db1"`)
+	require.Contains(t, p.body, `href="/console/outbox?status=parked&amp;source=db1"`, "the navigation stays in the source")
+	m := letterLinkRe.FindStringSubmatch(p.body)
+	require.NotNil(t, m, p.body)
+	id := m[1]
+
+	p = w.b.get("/console/dead-letters/" + id + "?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "<dt>Order table</dt><dd>order_info_1</dd>")
+	require.Contains(t, p.body, `action="/console/dead-letters/`+id+`/requeue?source=db1"`)
+	require.Contains(t, p.body, "<td>77</td>", "the order's lines, from order_item_1")
+
+	p = w.b.post("/console/dead-letters/"+id+"/requeue?source=db1", url.Values{"csrf": {w.csrf}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "order S-1 in source db1")
+	require.Contains(t, p.body, `action="/console/dead-letters/`+id+`/requeue?source=db1"`)
+	p = w.b.post("/console/dead-letters/"+id+"/requeue?source=db1", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `href="/console/dead-letters/`+id+`?source=db1"`)
+	require.Equal(t, "waiting", statusOf(t, w.other, "order_dead_letter", "S-1"))
+	require.Equal(t, "parked", statusOf(t, w.home, "order_dead_letter", "H-1"))
+	require.Contains(t, w.log.String(), `"action":"requeue dead letter","target":"S-1","stage":"close","letter_id":`+id+`,"source":"db1"`)
+
+	// The bulk requeue of the home database leaves db1's letters alone.
+	p = w.b.post("/console/dead-letters/requeue", url.Values{"csrf": {w.csrf}, "status": {"parked"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Equal(t, "waiting", statusOf(t, w.home, "order_dead_letter", "H-1"))
+	p = w.b.post("/console/dead-letters/requeue?source=db1", url.Values{"csrf": {w.csrf}, "status": {"waiting"}})
+	require.Contains(t, p.body, "requeue 1 waiting dead letter(s) in source db1")
+	require.Contains(t, p.body, `action="/console/dead-letters/requeue?source=db1"`)
+}
+
+// The order view looks an order up in the chosen source's order tables
+// and says which one holds it; the search form leads there.
+func TestConsoleOrderOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	p := w.b.get("/console/orders/S-1")
+	require.Equal(t, http.StatusNotFound, p.status, "S-1 is not in mysql.dsn's database")
+	require.Contains(t, p.body, "No order S-1")
+	p = w.b.get("/console/orders/S-1?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "Found in the order table order_info_1 of order source db1.")
+	require.Contains(t, p.body, "<dt>Order table</dt><dd>order_info_1</dd>")
+	require.Contains(t, p.body, `href="/console/outbox/`)
+	require.Regexp(t, `href="/console/outbox/\d+\?source=db1"`, p.body, "its events link into the source")
+	require.Regexp(t, `href="/console/dead-letters/\d+\?source=db1"`, p.body)
+	p = w.b.get("/console/orders/H-1?source=db1")
+	require.Equal(t, http.StatusNotFound, p.status)
+	require.Contains(t, p.body, "No order H-1 in source db1")
+	p = w.b.get("/console/orders/H-1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "Found in the order table order_info.")
+
+	p = w.b.get("/console/orders?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "the 2 order tables order_info … order_info_1 of order source db1")
+	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`)
+	p = w.b.get("/console/orders?orderNo=S-1&source=db1")
+	require.Equal(t, http.StatusSeeOther, p.status)
+	require.Equal(t, "/console/orders/S-1?source=db1", p.header.Get("Location"))
+}
+
+// The outbox pages read and requeue the events of the chosen source.
+func TestConsoleOutboxOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	p := w.b.get("/console/outbox?status=parked&source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/orders/S-1?source=db1">S-1</a>`)
+	require.NotContains(t, p.body, "H-1")
+	m := regexp.MustCompile(`href="/console/outbox/(\d+)\?source=db1"`).FindStringSubmatch(p.body)
+	require.NotNil(t, m, p.body)
+	p = w.b.get("/console/outbox/" + m[1] + "?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `action="/console/outbox/`+m[1]+`/requeue?source=db1"`)
+	p = w.b.post("/console/outbox/"+m[1]+"/requeue?source=db1", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Equal(t, "pending", statusOf(t, w.other, "order_outbox", "S-1"))
+	require.Equal(t, "parked", statusOf(t, w.home, "order_outbox", "H-1"))
+	p = w.b.get("/console/outbox?status=parked")
+	require.Contains(t, p.body, ">H-1</a>")
+}
+
+// An unknown source is a 400 page naming the sources; without
+// order.sources the pages offer no choice.
+func TestConsoleUnknownSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+	for _, path := range []string{"/console/dead-letters?source=nope", "/console/outbox?source=nope",
+		"/console/orders/S-1?source=nope", "/console/orders?source=nope", "/console/dead-letters/1?source=nope"} {
+		p := w.b.get(path)
+		require.Equal(t, http.StatusBadRequest, p.status, path)
+		require.Contains(t, p.body, `source: source &#34;nope&#34; is not an order source (the sources: db0, db1)`, path)
+	}
+	p := w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
+	require.Equal(t, http.StatusBadRequest, p.status)
+	p = w.b.get("/console/dead-letters?source=" + url.QueryEscape(hostileNo))
+	require.Equal(t, http.StatusBadRequest, p.status)
+	require.NotContains(t, p.body, "<script>")
+	require.Contains(t, p.body, "&lt;script&gt;")
+
+	_, b, _ := signedIn(t)
+	p = b.get("/console/dead-letters?status=parked")
+	require.Equal(t, http.StatusOK, p.status)
+	require.NotContains(t, p.body, `name="source"`)
+	require.NotContains(t, p.body, "<th>Table</th>")
+	require.Equal(t, http.StatusOK, b.get("/console/dead-letters?source=default").status)
+	require.Equal(t, http.StatusBadRequest, b.get("/console/dead-letters?source=db1").status)
+}

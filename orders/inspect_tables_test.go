@@ -1,0 +1,63 @@
+package orders_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/schema"
+)
+
+// An Inspector in an order source's tables finds an order in whichever
+// of them holds it, with its lines from the item table of the same
+// suffix, and says which table that was.
+func TestInspectorInTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	for _, stmt := range []string{
+		`CREATE TABLE order_info_1 LIKE order_info`,
+		`CREATE TABLE order_item_1 LIKE order_item`,
+		`INSERT INTO order_info (order_no, user_id, status, create_time, timeout_minutes) VALUES ('T0-1', 3, 0, NOW(), 30)`,
+		`INSERT INTO order_info_1 (order_no, user_id, status, create_time, timeout_minutes) VALUES ('T1-1', 4, 2, NOW(), 30)`,
+		`INSERT INTO order_item_1 (order_no, sku_id, quantity) VALUES ('T1-1', 5, 2), ('T1-1', 6, 1)`,
+		`INSERT INTO order_item (order_no, sku_id, quantity) VALUES ('T1-1', 99, 9)`,
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	home := orders.NewInspector(db.DB, orders.CompensateOutbox)
+	require.Equal(t, []string{"order_info"}, home.Tables())
+	_, err := home.Order(ctx, "T1-1")
+	require.ErrorIs(t, err, orders.ErrOrderNotFound)
+
+	in, err := home.InTables(schema.Default(), []string{"order_info", "order_info_1"})
+	require.NoError(t, err)
+	d, err := in.Order(ctx, "T1-1")
+	require.NoError(t, err)
+	require.Equal(t, "order_info_1", d.Table)
+	require.EqualValues(t, 4, d.Order.UserID)
+	require.Len(t, d.Items, 2)
+	require.EqualValues(t, 5, d.Items[0].SKUID)
+
+	d, err = in.Order(ctx, "T0-1")
+	require.NoError(t, err)
+	require.Equal(t, "order_info", d.Table)
+
+	d, err = in.OrderIn(ctx, "T1-1", "order_info_1")
+	require.NoError(t, err)
+	require.Equal(t, "order_info_1", d.Table, "in the table a dead letter names")
+	d, err = in.OrderIn(ctx, "T0-1", "order_info_1")
+	require.NoError(t, err)
+	require.Equal(t, "order_info", d.Table, "not there: in the others")
+
+	_, err = in.Order(ctx, "NOSUCH")
+	require.ErrorIs(t, err, orders.ErrOrderNotFound)
+	require.ErrorContains(t, err, "order NOSUCH in 2 order tables (order_info ... order_info_1)")
+
+	_, err = home.InTables(schema.Default(), []string{"t_order_1"})
+	require.ErrorContains(t, err, "does not start with the order table's name order_info")
+}
