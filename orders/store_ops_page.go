@@ -14,17 +14,6 @@ import (
 // (ops_page.go): search windows of keys in keyset order, then the rows of a
 // page by primary key, and one order's rows. No locks.
 
-// windowParams are the window statements' parameters: the filter
-// evaluated on each row ("" for any; outbox event type), the status, the
-// cursor (before_at, before_id: exclusive) and the window's size.
-type windowParams struct {
-	Filter   string `db:"filter"`
-	Status   string `db:"status"`
-	BeforeAt any    `db:"before_at"`
-	BeforeID int64  `db:"before_id"`
-	Window   int    `db:"window"`
-}
-
 // outboxWindowByIDSQL: newest id first from the cursor. Primary key
 // backwards.
 const outboxWindowByIDSQL = `
@@ -46,7 +35,7 @@ LIMIT :window`
 func (store) outboxWindow(ctx context.Context, q sqlx.QueryerContext, f OutboxQuery, window int) ([]oplist.WindowKey, error) {
 	var keys []oplist.WindowKey
 	var err error
-	p := windowParams{Filter: f.EventType, Window: window}
+	p := oplist.WindowParams{Filter: f.EventType, Window: window}
 	if f.Status == "" {
 		p.BeforeID = f.After.BeforeID()
 		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByIDSQL, p)
@@ -105,7 +94,7 @@ ORDER BY created_at DESC, id DESC LIMIT :window`
 func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f RefundQuery, window int) ([]oplist.WindowKey, error) {
 	var keys []oplist.WindowKey
 	var err error
-	p := windowParams{Window: window}
+	p := oplist.WindowParams{Window: window}
 	if f.Status == "" {
 		p.BeforeID = f.After.BeforeID()
 		err = sqlexec.SelectNamed(ctx, q, &keys, conflictWindowByIDSQL, p)

@@ -158,3 +158,15 @@ func InOrder[T any](rows []T, ids []int64, id func(T) int64) {
 	}
 	slices.SortFunc(rows, func(a, b T) int { return pos[id(a)] - pos[id(b)] })
 }
+
+// WindowParams are the named parameters of an operator list's window
+// statements: the filter evaluated on each row ("" for any; the outbox's
+// event type), the status, the cursor (before_at, before_id: exclusive) and
+// the window's size.
+type WindowParams struct {
+	Filter   string `db:"filter"`
+	Status   string `db:"status"`
+	BeforeAt any    `db:"before_at"`
+	BeforeID int64  `db:"before_id"`
+	Window   int    `db:"window"`
+}
