@@ -14,11 +14,11 @@
 //     recorded as refunds owed), Ship and Confirm;
 //   - the outbox Relay, which delivers the events the close transaction
 //     writes;
-//   - the operators' views over the order tables other than dead letters:
-//     Inspector, CloseRuns, Outbox, Refunds.
+//   - the operators' views over the order tables other than dead letters
+//     and refunds owed: Inspector, CloseRuns, Outbox.
 //
 // Its locks are package orderlock's, the dead-letter operators' view is
-// package deadletters, the lifecycle jobs after payment (auto-confirm,
+// package deadletters, the refunds owed package refunds, the lifecycle jobs after payment (auto-confirm,
 // fulfilment flags) are package lifecycle, the lists' shared terms are
 // package oplist and the status values package orderstatus; none of them
 // imports this package.
@@ -177,7 +177,7 @@
 // A payment that loses to the close (PayWith finds the order closed), or a
 // second, distinct payment of a paid order, leaves the order as it is and
 // records the payment in payment_conflict, once per payment id: a refund is
-// owed (Refunds lists them and records refunds). Pay, without a payment id,
+// owed (package refunds lists them and records refunds). Pay, without a payment id,
 // is PayWith with one derived from the order number. When Redis is
 // unreachable, payments go on under the row lock and status CAS.
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderstatus"
+	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/orders/schema"
 )
 
@@ -200,7 +201,7 @@ type OrderDetail struct {
 	Outbox []OutboxEvent
 	// Conflicts are payments of the order that could not be taken
 	// (refunds owed or made).
-	Conflicts []PaymentConflict
+	Conflicts []refunds.Conflict
 	Mode      CompensationMode
 }
 
@@ -251,7 +252,7 @@ func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderD
 			return nil, err
 		}
 	}
-	if d.Conflicts, err = i.store.conflictsOfOrder(ctx, i.db, orderNo); err != nil {
+	if d.Conflicts, err = refunds.OfOrder(ctx, i.db, orderNo); err != nil {
 		return nil, err
 	}
 	return d, nil

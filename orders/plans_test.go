@@ -97,16 +97,8 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "outbox: done window", Query: named(outboxWindowByStatusSQL, oplist.WindowParams{Filter: "x", Status: OutboxDone, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Window: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "outbox: page rows", Query: lit(outboxByIDSQL, f.events[:50]), Units: 50, Plan: pk("order_outbox")},
 		{Name: "outbox: of one order", Query: q(outboxOfOrderSQL, f.eventOrderNo), Units: 2, Plan: byNo("order_outbox", "uk_order_event")},
-		{Name: "refunds: newest page", Query: named(conflictWindowByIDSQL, oplist.WindowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: pk("payment_conflict")},
-		{Name: "refunds: owed page", Query: named(conflictWindowByStatusSQL, oplist.WindowParams{Status: RefundDone, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: uses("payment_conflict", "idx_refund_status_created", "range")},
-		{Name: "refunds: page rows", Query: lit(conflictsByIDSQL, f.conflictIDs), Units: len(f.conflictIDs), Plan: pk("payment_conflict")},
-		{Name: "refunds: of one order", Query: q(conflictsOfOrderSQL, f.conflictOrderNo), Units: 1, Plan: byNo("payment_conflict", "idx_order_no")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: named(overdueSQL, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
-		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
-		{Name: "gauge: refunds owed", Query: q(refundsOwedSQL), Units: max(f.owed, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "range", "ref")},
-		{Name: "operator: refund", Query: q(conflictSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
-		{Name: "operator: record refund", Query: named(markRefundedSQL, map[string]any{"note": "r-1", "by": "alice", "payment_id": f.conflictID}), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
 		// Ship and Confirm (the lifecycle jobs' statements are package lifecycle's).
 		{Name: "service: ship", Query: q(shipOrderSQL, f.paidNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
@@ -188,15 +180,11 @@ type planFixture struct {
 
 	events        []int64 // pending outbox events
 	pendingEvents int
-	conflicts     int    // payment_conflict rows
-	owed          int    // of those, refunds owed
 	conflictID    string // a conflict's payment id
 	parkedEvents  int    // parked outbox events
 
 	closedNo        string  // an order with a close record
 	eventOrderNo    string  // an order with outbox events
-	conflictIDs     []int64 // some payment_conflict ids
-	conflictOrderNo string  // an order with a payment conflict
 	oldRuns         []int64 // close-run records past the retention
 	lastHourRuns    int
 	resolvedLetters int
@@ -312,15 +300,11 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
 	sel(&f.events, `SELECT id FROM order_outbox WHERE status = 'pending' ORDER BY id LIMIT 100`)
 	get(&f.pendingEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`)
-	get(&f.conflicts, `SELECT COUNT(*) FROM payment_conflict`)
-	get(&f.owed, `SELECT COUNT(*) FROM payment_conflict WHERE refund_status = 'owed'`)
 	get(&f.conflictID, `SELECT payment_id FROM payment_conflict ORDER BY id LIMIT 1`)
 	get(&f.parkedEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'parked'`)
 	sel(&f.oldRuns, `SELECT id FROM order_close_run WHERE finished_at < NOW(3) - INTERVAL 7 DAY ORDER BY finished_at LIMIT 100`)
 	get(&f.closedNo, `SELECT order_no FROM order_close_log ORDER BY id LIMIT 1`)
 	get(&f.eventOrderNo, `SELECT order_no FROM order_outbox ORDER BY id LIMIT 1`)
-	sel(&f.conflictIDs, `SELECT id FROM payment_conflict ORDER BY id LIMIT 50`)
-	get(&f.conflictOrderNo, `SELECT order_no FROM payment_conflict ORDER BY id LIMIT 1`)
 	get(&f.lastHourRuns, `SELECT COUNT(*) FROM order_close_run WHERE finished_at >= NOW(3) - INTERVAL 1 HOUR`)
 	get(&f.resolvedLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'resolved'`)
 	get(&f.flags, `SELECT COUNT(*) FROM order_fulfillment_overdue`)

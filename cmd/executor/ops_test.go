@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 func TestRefundsCLI(t *testing.T) {
@@ -35,13 +36,13 @@ func TestRefundsCLI(t *testing.T) {
 
 	code, out, errOut = runCLI(t, env, "refunds", "mark-refunded", "wx-2", "-note", "refund R-77", "-json")
 	require.Equal(t, 0, code, errOut)
-	var p orders.PaymentConflict
+	var p refunds.Conflict
 	require.NoError(t, json.Unmarshal([]byte(out), &struct {
 		PaymentID    *string `json:"paymentId"`
 		RefundStatus *string `json:"refundStatus"`
 		RefundNote   *string `json:"refundNote"`
 	}{&p.PaymentID, &p.RefundStatus, &p.RefundNote}))
-	require.Equal(t, orders.PaymentConflict{PaymentID: "wx-2", RefundStatus: "refunded", RefundNote: "refund R-77"}, p)
+	require.Equal(t, refunds.Conflict{PaymentID: "wx-2", RefundStatus: "refunded", RefundNote: "refund R-77"}, p)
 	code, out, errOut = runCLI(t, env, "refunds", "mark-refunded", "wx-2")
 	require.Equal(t, 1, code)
 	require.Regexp(t, `refundStatus\s+refunded`, out)

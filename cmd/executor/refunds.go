@@ -10,22 +10,22 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 func refundsCommand() *command {
 	return &command{name: "refunds", summary: "refunds owed for late and duplicate payments (payment_conflict); -json for machines",
 		sub: []*command{
-			{name: "owed", summary: "how many refunds are owed, their sum, the oldest", flags: viewVerb(orders.NewRefunds, refundOwed)},
+			{name: "owed", summary: "how many refunds are owed, their sum, the oldest", flags: viewVerb(refunds.New, refundOwed)},
 			{name: "list", summary: "list payment conflicts, newest first", flags: refundList},
-			{name: "show", args: "PAYMENT_ID", summary: "show one payment conflict", flags: viewVerb(orders.NewRefunds, refundShow)},
+			{name: "show", args: "PAYMENT_ID", summary: "show one payment conflict", flags: viewVerb(refunds.New, refundShow)},
 			{name: "mark-refunded", args: "PAYMENT_ID", summary: "record that the payment was paid back, and who did", flags: refundMark},
 		}}
 }
 
 // refundCtx is what every refunds verb gets.
-type refundCtx = viewCtx[*orders.Refunds]
+type refundCtx = viewCtx[*refunds.Ops]
 
 func refundOwed(ctx context.Context, rc *refundCtx, _ []string) error {
 	closeDB, err := rc.open(ctx)
@@ -53,15 +53,15 @@ func refundOwed(ctx context.Context, rc *refundCtx, _ []string) error {
 }
 
 func refundList(fs *flag.FlagSet, env *cliEnv) runFunc {
-	rc := newViewCtx(fs, env, orders.NewRefunds)
+	rc := newViewCtx(fs, env, refunds.New)
 	lf := addListFlags(fs, "payment conflicts", "owed or refunded")
 	order := fs.String("order", "", "only this order's payments")
 	return func(ctx context.Context, _ []string) error {
-		return listRefunds(ctx, rc, orders.RefundFilter{Status: strings.ToLower(*lf.status), OrderNo: *order, Limit: *lf.limit, BeforeID: *lf.before})
+		return listRefunds(ctx, rc, refunds.Filter{Status: strings.ToLower(*lf.status), OrderNo: *order, Limit: *lf.limit, BeforeID: *lf.before})
 	}
 }
 
-func listRefunds(ctx context.Context, rc *refundCtx, f orders.RefundFilter) error {
+func listRefunds(ctx context.Context, rc *refundCtx, f refunds.Filter) error {
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func listRefunds(ctx context.Context, rc *refundCtx, f orders.RefundFilter) erro
 	return printListing(rc.env.stdout, "payment conflicts", "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT", rows, l.NextBefore)
 }
 
-func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
+func printConflict(rc *refundCtx, p *refunds.Conflict) error {
 	if rc.jsonOut {
 		return printJSON(rc.env.stdout, p)
 	}
@@ -103,7 +103,7 @@ func printConflict(rc *refundCtx, p *orders.PaymentConflict) error {
 
 // oneConflict runs a verb about one payment and prints its row.
 func oneConflict(ctx context.Context, rc *refundCtx, pos []string,
-	op func(ctx context.Context, paymentID string) (*orders.PaymentConflict, error)) error {
+	op func(ctx context.Context, paymentID string) (*refunds.Conflict, error)) error {
 	closeDB, err := rc.open(ctx)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func oneConflict(ctx context.Context, rc *refundCtx, pos []string,
 	p, err := op(ctx, pos[0])
 	var inv *oplist.InvalidInputError
 	switch {
-	case errors.Is(err, orders.ErrRefundNotFound):
+	case errors.Is(err, refunds.ErrNotFound):
 		return fmt.Errorf("no payment conflict with payment id %q", pos[0])
 	case errors.As(err, &inv):
 		return usagef("%s", inv.Msg)
@@ -126,17 +126,17 @@ func oneConflict(ctx context.Context, rc *refundCtx, pos []string,
 }
 
 func refundShow(ctx context.Context, rc *refundCtx, pos []string) error {
-	return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+	return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*refunds.Conflict, error) {
 		return rc.view.Get(ctx, id)
 	})
 }
 
 func refundMark(fs *flag.FlagSet, env *cliEnv) runFunc {
-	rc := newViewCtx(fs, env, orders.NewRefunds)
+	rc := newViewCtx(fs, env, refunds.New)
 	note := fs.String("note", "", "what to keep with it, e.g. the payment side's refund id (at most 255 bytes)")
 	by := fs.String("by", cliOperator(), "who records the refund (default: the OS user, cli:USER)")
 	return func(ctx context.Context, pos []string) error {
-		return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*orders.PaymentConflict, error) {
+		return oneConflict(ctx, rc, pos, func(ctx context.Context, id string) (*refunds.Conflict, error) {
 			return rc.view.MarkRefunded(ctx, id, *note, *by)
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/xxljob/authguard"
 )
 
@@ -76,7 +77,7 @@ type Console struct {
 	home     *orderViews // mysql.dsn's database
 	views    Sourced[*orderViews]
 	sources  []string // the names of order.sources, in order
-	refunds  *orders.Refunds
+	refunds  *refunds.Ops
 	runs     *orders.CloseRuns
 	offWhy   string
 }
@@ -112,7 +113,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		refunds: orders.NewRefunds(cfg.DB), runs: orders.NewCloseRuns(cfg.DB)}
+		refunds: refunds.New(cfg.DB), runs: orders.NewCloseRuns(cfg.DB)}
 	c.guard = newGuard(Config{}, "console", c.log)
 	var err error
 	if c.views, c.sources, err = consoleViews(cfg); err != nil {
@@ -298,7 +299,7 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, e
 	case isNotFound(err):
 		c.fail(w, r, op, http.StatusNotFound, err.Error())
 	case errors.Is(err, deadletters.ErrResolved), errors.Is(err, delay.ErrConflict),
-		errors.Is(err, orders.ErrOutboxNotParked), errors.Is(err, orders.ErrRefundDone):
+		errors.Is(err, orders.ErrOutboxNotParked), errors.Is(err, refunds.ErrDone):
 		c.fail(w, r, op, http.StatusConflict, err.Error())
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 	default:
@@ -311,7 +312,7 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, e
 // exist.
 func isNotFound(err error) bool {
 	return errors.Is(err, deadletters.ErrNotFound) || errors.Is(err, orders.ErrOrderNotFound) || errors.Is(err, delay.ErrNotFound) ||
-		errors.Is(err, orders.ErrOutboxEventNotFound) || errors.Is(err, orders.ErrRefundNotFound)
+		errors.Is(err, orders.ErrOutboxEventNotFound) || errors.Is(err, refunds.ErrNotFound)
 }
 
 // failLookup renders the page for an error of looking up what (e.g.

@@ -9,11 +9,12 @@ import (
 
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // The console's pages and actions over the outbox (parked events) and
 // the refunds owed (payment conflicts), through the same views the CLI and
-// the JSON API use (orders.Outbox, orders.Refunds).
+// the JSON API use (orders.Outbox, refunds.Ops).
 
 func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
 	q, v, err := c.sourcedQuery(r, "status", "eventType", "orderNo", "after")
@@ -94,9 +95,9 @@ func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session
 		c.failErr(w, r, op, err)
 		return
 	}
-	f := orders.RefundQuery{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo")}
+	f := refunds.Query{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo")}
 	f.After, err = oplist.ParseCursor(q.Get("after"))
-	var p orders.RefundPage
+	var p refunds.Page
 	if err == nil {
 		p, err = c.refunds.Page(r.Context(), f)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // Cross-origin state changes are refused whatever the token, and JSON
@@ -32,7 +32,7 @@ func TestCrossOriginStateChangesRefused(t *testing.T) {
 			require.NoError(t, err)
 			s := New(Config{Token: token})
 			s.MountDeadLetters(letters)
-			s.MountRefunds(orders.NewRefunds(db.DB))
+			s.MountRefunds(refunds.New(db.DB))
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // Ordinary bad input in filters and paths is a 400 naming the field, never
@@ -25,7 +26,7 @@ func TestAPIBadFilterInput(t *testing.T) {
 	s := New(Config{})
 	s.MountDelayTasks(w.tasks)
 	s.MountOutbox(HomeOnly(orders.NewOutbox(w.db.DB)))
-	s.MountRefunds(orders.NewRefunds(w.db.DB))
+	s.MountRefunds(refunds.New(w.db.DB))
 	s.MountDeadLetters(letterWorld(t))
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // opsServer serves the outbox and refund APIs over a database with parked
@@ -34,7 +35,7 @@ func opsServer(t *testing.T) (*httptest.Server, *dbtest.DB) {
 	}
 	s := New(Config{})
 	s.MountOutbox(HomeOnly(orders.NewOutbox(db.DB)))
-	s.MountRefunds(orders.NewRefunds(db.DB))
+	s.MountRefunds(refunds.New(db.DB))
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv, db

@@ -4,12 +4,12 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
-// refundAPI serves the refunds view (orders.Refunds) as JSON.
+// refundAPI serves the refunds view (refunds.Ops) as JSON.
 type refundAPI struct {
-	r   *orders.Refunds
+	r   *refunds.Ops
 	log *slog.Logger
 }
 
@@ -19,7 +19,7 @@ type refundAPI struct {
 //	GET  /api/refunds/summary                                        refunds owed: count, amount, oldest
 //	GET  /api/refunds/{paymentId}                                    one
 //	POST /api/refunds/{paymentId}/refunded   {"note": "..."}   record the refund, by the caller ("api")
-func (s *Server) MountRefunds(r *orders.Refunds) {
+func (s *Server) MountRefunds(r *refunds.Ops) {
 	a := &refundAPI{r: r, log: s.base.With("component", "api.refunds")}
 	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
 	s.Handle("GET /api/refunds/summary", http.HandlerFunc(a.summary))
@@ -27,8 +27,8 @@ func (s *Server) MountRefunds(r *orders.Refunds) {
 	s.Handle("POST /api/refunds/{paymentId}/refunded", http.HandlerFunc(a.refunded))
 }
 
-func (a *refundAPI) fail(w http.ResponseWriter, r *http.Request, err error, p *orders.PaymentConflict) {
-	opsFail(w, r, a.log, err, orders.ErrRefundNotFound, orders.ErrRefundDone, p)
+func (a *refundAPI) fail(w http.ResponseWriter, r *http.Request, err error, p *refunds.Conflict) {
+	opsFail(w, r, a.log, err, refunds.ErrNotFound, refunds.ErrDone, p)
 }
 
 func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +41,7 @@ func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	l, err := a.r.List(r.Context(), orders.RefundFilter{Status: q.Get("status"), OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
+	l, err := a.r.List(r.Context(), refunds.Filter{Status: q.Get("status"), OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return

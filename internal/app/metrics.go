@@ -7,6 +7,7 @@ import (
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/lifecycle"
+	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -30,7 +31,7 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 		m.WatchExecutor(exec)
 	}
 	m.WatchCloser(d.closer, oncePerSource(d.retry)...)
-	m.WatchRefunds(orders.NewRefunds(d.db))
+	m.WatchRefunds(refunds.New(d.db))
 	for _, r := range d.relays {
 		m.WatchRelay(r.Source, r.Relay)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -168,7 +169,7 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		return nil, err
 	}
 	srv.MountOutbox(outbox)
-	srv.MountRefunds(orders.NewRefunds(d.db))
+	srv.MountRefunds(refunds.New(d.db))
 	if err := mountConsole(srv, cfg, d, logger); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // What piles up shows: the outbox backlog and its age, failed and
@@ -56,7 +57,7 @@ func TestBacklogGauges(t *testing.T) {
 	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond})
 	m.WatchCloser(closer)
 	m.WatchRelay("default", relay)
-	refunds := orders.NewRefunds(db.DB)
+	refunds := refunds.New(db.DB)
 	m.WatchRefunds(refunds)
 
 	s := scrape(t, m)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // Metric names of the refunds owed (payment_conflict).
@@ -19,7 +19,7 @@ const (
 
 // WatchRefunds samples the refunds owed (the same figures executor refunds
 // owed prints) at most every SampleInterval.
-func (m *Metrics) WatchRefunds(r *orders.Refunds) {
+func (m *Metrics) WatchRefunds(r *refunds.Ops) {
 	total := prometheus.NewDesc(OrdersPaymentConflicts,
 		"Payments recorded in payment_conflict, refunded or not: late payments of closed orders and second payments of paid ones, one per payment id (sampled).", nil, nil)
 	owed := prometheus.NewDesc(OrdersRefundsOwed,

@@ -1,4 +1,4 @@
-package orders
+package refunds
 
 import (
 	"context"
@@ -11,39 +11,34 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-// This file holds the operators' view of payment_conflict: the refunds the
-// business owes for payments that could not be taken (PayWith: a late
-// payment of a closed order, a second payment of a paid one). The CLI
-// (executor refunds), the API port and the metrics all read it through
-// Refunds, so they say the same.
-
 // Refund statuses (payment_conflict.refund_status).
 const (
-	// RefundOwed: the payment is to be paid back.
-	RefundOwed = "owed"
-	// RefundDone: an operator recorded that it was paid back.
-	RefundDone = "refunded"
+	// Owed: the payment is to be paid back.
+	Owed = "owed"
+	// Done: an operator recorded that it was paid back.
+	Done = "refunded"
 )
 
-// ErrRefundNotFound: no payment conflict has that payment id.
-var ErrRefundNotFound = errors.New("orders: no payment conflict with that payment id")
+// ErrNotFound: no payment conflict has that payment id.
+var ErrNotFound = errors.New("orders: no payment conflict with that payment id")
 
-// ErrRefundDone: the refund was already recorded.
-var ErrRefundDone = errors.New("orders: the refund was already recorded")
+// ErrDone: the refund was already recorded.
+var ErrDone = errors.New("orders: the refund was already recorded")
 
-// PaymentConflict is one row of payment_conflict: a payment that could not
-// be taken. Times are the database session's wall clock (see deadletters.Letter).
-type PaymentConflict struct {
+// Conflict is one row of payment_conflict: a payment that could not be
+// taken. Times are the database session's wall clock (see deadletters.Letter).
+type Conflict struct {
 	ID        int64  `db:"id"`
 	PaymentID string `db:"payment_id"`
 	OrderNo   string `db:"order_no"`
 	// Amount is what was paid, a decimal in the currency's main unit.
 	Amount string `db:"pay_amount"`
-	// Reason is ConflictLate or ConflictDuplicate.
+	// Reason is "late" (the order had been closed) or "duplicate" (it had
+	// been paid with another payment).
 	Reason  string `db:"reason"`
 	Channel string `db:"channel"`
-	// RefundStatus is RefundOwed or RefundDone; RefundedAt and RefundNote
-	// are set with RefundDone.
+	// RefundStatus is Owed or Done; RefundedAt and RefundNote are set
+	// with Done.
 	RefundStatus string     `db:"refund_status"`
 	RefundedAt   *time.Time `db:"refunded_at"`
 	RefundNote   string     `db:"refund_note"`
@@ -53,7 +48,7 @@ type PaymentConflict struct {
 	CreatedAt  time.Time `db:"created_at"`
 }
 
-type paymentConflictJSON struct {
+type conflictJSON struct {
 	ID           int64  `json:"id"`
 	PaymentID    string `json:"paymentId"`
 	OrderNo      string `json:"orderNo"`
@@ -69,8 +64,8 @@ type paymentConflictJSON struct {
 }
 
 // MarshalJSON renders the conflict with camelCase keys and zone-less times.
-func (p PaymentConflict) MarshalJSON() ([]byte, error) {
-	j := paymentConflictJSON{ID: p.ID, PaymentID: p.PaymentID, OrderNo: p.OrderNo, Amount: p.Amount, Reason: p.Reason,
+func (p Conflict) MarshalJSON() ([]byte, error) {
+	j := conflictJSON{ID: p.ID, PaymentID: p.PaymentID, OrderNo: p.OrderNo, Amount: p.Amount, Reason: p.Reason,
 		Channel: p.Channel, RefundStatus: p.RefundStatus, RefundNote: p.RefundNote, RefundedBy: p.RefundedBy,
 		PaidAt: p.PaidAt.Format(oplist.WallTimeLayout), CreatedAt: p.CreatedAt.Format(oplist.WallTimeLayout)}
 	if p.RefundedAt != nil {
@@ -79,9 +74,9 @@ func (p PaymentConflict) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j)
 }
 
-// RefundFilter selects payment conflicts to list.
-type RefundFilter struct {
-	// Status: RefundOwed, RefundDone, or "" for all.
+// Filter selects payment conflicts to list.
+type Filter struct {
+	// Status: Owed, Done, or "" for all.
 	Status string
 	// OrderNo: only this order's; "" for all.
 	OrderNo string
@@ -91,15 +86,15 @@ type RefundFilter struct {
 	BeforeID int64
 }
 
-// RefundList is a page of payment conflicts, newest first, and the
-// BeforeID of the next page (0 when this is the last).
-type RefundList struct {
-	Conflicts  []PaymentConflict `json:"conflicts"`
-	NextBefore int64             `json:"nextBefore"`
+// Listing is a page of payment conflicts, newest first, and the BeforeID
+// of the next page (0 when this is the last).
+type Listing struct {
+	Conflicts  []Conflict `json:"conflicts"`
+	NextBefore int64      `json:"nextBefore"`
 }
 
-// RefundsOwed sums up what is owed.
-type RefundsOwed struct {
+// Summary sums up what is owed.
+type Summary struct {
 	// Count is the payments owed back; Amount their sum (a decimal, in the
 	// currency's main unit: conflicts of several currencies add up
 	// meaninglessly, so a shop with several keeps amounts apart itself).
@@ -113,7 +108,7 @@ type RefundsOwed struct {
 	Total int `json:"total"`
 }
 
-type refundsOwedJSON struct {
+type summaryJSON struct {
 	Count            int     `json:"count"`
 	Amount           string  `json:"amount"`
 	Oldest           string  `json:"oldest,omitempty"`
@@ -123,44 +118,44 @@ type refundsOwedJSON struct {
 
 // MarshalJSON renders the summary with a zone-less time and the age in
 // seconds.
-func (r RefundsOwed) MarshalJSON() ([]byte, error) {
-	j := refundsOwedJSON{Count: r.Count, Amount: r.Amount, OldestAgeSeconds: r.OldestAge.Seconds(), Total: r.Total}
+func (r Summary) MarshalJSON() ([]byte, error) {
+	j := summaryJSON{Count: r.Count, Amount: r.Amount, OldestAgeSeconds: r.OldestAge.Seconds(), Total: r.Total}
 	if r.Oldest != nil {
 		j.Oldest = r.Oldest.Format(oplist.WallTimeLayout)
 	}
 	return json.Marshal(j)
 }
 
-// Refunds is the operators' view of the refunds owed: list, sum up, record
-// a refund. It needs only the database, and is safe for concurrent use.
-type Refunds struct {
+// Ops is the operators' view of the refunds owed: list, sum up, record a
+// refund. It needs only the database, and is safe for concurrent use.
+type Ops struct {
 	db    *sqlx.DB
 	store store
 }
 
-// NewRefunds returns the view over db.
-func NewRefunds(db *sqlx.DB) *Refunds { return &Refunds{db: db} }
+// New returns the view over db.
+func New(db *sqlx.DB) *Ops { return &Ops{db: db} }
 
-// validRefundStatus reports whether s is a refund status.
-func validRefundStatus(s string) bool { return s == RefundOwed || s == RefundDone }
+// validStatus reports whether s is a refund status.
+func validStatus(s string) bool { return s == Owed || s == Done }
 
 // List returns payment conflicts newest first, with the next page's
 // BeforeID.
-func (r *Refunds) List(ctx context.Context, f RefundFilter) (RefundList, error) {
-	if f.Status != "" && !validRefundStatus(f.Status) {
-		return RefundList{}, oplist.Invalid("status", "status %q is not owed or refunded", f.Status)
+func (r *Ops) List(ctx context.Context, f Filter) (Listing, error) {
+	if f.Status != "" && !validStatus(f.Status) {
+		return Listing{}, oplist.Invalid("status", "status %q is not owed or refunded", f.Status)
 	}
 	if len(f.OrderNo) > oplist.MaxOrderNoLen {
-		return RefundList{}, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
+		return Listing{}, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
 	}
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
-		return RefundList{}, err
+		return Listing{}, err
 	}
 	rows, err := r.store.listConflicts(ctx, r.db, f)
 	if err != nil {
-		return RefundList{}, err
+		return Listing{}, err
 	}
-	l := RefundList{Conflicts: rows}
+	l := Listing{Conflicts: rows}
 	if len(rows) == f.Limit {
 		l.NextBefore = rows[len(rows)-1].ID
 	}
@@ -168,14 +163,14 @@ func (r *Refunds) List(ctx context.Context, f RefundFilter) (RefundList, error) 
 }
 
 // Owed sums up the refunds owed.
-func (r *Refunds) Owed(ctx context.Context) (RefundsOwed, error) {
+func (r *Ops) Owed(ctx context.Context) (Summary, error) {
 	return r.store.refundsOwed(ctx, r.db)
 }
 
-// Get returns the conflict of a payment, or ErrRefundNotFound.
-func (r *Refunds) Get(ctx context.Context, paymentID string) (*PaymentConflict, error) {
-	// Not paymentIDRe: rows written before payment ids carry
-	// "legacy:" + an order number, which may hold any character.
+// Get returns the conflict of a payment, or ErrNotFound.
+func (r *Ops) Get(ctx context.Context, paymentID string) (*Conflict, error) {
+	// Not the payment side's payment id check: rows written before payment
+	// ids carry "legacy:" + an order number, which may hold any character.
 	if paymentID == "" || len(paymentID) > 512 {
 		return nil, oplist.Invalid("paymentId", "payment id must be 1-128 characters")
 	}
@@ -184,7 +179,7 @@ func (r *Refunds) Get(ctx context.Context, paymentID string) (*PaymentConflict, 
 		return nil, err
 	}
 	if p == nil {
-		return nil, ErrRefundNotFound
+		return nil, ErrNotFound
 	}
 	return p, nil
 }
@@ -192,9 +187,9 @@ func (r *Refunds) Get(ctx context.Context, paymentID string) (*PaymentConflict, 
 // MarkRefunded records that the payment was paid back, by whom (the
 // operator's name, 1-64 bytes) and when (the database clock), with a note
 // (e.g. the payment side's refund id, at most 255 bytes), and returns the
-// row. A refund recorded before returns the row with ErrRefundDone. The
-// CLI, the API and the console all record refunds through it.
-func (r *Refunds) MarkRefunded(ctx context.Context, paymentID, note, by string) (*PaymentConflict, error) {
+// row. A refund recorded before returns the row with ErrDone. The CLI, the
+// API and the console all record refunds through it.
+func (r *Ops) MarkRefunded(ctx context.Context, paymentID, note, by string) (*Conflict, error) {
 	if len(note) > 255 {
 		return nil, oplist.Invalid("note", "note is %d bytes, at most 255", len(note))
 	}
@@ -213,7 +208,12 @@ func (r *Refunds) MarkRefunded(ctx context.Context, paymentID, note, by string) 
 		return nil, err
 	}
 	if !done {
-		return p, ErrRefundDone
+		return p, ErrDone
 	}
 	return p, nil
+}
+
+// OfOrder returns one order's conflicts, newest first (the order view's).
+func OfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Conflict, error) {
+	return store{}.conflictsOfOrder(ctx, q, orderNo)
 }
