@@ -182,7 +182,7 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 	if rdb == nil && cfg.Timer == nil {
 		return nil, errors.New("delay: NewDispatcher needs Redis or Config.Timer")
 	}
-	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
 	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, 120*time.Second)
 	cfg.HandlerTimeout = cmp.Or(cfg.HandlerTimeout, 60*time.Second)
 	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, 30*time.Second)
@@ -222,7 +222,7 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 	if err := cfg.retrySchedule().Validate(); err != nil {
 		bad("retries: %v", err)
 	}
-	if err := CheckTimeouts(cfg.HandlerTimeout, cfg.HandlerGrace, cfg.RunningTimeout); err != nil {
+	if err := checkTimeouts(cfg.HandlerTimeout, cfg.HandlerGrace, cfg.RunningTimeout); err != nil {
 		problems = append(problems, fmt.Errorf("delay: %w", err))
 	}
 	if err := cfg.notNowSchedule().Validate(); err != nil {
