@@ -18,228 +18,280 @@ import (
 	"github.com/orderjob/executor/xxljob"
 )
 
+// validate returns every problem of c, in the order of the sections of
+// the file.
 func (c *Config) validate() []error {
 	var p []error
-	bad := func(format string, args ...any) { p = append(p, fmt.Errorf(format, args...)) }
+	bad := badFunc(func(err error) { p = append(p, err) })
+	c.adminProblems(bad)
+	c.executorProblems(bad)
+	c.mysqlProblems(bad)
+	c.redisProblems(bad)
+	c.apiAndLogProblems(bad)
+	c.orderProblems(bad)
+	if n := c.Outbox.MaxAttempts; n < 1 && n != -1 {
+		bad.f("outbox.maxAttempts: %d must be at least 1, or -1 for no limit", n)
+	}
+	c.delayProblems(bad)
+	return p
+}
 
+// badFunc collects a problem; its methods format one or add a list.
+type badFunc func(error)
+
+func (bad badFunc) f(format string, args ...any) { bad(fmt.Errorf(format, args...)) }
+
+func (bad badFunc) all(errs []error) {
+	for _, err := range errs {
+		bad(err)
+	}
+}
+
+// adminProblems checks xxl.job.admin and the access token.
+func (c *Config) adminProblems(bad badFunc) {
 	if len(c.XXL.Job.Admin.Addresses) == 0 {
-		bad("xxl.job.admin.addresses: at least one admin address is needed")
+		bad.f("xxl.job.admin.addresses: at least one admin address is needed")
 	}
 	for _, a := range c.XXL.Job.Admin.Addresses {
 		if u, err := url.Parse(a); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("xxl.job.admin.addresses: %q is not an http(s) URL", redact.URL(a))
+			bad.f("xxl.job.admin.addresses: %q is not an http(s) URL", redact.URL(a))
 		}
 	}
 	if d := c.XXL.Job.Admin.Timeout; d <= 0 || d > time.Minute {
-		bad("xxl.job.admin.timeout: %s is outside 1ms..1m", d)
+		bad.f("xxl.job.admin.timeout: %s is outside 1ms..1m", d)
 	}
 	if _, err := xxljob.ParseAdminVersion(c.XXL.Job.Admin.Version); err != nil {
-		bad("xxl.job.admin.version: %v", err)
+		bad.f("xxl.job.admin.version: %v", err)
 	}
 	if t := c.XXL.Job.AccessToken; t != "" && len(t) < MinTokenLength {
-		bad("xxl.job.accessToken: shorter than %d characters (the admin's default_token and other short tokens are guessed; use a long random one on both sides)", MinTokenLength)
+		bad.f("xxl.job.accessToken: shorter than %d characters (the admin's default_token and other short tokens are guessed; use a long random one on both sides)", MinTokenLength)
 	}
 	if c.XXL.Job.Admin.Version == string(xxljob.AdminMain) && c.XXL.Job.AccessToken == "" {
-		bad("xxl.job.accessToken: the main admin (the branch after 3.4) needs the executor group's token")
+		bad.f("xxl.job.accessToken: the main admin (the branch after 3.4) needs the executor group's token")
 	}
+}
+
+// executorProblems checks xxl.job.executor.
+func (c *Config) executorProblems(bad badFunc) {
 	ex := c.XXL.Job.Executor
 	if n := len(ex.AppName); n < 4 || n > 64 {
-		bad("xxl.job.executor.appname: %q must be 4-64 characters (the admin's rule)", ex.AppName)
+		bad.f("xxl.job.executor.appname: %q must be 4-64 characters (the admin's rule)", ex.AppName)
 	}
 	if ex.Address != "" {
 		if u, err := url.Parse(ex.Address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("xxl.job.executor.address: %q is not an http(s) URL", redact.URL(ex.Address))
+			bad.f("xxl.job.executor.address: %q is not an http(s) URL", redact.URL(ex.Address))
 		}
 	}
 	if ex.Port < 1 || ex.Port > 65535 {
-		bad("xxl.job.executor.port: %d is not a port (1-65535)", ex.Port)
+		bad.f("xxl.job.executor.port: %d is not a port (1-65535)", ex.Port)
 	}
 	if ex.BindAddr != "" {
 		if err := xxljob.CheckListenAddr(context.Background(), ex.BindAddr); err != nil {
-			bad("xxl.job.executor.bindAddr: %v", err)
+			bad.f("xxl.job.executor.bindAddr: %v", err)
 		}
 	}
 	if ex.LogPath == "" {
-		bad("xxl.job.executor.logpath: must not be empty")
+		bad.f("xxl.job.executor.logpath: must not be empty")
 	}
 	if ex.LogRetentionDays < 0 {
-		bad("xxl.job.executor.logretentiondays: %d is negative", ex.LogRetentionDays)
+		bad.f("xxl.job.executor.logretentiondays: %d is negative", ex.LogRetentionDays)
 	}
 	if ex.ShutdownTimeout < 0 {
-		bad("xxl.job.executor.shutdownTimeout: %s is negative", ex.ShutdownTimeout)
+		bad.f("xxl.job.executor.shutdownTimeout: %s is negative", ex.ShutdownTimeout)
 	}
 	if ex.LogReadLimit < 1<<10 {
-		bad("xxl.job.executor.logReadLimit: %d is below 1024 bytes", ex.LogReadLimit)
+		bad.f("xxl.job.executor.logReadLimit: %d is below 1024 bytes", ex.LogReadLimit)
 	}
 	if ex.CallbackQueueSize < 1 {
-		bad("xxl.job.executor.callbackQueueSize: %d must be at least 1", ex.CallbackQueueSize)
+		bad.f("xxl.job.executor.callbackQueueSize: %d must be at least 1", ex.CallbackQueueSize)
 	}
 	for _, pat := range ex.IPExclude {
 		if _, err := path.Match(pat, ""); err != nil {
-			bad("xxl.job.executor.ipExclude: bad pattern %q", pat)
+			bad.f("xxl.job.executor.ipExclude: bad pattern %q", pat)
 		}
 	}
+}
+
+// mysqlProblems checks mysql.
+func (c *Config) mysqlProblems(bad badFunc) {
 	if _, err := c.MySQL.NormalizedDSN(); err != nil {
-		bad("mysql.dsn: %v", err)
+		bad.f("mysql.dsn: %v", err)
 	}
 	if !sqlIdent.MatchString(c.MySQL.MigrationsTable) {
-		bad("mysql.migrationsTable: %q is not a table name (letters, digits and _, at most 64)", c.MySQL.MigrationsTable)
+		bad.f("mysql.migrationsTable: %q is not a table name (letters, digits and _, at most 64)", c.MySQL.MigrationsTable)
 	}
 	if c.MySQL.MaxOpenConns < 1 {
-		bad("mysql.maxOpenConns: %d must be at least 1", c.MySQL.MaxOpenConns)
+		bad.f("mysql.maxOpenConns: %d must be at least 1", c.MySQL.MaxOpenConns)
 	}
 	if d := c.MySQL.ConnMaxLifetime; d < time.Second || d > 24*time.Hour {
-		bad("mysql.connMaxLifetime: %s is outside 1s..24h", d)
+		bad.f("mysql.connMaxLifetime: %s is outside 1s..24h", d)
 	}
 	if d := c.MySQL.ConnMaxIdleTime; d < time.Second || d > 24*time.Hour {
-		bad("mysql.connMaxIdleTime: %s is outside 1s..24h", d)
+		bad.f("mysql.connMaxIdleTime: %s is outside 1s..24h", d)
 	}
+}
+
+// redisProblems checks redis, its TLS apart.
+func (c *Config) redisProblems(bad badFunc) {
 	if len(c.Redis.Addr) == 0 {
-		bad("redis.addr: at least one address is needed")
+		bad.f("redis.addr: at least one address is needed")
 	}
 	switch c.Redis.Mode {
 	case "auto", "single", "cluster":
 	case "sentinel":
 		if c.Redis.MasterName == "" {
-			bad("redis.masterName: needed in sentinel mode")
+			bad.f("redis.masterName: needed in sentinel mode")
 		}
 	default:
-		bad("redis.mode: %q is not auto, single, sentinel or cluster", c.Redis.Mode)
+		bad.f("redis.mode: %q is not auto, single, sentinel or cluster", c.Redis.Mode)
 	}
 	if n := len(c.Redis.LockNodes); n > 0 && n%2 == 0 {
-		bad("redis.lockNodes: %d nodes is an even number: a lock needs a majority, %d of %d, so %d nodes survive no more lost nodes than %d would (2 nodes survive none, less available than 1); list an odd number (1, 3, 5)",
+		bad.f("redis.lockNodes: %d nodes is an even number: a lock needs a majority, %d of %d, so %d nodes survive no more lost nodes than %d would (2 nodes survive none, less available than 1); list an odd number (1, 3, 5)",
 			n, n/2+1, n, n, n-1)
 	}
 	if c.Redis.DB < 0 {
-		bad("redis.db: %d is not a database number (0 or more; the server's `databases` setting is the upper bound, checked at start)", c.Redis.DB)
+		bad.f("redis.db: %d is not a database number (0 or more; the server's `databases` setting is the upper bound, checked at start)", c.Redis.DB)
 	}
 	if cluster := c.Redis.Mode == "cluster" || (c.Redis.Mode == "auto" && c.Redis.MasterName == "" && len(c.Redis.Addr) > 1); cluster && c.Redis.DB > 0 {
-		bad("redis.db: %d, but a Redis Cluster has only database 0", c.Redis.DB)
+		bad.f("redis.db: %d, but a Redis Cluster has only database 0", c.Redis.DB)
 	}
+}
+
+// apiAndLogProblems checks api.token, redis.tls, the rest of api and log.
+func (c *Config) apiAndLogProblems(bad badFunc) {
 	if t := c.API.Token; t != "" && len(t) < MinTokenLength {
-		bad("api.token: shorter than %d characters", MinTokenLength)
+		bad.f("api.token: shorter than %d characters", MinTokenLength)
 	}
-	p = append(p, c.Redis.TLS.problems()...)
+	bad.all(c.Redis.TLS.problems())
 	if c.API.TokenHeader == "" {
-		bad("api.tokenHeader: must not be empty")
+		bad.f("api.tokenHeader: must not be empty")
 	}
-	p = append(p, c.API.consoleProblems()...)
+	bad.all(c.API.consoleProblems())
 	if _, err := ParseLevel(c.Log.Level); err != nil {
-		bad("log.level: %v", err)
+		bad.f("log.level: %v", err)
 	}
 	if c.Log.Format != "auto" && c.Log.Format != "json" && c.Log.Format != "text" {
-		bad("log.format: %q is not auto, json or text", c.Log.Format)
+		bad.f("log.format: %q is not auto, json or text", c.Log.Format)
 	}
+}
+
+// orderProblems checks order, its schema and sources.
+func (c *Config) orderProblems(bad badFunc) {
 	t := c.Order.Timeout
 	if t.PaymentTimeoutMinutes < 1 {
-		bad("order.timeout.payment_timeout_minutes: %d must be at least 1", t.PaymentTimeoutMinutes)
+		bad.f("order.timeout.payment_timeout_minutes: %d must be at least 1", t.PaymentTimeoutMinutes)
 	}
 	if t.FulfillmentTimeoutDays < 1 {
-		bad("order.timeout.fulfillment_timeout_days: %d must be at least 1", t.FulfillmentTimeoutDays)
+		bad.f("order.timeout.fulfillment_timeout_days: %d must be at least 1", t.FulfillmentTimeoutDays)
 	}
 	if t.AutoConfirmDays < 1 {
-		bad("order.timeout.auto_confirm_days: %d must be at least 1", t.AutoConfirmDays)
+		bad.f("order.timeout.auto_confirm_days: %d must be at least 1", t.AutoConfirmDays)
 	}
 	if c.Order.Close.LockTTL < time.Second {
-		bad("order.close.lockTTL: %s is below 1s", c.Order.Close.LockTTL)
+		bad.f("order.close.lockTTL: %s is below 1s", c.Order.Close.LockTTL)
 	}
 	if r := c.Order.Close.RunRetention; r < time.Hour {
-		bad("order.close.runRetention: %s is below 1h", r)
+		bad.f("order.close.runRetention: %s is below 1h", r)
 	}
 	if ps := c.Order.Close.PageSize; ps < 1 || ps > 5000 {
-		bad("order.close.pageSize: %d is outside 1..5000", ps)
+		bad.f("order.close.pageSize: %d is outside 1..5000", ps)
 	}
 	if c.Order.DeadLetter.MaxAttempts < 1 {
-		bad("order.deadLetter.maxAttempts: %d must be at least 1", c.Order.DeadLetter.MaxAttempts)
+		bad.f("order.deadLetter.maxAttempts: %d must be at least 1", c.Order.DeadLetter.MaxAttempts)
 	}
 	if b := c.Order.DeadLetter; b.BaseBackoff <= 0 || b.MaxBackoff < b.BaseBackoff {
-		bad("order.deadLetter: baseBackoff (%s) must be positive and at most maxBackoff (%s)", b.BaseBackoff, b.MaxBackoff)
+		bad.f("order.deadLetter: baseBackoff (%s) must be positive and at most maxBackoff (%s)", b.BaseBackoff, b.MaxBackoff)
 	}
 	if u := c.Order.Payment.CloseURL; u != "" && !isHTTPURL(u) {
-		bad("order.payment.closeURL: %q is not an http(s) URL", redact.URL(u))
+		bad.f("order.payment.closeURL: %q is not an http(s) URL", redact.URL(u))
 	}
 	if c.Order.Payment.Timeout <= 0 || c.Order.Payment.Retries < 0 {
-		bad("order.payment: timeout must be positive and retries not negative")
+		bad.f("order.payment: timeout must be positive and retries not negative")
 	}
 	switch cm := c.Order.Compensation; cm.Mode {
 	case "local":
 	case "outbox":
 		if !isHTTPURL(cm.InventoryURL) || !isHTTPURL(cm.CouponURL) {
-			bad("order.compensation: outbox mode needs http(s) inventoryURL and couponURL")
+			bad.f("order.compensation: outbox mode needs http(s) inventoryURL and couponURL")
 		}
 	default:
-		bad("order.compensation.mode: %q is not local or outbox", cm.Mode)
+		bad.f("order.compensation.mode: %q is not local or outbox", cm.Mode)
 	}
 	if _, err := c.Order.Schema.Schema(); err != nil {
 		for _, e := range flatten(err) {
-			bad("order.schema.%v", e)
+			bad.f("order.schema.%v", e)
 		}
 	} else if len(c.Order.Sources) > 0 {
 		if _, err := c.Sources(); err != nil {
 			for _, e := range flatten(err) {
-				bad("%v", e)
+				bad.f("%v", e)
 			}
 		}
 	}
-	if n := c.Outbox.MaxAttempts; n < 1 && n != -1 {
-		bad("outbox.maxAttempts: %d must be at least 1, or -1 for no limit", n)
-	}
+}
+
+// delayProblems checks delay.
+func (c *Config) delayProblems(bad badFunc) {
 	d := c.Delay
 	if d.RunningTimeout <= 0 || d.HandlerTimeout <= 0 {
-		bad("delay.handlerTimeout (%s) and delay.runningTimeout (%s) must be positive", d.HandlerTimeout, d.RunningTimeout)
+		bad.f("delay.handlerTimeout (%s) and delay.runningTimeout (%s) must be positive", d.HandlerTimeout, d.RunningTimeout)
 	} else if c.Order.Close.LockTTL >= time.Second {
-		p = append(p, checkDoubleRun(d.HandlerTimeout, c.Order.Close.LockTTL, d.RunningTimeout)...)
+		bad.all(checkDoubleRun(d.HandlerTimeout, c.Order.Close.LockTTL, d.RunningTimeout))
 	}
 	if d.NotNowBackoff <= 0 || d.NotNowBackoffMax < d.NotNowBackoff {
-		bad("delay.notNowBackoff (%s) must be positive and at most delay.notNowBackoffMax (%s)", d.NotNowBackoff, d.NotNowBackoffMax)
+		bad.f("delay.notNowBackoff (%s) must be positive and at most delay.notNowBackoffMax (%s)", d.NotNowBackoff, d.NotNowBackoffMax)
 	}
 	if d.NotNowMaxAge <= 0 {
-		bad("delay.notNowMaxAge: %s must be positive", d.NotNowMaxAge)
+		bad.f("delay.notNowMaxAge: %s must be positive", d.NotNowMaxAge)
 	}
 	if d.ReconcileInterval <= 0 {
-		bad("delay.reconcileInterval: %s must be positive", d.ReconcileInterval)
+		bad.f("delay.reconcileInterval: %s must be positive", d.ReconcileInterval)
 	}
 	if d.BatchSize < 1 || d.BatchSize > 1000 {
-		bad("delay.batchSize: %d is outside 1..1000", d.BatchSize)
+		bad.f("delay.batchSize: %d is outside 1..1000", d.BatchSize)
 	}
 	if d.TimerShards < 1 || d.TimerShards > 64 {
-		bad("delay.timerShards: %d is outside 1..64", d.TimerShards)
+		bad.f("delay.timerShards: %d is outside 1..64", d.TimerShards)
 	} else if d.TimerShards > 1 && strings.ContainsAny(d.KeyPrefix, "{}") {
-		bad("delay.keyPrefix: %q holds '{' or '}', whose hash tag would put all %d timer shards (delay.timerShards) in one Redis Cluster slot", d.KeyPrefix, d.TimerShards)
+		bad.f("delay.keyPrefix: %q holds '{' or '}', whose hash tag would put all %d timer shards (delay.timerShards) in one Redis Cluster slot", d.KeyPrefix, d.TimerShards)
 	}
 	switch d.Timer {
 	case "redis":
 	case "rabbitmq":
-		r := d.RabbitMQ
-		if u, err := url.Parse(r.URL); r.URL == "" || err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
-			bad("delay.rabbitmq.url: %q is not amqp://user:password@host:port/vhost (delay.timer is rabbitmq)", redact.URL(r.URL))
-		}
-		if !rabbitPrefixRe.MatchString(r.Prefix) {
-			bad("delay.rabbitmq.prefix: %q is not 1 to 200 letters, digits, '.', '_', '-'", r.Prefix)
-		}
-		// The tasks of a source's database hop through queues named
-		// {prefix}source.{name}. (delay.SourceRabbitMQPrefix).
-		for _, src := range c.Order.Sources {
-			if n := len(r.Prefix) + len("source.") + len(src.Name) + 1; n > 200 && rabbitPrefixRe.MatchString(r.Prefix) {
-				bad("delay.rabbitmq.prefix: %q with order source %s's part (source.%s.) is %d characters, over 200", r.Prefix, src.Name, src.Name, n)
-			}
-		}
-		if r.Prefetch < 1 || r.Prefetch > 65535 {
-			bad("delay.rabbitmq.prefetch: %d is outside 1..65535", r.Prefetch)
-		}
-		if r.RepublishAfter < time.Second {
-			bad("delay.rabbitmq.republishAfter: %s is below 1s", r.RepublishAfter)
-		}
+		c.rabbitMQProblems(bad)
 	default:
-		bad("delay.timer: %q is not redis or rabbitmq", d.Timer)
+		bad.f("delay.timer: %q is not redis or rabbitmq", d.Timer)
 	}
 	for _, s := range d.Services {
 		name, base, ok := strings.Cut(s, "=")
 		if u, err := url.Parse(base); !ok || name == "" || err != nil || u.Host == "" {
-			bad("delay.services: %q is not name=http://host/base", redact.Named([]string{s})[0])
+			bad.f("delay.services: %q is not name=http://host/base", redact.Named([]string{s})[0])
 		}
 	}
-	return p
+}
+
+// rabbitMQProblems checks delay.rabbitmq (delay.timer is rabbitmq).
+func (c *Config) rabbitMQProblems(bad badFunc) {
+	r := c.Delay.RabbitMQ
+	if u, err := url.Parse(r.URL); r.URL == "" || err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+		bad.f("delay.rabbitmq.url: %q is not amqp://user:password@host:port/vhost (delay.timer is rabbitmq)", redact.URL(r.URL))
+	}
+	if !rabbitPrefixRe.MatchString(r.Prefix) {
+		bad.f("delay.rabbitmq.prefix: %q is not 1 to 200 letters, digits, '.', '_', '-'", r.Prefix)
+	}
+	// The tasks of a source's database hop through queues named
+	// {prefix}source.{name}. (delay.SourceRabbitMQPrefix).
+	for _, src := range c.Order.Sources {
+		if n := len(r.Prefix) + len("source.") + len(src.Name) + 1; n > 200 && rabbitPrefixRe.MatchString(r.Prefix) {
+			bad.f("delay.rabbitmq.prefix: %q with order source %s's part (source.%s.) is %d characters, over 200", r.Prefix, src.Name, src.Name, n)
+		}
+	}
+	if r.Prefetch < 1 || r.Prefetch > 65535 {
+		bad.f("delay.rabbitmq.prefetch: %d is outside 1..65535", r.Prefetch)
+	}
+	if r.RepublishAfter < time.Second {
+		bad.f("delay.rabbitmq.republishAfter: %s is below 1s", r.RepublishAfter)
+	}
 }
 
 // rabbitPrefixRe keeps every name under the prefix within RabbitMQ's 255

@@ -62,8 +62,8 @@ type Client struct {
 	onSchedule func(earliest time.Time)
 }
 
-// DefaultKeyPrefix is the default prefix of Redis keys.
-const DefaultKeyPrefix = "delay:"
+// defaultKeyPrefix is the default prefix of Redis keys.
+const defaultKeyPrefix = "delay:"
 
 // NewClient builds a Client on db, which holds job_delay_task. rdb, which
 // may be nil, is the Redis timer's server when cfg.Timer is not set.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -182,100 +183,8 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 	if rdb == nil && cfg.Timer == nil {
 		return nil, errors.New("delay: NewDispatcher needs Redis or Config.Timer")
 	}
-	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
-	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, 120*time.Second)
-	cfg.HandlerTimeout = cmp.Or(cfg.HandlerTimeout, 60*time.Second)
-	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, 30*time.Second)
-	cfg.ReconcileHorizon = cmp.Or(cfg.ReconcileHorizon, 2*cfg.ReconcileInterval)
-	cfg.Retention = cmp.Or(cfg.Retention, 168*time.Hour)
-	cfg.PurgeInterval = cmp.Or(cfg.PurgeInterval, 10*time.Minute)
-	cfg.PollInterval = cmp.Or(cfg.PollInterval, 50*time.Millisecond)
-	cfg.BatchWindow = cmp.Or(cfg.BatchWindow, 5*time.Millisecond)
-	if cfg.BatchWindow < 0 {
-		cfg.BatchWindow = 0
-	}
-	cfg.BatchSize = cmp.Or(cfg.BatchSize, 500)
-	cfg.HandlerBatchSize = cmp.Or(cfg.HandlerBatchSize, cfg.BatchSize)
-	cfg.Workers = cmp.Or(cfg.Workers, 32)
-	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, time.Second)
-	// An unset cap is 10 minutes, or the base when that is longer.
-	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, max(10*time.Minute, cfg.BackoffBase))
-	cfg.SweepGrace = cmp.Or(cfg.SweepGrace, 10*time.Second)
-	cfg.NotNowBackoff = cmp.Or(cfg.NotNowBackoff, time.Second)
-	cfg.NotNowBackoffMax = cmp.Or(cfg.NotNowBackoffMax, 30*time.Second)
-	cfg.NotNowMaxAge = cmp.Or(cfg.NotNowMaxAge, time.Hour)
-
-	var problems []error
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf("delay: "+format, args...)) }
-	for name, d := range map[string]time.Duration{
-		"RunningTimeout": cfg.RunningTimeout, "HandlerTimeout": cfg.HandlerTimeout,
-		"ReconcileInterval": cfg.ReconcileInterval, "ReconcileHorizon": cfg.ReconcileHorizon,
-		"PurgeInterval": cfg.PurgeInterval, "PollInterval": cfg.PollInterval,
-		"BackoffBase": cfg.BackoffBase, "BackoffMax": cfg.BackoffMax, "SweepGrace": cfg.SweepGrace,
-		"HandlerGrace": cfg.HandlerGrace, "NotNowBackoff": cfg.NotNowBackoff,
-		"NotNowBackoffMax": cfg.NotNowBackoffMax, "NotNowMaxAge": cfg.NotNowMaxAge,
-	} {
-		if d < 0 {
-			bad("%s %s is negative", name, d)
-		}
-	}
-	if err := cfg.retrySchedule().Validate(); err != nil {
-		bad("retries: %v", err)
-	}
-	if err := CheckTimeouts(cfg.HandlerTimeout, cfg.HandlerGrace, cfg.RunningTimeout); err != nil {
-		problems = append(problems, fmt.Errorf("delay: %w", err))
-	}
-	if err := cfg.notNowSchedule().Validate(); err != nil {
-		bad("not-now waits (NotNowBackoff, NotNowBackoffMax): %v", err)
-	}
-	if cfg.BatchSize < 1 || cfg.BatchSize > 1000 {
-		bad("BatchSize %d is not in 1..1000", cfg.BatchSize)
-	}
-	if cfg.Workers < 1 {
-		bad("Workers %d is below 1", cfg.Workers)
-	}
-	if cfg.HandlerBatchSize < 1 || cfg.HandlerBatchSize > cfg.BatchSize {
-		bad("HandlerBatchSize %d is not in 1..BatchSize (%d)", cfg.HandlerBatchSize, cfg.BatchSize)
-	}
-	for name, h := range cfg.BatchHandlers {
-		if !handlerNameRe.MatchString(name) {
-			bad("batch handler name %q is not a letter then letters, digits, . _ -", name)
-		}
-		if h == nil {
-			bad("batch handler %q is nil", name)
-		}
-		if _, dup := cfg.Handlers[name]; dup {
-			bad("handler %q is in both Handlers and BatchHandlers", name)
-		}
-	}
-	for name := range cfg.Handlers {
-		if !handlerNameRe.MatchString(name) {
-			bad("handler name %q is not a letter then letters, digits, . _ -", name)
-		}
-		if cfg.Handlers[name] == nil {
-			bad("handler %q is nil", name)
-		}
-	}
-	for name, v := range cfg.PayloadValidators {
-		_, single := cfg.Handlers[name]
-		_, batch := cfg.BatchHandlers[name]
-		if !single && !batch {
-			bad("payload validator for %q, which is not in Handlers or BatchHandlers", name)
-		}
-		if v == nil {
-			bad("payload validator %q is nil", name)
-		}
-	}
-	services := make(map[string]string, len(cfg.Services))
-	for name, base := range cfg.Services {
-		u, err := parseService(name, base)
-		if err != nil {
-			bad("service %s: %v", name, err)
-		}
-		services[name] = u
-	}
-	cfg.Services = services
-	if err := errors.Join(problems...); err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 
@@ -307,6 +216,118 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 	c.onSchedule = d.scheduled
 	d.client, d.timer, d.clock = c, c.timer, c.clock
 	return d, nil
+}
+
+// withDefaults fills the zero settings of cfg with their defaults.
+func (cfg Config) withDefaults() Config {
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
+	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, 120*time.Second)
+	cfg.HandlerTimeout = cmp.Or(cfg.HandlerTimeout, 60*time.Second)
+	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, 30*time.Second)
+	cfg.ReconcileHorizon = cmp.Or(cfg.ReconcileHorizon, 2*cfg.ReconcileInterval)
+	cfg.Retention = cmp.Or(cfg.Retention, 168*time.Hour)
+	cfg.PurgeInterval = cmp.Or(cfg.PurgeInterval, 10*time.Minute)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, 50*time.Millisecond)
+	cfg.BatchWindow = cmp.Or(cfg.BatchWindow, 5*time.Millisecond)
+	if cfg.BatchWindow < 0 {
+		cfg.BatchWindow = 0
+	}
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, 500)
+	cfg.HandlerBatchSize = cmp.Or(cfg.HandlerBatchSize, cfg.BatchSize)
+	cfg.Workers = cmp.Or(cfg.Workers, 32)
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, time.Second)
+	// An unset cap is 10 minutes, or the base when that is longer.
+	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, max(10*time.Minute, cfg.BackoffBase))
+	cfg.SweepGrace = cmp.Or(cfg.SweepGrace, 10*time.Second)
+	cfg.NotNowBackoff = cmp.Or(cfg.NotNowBackoff, time.Second)
+	cfg.NotNowBackoffMax = cmp.Or(cfg.NotNowBackoffMax, 30*time.Second)
+	cfg.NotNowMaxAge = cmp.Or(cfg.NotNowMaxAge, time.Hour)
+	return cfg
+}
+
+// check returns every problem of cfg's settings at once, and resolves
+// cfg.Services' base URLs.
+func (cfg *Config) check() error {
+	var problems []error
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf("delay: "+format, args...)) }
+	for name, d := range map[string]time.Duration{
+		"RunningTimeout": cfg.RunningTimeout, "HandlerTimeout": cfg.HandlerTimeout,
+		"ReconcileInterval": cfg.ReconcileInterval, "ReconcileHorizon": cfg.ReconcileHorizon,
+		"PurgeInterval": cfg.PurgeInterval, "PollInterval": cfg.PollInterval,
+		"BackoffBase": cfg.BackoffBase, "BackoffMax": cfg.BackoffMax, "SweepGrace": cfg.SweepGrace,
+		"HandlerGrace": cfg.HandlerGrace, "NotNowBackoff": cfg.NotNowBackoff,
+		"NotNowBackoffMax": cfg.NotNowBackoffMax, "NotNowMaxAge": cfg.NotNowMaxAge,
+	} {
+		if d < 0 {
+			bad("%s %s is negative", name, d)
+		}
+	}
+	if err := cfg.retrySchedule().Validate(); err != nil {
+		bad("retries: %v", err)
+	}
+	if err := checkTimeouts(cfg.HandlerTimeout, cfg.HandlerGrace, cfg.RunningTimeout); err != nil {
+		problems = append(problems, fmt.Errorf("delay: %w", err))
+	}
+	if err := cfg.notNowSchedule().Validate(); err != nil {
+		bad("not-now waits (NotNowBackoff, NotNowBackoffMax): %v", err)
+	}
+	if cfg.BatchSize < 1 || cfg.BatchSize > 1000 {
+		bad("BatchSize %d is not in 1..1000", cfg.BatchSize)
+	}
+	if cfg.Workers < 1 {
+		bad("Workers %d is below 1", cfg.Workers)
+	}
+	if cfg.HandlerBatchSize < 1 || cfg.HandlerBatchSize > cfg.BatchSize {
+		bad("HandlerBatchSize %d is not in 1..BatchSize (%d)", cfg.HandlerBatchSize, cfg.BatchSize)
+	}
+	problems = append(problems, cfg.handlerProblems()...)
+	services := make(map[string]string, len(cfg.Services))
+	for name, base := range cfg.Services {
+		u, err := parseService(name, base)
+		if err != nil {
+			bad("service %s: %v", name, err)
+		}
+		services[name] = u
+	}
+	cfg.Services = services
+	return errors.Join(problems...)
+}
+
+// handlerProblems are the problems of the handler names, handlers and
+// payload validators.
+func (cfg *Config) handlerProblems() []error {
+	var problems []error
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf("delay: "+format, args...)) }
+	for name, h := range cfg.BatchHandlers {
+		if !handlerNameRe.MatchString(name) {
+			bad("batch handler name %q is not a letter then letters, digits, . _ -", name)
+		}
+		if h == nil {
+			bad("batch handler %q is nil", name)
+		}
+		if _, dup := cfg.Handlers[name]; dup {
+			bad("handler %q is in both Handlers and BatchHandlers", name)
+		}
+	}
+	for name := range cfg.Handlers {
+		if !handlerNameRe.MatchString(name) {
+			bad("handler name %q is not a letter then letters, digits, . _ -", name)
+		}
+		if cfg.Handlers[name] == nil {
+			bad("handler %q is nil", name)
+		}
+	}
+	for name, v := range cfg.PayloadValidators {
+		_, single := cfg.Handlers[name]
+		_, batch := cfg.BatchHandlers[name]
+		if !single && !batch {
+			bad("payload validator for %q, which is not in Handlers or BatchHandlers", name)
+		}
+		if v == nil {
+			bad("payload validator %q is nil", name)
+		}
+	}
+	return problems
 }
 
 // Client is the dispatcher's Client, which checks handler names against
@@ -500,22 +521,9 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 	// every look pop and put back far more than the slots can run.
 	wide := true
 	for {
-		// Hold at least one slot before popping, so popped tasks never wait
-		// in memory while another executor idles.
-		select {
-		case d.slots <- struct{}{}:
-		case <-ctx.Done():
+		held, ok := d.holdSlots(ctx)
+		if !ok {
 			return
-		}
-		held := 1
-	fill:
-		for held < d.cfg.BatchSize {
-			select {
-			case d.slots <- struct{}{}:
-				held++
-			default:
-				break fill
-			}
 		}
 		// While looking, any task scheduled meanwhile leaves a wake-up, so
 		// the sleep computed from this look cannot overshoot it.
@@ -532,61 +540,105 @@ func (d *Dispatcher) pollLoop(ctx context.Context) {
 		if len(ids) > 0 {
 			items = d.group(d.claim(ctx, ids, now, held))
 			if len(items) > 0 {
-				wide = false
-				for _, it := range items {
-					wide = wide || it.batch != nil
-				}
+				wide = slices.ContainsFunc(items, func(it workItem) bool { return it.batch != nil })
 			}
 		}
-		for i, it := range items {
-			if i >= held {
-				// Not expected (popLimit and the claim keep items within
-				// the slots held); wait for a worker rather than drop a
-				// claimed task.
-				d.slots <- struct{}{}
-				held++
-			}
-			d.work <- it // a slot is held for each
-		}
-		for range held - len(items) {
-			<-d.slots
-		}
+		d.handOut(items, held)
 
-		wait := d.cfg.PollInterval
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			if failures == 1 || failures%100 == 0 {
-				d.log.WarnContext(ctx, "delay timer unreachable; tasks wait for it or for the sweep", "failures", failures, "err", err)
-			}
-			wait = min(d.cfg.PollInterval*time.Duration(failures), time.Second)
-		case len(ids) == limit:
-			failures = 0
-			continue // more may be due
-		default:
-			failures = 0
-			if !next.IsZero() {
-				wait = min(wait, max(next.Sub(d.clock.Now()), d.cfg.BatchWindow))
-			}
+		wait, ok := d.pollWait(ctx, err, &failures, len(ids) == limit, next)
+		if !ok {
+			return
 		}
 		if wait <= 0 {
 			continue
 		}
-		d.nextWake.Store(time.Now().Add(wait).UnixMilli())
-		sleep.Reset(wait)
-		select {
-		case <-sleep.C:
-		case <-d.wake:
-			if !sleep.Stop() {
-				<-sleep.C
-			}
-		case <-ctx.Done():
+		if !d.sleep(ctx, sleep, wait) {
 			return
 		}
 	}
+}
+
+// holdSlots holds at least one worker slot, and as many more as are free
+// up to BatchSize, before popping, so popped tasks never wait in memory
+// while another executor idles. It is false when ctx ended first.
+func (d *Dispatcher) holdSlots(ctx context.Context) (held int, ok bool) {
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0, false
+	}
+	held = 1
+	for held < d.cfg.BatchSize {
+		select {
+		case d.slots <- struct{}{}:
+			held++
+		default:
+			return held, true
+		}
+	}
+	return held, true
+}
+
+// handOut hands the claimed items to the workers, a held slot for each,
+// and gives back the slots left over.
+func (d *Dispatcher) handOut(items []workItem, held int) {
+	for i, it := range items {
+		if i >= held {
+			// Not expected (popLimit and the claim keep items within
+			// the slots held); wait for a worker rather than drop a
+			// claimed task.
+			d.slots <- struct{}{}
+			held++
+		}
+		d.work <- it // a slot is held for each
+	}
+	for range held - len(items) {
+		<-d.slots
+	}
+}
+
+// pollWait is how long to wait before the next look: at once when the pop
+// was full (more may be due), longer after each failure to reach the
+// timer, else until the earliest entry, PollInterval at most. It is false
+// when a failure came from ctx ending.
+func (d *Dispatcher) pollWait(ctx context.Context, err error, failures *int, full bool, next time.Time) (time.Duration, bool) {
+	wait := d.cfg.PollInterval
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		*failures++
+		if *failures == 1 || *failures%100 == 0 {
+			d.log.WarnContext(ctx, "delay timer unreachable; tasks wait for it or for the sweep", "failures", *failures, "err", err)
+		}
+		wait = min(d.cfg.PollInterval*time.Duration(*failures), time.Second)
+	case full:
+		*failures = 0
+		return 0, true // more may be due
+	default:
+		*failures = 0
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(d.clock.Now()), d.cfg.BatchWindow))
+		}
+	}
+	return wait, true
+}
+
+// sleep waits for wait, a wake-up or the end of ctx (then false).
+func (d *Dispatcher) sleep(ctx context.Context, sleep *time.Timer, wait time.Duration) bool {
+	d.nextWake.Store(time.Now().Add(wait).UnixMilli())
+	sleep.Reset(wait)
+	select {
+	case <-sleep.C:
+	case <-d.wake:
+		if !sleep.Stop() {
+			<-sleep.C
+		}
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // claim turns popped ids into claimed tasks. Ids that were not claimed are

@@ -196,7 +196,7 @@ func TestTimeoutsAllowingDoubleRunRefused(t *testing.T) {
 	cfg := b.fastConfig(nil)
 	cfg.RunningTimeout, cfg.HandlerTimeout, cfg.HandlerGrace = 120*time.Second, 60*time.Second, 50*time.Second
 	_, err := cfg.build()
-	var te *TimeoutsError
+	var te *timeoutsError
 	require.ErrorAs(t, err, &te)
 	require.Contains(t, err.Error(), "raise RunningTimeout to at least 2m3s or lower HandlerTimeout to at most 58s")
 	cfg.RunningTimeout = te.MinRunningTimeout

@@ -138,7 +138,7 @@ func (c *Client) GetByTrace(ctx context.Context, traceID string) (*Task, error) 
 
 // Tallies are the operator's first look at the table: tasks by status, the
 // backlog due now, claims RUNNING past the running timeout. Each count
-// stops at CountCap, so reading them costs the same on any table.
+// stops at 10,000 (countCap), so reading them costs the same on any table.
 type Tallies struct {
 	Counts map[Status]int
 	// DueNow are PENDING tasks whose time has come (the backlog); Oldest
@@ -150,8 +150,8 @@ type Tallies struct {
 	RunningTimeout time.Duration
 }
 
-// CountCap bounds each count of Tallies.
-const CountCap = 10000
+// countCap bounds each count of Tallies.
+const countCap = 10000
 
 // Tallies counts what Tallies holds.
 func (c *Client) Tallies(ctx context.Context) (Tallies, error) {
@@ -161,18 +161,18 @@ func (c *Client) Tallies(ctx context.Context) (Tallies, error) {
 		return t, err
 	}
 	for _, st := range Statuses {
-		if t.Counts[st], err = c.store.countStatus(ctx, c.db, st, CountCap); err != nil {
+		if t.Counts[st], err = c.store.countStatus(ctx, c.db, st, countCap); err != nil {
 			return t, err
 		}
 	}
 	var oldest time.Time
-	if t.DueNow, oldest, err = c.store.countDue(ctx, c.db, now, CountCap); err != nil {
+	if t.DueNow, oldest, err = c.store.countDue(ctx, c.db, now, countCap); err != nil {
 		return t, err
 	}
 	if !oldest.IsZero() {
 		t.Oldest = max(now.Sub(oldest), 0)
 	}
-	t.StuckRunning, err = c.store.countStuck(ctx, c.db, now.Add(-c.runningTimeout), CountCap)
+	t.StuckRunning, err = c.store.countStuck(ctx, c.db, now.Add(-c.runningTimeout), countCap)
 	return t, err
 }
 

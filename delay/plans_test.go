@@ -67,9 +67,9 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "list: status window", Query: named(taskWindowByStatus, windowParams{Handler: "x", Status: "DONE", BeforeAt: "9999-12-31 00:00:00.000", BeforeID: math.MaxInt64, Window: SearchWindow}), Units: SearchWindow, Plan: nextAttempt("range")},
 		{Name: "list: page rows", Query: in(selectTasksByID, f.due[:50]), Units: 50, Plan: pk},
 		{Name: "by trace id", Query: q(selectByTraceID, f.trace), Units: 1, Plan: uses("job_delay_task", "uk_trace_id", "const")},
-		{Name: "count: a status", Query: named(countStatusCapped, map[string]any{"status": "DONE", "cap": CountCap}), Units: CountCap, Plan: nextAttempt("ref", "range").And("<derived2>", "", "ALL")},
-		{Name: "count: due", Query: named(countDueCapped, map[string]any{"now": now, "cap": CountCap}), Units: f.dueCount, Plan: uses("job_delay_task", "idx_status_next_attempt", "range").And("<derived2>", "", "ALL")},
-		{Name: "count: stuck", Query: named(countStuckCapped, map[string]any{"before": dbTime(f.now.Add(-time.Hour)), "cap": CountCap}), Units: f.stuck, Plan: nextAttempt("ref", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: a status", Query: named(countStatusCapped, map[string]any{"status": "DONE", "cap": countCap}), Units: countCap, Plan: nextAttempt("ref", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: due", Query: named(countDueCapped, map[string]any{"now": now, "cap": countCap}), Units: f.dueCount, Plan: uses("job_delay_task", "idx_status_next_attempt", "range").And("<derived2>", "", "ALL")},
+		{Name: "count: stuck", Query: named(countStuckCapped, map[string]any{"before": dbTime(f.now.Add(-time.Hour)), "cap": countCap}), Units: f.stuck, Plan: nextAttempt("ref", "range").And("<derived2>", "", "ALL")},
 		// The sweep, recovery, the reconciler and the purge.
 		{Name: "sweep: due", Query: named(selectDue, shardParams{ShardTotal: 1, Limit: 100}), Units: 100, Plan: uses("job_delay_task", "idx_status_next_attempt", "range")},
 		{Name: "recovery: stuck", Query: named(selectStuck, shardParams{AgeUS: hour, ShardTotal: 1, Limit: 100}), Units: f.stuck, Plan: nextAttempt("ref", "range")},

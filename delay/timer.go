@@ -79,8 +79,8 @@ type RedisTimerConfig struct {
 	// KeyPrefix starts the timer's keys. Default "delay:". Executors
 	// sharing tasks share it.
 	KeyPrefix string
-	// Shards is how many sorted sets the timer is split over, 1 to
-	// MaxTimerShards. Default 1: the single key {prefix}timer, as before
+	// Shards is how many sorted sets the timer is split over, 1 to 64
+	// (maxTimerShards). Default 1: the single key {prefix}timer, as before
 	// shards existed. With more, shard i is {prefix}timer:{i}, whose hash
 	// tag {i} puts each shard in a slot of its own on a Redis Cluster, so
 	// the shards spread over its masters; the prefix must then hold no
@@ -90,8 +90,8 @@ type RedisTimerConfig struct {
 	Shards int
 }
 
-// MaxTimerShards is the most shards a Redis timer takes.
-const MaxTimerShards = 64
+// maxTimerShards is the most shards a Redis timer takes.
+const maxTimerShards = 64
 
 // NewRedisTimer returns the timer kept in Redis sorted sets (see
 // RedisTimerConfig). It needs no start: the dispatchers poll it.
@@ -107,7 +107,7 @@ func newRedisTimer(rdb redis.UniversalClient, cfg RedisTimerConfig) (*redisTimer
 	if rdb == nil {
 		return nil, errors.New("delay: NewRedisTimer needs Redis")
 	}
-	prefix := cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
+	prefix := cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
 	n := cmp.Or(cfg.Shards, 1)
 	if err := checkTimerShards(prefix, n); err != nil {
 		return nil, err
@@ -126,8 +126,8 @@ func newRedisTimer(rdb redis.UniversalClient, cfg RedisTimerConfig) (*redisTimer
 // checkTimerShards says why a Redis timer of n shards under prefix is
 // refused, or nil.
 func checkTimerShards(prefix string, n int) error {
-	if n < 1 || n > MaxTimerShards {
-		return fmt.Errorf("delay: timer shards %d is outside 1..%d", n, MaxTimerShards)
+	if n < 1 || n > maxTimerShards {
+		return fmt.Errorf("delay: timer shards %d is outside 1..%d", n, maxTimerShards)
 	}
 	if n > 1 && strings.ContainsAny(prefix, "{}") {
 		return fmt.Errorf("delay: key prefix %q holds '{' or '}': its hash tag would put all %d timer shards in one Redis Cluster slot", prefix, n)

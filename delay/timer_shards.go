@@ -156,10 +156,10 @@ func isNoScript(err error) bool {
 // otherKeys are the keys in which a timer of another shard count keeps its
 // entries: the single key, or shard keys beyond this timer's count. Every
 // count's keys are among the single key and {prefix}timer:{0} to
-// {prefix}timer:{MaxTimerShards-1}, so that is all there is to look at.
+// {prefix}timer:{maxTimerShards-1}, so that is all there is to look at.
 func (tm *redisTimer) otherKeys() []string {
 	all := []string{tm.prefix + "timer"}
-	for i := range MaxTimerShards {
+	for i := range maxTimerShards {
 		all = append(all, shardKey(tm.prefix, i))
 	}
 	return slices.DeleteFunc(all, func(k string) bool { return slices.Contains(tm.keys, k) })

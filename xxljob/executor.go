@@ -176,96 +176,116 @@ const (
 	stateStopping
 )
 
-// New checks cfg, fills its defaults and returns an Executor. All problems
-// with cfg are reported at once.
-func New(cfg Config) (*Executor, error) {
-	cfg.Port = cmp.Or(cfg.Port, 9999)
-	cfg.LogPath = cmp.Or(cfg.LogPath, "./logs/xxl-job")
-	cfg.LogRetentionDays = cmp.Or(cfg.LogRetentionDays, 30)
-	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 30*time.Second)
-	cfg.RegistryInterval = cmp.Or(cfg.RegistryInterval, 30*time.Second)
-	cfg.CallbackRetryInterval = cmp.Or(cfg.CallbackRetryInterval, 30*time.Second)
-	cfg.HTTPClientTimeout = cmp.Or(cfg.HTTPClientTimeout, 3*time.Second)
-	open := cfg.OpenWithoutToken && cfg.AccessToken == ""
-	if open && cfg.ListenAddr == "" {
-		cfg.ListenAddr = "127.0.0.1:" + strconv.Itoa(cfg.Port)
-		if cfg.Address == "" && cfg.IP == "" {
-			cfg.IP = "127.0.0.1" // advertise where it listens
+// withDefaults fills the zero settings of c with their defaults; an open
+// executor (OpenWithoutToken, no token) listens and advertises on loopback
+// unless told otherwise.
+func (c Config) withDefaults() Config {
+	c.Port = cmp.Or(c.Port, 9999)
+	c.LogPath = cmp.Or(c.LogPath, "./logs/xxl-job")
+	c.LogRetentionDays = cmp.Or(c.LogRetentionDays, 30)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
+	c.RegistryInterval = cmp.Or(c.RegistryInterval, 30*time.Second)
+	c.CallbackRetryInterval = cmp.Or(c.CallbackRetryInterval, 30*time.Second)
+	c.HTTPClientTimeout = cmp.Or(c.HTTPClientTimeout, 3*time.Second)
+	open := c.OpenWithoutToken && c.AccessToken == ""
+	if open && c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1:" + strconv.Itoa(c.Port)
+		if c.Address == "" && c.IP == "" {
+			c.IP = "127.0.0.1" // advertise where it listens
 		}
 	}
-	cfg.ListenAddr = cmp.Or(cfg.ListenAddr, ":"+strconv.Itoa(cfg.Port))
-	cfg.AdminVersion = cmp.Or(cfg.AdminVersion, AdminAuto)
-	cfg.LogReadLimit = cmp.Or(cfg.LogReadLimit, 64<<20)
-	cfg.CallbackQueueSize = cmp.Or(cfg.CallbackQueueSize, 1000)
-	if cfg.IPExclude == nil {
-		cfg.IPExclude = DefaultIPExclude
+	c.ListenAddr = cmp.Or(c.ListenAddr, ":"+strconv.Itoa(c.Port))
+	c.AdminVersion = cmp.Or(c.AdminVersion, AdminAuto)
+	c.LogReadLimit = cmp.Or(c.LogReadLimit, 64<<20)
+	c.CallbackQueueSize = cmp.Or(c.CallbackQueueSize, 1000)
+	if c.IPExclude == nil {
+		c.IPExclude = DefaultIPExclude
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
-	var errs []error
-	ipGuess := false
-	if cfg.Address == "" {
-		if cfg.IP == "" {
+	return c
+}
+
+// resolveAddress fills Address from IP and Port, guessing the IP when
+// neither is set (ipGuess), and resolves AdminVersion.
+func (c *Config) resolveAddress() (ipGuess bool, errs []error) {
+	if c.Address == "" {
+		if c.IP == "" {
 			var err error
-			if cfg.IP, ipGuess, err = hostIPv4(cfg.IPExclude); err != nil {
+			if c.IP, ipGuess, err = hostIPv4(c.IPExclude); err != nil {
 				errs = append(errs, fmt.Errorf("IPExclude: %w", err))
 			}
 		}
-		cfg.Address = "http://" + net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)) + "/"
+		c.Address = "http://" + net.JoinHostPort(c.IP, strconv.Itoa(c.Port)) + "/"
 	}
-	if v, err := ParseAdminVersion(string(cfg.AdminVersion)); err != nil {
+	if v, err := ParseAdminVersion(string(c.AdminVersion)); err != nil {
 		errs = append(errs, fmt.Errorf("AdminVersion: %w", err))
 	} else {
-		cfg.AdminVersion = v
+		c.AdminVersion = v
 	}
+	return ipGuess, errs
+}
+
+// problems are the settings New refuses, all of them.
+func (c *Config) problems() []error {
+	var errs []error
 	switch {
-	case cfg.AdminVersion == AdminMain && cfg.AccessToken == "":
+	case c.AdminVersion == AdminMain && c.AccessToken == "":
 		errs = append(errs, errors.New("AccessToken: required by the main dialect (the admin sends the executor group's token)"))
-	case cfg.AccessToken == "" && !cfg.OpenWithoutToken && !cfg.Disabled: // a disabled executor never listens
+	case c.AccessToken == "" && !c.OpenWithoutToken && !c.Disabled: // a disabled executor never listens
 		errs = append(errs, errors.New("AccessToken: required (anyone who reaches the port could run and kill jobs); "+
 			"set OpenWithoutToken to serve without one, on loopback by default"))
 	}
-	if cfg.LogReadLimit < 0 {
-		errs = append(errs, fmt.Errorf("LogReadLimit: %d is negative", cfg.LogReadLimit))
+	if c.LogReadLimit < 0 {
+		errs = append(errs, fmt.Errorf("LogReadLimit: %d is negative", c.LogReadLimit))
 	}
-	if cfg.CallbackQueueSize < 0 {
-		errs = append(errs, fmt.Errorf("CallbackQueueSize: %d is negative", cfg.CallbackQueueSize))
+	if c.CallbackQueueSize < 0 {
+		errs = append(errs, fmt.Errorf("CallbackQueueSize: %d is negative", c.CallbackQueueSize))
 	}
-	if len(cfg.AdminAddresses) == 0 {
+	if len(c.AdminAddresses) == 0 {
 		errs = append(errs, errors.New("AdminAddresses: at least one admin address is required"))
 	}
-	for _, a := range cfg.AdminAddresses {
+	for _, a := range c.AdminAddresses {
 		if err := checkHTTPURL(a); err != nil {
 			errs = append(errs, fmt.Errorf("AdminAddresses: %w", err))
 		}
 	}
-	if cfg.AccessToken != "" && strings.TrimSpace(cfg.AccessToken) == "" {
+	if c.AccessToken != "" && strings.TrimSpace(c.AccessToken) == "" {
 		errs = append(errs, errors.New("AccessToken: only whitespace (the admin would treat it as no token)"))
 	}
-	if cfg.AppName == "" || len(cfg.AppName) > 64 || strings.ContainsAny(cfg.AppName, " \t\r\n") {
-		errs = append(errs, fmt.Errorf("AppName: required, 1 to 64 characters without spaces, got %q", cfg.AppName))
+	if c.AppName == "" || len(c.AppName) > 64 || strings.ContainsAny(c.AppName, " \t\r\n") {
+		errs = append(errs, fmt.Errorf("AppName: required, 1 to 64 characters without spaces, got %q", c.AppName))
 	}
-	if err := checkHTTPURL(cfg.Address); err != nil {
+	if err := checkHTTPURL(c.Address); err != nil {
 		errs = append(errs, fmt.Errorf("Address: %w", err)) //nolint:staticcheck // names the Config field
 	}
-	if cfg.Port < 1 || cfg.Port > 65535 {
-		errs = append(errs, fmt.Errorf("Port: %d out of range 1-65535", cfg.Port)) //nolint:staticcheck // names the Config field
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("Port: %d out of range 1-65535", c.Port)) //nolint:staticcheck // names the Config field
 	}
-	if err := CheckListenAddr(context.Background(), cfg.ListenAddr); err != nil {
+	if err := CheckListenAddr(context.Background(), c.ListenAddr); err != nil {
 		errs = append(errs, fmt.Errorf("ListenAddr: %w", err))
 	}
 	for name, d := range map[string]time.Duration{
-		"ShutdownTimeout": cfg.ShutdownTimeout, "RegistryInterval": cfg.RegistryInterval,
-		"CallbackRetryInterval": cfg.CallbackRetryInterval, "HTTPClientTimeout": cfg.HTTPClientTimeout,
+		"ShutdownTimeout": c.ShutdownTimeout, "RegistryInterval": c.RegistryInterval,
+		"CallbackRetryInterval": c.CallbackRetryInterval, "HTTPClientTimeout": c.HTTPClientTimeout,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: negative duration %s", name, d))
 		}
 	}
+	return errs
+}
+
+// New checks cfg, fills its defaults and returns an Executor. All problems
+// with cfg are reported at once.
+func New(cfg Config) (*Executor, error) {
+	cfg = cfg.withDefaults()
+	ipGuess, errs := cfg.resolveAddress()
+	errs = append(errs, cfg.problems()...)
 	logs, err := newLogStore(cfg.LogPath)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("LogPath: %w", err))

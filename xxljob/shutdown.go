@@ -59,68 +59,95 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 // Stop is Shutdown under the name a Start/Stop component list expects.
 func (e *Executor) Stop(ctx context.Context) error { return e.Shutdown(ctx) }
 
+// shutdown runs the steps of Shutdown in order, each under its own
+// deadline, and returns what each could not finish.
 func (e *Executor) shutdown(ctx context.Context) error {
-	log := e.log
 	start := time.Now()
-	// A fresh deadline for steps that must happen even when ctx is already
-	// over (they are quick or bounded by the HTTP client timeout).
-	grace := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HTTPClientTimeout*time.Duration(len(e.cfg.AdminAddresses))+2*time.Second)
-	}
 	var errs []error
+	errs = append(errs, e.deregister(ctx)...)
+	// (2) Refuse new triggers, kill the queued ones; idle job threads exit.
+	if n := e.runner.close(); n > 0 {
+		e.log.InfoContext(ctx, "queued triggers killed", "num_triggers", n)
+	}
+	errs = append(errs, e.drainRuns(ctx)...)
+	errs = append(errs, e.stopBackground(ctx)...)
+	errs = append(errs, e.closeServer(ctx)...)
+	e.client.close()
+	e.log.InfoContext(ctx, "xxl-job executor stopped", "duration", time.Since(start))
+	if len(errs) > 0 {
+		return fmt.Errorf("xxljob: shutdown: %w", errors.Join(errs...))
+	}
+	return nil
+}
 
-	// (1) Fail beats, and deregister after the heartbeat stopped so it
-	// cannot re-register.
+// grace is a fresh deadline for steps that must happen even when ctx is
+// already over (they are quick or bounded by the HTTP client timeout).
+func (e *Executor) grace(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HTTPClientTimeout*time.Duration(len(e.cfg.AdminAddresses))+2*time.Second)
+}
+
+// deregister is step (1): fail beats, and deregister after the heartbeat
+// stopped so it cannot re-register.
+func (e *Executor) deregister(ctx context.Context) []error {
+	var errs []error
 	e.draining.Store(true)
 	e.regCancel()
-	rctx, cancel := grace()
+	rctx, cancel := e.grace(ctx)
+	defer cancel()
 	if err := e.registryLoops.wait(rctx); err != nil {
 		errs = append(errs, fmt.Errorf("registry loop did not stop: %w", err))
 	}
 	if err := e.client.post(rctx, adminRegistryRemove, e.registryParam()); err != nil {
-		log.WarnContext(ctx, "registryRemove failed", "error", err)
+		e.log.WarnContext(ctx, "registryRemove failed", "error", err)
 	} else {
-		log.InfoContext(ctx, "registryRemove done")
+		e.log.InfoContext(ctx, "registryRemove done")
 	}
-	cancel()
+	return errs
+}
 
-	// (2) Refuse new triggers, kill the queued ones; idle job threads exit.
-	if n := e.runner.close(); n > 0 {
-		log.InfoContext(ctx, "queued triggers killed", "num_triggers", n)
-	}
-
-	// (3) Let runs finish, then cancel what is left.
+// drainRuns is step (3): let runs finish, then cancel what is left.
+func (e *Executor) drainRuns(ctx context.Context) []error {
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.ShutdownTimeout)
 	err := e.runner.live.wait(wctx)
 	cancel()
-	if err != nil {
-		n := e.runner.stopAll(reasonShutdown)
-		log.WarnContext(ctx, "shutdown timeout reached, cancelling runs", "num_jobs", n)
-		// Stopped job threads report at once without waiting for handlers.
-		sctx, cancel := grace()
-		if err := e.runner.live.wait(sctx); err != nil {
-			errs = append(errs, fmt.Errorf("job threads did not stop: %w", err))
-		}
-		cancel()
+	if err == nil {
+		return nil
 	}
+	n := e.runner.stopAll(reasonShutdown)
+	e.log.WarnContext(ctx, "shutdown timeout reached, cancelling runs", "num_jobs", n)
+	// Stopped job threads report at once without waiting for handlers.
+	sctx, cancel := e.grace(ctx)
+	defer cancel()
+	if err := e.runner.live.wait(sctx); err != nil {
+		return []error{fmt.Errorf("job threads did not stop: %w", err)}
+	}
+	return nil
+}
 
-	// (4) Stop the sender, spool retry and cleanup, then flush what is left.
-	// The sender may be in the middle of a delivery: wait for it first, so
-	// the flush gets a full deadline of its own.
+// stopBackground is step (4): stop the sender, spool retry and cleanup,
+// then flush what is left. The sender may be in the middle of a delivery:
+// wait for it first, so the flush gets a full deadline of its own.
+func (e *Executor) stopBackground(ctx context.Context) []error {
+	var errs []error
 	close(e.stopWork)
 	e.workCancel()
-	wctx, cancel = grace()
+	wctx, cancel := e.grace(ctx)
 	if err := e.workLoops.wait(wctx); err != nil {
 		errs = append(errs, fmt.Errorf("background loops did not stop: %w", err))
 	}
 	cancel()
-	fctx, cancel := grace()
+	fctx, cancel := e.grace(ctx)
 	e.callback.flush(fctx)
 	cancel()
 	e.callback.spool.close()
+	return errs
+}
 
-	// (5) Close the HTTP server.
-	sctx, cancel := grace()
+// closeServer is step (5): close the HTTP server, cancel the handlers and
+// wait for them.
+func (e *Executor) closeServer(ctx context.Context) []error {
+	var errs []error
+	sctx, cancel := e.grace(ctx)
 	if ctx.Err() == nil {
 		sctx, cancel = ctx, func() {}
 	}
@@ -135,10 +162,5 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	if err := e.handlers.wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("%d handlers still running after cancellation: %w", e.handlers.count(), err))
 	}
-	e.client.close()
-	log.InfoContext(ctx, "xxl-job executor stopped", "duration", time.Since(start))
-	if len(errs) > 0 {
-		return fmt.Errorf("xxljob: shutdown: %w", errors.Join(errs...))
-	}
-	return nil
+	return errs
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,162 +92,214 @@ func Generate(ctx context.Context, db *sqlx.DB, spec Spec) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	// Reserve the ids first and record the batch before any row is written,
-	// so every demo row is recognisable as one even if the run is cut short.
+	if err := reserveDemo(ctx, db, spec, start); err != nil {
+		return res, fmt.Errorf("demo data: %w", err)
+	}
+	gen := newGenerator(ctx, db, spec, start)
+	for i := range spec.Orders {
+		if gen.ctx.Err() != nil {
+			break
+		}
+		gen.order(i)
+		gen.flush(false)
+	}
+	gen.flush(true)
+	if err := gen.stock(); err != nil {
+		_ = gen.g.Wait()
+		return gen.res, err
+	}
+	if err := gen.g.Wait(); err != nil {
+		return gen.res, fmt.Errorf("generate demo data: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return gen.res, err
+	}
+	gen.res.Orders = spec.Orders
+	return gen.res, nil
+}
+
+// reserveDemo reserves the ids first and records the batch before any row
+// is written, so every demo row is recognisable as one even if the run is
+// cut short.
+func reserveDemo(ctx context.Context, db *sqlx.DB, spec Spec, start demoStart) error {
+	var st store
 	lastOrder := start.MaxOrder + int64(spec.Orders)
 	lastCoupon := start.MaxCoupon // no coupons: an empty range
 	if spec.CouponFraction > 0 {
 		lastCoupon += int64(spec.Orders) // at most one per order
 	}
 	if err := st.demoReserve(ctx, db, "order_info", start.MaxOrder+1, lastOrder); err != nil {
-		return res, fmt.Errorf("demo data: %w", err)
+		return err
 	}
 	if err := st.demoReserve(ctx, db, "user_coupon", start.MaxCoupon+1, lastCoupon); err != nil {
-		return res, fmt.Errorf("demo data: %w", err)
+		return err
 	}
-	if err := st.demoRecordBatch(ctx, db, spec.OrderNoPrefix, start.MaxOrder+1, lastOrder, start.MaxCoupon+1, lastCoupon, spec.SKUs); err != nil {
-		return res, fmt.Errorf("demo data: %w", err)
-	}
-	res.Now = start.Now
-	res.FirstID = start.MaxOrder + 1
-	res.LastID = start.MaxOrder + int64(spec.Orders)
-	timeoutSec := int64(spec.TimeoutMinutes) * 60
+	return st.demoRecordBatch(ctx, db, spec.OrderNoPrefix, start.MaxOrder+1, lastOrder, start.MaxCoupon+1, lastCoupon, spec.SKUs)
+}
 
-	rng := rand.New(rand.NewPCG(spec.Seed, spec.Seed^0x9e3779b97f4a7c15))
-	locked := make([]int64, spec.SKUs+1)
-	consumed := make([]int64, spec.SKUs+1)
+// demoChunk is the rows of a multi-row statement (items: twice as many).
+const demoChunk = 2000
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(spec.Parallel)
-	submit := func(stmt []byte) {
-		g.Go(func() error { return st.demoExec(gctx, db, stmt) })
-	}
+// generator writes one Generate's rows: multi-row statements built in
+// order and run on up to spec.Parallel connections at once.
+type generator struct {
+	spec  Spec
+	db    *sqlx.DB
+	start demoStart
+	res   Result
+	rng   *rand.Rand
+	g     *errgroup.Group
+	ctx   context.Context // the group's
 
-	const chunk = 2000
-	couponID := start.MaxCoupon
-	var orders, items, coupons []byte
-	var nOrders, nItems, nCoupons int
-	flush := func(force bool) {
-		if nOrders > 0 && (force || nOrders >= chunk) {
-			submit(orders)
-			orders, nOrders = nil, 0
-		}
-		if nItems > 0 && (force || nItems >= 2*chunk) {
-			submit(items)
-			items, nItems = nil, 0
-		}
-		if nCoupons > 0 && (force || nCoupons >= chunk) {
-			submit(coupons)
-			coupons, nCoupons = nil, 0
-		}
-	}
+	// Units of each SKU (index: the SKU id) locked by unpaid orders and
+	// consumed by paid ones.
+	locked, consumed []int64
+	couponID         int64
+	timeoutSec       int64
+	// The older orders (due and paid) come first, then nRecent not due;
+	// paidShare of the older are paid.
+	nOld, nRecent int
+	paidShare     float64
+
+	orders, items, coupons rowBatch
+	skus                   []int64 // the current order's
+}
+
+// rowBatch is a multi-row statement being built.
+type rowBatch struct {
+	b []byte
+	n int
+}
+
+// add appends one row of vals, starting the statement with head.
+func (r *rowBatch) add(head string, vals ...string) {
+	r.b = appendRow(r.b, head, r.n, vals...)
+	r.n++
+}
+
+func newGenerator(ctx context.Context, db *sqlx.DB, spec Spec, start demoStart) *generator {
+	gen := &generator{spec: spec, db: db, start: start,
+		res:    Result{Now: start.Now, FirstID: start.MaxOrder + 1, LastID: start.MaxOrder + int64(spec.Orders)},
+		rng:    rand.New(rand.NewPCG(spec.Seed, spec.Seed^0x9e3779b97f4a7c15)),
+		locked: make([]int64, spec.SKUs+1), consumed: make([]int64, spec.SKUs+1),
+		couponID: start.MaxCoupon, timeoutSec: int64(spec.TimeoutMinutes) * 60,
+		skus: make([]int64, 0, 3)}
+	gen.g, gen.ctx = errgroup.WithContext(ctx)
+	gen.g.SetLimit(spec.Parallel)
 	// Orders are created in time order, as a shop inserts them: ids and
 	// create times rise together, so the scan's walk in create_time order
 	// reads the tables front to back. The older part (due and paid orders)
 	// spreads over a day ending a minute past the timeout; the newest
 	// orders, unpaid and within the first half of their timeout, come last.
-	nRecent := int(math.Round(float64(spec.Orders) * (1 - spec.DueFraction - spec.PaidFraction)))
-	nRecent = max(0, min(spec.Orders, nRecent))
-	nOld := spec.Orders - nRecent
-	paidShare := 0.0
+	gen.nRecent = int(math.Round(float64(spec.Orders) * (1 - spec.DueFraction - spec.PaidFraction)))
+	gen.nRecent = max(0, min(spec.Orders, gen.nRecent))
+	gen.nOld = spec.Orders - gen.nRecent
 	if spec.DueFraction+spec.PaidFraction > 0 {
-		paidShare = spec.PaidFraction / (spec.DueFraction + spec.PaidFraction)
+		gen.paidShare = spec.PaidFraction / (spec.DueFraction + spec.PaidFraction)
 	}
-	const oldSpan = 86_400 // seconds
-	skus := make([]int64, 0, 3)
-	for i := range spec.Orders {
-		if gctx.Err() != nil {
-			break
-		}
-		id := start.MaxOrder + 1 + int64(i)
-		no := spec.OrderNoPrefix + strconv.FormatInt(id, 10)
-		userID := 1 + rng.Int64N(100_000)
+	return gen
+}
 
-		var status int
-		var age int64 // seconds before now
-		switch {
-		case i < nOld:
-			age = timeoutSec + 60 + int64(oldSpan*(nOld-i)/nOld)
-			if rng.Float64() < paidShare {
-				res.Paid++
-				status = orderstatus.Paid
-			} else {
-				res.Due++
-			}
-		default:
-			res.NotDue++
-			age = (timeoutSec / 2) * int64(spec.Orders-i) / int64(nRecent)
-		}
-		created := start.Now.Add(-time.Duration(age) * time.Second)
+// submit runs a statement on one of the group's connections.
+func (gen *generator) submit(stmt []byte) {
+	gen.g.Go(func() error { return store{}.demoExec(gen.ctx, gen.db, stmt) })
+}
 
-		coupon := "NULL"
-		if rng.Float64() < spec.CouponFraction {
-			couponID++
-			res.Coupons++
-			coupon = strconv.FormatInt(couponID, 10)
-			cstatus := 1
-			if status == orderstatus.Paid {
-				cstatus = 2
-			}
-			coupons = appendRow(coupons, demoInsertCouponsSQL, nCoupons,
-				strconv.FormatInt(couponID, 10), strconv.FormatInt(userID, 10), strconv.Itoa(cstatus), "'"+no+"'")
-			nCoupons++
+// flush submits each statement that is full, or (force) not empty.
+func (gen *generator) flush(force bool) {
+	for _, b := range []struct {
+		r     *rowBatch
+		limit int
+	}{{&gen.orders, demoChunk}, {&gen.items, 2 * demoChunk}, {&gen.coupons, demoChunk}} {
+		if b.r.n > 0 && (force || b.r.n >= b.limit) {
+			gen.submit(b.r.b)
+			*b.r = rowBatch{}
 		}
-		orders = appendRow(orders, demoInsertOrdersSQL, nOrders,
-			strconv.FormatInt(id, 10), "'"+no+"'", strconv.FormatInt(userID, 10), strconv.Itoa(status),
-			"'"+created.Format(time.DateTime)+"'", strconv.Itoa(spec.TimeoutMinutes), coupon)
-		nOrders++
-
-		skus = skus[:0]
-		for n := 1 + rng.IntN(min(3, spec.SKUs)); len(skus) < n; {
-			sku := 1 + rng.Int64N(int64(spec.SKUs))
-			dup := false
-			for _, s := range skus {
-				dup = dup || s == sku
-			}
-			if dup {
-				continue
-			}
-			skus = append(skus, sku)
-			qty := 1 + rng.Int64N(3)
-			if status == orderstatus.Paid {
-				consumed[sku] += qty
-			} else {
-				locked[sku] += qty
-			}
-			items = appendRow(items, demoInsertItemsSQL, nItems, "'"+no+"'", strconv.FormatInt(sku, 10), strconv.FormatInt(qty, 10))
-			nItems++
-			res.Items++
-		}
-		flush(false)
 	}
-	flush(true)
+}
 
-	var stock []byte
-	n := 0
-	for sku := 1; sku <= spec.SKUs && gctx.Err() == nil; sku++ {
-		avail := spec.StockPerSKU - locked[sku] - consumed[sku]
+// oldSpan is how long the older orders were created over, in seconds.
+const oldSpan = 86_400
+
+// order adds the i-th order's rows: its coupon, the order, its items.
+func (gen *generator) order(i int) {
+	id := gen.start.MaxOrder + 1 + int64(i)
+	no := gen.spec.OrderNoPrefix + strconv.FormatInt(id, 10)
+	userID := 1 + gen.rng.Int64N(100_000)
+
+	var status int
+	var age int64 // seconds before now
+	if i < gen.nOld {
+		age = gen.timeoutSec + 60 + int64(oldSpan*(gen.nOld-i)/gen.nOld)
+		if gen.rng.Float64() < gen.paidShare {
+			gen.res.Paid++
+			status = orderstatus.Paid
+		} else {
+			gen.res.Due++
+		}
+	} else {
+		gen.res.NotDue++
+		age = (gen.timeoutSec / 2) * int64(gen.spec.Orders-i) / int64(gen.nRecent)
+	}
+	created := gen.start.Now.Add(-time.Duration(age) * time.Second)
+
+	coupon := "NULL"
+	if gen.rng.Float64() < gen.spec.CouponFraction {
+		gen.couponID++
+		gen.res.Coupons++
+		coupon = strconv.FormatInt(gen.couponID, 10)
+		cstatus := 1
+		if status == orderstatus.Paid {
+			cstatus = 2
+		}
+		gen.coupons.add(demoInsertCouponsSQL, coupon, strconv.FormatInt(userID, 10), strconv.Itoa(cstatus), "'"+no+"'")
+	}
+	gen.orders.add(demoInsertOrdersSQL,
+		strconv.FormatInt(id, 10), "'"+no+"'", strconv.FormatInt(userID, 10), strconv.Itoa(status),
+		"'"+created.Format(time.DateTime)+"'", strconv.Itoa(gen.spec.TimeoutMinutes), coupon)
+	gen.orderItems(no, status == orderstatus.Paid)
+}
+
+// orderItems adds an order's 1-3 items of distinct SKUs, 1-3 units each,
+// and counts their units as consumed (paid) or locked.
+func (gen *generator) orderItems(no string, paid bool) {
+	gen.skus = gen.skus[:0]
+	for n := 1 + gen.rng.IntN(min(3, gen.spec.SKUs)); len(gen.skus) < n; {
+		sku := 1 + gen.rng.Int64N(int64(gen.spec.SKUs))
+		if slices.Contains(gen.skus, sku) {
+			continue
+		}
+		gen.skus = append(gen.skus, sku)
+		qty := 1 + gen.rng.Int64N(3)
+		if paid {
+			gen.consumed[sku] += qty
+		} else {
+			gen.locked[sku] += qty
+		}
+		gen.items.add(demoInsertItemsSQL, "'"+no+"'", strconv.FormatInt(sku, 10), strconv.FormatInt(qty, 10))
+		gen.res.Items++
+	}
+}
+
+// stock adds each SKU's stock: StockPerSKU less what the orders locked
+// and consumed is available.
+func (gen *generator) stock() error {
+	var stock rowBatch
+	for sku := 1; sku <= gen.spec.SKUs && gen.ctx.Err() == nil; sku++ {
+		avail := gen.spec.StockPerSKU - gen.locked[sku] - gen.consumed[sku]
 		if avail < 0 {
-			_ = g.Wait()
-			return res, fmt.Errorf("demo stock per sku %d is below the %d units of sku %d's orders", spec.StockPerSKU, locked[sku]+consumed[sku], sku)
+			return fmt.Errorf("demo stock per sku %d is below the %d units of sku %d's orders", gen.spec.StockPerSKU, gen.locked[sku]+gen.consumed[sku], sku)
 		}
-		stock = appendRow(stock, demoUpsertStockSQL, n, strconv.Itoa(sku), strconv.FormatInt(avail, 10), strconv.FormatInt(locked[sku], 10))
-		if n++; n == chunk {
-			submit(append(stock, demoUpsertStockTail...))
-			stock, n = nil, 0
+		stock.add(demoUpsertStockSQL, strconv.Itoa(sku), strconv.FormatInt(avail, 10), strconv.FormatInt(gen.locked[sku], 10))
+		if stock.n == demoChunk {
+			gen.submit(append(stock.b, demoUpsertStockTail...))
+			stock = rowBatch{}
 		}
 	}
-	if n > 0 {
-		submit(append(stock, demoUpsertStockTail...))
+	if stock.n > 0 {
+		gen.submit(append(stock.b, demoUpsertStockTail...))
 	}
-	if err := g.Wait(); err != nil {
-		return res, fmt.Errorf("generate demo data: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	res.Orders = spec.Orders
-	return res, nil
+	return nil
 }
 
 func (spec Spec) withDefaults() (Spec, error) {

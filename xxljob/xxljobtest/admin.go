@@ -173,6 +173,37 @@ func (a *Admin) SetGroup(appname, token string) {
 }
 
 func (a *Admin) serve(w http.ResponseWriter, r *http.Request) {
+	if a.serveFault(w, r) {
+		return
+	}
+	prefix := a.opts.ContextPath + "/api/"
+	if !strings.HasPrefix(r.URL.Path, prefix) {
+		http.NotFound(w, r) // outside the API: the admin's own 404 page
+		return
+	}
+	uri := strings.TrimPrefix(r.URL.Path, prefix)
+	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	a.record(Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	if a.refuse(w, r, uri, body) {
+		return
+	}
+	switch uri {
+	case "callback":
+		a.serveCallback(w, body)
+	case "registry", "registryRemove":
+		a.serveRegistry(w, uri, body)
+	default:
+		a.reply(w, 500, "invalid request, uri-mapping("+uri+") not found.")
+	}
+}
+
+// serveFault answers as the Mode set says (hang, 503, close the
+// connection) and reports whether it did.
+func (a *Admin) serveFault(w http.ResponseWriter, r *http.Request) bool {
 	a.mu.Lock()
 	mode, unhang := a.mode, a.unhang
 	a.mu.Unlock()
@@ -188,90 +219,80 @@ func (a *Admin) serve(w http.ResponseWriter, r *http.Request) {
 
 	case Down503:
 		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
-		return
+		return true
 	case DownClose:
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
 				_ = conn.Close()
-				return
+				return true
 			}
 		}
 		panic(http.ErrAbortHandler)
 	}
+	return false
+}
 
-	prefix := a.opts.ContextPath + "/api/"
-	if !strings.HasPrefix(r.URL.Path, prefix) {
-		http.NotFound(w, r) // outside the API: the admin's own 404 page
-		return
-	}
-	uri := strings.TrimPrefix(r.URL.Path, prefix)
-	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	a.record(Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-
-	// The admin's API controller, in its order.
-	if r.Method != http.MethodPost {
+// refuse runs the admin's API controller's checks, in its order, and
+// reports whether one refused the request (and answered it).
+func (a *Admin) refuse(w http.ResponseWriter, r *http.Request, uri string, body []byte) bool {
+	switch {
+	case r.Method != http.MethodPost:
 		a.reply(w, 500, "invalid request, HttpMethod not support.")
-		return
-	}
-	if uri == "" {
+	case uri == "":
 		a.reply(w, 500, "invalid request, uri-mapping empty.")
-		return
-	}
-	if a.opts.Version == V33 && len(r.Header.Values("XXL-JOB-ACCESS-TOKEN")) == 0 {
+	case a.opts.Version == V33 && len(r.Header.Values("XXL-JOB-ACCESS-TOKEN")) == 0:
 		// 3.3.0/3.3.1 declare the header required: Spring answers 400.
 		http.Error(w, "Required request header 'XXL-JOB-ACCESS-TOKEN' is not present", http.StatusBadRequest)
-		return
-	}
-	if a.opts.Version.v3() && blank(string(body)) {
+	case a.opts.Version.v3() && blank(string(body)):
 		a.reply(w, 500, "invalid request, requestBody empty.")
-		return
-	}
-	if msg := a.authorize(r.Header); msg != "" {
-		a.reply(w, 500, msg)
-		return
-	}
-	switch uri {
-	case "callback":
-		items, err := a.callbackItems(body)
-		if err != nil {
-			if a.opts.Version.v3() {
-				a.reply(w, 500, "openapi invoke error: "+err.Error())
-			} else {
-				http.Error(w, "callback body: "+err.Error(), http.StatusInternalServerError) // Spring error page
-			}
-			return
-		}
-		if err := a.addCallbacks(items); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		a.reply(w, 200, "")
-	case "registry", "registryRemove":
-		var p Registry
-		if err := json.Unmarshal(body, &p); err != nil {
-			http.Error(w, "registry body: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		if blank(p.RegistryGroup) || blank(p.RegistryKey) || blank(p.RegistryValue) {
-			a.reply(w, 500, "Illegal Argument.")
-			return
-		}
-		a.mu.Lock()
-		if uri == "registry" {
-			a.registrations = append(a.registrations, p)
-		} else {
-			a.removals = append(a.removals, p)
-		}
-		a.notifyLocked()
-		a.mu.Unlock()
-		a.reply(w, 200, "")
 	default:
-		a.reply(w, 500, "invalid request, uri-mapping("+uri+") not found.")
+		if msg := a.authorize(r.Header); msg != "" {
+			a.reply(w, 500, msg)
+			return true
+		}
+		return false
 	}
+	return true
+}
+
+// serveCallback records the run results of a callback.
+func (a *Admin) serveCallback(w http.ResponseWriter, body []byte) {
+	items, err := a.callbackItems(body)
+	if err != nil {
+		if a.opts.Version.v3() {
+			a.reply(w, 500, "openapi invoke error: "+err.Error())
+		} else {
+			http.Error(w, "callback body: "+err.Error(), http.StatusInternalServerError) // Spring error page
+		}
+		return
+	}
+	if err := a.addCallbacks(items); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	a.reply(w, 200, "")
+}
+
+// serveRegistry records a registration (uri "registry") or a removal.
+func (a *Admin) serveRegistry(w http.ResponseWriter, uri string, body []byte) {
+	var p Registry
+	if err := json.Unmarshal(body, &p); err != nil {
+		http.Error(w, "registry body: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if blank(p.RegistryGroup) || blank(p.RegistryKey) || blank(p.RegistryValue) {
+		a.reply(w, 500, "Illegal Argument.")
+		return
+	}
+	a.mu.Lock()
+	if uri == "registry" {
+		a.registrations = append(a.registrations, p)
+	} else {
+		a.removals = append(a.removals, p)
+	}
+	a.notifyLocked()
+	a.mu.Unlock()
+	a.reply(w, 200, "")
 }
 
 // authorize is the token check: one admin token up to 3.4 (only when set),
