@@ -171,11 +171,7 @@ func (v *violations) limited(rule, format string, args ...any) {
 // checkStock checks each SKU of the baseline: its total unchanged but for
 // paid orders, locked what unpaid orders hold, nothing negative or gone.
 func (v *violations) checkStock(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
-	var inv []stockRow
-	if err := sqlx.SelectContext(ctx, db, &inv, inventorySQL); err != nil {
-		return fmt.Errorf("ordertest: read inventory: %w", err)
-	}
-	qty, err := itemQuantities(ctx, db)
+	inv, qty, err := readStock(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -203,6 +199,20 @@ func (v *violations) checkStock(ctx context.Context, db sqlx.QueryerContext, bas
 		}
 	}
 	return nil
+}
+
+// readStock reads the inventory and the units of each SKU that unpaid
+// ([0]) and paid ([1]) orders hold.
+func readStock(ctx context.Context, db sqlx.QueryerContext) ([]stockRow, map[int64][2]int64, error) {
+	var inv []stockRow
+	if err := sqlx.SelectContext(ctx, db, &inv, inventorySQL); err != nil {
+		return nil, nil, fmt.Errorf("ordertest: read inventory: %w", err)
+	}
+	qty, err := itemQuantities(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inv, qty, nil
 }
 
 // checkOrderRules checks the order, close log and coupon rules, each a
