@@ -481,11 +481,11 @@ func (d *Dispatcher) drain(ctx context.Context) error {
 	}
 }
 
-// notIn returns the ids of ids that are not in entries.
-func notIn(ids []int64, entries []timerEntry) []int64 {
-	in := make(map[int64]bool, len(entries))
-	for _, e := range entries {
-		in[e.ID] = true
+// notIn returns the ids of ids that none of rows has (idOf).
+func notIn[T any](ids []int64, rows []T, idOf func(T) int64) []int64 {
+	in := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		in[idOf(r)] = true
 	}
 	var out []int64
 	for _, id := range ids {
@@ -673,19 +673,10 @@ func (d *Dispatcher) claim(ctx context.Context, ids []int64, now time.Time, slot
 	}
 	d.counters.claimed.Add(int64(len(tasks)))
 	if len(tasks) < len(ids) {
-		got := make(map[int64]bool, len(tasks))
-		for _, t := range tasks {
-			got[t.ID] = true
-		}
-		var rest []int64
-		for _, id := range ids {
-			if !got[id] {
-				rest = append(rest, id)
-			}
-		}
+		rest := notIn(ids, tasks, func(t *Task) int64 { return t.ID })
 		pending, err := d.store.pendingTimes(cctx, d.db, rest)
 		if err == nil {
-			d.timer.done(notIn(rest, pending), true)
+			d.timer.done(notIn(rest, pending, func(e timerEntry) int64 { return e.ID }), true)
 			if len(pending) > 0 {
 				err = d.timer.add(cctx, pending...)
 			}

@@ -91,44 +91,58 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if f.small {
-		set := map[string]bool{}
-		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-		def := func(name string, apply func()) {
-			if !set[name] {
-				apply()
-			}
+		f.smallDefaults(fs, sizes, lying)
+	}
+	if err := f.parseLists(*shards, *ceiling, *executors, *sizes, *lying, *skip); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// smallDefaults applies -small: the CI sizes of the flags not set.
+func (f *closeFlags) smallDefaults(fs *flag.FlagSet, sizes, lying *string) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	def := func(name string, apply func()) {
+		if !set[name] {
+			apply()
 		}
-		def("orders", func() { f.orders = 20_000 })
-		def("skus", func() { f.skus = 2_000 })
-		def("sizes", func() { *sizes = "10000,50000" })
-		def("lying", func() { *lying = "50000" })
-		def("seed-seconds", func() { f.seedSeconds = 2 })
-		def("idle-orders", func() { f.idleOrders = 50_000 })
 	}
+	def("orders", func() { f.orders = 20_000 })
+	def("skus", func() { f.skus = 2_000 })
+	def("sizes", func() { *sizes = "10000,50000" })
+	def("lying", func() { *lying = "50000" })
+	def("seed-seconds", func() { f.seedSeconds = 2 })
+	def("idle-orders", func() { f.idleOrders = 50_000 })
+}
+
+// parseLists parses the flags that are lists, checks the sizes and fills
+// the -rss-orders default.
+func (f *closeFlags) parseLists(shards, ceiling, executors, sizes, lying, skip string) error {
 	var err error
-	if f.shards, err = intList(*shards); err != nil {
-		return nil, fmt.Errorf("-shards: %w", err)
+	if f.shards, err = intList(shards); err != nil {
+		return fmt.Errorf("-shards: %w", err)
 	}
-	if f.ceiling, err = intList(*ceiling); err != nil {
-		return nil, fmt.Errorf("-ceiling: %w", err)
+	if f.ceiling, err = intList(ceiling); err != nil {
+		return fmt.Errorf("-ceiling: %w", err)
 	}
-	if f.executors, err = intList(*executors); err != nil {
-		return nil, fmt.Errorf("-executors: %w", err)
+	if f.executors, err = intList(executors); err != nil {
+		return fmt.Errorf("-executors: %w", err)
 	}
 	if f.sources < 0 || f.tables < 0 || f.sources > maxSources || f.tables > orderdemo.MaxSplit {
-		return nil, fmt.Errorf("-sources must be 0..%d and -tables 0..%d", maxSources, orderdemo.MaxSplit)
+		return fmt.Errorf("-sources must be 0..%d and -tables 0..%d", maxSources, orderdemo.MaxSplit)
 	}
 	if f.sources > 0 || f.tables > 0 {
 		f.sources, f.tables = max(f.sources, 1), max(f.tables, 1)
 	}
-	if f.sizes, err = intList(*sizes); err != nil {
-		return nil, fmt.Errorf("-sizes: %w", err)
+	if f.sizes, err = intList(sizes); err != nil {
+		return fmt.Errorf("-sizes: %w", err)
 	}
-	if f.lying, err = intList(*lying); err != nil {
-		return nil, fmt.Errorf("-lying: %w", err)
+	if f.lying, err = intList(lying); err != nil {
+		return fmt.Errorf("-lying: %w", err)
 	}
 	f.skip = map[string]bool{}
-	for _, s := range strings.Split(*skip, ",") {
+	for _, s := range strings.Split(skip, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			f.skip[s] = true
 		}
@@ -137,9 +151,9 @@ func parseCloseFlags(args []string, stderr io.Writer) (*closeFlags, error) {
 		f.rssOrders = slices.Max(append(slices.Clone(f.sizes), f.lying...))
 	}
 	if f.orders < 1 || f.skus < 1 || f.pageSize < 1 || f.repeat < 1 {
-		return nil, errors.New("-orders, -skus, -page-size and -repeat must be positive")
+		return errors.New("-orders, -skus, -page-size and -repeat must be positive")
 	}
-	return f, nil
+	return nil
 }
 
 // targetOrders is the size from which the ratio targets mean something:
@@ -305,8 +319,22 @@ func (b *closeBench) compare(ctx context.Context) error {
 		gen.Orders, gen.Due, gen.Paid, gen.NotDue, gen.Items, f.skus, gen.Coupons, genTime.Seconds(), f.pageSize)
 
 	b.header()
-	emit := b.emit
+	if err := b.baselines(ctx, tmplName, base); err != nil {
+		return err
+	}
+	rounds, err := b.oursAndCeiling(ctx, tmplName, base, gen.Due)
+	if err != nil {
+		return err
+	}
+	b.roundsSummary(rounds)
+	fmt.Fprintln(b.out)
+	return nil
+}
 
+// baselines drains a copy with the naive UPDATE and one with the
+// one-order-at-a-time approach (seed), unless skipped.
+func (b *closeBench) baselines(ctx context.Context, tmplName string, base *ordertest.Baseline) error {
+	f := b.f
 	if !f.skip["naive"] {
 		db, _, err := b.dbs.cloneDB(ctx, tmplName, "naive")
 		if err != nil {
@@ -317,7 +345,7 @@ func (b *closeBench) compare(ctx context.Context) error {
 			return err
 		}
 		r := row{name: "naive UPDATE", closed: n, elapsed: el, check: b.check(ctx, db, base, false)}
-		emit(r)
+		b.emit(r)
 		b.summary["naive"] = r.rate()
 	}
 	if !f.skip["seed"] {
@@ -331,9 +359,16 @@ func (b *closeBench) compare(ctx context.Context) error {
 			return err
 		}
 		r := row{name: fmt.Sprintf("one order at a time, blocking lock (%.0fs sample)", f.seedSeconds), closed: n, elapsed: el, check: b.check(ctx, db, base, false)}
-		emit(r)
+		b.emit(r)
 		b.summary["seed"] = r.rate()
 	}
+	return nil
+}
+
+// oursAndCeiling drains a copy per shard count of ours and per worker
+// count of the ceiling, -repeat rounds, and returns each one's rates.
+func (b *closeBench) oursAndCeiling(ctx context.Context, tmplName string, base *ordertest.Baseline, due int) (map[string][]float64, error) {
+	f := b.f
 	// Ours and the ceiling alternate, count by count and round by round, so
 	// that both see the same load on a shared machine.
 	rounds := map[string][]float64{}
@@ -346,7 +381,7 @@ func (b *closeBench) compare(ctx context.Context) error {
 			if f.repeat > 1 {
 				r.name += fmt.Sprintf(" [%d/%d]", round, f.repeat)
 			}
-			emit(r)
+			b.emit(r)
 			fmt.Fprint(b.out, prof)
 			rounds[key] = append(rounds[key], r.rate())
 			return nil
@@ -354,23 +389,21 @@ func (b *closeBench) compare(ctx context.Context) error {
 		for _, n := range mergedCounts(f.shards, f.ceiling) {
 			if slices.Contains(f.shards, n) && (n <= 1 || !f.skip["shards"]) {
 				if err := measure(fmt.Sprintf("ours%d", n), func() (row, string, error) {
-					return b.oursRow(ctx, tmplName, base, n, gen.Due, round)
+					return b.oursRow(ctx, tmplName, base, n, due, round)
 				}); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			if slices.Contains(f.ceiling, n) && !f.skip["ceiling"] {
 				if err := measure(fmt.Sprintf("ceiling%d", n), func() (row, string, error) {
-					return b.ceilingRow(ctx, tmplName, base, n, gen.Due, round)
+					return b.ceilingRow(ctx, tmplName, base, n, due, round)
 				}); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 	}
-	b.roundsSummary(rounds)
-	fmt.Fprintln(b.out)
-	return nil
+	return rounds, nil
 }
 
 func (b *closeBench) spec(n int) orderdemo.Spec {

@@ -121,35 +121,60 @@ func ceilingBatch(ctx context.Context, db *sqlx.DB, now time.Time, cur ceilingCu
 	}
 	slices.Sort(ids)
 	slices.Sort(coupons)
-	q, args, err := sqlx.In(ceilingItemsSQL, nos)
+	sum, err := ceilingSums(ctx, tx, nos)
 	if err != nil {
 		return 0, cur, err
+	}
+	closeTime := now.Add(time.Since(now))
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(ceilingCloseSQL, joinInts(ids)), closeTime)
+	if err := exactRows("status CAS", len(ids), res, err); err != nil {
+		return 0, cur, err
+	}
+	if err := ceilingRelease(ctx, tx, sum, coupons); err != nil {
+		return 0, cur, err
+	}
+	if err := ceilingLog(ctx, tx, nos, closeTime); err != nil {
+		return 0, cur, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, cur, err
+	}
+	return len(claimed), next, nil
+}
+
+// ceilingSums sums the units of each SKU the orders nos hold.
+func ceilingSums(ctx context.Context, tx *sqlx.Tx, nos []string) (map[int64]int64, error) {
+	q, args, err := sqlx.In(ceilingItemsSQL, nos)
+	if err != nil {
+		return nil, err
 	}
 	var items []struct {
 		SKU int64 `db:"sku_id"`
 		Qty int64 `db:"quantity"`
 	}
 	if err := tx.SelectContext(ctx, &items, q, args...); err != nil {
-		return 0, cur, fmt.Errorf("ceiling: items: %w", err)
+		return nil, fmt.Errorf("ceiling: items: %w", err)
 	}
 	sum := map[int64]int64{}
 	for _, it := range items {
 		sum[it.SKU] += it.Qty
 	}
-	closeTime := now.Add(time.Since(now))
-	exact := func(what string, want int, res sql.Result, err error) error {
-		if err != nil {
-			return fmt.Errorf("ceiling: %s: %w", what, err)
-		}
-		if n, _ := res.RowsAffected(); n != int64(want) {
-			return fmt.Errorf("ceiling: %s changed %d rows of %d", what, n, want)
-		}
-		return nil
+	return sum, nil
+}
+
+// exactRows is err, or an error unless the statement changed want rows.
+func exactRows(what string, want int, res sql.Result, err error) error {
+	if err != nil {
+		return fmt.Errorf("ceiling: %s: %w", what, err)
 	}
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(ceilingCloseSQL, joinInts(ids)), closeTime)
-	if err := exact("status CAS", len(ids), res, err); err != nil {
-		return 0, cur, err
+	if n, _ := res.RowsAffected(); n != int64(want) {
+		return fmt.Errorf("ceiling: %s changed %d rows of %d", what, n, want)
 	}
+	return nil
+}
+
+// ceilingRelease gives back the locked stock (sum by SKU) and the coupons.
+func ceilingRelease(ctx context.Context, tx *sqlx.Tx, sum map[int64]int64, coupons []int64) error {
 	if len(sum) > 0 {
 		skus := make([]int64, 0, len(sum))
 		for s := range sum {
@@ -157,16 +182,21 @@ func ceilingBatch(ctx context.Context, db *sqlx.DB, now time.Time, cur ceilingCu
 		}
 		slices.Sort(skus)
 		res, err := tx.ExecContext(ctx, fmt.Sprintf(ceilingStockSQL, groupedCase(skus, sum), joinInts(skus)))
-		if err := exact("stock", len(skus), res, err); err != nil {
-			return 0, cur, err
+		if err := exactRows("stock", len(skus), res, err); err != nil {
+			return err
 		}
 	}
 	if len(coupons) > 0 {
 		res, err := tx.ExecContext(ctx, fmt.Sprintf(ceilingCouponSQL, joinInts(coupons)))
-		if err := exact("coupons", len(coupons), res, err); err != nil {
-			return 0, cur, err
+		if err := exactRows("coupons", len(coupons), res, err); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// ceilingLog writes a close-log row per order.
+func ceilingLog(ctx context.Context, tx *sqlx.Tx, nos []string, closeTime time.Time) error {
 	var b strings.Builder
 	b.WriteString(ceilingLogSQL)
 	logArgs := make([]any, 0, 2*len(nos))
@@ -178,12 +208,9 @@ func ceilingBatch(ctx context.Context, db *sqlx.DB, now time.Time, cur ceilingCu
 		logArgs = append(logArgs, no, closeTime)
 	}
 	if _, err := tx.ExecContext(ctx, b.String(), logArgs...); err != nil {
-		return 0, cur, fmt.Errorf("ceiling: close log: %w", err)
+		return fmt.Errorf("ceiling: close log: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return 0, cur, err
-	}
-	return len(claimed), next, nil
+	return nil
 }
 
 // groupedCase renders `CASE WHEN sku_id IN (...) THEN q ... END` with one

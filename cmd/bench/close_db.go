@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -40,14 +41,10 @@ func (d *benchDBs) onDrop(name string, fn func(context.Context) error) {
 }
 
 func newBenchDBs(ctx context.Context, serverDSN string) (*benchDBs, error) {
-	cfg, err := mysql.ParseDSN(serverDSN)
+	cfg, err := dbtest.AdminConfig(serverDSN)
 	if err != nil {
 		return nil, fmt.Errorf("-dsn: %w", err)
 	}
-	cfg.ParseTime = true
-	cfg.Loc = time.UTC
-	cfg.InterpolateParams = true
-	cfg.DBName = ""
 	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, err

@@ -45,70 +45,13 @@ func (b *closeBench) growthAndIdle(ctx context.Context) error {
 			executor = bin
 		}
 	}
-	var rows []growthRow
-	if !f.skip["growth"] {
-		for _, n := range f.sizes {
-			rows = append(rows, growthRow{size: n})
-		}
-	}
-	if !f.skip["lying"] {
-		for _, n := range f.lying {
-			rows = append(rows, growthRow{size: n, lie: statslie.OneValue})
-		}
-	}
-	slices.SortStableFunc(rows, func(a, c growthRow) int { return a.size - c.size })
-	rssDone := false
-	var drained *sqlx.DB // the largest fresh growth table, after its drain
-	drainedSize, drainedName := 0, ""
-	if len(rows) > 0 {
-		ref := b.summary["ours1"]
-		fmt.Fprintf(b.out, "growth (ours, 1 shard; each row a fresh table of the same mix, drained right after its bulk load; vs ref: the rate over the rate of %d orders above):\n", f.orders)
-		fmt.Fprintf(b.out, "%9s  %-30s %8s %8s %9s %7s  %-11s %-22s %-10s %s\n",
-			"orders", "statistics", "closed", "seconds", "closed/s", "vs ref", "load 1m", "unhinted items plan", "invariants", "how")
-		for _, g := range rows {
-			inChild := g.size == f.rssOrders && !f.skip["rss"]
-			label := fmt.Sprintf("growth%d", g.size)
-			if g.lie != 0 {
-				label = fmt.Sprintf("lying%d", g.size)
-			}
-			waited := b.dbs.settle(ctx, settleLimit)
-			load0 := loadAverage1()
-			r, how, db, err := b.drain(ctx, label, g, inChild, executor)
-			if err != nil {
-				return err
-			}
-			load := load0 + "→" + loadAverage1()
-			if waited > time.Second {
-				how = fmt.Sprintf("%s; started after a purge wait of %s", how, waited)
-			}
-			// Keep the largest fresh table for the drained-table tick; drop
-			// the others now, so the next rows have the buffer pool and
-			// the disk to themselves.
-			drop := r.dbName
-			if g.lie == 0 && g.size > drainedSize {
-				drop = drainedName
-				drained, drainedSize, drainedName = db, g.size, r.dbName
-			}
-			if drop != "" {
-				if err := b.dbs.drop(ctx, drop); err != nil {
-					return err
-				}
-			}
-			rssDone = rssDone || (inChild && g.lie == 0)
-			vs := "-"
-			if ref > 0 {
-				vs = fmt.Sprintf("%.2f", r.rate()/ref)
-				b.summary[fmt.Sprintf("growth_%d_%d", g.size, g.lie)] = r.rate() / ref
-			}
-			fmt.Fprintf(b.out, "%9d  %-30s %8d %8.2f %9.0f %7s  %-11s %-22s %-10s %s\n",
-				g.size, g.statistics(), r.closed, r.elapsed.Seconds(), r.rate(), vs, load, r.oldPlan, r.check, how)
-		}
-		if err := b.growthSummary(ctx, rows); err != nil {
+	var kept growthKept
+	if rows := b.growthRows(); len(rows) > 0 {
+		if err := b.growth(ctx, rows, executor, &kept); err != nil {
 			return err
 		}
-		fmt.Fprintln(b.out)
 	}
-	if !f.skip["rss"] && !rssDone && f.rssOrders > 0 {
+	if !f.skip["rss"] && !kept.rssDone && f.rssOrders > 0 {
 		r, how, _, err := b.drain(ctx, "rss", growthRow{size: f.rssOrders}, true, executor)
 		if err != nil {
 			return err
@@ -120,21 +63,107 @@ func (b *closeBench) growthAndIdle(ctx context.Context) error {
 		if err := b.idle(ctx); err != nil {
 			return err
 		}
-		if drained != nil {
+		if kept.db != nil {
 			// For comparison, not the headline figure: the drained growth
 			// table keeps its whole not-yet-due share unpaid, and some of
 			// those fall due while the bench runs (they were placed within
 			// the last 15 minutes of their 30): the ticks close them and
 			// say how many.
-			c, err := ordertest.Counts(ctx, drained)
+			c, err := ordertest.Counts(ctx, kept.db)
 			if err != nil {
 				return err
 			}
-			if _, err := b.ticks(ctx, drained, fmt.Sprintf("also: tick on the drained %d-order growth table (%d unpaid, placed within their timeout)", drainedSize, c.Unpaid), true); err != nil {
+			if _, err := b.ticks(ctx, kept.db, fmt.Sprintf("also: tick on the drained %d-order growth table (%d unpaid, placed within their timeout)", kept.size, c.Unpaid), true); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// growthKept is what the growth rows leave for the steps after them.
+type growthKept struct {
+	db      *sqlx.DB // the largest fresh growth table, after its drain
+	size    int
+	name    string
+	rssDone bool // a fresh row's drain ran in a child, its RSS taken
+}
+
+// growthRows are the growth and lying-statistics rows asked for, by size.
+func (b *closeBench) growthRows() []growthRow {
+	var rows []growthRow
+	if !b.f.skip["growth"] {
+		for _, n := range b.f.sizes {
+			rows = append(rows, growthRow{size: n})
+		}
+	}
+	if !b.f.skip["lying"] {
+		for _, n := range b.f.lying {
+			rows = append(rows, growthRow{size: n, lie: statslie.OneValue})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, c growthRow) int { return a.size - c.size })
+	return rows
+}
+
+// growth drains a fresh table per row and prints the growth table and its
+// summary, keeping the largest fresh table in kept.
+func (b *closeBench) growth(ctx context.Context, rows []growthRow, executor string, kept *growthKept) error {
+	ref := b.summary["ours1"]
+	fmt.Fprintf(b.out, "growth (ours, 1 shard; each row a fresh table of the same mix, drained right after its bulk load; vs ref: the rate over the rate of %d orders above):\n", b.f.orders)
+	fmt.Fprintf(b.out, "%9s  %-30s %8s %8s %9s %7s  %-11s %-22s %-10s %s\n",
+		"orders", "statistics", "closed", "seconds", "closed/s", "vs ref", "load 1m", "unhinted items plan", "invariants", "how")
+	for _, g := range rows {
+		if err := b.growthLine(ctx, g, executor, ref, kept); err != nil {
+			return err
+		}
+	}
+	if err := b.growthSummary(ctx, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(b.out)
+	return nil
+}
+
+// growthLine drains the row's fresh table (in an executor child when its
+// size is -rss-orders) and prints its line.
+func (b *closeBench) growthLine(ctx context.Context, g growthRow, executor string, ref float64, kept *growthKept) error {
+	inChild := g.size == b.f.rssOrders && !b.f.skip["rss"]
+	label := fmt.Sprintf("growth%d", g.size)
+	if g.lie != 0 {
+		label = fmt.Sprintf("lying%d", g.size)
+	}
+	waited := b.dbs.settle(ctx, settleLimit)
+	load0 := loadAverage1()
+	r, how, db, err := b.drain(ctx, label, g, inChild, executor)
+	if err != nil {
+		return err
+	}
+	load := load0 + "→" + loadAverage1()
+	if waited > time.Second {
+		how = fmt.Sprintf("%s; started after a purge wait of %s", how, waited)
+	}
+	// Keep the largest fresh table for the drained-table tick; drop
+	// the others now, so the next rows have the buffer pool and
+	// the disk to themselves.
+	drop := r.dbName
+	if g.lie == 0 && g.size > kept.size {
+		drop = kept.name
+		kept.db, kept.size, kept.name = db, g.size, r.dbName
+	}
+	if drop != "" {
+		if err := b.dbs.drop(ctx, drop); err != nil {
+			return err
+		}
+	}
+	kept.rssDone = kept.rssDone || (inChild && g.lie == 0)
+	vs := "-"
+	if ref > 0 {
+		vs = fmt.Sprintf("%.2f", r.rate()/ref)
+		b.summary[fmt.Sprintf("growth_%d_%d", g.size, g.lie)] = r.rate() / ref
+	}
+	fmt.Fprintf(b.out, "%9d  %-30s %8d %8.2f %9.0f %7s  %-11s %-22s %-10s %s\n",
+		g.size, g.statistics(), r.closed, r.elapsed.Seconds(), r.rate(), vs, load, r.oldPlan, r.check, how)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -52,15 +54,13 @@ func dbenchSetup(ctx context.Context, kind, serverDSN, redisAddr string, stderr 
 	tag := hex.EncodeToString(b[:])
 	e := &dbenchEnv{serverDSN: serverDSN, dbName: "bench_" + kind + "_" + tag, redisAddr: redisAddr,
 		prefix: "bench:" + kind + ":" + tag + ":", stderr: stderr}
-	cfg, err := mysql.ParseDSN(serverDSN)
+	cfg, err := dbtest.AdminConfig(serverDSN)
 	if err != nil {
 		return nil, fmt.Errorf("-mysql: %w", err)
 	}
-	cfg.ParseTime, cfg.Loc, cfg.InterpolateParams = true, time.UTC, true
 	// The orders package judges due by NOW() in the session zone; UTC keeps
 	// it equal to the delayed tasks' UTC_TIMESTAMP whatever the server's.
 	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
-	cfg.DBName = ""
 	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, err
@@ -146,17 +146,11 @@ func (e *dbenchEnv) close() {
 }
 
 func dbenchDefaultMySQL() string {
-	if v := os.Getenv("BENCH_MYSQL_DSN"); v != "" {
-		return v
-	}
-	return "root@tcp(127.0.0.1:3306)/"
+	return cmp.Or(os.Getenv("BENCH_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/")
 }
 
 func dbenchDefaultRedis() string {
-	if v := os.Getenv("BENCH_REDIS_ADDR"); v != "" {
-		return v
-	}
-	return "127.0.0.1:6379"
+	return cmp.Or(os.Getenv("BENCH_REDIS_ADDR"), "127.0.0.1:6379")
 }
 
 // percentile of sorted values (nearest rank).

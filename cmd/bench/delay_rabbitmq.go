@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,10 +19,7 @@ import (
 )
 
 func dbenchDefaultRabbitMQ() string {
-	if v := os.Getenv("BENCH_RABBITMQ_URL"); v != "" {
-		return v
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
+	return cmp.Or(os.Getenv("BENCH_RABBITMQ_URL"), "amqp://guest:guest@127.0.0.1:5672/")
 }
 
 // rabbitBench is the RabbitMQ side of a delay bench run: a timer per

@@ -159,37 +159,12 @@ func runRegisterBench(ctx context.Context, args []string, stdout, stderr io.Writ
 	defer tr.CloseIdleConnections()
 	url := "http://" + srv.Addr().String() + "/api/delay-tasks"
 	httpRes := registerLoad(ctx, *conc, *duration, func(ctx context.Context, w, i int) (bool, error) {
-		biz := bizFor("http", w, i, *dup, rngs[w])
-		body := `{"bizUuid":"` + biz + `","handler":"orderTimeoutClose","delayMs":3600000,"payload":{"orderNo":"` + biz + `"}}`
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
-		if err != nil {
-			return false, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Executor-Token", "bench-token")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return false, err
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		switch resp.StatusCode {
-		case http.StatusCreated:
-			return true, nil
-		case http.StatusOK:
-			return false, nil
-		}
-		return false, fmt.Errorf("POST: status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+		return registerOverHTTP(ctx, hc, url, bizFor("http", w, i, *dup, rngs[w]))
 	}, stderr)
 	fmt.Fprintf(stdout, "HTTP (POST /api/delay-tasks, %d connections): %s\n", *conc, httpRes)
 
-	// The table agrees: one row per bizUuid created, none duplicated.
-	var rows, distinct int
-	bg := context.WithoutCancel(ctx)
-	if err := env.db.GetContext(bg, &rows, `SELECT COUNT(*) FROM job_delay_task`); err != nil {
-		return err
-	}
-	if err := env.db.GetContext(bg, &distinct, `SELECT COUNT(DISTINCT biz_uuid) FROM job_delay_task`); err != nil {
+	rows, distinct, err := countRegistered(context.WithoutCancel(ctx), env)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "table: %d rows, %d distinct bizUuids, %d created by the runs\n", rows, distinct, goRes.created+httpRes.created)
@@ -198,4 +173,41 @@ func runRegisterBench(ctx context.Context, args []string, stdout, stderr io.Writ
 		return fmt.Errorf("%d errors; %d rows for %d created registrations", goRes.errs+httpRes.errs, rows, goRes.created+httpRes.created)
 	}
 	return ctx.Err()
+}
+
+// registerOverHTTP registers biz through the API port at url, as an order
+// service would; created is false when the task existed.
+func registerOverHTTP(ctx context.Context, hc *http.Client, url, biz string) (created bool, err error) {
+	body := `{"bizUuid":"` + biz + `","handler":"orderTimeoutClose","delayMs":3600000,"payload":{"orderNo":"` + biz + `"}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Executor-Token", "bench-token")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusCreated:
+		return true, nil
+	case http.StatusOK:
+		return false, nil
+	}
+	return false, fmt.Errorf("POST: status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+}
+
+// countRegistered counts the table's rows and distinct bizUuids: the table
+// agrees when there is one row per bizUuid created, none duplicated.
+func countRegistered(ctx context.Context, env *dbenchEnv) (rows, distinct int, err error) {
+	if err := env.db.GetContext(ctx, &rows, `SELECT COUNT(*) FROM job_delay_task`); err != nil {
+		return 0, 0, err
+	}
+	if err := env.db.GetContext(ctx, &distinct, `SELECT COUNT(DISTINCT biz_uuid) FROM job_delay_task`); err != nil {
+		return 0, 0, err
+	}
+	return rows, distinct, nil
 }

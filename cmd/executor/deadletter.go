@@ -3,14 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/orderjob/executor/orders/deadletters"
-	"github.com/orderjob/executor/orders/oplist"
 )
 
 func deadLetterCommand() *command {
@@ -49,29 +47,25 @@ func listLetters(ctx context.Context, dc *deadLetterCtx, f deadletters.Filter) e
 	if st != "" && !deadletters.ValidStatus(st) {
 		return usagef("-status %q is not waiting, parked or resolved", f.Status)
 	}
-	closeDB, err := dc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
 	f.Status = st
-	dls, err := dc.view.List(ctx, f)
-	if err != nil {
-		return err
-	}
-	var next int64
-	if len(dls) == f.Limit {
-		next = dls[len(dls)-1].ID
-	}
-	if dc.jsonOut {
-		return printJSON(dc.env.stdout, deadletters.Listing{DeadLetters: dls, NextBefore: next})
-	}
-	rows := make([]string, len(dls))
-	for i, d := range dls {
+	return runView(ctx, dc, func(ctx context.Context) (deadletters.Listing, error) {
+		dls, err := dc.view.List(ctx, f)
+		var next int64
+		if len(dls) == f.Limit {
+			next = dls[len(dls)-1].ID
+		}
+		return deadletters.Listing{DeadLetters: dls, NextBefore: next}, err
+	}, printLetters)
+}
+
+// printLetters writes a page of letters as a table.
+func printLetters(w io.Writer, l deadletters.Listing) error {
+	rows := make([]string, len(l.DeadLetters))
+	for i, d := range l.DeadLetters {
 		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", d.ID, d.OrderNo, cmp.Or(d.OrderTable, "-"), d.Stage, d.Status, d.Attempts,
 			d.NextRetryAt.Format(letterTimeLayout), d.UpdatedAt.Format(letterTimeLayout), oneLine(letterWhy(d), 80))
 	}
-	return printListing(dc.env.stdout, "dead letters", "ID\tORDER_NO\tTABLE\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR", rows, next)
+	return printListing(w, "dead letters", "ID\tORDER_NO\tTABLE\tSTAGE\tSTATUS\tATTEMPTS\tNEXT_RETRY_AT\tUPDATED_AT\tREASON / LAST_ERROR", rows, l.NextBefore)
 }
 
 // letterWhy is the most useful one-line explanation of a letter: the reason it is
@@ -95,29 +89,9 @@ func printDeadLetter(w io.Writer, d *deadletters.Letter) error {
 // oneLetter runs an operation on one order's letter and prints the letter.
 func oneLetter(ctx context.Context, dc *deadLetterCtx, orderNo, stage string,
 	op func(ctx context.Context, orderNo, stage string) (*deadletters.Letter, error)) error {
-	closeDB, err := dc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	d, err := op(ctx, orderNo, stage)
-	var inv *oplist.InvalidInputError
-	switch {
-	case errors.Is(err, deadletters.ErrNotFound):
-		return fmt.Errorf("no %s dead letter for order %q", stage, orderNo)
-	case errors.As(err, &inv):
-		return usagef("%s", inv.Msg)
-	case err != nil && d == nil:
-		return err
-	}
-	if dc.jsonOut {
-		if perr := printJSON(dc.env.stdout, d); perr != nil {
-			return perr
-		}
-	} else if perr := printDeadLetter(dc.env.stdout, d); perr != nil {
-		return perr
-	}
-	return err // a resolved letter is shown, then the refusal
+	// A resolved letter is shown, then the refusal.
+	return runOne(ctx, dc, func(ctx context.Context) (*deadletters.Letter, error) { return op(ctx, orderNo, stage) },
+		deadletters.ErrNotFound, fmt.Errorf("no %s dead letter for order %q", stage, orderNo), printDeadLetter)
 }
 
 func deadLetterShow(fs *flag.FlagSet, env *cliEnv) runFunc {
@@ -162,24 +136,12 @@ func deadLetterRequeue(fs *flag.FlagSet, env *cliEnv) runFunc {
 }
 
 func requeueMatching(ctx context.Context, dc *deadLetterCtx, f deadletters.RequeueFilter) error {
-	closeDB, err := dc.open(ctx)
-	if err != nil {
+	return runView(ctx, dc, func(ctx context.Context) (deadletters.RequeueResult, error) {
+		return dc.view.RequeueMatching(ctx, f)
+	}, func(w io.Writer, res deadletters.RequeueResult) error {
+		_, err := fmt.Fprintln(w, res.String())
 		return err
-	}
-	defer closeDB()
-	res, err := dc.view.RequeueMatching(ctx, f)
-	var inv *oplist.InvalidInputError
-	if errors.As(err, &inv) {
-		return usagef("-%s: %s", flagName(inv.Field), inv.Msg)
-	}
-	if err != nil {
-		return err
-	}
-	if dc.jsonOut {
-		return printJSON(dc.env.stdout, res)
-	}
-	_, err = fmt.Fprintln(dc.env.stdout, res.String())
-	return err
+	})
 }
 
 // setFlags is those of names that the command line set, in names' order.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -105,20 +104,15 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 
 func (tc *tasksCtx) printJSON(v any) error { return printJSON(tc.env.stdout, v) }
 
+func (tc *tasksCtx) output() (io.Writer, bool) { return tc.env.stdout, tc.jsonOut }
+
 func tasksStats(ctx context.Context, tc *tasksCtx, _ []string) error {
-	closeAll, err := tc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	s, err := tc.client.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	if tc.jsonOut {
-		return tc.printJSON(s)
-	}
-	w := tabwriter.NewWriter(tc.env.stdout, 0, 4, 2, ' ', 0)
+	return runView(ctx, tc, func(ctx context.Context) (*delay.Stats, error) { return tc.client.Stats(ctx) }, printTaskStats)
+}
+
+// printTaskStats writes the counts of tasks-stats as a table.
+func printTaskStats(out io.Writer, s *delay.Stats) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STATUS\tTASKS")
 	for _, st := range delay.Statuses {
 		fmt.Fprintf(w, "%s\t%d\n", statusText(st), s.Counts[st])
@@ -161,28 +155,19 @@ func listTasks(ctx context.Context, tc *tasksCtx, f delay.ListFilter) error {
 		return usagef("-status %q is not pending, running, done, failed or cancelled", f.Status)
 	}
 	f.Status = st
-	closeAll, err := tc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	tasks, err := tc.client.List(ctx, f)
-	if err != nil {
-		return err
-	}
-	if tc.jsonOut {
-		return tc.printJSON(tasks)
-	}
-	rows := make([]string, len(tasks))
-	for i, t := range tasks {
-		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%d/%d\t%s", t.ID, t.BizUUID, t.Handler, statusText(t.Status),
-			t.NextAttemptTime.Format("2006-01-02 15:04:05.000"), t.RetryCount, t.MaxRetry, oneLine(t.LastError, 80))
-	}
-	var next int64
-	if len(tasks) == f.Limit {
-		next = tasks[len(tasks)-1].ID
-	}
-	return printListing(tc.env.stdout, "tasks", "ID\tBIZ_UUID\tHANDLER\tSTATUS\tNEXT_ATTEMPT (UTC)\tRETRIES\tLAST_ERROR", rows, next)
+	return runView(ctx, tc, func(ctx context.Context) ([]*delay.Task, error) { return tc.client.List(ctx, f) },
+		func(w io.Writer, tasks []*delay.Task) error {
+			rows := make([]string, len(tasks))
+			for i, t := range tasks {
+				rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%d/%d\t%s", t.ID, t.BizUUID, t.Handler, statusText(t.Status),
+					t.NextAttemptTime.Format("2006-01-02 15:04:05.000"), t.RetryCount, t.MaxRetry, oneLine(t.LastError, 80))
+			}
+			var next int64
+			if len(tasks) == f.Limit {
+				next = tasks[len(tasks)-1].ID
+			}
+			return printListing(w, "tasks", "ID\tBIZ_UUID\tHANDLER\tSTATUS\tNEXT_ATTEMPT (UTC)\tRETRIES\tLAST_ERROR", rows, next)
+		})
 }
 
 // statusText is a task's status as the CLI writes every status: in lower
@@ -210,26 +195,9 @@ func printTask(w io.Writer, t *delay.Task) error {
 
 // oneTask runs an operation on one task and prints the task.
 func oneTask(ctx context.Context, tc *tasksCtx, pos []string, op func(context.Context, string) (*delay.Task, error)) error {
-	closeAll, err := tc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	t, err := op(ctx, pos[0])
-	if errors.Is(err, delay.ErrNotFound) {
-		return fmt.Errorf("no task with bizUuid %q", pos[0])
-	}
-	if err != nil && t == nil {
-		return err
-	}
-	if tc.jsonOut {
-		if perr := tc.printJSON(t); perr != nil {
-			return perr
-		}
-	} else if perr := printTask(tc.env.stdout, t); perr != nil {
-		return perr
-	}
-	return err // a conflict still shows the task
+	// A conflict still shows the task.
+	return runOne(ctx, tc, func(ctx context.Context) (*delay.Task, error) { return op(ctx, pos[0]) },
+		delay.ErrNotFound, fmt.Errorf("no task with bizUuid %q", pos[0]), printTask)
 }
 
 func tasksShow(ctx context.Context, tc *tasksCtx, pos []string) error {

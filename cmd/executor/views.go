@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,6 +53,72 @@ func (c *viewCtx[V]) open(ctx context.Context) (func(), error) {
 	c.src = src
 	c.view = c.newView(db)
 	return func() { db.Close() }, nil
+}
+
+// cliView is what the verbs of the operator commands (deadletter,
+// refunds, outbox, tasks) share: open what the verb reads, then print
+// its result as a table or, with -json, as JSON.
+type cliView interface {
+	open(ctx context.Context) (func(), error)
+	output() (w io.Writer, jsonOut bool)
+}
+
+func (c *viewCtx[V]) output() (io.Writer, bool) { return c.env.stdout, c.jsonOut }
+
+// runView opens what c reads, runs get and prints its result: as JSON
+// with -json, else with text. A filter the view refuses
+// (*oplist.InvalidInputError) is a usage error naming its flag.
+func runView[R any](ctx context.Context, c cliView, get func(context.Context) (R, error), text func(io.Writer, R) error) error {
+	closeAll, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	r, err := get(ctx)
+	var inv *oplist.InvalidInputError
+	if errors.As(err, &inv) {
+		return usagef("-%s: %s", flagName(inv.Field), inv.Msg)
+	}
+	if err != nil {
+		return err
+	}
+	return printResult(c, r, text)
+}
+
+// printResult prints r as JSON with -json, else with text.
+func printResult[R any](c cliView, r R, text func(io.Writer, R) error) error {
+	w, jsonOut := c.output()
+	if jsonOut {
+		return printJSON(w, r)
+	}
+	return text(w, r)
+}
+
+// runOne opens what c reads, runs op on one row and prints the row as
+// runView does. notFound is the error op gives for no such row, and
+// missing what the command says then. An error that comes with a row (a
+// change refused, e.g. of a resolved letter) is returned after the row is
+// shown.
+func runOne[R any](ctx context.Context, c cliView, op func(context.Context) (*R, error), notFound, missing error, text func(io.Writer, *R) error) error {
+	closeAll, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	r, err := op(ctx)
+	var inv *oplist.InvalidInputError
+	switch {
+	case errors.Is(err, notFound):
+		return missing
+	case errors.As(err, &inv):
+		return usagef("%s", inv.Msg)
+	case err != nil && r == nil:
+		return err
+	}
+	if perr := printResult(c, r, text); perr != nil {
+		return perr
+	}
+	return err
 }
 
 // listFlags are the flags every list verb has: a status, a page size and

@@ -8,6 +8,7 @@
 package dbtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,10 +28,7 @@ import (
 
 // ServerDSN is the DSN of the test server without a database.
 func ServerDSN() string {
-	if v := os.Getenv("TEST_MYSQL_DSN"); v != "" {
-		return v
-	}
-	return "root@tcp(127.0.0.1:3306)/"
+	return cmp.Or(os.Getenv("TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/")
 }
 
 // DB is a migrated database that lives as long as the test.
@@ -72,17 +70,28 @@ func (d *DB) Now(t testing.TB) time.Time {
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9]+`)
 
-// NewEmpty creates a fresh database without applying migrations.
-func NewEmpty(t testing.TB) *DB {
-	t.Helper()
-	cfg, err := mysql.ParseDSN(ServerDSN())
+// AdminConfig parses a server DSN (TEST_MYSQL_DSN's form) into the
+// settings of a connection to no database, as test and bench databases are
+// created and opened: times parsed in UTC, parameters interpolated.
+func AdminConfig(serverDSN string) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(serverDSN)
 	if err != nil {
-		t.Fatalf("dbtest: TEST_MYSQL_DSN: %v", err)
+		return nil, err
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
 	cfg.DBName = ""
+	return cfg, nil
+}
+
+// NewEmpty creates a fresh database without applying migrations.
+func NewEmpty(t testing.TB) *DB {
+	t.Helper()
+	cfg, err := AdminConfig(ServerDSN())
+	if err != nil {
+		t.Fatalf("dbtest: TEST_MYSQL_DSN: %v", err)
+	}
 	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatalf("dbtest: open: %v", err)

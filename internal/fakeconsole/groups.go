@@ -37,11 +37,7 @@ func (c *Console) groupList(w http.ResponseWriter, form url.Values) {
 	slices.SortFunc(rows, func(a, b *Group) int {
 		return cmp.Or(cmp.Compare(a.AppName, b.AppName), cmp.Compare(a.Title, b.Title), cmp.Compare(a.ID, b.ID))
 	})
-	var out []any
-	for _, g := range pageOf(rows, offset, size) {
-		out = append(out, c.groupJSON(g))
-	}
-	c.table(w, out, len(rows), offset, size)
+	pageTable(c, w, rows, offset, size, c.groupJSON)
 }
 
 func (c *Console) groupLoad(w http.ResponseWriter, form url.Values) {

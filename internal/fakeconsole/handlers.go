@@ -104,6 +104,16 @@ func pageOf[T any](rows []T, offset, size int) []T {
 	return rows[offset:min(len(rows), offset+max(size, 0))]
 }
 
+// pageTable answers a list request with the page of rows from offset,
+// each as toJSON renders it.
+func pageTable[T any](c *Console, w http.ResponseWriter, rows []T, offset, size int, toJSON func(T) map[string]any) {
+	var out []any
+	for _, r := range pageOf(rows, offset, size) {
+		out = append(out, toJSON(r))
+	}
+	c.table(w, out, len(rows), offset, size)
+}
+
 func nullIfEmpty(s string) any {
 	if s == "" {
 		return nil
@@ -158,11 +168,7 @@ func (c *Console) jobList(w http.ResponseWriter, form url.Values) {
 		}
 	}
 	slices.SortFunc(rows, func(a, b *Job) int { return cmp.Compare(b.ID, a.ID) }) // newest first
-	var out []any
-	for _, j := range pageOf(rows, offset, size) {
-		out = append(out, c.jobJSON(j))
-	}
-	c.table(w, out, len(rows), offset, size)
+	pageTable(c, w, rows, offset, size, c.jobJSON)
 }
 
 var (

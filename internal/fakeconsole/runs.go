@@ -84,11 +84,7 @@ func (c *Console) logList(w http.ResponseWriter, form url.Values) {
 		}
 	}
 	slices.SortFunc(rows, func(a, b *Log) int { return cmp.Compare(b.ID, a.ID) })
-	var out []any
-	for _, l := range pageOf(rows, offset, size) {
-		out = append(out, c.logJSON(l))
-	}
-	c.table(w, out, len(rows), offset, size)
+	pageTable(c, w, rows, offset, size, c.logJSON)
 }
 
 // logCat hands out one line per call, HTML-escaped as 2.4.1+ does; once the

@@ -94,19 +94,7 @@ func insertOrder(ctx context.Context, db *sqlx.DB, opts OrderOpts) (o Placed, er
 	}()
 	o.OrderNo = opts.OrderNo
 	if opts.Coupon {
-		status, couponOrder := 0, any(nil) // closed: given back
-		switch opts.Status {
-		case 0:
-			status, couponOrder = 1, opts.OrderNo
-		case 1, 3, 4:
-			status, couponOrder = 2, opts.OrderNo
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO user_coupon (user_id, status, order_no) VALUES (?, ?, ?)`,
-			opts.UserID, status, couponOrder)
-		if err != nil {
-			return o, fmt.Errorf("coupon: %w", err)
-		}
-		if o.CouponID, err = res.LastInsertId(); err != nil {
+		if o.CouponID, err = insertCoupon(ctx, tx, opts); err != nil {
 			return o, err
 		}
 	}
@@ -124,27 +112,61 @@ func insertOrder(ctx context.Context, db *sqlx.DB, opts OrderOpts) (o Placed, er
 		return o, err
 	}
 	if opts.Status == 2 {
-		// Closed as the close transaction leaves an order: its time, its
-		// reason, one close-log row.
-		if _, err := tx.ExecContext(ctx, `UPDATE order_info SET close_time = NOW(), close_reason = 'payment_timeout' WHERE id = ?`, o.ID); err != nil {
-			return o, fmt.Errorf("close: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'payment_timeout')`,
-			opts.OrderNo); err != nil {
-			return o, fmt.Errorf("close log: %w", err)
+		if err := markClosed(ctx, tx, o.ID, opts.OrderNo); err != nil {
+			return o, err
 		}
 	}
+	if err := insertItems(ctx, tx, opts); err != nil {
+		return o, err
+	}
+	return o, tx.Commit()
+}
+
+// insertCoupon inserts the order's coupon, locked by an unpaid order, used
+// by a paid one, given back by a closed one.
+func insertCoupon(ctx context.Context, tx *sqlx.Tx, opts OrderOpts) (int64, error) {
+	status, couponOrder := 0, any(nil) // closed: given back
+	switch opts.Status {
+	case 0:
+		status, couponOrder = 1, opts.OrderNo
+	case 1, 3, 4:
+		status, couponOrder = 2, opts.OrderNo
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO user_coupon (user_id, status, order_no) VALUES (?, ?, ?)`,
+		opts.UserID, status, couponOrder)
+	if err != nil {
+		return 0, fmt.Errorf("coupon: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// markClosed leaves the order as the close transaction does: its time, its
+// reason, one close-log row.
+func markClosed(ctx context.Context, tx *sqlx.Tx, id int64, orderNo string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE order_info SET close_time = NOW(), close_reason = 'payment_timeout' WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'payment_timeout')`,
+		orderNo); err != nil {
+		return fmt.Errorf("close log: %w", err)
+	}
+	return nil
+}
+
+// insertItems inserts the order's items and their stock rows (but for
+// MissingStock), and takes the units the order's status holds.
+func insertItems(ctx context.Context, tx *sqlx.Tx, opts OrderOpts) error {
 	for _, it := range opts.Items {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO order_item (order_no, sku_id, quantity) VALUES (?, ?, ?)`,
 			opts.OrderNo, it.SKU, it.Qty); err != nil {
-			return o, fmt.Errorf("item of sku %d: %w", it.SKU, err)
+			return fmt.Errorf("item of sku %d: %w", it.SKU, err)
 		}
 		if it.MissingStock {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO inventory (sku_id, available, locked) VALUES (?, ?, 0)`,
 			it.SKU, opts.Stock); err != nil {
-			return o, fmt.Errorf("stock of sku %d: %w", it.SKU, err)
+			return fmt.Errorf("stock of sku %d: %w", it.SKU, err)
 		}
 		var lock, take int64 // closed (2): nothing held
 		switch opts.Status {
@@ -155,10 +177,10 @@ func insertOrder(ctx context.Context, db *sqlx.DB, opts OrderOpts) (o Placed, er
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE inventory SET available = available - ?, locked = locked + ? WHERE sku_id = ?`,
 			take, lock, it.SKU); err != nil {
-			return o, fmt.Errorf("take stock of sku %d: %w", it.SKU, err)
+			return fmt.Errorf("take stock of sku %d: %w", it.SKU, err)
 		}
 	}
-	return o, tx.Commit()
+	return nil
 }
 
 // Restock gives sku the inventory row an order's MissingStock line left it

@@ -135,27 +135,47 @@ func Check(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
 	if base == nil {
 		return errors.New("ordertest: Check needs a baseline")
 	}
-	var vs []Violation
-	add := func(rule, format string, args ...any) {
-		vs = append(vs, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
+	v := &violations{perRule: map[string]int{}}
+	if err := v.checkStock(ctx, db, base); err != nil {
+		return err
 	}
+	if err := v.checkOrderRules(ctx, db); err != nil {
+		return err
+	}
+	if err := v.checkPaid(ctx, db, base); err != nil {
+		return err
+	}
+	if len(v.list) == 0 {
+		return nil
+	}
+	return &ViolationsError{Violations: v.list}
+}
 
-	// Stock.
-	var inv []stockRow
-	if err := sqlx.SelectContext(ctx, db, &inv, inventorySQL); err != nil {
-		return fmt.Errorf("ordertest: read inventory: %w", err)
+// violations collects what Check finds.
+type violations struct {
+	list    []Violation
+	perRule map[string]int
+}
+
+func (v *violations) add(rule, format string, args ...any) {
+	v.list = append(v.list, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
+}
+
+// limited adds a violation unless its rule has maxPerRule listed.
+func (v *violations) limited(rule, format string, args ...any) {
+	if v.perRule[rule]++; v.perRule[rule] <= maxPerRule {
+		v.add(rule, format, args...)
 	}
-	qty, err := itemQuantities(ctx, db)
+}
+
+// checkStock checks each SKU of the baseline: its total unchanged but for
+// paid orders, locked what unpaid orders hold, nothing negative or gone.
+func (v *violations) checkStock(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
+	inv, qty, err := readStock(ctx, db)
 	if err != nil {
 		return err
 	}
 	now := map[int64]stockRow{}
-	perRule := map[string]int{}
-	limited := func(rule, format string, args ...any) {
-		if perRule[rule]++; perRule[rule] <= maxPerRule {
-			add(rule, format, args...)
-		}
-	}
 	for _, r := range inv {
 		now[r.SKUID] = r
 		want, ok := base.Stock[r.SKUID]
@@ -164,22 +184,40 @@ func Check(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
 		}
 		q := qty[r.SKUID]
 		if got := r.Available + r.Locked + q[1]; got != want {
-			limited("stock_total", "sku %d: available %d + locked %d + paid %d = %d, baseline %d", r.SKUID, r.Available, r.Locked, q[1], got, want)
+			v.limited("stock_total", "sku %d: available %d + locked %d + paid %d = %d, baseline %d", r.SKUID, r.Available, r.Locked, q[1], got, want)
 		}
 		if r.Locked != q[0] {
-			limited("stock_locked", "sku %d: locked %d, unpaid orders hold %d", r.SKUID, r.Locked, q[0])
+			v.limited("stock_locked", "sku %d: locked %d, unpaid orders hold %d", r.SKUID, r.Locked, q[0])
 		}
 		if r.Available < 0 || r.Locked < 0 {
-			limited("stock_negative", "sku %d: available %d, locked %d", r.SKUID, r.Available, r.Locked)
+			v.limited("stock_negative", "sku %d: available %d, locked %d", r.SKUID, r.Available, r.Locked)
 		}
 	}
 	for sku := range base.Stock {
 		if _, ok := now[sku]; !ok {
-			limited("stock_missing", "sku %d: inventory row gone", sku)
+			v.limited("stock_missing", "sku %d: inventory row gone", sku)
 		}
 	}
+	return nil
+}
 
-	// Order, close log and coupon rules, each a count plus a few examples.
+// readStock reads the inventory and the units of each SKU that unpaid
+// ([0]) and paid ([1]) orders hold.
+func readStock(ctx context.Context, db sqlx.QueryerContext) ([]stockRow, map[int64][2]int64, error) {
+	var inv []stockRow
+	if err := sqlx.SelectContext(ctx, db, &inv, inventorySQL); err != nil {
+		return nil, nil, fmt.Errorf("ordertest: read inventory: %w", err)
+	}
+	qty, err := itemQuantities(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inv, qty, nil
+}
+
+// checkOrderRules checks the order, close log and coupon rules, each a
+// count plus a few examples.
+func (v *violations) checkOrderRules(ctx context.Context, db sqlx.QueryerContext) error {
 	for _, r := range orderRules {
 		var n int
 		if err := sqlx.GetContext(ctx, db, &n, "SELECT COUNT(*) FROM ("+r.query+") v"); err != nil {
@@ -192,10 +230,13 @@ func Check(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
 		if err := sqlx.SelectContext(ctx, db, &examples, "SELECT v.order_no FROM ("+r.query+") v LIMIT 5"); err != nil {
 			return fmt.Errorf("ordertest: rule %s: %w", r.name, err)
 		}
-		add(r.name, "%d: %s (e.g. %s)", n, r.what, strings.Join(examples, ", "))
+		v.add(r.name, "%d: %s (e.g. %s)", n, r.what, strings.Join(examples, ", "))
 	}
+	return nil
+}
 
-	// Orders paid at the baseline are still paid.
+// checkPaid checks that the orders paid at the baseline are still paid.
+func (v *violations) checkPaid(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
 	for ids := base.PaidIDs; len(ids) > 0; {
 		chunk := ids[:min(len(ids), 5000)]
 		ids = ids[len(chunk):]
@@ -208,14 +249,10 @@ func Check(ctx context.Context, db sqlx.QueryerContext, base *Baseline) error {
 			return fmt.Errorf("ordertest: read paid orders: %w", err)
 		}
 		for _, no := range bad {
-			limited("paid_changed", "order %s was paid at the baseline and is not now", no)
+			v.limited("paid_changed", "order %s was paid at the baseline and is not now", no)
 		}
 	}
-
-	if len(vs) == 0 {
-		return nil
-	}
-	return &ViolationsError{Violations: vs}
+	return nil
 }
 
 // StatusCounts counts orders by status.

@@ -41,32 +41,23 @@ var outboxExempt = []string{"stock_locked", "closed_coupon_held", "coupon_locked
 //
 // Like Check, it returns nil, a *ViolationsError, or a read error.
 func CheckOutbox(ctx context.Context, db sqlx.QueryerContext, base *Baseline, opt OutboxOptions) error {
-	var vs []Violation
+	vs := &violations{perRule: map[string]int{}}
 	err := Check(ctx, db, base)
 	var ve *ViolationsError
 	switch {
 	case errors.As(err, &ve):
 		for _, v := range ve.Violations {
 			if !slices.Contains(outboxExempt, v.Rule) {
-				vs = append(vs, v)
+				vs.list = append(vs.list, v)
 			}
 		}
 	case err != nil:
 		return err
 	}
-	perRule := map[string]int{}
-	add := func(rule, format string, args ...any) {
-		if perRule[rule]++; perRule[rule] <= maxPerRule {
-			vs = append(vs, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
-		}
-	}
+	add := vs.limited
 
 	// Stock: closing left it locked.
-	var inv []stockRow
-	if err := sqlx.SelectContext(ctx, db, &inv, inventorySQL); err != nil {
-		return fmt.Errorf("ordertest: read inventory: %w", err)
-	}
-	qty, err := itemQuantities(ctx, db)
+	inv, qty, err := readStock(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -108,10 +99,10 @@ func CheckOutbox(ctx context.Context, db sqlx.QueryerContext, base *Baseline, op
 	if err := checkPayloads(ctx, db, add); err != nil {
 		return err
 	}
-	if len(vs) == 0 {
+	if len(vs.list) == 0 {
 		return nil
 	}
-	return &ViolationsError{Violations: vs}
+	return &ViolationsError{Violations: vs.list}
 }
 
 // checkPayloads compares each event's payload with its order.

@@ -9,6 +9,7 @@
 package rabbittest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,10 +26,7 @@ import (
 
 // URL is the shared test broker.
 func URL() string {
-	if v := os.Getenv("TEST_RABBITMQ_URL"); v != "" {
-		return v
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
+	return cmp.Or(os.Getenv("TEST_RABBITMQ_URL"), "amqp://guest:guest@127.0.0.1:5672/")
 }
 
 // Prefix returns a name prefix unique to t ("test.{random}."), after

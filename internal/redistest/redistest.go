@@ -7,6 +7,7 @@
 package redistest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,10 +24,7 @@ import (
 
 // Addr is the shared test server's address.
 func Addr() string {
-	if v := os.Getenv("TEST_REDIS_ADDR"); v != "" {
-		return v
-	}
-	return "127.0.0.1:6379"
+	return cmp.Or(os.Getenv("TEST_REDIS_ADDR"), "127.0.0.1:6379")
 }
 
 // Client returns a client of the shared server and a key prefix unique to t.

@@ -221,37 +221,60 @@ func (m *Migrator) Migrate(ctx context.Context) (Result, error) {
 	if len(p.problems) > 0 {
 		return res, &SchemaError{Problems: p.problems}
 	}
+	if err := m.history(ctx, conn, p, &res); err != nil {
+		return res, err
+	}
+	if err := m.apply(ctx, conn, p, &res); err != nil {
+		return res, err
+	}
+	if err := m.ensure(ctx, conn, p, &res); err != nil {
+		return res, err
+	}
+	if err := m.check(ctx, conn); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// history notes steps recorded by a newer executor, creates the history
+// table when missing, and records the steps skipped and carried over.
+func (m *Migrator) history(ctx context.Context, conn *sql.Conn, p *plan, res *Result) error {
 	out := m.cfg.Out
 	for _, u := range p.unknown {
 		fmt.Fprintf(out, "note: %04d_%s is recorded but this executor has no such step (a newer executor applied it)\n", u.Version, u.Name)
 	}
 	if !p.historyExists {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf(createHistorySQL, m.cfg.Table)); err != nil {
-			return res, fmt.Errorf("migrations: create %s: %w", m.cfg.Table, err)
+			return fmt.Errorf("migrations: create %s: %w", m.cfg.Table, err)
 		}
 		fmt.Fprintf(out, "created history table %s\n", m.cfg.Table)
 	}
 	if err := m.recordSkips(ctx, conn, p); err != nil {
-		return res, err
+		return err
 	}
 	for _, s := range p.skip {
 		res.Skipped = append(res.Skipped, s.Version)
 	}
 	for _, s := range p.carry {
 		if err := record(ctx, conn, m.cfg.Table, s, 0, p.carryFrom); err != nil {
-			return res, fmt.Errorf("migrations: carry over: %w", err)
+			return fmt.Errorf("migrations: carry over: %w", err)
 		}
 		res.Carried = append(res.Carried, s.Version)
 	}
 	if len(p.carry) > 0 {
 		fmt.Fprintf(out, "carried over %d steps from %s (left as it is: drop it once no older executor runs)\n", len(p.carry), p.carryFrom)
 	}
+	return nil
+}
 
+// apply runs the pending steps in order, recording each once done.
+func (m *Migrator) apply(ctx context.Context, conn *sql.Conn, p *plan, res *Result) error {
+	out := m.cfg.Out
 	for _, sp := range p.steps {
 		start := time.Now()
 		fmt.Fprintf(out, "%s: start at %s\n", sp.Step.ID(), start.UTC().Format("2006-01-02 15:04:05.000 UTC"))
 		if err := m.run(ctx, conn, sp.Step.ID(), sp.Actions); err != nil {
-			return res, err
+			return err
 		}
 		took := time.Since(start)
 		rec := func() error { return record(ctx, conn, m.cfg.Table, sp.Step, took, "") }
@@ -259,28 +282,32 @@ func (m *Migrator) Migrate(ctx context.Context) (Result, error) {
 			rec = func() error { return recordRan(ctx, conn, m.cfg.Table, sp.Step, took) }
 		}
 		if err := rec(); err != nil {
-			return res, fmt.Errorf("migrations: %w", err)
+			return fmt.Errorf("migrations: %w", err)
 		}
 		fmt.Fprintf(out, "%s: done in %s\n", sp.Step.ID(), took.Round(time.Millisecond))
 		res.Applied = append(res.Applied, sp.Step.Version)
 	}
-	if len(p.ensure) > 0 {
-		start := time.Now()
-		fmt.Fprintf(out, "schema check: start at %s\n", start.UTC().Format("2006-01-02 15:04:05.000 UTC"))
-		if err := m.run(ctx, conn, "schema check", p.ensure); err != nil {
-			return res, err
-		}
-		for _, a := range p.ensure {
-			if a.SQL != "" {
-				res.Added++
-			}
-		}
-		fmt.Fprintf(out, "schema check: done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// ensure adds what the schema check found missing.
+func (m *Migrator) ensure(ctx context.Context, conn *sql.Conn, p *plan, res *Result) error {
+	if len(p.ensure) == 0 {
+		return nil
 	}
-	if err := m.check(ctx, conn); err != nil {
-		return res, err
+	out := m.cfg.Out
+	start := time.Now()
+	fmt.Fprintf(out, "schema check: start at %s\n", start.UTC().Format("2006-01-02 15:04:05.000 UTC"))
+	if err := m.run(ctx, conn, "schema check", p.ensure); err != nil {
+		return err
 	}
-	return res, nil
+	for _, a := range p.ensure {
+		if a.SQL != "" {
+			res.Added++
+		}
+	}
+	fmt.Fprintf(out, "schema check: done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // run runs a step's actions, printing each statement and its time.
