@@ -160,16 +160,16 @@ func (c *Closer) closeHeld(ctx context.Context, clock runClock, held []scanRow, 
 	return c.closeEach(ctx, clock, held, pd, lease, res)
 }
 
-// retryTx runs close in a transaction, and again after it rolled back on a
+// retryTx runs run in a transaction, and again after it rolled back on a
 // deadlock or a lock wait timeout (KindContention), spaced by deadlockWait,
 // until LockAttempts runs or the lease ran out; each such rollback counts in
 // conflicts. It returns the last run's result and error (joined with the
 // context's when the lease's deadline ended a wait: leaseRanOut then holds).
-func (c *Closer) retryTx(ctx context.Context, lease *orderlock.Lease, conflicts *int, close func(*sqlx.Tx) (txResult, error)) (txResult, error) {
+func (c *Closer) retryTx(ctx context.Context, lease *orderlock.Lease, conflicts *int, run func(*sqlx.Tx) (txResult, error)) (txResult, error) {
 	var tr txResult
 	err := backoff.Retry(ctx, deadlockWait, c.cfg.LockAttempts, func(ctx context.Context, _ int) (bool, error) {
 		err := c.inTx(ctx, func(tx *sqlx.Tx) (err error) {
-			tr, err = close(tx)
+			tr, err = run(tx)
 			return err
 		})
 		if !c.cfg.Server.retryable(err) {
