@@ -17,8 +17,8 @@ import (
 // hold many order numbers at once (the delayed-task dispatcher's batch
 // handler): one database clock read, one read of the orders and one of
 // their lines, one lock pipeline and one close transaction per batch, through the same page
-// machinery as Run (closePage: optimistic, then validated, then one order at
-// a time; dead letters), instead of all of it once per order.
+// machinery as Run (closePage: guarded, then checked, then one order at a
+// time; dead letters), instead of all of it once per order.
 
 // CloseOrders closes the given orders, each only if it is due by the
 // database clock, and returns one outcome per element of orderNos, in the

@@ -2,6 +2,7 @@ package orders_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -141,6 +142,76 @@ func TestSweepHonoursLettersFewOrMany(t *testing.T) {
 			require.Equal(t, "resolved", got["L-DUE"].Status, "closed, so its letter is resolved")
 			require.Equal(t, "parked", got["L-PARKED"].Status)
 			require.Equal(t, "waiting", got["L-LATER"].Status)
+		})
+	}
+}
+
+// One page, both ways a guarded close fails: an order paid after the page
+// read it (under the page's locks, by a service that could not reach
+// Redis), and an order whose locked stock is short of what it holds. The
+// guarded close rolls back, the checked close skips the paid order and sets
+// the short one aside, which alone is dead-lettered in a transaction of its
+// own; the rest of the page closes, each order once, and nothing is given
+// back for the paid or the short order. Both as a page of Run and as a
+// batch of CloseOrders.
+func TestGuardedCloseFallsBackForPaidAndShortOrders(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "run", true: "batch"}[batch], func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.shop(t)
+			offline := offlineService(t, b)
+			trade := tradeFunc(func(_ context.Context, no string) (orders.TradeResult, error) {
+				if no == "LATE-PAID" {
+					out, err := offline.Pay(b.ctx, no)
+					require.NoError(t, err)
+					require.Equal(t, orders.PayPaid, out)
+				}
+				return orders.TradeClosed, nil
+			})
+			late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: trade})
+			nos := []string{"OK-1", "LATE-PAID", "SHORT", "OK-2", "OK-3"}
+			for _, no := range nos {
+				items := []orders.Item{{SKUID: 2, Quantity: 1}, {SKUID: 3, Quantity: 2}}
+				if no == "SHORT" {
+					items = []orders.Item{{SKUID: 2, Quantity: 1}, {SKUID: 4, Quantity: 2}}
+				}
+				b.place(t, no, true, items...)
+			}
+			// SHORT alone holds SKU 4; its locked stock is one unit short.
+			_, err := b.db.ExecContext(b.ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = 4`)
+			require.NoError(t, err)
+			base := snapshot(t, b)
+
+			if batch {
+				outs, err := late.CloseOrders(b.ctx, nos)
+				require.NoError(t, err)
+				require.Equal(t, names([]orders.Outcome{orders.OutcomeClosed, orders.OutcomeSkippedPaid, orders.OutcomeDeadLettered,
+					orders.OutcomeClosed, orders.OutcomeClosed}), names(outs))
+			} else {
+				st, err := late.Run(b.ctx, orders.RunOptions{})
+				require.NoError(t, err)
+				require.Equal(t, 3, st.Closed, "%s", st)
+				require.Equal(t, 1, st.SkippedPaid)
+				require.Equal(t, 1, st.DeadLettered)
+			}
+			for no, want := range map[string]int{"OK-1": 2, "LATE-PAID": 1, "SHORT": 0, "OK-2": 2, "OK-3": 2} {
+				require.Equal(t, want, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
+			}
+			require.Equal(t, 3, b.count(t, `SELECT COUNT(*) FROM order_close_log`), "OK-1, OK-2, OK-3, once each")
+			dls := b.deadLetters(t)
+			require.Len(t, dls, 1)
+			require.Contains(t, dls["SHORT"].LastError, "locked stock of sku 4")
+			require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM user_coupon WHERE order_no = 'SHORT' AND status = 1`),
+				"the short order's coupon stays locked")
+			// Only the planted shortfall remains: stock and coupons were
+			// given back for the three closed orders and no others.
+			var ve *ordertest.ViolationsError
+			require.True(t, errors.As(ordertest.Check(b.ctx, b.db, base), &ve))
+			require.Equal(t, []string{"stock_locked"}, ve.Rules())
+			require.Len(t, ve.Violations, 1)
+			require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
 		})
 	}
 }

@@ -34,9 +34,10 @@ type CloserConfig struct {
 	// PageSize is the default scan page and close batch size, used when
 	// RunOptions.PageSize is zero. Default 500, at most 5000.
 	PageSize int
-	// LockAttempts is how often a transaction aborted by a deadlock (1213) or
-	// lock wait timeout (1205) is run, in all, before the page falls back to
-	// one transaction per order, or the order is dead-lettered. Default 3.
+	// LockAttempts is how often a close transaction aborted by a deadlock
+	// (1213) or lock wait timeout (1205) is run, in all, before the page
+	// falls back to one transaction per order, or the order is skipped for
+	// the next pass. Default 3.
 	LockAttempts int
 	// CommitMargin is how long the locks must stay valid after the last
 	// statement for the transaction to be committed; otherwise it rolls back

@@ -14,6 +14,30 @@ import (
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
+// This file holds the close transaction. A page is closed by one of two
+// kinds of transaction, the second the one fallback of the first:
+//
+//   - the guarded close (guardedClose) reads nothing: it trusts what the
+//     page's read without locks saw, and every one of its UPDATEs repeats
+//     the expected state and must change exactly the expected rows (the
+//     status CAS every order of the page, the stock one row per SKU, the
+//     coupons one per coupon, the other givebacks one per key), or it
+//     returns errNotAsRead and rolls back. A page's orders are locked in
+//     Redis, so another closer or a payment changes one only when its lock
+//     ran out, and stock or coupons are short only when data is wrong:
+//     almost every page closes this way, with writes only.
+//   - the checked close (checkedClose) locks and reads the orders (by id),
+//     skips those no longer unpaid and due with their outcome, locks and
+//     checks their stock rows (by key) and coupons, and sets aside the
+//     orders whose data is wrong before any write; the rest close with the
+//     same writes, where a row count other than expected is now an error.
+//
+// The orders set aside, or every order of a page whose transaction failed
+// on an order's rows or stayed contended, are then closed one transaction
+// each (closeOne: a checked close of one order), which dead-letters an
+// order that still fails. Every transaction is run again after a deadlock
+// or lock wait (retryTx), and commits only while the page's lease is valid.
+
 // pageResult counts what closing one page did.
 type pageResult struct {
 	closed, paid, locked, deadLettered, gone, notDue int
@@ -46,30 +70,40 @@ func (p *pageResult) count(o Outcome) {
 	}
 }
 
-// closePage closes the locked orders of a page in one transaction and
-// releases the page's locks. The work runs without ctx's cancellation
-// (bounded by its lease, see pageCtx) so that a cancelled run never leaves a
-// page half done.
-//
-// The transaction is first tried with writes only (txFast); when a guarded
-// write finds rows not as the page's reads left them, it is rolled back and
-// run again reading more under lock (txOptimistic, then txBatch). If the
-// batch transaction fails for a reason other than lock contention, it is
-// rolled back and every order is closed in a transaction of its own, so one
-// bad order cannot hold back the others. The error is fatal for the run
-// (database unreachable, dead letter not written).
+// closePage closes the locked orders of a page (closeHeld) and releases
+// the page's locks. The work runs without ctx's cancellation (bounded by
+// its lease, see pageCtx) so that a cancelled run never leaves a page half
+// done. The error is fatal for the run (database unreachable, dead letter
+// not written).
 func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageResult, error) {
 	res := pageResult{detail: p.detail}
 	lease := p.lease
 	defer c.release(ctx, lease)
 	ctx, cancel := c.pageCtx(ctx, lease)
 	defer cancel()
+	held := c.heldRows(ctx, p, &res)
+	if len(held) > 0 && c.cfg.TradeCloser != nil {
+		rows, err := c.closeTrades(ctx, clock, held, lease, &res)
+		if err != nil {
+			return res, fmt.Errorf("close page of %d orders: %w", len(held), err)
+		}
+		held = rows
+	}
+	if len(held) == 0 {
+		return res, nil
+	}
+	return res, c.closeHeld(ctx, clock, held, p.pageData, lease, &res)
+}
+
+// heldRows returns the rows of p whose locks its lease holds and counts the
+// others as locked (and as lock errors when Redis failed on them).
+func (c *Closer) heldRows(ctx context.Context, p page, res *pageResult) []scanRow {
 	held := make([]scanRow, 0, len(p.rows))
 	for _, r := range p.rows {
 		switch {
-		case lease.Held(r.OrderNo):
+		case p.lease.Held(r.OrderNo):
 			held = append(held, r)
-		case lease.Failed(r.OrderNo):
+		case p.lease.Failed(r.OrderNo):
 			res.locked++
 			res.lockErrors++
 		default:
@@ -80,87 +114,71 @@ func (c *Closer) closePage(ctx context.Context, clock runClock, p page) (pageRes
 		res.lockErr = p.lerr
 		c.log.WarnContext(ctx, "order locks failed; orders skipped", "num_orders", res.lockErrors, "error", fmt.Sprint(p.lerr))
 	}
-	if len(held) == 0 {
-		return res, nil
-	}
-	if c.cfg.TradeCloser != nil {
-		rows, err := c.closeTrades(ctx, clock, held, lease, &res)
-		if err != nil {
-			return res, fmt.Errorf("close page of %d orders: %w", len(held), err)
-		}
-		if held = rows; len(held) == 0 {
-			return res, nil
-		}
-	}
+	return held
+}
 
-	mode := txFast
-	for attempt := 1; ; attempt++ {
-		var tr txResult
-		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
-			var err error
-			tr, err = c.closeTx(ctx, tx, clock, held, p.pageData, lease, mode)
+// closeHeld closes the held orders of a page: a guarded close, and when
+// it does not hold, a checked close; then each order the checked close set
+// aside in a transaction of its own. When the page's transaction fails on
+// an order's rows or stays contended (splitPage), it rolls back and every
+// order is closed in a transaction of its own, so one bad order cannot hold
+// back the others. Any other failure is about the database, not an order:
+// every order would fail alike, so none is dead-lettered, the error is
+// returned and the next run tries again.
+func (c *Closer) closeHeld(ctx context.Context, clock runClock, held []scanRow, pd pageData, lease *orderlock.Lease, res *pageResult) error {
+	tr, err := c.retryTx(ctx, lease, &res.conflicts, func(tx *sqlx.Tx) (txResult, error) {
+		return c.guardedClose(ctx, tx, clock, held, pd, lease)
+	})
+	if errors.Is(err, errNotAsRead) {
+		tr, err = c.retryTx(ctx, lease, &res.conflicts, func(tx *sqlx.Tx) (txResult, error) {
+			return c.checkedClose(ctx, tx, clock, held, pd, lease)
+		})
+	}
+	switch {
+	case err == nil:
+		c.observeClosed(ctx, tr.late)
+		res.maxLate = max(res.maxLate, tr.maxLate)
+		for no, o := range tr.outcomes {
+			res.count(o)
+			res.detail.set(no, o)
+		}
+		return c.closeEach(ctx, clock, tr.setAside(held), pd, lease, res)
+	case leaseRanOut(err, lease):
+		c.log.WarnContext(ctx, "order locks ran out before commit; page left to the next pass",
+			"batch_size", len(held), "ttl", c.locker.TTL().String())
+		res.locked += len(held)
+		res.leaseLost += len(held)
+		for _, r := range held {
+			res.detail.setErr(r.OrderNo, OutcomeSkippedLocked, ErrLeaseExpired)
+		}
+		return nil
+	case !c.cfg.Server.splitPage(err):
+		return fmt.Errorf("close page of %d orders: %w", len(held), err)
+	}
+	c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
+		"batch_size", len(held), "error", err.Error(), "error_kind", c.cfg.Server.Kind(err).String())
+	return c.closeEach(ctx, clock, held, pd, lease, res)
+}
+
+// retryTx runs run in a transaction, and again after it rolled back on a
+// deadlock or a lock wait timeout (KindContention), spaced by deadlockWait,
+// until LockAttempts runs or the lease ran out; each such rollback counts in
+// conflicts. It returns the last run's result and error (joined with the
+// context's when the lease's deadline ended a wait: leaseRanOut then holds).
+func (c *Closer) retryTx(ctx context.Context, lease *orderlock.Lease, conflicts *int, run func(*sqlx.Tx) (txResult, error)) (txResult, error) {
+	var tr txResult
+	err := backoff.Retry(ctx, deadlockWait, c.cfg.LockAttempts, func(ctx context.Context, _ int) (bool, error) {
+		err := c.inTx(ctx, func(tx *sqlx.Tx) (err error) {
+			tr, err = run(tx)
 			return err
 		})
-		if c.cfg.Server.retryable(err) {
-			res.conflicts++
+		if !c.cfg.Server.retryable(err) {
+			return false, err
 		}
-		switch {
-		case errors.Is(err, errOrdersChanged) && mode == txFast:
-			// An order is no longer unpaid and due as the page read it:
-			// run the page again with its orders read under lock, which
-			// skips those.
-			mode = txOptimistic
-			attempt--
-			continue
-		case errors.Is(err, errNeedsValidation) && mode != txBatch:
-			// Some stock row or coupon was not as expected: run the page
-			// again with every row read and checked first.
-			mode = txBatch
-			attempt--
-			continue
-		case err == nil:
-			c.observeClosed(ctx, tr.late)
-			res.maxLate = max(res.maxLate, tr.maxLate)
-			for no, o := range tr.outcomes {
-				res.count(o)
-				res.detail.set(no, o)
-			}
-			// Orders that failed validation were left out of the batch; each
-			// now gets its own transaction, which records why it fails.
-			var bad []scanRow
-			for _, r := range held {
-				if _, ok := tr.bad[r.OrderNo]; ok {
-					bad = append(bad, r)
-				}
-			}
-			err := c.closeEach(ctx, clock, bad, p.pageData, lease, &res)
-			return res, err
-		case leaseRanOut(err, lease):
-			c.log.WarnContext(ctx, "order locks ran out before commit; page left to the next pass",
-				"batch_size", len(held), "ttl", c.locker.TTL().String())
-			res.locked += len(held)
-			res.leaseLost += len(held)
-			for _, r := range held {
-				res.detail.setErr(r.OrderNo, OutcomeSkippedLocked, ErrLeaseExpired)
-			}
-			return res, nil
-		case c.cfg.Server.retryable(err) && attempt < c.cfg.LockAttempts:
-			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
-				return res, werr
-			}
-			continue
-		case !c.cfg.Server.splitPage(err):
-			// About the database, not an order (a table or privilege
-			// missing, the server read-only, the connection lost): every
-			// order would fail alike, so none is dead-lettered; the
-			// transaction rolled back and the next run tries again.
-			return res, fmt.Errorf("close page of %d orders: %w", len(held), err)
-		}
-		c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
-			"batch_size", len(held), "error", err.Error(), "error_kind", c.cfg.Server.Kind(err).String())
-		err = c.closeEach(ctx, clock, held, p.pageData, lease, &res)
-		return res, err
-	}
+		*conflicts++
+		return !leaseRanOut(err, lease), err
+	})
+	return tr, err
 }
 
 // closeEach closes rows one transaction each, the fallback that keeps one
@@ -206,50 +224,43 @@ func (p *pageResult) add(o oneResult) {
 	p.conflicts += o.conflicts
 }
 
-// closeOne closes one locked order in its own transaction, retrying lock
-// contention, and dead-letters it if it still fails. The returned error is
-// fatal (the database is unreachable or the dead letter cannot be written).
+// closeOne closes one locked order in a checked close of its own, retrying
+// lock contention; an order whose data is wrong fails that transaction
+// (rolled back) and is dead-lettered, as is one whose transaction fails on
+// its rows. The returned error is fatal (the database is unreachable or the
+// dead letter cannot be written).
 func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pageData, lease *orderlock.Lease) (oneResult, error) {
 	conflicts := 0
-	for attempt := 1; ; attempt++ {
-		var tr txResult
-		err := c.inTx(ctx, func(tx *sqlx.Tx) error {
-			var err error
-			tr, err = c.closeTx(ctx, tx, clock, []scanRow{r}, pd, lease, txSingle)
-			return err
-		})
-		if c.cfg.Server.retryable(err) {
-			conflicts++
+	tr, err := c.retryTx(ctx, lease, &conflicts, func(tx *sqlx.Tx) (txResult, error) {
+		tr, err := c.checkedClose(ctx, tx, clock, []scanRow{r}, pd, lease)
+		if err == nil {
+			err = tr.bad[r.OrderNo]
 		}
-		switch {
-		case err == nil:
-			c.observeClosed(ctx, tr.late)
-			return oneResult{outcome: tr.outcomes[r.OrderNo], late: tr.maxLate, conflicts: conflicts}, nil
-		case leaseRanOut(err, lease):
-			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
-			return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true, conflicts: conflicts}, nil
-		case c.cfg.Server.retryable(err) && attempt < c.cfg.LockAttempts:
-			if werr := deadlockWait.Wait(ctx, attempt); werr != nil {
-				return oneResult{}, werr
-			}
-			continue
-		case c.cfg.Server.retryable(err):
-			// Other transactions hold this order's rows: nothing is wrong
-			// with the order, so it waits for the next pass.
-			c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order rows held by other transactions; left to the next pass",
-				"order_no", r.OrderNo, "error", err.Error())
-			return oneResult{outcome: OutcomeSkippedLocked, cause: err, contended: true, conflicts: conflicts}, nil
-		case c.cfg.Server.Kind(err) != KindOrder:
-			return oneResult{}, fmt.Errorf("close order %s: %w", r.OrderNo, err)
-		}
-		if dlErr := c.deadLetter(ctx, r.OrderNo, clock.now, err); dlErr != nil {
-			// Classified by the dead letter's own failure: the order's
-			// error is only context here.
-			return oneResult{}, fmt.Errorf("%w (the close failed with: %v)", dlErr, err)
-		}
-		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
-		return oneResult{outcome: OutcomeDeadLettered, cause: err, conflicts: conflicts}, nil
+		return tr, err
+	})
+	switch {
+	case err == nil:
+		c.observeClosed(ctx, tr.late)
+		return oneResult{outcome: tr.outcomes[r.OrderNo], late: tr.maxLate, conflicts: conflicts}, nil
+	case leaseRanOut(err, lease):
+		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
+		return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true, conflicts: conflicts}, nil
+	case c.cfg.Server.retryable(err):
+		// Other transactions hold this order's rows: nothing is wrong
+		// with the order, so it waits for the next pass.
+		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order rows held by other transactions; left to the next pass",
+			"order_no", r.OrderNo, "error", err.Error())
+		return oneResult{outcome: OutcomeSkippedLocked, cause: err, contended: true, conflicts: conflicts}, nil
+	case c.cfg.Server.Kind(err) != KindOrder:
+		return oneResult{}, fmt.Errorf("close order %s: %w", r.OrderNo, err)
 	}
+	if dlErr := c.deadLetter(ctx, r.OrderNo, clock.now, err); dlErr != nil {
+		// Classified by the dead letter's own failure: the order's
+		// error is only context here.
+		return oneResult{}, fmt.Errorf("%w (the close failed with: %v)", dlErr, err)
+	}
+	c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
+	return oneResult{outcome: OutcomeDeadLettered, cause: err, conflicts: conflicts}, nil
 }
 
 // deadlockWait spaces the re-runs of a transaction that lost a deadlock or
@@ -260,9 +271,20 @@ var deadlockWait = backoff.Exponential{Base: 20 * time.Millisecond, Max: time.Se
 // txResult is what one close transaction decided, per order number.
 type txResult struct {
 	outcomes map[string]Outcome // every order handled (closed or skipped)
-	bad      map[string]error   // orders left out because their data is wrong (batch mode)
+	bad      map[string]error   // orders set aside because their data is wrong (checked close)
 	late     []time.Duration    // lateness of the closed orders, for the Observer (nil without one)
 	maxLate  time.Duration      // the largest lateness among them, for the run record
+}
+
+// setAside returns the rows of the orders the transaction set aside.
+func (tr txResult) setAside(rows []scanRow) []scanRow {
+	var out []scanRow
+	for _, r := range rows {
+		if _, ok := tr.bad[r.OrderNo]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // candidate is an order being closed in a transaction, with its lines.
@@ -271,196 +293,162 @@ type candidate struct {
 	items []itemRow
 }
 
-// txMode says how closeTx treats orders whose data is wrong.
-type txMode int
+// errNotAsRead: a guarded close found an order no longer unpaid and due, or
+// a stock row, coupon or other giveback not as expected; it rolls back and
+// the page is closed by a checked close.
+var errNotAsRead = errors.New("orders: page's rows not as read")
 
-const (
-	// txFast reads nothing: the status CAS, repeating what the page's read
-	// without locks saw (unpaid, due), must change every order of the
-	// page, or closeTx returns errOrdersChanged and the caller rolls back
-	// and runs txOptimistic; stock and coupons are changed as in
-	// txOptimistic. A page's orders are locked in Redis, so another closer
-	// or a payment changes one only when its lock ran out: almost every
-	// page closes this way, with writes only.
-	txFast txMode = iota
-	// txOptimistic locks and reads the orders first and skips those no
-	// longer unpaid and due, but does not read stock and coupon rows before
-	// changing them: the guarded UPDATEs must change exactly the expected
-	// rows, or closeTx returns errNeedsValidation and the caller rolls back
-	// and runs txBatch. Almost every page is clean, so this saves two
-	// locking reads a page.
-	txOptimistic
-	// txBatch locks and checks every stock and coupon row first and moves
-	// orders whose data is wrong out of the batch (txResult.bad).
-	txBatch
-	// txSingle is txBatch for one order, whose CompensationError is returned.
-	txSingle
-)
-
-// errNeedsValidation: an optimistic close found a stock row or coupon not as
-// expected; roll back and close the page with txBatch.
-var errNeedsValidation = errors.New("orders: page needs validated close")
-
-// errOrdersChanged: a txFast close found an order no longer unpaid and due;
-// roll back and close the page with txOptimistic.
-var errOrdersChanged = errors.New("orders: page's orders changed since they were read")
-
-// closeTx closes the given orders inside tx: lock them (txFast: the CAS
-// does), skip those no longer unpaid and due, then the status CAS, the stock
-// release, the coupon restore, the other givebacks, the close log and the
-// resolution of the waiting dead letters among them, and last the lease
-// check. Locks are taken in one global order: orders (by id), stock (by
-// key), coupons (by id, or by order id when matched), other givebacks (by
-// key). In txBatch and txSingle modes the stock rows and coupons are
-// locked and validated before any write (see txMode). Any error means the
-// caller must roll back.
-func (c *Closer) closeTx(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease, mode txMode) (txResult, error) {
-	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
-	var cands []*candidate
-	if mode == txFast {
-		for _, r := range rows {
-			cands = append(cands, &candidate{orderRow: r.order()})
-		}
-	} else {
-		var err error
-		if cands, err = c.lockCandidates(ctx, tx, clock, rows, tr.outcomes); err != nil || len(cands) == 0 {
-			return tr, err
-		}
+// guardedClose closes rows inside tx with writes only (see the top of this
+// file): the orders are those the page read, unlocked; the status CAS,
+// which repeats unpaid and due, locks them (by id). Any UPDATE changing
+// other rows than expected, or a line with a quantity below 1, returns
+// errNotAsRead: the caller rolls back and runs checkedClose.
+func (c *Closer) guardedClose(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease) (txResult, error) {
+	tr := txResult{outcomes: make(map[string]Outcome, len(rows))}
+	cands := make([]*candidate, len(rows))
+	for i, r := range rows {
+		cands[i] = &candidate{orderRow: r.order()}
 	}
 	if err := c.attachItems(ctx, tx, cands, pd.items); err != nil {
 		return tr, err
 	}
-	good := cands
-	if mode == txFast || mode == txOptimistic {
-		for _, cd := range cands {
-			for _, it := range cd.items {
-				if it.Quantity <= 0 {
-					return tr, errNeedsValidation
-				}
-			}
-		}
-	} else {
-		if err := c.validate(ctx, tx, cands, tr.bad); err != nil {
-			return tr, err
-		}
-		good = keep(cands, tr.bad)
-		if mode == txSingle && len(tr.bad) > 0 {
-			for _, err := range tr.bad {
-				return tr, err
-			}
-		}
-		for no := range tr.bad {
-			delete(tr.outcomes, no)
+	for _, cd := range cands {
+		if slices.ContainsFunc(cd.items, func(it itemRow) bool { return it.Quantity <= 0 }) {
+			return tr, errNotAsRead
 		}
 	}
+	unexpected := func(string, int64, int64) error { return errNotAsRead }
+	return tr, c.writeClose(ctx, tx, clock, cands, pd, lease, unexpected, &tr)
+}
+
+// checkedClose closes rows inside tx reading first (see the top of this
+// file): it locks the orders (by id) and skips those no longer unpaid and
+// due, locks and checks their stock rows (by key) and coupons and sets
+// aside in tr.bad, with their outcome left out, the orders that cannot be
+// closed as their data stands (validate). The rest close; an UPDATE then
+// changing other rows than expected (only a trigger or a tool bypassing
+// the row locks could do that) is a CompensationError.
+func (c *Closer) checkedClose(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease) (txResult, error) {
+	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
+	cands, err := c.lockCandidates(ctx, tx, clock, rows, tr.outcomes)
+	if err != nil || len(cands) == 0 {
+		return tr, err
+	}
+	if err := c.attachItems(ctx, tx, cands, pd.items); err != nil {
+		return tr, err
+	}
+	if err := c.validate(ctx, tx, cands, tr.bad); err != nil {
+		return tr, err
+	}
+	for no := range tr.bad {
+		delete(tr.outcomes, no)
+	}
+	good := keep(cands, tr.bad)
 	if len(good) == 0 {
 		return tr, nil
 	}
-
-	// The writes.
-	closeTime := clock.closeTime()
-	goodIDs := make([]int64, len(good))
-	goodNos := make([]string, len(good))
-	var goodCoupons []int64
-	var couponNos []string
-	for i, cd := range good {
-		goodIDs[i], goodNos[i] = cd.ID, cd.OrderNo
-		if cd.CouponID.Valid {
-			goodCoupons = append(goodCoupons, cd.CouponID.Int64)
-			couponNos = append(couponNos, cd.OrderNo)
-		}
-	}
-	n, err := c.store.closeOrders(ctx, tx, goodIDs, closeTime, c.cfg.Reason, clock.now)
-	if err != nil {
-		return tr, err
-	}
-	if n != int64(len(goodIDs)) && mode == txFast {
-		return tr, errOrdersChanged
-	}
-	// A guarded UPDATE changing fewer rows than were locked and checked
-	// (only a trigger or a concurrent tool bypassing the row locks could do
-	// that) is about these orders' rows: the per-order fallback finds the
-	// order it concerns.
-	rowsError := func(what string, want, got int64) error {
+	// The per-order fallback finds the order a page's error concerns.
+	unexpected := func(what string, want, got int64) error {
 		e := &CompensationError{Reason: fmt.Sprintf("%s: %d rows changed of %d", what, got, want)}
 		if len(good) == 1 {
 			e.OrderNo = good[0].OrderNo
 		}
 		return e
 	}
-	if n != int64(len(goodIDs)) {
-		return tr, rowsError(fmt.Sprintf("close %d orders", len(goodIDs)), int64(len(goodIDs)), n)
+	return tr, c.writeClose(ctx, tx, clock, good, pd, lease, unexpected, &tr)
+}
+
+// writeClose writes the close of good inside tx, in the global lock order:
+// the status CAS (orders by id), the givebacks (stock by key, coupons, other
+// givebacks by key), the close log, the resolution of the waiting dead
+// letters among them, and last the lease check. Every guarded UPDATE must
+// change exactly the expected rows; unexpected(what, want, got) says what
+// it means when one does not. It records the closed orders in tr. Any
+// error means the caller must roll back.
+func (c *Closer) writeClose(ctx context.Context, tx *sqlx.Tx, clock runClock, good []*candidate, pd pageData, lease *orderlock.Lease, unexpected func(what string, want, got int64) error, tr *txResult) error {
+	closeTime := clock.closeTime()
+	ids := make([]int64, len(good))
+	nos := make([]string, len(good))
+	for i, cd := range good {
+		ids[i], nos[i] = cd.ID, cd.OrderNo
 	}
-	// A row count short of the expected one means a stock row is missing or
-	// short, or a coupon is not locked by its order: unvalidated, that
-	// sends the page to validation; after validation it cannot happen (the
-	// rows are locked) and is an error.
-	short := func(what string, want, got int64) error {
-		if mode == txFast || mode == txOptimistic {
-			return errNeedsValidation
-		}
-		return rowsError(what, want, got)
+	n, err := c.store.closeOrders(ctx, tx, ids, closeTime, c.cfg.Reason, clock.now)
+	if err != nil {
+		return err
 	}
-	// Outbox mode: stock and coupons are other services'; the events that
-	// give them back are written here and delivered after commit.
-	local := c.cfg.Compensation == CompensateLocal
-	if !local {
-		if err := c.enqueueCompensation(ctx, tx, good); err != nil {
-			return tr, err
-		}
+	if n != int64(len(ids)) {
+		return unexpected(fmt.Sprintf("close %d orders", len(ids)), int64(len(ids)), n)
 	}
-	if deltas := sumDeltas(good); local && len(deltas) > 0 && c.store.sql().stock != nil {
-		n, err := c.store.releaseStock(ctx, tx, deltas)
-		if err != nil {
-			return tr, err
-		}
-		if n != int64(len(deltas)) {
-			return tr, short("release stock", int64(len(deltas)), n)
-		}
+	if err := c.giveBack(ctx, tx, good, ids, unexpected); err != nil {
+		return err
 	}
-	if len(goodCoupons) > 0 && local {
-		slices.Sort(goodCoupons)
-		goodCoupons = slices.Compact(goodCoupons)
-		n, err := c.store.restoreCoupons(ctx, tx, goodCoupons, couponNos)
-		if err != nil {
-			return tr, err
-		}
-		if n != int64(len(goodCoupons)) {
-			return tr, short("restore coupons", int64(len(goodCoupons)), n)
-		}
-	}
-	if local {
-		if err := c.giveBackExtra(ctx, tx, goodIDs, short); err != nil {
-			return tr, err
-		}
-	}
-	if err := c.store.insertCloseLogs(ctx, tx, goodNos, closeTime, c.cfg.Reason); err != nil {
-		return tr, err
+	if err := c.store.insertCloseLogs(ctx, tx, nos, closeTime, c.cfg.Reason); err != nil {
+		return err
 	}
 	var resolve []string
-	for _, no := range goodNos {
+	for _, no := range nos {
 		if pd.letters[no] {
 			resolve = append(resolve, no)
 		}
 	}
 	if len(resolve) > 0 {
 		if err := c.store.resolveDeadLetters(ctx, tx, resolve); err != nil {
-			return tr, err
+			return err
 		}
 	}
 	// Last: commit only while every lock is surely still ours. A lock that
 	// may have expired means another holder may be acting on the order.
 	if !lease.ValidFor(c.cfg.CommitMargin) {
-		return tr, ErrLeaseExpired
+		return ErrLeaseExpired
 	}
 	tr.late = c.lateness(good, closeTime)
 	for _, cd := range good {
 		tr.maxLate = max(tr.maxLate, closeTime.Sub(cd.deadline()))
+		tr.outcomes[cd.OrderNo] = OutcomeClosed
 	}
-	for _, no := range goodNos {
-		tr.outcomes[no] = OutcomeClosed
+	return nil
+}
+
+// giveBack gives back what the closed orders good (ids) held. Outbox mode:
+// stock and coupons are other services'; the events that give them back
+// are written here and delivered after commit. Local mode: the stock summed
+// per SKU (ascending), the coupons (ascending id), then the other
+// givebacks, each UPDATE repeating the expected state (locked >= quantity;
+// coupon locked by that order) and changing one row per key, else
+// unexpected.
+func (c *Closer) giveBack(ctx context.Context, tx *sqlx.Tx, good []*candidate, ids []int64, unexpected func(string, int64, int64) error) error {
+	if c.cfg.Compensation != CompensateLocal {
+		return c.enqueueCompensation(ctx, tx, good)
 	}
-	return tr, nil
+	if deltas := sumDeltas(good); len(deltas) > 0 && c.store.sql().stock != nil {
+		n, err := c.store.releaseStock(ctx, tx, deltas)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(deltas)) {
+			return unexpected("release stock", int64(len(deltas)), n)
+		}
+	}
+	var coupons []int64
+	var couponNos []string
+	for _, cd := range good {
+		if cd.CouponID.Valid {
+			coupons = append(coupons, cd.CouponID.Int64)
+			couponNos = append(couponNos, cd.OrderNo)
+		}
+	}
+	if len(coupons) > 0 {
+		slices.Sort(coupons)
+		coupons = slices.Compact(coupons)
+		n, err := c.store.restoreCoupons(ctx, tx, coupons, couponNos)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(coupons)) {
+			return unexpected("restore coupons", int64(len(coupons)), n)
+		}
+	}
+	return c.giveBackExtra(ctx, tx, ids, unexpected)
 }
 
 // lockCandidates locks and reads the orders of rows (ascending id) and

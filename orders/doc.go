@@ -96,12 +96,13 @@
 // reads the orders' lines, and takes the orders' Redis locks in one pipeline
 // (a lock held elsewhere, e.g. by a payment in progress, means skip the order
 // and count it as skipped_locked); then it closes the locked orders in one
-// transaction of writes only: the status CAS repeats what the scan saw
-// (unpaid, due) and is the page's claim, and the changes above follow with
-// one multi-row statement per table. If the CAS changes fewer orders than
-// the page has (one was paid or given a longer timeout since the scan), the
-// transaction rolls back and runs again with the order rows locked and read
-// first, skipping those no longer unpaid and due. A scanner goroutine
+// guarded close, a transaction of writes only: the status CAS repeats what
+// the scan saw (unpaid, due) and is the page's claim, and the changes above
+// follow with one multi-row statement per table, each of which must change
+// exactly the expected rows. If one does not (an order paid or given a
+// longer timeout since the scan, a stock row or coupon not as expected),
+// the transaction rolls back and the page is closed by its one fallback, a
+// checked close (see below). A scanner goroutine
 // prepares the next page (scan, letters, lines and locks) while the current
 // one is being closed; with a rate cap or a payment step, whose waits and
 // calls would age a lease taken ahead, a page is locked when its close
@@ -114,14 +115,19 @@
 //
 // # Failures: compensation and dead letters
 //
-// A page is first closed optimistically: the stock and coupon UPDATEs repeat
-// the expected state in their WHERE (locked >= quantity; coupon locked by
-// that order) and must change exactly one row per SKU and coupon. If one
-// does not, the transaction rolls back and the page is closed again with
-// every stock row and coupon locked and checked first: an order whose data
-// is wrong (missing stock row, coupon not locked by it, too little locked
-// stock) is moved out of the batch before any write, and the rest of the
-// page closes.
+// A page is first closed by a guarded close: the stock and coupon UPDATEs
+// repeat the expected state in their WHERE (locked >= quantity; coupon
+// locked by that order) and must change exactly one row per SKU and coupon,
+// as the status CAS must change every order. If one does not, the
+// transaction rolls back and the page is closed by a checked close: the
+// orders are locked and read first (by id) and those no longer unpaid and
+// due skipped with their outcome, then every stock row (by key) and coupon
+// is locked and checked: an order whose data is wrong (missing stock row,
+// coupon not locked by it, too little locked stock) is set aside before any
+// write, and the rest of the page closes. Each order set aside is then
+// closed, or dead-lettered, in a checked close of its own. Both kinds take
+// their locks in one order (orders, stock, coupons, other givebacks) and
+// check the lease last, before commit.
 //
 // Errors are classified by what they are about before anything else
 // (ErrorKind, KindOf), whatever the page size. Deadlocks (1213) and lock

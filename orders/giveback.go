@@ -14,7 +14,7 @@ import (
 
 // This file holds what a close gives back that depends on the schema (see
 // render.go): the lines by the order key the item table uses, the checks
-// of stock rows and coupons before a validated close, and the per-order
+// of stock rows and coupons before a checked close, and the per-order
 // amounts of schema.Schema.Extra (loyalty points and the like).
 
 // itemKey is the key r's lines carry: its number, or its id as text.
@@ -154,9 +154,9 @@ func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*cand
 // giveback's amount and key, then per giveback one statement adding each
 // key's summed amount, in ascending key order. Orders whose amount or key
 // is NULL, or whose amount is 0, give nothing. A key whose row is missing
-// changes fewer rows than expected: short says what that means in the
-// transaction's mode.
-func (c *Closer) giveBackExtra(ctx context.Context, tx *sqlx.Tx, ids []int64, short func(string, int64, int64) error) error {
+// changes fewer rows than expected: unexpected says what that means in the
+// kind of close transaction (see writeClose).
+func (c *Closer) giveBackExtra(ctx context.Context, tx *sqlx.Tx, ids []int64, unexpected func(string, int64, int64) error) error {
 	g := c.store.sql().extra
 	if g == nil {
 		return nil
@@ -184,7 +184,7 @@ func (c *Closer) giveBackExtra(ctx context.Context, tx *sqlx.Tx, ids []int64, sh
 			return err
 		}
 		if n != int64(len(deltas)) {
-			return short(fmt.Sprintf("give back %s", c.store.sql().sch.Extra[i]), int64(len(deltas)), n)
+			return unexpected(fmt.Sprintf("give back %s", c.store.sql().sch.Extra[i]), int64(len(deltas)), n)
 		}
 	}
 	return nil
