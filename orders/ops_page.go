@@ -6,83 +6,10 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-// The operator console's pages over order_outbox and payment_conflict:
-// like deadletters.Ops.Page, each reads a bounded window of index entries in
-// keyset order, whatever the filters (Outbox.List and Refunds.List, which
-// the CLI and the JSON API page by id, stay as they are).
-
-// OutboxQuery selects a page of outbox events.
-type OutboxQuery struct {
-	// Status: OutboxParked, OutboxPending, OutboxDone or "" for all (then
-	// newest id first; with a status, latest next attempt first over
-	// idx_status_next: for parked events, the most recently parked).
-	Status string
-	// EventType keeps events of this type (checked on the window's rows).
-	EventType string
-	// OrderNo lists that order's events (through uk_order_event); the
-	// page is then the whole list.
-	OrderNo string
-	After   oplist.Cursor
-	// Limit is the page size, 1-200. Default 50.
-	Limit int
-}
-
-// OutboxPage is one page of events.
-type OutboxPage struct {
-	Events     []OutboxEvent
-	Next       oplist.Cursor
-	Examined   int
-	WindowFull bool
-}
-
-// Page returns one page of events (see OutboxQuery).
-func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
-	var p OutboxPage
-	if q.Status != "" && !validOutboxStatus(q.Status) {
-		return p, oplist.Invalid("status", "status %q is not pending, parked or done", q.Status)
-	}
-	if len(q.EventType) > 32 {
-		return p, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(q.EventType))
-	}
-	if err := oplist.CheckASCII("eventType", q.EventType); err != nil {
-		return p, err
-	}
-	if len(q.OrderNo) > oplist.MaxOrderNoLen {
-		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
-	}
-	if err := oplist.CheckLimit(&q.Limit); err != nil {
-		return p, err
-	}
-	if q.OrderNo != "" {
-		evs, err := o.store.outboxOfOrder(ctx, o.db, q.OrderNo)
-		for _, e := range evs {
-			if (q.Status == "" || e.Status == q.Status) && (q.EventType == "" || e.EventType == q.EventType) {
-				p.Events = append(p.Events, e)
-			}
-		}
-		p.Examined = len(evs)
-		return p, err
-	}
-	timed := q.Status != ""
-	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
-		return p, err
-	}
-	window := q.Limit + 1
-	if q.EventType != "" {
-		window = oplist.SearchWindow
-	}
-	keys, err := o.store.outboxWindow(ctx, o.db, q, window)
-	if err != nil {
-		return p, err
-	}
-	var ids []int64
-	ids, p.Next, p.Examined, p.WindowFull = oplist.PickWindow(keys, q.Limit, window, timed)
-	if p.Events, err = o.store.outboxByID(ctx, o.db, ids); err != nil {
-		return p, err
-	}
-	oplist.InOrder(p.Events, ids, func(e OutboxEvent) int64 { return e.ID })
-	return p, nil
-}
+// The operator console's page over payment_conflict: like
+// deadletters.Ops.Page, it reads a bounded window of index entries in keyset
+// order, whatever the filters (Refunds.List, which the CLI and the JSON API
+// page by id, stays as it is).
 
 // RefundQuery selects a page of payment conflicts.
 type RefundQuery struct {
