@@ -33,9 +33,7 @@ func unconnected(t *testing.T) (*sqlx.DB, *orderlock.Locker) {
 func TestConstructorRefusals(t *testing.T) {
 	t.Parallel()
 	db, locker := unconnected(t)
-	ok := map[string]string{orders.EventStockRelease: "http://inv.local/r", orders.EventCouponRestore: "https://cpn.local/r"}
 	closer := func(cfg orders.CloserConfig) error { _, err := orders.NewCloser(db, locker, cfg); return err }
-	relay := func(cfg orders.RelayConfig) error { _, err := orders.NewRelay(db, cfg); return err }
 	trade := func(cfg orders.HTTPTradeCloserConfig) error { _, err := orders.NewHTTPTradeCloser(cfg); return err }
 	for _, tc := range []struct {
 		name string
@@ -54,13 +52,6 @@ func TestConstructorRefusals(t *testing.T) {
 			"orders: outbox compensation has no event for the givebacks [t_member.points += use_points by t_member.id = member_id] (order.schema.givebacks); use local compensation"},
 		{"closer: schema", closer(orders.CloserConfig{Schema: badTable(ordertest.ForeignSchema(ordertest.LockedOnly))}),
 			"orders: order schema: table: \"t order\" is not a plain table or column name (letters, digits, '_', '$'; at most 64)"},
-		{"relay: no database", func() error { _, err := orders.NewRelay(nil, orders.RelayConfig{Endpoints: ok}); return err }(), "orders: NewRelay needs a database"},
-		{"relay: no endpoints", relay(orders.RelayConfig{}), "orders: relay endpoint of stock.release \"\" is not an http(s) URL\norders: relay endpoint of coupon.restore \"\" is not an http(s) URL"},
-		{"relay: one endpoint", relay(orders.RelayConfig{Endpoints: map[string]string{orders.EventStockRelease: "http://inv.local/r"}}), "orders: relay endpoint of coupon.restore \"\" is not an http(s) URL"},
-		{"relay: batch size", relay(orders.RelayConfig{Endpoints: ok, BatchSize: 5000}), "orders: relay batch size 5000 out of [1, 1000]"},
-		{"relay: claim TTL", relay(orders.RelayConfig{Endpoints: ok, Timeout: time.Minute, ClaimTTL: time.Minute}), "orders: relay claim TTL 1m0s must exceed the timeout 1m0s by 2s"},
-		{"relay: backoff", relay(orders.RelayConfig{Endpoints: ok, BackoffBase: time.Hour, BackoffMax: time.Minute}), "orders: relay: backoff base 1h0m0s is above its maximum 1m0s"},
-		{"relay: all at once", relay(orders.RelayConfig{Endpoints: ok, BatchSize: 5000, Workers: 300}), "orders: relay batch size 5000 out of [1, 1000]\norders: relay workers 300 out of [1, 256]"},
 		{"trade closer: no URL", trade(orders.HTTPTradeCloserConfig{}), "orders: close-trade URL \"\" is not an http(s) URL"},
 		{"trade closer: scheme", trade(orders.HTTPTradeCloserConfig{URL: "ftp://pay.example/close"}), "orders: close-trade URL \"ftp://pay.example/close\" is not an http(s) URL"},
 		{"trade closer: negative retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: -1}), "orders: close-trade retries -1 out of [0, 10]"},
@@ -75,7 +66,6 @@ func TestConstructorRefusals(t *testing.T) {
 	require.NoError(t, closer(orders.CloserConfig{Schema: ordertest.ForeignSchema(ordertest.LockedOnly)}), "a declared schema is valid")
 	require.NoError(t, closer(orders.CloserConfig{Compensation: orders.CompensateOutbox,
 		Schema: noCoupon(noExtra(ordertest.ForeignSchema(ordertest.TakenAtPlacement)))}), "outbox mode carries stock by SKU")
-	require.NoError(t, relay(orders.RelayConfig{Endpoints: ok}))
 }
 
 // noExtra is s without its per-order givebacks.

@@ -12,16 +12,15 @@
 //     (HTTPTradeCloser);
 //   - Service: PlaceOrder, Pay and PayWith (late and duplicate payments
 //     recorded as refunds owed), Ship and Confirm;
-//   - the outbox Relay, which delivers the events the close transaction
-//     writes;
-//   - the operators' views over the order tables other than dead letters
-//     and refunds owed: Inspector, CloseRuns, Outbox.
+//   - the operators' views over the order tables other than dead letters,
+//     refunds owed and outbox events: Inspector, CloseRuns.
 //
 // Its locks are package orderlock's, the dead-letter operators' view is
-// package deadletters, the refunds owed package refunds, the lifecycle jobs after payment (auto-confirm,
-// fulfilment flags) are package lifecycle, the lists' shared terms are
-// package oplist and the status values package orderstatus; none of them
-// imports this package.
+// package deadletters, the refunds owed package refunds, the lifecycle jobs
+// after payment (auto-confirm, fulfilment flags) are package lifecycle,
+// outbox mode's events, their relay and their operators' view are package
+// outbox, the lists' shared terms are package oplist and the status values
+// package orderstatus; none of them imports this package.
 //
 // # When an order has expired
 //
@@ -189,9 +188,7 @@
 //
 // With CloserConfig.Compensation = CompensateOutbox, the close transaction
 // leaves local stock and coupons alone and writes stock.release and
-// coupon.restore events into order_outbox instead; a Relay delivers them
-// after commit, at least once, each until acknowledged, with an
-// Idempotency-Key receivers dedupe on; an event refused for good (a 4xx that
-// retrying cannot change) or failing MaxAttempts times is parked for an
-// operator (Outbox lists and requeues them). See outbox.go and relay.go.
+// coupon.restore events into order_outbox instead (outbox.go, through
+// outbox.Insert); package outbox delivers them after commit and shows them
+// to operators.
 package orders

@@ -16,6 +16,7 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderstatus"
 	"github.com/orderjob/executor/orders/refunds"
+	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/schema"
 )
 
@@ -198,7 +199,7 @@ type OrderDetail struct {
 	// Fulfilment is the order's fulfilment flag, if it has one.
 	Fulfilment *FulfilmentFlag
 	// Outbox holds the order's compensation events in outbox mode.
-	Outbox []OutboxEvent
+	Outbox []outbox.Event
 	// Conflicts are payments of the order that could not be taken
 	// (refunds owed or made).
 	Conflicts []refunds.Conflict
@@ -248,7 +249,7 @@ func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderD
 		return nil, err
 	}
 	if i.mode == CompensateOutbox {
-		if d.Outbox, err = i.store.outboxOfOrder(ctx, i.db, orderNo); err != nil {
+		if d.Outbox, err = outbox.OfOrder(ctx, i.db, orderNo); err != nil {
 			return nil, err
 		}
 	}

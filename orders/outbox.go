@@ -9,13 +9,16 @@ import (
 	"slices"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // This file holds outbox-mode compensation: when stock and coupons live in
 // other services, the close transaction does not touch the local inventory
 // and user_coupon tables; it writes one event per order and service into
 // order_outbox instead, in the same transaction, so an event exists exactly
-// when its close committed. The Relay (relay.go) delivers them afterwards.
+// when its close committed. Package outbox holds the events and delivers
+// them afterwards (outbox.Relay).
 
 // CompensationMode says where a close gives back stock and coupons.
 type CompensationMode int
@@ -54,53 +57,6 @@ func (m CompensationMode) String() string {
 	return "unknown"
 }
 
-// Outbox event types (order_outbox.event_type).
-const (
-	// EventStockRelease gives an order's quantities back to available
-	// stock; its payload is a StockReleaseEvent.
-	EventStockRelease = "stock.release"
-	// EventCouponRestore gives an order's coupon back to its user; its
-	// payload is a CouponRestoreEvent.
-	EventCouponRestore = "coupon.restore"
-)
-
-// StockReleaseEvent is the JSON payload of a stock.release event.
-type StockReleaseEvent struct {
-	EventType string `json:"eventType"` // "stock.release"
-	OrderNo   string `json:"orderNo"`
-	Reason    string `json:"reason"` // the close reason, e.g. payment_timeout
-	// Items are the order's quantities summed per SKU, in ascending sku
-	// order.
-	Items []EventItem `json:"items"`
-}
-
-// EventItem is one SKU's quantity to release.
-type EventItem struct {
-	SKUID    int64 `json:"skuId"`
-	Quantity int64 `json:"quantity"`
-}
-
-// CouponRestoreEvent is the JSON payload of a coupon.restore event.
-type CouponRestoreEvent struct {
-	EventType string `json:"eventType"` // "coupon.restore"
-	OrderNo   string `json:"orderNo"`
-	Reason    string `json:"reason"`
-	CouponID  int64  `json:"couponId"`
-}
-
-// IdempotencyKey is the key receivers dedupe an event on:
-// "{orderNo}:{eventType}". The relay sends it in the Idempotency-Key header;
-// order_outbox's unique key (order_no, event_type) holds one event per key.
-func IdempotencyKey(orderNo, eventType string) string { return orderNo + ":" + eventType }
-
-// outboxRow is one event to insert.
-type outboxRow struct {
-	EventType string
-	OrderNo   string
-	Payload   []byte
-	TraceID   string
-}
-
 // enqueueCompensation writes the outbox events of the orders being closed,
 // inside the close transaction. Each order's events share a fresh trace id.
 func (c *Closer) enqueueCompensation(ctx context.Context, tx *sqlx.Tx, good []*candidate) error {
@@ -108,33 +64,33 @@ func (c *Closer) enqueueCompensation(ctx context.Context, tx *sqlx.Tx, good []*c
 	if err != nil {
 		return err
 	}
-	rows := make([]outboxRow, 0, 2*len(good))
+	rows := make([]outbox.Row, 0, 2*len(good))
 	for i, cd := range good {
 		if deltas := sumDeltas([]*candidate{cd}); len(deltas) > 0 {
-			ev := StockReleaseEvent{EventType: EventStockRelease, OrderNo: cd.OrderNo, Reason: c.cfg.Reason,
-				Items: make([]EventItem, len(deltas))}
+			ev := outbox.StockReleaseEvent{EventType: outbox.EventStockRelease, OrderNo: cd.OrderNo, Reason: c.cfg.Reason,
+				Items: make([]outbox.EventItem, len(deltas))}
 			for k, d := range deltas {
-				ev.Items[k] = EventItem{SKUID: d.SKUID, Quantity: d.Qty}
+				ev.Items[k] = outbox.EventItem{SKUID: d.SKUID, Quantity: d.Qty}
 			}
 			p, err := json.Marshal(ev)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, outboxRow{EventType: EventStockRelease, OrderNo: cd.OrderNo, Payload: p, TraceID: ids[i]})
+			rows = append(rows, outbox.Row{EventType: outbox.EventStockRelease, OrderNo: cd.OrderNo, Payload: p, TraceID: ids[i]})
 		}
 		if cd.CouponID.Valid {
-			p, err := json.Marshal(CouponRestoreEvent{EventType: EventCouponRestore, OrderNo: cd.OrderNo,
+			p, err := json.Marshal(outbox.CouponRestoreEvent{EventType: outbox.EventCouponRestore, OrderNo: cd.OrderNo,
 				Reason: c.cfg.Reason, CouponID: cd.CouponID.Int64})
 			if err != nil {
 				return err
 			}
-			rows = append(rows, outboxRow{EventType: EventCouponRestore, OrderNo: cd.OrderNo, Payload: p, TraceID: ids[i]})
+			rows = append(rows, outbox.Row{EventType: outbox.EventCouponRestore, OrderNo: cd.OrderNo, Payload: p, TraceID: ids[i]})
 		}
 	}
 	if len(rows) == 0 {
 		return nil
 	}
-	return c.store.insertOutbox(ctx, tx, rows)
+	return outbox.Insert(ctx, tx, rows)
 }
 
 // validateOutbox is validate for outbox mode: the stock and coupons are

@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // localState sums the local stock and coupon tables, to show outbox mode
@@ -80,14 +81,14 @@ func TestOutboxCloseWritesEvents(t *testing.T) {
 		}
 		trace[r.OrderNo] = r.TraceID
 		switch r.EventType {
-		case orders.EventStockRelease:
-			var ev orders.StockReleaseEvent
+		case outbox.EventStockRelease:
+			var ev outbox.StockReleaseEvent
 			require.NoError(t, json.Unmarshal(r.Payload, &ev))
 			require.Equal(t, r.OrderNo, ev.OrderNo)
 			require.Equal(t, orders.DefaultReason, ev.Reason)
 			require.NotEmpty(t, ev.Items)
-		case orders.EventCouponRestore:
-			var ev orders.CouponRestoreEvent
+		case outbox.EventCouponRestore:
+			var ev outbox.CouponRestoreEvent
 			require.NoError(t, json.Unmarshal(r.Payload, &ev))
 			require.Positive(t, ev.CouponID)
 		default:
@@ -151,5 +152,4 @@ func TestParseCompensationMode(t *testing.T) {
 	_, err := orders.ParseCompensationMode("remote")
 	require.Error(t, err)
 	require.Equal(t, "outbox", orders.CompensateOutbox.String())
-	require.Equal(t, "ORD-1:stock.release", orders.IdempotencyKey("ORD-1", orders.EventStockRelease))
 }

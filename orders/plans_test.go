@@ -20,12 +20,12 @@ import (
 
 // planTables are the tables whose statistics the plan test makes lie.
 var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
-	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor", "order_payment", "order_close_run"}
+	"order_dead_letter", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor", "order_payment", "order_close_run"}
 
 // TestHotStatementPlans runs every statement of the package's hot paths
 // through plantest.Check: with the statistics as the bulk load left them and
 // with statistics that lie, each must keep its plan and read at most about 3
-// rows or index entries per order (letter, event) it handles. A statement
+// rows or index entries per order (or letter) it handles. A statement
 // added to or changed on a hot path gets one entry here.
 func TestHotStatementPlans(t *testing.T) {
 	t.Parallel()
@@ -41,7 +41,6 @@ func TestHotStatementPlans(t *testing.T) {
 	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
 	n := len(f.page)
 	closeLog, closeLogArgs := closeLogsInsert(f.pageNos, f.now, DefaultReason)
-	outbox, outboxArgs := outboxInsert(f.outboxRows)
 	one := f.pageNos[0]
 
 	plantest.Check(t, f.db.DB, planTables, []plantest.Statement{
@@ -60,7 +59,6 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "close: release stock", Query: q(fmt.Sprintf(releaseStockSQL, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: pk("inventory")},
 		{Name: "close: restore coupons", Query: named(fmt.Sprintf(restoreCouponsSQL, sqlexec.IntList(f.coupons)), map[string]any{"order_nos": f.couponNos}), Units: n, Plan: pk("user_coupon")},
 		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
-		{Name: "close: outbox events", Query: q(outbox, outboxArgs...), Units: n},
 		{Name: "close: resolve dead letters", Query: in(resolveDeadLettersSQL, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
 		{Name: "close: dead-letter one order", Query: named(upsertDeadLetterSQL, deadLetterParams{OrderNo: one, OrderTable: "order_info", LastError: "boom", Now: f.now, FirstStatus: "waiting", FirstDelayUS: 60e6, ParkAfter: 8, BaseUS: 60e6, MaxUS: 3600e6}), Units: 1},
 		{Name: "close: payment-step read", Query: lit(readOrdersSQL, f.pageIDs), Units: n, Plan: pk("order_info")},
@@ -91,12 +89,6 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: byNo("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
 		{Name: "flags: window", Query: named(flagWindowSQL, map[string]any{"since": firstCursor.CreateTime, "before_at": sqlexec.Latest, "before_id": int64(math.MaxInt64), "window": oplist.SearchWindow}), Units: min(f.flags, oplist.SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
 		{Name: "flags: count", Query: named(countFlagsSQL, map[string]any{"since": firstCursor.CreateTime, "cap": CountCap}), Units: min(f.flags, CountCap), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range", "index").And("<derived2>", "", "ALL")},
-		{Name: "outbox: newest page", Query: named(outboxWindowByIDSQL, oplist.WindowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: pk("order_outbox")},
-		{Name: "outbox: event type window", Query: named(outboxWindowByIDSQL, oplist.WindowParams{Filter: "coupon.restore", BeforeID: math.MaxInt64, Window: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: pk("order_outbox")},
-		{Name: "outbox: parked page", Query: named(outboxWindowByStatusSQL, oplist.WindowParams{Status: OutboxParked, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "outbox: done window", Query: named(outboxWindowByStatusSQL, oplist.WindowParams{Filter: "x", Status: OutboxDone, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Window: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "outbox: page rows", Query: lit(outboxByIDSQL, f.events[:50]), Units: 50, Plan: pk("order_outbox")},
-		{Name: "outbox: of one order", Query: q(outboxOfOrderSQL, f.eventOrderNo), Units: 2, Plan: byNo("order_outbox", "uk_order_event")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: named(overdueSQL, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
@@ -116,19 +108,6 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "pay: record payment", Query: named(insertOrderPaymentSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.pageIDs[0], Amount: "12.30", Channel: "wechat"}), Units: 1, Plan: pk("order_info")},
 		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
 		{Name: "place: lock coupon", Query: named(lockCouponForOrderSQL, map[string]any{"order_no": one, "id": f.coupons[0]}), Units: 1, Plan: pk("user_coupon")},
-		// The outbox relay.
-		{Name: "relay: pick due events", Query: q(lockDueEventsSQL, 100), Units: 100, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "relay: claim events", Query: named(fmt.Sprintf(claimEventsSQL, sqlexec.IntList(f.events)), map[string]any{"claim_id": 7, "ttl_us": 30e6}), Units: len(f.events), Plan: pk("order_outbox")},
-		{Name: "relay: delivered", Query: named(markDeliveredSQL, eventParams{ID: f.events[0]}), Units: 1, Plan: pk("order_outbox")},
-		{Name: "relay: failed", Query: named(markFailedSQL, eventParams{ID: f.events[0], LastError: "boom", DelayUS: 1e6}), Units: 1, Plan: pk("order_outbox")},
-		{Name: "relay: parked", Query: named(markParkedSQL, eventParams{ID: f.events[0], LastError: "status 404", ParkReason: "permanent answer: status 404"}), Units: 1, Plan: pk("order_outbox")},
-		{Name: "relay: parked count", Query: q(outboxParkedSQL), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
-		{Name: "operator: outbox event", Query: q(outboxEventSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
-		{Name: "operator: requeue event", Query: q(requeueOutboxSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
-		{Name: "operator: requeue parked", Query: named(requeueParkedSQL, map[string]any{"event_type": "", "limit": 1000}), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
-		{Name: "relay: release", Query: named(fmt.Sprintf(releaseEventsSQL, sqlexec.IntList(f.events)), eventParams{ClaimID: 7}), Units: len(f.events), Plan: pk("order_outbox")},
-		{Name: "relay: purge delivered", Query: named(purgeDeliveredSQL, map[string]any{"retention_us": 0, "limit": 1000}), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref").And("o", "PRIMARY", "eq_ref", "const").And("<derived2>", "", "ALL", "system")},
 	})
 }
 
@@ -153,21 +132,19 @@ func TestLyingStatisticsFlipUnhintedLookup(t *testing.T) {
 
 // planFixture is a database shaped like a shop's after a while: unpaid due
 // and not-yet-due orders, paid, shipped and flagged ones, a dead-letter
-// table where resolved letters pile up, delivered and pending outbox
-// events; and the rows of one page of due orders the statements work on.
+// table where resolved letters pile up; and the rows of one page of due orders the statements work on.
 type planFixture struct {
 	db  *dbtest.DB
 	now time.Time
 
-	cursor     scanCursor // the row before the page
-	page       []scanRow  // a page of due orders in scan order
-	pageIDs    []int64    // ascending
-	pageNos    []string
-	skus       []int64 // the page's SKUs, ascending
-	deltas     []skuDelta
-	coupons    []int64 // the page's coupons, ascending
-	couponNos  []string
-	outboxRows []outboxRow
+	cursor    scanCursor // the row before the page
+	page      []scanRow  // a page of due orders in scan order
+	pageIDs   []int64    // ascending
+	pageNos   []string
+	skus      []int64 // the page's SKUs, ascending
+	deltas    []skuDelta
+	coupons   []int64 // the page's coupons, ascending
+	couponNos []string
 
 	letterID      int64 // a waiting letter
 	letterNo      string
@@ -178,13 +155,8 @@ type planFixture struct {
 	shippedNo string // a shipped order
 	paidNo    string // a paid order
 
-	events        []int64 // pending outbox events
-	pendingEvents int
-	conflictID    string // a conflict's payment id
-	parkedEvents  int    // parked outbox events
-
+	conflictID      string  // a conflict's payment id
 	closedNo        string  // an order with a close record
-	eventOrderNo    string  // an order with outbox events
 	oldRuns         []int64 // close-run records past the retention
 	lastHourRuns    int
 	resolvedLetters int
@@ -211,18 +183,11 @@ func newPlanFixture(t *testing.T) *planFixture {
 			SELECT order_no, 'close', CASE WHEN id % 97 = 1 THEN 'waiting' WHEN id % 97 = 2 THEN 'parked' ELSE 'resolved' END,
 			       'close order: boom', 1, NOW(3) - INTERVAL 1 MINUTE
 			FROM order_info WHERE id % 2 = 1`,
-		// Outbox events: delivered ones pile up; some pending and due.
-		`INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, next_attempt_at, created_at)
-			SELECT 'stock.release', order_no, '{}', CONCAT('t', id), IF(id % 20 = 0, 'pending', 'done'),
-			       UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE, UTC_TIMESTAMP(3)
-			FROM order_info WHERE id % 3 = 0`,
 		// Refunds owed, most of them long refunded; the payments of paid orders.
 		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, refund_status)
 			SELECT CONCAT('wx-', id), order_no, 10, NOW(3), IF(id % 500 = 7, 'owed', 'refunded') FROM order_info WHERE id % 50 = 7`,
 		`INSERT INTO order_payment (payment_id, order_no, amount, paid_at)
 			SELECT CONCAT('pay-', id), order_no, 10, NOW(3) FROM order_info WHERE status IN (1, 3)`,
-		`UPDATE order_outbox SET status = 'parked', park_reason = 'permanent answer: status 404', parked_at = UTC_TIMESTAMP(3)
-			WHERE status = 'done' AND id % 97 = 3`,
 		// Capped runs of many shardings have left their cursors.
 		`INSERT INTO order_close_cursor (order_table, shard_total, shard_index, shard_rule, create_time, order_id, updated_at)
 			SELECT IF(seq % 3 = 1, 'order_info', CONCAT('t_order_', seq % 3)), seq DIV 8 + 1, seq % 8, seq % 2, NOW(), seq, UTC_TIMESTAMP(3) FROM seq_0_to_199`,
@@ -246,7 +211,6 @@ func newPlanFixture(t *testing.T) *planFixture {
 	for _, r := range f.page {
 		f.pageIDs = append(f.pageIDs, r.ID)
 		f.pageNos = append(f.pageNos, r.OrderNo)
-		f.outboxRows = append(f.outboxRows, outboxRow{EventType: "coupon.restore", OrderNo: r.OrderNo, Payload: []byte("{}"), TraceID: "tr-" + r.OrderNo})
 	}
 	var items []itemRow
 	q, args, err := sqlx.In(`SELECT order_no, sku_id, quantity FROM order_item WHERE order_no IN (?)`, f.pageNos)
@@ -298,13 +262,9 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.openLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status IN ('waiting', 'parked')`)
 	get(&f.shippedNo, `SELECT order_no FROM order_info WHERE status = 3 ORDER BY id LIMIT 1`)
 	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
-	sel(&f.events, `SELECT id FROM order_outbox WHERE status = 'pending' ORDER BY id LIMIT 100`)
-	get(&f.pendingEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`)
 	get(&f.conflictID, `SELECT payment_id FROM payment_conflict ORDER BY id LIMIT 1`)
-	get(&f.parkedEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'parked'`)
 	sel(&f.oldRuns, `SELECT id FROM order_close_run WHERE finished_at < NOW(3) - INTERVAL 7 DAY ORDER BY finished_at LIMIT 100`)
 	get(&f.closedNo, `SELECT order_no FROM order_close_log ORDER BY id LIMIT 1`)
-	get(&f.eventOrderNo, `SELECT order_no FROM order_outbox ORDER BY id LIMIT 1`)
 	get(&f.lastHourRuns, `SELECT COUNT(*) FROM order_close_run WHERE finished_at >= NOW(3) - INTERVAL 1 HOUR`)
 	get(&f.resolvedLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'resolved'`)
 	get(&f.flags, `SELECT COUNT(*) FROM order_fulfillment_overdue`)

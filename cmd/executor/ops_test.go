@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/refunds"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 func TestRefundsCLI(t *testing.T) {
@@ -83,9 +83,9 @@ func TestOutboxCLI(t *testing.T) {
 	require.NoError(t, db.Select(&ids, `SELECT id FROM order_outbox WHERE status = 'parked' ORDER BY id`))
 	code, out, errOut = runCLI(t, env, "outbox", "requeue", itoa64(ids[0]), "-json")
 	require.Equal(t, 0, code, errOut)
-	var e orders.OutboxEvent
+	var e outbox.Event
 	require.NoError(t, json.Unmarshal([]byte(out), &e))
-	require.Equal(t, orders.OutboxPending, e.Status)
+	require.Equal(t, outbox.Pending, e.Status)
 	require.Zero(t, e.Attempts)
 	code, out, errOut = runCLI(t, env, "outbox", "requeue", itoa64(ids[0]))
 	require.Equal(t, 1, code)

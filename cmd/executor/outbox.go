@@ -10,22 +10,22 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 func outboxCommand() *command {
 	return &command{name: "outbox", summary: "outbox events (order_outbox): backlog, parked events, requeue; -json for machines",
 		sub: []*command{
-			{name: "stats", summary: "pending, oldest pending age, parked", flags: viewVerb(orders.NewOutbox, outboxStats)},
+			{name: "stats", summary: "pending, oldest pending age, parked", flags: viewVerb(outbox.NewOps, outboxStats)},
 			{name: "list", summary: "list events, newest first", flags: outboxList},
-			{name: "show", args: "ID", summary: "show one event", flags: viewVerb(orders.NewOutbox, outboxShow)},
+			{name: "show", args: "ID", summary: "show one event", flags: viewVerb(outbox.NewOps, outboxShow)},
 			{name: "requeue", args: "[ID]", summary: "parked → pending, due now, attempts from zero: one event, or -all", flags: outboxRequeue},
 		}}
 }
 
 // outboxCtx is what every outbox verb gets.
-type outboxCtx = viewCtx[*orders.Outbox]
+type outboxCtx = viewCtx[*outbox.Ops]
 
 func outboxStats(ctx context.Context, oc *outboxCtx, _ []string) error {
 	closeDB, err := oc.open(ctx)
@@ -48,17 +48,17 @@ func outboxStats(ctx context.Context, oc *outboxCtx, _ []string) error {
 }
 
 func outboxList(fs *flag.FlagSet, env *cliEnv) runFunc {
-	oc := newViewCtx(fs, env, orders.NewOutbox)
+	oc := newViewCtx(fs, env, outbox.NewOps)
 	lf := addListFlags(fs, "events", "pending, parked or done")
 	typ := fs.String("type", "", "only this event type: stock.release or coupon.restore")
 	order := fs.String("order", "", "only this order's events")
 	return func(ctx context.Context, _ []string) error {
-		return listOutbox(ctx, oc, orders.OutboxFilter{Status: strings.ToLower(*lf.status), EventType: *typ, OrderNo: *order,
+		return listOutbox(ctx, oc, outbox.Filter{Status: strings.ToLower(*lf.status), EventType: *typ, OrderNo: *order,
 			Limit: *lf.limit, BeforeID: *lf.before})
 	}
 }
 
-func listOutbox(ctx context.Context, oc *outboxCtx, f orders.OutboxFilter) error {
+func listOutbox(ctx context.Context, oc *outboxCtx, f outbox.Filter) error {
 	closeDB, err := oc.open(ctx)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func listOutbox(ctx context.Context, oc *outboxCtx, f orders.OutboxFilter) error
 	return printListing(oc.env.stdout, "outbox events", "ID\tORDER_NO\tTYPE\tSTATUS\tATTEMPTS\tNEXT/PARKED/DONE (UTC)\tWHY / LAST_ERROR", rows, l.NextBefore)
 }
 
-func printOutboxEvent(oc *outboxCtx, e *orders.OutboxEvent) error {
+func printOutboxEvent(oc *outboxCtx, e *outbox.Event) error {
 	if oc.jsonOut {
 		return printJSON(oc.env.stdout, e)
 	}
@@ -117,7 +117,7 @@ func outboxShow(ctx context.Context, oc *outboxCtx, pos []string) error {
 	}
 	defer closeDB()
 	e, err := oc.view.Get(ctx, id)
-	if errors.Is(err, orders.ErrOutboxEventNotFound) {
+	if errors.Is(err, outbox.ErrNotFound) {
 		return fmt.Errorf("no outbox event %d", id)
 	}
 	if err != nil {
@@ -127,7 +127,7 @@ func outboxShow(ctx context.Context, oc *outboxCtx, pos []string) error {
 }
 
 func outboxRequeue(fs *flag.FlagSet, env *cliEnv) runFunc {
-	oc := newViewCtx(fs, env, orders.NewOutbox)
+	oc := newViewCtx(fs, env, outbox.NewOps)
 	all := fs.Bool("all", false, "instead of one ID, every parked event (of -type, when given)")
 	typ := fs.String("type", "", "with -all: only this event type")
 	return func(ctx context.Context, pos []string) error { return requeueOutbox(ctx, oc, pos, *all, *typ) }
@@ -153,7 +153,7 @@ func requeueOutbox(ctx context.Context, oc *outboxCtx, pos []string, all bool, t
 			return err
 		}
 		if oc.jsonOut {
-			return printJSON(oc.env.stdout, orders.OutboxRequeueResult{Requeued: n})
+			return printJSON(oc.env.stdout, outbox.RequeueResult{Requeued: n})
 		}
 		fmt.Fprintf(oc.env.stdout, "requeued %d parked event(s)\n", n)
 		return nil
@@ -164,7 +164,7 @@ func requeueOutbox(ctx context.Context, oc *outboxCtx, pos []string, all bool, t
 	}
 	e, err := oc.view.Requeue(ctx, id)
 	switch {
-	case errors.Is(err, orders.ErrOutboxEventNotFound):
+	case errors.Is(err, outbox.ErrNotFound):
 		return fmt.Errorf("no outbox event %d", id)
 	case err != nil && e == nil:
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/xxljob/authguard"
 )
@@ -299,7 +300,7 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, e
 	case isNotFound(err):
 		c.fail(w, r, op, http.StatusNotFound, err.Error())
 	case errors.Is(err, deadletters.ErrResolved), errors.Is(err, delay.ErrConflict),
-		errors.Is(err, orders.ErrOutboxNotParked), errors.Is(err, refunds.ErrDone):
+		errors.Is(err, outbox.ErrNotParked), errors.Is(err, refunds.ErrDone):
 		c.fail(w, r, op, http.StatusConflict, err.Error())
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 	default:
@@ -312,7 +313,7 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, op *session, e
 // exist.
 func isNotFound(err error) bool {
 	return errors.Is(err, deadletters.ErrNotFound) || errors.Is(err, orders.ErrOrderNotFound) || errors.Is(err, delay.ErrNotFound) ||
-		errors.Is(err, orders.ErrOutboxEventNotFound) || errors.Is(err, refunds.ErrNotFound)
+		errors.Is(err, outbox.ErrNotFound) || errors.Is(err, refunds.ErrNotFound)
 }
 
 // failLookup renders the page for an error of looking up what (e.g.

@@ -7,14 +7,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 )
 
 // The console's pages and actions over the outbox (parked events) and
 // the refunds owed (payment conflicts), through the same views the CLI and
-// the JSON API use (orders.Outbox, refunds.Ops).
+// the JSON API use (outbox.Ops, refunds.Ops).
 
 func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
 	q, v, err := c.sourcedQuery(r, "status", "eventType", "orderNo", "after")
@@ -22,9 +22,9 @@ func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session
 		c.failErr(w, r, op, err)
 		return
 	}
-	f := orders.OutboxQuery{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
+	f := outbox.Query{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
 	f.After, err = oplist.ParseCursor(q.Get("after"))
-	var p orders.OutboxPage
+	var p outbox.Page
 	if err == nil {
 		p, err = v.outbox.Page(r.Context(), f)
 	}
@@ -38,13 +38,13 @@ func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session
 }
 
 // outboxEvent reads the event of the path's id in the request's source.
-func (c *Console) outboxEvent(r *http.Request) (*orderViews, int64, *orders.OutboxEvent, error) {
+func (c *Console) outboxEvent(r *http.Request) (*orderViews, int64, *outbox.Event, error) {
 	id, err := pathID(r, "id")
 	var v *orderViews
 	if err == nil {
 		v, err = c.viewsOf(r)
 	}
-	var ev *orders.OutboxEvent
+	var ev *outbox.Event
 	if err == nil {
 		ev, err = v.outbox.Get(r.Context(), id)
 	}

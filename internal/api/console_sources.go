@@ -12,6 +12,7 @@ import (
 
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // The console's order databases: the pages that read order data (the
@@ -36,12 +37,12 @@ type ConsoleSource struct {
 // orderViews are the console's views of one order database.
 type orderViews struct {
 	letters *deadletters.Ops
-	outbox  *orders.Outbox
+	outbox  *outbox.Ops
 	inspect *orders.Inspector
 }
 
 func newOrderViews(db *sqlx.DB, inspect *orders.Inspector) *orderViews {
-	return &orderViews{letters: deadletters.New(db), outbox: orders.NewOutbox(db), inspect: inspect}
+	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), inspect: inspect}
 }
 
 // consoleViews builds the views of mysql.dsn's database (home) and of each

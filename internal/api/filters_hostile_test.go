@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 )
 
@@ -25,7 +25,7 @@ func TestAPIBadFilterInput(t *testing.T) {
 	w := newConsoleWorld(t)
 	s := New(Config{})
 	s.MountDelayTasks(w.tasks)
-	s.MountOutbox(HomeOnly(orders.NewOutbox(w.db.DB)))
+	s.MountOutbox(HomeOnly(outbox.NewOps(w.db.DB)))
 	s.MountRefunds(refunds.New(w.db.DB))
 	s.MountDeadLetters(letterWorld(t))
 	hs := httptest.NewServer(s)

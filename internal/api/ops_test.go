@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 )
 
@@ -34,7 +34,7 @@ func opsServer(t *testing.T) (*httptest.Server, *dbtest.DB) {
 		require.NoError(t, err, stmt)
 	}
 	s := New(Config{})
-	s.MountOutbox(HomeOnly(orders.NewOutbox(db.DB)))
+	s.MountOutbox(HomeOnly(outbox.NewOps(db.DB)))
 	s.MountRefunds(refunds.New(db.DB))
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
@@ -63,22 +63,22 @@ func TestOutboxAPI(t *testing.T) {
 	t.Parallel()
 	srv, _ := opsServer(t)
 	call := func(method, path string, want int, v any) { t.Helper(); callOps(t, srv, method, path, "", want, v) }
-	var l orders.OutboxList
+	var l outbox.List
 	call("GET", "/api/outbox/events?status=parked", 200, &l)
 	require.Len(t, l.Events, 2)
 	for _, e := range l.Events {
 		require.True(t, strings.HasPrefix(e.ParkReason, "permanent answer: status 4"), e.ParkReason)
 	}
-	var s orders.OutboxStats
+	var s outbox.Stats
 	call("GET", "/api/outbox/stats", 200, &s)
 	require.Equal(t, 2, s.Parked)
 	id := strconv.FormatInt(l.Events[0].ID, 10)
-	var e orders.OutboxEvent
+	var e outbox.Event
 	call("POST", "/api/outbox/events/"+id+"/requeue", 200, &e)
 	require.Equal(t, "pending", e.Status)
 	var conflict struct {
-		Error   string             `json:"error"`
-		Subject orders.OutboxEvent `json:"subject"`
+		Error   string       `json:"error"`
+		Subject outbox.Event `json:"subject"`
 	}
 	call("POST", "/api/outbox/events/"+id+"/requeue", 409, &conflict)
 	require.Equal(t, l.Events[0].ID, conflict.Subject.ID)
@@ -86,7 +86,7 @@ func TestOutboxAPI(t *testing.T) {
 	call("GET", "/api/outbox/events/x", 400, nil)
 	call("GET", "/api/outbox/events?status=lost", 400, nil)
 	call("GET", "/api/outbox/events?colour=blue", 400, nil)
-	var res orders.OutboxRequeueResult
+	var res outbox.RequeueResult
 	call("POST", "/api/outbox/requeue", 200, &res)
 	require.Equal(t, 1, res.Requeued)
 }
@@ -141,30 +141,30 @@ func TestOutboxAPISource(t *testing.T) {
 		('stock.release', 'B-1', '{}', 't9', 'parked', 3, UTC_TIMESTAMP(3), 'status 404', 'permanent answer: status 404', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`)
 	require.NoError(t, err)
 	s := New(Config{})
-	homeView := orders.NewOutbox(home.DB)
-	s.MountOutbox(Sourced[*orders.Outbox]{Home: homeView, By: map[string]*orders.Outbox{"a": homeView, "b": orders.NewOutbox(other.DB)}})
+	homeView := outbox.NewOps(home.DB)
+	s.MountOutbox(Sourced[*outbox.Ops]{Home: homeView, By: map[string]*outbox.Ops{"a": homeView, "b": outbox.NewOps(other.DB)}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	call := func(method, path string, want int, v any) { t.Helper(); callOps(t, srv, method, path, "", want, v) }
 
-	var st orders.OutboxStats
+	var st outbox.Stats
 	call("GET", "/api/outbox/stats", 200, &st)
-	require.Equal(t, orders.OutboxStats{Pending: 1, OldestPendingAgeSeconds: st.OldestPendingAgeSeconds, Parked: 2}, st)
+	require.Equal(t, outbox.Stats{Pending: 1, OldestPendingAgeSeconds: st.OldestPendingAgeSeconds, Parked: 2}, st)
 	call("GET", "/api/outbox/stats?source=a", 200, &st)
 	require.Equal(t, 2, st.Parked, "a is on mysql.dsn's database")
 	call("GET", "/api/outbox/stats?source=b", 200, &st)
-	require.Equal(t, orders.OutboxStats{Parked: 1}, st)
-	var l orders.OutboxList
+	require.Equal(t, outbox.Stats{Parked: 1}, st)
+	var l outbox.List
 	call("GET", "/api/outbox/events?status=parked&source=b", 200, &l)
 	require.Len(t, l.Events, 1)
 	require.Equal(t, "B-1", l.Events[0].OrderNo)
 	id := strconv.FormatInt(l.Events[0].ID, 10)
-	var e orders.OutboxEvent
+	var e outbox.Event
 	call("GET", "/api/outbox/events/"+id+"?source=b", 200, &e)
 	require.Equal(t, "B-1", e.OrderNo)
 	call("POST", "/api/outbox/events/"+id+"/requeue?source=b", 200, &e)
 	require.Equal(t, "pending", e.Status)
-	var res orders.OutboxRequeueResult
+	var res outbox.RequeueResult
 	call("POST", "/api/outbox/requeue?source=b", 200, &res)
 	require.Zero(t, res.Requeued, "b has no parked event left; home's are untouched")
 	call("GET", "/api/outbox/stats", 200, &st)

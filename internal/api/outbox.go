@@ -4,13 +4,13 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
-// outboxAPI serves the outbox view (orders.Outbox) of each order database
+// outboxAPI serves the outbox view (outbox.Ops) of each order database
 // as JSON.
 type outboxAPI struct {
-	o   Sourced[*orders.Outbox]
+	o   Sourced[*outbox.Ops]
 	log *slog.Logger
 }
 
@@ -22,7 +22,7 @@ type outboxAPI struct {
 //	GET  /api/outbox/stats                                               pending, oldest pending age, parked
 //	POST /api/outbox/events/{id}/requeue                                 parked → pending, due now
 //	POST /api/outbox/requeue?eventType=                                  every parked event → pending
-func (s *Server) MountOutbox(o Sourced[*orders.Outbox]) {
+func (s *Server) MountOutbox(o Sourced[*outbox.Ops]) {
 	a := &outboxAPI{o: o, log: s.base.With("component", "api.outbox")}
 	s.Handle("GET /api/outbox/events", http.HandlerFunc(a.list))
 	s.Handle("GET /api/outbox/events/{id}", http.HandlerFunc(a.get))
@@ -31,8 +31,8 @@ func (s *Server) MountOutbox(o Sourced[*orders.Outbox]) {
 	s.Handle("POST /api/outbox/requeue", http.HandlerFunc(a.requeueAll))
 }
 
-func (a *outboxAPI) fail(w http.ResponseWriter, r *http.Request, err error, ev *orders.OutboxEvent) {
-	opsFail(w, r, a.log, err, orders.ErrOutboxEventNotFound, orders.ErrOutboxNotParked, ev)
+func (a *outboxAPI) fail(w http.ResponseWriter, r *http.Request, err error, ev *outbox.Event) {
+	opsFail(w, r, a.log, err, outbox.ErrNotFound, outbox.ErrNotParked, ev)
 }
 
 func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +50,7 @@ func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err, nil)
 		return
 	}
-	l, err := o.List(r.Context(), orders.OutboxFilter{Status: q.Get("status"), EventType: q.Get("eventType"),
+	l, err := o.List(r.Context(), outbox.Filter{Status: q.Get("status"), EventType: q.Get("eventType"),
 		OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
 	if err != nil {
 		a.fail(w, r, err, nil)
@@ -61,12 +61,12 @@ func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
 
 func (a *outboxAPI) get(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "id")
-	var o *orders.Outbox
+	var o *outbox.Ops
 	if err == nil {
 		o, err = a.o.pick(r)
 	}
 	if err == nil {
-		var ev *orders.OutboxEvent
+		var ev *outbox.Event
 		if ev, err = o.Get(r.Context(), id); err == nil {
 			WriteJSON(w, http.StatusOK, ev)
 			return
@@ -91,7 +91,7 @@ func (a *outboxAPI) stats(w http.ResponseWriter, r *http.Request) {
 
 func (a *outboxAPI) requeue(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "id")
-	var o *orders.Outbox
+	var o *outbox.Ops
 	if err == nil {
 		o, err = a.o.pick(r)
 	}
@@ -124,5 +124,5 @@ func (a *outboxAPI) requeueAll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.InfoContext(r.Context(), "parked outbox events requeued", append([]any{"num_requeued", n}, logSource(r)...)...)
-	WriteJSON(w, http.StatusOK, orders.OutboxRequeueResult{Requeued: n})
+	WriteJSON(w, http.StatusOK, outbox.RequeueResult{Requeued: n})
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/rabbittest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -166,8 +166,8 @@ func TestRelayStress(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t)
 	stress(t, 20, func(t *testing.T) Component {
-		r, err := orders.NewRelay(db.DB, orders.RelayConfig{PollInterval: time.Millisecond, Endpoints: map[string]string{
-			orders.EventStockRelease: "http://127.0.0.1:1/stock", orders.EventCouponRestore: "http://127.0.0.1:1/coupon"}})
+		r, err := outbox.NewRelay(db.DB, outbox.RelayConfig{PollInterval: time.Millisecond, Endpoints: map[string]string{
+			outbox.EventStockRelease: "http://127.0.0.1:1/stock", outbox.EventCouponRestore: "http://127.0.0.1:1/coupon"}})
 		require.NoError(t, err)
 		return r
 	})

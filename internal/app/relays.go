@@ -7,7 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // sourceRelay is the outbox relay of one order database, named by the
@@ -16,7 +16,7 @@ type sourceRelay struct {
 	// Source is the order source's name (order.sources), or "default" for
 	// mysql.dsn's database when no source is on it.
 	Source string
-	Relay  *orders.Relay // built, not started: serve starts it
+	Relay  *outbox.Relay // built, not started: serve starts it
 }
 
 // newRelays builds, in outbox mode, one relay per database a close writes
@@ -72,12 +72,12 @@ func relayLogger(cfg *config.Config, logger *slog.Logger, source string) *slog.L
 }
 
 // newRelay builds the relay of db from order.compensation and outbox.
-func newRelay(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (*orders.Relay, error) {
+func newRelay(db *sqlx.DB, cfg *config.Config, logger *slog.Logger) (*outbox.Relay, error) {
 	c := cfg.Order.Compensation
-	r, err := orders.NewRelay(db, orders.RelayConfig{
+	r, err := outbox.NewRelay(db, outbox.RelayConfig{
 		Endpoints: map[string]string{
-			orders.EventStockRelease:  c.InventoryURL,
-			orders.EventCouponRestore: c.CouponURL,
+			outbox.EventStockRelease:  c.InventoryURL,
+			outbox.EventCouponRestore: c.CouponURL,
 		},
 		Token:       c.Token,
 		TokenHeader: c.TokenHeader,

@@ -21,6 +21,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // Outbox mode with order.sources: each order database gets a relay of its
@@ -79,12 +80,12 @@ func TestRelayPerSource(t *testing.T) {
 		cancel()
 	}
 
-	views, err := sourcedViews(cfg, d, orders.NewOutbox)
+	views, err := sourcedViews(cfg, d, outbox.NewOps)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b"}, slices.Sorted(maps.Keys(views.By)), "?source= names every order source")
 	bst, err := views.By["b"].Stats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, orders.OutboxStats{}, bst, "b's view reads b's database: all delivered")
+	require.Equal(t, outbox.Stats{}, bst, "b's view reads b's database: all delivered")
 	_, err = views.By["a"].Stats(ctx)
 	require.Error(t, err, "a's view reads a's database, which does not answer")
 

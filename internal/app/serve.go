@@ -11,8 +11,8 @@ import (
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/metrics"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -164,11 +164,11 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 	}
 	srv.MountSourcedDelayTasks(tasks)
 	srv.MountDeadLetters(deadletters.New(d.db))
-	outbox, err := sourcedViews(cfg, d, orders.NewOutbox)
+	outboxViews, err := sourcedViews(cfg, d, outbox.NewOps)
 	if err != nil {
 		return nil, err
 	}
-	srv.MountOutbox(outbox)
+	srv.MountOutbox(outboxViews)
 	srv.MountRefunds(refunds.New(d.db))
 	if err := mountConsole(srv, cfg, d, logger); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/refunds"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // What piles up shows: the outbox backlog and its age, failed and
@@ -44,8 +45,8 @@ func TestBacklogGauges(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer recv.Close()
-	relay, err := orders.NewRelay(db.DB, orders.RelayConfig{
-		Endpoints:   map[string]string{orders.EventStockRelease: recv.URL, orders.EventCouponRestore: recv.URL},
+	relay, err := outbox.NewRelay(db.DB, outbox.RelayConfig{
+		Endpoints:   map[string]string{outbox.EventStockRelease: recv.URL, outbox.EventCouponRestore: recv.URL},
 		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
 	})
 	require.NoError(t, err)

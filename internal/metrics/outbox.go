@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // Metric names of the outbox relay (compensation mode outbox).
@@ -26,7 +26,7 @@ var outboxResults = []string{"delivered", "failed", "released", "superseded", "p
 // database's outbox backlog (all executors' relays' events) at most every
 // SampleInterval. Every series carries source, so each database's relays
 // are told apart; call it once per relay.
-func (m *Metrics) WatchRelay(source string, r *orders.Relay) {
+func (m *Metrics) WatchRelay(source string, r *outbox.Relay) {
 	src := prometheus.Labels{"source": source}
 	deliveries := prometheus.NewDesc(OutboxDeliveriesTotal,
 		"Outbox deliveries by this relay, by result: delivered (acknowledged, marked done), failed (a retry is scheduled), released (claimed, not sent in time, given back), superseded (acknowledged after another relay took the event over), parked (refused for good or out of attempts: an operator must look).",

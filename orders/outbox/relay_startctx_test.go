@@ -1,4 +1,4 @@
-package orders_test
+package outbox_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 type startCtxKey struct{}
@@ -45,7 +45,7 @@ func TestRelayOutlivesItsStartContext(t *testing.T) {
 	b, _ := closedInOutbox(t, 20)
 	inv, cpn := newReceiver(t, ""), newReceiver(t, "")
 	logs := &ctxValues{}
-	r := newRelay(t, b, inv, cpn, orders.RelayConfig{PollInterval: 10 * time.Millisecond, Logger: slog.New(logs)})
+	r := newRelay(t, b, inv, cpn, outbox.RelayConfig{PollInterval: 10 * time.Millisecond, Logger: slog.New(logs)})
 	ctx, cancel := context.WithCancel(context.WithValue(b.ctx, startCtxKey{}, "from start"))
 	require.NoError(t, r.Start(ctx))
 	cancel()

@@ -1,4 +1,4 @@
-package orders
+package outbox
 
 import (
 	"context"
@@ -6,15 +6,14 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-// The operator console's page over order_outbox: like
-// deadletters.Ops.Page, it reads a bounded window of index entries in
-// keyset order, whatever the filters (Outbox.List, which the CLI and the
-// JSON API page by id, stays as it is). The refunds page is package
-// refunds'.
+// The operator console's page over order_outbox: like deadletters.Ops.Page,
+// it reads a bounded window of index entries in keyset order, whatever the
+// filters (Ops.List, which the CLI and the JSON API page by id, stays as it
+// is).
 
-// OutboxQuery selects a page of outbox events.
-type OutboxQuery struct {
-	// Status: OutboxParked, OutboxPending, OutboxDone or "" for all (then
+// Query selects a page of events.
+type Query struct {
+	// Status: Parked, Pending, Done or "" for all (then
 	// newest id first; with a status, latest next attempt first over
 	// idx_status_next: for parked events, the most recently parked).
 	Status string
@@ -28,18 +27,18 @@ type OutboxQuery struct {
 	Limit int
 }
 
-// OutboxPage is one page of events.
-type OutboxPage struct {
-	Events     []OutboxEvent
+// Page is one page of events.
+type Page struct {
+	Events     []Event
 	Next       oplist.Cursor
 	Examined   int
 	WindowFull bool
 }
 
-// Page returns one page of events (see OutboxQuery).
-func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
-	var p OutboxPage
-	if q.Status != "" && !validOutboxStatus(q.Status) {
+// Page returns one page of events (see Query).
+func (o *Ops) Page(ctx context.Context, q Query) (Page, error) {
+	var p Page
+	if q.Status != "" && !validStatus(q.Status) {
 		return p, oplist.Invalid("status", "status %q is not pending, parked or done", q.Status)
 	}
 	if len(q.EventType) > 32 {
@@ -55,7 +54,7 @@ func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
 		return p, err
 	}
 	if q.OrderNo != "" {
-		evs, err := o.store.outboxOfOrder(ctx, o.db, q.OrderNo)
+		evs, err := o.store.ofOrder(ctx, o.db, q.OrderNo)
 		for _, e := range evs {
 			if (q.Status == "" || e.Status == q.Status) && (q.EventType == "" || e.EventType == q.EventType) {
 				p.Events = append(p.Events, e)
@@ -72,15 +71,15 @@ func (o *Outbox) Page(ctx context.Context, q OutboxQuery) (OutboxPage, error) {
 	if q.EventType != "" {
 		window = oplist.SearchWindow
 	}
-	keys, err := o.store.outboxWindow(ctx, o.db, q, window)
+	keys, err := o.store.window(ctx, o.db, q, window)
 	if err != nil {
 		return p, err
 	}
 	var ids []int64
 	ids, p.Next, p.Examined, p.WindowFull = oplist.PickWindow(keys, q.Limit, window, timed)
-	if p.Events, err = o.store.outboxByID(ctx, o.db, ids); err != nil {
+	if p.Events, err = o.store.byID(ctx, o.db, ids); err != nil {
 		return p, err
 	}
-	oplist.InOrder(p.Events, ids, func(e OutboxEvent) int64 { return e.ID })
+	oplist.InOrder(p.Events, ids, func(e Event) int64 { return e.ID })
 	return p, nil
 }

@@ -1,4 +1,4 @@
-package orders_test
+package outbox_test
 
 import (
 	"context"
@@ -15,9 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // receiver is an httptest inventory or coupon service that fails sometimes.
@@ -79,7 +78,7 @@ func (rc *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case req.Header.Get("X-Service-Token") != rc.token:
 		rc.badHeader = append(rc.badHeader, "token")
-	case decodeErr != nil || key != orders.IdempotencyKey(body.OrderNo, body.EventType) || typ != body.EventType:
+	case decodeErr != nil || key != outbox.IdempotencyKey(body.OrderNo, body.EventType) || typ != body.EventType:
 		rc.badHeader = append(rc.badHeader, fmt.Sprintf("key %q type %q body %+v (%v)", key, typ, body, decodeErr))
 	case req.Header.Get("X-Trace-Id") == "" || req.Header.Get("X-Outbox-Id") == "" || attempt < 1:
 		rc.badHeader = append(rc.badHeader, "trace, outbox id or attempt missing")
@@ -152,26 +151,16 @@ func (rc *receiver) snapshot() (acked map[string]int, overlaps int, bad []string
 	return acked, rc.overlaps, append([]string(nil), rc.badHeader...)
 }
 
-func newRelay(t *testing.T, b *testBundle, inv, cpn *receiver, cfg orders.RelayConfig) *orders.Relay {
+func newRelay(t *testing.T, b *testBundle, inv, cpn *receiver, cfg outbox.RelayConfig) *outbox.Relay {
 	t.Helper()
 	cfg.Endpoints = map[string]string{
-		orders.EventStockRelease:  inv.srv.URL + "/stock/release",
-		orders.EventCouponRestore: cpn.srv.URL + "/coupons/restore",
+		outbox.EventStockRelease:  inv.srv.URL + "/stock/release",
+		outbox.EventCouponRestore: cpn.srv.URL + "/coupons/restore",
 	}
 	cfg.Token = inv.token
-	r, err := orders.NewRelay(b.db.DB, cfg)
+	r, err := outbox.NewRelay(b.db.DB, cfg)
 	require.NoError(t, err)
 	return r
-}
-
-// closedInOutbox closes the due orders of fresh demo data in outbox mode.
-func closedInOutbox(t *testing.T, orderCount int) (*testBundle, *ordertest.Baseline) {
-	t.Helper()
-	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
-	_, base := b.seed(t, orderdemo.Spec{Orders: orderCount, DueFraction: 1, CouponFraction: 0.5, SKUs: 50})
-	st := b.run(t, orders.RunOptions{})
-	require.Equal(t, orderCount, st.Closed)
-	return b, base
 }
 
 // Three relays deliver every event to inventory and coupon services that
@@ -182,13 +171,13 @@ func closedInOutbox(t *testing.T, orderCount int) (*testBundle, *ordertest.Basel
 func TestRelayDeliversEveryEvent(t *testing.T) {
 	t.Parallel()
 	b, base := closedInOutbox(t, 1200)
-	events := b.outbox(t)
+	events := b.events(t)
 	flaky := func(rc *receiver) { rc.failRate, rc.lostAckRate, rc.slowRate = 0.2, 0.1, 0.02 }
 	inv := newReceiver(t, "svc-token", flaky)
 	cpn := newReceiver(t, "svc-token", flaky)
-	cfg := orders.RelayConfig{Timeout: 500 * time.Millisecond, BatchSize: 40, Workers: 6, PollInterval: 10 * time.Millisecond,
+	cfg := outbox.RelayConfig{Timeout: 500 * time.Millisecond, BatchSize: 40, Workers: 6, PollInterval: 10 * time.Millisecond,
 		ClaimTTL: 3 * time.Second, BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
-	relays := []*orders.Relay{newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg)}
+	relays := []*outbox.Relay{newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg)}
 	// The backlog gauge: every event pending, aged by its oldest.
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_outbox SET created_at = UTC_TIMESTAMP(3) - INTERVAL 90 SECOND ORDER BY id LIMIT 1`)
 	require.NoError(t, err)
@@ -205,7 +194,7 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 		require.NoError(t, err)
 		return backlog.Pending == 0 && backlog.OldestAge == 0
 	}, 2*time.Minute, 20*time.Millisecond)
-	var total orders.RelayStats
+	var total outbox.RelayStats
 	for _, r := range relays {
 		require.NoError(t, r.Stop(b.ctx))
 		require.NoError(t, r.Stop(b.ctx), "Stop twice")
@@ -221,7 +210,7 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 	require.Zero(t, total.Superseded)
 	require.Positive(t, total.Failed, "the services failed sometimes")
 
-	rows := b.outbox(t)
+	rows := b.events(t)
 	extraAcks := 0
 	acked := map[string]int{}
 	attempts := map[string]int{}
@@ -239,9 +228,9 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 		rc.mu.Unlock()
 	}
 	for _, r := range rows {
-		key := orders.IdempotencyKey(r.OrderNo, r.EventType)
+		key := outbox.IdempotencyKey(r.OrderNo, r.EventType)
 		require.Equal(t, "done", r.Status, key)
-		require.NotNil(t, r.Delivered, key)
+		require.NotNil(t, r.DeliveredAt, key)
 		require.Empty(t, r.LastError)
 		// Usually once; twice only if a 2xx came back after the relay had
 		// given up on the call (at least once, deduped by the receiver).
@@ -249,7 +238,7 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 		extraAcks += acked[key] - 1
 		require.GreaterOrEqual(t, r.Attempts, attempts[key], "attempts counted (%s)", key)
 		rc := inv
-		if r.EventType == orders.EventCouponRestore {
+		if r.EventType == outbox.EventCouponRestore {
 			rc = cpn
 		}
 		rc.mu.Lock()
@@ -291,14 +280,14 @@ func TestRelayBackoff(t *testing.T) {
 	failing := func(rc *receiver) { rc.failRate = 1 }
 	inv := newReceiver(t, "", failing)
 	cpn := newReceiver(t, "", failing)
-	r := newRelay(t, b, inv, cpn, orders.RelayConfig{BackoffBase: time.Hour, BackoffMax: 4 * time.Hour})
-	n := len(b.outbox(t))
+	r := newRelay(t, b, inv, cpn, outbox.RelayConfig{BackoffBase: time.Hour, BackoffMax: 4 * time.Hour})
+	n := len(b.events(t))
 
 	var dbNow time.Time
 	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT UTC_TIMESTAMP(3)`))
 	st, err := r.RunOnce(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, orders.RelayStats{Claimed: n, Failed: n}, st)
+	require.Equal(t, outbox.RelayStats{Claimed: n, Failed: n}, st)
 	var rows []struct {
 		Attempts  int       `db:"attempts"`
 		Next      time.Time `db:"next_attempt_at"`
@@ -337,12 +326,12 @@ func TestRelayBackoff(t *testing.T) {
 func TestRelayReclaimsExpiredClaim(t *testing.T) {
 	t.Parallel()
 	b, _ := closedInOutbox(t, 4)
-	n := len(b.outbox(t))
+	n := len(b.events(t))
 	const deadClaim = 4242
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_outbox SET claim_id = ?, next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL 1 SECOND`, deadClaim)
 	require.NoError(t, err)
 	inv, cpn := newReceiver(t, ""), newReceiver(t, "")
-	r := newRelay(t, b, inv, cpn, orders.RelayConfig{})
+	r := newRelay(t, b, inv, cpn, outbox.RelayConfig{})
 
 	st, err := r.RunOnce(b.ctx)
 	require.NoError(t, err)
@@ -355,7 +344,7 @@ func TestRelayReclaimsExpiredClaim(t *testing.T) {
 	var ids []int64
 	require.NoError(t, b.db.SelectContext(b.ctx, &ids, `SELECT id FROM order_outbox`))
 	for _, id := range ids {
-		changed, err := orders.MarkDelivered(b.ctx, b.db.DB, id, deadClaim)
+		changed, err := outbox.MarkDelivered(b.ctx, b.db.DB, id, deadClaim)
 		require.NoError(t, err)
 		require.False(t, changed, "the dead relay's claim is fenced off")
 	}
@@ -367,12 +356,12 @@ func TestRelayReclaimsExpiredClaim(t *testing.T) {
 func TestRelayStop(t *testing.T) {
 	t.Parallel()
 	b, _ := closedInOutbox(t, 20)
-	n := len(b.outbox(t))
+	n := len(b.events(t))
 	block := make(chan struct{})
 	started := make(chan struct{}, 2)
 	blocking := func(rc *receiver) { rc.block, rc.started = block, started }
 	inv, cpn := newReceiver(t, "", blocking), newReceiver(t, "", blocking)
-	r := newRelay(t, b, inv, cpn, orders.RelayConfig{Workers: 2, Timeout: 10 * time.Second})
+	r := newRelay(t, b, inv, cpn, outbox.RelayConfig{Workers: 2, Timeout: 10 * time.Second})
 	require.NoError(t, r.Start(b.ctx))
 	<-started // both workers' deliveries are in flight
 	<-started
@@ -388,7 +377,7 @@ func TestRelayStop(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE claim_id <> 0`), "no claim left behind")
 	require.Equal(t, n-2, b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE next_attempt_at <= UTC_TIMESTAMP(3)`), "released: due at once")
 
-	r2 := newRelay(t, b, inv, cpn, orders.RelayConfig{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	r2 := newRelay(t, b, inv, cpn, outbox.RelayConfig{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 	require.Eventually(t, func() bool {
 		_, err := r2.RunOnce(b.ctx)
 		require.NoError(t, err)
@@ -405,8 +394,8 @@ func TestRelayCountsFailedPasses(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewEmpty(t) // no order_outbox: every claim fails
 	inv, cpn := newReceiver(t, ""), newReceiver(t, "")
-	r, err := orders.NewRelay(db.DB, orders.RelayConfig{PollInterval: 10 * time.Millisecond,
-		Endpoints: map[string]string{orders.EventStockRelease: inv.srv.URL, orders.EventCouponRestore: cpn.srv.URL}})
+	r, err := outbox.NewRelay(db.DB, outbox.RelayConfig{PollInterval: 10 * time.Millisecond,
+		Endpoints: map[string]string{outbox.EventStockRelease: inv.srv.URL, outbox.EventCouponRestore: cpn.srv.URL}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, r.Start(ctx))

@@ -1,4 +1,4 @@
-package orders
+package outbox
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
-// This file holds the SQL of outbox mode: the close transaction's inserts
-// and the relay's claims. order_outbox times are UTC (UTC_TIMESTAMP(3)),
+// This file holds the package's SQL: the close transaction's inserts, the
+// relay's claims and the operators' reads and requeues. order_outbox times are UTC (UTC_TIMESTAMP(3)),
 // whatever the session time zone, so relays in differently configured
 // sessions agree on what is due.
 //
@@ -32,7 +33,22 @@ import (
 // The events are due at once.
 const insertOutboxSQL = `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, next_attempt_at, created_at) VALUES `
 
-func (store) insertOutbox(ctx context.Context, e sqlx.ExecerContext, rows []outboxRow) error {
+// Row is one event for Insert to write.
+type Row struct {
+	EventType string
+	OrderNo   string
+	Payload   []byte
+	TraceID   string
+}
+
+// Insert writes rows, a page's events, in one statement on e: the close
+// transaction, so an event exists exactly when its close committed. A
+// second event of a type for an order fails (uk_order_event).
+func Insert(ctx context.Context, e sqlx.ExecerContext, rows []Row) error {
+	return store{}.insert(ctx, e, rows)
+}
+
+func (store) insert(ctx context.Context, e sqlx.ExecerContext, rows []Row) error {
 	query, args := outboxInsert(rows)
 	if _, err := e.ExecContext(ctx, query, args...); err != nil {
 		return fmt.Errorf("write %d outbox events: %w", len(rows), err)
@@ -40,8 +56,12 @@ func (store) insertOutbox(ctx context.Context, e sqlx.ExecerContext, rows []outb
 	return nil
 }
 
+// store runs the package's statements on the database or transaction it is
+// given.
+type store struct{}
+
 // outboxInsert renders insertOutboxSQL for rows.
-func outboxInsert(rows []outboxRow) (string, []any) {
+func outboxInsert(rows []Row) (string, []any) {
 	var b strings.Builder
 	b.WriteString(insertOutboxSQL)
 	args := make([]any, 0, 4*len(rows))
@@ -55,8 +75,8 @@ func outboxInsert(rows []outboxRow) (string, []any) {
 	return b.String(), args
 }
 
-// outboxEvent is an event as a relay claims it.
-type outboxEvent struct {
+// claimed is an event as a relay claims it.
+type claimed struct {
 	ID        int64  `db:"id"`
 	EventType string `db:"event_type"`
 	OrderNo   string `db:"order_no"`
@@ -87,8 +107,8 @@ WHERE id IN (%s)`
 
 // claimEvents claims up to limit due events for claimID, for ttl, in one
 // short READ COMMITTED transaction.
-func (store) claimEvents(ctx context.Context, db *sqlx.DB, claimID int64, ttl time.Duration, limit int) ([]outboxEvent, error) {
-	var evs []outboxEvent
+func (store) claimEvents(ctx context.Context, db *sqlx.DB, claimID int64, ttl time.Duration, limit int) ([]claimed, error) {
+	var evs []claimed
 	err := sqlexec.InTx(ctx, db, func(tx *sqlx.Tx) error {
 		if err := sqlx.SelectContext(ctx, tx, &evs, lockDueEventsSQL, limit); err != nil {
 			return fmt.Errorf("pick due outbox events: %w", err)
@@ -222,26 +242,26 @@ LEFT JOIN order_outbox o ON o.id = b.first_id`
 // idx_status_next. No locks.
 const outboxParkedSQL = `SELECT COUNT(*) FROM order_outbox FORCE INDEX (idx_status_next) WHERE status = 'parked'`
 
-func (store) outboxBacklog(ctx context.Context, q sqlx.QueryerContext) (OutboxBacklog, error) {
+func (store) backlog(ctx context.Context, q sqlx.QueryerContext) (Backlog, error) {
 	var r struct {
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
 		Now    time.Time    `db:"now"`
 	}
 	if err := sqlx.GetContext(ctx, q, &r, outboxBacklogSQL); err != nil {
-		return OutboxBacklog{}, fmt.Errorf("count pending outbox events: %w", err)
+		return Backlog{}, fmt.Errorf("count pending outbox events: %w", err)
 	}
-	b := OutboxBacklog{Pending: r.N}
+	b := Backlog{Pending: r.N}
 	if r.Oldest.Valid {
 		b.OldestAge = max(r.Now.Sub(r.Oldest.Time), 0)
 	}
 	if err := sqlx.GetContext(ctx, q, &b.Parked, outboxParkedSQL); err != nil {
-		return OutboxBacklog{}, fmt.Errorf("count parked outbox events: %w", err)
+		return Backlog{}, fmt.Errorf("count parked outbox events: %w", err)
 	}
 	return b, nil
 }
 
-// The operators' statements (outbox_ops.go); not on a hot path.
+// The operators' statements (ops.go, page.go); not on a hot path.
 const outboxColumns = `id, event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error,
 	park_reason, parked_at, created_at, delivered_at`
 
@@ -254,8 +274,8 @@ WHERE (:status = '' OR status = :status) AND (:event_type = '' OR event_type = :
 ORDER BY id DESC
 LIMIT :limit`
 
-func (store) listOutbox(ctx context.Context, q sqlx.QueryerContext, f OutboxFilter) ([]OutboxEvent, error) {
-	evs := []OutboxEvent{}
+func (store) list(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Event, error) {
+	evs := []Event{}
 	if err := sqlexec.SelectNamed(ctx, q, &evs, listOutboxSQL, map[string]any{"status": f.Status, "event_type": f.EventType,
 		"order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}); err != nil {
 		return nil, fmt.Errorf("list outbox events: %w", err)
@@ -266,8 +286,8 @@ func (store) listOutbox(ctx context.Context, q sqlx.QueryerContext, f OutboxFilt
 // outboxEventSQL reads one event by its id.
 const outboxEventSQL = `SELECT ` + outboxColumns + ` FROM order_outbox WHERE id = ?`
 
-func (store) outboxEvent(ctx context.Context, q sqlx.QueryerContext, id int64) (*OutboxEvent, error) {
-	var ev OutboxEvent
+func (store) event(ctx context.Context, q sqlx.QueryerContext, id int64) (*Event, error) {
+	var ev Event
 	err := sqlx.GetContext(ctx, q, &ev, outboxEventSQL, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -294,7 +314,7 @@ WHERE status = 'parked' AND (:event_type = '' OR event_type = :event_type)
 ORDER BY next_attempt_at LIMIT :limit`
 )
 
-func (store) requeueOutboxEvent(ctx context.Context, e sqlx.ExecerContext, id int64) (bool, error) {
+func (store) requeue(ctx context.Context, e sqlx.ExecerContext, id int64) (bool, error) {
 	res, err := e.ExecContext(ctx, requeueOutboxSQL, id)
 	if err != nil {
 		return false, fmt.Errorf("requeue outbox event %d: %w", id, err)
@@ -310,4 +330,76 @@ func (store) requeueParked(ctx context.Context, e sqlx.ExecerContext, eventType 
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// The console's page (page.go): a search window of keys in keyset order,
+// then the rows of a page by primary key, and one order's rows. No locks.
+
+// outboxWindowByIDSQL: newest id first from the cursor. Primary key
+// backwards.
+const outboxWindowByIDSQL = `
+SELECT id, next_attempt_at AS at, (:filter = '' OR event_type = :filter) AS hit
+FROM order_outbox FORCE INDEX (PRIMARY)
+WHERE id < :before_id
+ORDER BY id DESC
+LIMIT :window`
+
+// outboxWindowByStatusSQL: one status, latest next_attempt_at first from
+// the cursor. idx_status_next (status, next_attempt_at, id) backwards.
+const outboxWindowByStatusSQL = `
+SELECT id, next_attempt_at AS at, (:filter = '' OR event_type = :filter) AS hit
+FROM order_outbox FORCE INDEX (idx_status_next)
+WHERE status = :status AND (next_attempt_at < :before_at OR (next_attempt_at = :before_at AND id < :before_id))
+ORDER BY next_attempt_at DESC, id DESC
+LIMIT :window`
+
+func (store) window(ctx context.Context, q sqlx.QueryerContext, f Query, window int) ([]oplist.WindowKey, error) {
+	var keys []oplist.WindowKey
+	var err error
+	p := oplist.WindowParams{Filter: f.EventType, Window: window}
+	if f.Status == "" {
+		p.BeforeID = f.After.BeforeID()
+		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByIDSQL, p)
+	} else {
+		p.Status = f.Status
+		p.BeforeAt, p.BeforeID = f.After.Before(sqlexec.Latest)
+		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByStatusSQL, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list outbox events: %w", err)
+	}
+	return keys, nil
+}
+
+// outboxByIDSQL reads listed events (literal id list) by primary key.
+const outboxByIDSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (PRIMARY) WHERE id IN (%s)`
+
+func (store) byID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Event, error) {
+	evs := []Event{}
+	if len(ids) == 0 {
+		return evs, nil
+	}
+	if err := sqlx.SelectContext(ctx, q, &evs, fmt.Sprintf(outboxByIDSQL, sqlexec.IntList(ids))); err != nil {
+		return nil, fmt.Errorf("read %d outbox events: %w", len(ids), err)
+	}
+	return evs, nil
+}
+
+// outboxOfOrderSQL reads one order's events (one per event type), by
+// order number, through uk_order_event.
+const outboxOfOrderSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (uk_order_event)
+WHERE order_no = ? ORDER BY id DESC`
+
+// OfOrder reads the events of the order orderNo (one per event type), newest
+// first: the order view shows them.
+func OfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Event, error) {
+	return store{}.ofOrder(ctx, q, orderNo)
+}
+
+func (store) ofOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Event, error) {
+	evs := []Event{}
+	if err := sqlx.SelectContext(ctx, q, &evs, outboxOfOrderSQL, orderNo); err != nil {
+		return nil, fmt.Errorf("read outbox events of %s: %w", orderNo, err)
+	}
+	return evs, nil
 }

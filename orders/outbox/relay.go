@@ -1,4 +1,4 @@
-package orders
+package outbox
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/sync/errgroup"
 
@@ -108,7 +109,7 @@ func (s *RelayStats) add(o RelayStats) {
 // endpoint, marks it done on a 2xx answer and otherwise schedules a retry
 // with exponential backoff, until the event is acknowledged, or parks it
 // (MaxAttempts failures, or at once an answer retrying cannot change: see
-// permanentStatus) for an operator to requeue (Outbox).
+// permanentStatus) for an operator to requeue (Ops).
 // Delivery is at least once: an acknowledgement lost on the way, or a relay
 // that dies before marking, means the event is sent again, with the same
 // Idempotency-Key. Run one in every executor; relays share the work through
@@ -216,8 +217,8 @@ func (r *Relay) Stats() RelayStats {
 	return r.stats
 }
 
-// OutboxBacklog is what waits in order_outbox, all relays' together.
-type OutboxBacklog struct {
+// Backlog is what waits in order_outbox, all relays' together.
+type Backlog struct {
 	Pending   int           // events not yet delivered (parked ones not counted)
 	OldestAge time.Duration // how long ago the oldest of them was written (0: none)
 	Parked    int           // events the relays stopped trying, for an operator
@@ -225,8 +226,8 @@ type OutboxBacklog struct {
 
 // Backlog reads the events not yet delivered and the parked ones (all
 // relays'), for gauges.
-func (r *Relay) Backlog(ctx context.Context) (OutboxBacklog, error) {
-	return r.store.outboxBacklog(ctx, r.db)
+func (r *Relay) Backlog(ctx context.Context) (Backlog, error) {
+	return r.store.backlog(ctx, r.db)
 }
 
 // Start launches the relay's loop and returns. The loop keeps ctx's values
@@ -404,6 +405,25 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 	return st, errors.Join(errs...)
 }
 
+// maxErrorLen is order_outbox.last_error's width.
+const maxErrorLen = 2000
+
+// contended reports a claim rolled back by lock contention, which another
+// try may pass: a deadlock (1213) or lock wait timeout (1205), or TiDB's
+// retryable transaction errors (8022, 8028, 9007); orders.KindOf calls
+// these KindContention.
+func contended(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1205, 1213, 8022, 8028, 9007:
+		return true
+	}
+	return false
+}
+
 // claimTries is how often a relay pass tries to claim events when its
 // claims lose to other relays' (RelayStats.ClaimsLost).
 const claimTries = 3
@@ -414,10 +434,10 @@ const claimTries = 3
 // On a Galera cluster that is how two relays on two nodes end when they
 // pick the same events (each node's SKIP LOCKED sees only its own locks):
 // one claim wins certification; the other's events are no longer due.
-func (r *Relay) claim(ctx context.Context, claimID int64, st *RelayStats) ([]outboxEvent, error) {
+func (r *Relay) claim(ctx context.Context, claimID int64, st *RelayStats) ([]claimed, error) {
 	for try := 1; ; try++ {
 		evs, err := r.store.claimEvents(ctx, r.db, claimID, r.cfg.ClaimTTL, r.cfg.BatchSize)
-		if KindOf(err) != KindContention {
+		if !contended(err) {
 			return evs, err
 		}
 		st.ClaimsLost++
@@ -441,7 +461,7 @@ func (c RelayConfig) retrySchedule() backoff.Exponential {
 }
 
 // deliver POSTs one event; nil means acknowledged (2xx).
-func (r *Relay) deliver(ctx context.Context, ev outboxEvent) error {
+func (r *Relay) deliver(ctx context.Context, ev claimed) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	endpoint := r.cfg.Endpoints[ev.EventType]

@@ -1,4 +1,4 @@
-package orders_test
+package outbox_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/outbox"
 )
 
 // statusReceiver answers every delivery with the status it is set to.
@@ -34,10 +34,10 @@ func newStatusReceiver(t *testing.T, status int) *statusReceiver {
 	return r
 }
 
-func statusRelay(t *testing.T, b *testBundle, inv, cpn *statusReceiver, maxAttempts int) *orders.Relay {
+func statusRelay(t *testing.T, b *testBundle, inv, cpn *statusReceiver, maxAttempts int) *outbox.Relay {
 	t.Helper()
-	r, err := orders.NewRelay(b.db.DB, orders.RelayConfig{
-		Endpoints:   map[string]string{orders.EventStockRelease: inv.srv.URL, orders.EventCouponRestore: cpn.srv.URL},
+	r, err := outbox.NewRelay(b.db.DB, outbox.RelayConfig{
+		Endpoints:   map[string]string{outbox.EventStockRelease: inv.srv.URL, outbox.EventCouponRestore: cpn.srv.URL},
 		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: maxAttempts,
 	})
 	require.NoError(t, err)
@@ -45,9 +45,9 @@ func statusRelay(t *testing.T, b *testBundle, inv, cpn *statusReceiver, maxAttem
 }
 
 // runDue runs the relay until nothing is due (backoffs of a millisecond).
-func runDue(t *testing.T, b *testBundle, r *orders.Relay) orders.RelayStats {
+func runDue(t *testing.T, b *testBundle, r *outbox.Relay) outbox.RelayStats {
 	t.Helper()
-	var total orders.RelayStats
+	var total outbox.RelayStats
 	for range 100 {
 		time.Sleep(2 * time.Millisecond)
 		st, err := r.RunOnce(b.ctx)
@@ -74,11 +74,11 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	inv := newStatusReceiver(t, http.StatusNotFound)
 	cpn := newStatusReceiver(t, http.StatusTooManyRequests)
 	r := statusRelay(t, b, inv, cpn, 3)
-	ob := orders.NewOutbox(b.db.DB)
+	ob := outbox.NewOps(b.db.DB)
 	count := func(status, typ string) int {
 		return b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE status = ? AND event_type = ?`, status, typ)
 	}
-	stock, coupons := count("pending", orders.EventStockRelease), count("pending", orders.EventCouponRestore)
+	stock, coupons := count("pending", outbox.EventStockRelease), count("pending", outbox.EventCouponRestore)
 	require.Equal(t, 4, stock)
 	require.Positive(t, coupons)
 
@@ -86,8 +86,8 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, stock, st.Parked, "404: parked at the first answer")
 	require.Equal(t, coupons, st.Failed, "429: retried")
-	require.Equal(t, stock, count("parked", orders.EventStockRelease))
-	l, err := ob.List(b.ctx, orders.OutboxFilter{Status: orders.OutboxParked})
+	require.Equal(t, stock, count("parked", outbox.EventStockRelease))
+	l, err := ob.List(b.ctx, outbox.Filter{Status: outbox.Parked})
 	require.NoError(t, err)
 	require.Len(t, l.Events, stock)
 	for _, e := range l.Events {
@@ -107,15 +107,15 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	cpn.status.Store(http.StatusServiceUnavailable)
 	st = runDue(t, b, r)
 	require.Equal(t, coupons, st.Parked, "the third failed attempt parks")
-	require.Equal(t, coupons, count("parked", orders.EventCouponRestore))
-	ev, err := ob.List(b.ctx, orders.OutboxFilter{Status: orders.OutboxParked, EventType: orders.EventCouponRestore, Limit: 1})
+	require.Equal(t, coupons, count("parked", outbox.EventCouponRestore))
+	ev, err := ob.List(b.ctx, outbox.Filter{Status: outbox.Parked, EventType: outbox.EventCouponRestore, Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, "3 attempts failed (outbox.maxAttempts)", ev.Events[0].ParkReason)
 	require.Equal(t, 3, ev.Events[0].Attempts)
 
 	s, err := ob.Stats(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, orders.OutboxStats{Pending: 0, Parked: stock + coupons}, s)
+	require.Equal(t, outbox.Stats{Pending: 0, Parked: stock + coupons}, s)
 	backlog, err := r.Backlog(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, stock+coupons, backlog.Parked)
@@ -127,14 +127,14 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	one := l.Events[0]
 	got, err := ob.Requeue(b.ctx, one.ID)
 	require.NoError(t, err)
-	require.Equal(t, orders.OutboxPending, got.Status)
+	require.Equal(t, outbox.Pending, got.Status)
 	require.Zero(t, got.Attempts)
 	require.Empty(t, got.ParkReason)
 	_, err = ob.Requeue(b.ctx, one.ID)
-	require.ErrorIs(t, err, orders.ErrOutboxNotParked)
+	require.ErrorIs(t, err, outbox.ErrNotParked)
 	_, err = ob.Requeue(b.ctx, 1<<40)
-	require.ErrorIs(t, err, orders.ErrOutboxEventNotFound)
-	n, err := ob.RequeueParked(b.ctx, orders.EventCouponRestore)
+	require.ErrorIs(t, err, outbox.ErrNotFound)
+	n, err := ob.RequeueParked(b.ctx, outbox.EventCouponRestore)
 	require.NoError(t, err)
 	require.Equal(t, coupons, n)
 	n, err = ob.RequeueParked(b.ctx, "")

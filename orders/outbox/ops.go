@@ -1,4 +1,4 @@
-package orders
+package outbox
 
 import (
 	"context"
@@ -13,36 +13,36 @@ import (
 
 // This file holds the operators' view of order_outbox: what waits, what
 // the relays parked and why, and requeueing parked events. The CLI
-// (executor outbox), the API port and the metrics read it through Outbox
+// (executor outbox), the API port and the metrics read it through Ops
 // (and the relay's Backlog, which is the same statement).
 
-// Outbox event statuses (order_outbox.status).
+// Event statuses (order_outbox.status).
 const (
-	// OutboxPending: to be delivered (claimed by a relay, or waiting for
-	// its next attempt).
-	OutboxPending = "pending"
-	// OutboxDone: acknowledged by its receiver.
-	OutboxDone = "done"
-	// OutboxParked: the relays stopped trying (a permanent answer, or
+	// Pending: to be delivered (claimed by a relay, or waiting for its
+	// next attempt).
+	Pending = "pending"
+	// Done: acknowledged by its receiver.
+	Done = "done"
+	// Parked: the relays stopped trying (a permanent answer, or
 	// outbox.maxAttempts failures) until an operator requeues it.
-	OutboxParked = "parked"
+	Parked = "parked"
 )
 
-// ErrOutboxEventNotFound: no outbox event has that id.
-var ErrOutboxEventNotFound = errors.New("orders: outbox event not found")
+// ErrNotFound: no outbox event has that id.
+var ErrNotFound = errors.New("orders: outbox event not found")
 
-// ErrOutboxNotParked: only parked events are requeued.
-var ErrOutboxNotParked = errors.New("orders: outbox event is not parked; nothing to requeue")
+// ErrNotParked: only parked events are requeued.
+var ErrNotParked = errors.New("orders: outbox event is not parked; nothing to requeue")
 
-// OutboxEvent is one row of order_outbox. Times are UTC.
-type OutboxEvent struct {
+// Event is one row of order_outbox. Times are UTC.
+type Event struct {
 	ID        int64  `db:"id" json:"id"`
 	EventType string `db:"event_type" json:"eventType"`
 	OrderNo   string `db:"order_no" json:"orderNo"`
 	// Payload is the event's body (StockReleaseEvent, CouponRestoreEvent).
 	Payload json.RawMessage `db:"payload" json:"payload"`
 	TraceID string          `db:"trace_id" json:"traceId"`
-	// Status is OutboxPending, OutboxDone or OutboxParked.
+	// Status is Pending, Done or Parked.
 	Status   string `db:"status" json:"status"`
 	Attempts int    `db:"attempts" json:"attempts"`
 	// NextAttemptAt is when a pending event is due (or its claim ends);
@@ -55,9 +55,9 @@ type OutboxEvent struct {
 	DeliveredAt   *time.Time `db:"delivered_at" json:"deliveredAt,omitempty"`
 }
 
-// OutboxFilter selects events to list.
-type OutboxFilter struct {
-	// Status: OutboxPending, OutboxParked, OutboxDone, or "" for all.
+// Filter selects events to list.
+type Filter struct {
+	// Status: Pending, Parked, Done, or "" for all.
 	Status string
 	// EventType and OrderNo: only these; "" for all.
 	EventType, OrderNo string
@@ -67,89 +67,89 @@ type OutboxFilter struct {
 	BeforeID int64
 }
 
-// OutboxList is a page of events, newest first, and the BeforeID of the
-// next page (0 when this is the last).
-type OutboxList struct {
-	Events     []OutboxEvent `json:"events"`
-	NextBefore int64         `json:"nextBefore"`
+// List is a page of events, newest first, and the BeforeID of the next
+// page (0 when this is the last).
+type List struct {
+	Events     []Event `json:"events"`
+	NextBefore int64   `json:"nextBefore"`
 }
 
-// OutboxStats is what waits in order_outbox, as the gauges show it.
-type OutboxStats struct {
+// Stats is what waits in order_outbox, as the gauges show it.
+type Stats struct {
 	Pending                 int     `json:"pending"`
 	OldestPendingAgeSeconds float64 `json:"oldestPendingAgeSeconds"`
 	Parked                  int     `json:"parked"`
 }
 
-// Outbox is the operators' view of order_outbox. It needs only the
+// Ops is the operators' view of order_outbox. It needs only the
 // database, and is safe for concurrent use.
-type Outbox struct {
+type Ops struct {
 	db    *sqlx.DB
 	store store
 }
 
-// NewOutbox returns the view over db.
-func NewOutbox(db *sqlx.DB) *Outbox { return &Outbox{db: db} }
+// NewOps returns the view over db.
+func NewOps(db *sqlx.DB) *Ops { return &Ops{db: db} }
 
-// validOutboxStatus reports whether s is an outbox event status.
-func validOutboxStatus(s string) bool {
-	return s == OutboxPending || s == OutboxDone || s == OutboxParked
+// validStatus reports whether s is an event status.
+func validStatus(s string) bool {
+	return s == Pending || s == Done || s == Parked
 }
 
 // List returns events newest first, with the next page's BeforeID.
-func (o *Outbox) List(ctx context.Context, f OutboxFilter) (OutboxList, error) {
-	if f.Status != "" && !validOutboxStatus(f.Status) {
-		return OutboxList{}, oplist.Invalid("status", "status %q is not pending, parked or done", f.Status)
+func (o *Ops) List(ctx context.Context, f Filter) (List, error) {
+	if f.Status != "" && !validStatus(f.Status) {
+		return List{}, oplist.Invalid("status", "status %q is not pending, parked or done", f.Status)
 	}
 	if len(f.EventType) > 32 || len(f.OrderNo) > oplist.MaxOrderNoLen {
-		return OutboxList{}, oplist.Invalid("eventType", "event type or order number too long")
+		return List{}, oplist.Invalid("eventType", "event type or order number too long")
 	}
 	if err := oplist.CheckASCII("eventType", f.EventType); err != nil {
-		return OutboxList{}, err
+		return List{}, err
 	}
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
-		return OutboxList{}, err
+		return List{}, err
 	}
-	evs, err := o.store.listOutbox(ctx, o.db, f)
+	evs, err := o.store.list(ctx, o.db, f)
 	if err != nil {
-		return OutboxList{}, err
+		return List{}, err
 	}
-	l := OutboxList{Events: evs}
+	l := List{Events: evs}
 	if len(evs) == f.Limit {
 		l.NextBefore = evs[len(evs)-1].ID
 	}
 	return l, nil
 }
 
-// Get returns one event, or ErrOutboxEventNotFound.
-func (o *Outbox) Get(ctx context.Context, id int64) (*OutboxEvent, error) {
-	ev, err := o.store.outboxEvent(ctx, o.db, id)
+// Get returns one event, or ErrNotFound.
+func (o *Ops) Get(ctx context.Context, id int64) (*Event, error) {
+	ev, err := o.store.event(ctx, o.db, id)
 	if err != nil {
 		return nil, err
 	}
 	if ev == nil {
-		return nil, ErrOutboxEventNotFound
+		return nil, ErrNotFound
 	}
 	return ev, nil
 }
 
 // Stats counts what waits and what is parked.
-func (o *Outbox) Stats(ctx context.Context) (OutboxStats, error) {
-	b, err := o.store.outboxBacklog(ctx, o.db)
+func (o *Ops) Stats(ctx context.Context) (Stats, error) {
+	b, err := o.store.backlog(ctx, o.db)
 	if err != nil {
-		return OutboxStats{}, err
+		return Stats{}, err
 	}
-	return OutboxStats{Pending: b.Pending, OldestPendingAgeSeconds: b.OldestAge.Seconds(), Parked: b.Parked}, nil
+	return Stats{Pending: b.Pending, OldestPendingAgeSeconds: b.OldestAge.Seconds(), Parked: b.Parked}, nil
 }
 
 // Requeue gives a parked event back to the relays: pending, due now, its
 // attempts counted from zero again (its last error kept). Another status
-// returns the event with ErrOutboxNotParked.
-func (o *Outbox) Requeue(ctx context.Context, id int64) (*OutboxEvent, error) {
+// returns the event with ErrNotParked.
+func (o *Ops) Requeue(ctx context.Context, id int64) (*Event, error) {
 	if _, err := o.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	ok, err := o.store.requeueOutboxEvent(ctx, o.db, id)
+	ok, err := o.store.requeue(ctx, o.db, id)
 	if err != nil {
 		return nil, err
 	}
@@ -158,14 +158,14 @@ func (o *Outbox) Requeue(ctx context.Context, id int64) (*OutboxEvent, error) {
 		return nil, err
 	}
 	if !ok {
-		return ev, ErrOutboxNotParked
+		return ev, ErrNotParked
 	}
 	return ev, nil
 }
 
 // RequeueParked requeues every parked event (of eventType, when not "") as
 // Requeue does one, and returns how many.
-func (o *Outbox) RequeueParked(ctx context.Context, eventType string) (int, error) {
+func (o *Ops) RequeueParked(ctx context.Context, eventType string) (int, error) {
 	if len(eventType) > 32 {
 		return 0, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(eventType))
 	}
@@ -182,8 +182,8 @@ func (o *Outbox) RequeueParked(ctx context.Context, eventType string) (int, erro
 	}
 }
 
-// OutboxRequeueResult is what a requeue of every parked event did (the
-// CLI's -json and the API's answer).
-type OutboxRequeueResult struct {
+// RequeueResult is what a requeue of every parked event did (the CLI's
+// -json and the API's answer).
+type RequeueResult struct {
 	Requeued int `json:"requeued"`
 }
