@@ -14,14 +14,15 @@
 //     recorded as refunds owed), Ship and Confirm;
 //   - the outbox Relay, which delivers the events the close transaction
 //     writes;
-//   - the operators' views over the order tables other than dead letters:
-//     Inspector, CloseRuns, Outbox, Refunds.
+//   - the operators' views of the outbox and of refunds: Outbox, Refunds.
 //
 // Its locks are package orderlock's, the dead-letter operators' view is
 // package deadletters, the lifecycle jobs after payment (auto-confirm,
 // fulfilment flags) are package lifecycle, the lists' shared terms are
 // package oplist and the status values package orderstatus; none of them
-// imports this package.
+// imports this package. The operators' order view and the records of close
+// runs (written by Closer.Run) are read by package inspect, which imports
+// this one; this one never imports it.
 //
 // # When an order has expired
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/xxljob/authguard"
 )
@@ -77,7 +78,7 @@ type Console struct {
 	views    Sourced[*orderViews]
 	sources  []string // the names of order.sources, in order
 	refunds  *orders.Refunds
-	runs     *orders.CloseRuns
+	runs     *inspect.CloseRuns
 	offWhy   string
 }
 
@@ -112,7 +113,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		refunds: orders.NewRefunds(cfg.DB), runs: orders.NewCloseRuns(cfg.DB)}
+		refunds: orders.NewRefunds(cfg.DB), runs: inspect.NewCloseRuns(cfg.DB)}
 	c.guard = newGuard(Config{}, "console", c.log)
 	var err error
 	if c.views, c.sources, err = consoleViews(cfg); err != nil {
