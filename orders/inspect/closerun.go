@@ -84,17 +84,17 @@ type CloseRunSummary struct {
 	// MaxLateness is the largest of the runs' MaxLateness.
 	MaxLateness time.Duration
 	// Capped is true when more runs finished in the window than were
-	// added up (SummaryCap): the figures cover the newest of them.
+	// added up (summaryCap): the figures cover the newest of them.
 	Capped bool
 }
 
-// SummaryCap bounds the records Summary adds up.
-const SummaryCap = 20000
+// summaryCap bounds the records Summary adds up.
+const summaryCap = 20000
 
 // Summary adds up the runs that finished in the last window (by the
-// database clock), at most SummaryCap of them.
+// database clock), at most 20,000 of them (the newest).
 func (r *CloseRuns) Summary(ctx context.Context, window time.Duration) (CloseRunSummary, error) {
-	s, err := r.store.summarizeCloseRuns(ctx, r.db, window, SummaryCap)
+	s, err := r.store.summarizeCloseRuns(ctx, r.db, window, summaryCap)
 	s.Window = window
 	return s, err
 }

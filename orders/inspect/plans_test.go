@@ -35,7 +35,7 @@ func TestHotStatementPlans(t *testing.T) {
 	plantest.Check(t, f.db.DB, []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
 		"order_fulfillment_overdue", "order_close_run"}, []plantest.Statement{
 		{Name: "runs: recent", Query: named(recentCloseRunsSQL, map[string]any{"before_id": int64(math.MaxInt64), "limit": 50}), Units: 50, Plan: pk("order_close_run")},
-		{Name: "runs: last hour", Query: named(summarizeCloseRunsSQL, map[string]any{"window_us": time.Hour.Microseconds(), "cap": SummaryCap}), Units: max(f.lastHourRuns, 1), Plan: uses("order_close_run", "idx_finished_at", "range").And("<derived2>", "", "ALL")},
+		{Name: "runs: last hour", Query: named(summarizeCloseRunsSQL, map[string]any{"window_us": time.Hour.Microseconds(), "cap": summaryCap}), Units: max(f.lastHourRuns, 1), Plan: uses("order_close_run", "idx_finished_at", "range").And("<derived2>", "", "ALL")},
 		{Name: "order: row", Query: q(orderRecordSQL, f.orderNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		{Name: "order: items", Query: q(itemsOfOrderSQL, f.orderNo), Units: 3, Plan: byNo("order_item", "idx_order_no")},
 		{Name: "order: stock", Query: lit(stockRowsSQL, f.skus), Units: 3, Plan: pk("inventory")},

@@ -79,9 +79,6 @@ func (i *View) Tables() []string {
 	return out
 }
 
-// Mode is the compensation mode the View was made with.
-func (i *View) Mode() orders.CompensationMode { return i.mode }
-
 // CountCap bounds the counts of the operator's views: beyond it a count
 // says "at least CountCap".
 const CountCap = 10000
