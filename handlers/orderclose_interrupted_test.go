@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -29,7 +29,7 @@ func TestRecordInterrupted(t *testing.T) {
 	} {
 		require.NoError(t, record(ctx, run))
 	}
-	runs, err := orders.NewCloseRuns(b.db.DB).Recent(ctx, 0, 10)
+	runs, err := inspect.NewCloseRuns(b.db.DB).Recent(ctx, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	r := runs[0]

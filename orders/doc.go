@@ -12,15 +12,15 @@
 //     (HTTPTradeCloser);
 //   - Service: PlaceOrder, Pay and PayWith (late and duplicate payments
 //     recorded as refunds owed), Ship and Confirm;
-//   - the operators' views over the order tables other than dead letters,
-//     refunds owed and outbox events: Inspector, CloseRuns.
 //
 // Its locks are package orderlock's, the dead-letter operators' view is
 // package deadletters, the refunds owed package refunds, the lifecycle jobs
 // after payment (auto-confirm, fulfilment flags) are package lifecycle,
 // outbox mode's events, their relay and their operators' view are package
 // outbox, the lists' shared terms are package oplist and the status values
-// package orderstatus; none of them imports this package.
+// package orderstatus; none of them imports this package. The operators'
+// order view and the records of close runs (written by Closer.Run) are read
+// by package inspect, which imports this one; this one never imports it.
 //
 // # When an order has expired
 //

@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -15,12 +14,11 @@ import (
 	"github.com/orderjob/executor/internal/plantest"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/internal/statslie"
-	"github.com/orderjob/executor/orders/oplist"
 )
 
 // planTables are the tables whose statistics the plan test makes lie.
 var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
-	"order_dead_letter", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor", "order_payment", "order_close_run"}
+	"order_dead_letter", "payment_conflict", "order_close_cursor", "order_payment", "order_close_run"}
 
 // TestHotStatementPlans runs every statement of the package's hot paths
 // through plantest.Check: with the statistics as the bulk load left them and
@@ -74,21 +72,11 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "retry: claim letter", Query: named(claimLetterSQL, map[string]any{"until": f.now, "id": f.letterID, "attempts": 1, "now": f.now}), Units: 1, Plan: pk("order_dead_letter")},
 		{Name: "retry: settle letter", Query: named(settleLetterSQL, map[string]any{"status": "resolved", "reason": "r", "id": f.letterID}), Units: 1, Plan: pk("order_dead_letter")},
 		{Name: "retry: note letter", Query: named(noteLetterSQL, map[string]any{"reason": "r", "id": f.letterID, "status": "waiting"}), Units: 1, Plan: pk("order_dead_letter")},
-		// The operators' views (the console): close-run records, letter
-		// lists over bounded windows, one order's rows, bounded counts.
-		{Name: "runs: record", Query: f.named(t, insertCloseRunSQL, CloseRun{StartedAt: f.now, Result: "r"}), Units: 1},
+		// The close-run records a run writes and purges (package inspect
+		// reads them), and the console's outbox and refund pages.
+		{Name: "runs: record", Query: f.named(t, insertCloseRunSQL, runRecord{StartedAt: f.now, Result: "r"}), Units: 1},
 		{Name: "runs: expired", Query: named(expiredCloseRunsSQL, map[string]any{"retention_us": (7 * 24 * time.Hour).Microseconds(), "limit": runPurgeBatch}), Units: runPurgeBatch, Plan: uses("order_close_run", "idx_finished_at", "range")},
 		{Name: "runs: delete expired", Query: lit(deleteCloseRunsSQL, f.oldRuns), Units: len(f.oldRuns), Plan: pk("order_close_run")},
-		{Name: "runs: recent", Query: named(recentCloseRunsSQL, map[string]any{"before_id": int64(math.MaxInt64), "limit": 50}), Units: 50, Plan: pk("order_close_run")},
-		{Name: "runs: last hour", Query: named(summarizeCloseRunsSQL, map[string]any{"window_us": time.Hour.Microseconds(), "cap": SummaryCap}), Units: max(f.lastHourRuns, 1), Plan: uses("order_close_run", "idx_finished_at", "range").And("<derived2>", "", "ALL")},
-		{Name: "order: row", Query: q(orderRecordSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "order: items", Query: q(itemsOfOrderSQL, one), Units: 3, Plan: byNo("order_item", "idx_order_no")},
-		{Name: "order: stock", Query: lit(stockRowsSQL, f.skus[:3]), Units: 3, Plan: pk("inventory")},
-		{Name: "order: coupon", Query: q(couponRowSQL, f.coupons[0]), Units: 1, Plan: pk("user_coupon")},
-		{Name: "order: close log", Query: q(closeLogRowSQL, f.closedNo), Units: 1, Plan: byNo("order_close_log", "uk_order_no")},
-		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: byNo("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
-		{Name: "flags: window", Query: named(flagWindowSQL, map[string]any{"since": firstCursor.CreateTime, "before_at": sqlexec.Latest, "before_id": int64(math.MaxInt64), "window": oplist.SearchWindow}), Units: min(f.flags, oplist.SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
-		{Name: "flags: count", Query: named(countFlagsSQL, map[string]any{"since": firstCursor.CreateTime, "cap": CountCap}), Units: min(f.flags, CountCap), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range", "index").And("<derived2>", "", "ALL")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: named(overdueSQL, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
@@ -156,11 +144,8 @@ type planFixture struct {
 	paidNo    string // a paid order
 
 	conflictID      string  // a conflict's payment id
-	closedNo        string  // an order with a close record
 	oldRuns         []int64 // close-run records past the retention
-	lastHourRuns    int
 	resolvedLetters int
-	flags           int // fulfilment flags
 }
 
 // named expands a query with :name parameters from arg.
@@ -264,9 +249,6 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
 	get(&f.conflictID, `SELECT payment_id FROM payment_conflict ORDER BY id LIMIT 1`)
 	sel(&f.oldRuns, `SELECT id FROM order_close_run WHERE finished_at < NOW(3) - INTERVAL 7 DAY ORDER BY finished_at LIMIT 100`)
-	get(&f.closedNo, `SELECT order_no FROM order_close_log ORDER BY id LIMIT 1`)
-	get(&f.lastHourRuns, `SELECT COUNT(*) FROM order_close_run WHERE finished_at >= NOW(3) - INTERVAL 1 HOUR`)
 	get(&f.resolvedLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'resolved'`)
-	get(&f.flags, `SELECT COUNT(*) FROM order_fulfillment_overdue`)
 	return f
 }

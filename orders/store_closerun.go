@@ -3,7 +3,6 @@ package orders
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -11,17 +10,13 @@ import (
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
-// This file holds the SQL of the close-run records (order_close_run): the
-// insert every Run ends with, the retention purge, and the operator's
-// reads. None of them touches another table or takes a lock beyond the
-// rows it writes.
-
-const closeRunColumns = `id, started_at, finished_at, host, source, shard_index, shard_total, dry_run, scanned,
-	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error, log_id,
-	order_source, order_table`
+// This file holds the SQL that writes the close-run records
+// (order_close_run): the insert every Run ends with and the retention
+// purge (package inspect reads them). None of them touches another table
+// or takes a lock beyond the rows it writes.
 
 // insertCloseRunSQL records one finished run; finished_at is the database
-// clock now. Named parameters are CloseRun's db tags.
+// clock now. Named parameters are runRecord's db tags.
 const insertCloseRunSQL = `
 INSERT INTO order_close_run (started_at, finished_at, host, source, shard_index, shard_total, dry_run, scanned,
 	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error, log_id,
@@ -30,7 +25,7 @@ VALUES (:started_at, NOW(3), :host, :source, :shard_index, :shard_total, :dry_ru
 	:closed, :skipped_paid, :skipped_locked, :dead_lettered, :lock_errors, :trade_errors, :max_lateness_ms, :result, :error, :log_id,
 	:order_source, :order_table)`
 
-func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r CloseRun) error {
+func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r runRecord) error {
 	if _, err := sqlx.NamedExecContext(ctx, e, insertCloseRunSQL, r); err != nil {
 		return fmt.Errorf("record close run: %w", err)
 	}
@@ -40,7 +35,7 @@ func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r CloseRun) 
 // insertInterruptedCloseRunSQL records a run an earlier process never
 // finished, unless a record of its log id started within a day of it
 // exists (the run's own, or an earlier restart's); finished_at is the
-// database clock now. Named parameters are CloseRun's db tags.
+// database clock now. Named parameters are runRecord's db tags.
 //
 // Reads a range of idx_log_id (one log id, shared next-key locks under
 // REPEATABLE READ until the statement ends); inserts 0 or 1 row.
@@ -54,7 +49,7 @@ WHERE NOT EXISTS (
   WHERE log_id = :log_id AND started_at BETWEEN :started_at - INTERVAL 1 DAY AND :started_at + INTERVAL 1 DAY
 )`
 
-func (store) insertInterruptedCloseRun(ctx context.Context, e sqlx.ExtContext, r CloseRun) (bool, error) {
+func (store) insertInterruptedCloseRun(ctx context.Context, e sqlx.ExtContext, r runRecord) (bool, error) {
 	res, err := sqlx.NamedExecContext(ctx, e, insertInterruptedCloseRunSQL, r)
 	if err != nil {
 		return false, fmt.Errorf("record interrupted close run of log %d: %w", r.LogID, err)
@@ -91,52 +86,4 @@ func (store) purgeCloseRuns(ctx context.Context, e sqlx.ExtContext, retention ti
 		return fmt.Errorf("delete %d expired close runs: %w", len(ids), err)
 	}
 	return nil
-}
-
-// recentCloseRunsSQL reads a page of records newest first.
-//
-// A backwards range of the primary key before an id (exclusive); no locks.
-const recentCloseRunsSQL = `SELECT ` + closeRunColumns + ` FROM order_close_run FORCE INDEX (PRIMARY)
-WHERE id < :before_id ORDER BY id DESC LIMIT :limit`
-
-func (store) recentCloseRuns(ctx context.Context, q sqlx.QueryerContext, beforeID int64, limit int) ([]CloseRun, error) {
-	if beforeID <= 0 {
-		beforeID = math.MaxInt64
-	}
-	runs := []CloseRun{}
-	if err := sqlexec.SelectNamed(ctx, q, &runs, recentCloseRunsSQL, map[string]any{"before_id": beforeID, "limit": limit}); err != nil {
-		return nil, fmt.Errorf("read close runs: %w", err)
-	}
-	return runs, nil
-}
-
-// summarizeCloseRunsSQL adds up the newest records of a window.
-//
-// A backwards range of idx_finished_at over the window, at most cap rows (one primary-key lookup each); no
-// locks.
-const summarizeCloseRunsSQL = `
-SELECT COUNT(*) AS runs, COALESCE(SUM(t.error <> '' OR t.dead_lettered > 0), 0) AS failed,
-       COALESCE(SUM(t.closed), 0) AS closed, COALESCE(SUM(t.dead_lettered), 0) AS dead_lettered,
-       COALESCE(MAX(t.max_lateness_ms), 0) AS max_lateness_ms
-FROM (
-  SELECT error, dead_lettered, closed, max_lateness_ms
-  FROM order_close_run FORCE INDEX (idx_finished_at)
-  WHERE finished_at >= NOW(3) - INTERVAL :window_us MICROSECOND
-  ORDER BY finished_at DESC
-  LIMIT :cap
-) t`
-
-func (store) summarizeCloseRuns(ctx context.Context, q sqlx.QueryerContext, window time.Duration, limit int) (CloseRunSummary, error) {
-	var r struct {
-		Runs         int   `db:"runs"`
-		Failed       int   `db:"failed"`
-		Closed       int   `db:"closed"`
-		DeadLettered int   `db:"dead_lettered"`
-		MaxLateMs    int64 `db:"max_lateness_ms"`
-	}
-	if err := sqlexec.GetNamed(ctx, q, &r, summarizeCloseRunsSQL, map[string]any{"window_us": window.Microseconds(), "cap": limit}); err != nil {
-		return CloseRunSummary{}, fmt.Errorf("add up close runs: %w", err)
-	}
-	return CloseRunSummary{Runs: r.Runs, Failed: r.Failed, Closed: r.Closed, DeadLettered: r.DeadLettered,
-		MaxLateness: time.Duration(r.MaxLateMs) * time.Millisecond, Capped: r.Runs >= limit}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/orderlock"
 )
 
@@ -145,7 +146,7 @@ func TestSweepRecordsEachUnit(t *testing.T) {
 	require.ElementsMatch(t, names, done)
 	require.Len(t, names, len(units)/2, "whole units, half each")
 	for _, s := range sources {
-		runs, err := orders.NewCloseRuns(s.db).Recent(context.Background(), 0, 10)
+		runs, err := inspect.NewCloseRuns(s.db).Recent(context.Background(), 0, 10)
 		require.NoError(t, err)
 		for _, r := range runs {
 			require.Equal(t, s.name, r.OrderSource)

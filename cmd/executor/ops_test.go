@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/orders/outbox"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 func TestRefundsCLI(t *testing.T) {

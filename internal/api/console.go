@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
@@ -79,7 +80,7 @@ type Console struct {
 	views    Sourced[*orderViews]
 	sources  []string // the names of order.sources, in order
 	refunds  *refunds.Ops
-	runs     *orders.CloseRuns
+	runs     *inspect.CloseRuns
 	offWhy   string
 }
 
@@ -114,7 +115,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		refunds: refunds.New(cfg.DB), runs: orders.NewCloseRuns(cfg.DB)}
+		refunds: refunds.New(cfg.DB), runs: inspect.NewCloseRuns(cfg.DB)}
 	c.guard = newGuard(Config{}, "console", c.log)
 	var err error
 	if c.views, c.sources, err = consoleViews(cfg); err != nil {

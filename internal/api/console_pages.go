@@ -14,6 +14,7 @@ import (
 	"github.com/orderjob/executor/internal/keyset"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/oplist"
 )
 
@@ -59,7 +60,7 @@ func utcText(t time.Time) string {
 
 // capped renders a bounded count: "10000+" at the cap.
 func capped(n int) string {
-	if n >= orders.CountCap {
+	if n >= inspect.CountCap {
 		return fmt.Sprintf("%d+", n)
 	}
 	return strconv.Itoa(n)
@@ -99,7 +100,7 @@ func parsePages() (map[string]*template.Template, error) {
 // its list, and the recent close runs.
 type overviewData struct {
 	Cards    []card
-	Runs     []orders.CloseRun
+	Runs     []inspect.CloseRun
 	Problems []string // figures that could not be read
 }
 
@@ -298,7 +299,7 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 // deadLetterData is a dead letter's page: the letter and its order.
 type deadLetterData struct {
 	Letter *deadletters.Letter
-	Order  *orders.OrderDetail // nil when the order is gone
+	Order  *inspect.OrderDetail // nil when the order is gone
 }
 
 func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *session) {
@@ -350,7 +351,7 @@ func tablesText(tables []string) string {
 
 func (c *Console) orderDetail(w http.ResponseWriter, r *http.Request, op *session) {
 	_, v, err := c.sourcedQuery(r)
-	var d *orders.OrderDetail
+	var d *inspect.OrderDetail
 	if err == nil {
 		d, err = v.inspect.Order(r.Context(), r.PathValue("orderNo"))
 	}
@@ -367,7 +368,7 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 		c.failErr(w, r, op, err)
 		return
 	}
-	var f orders.FlagQuery
+	var f inspect.FlagQuery
 	switch q.Get("open") {
 	case "", "0", "false":
 	case "1", "true":
@@ -383,7 +384,7 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 	if err == nil {
 		f.After, err = oplist.ParseCursor(q.Get("after"))
 	}
-	var p orders.FlagPage
+	var p inspect.FlagPage
 	if err == nil {
 		p, err = c.home.inspect.FulfilmentFlags(r.Context(), f)
 	}
@@ -403,7 +404,7 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {
 		return
 	}
 	cur, err := oplist.ParseCursor(q.Get("after"))
-	var runs []orders.CloseRun
+	var runs []inspect.CloseRun
 	if err == nil {
 		runs, err = c.runs.Recent(r.Context(), cur.ID, oplist.DefaultPageLimit+1)
 	}

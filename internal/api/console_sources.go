@@ -10,8 +10,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/outbox"
 )
 
@@ -26,11 +26,11 @@ type ConsoleSource struct {
 	Name string
 	// DB is its database. Required.
 	DB *sqlx.DB
-	// Inspector looks its orders up (orders.Inspector.InTables: in its
-	// order tables); nil reads DB's order_info.
-	Inspector *orders.Inspector
+	// View looks its orders up (inspect.View.InTables: in its order
+	// tables); nil reads DB's order_info.
+	View *inspect.View
 	// Home says the source is on mysql.dsn's database (ConsoleConfig.DB):
-	// a page without ?source= looks orders up with its Inspector.
+	// a page without ?source= looks orders up with its View.
 	Home bool
 }
 
@@ -38,26 +38,26 @@ type ConsoleSource struct {
 type orderViews struct {
 	letters *deadletters.Ops
 	outbox  *outbox.Ops
-	inspect *orders.Inspector
+	inspect *inspect.View
 }
 
-func newOrderViews(db *sqlx.DB, inspect *orders.Inspector) *orderViews {
-	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), inspect: inspect}
+func newOrderViews(db *sqlx.DB, view *inspect.View) *orderViews {
+	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), inspect: view}
 }
 
 // consoleViews builds the views of mysql.dsn's database (home) and of each
 // source, by name; names lists the sources in order, nil without any.
 func consoleViews(cfg ConsoleConfig) (views Sourced[*orderViews], names []string, err error) {
-	inspect := orders.NewInspector(cfg.DB, cfg.Mode)
+	home := inspect.New(cfg.DB, cfg.Mode)
 	for _, s := range cfg.Sources {
-		if s.Home && s.Inspector != nil {
-			inspect = s.Inspector
+		if s.Home && s.View != nil {
+			home = s.View
 		}
 	}
 	if len(cfg.Sources) == 0 {
-		return HomeOnly(newOrderViews(cfg.DB, inspect)), nil, nil
+		return HomeOnly(newOrderViews(cfg.DB, home)), nil, nil
 	}
-	views = Sourced[*orderViews]{Home: newOrderViews(cfg.DB, inspect), By: map[string]*orderViews{}}
+	views = Sourced[*orderViews]{Home: newOrderViews(cfg.DB, home), By: map[string]*orderViews{}}
 	for _, s := range cfg.Sources {
 		switch {
 		case s.Name == "" || s.DB == nil:
@@ -65,9 +65,9 @@ func consoleViews(cfg ConsoleConfig) (views Sourced[*orderViews], names []string
 		case views.By[s.Name] != nil:
 			return views, nil, fmt.Errorf("api: console source %s is listed twice", s.Name)
 		}
-		si := s.Inspector
+		si := s.View
 		if si == nil {
-			si = orders.NewInspector(s.DB, cfg.Mode)
+			si = inspect.New(s.DB, cfg.Mode)
 		}
 		views.By[s.Name] = newOrderViews(s.DB, si)
 		names = append(names, s.Name)

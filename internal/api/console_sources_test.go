@@ -15,6 +15,7 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/schema"
 )
 
@@ -49,16 +50,16 @@ func newSourcesWorld(t *testing.T) *sourcesWorld {
 	seed(w.other, "order_info_1", "S-1", `CREATE TABLE order_info_1 LIKE order_info`, `CREATE TABLE order_item_1 LIKE order_item`,
 		`INSERT INTO order_item_1 (order_no, sku_id, quantity) VALUES ('S-1', 77, 3)`)
 
-	in := func(db *dbtest.DB, tables ...string) *orders.Inspector {
-		i, err := orders.NewInspector(db.DB, orders.CompensateOutbox).InTables(schema.Default(), tables)
+	in := func(db *dbtest.DB, tables ...string) *inspect.View {
+		i, err := inspect.New(db.DB, orders.CompensateOutbox).InTables(schema.Default(), tables)
 		require.NoError(t, err)
 		return i
 	}
 	srv := New(Config{Token: "api-token", Logger: slog.New(slog.NewJSONHandler(w.log, nil))})
 	require.NoError(t, srv.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}}, Session: time.Hour,
 		DB: w.home.DB, Mode: orders.CompensateOutbox, Sources: []ConsoleSource{
-			{Name: "db0", DB: w.home.DB, Inspector: in(w.home, "order_info"), Home: true},
-			{Name: "db1", DB: w.other.DB, Inspector: in(w.other, "order_info", "order_info_1")}}}))
+			{Name: "db0", DB: w.home.DB, View: in(w.home, "order_info"), Home: true},
+			{Name: "db1", DB: w.other.DB, View: in(w.other, "order_info", "order_info_1")}}}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	w.b = (&consoleWorld{srv: hs}).browser(t)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/api"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/inspect"
 )
 
 // sourceDB is the pool of one order source's database.
@@ -78,11 +78,11 @@ func consoleSources(cfg *config.Config, d *Deps) ([]api.ConsoleSource, error) {
 	}
 	var out []api.ConsoleSource
 	for _, s := range sdbs {
-		in, err := orders.NewInspector(s.db, d.compensation).InTables(sch, s.tables)
+		in, err := inspect.New(s.db, d.compensation).InTables(sch, s.tables)
 		if err != nil {
 			return nil, fmt.Errorf("order source %s: %w", s.name, err)
 		}
-		out = append(out, api.ConsoleSource{Name: s.name, DB: s.db, Inspector: in, Home: s.home})
+		out = append(out, api.ConsoleSource{Name: s.name, DB: s.db, View: in, Home: s.home})
 	}
 	return out, nil
 }

@@ -32,7 +32,7 @@ const (
 	layerCommand = iota // cmd/..., examples/...
 	layerWiring         // internal/app
 	layerAdapter        // handlers, the API port, metrics, provisioning, the log handler, demo data
-	layerDomain         // orders, delay, xxljob, config, sql/migrations
+	layerDomain         // orders, orders/inspect, delay, xxljob, config, sql/migrations
 	layerLeaf           // the domain's own sub-packages and the small shared helpers
 )
 
@@ -40,7 +40,7 @@ var layerNames = []string{"command", "wiring", "adapter", "domain", "leaf"}
 
 var adapters = []string{"handlers", "internal/api", "internal/metrics", "internal/provision", "internal/logctx", "internal/orderdemo"}
 
-var domain = []string{"orders", "delay", "xxljob", "config", "sql/migrations"}
+var domain = []string{"orders", "orders/inspect", "delay", "xxljob", "config", "sql/migrations"}
 
 // testHelpers serve tests (and cmd/bench), never the executor itself.
 var testHelpers = []string{"internal/dbtest", "internal/redistest", "internal/mariadbtest", "internal/rabbittest",
@@ -48,8 +48,9 @@ var testHelpers = []string{"internal/dbtest", "internal/redistest", "internal/ma
 	"internal/faults", "internal/doclinks", "internal/importgraph", "internal/syncbuf"}
 
 // Within the domain layer the parts stay independent; these are the only
-// imports across it.
-var domainImports = map[string][]string{"config": {"xxljob"}}
+// imports across it (the operators' views read orders' types, never the
+// other way round).
+var domainImports = map[string][]string{"config": {"xxljob"}, "orders/inspect": {"orders"}}
 
 // notForDomain is what orders and delay (and their sub-packages) must not
 // reach, directly or not: XXL-JOB, the configuration, and serving HTTP.

@@ -16,8 +16,8 @@ import (
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
-	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/orders/outbox"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // What piles up shows: the outbox backlog and its age, failed and

@@ -14,7 +14,7 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-// countCap is what the order Inspector counts letters up to (orders.CountCap).
+// countCap is what the order view counts letters up to (inspect.CountCap).
 const countCap = 10000
 
 // TestHotStatementPlans runs every statement of the package through

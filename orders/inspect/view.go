@@ -1,10 +1,18 @@
-package orders
+// Package inspect is the operators' read-only views of the order tables:
+// one order with everything the executor's tables hold about it (View),
+// the figures the console's home page shows first (due orders, dead
+// letters by status, fulfilment flags), the fulfilment-flag list, and the
+// records of close runs (CloseRuns). It only reads: package orders writes
+// every row shown here (the close path its close records and run records),
+// and lifecycle the fulfilment flags.
+package inspect
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -12,41 +20,42 @@ import (
 
 	"github.com/orderjob/executor/internal/keyset"
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderstatus"
-	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/orders/outbox"
+	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/orders/schema"
 )
 
-// Inspector is the operators' read-only view of an order and of the
+// View is the operators' read-only view of an order and of the
 // figures an operator looks at first: due orders, dead letters by status,
 // fulfilment flags. Every statement behind it reads a bounded number of
 // rows through a named index; counts that could grow without bound stop at
 // CountCap. It needs only the database and is safe for concurrent use.
-type Inspector struct {
+type View struct {
 	db      *sqlx.DB
-	mode    CompensationMode
+	mode    orders.CompensationMode
 	store   store
 	letters *deadletters.Ops
-	tables  []inspectTable // where Order looks an order up, in turn
+	tables  []table // where Order looks an order up, in turn
 }
 
-// NewInspector returns the view over db; mode says whether closes give
-// stock and coupons back here (CompensateLocal) or through outbox events.
+// New returns the view over db; mode says whether closes give stock and
+// coupons back here (orders.CompensateLocal) or through outbox events.
 // It looks orders up in order_info.
-func NewInspector(db *sqlx.DB, mode CompensationMode) *Inspector {
-	return &Inspector{db: db, mode: mode, letters: deadletters.New(db), tables: []inspectTable{defaultInspectTable}}
+func New(db *sqlx.DB, mode orders.CompensationMode) *View {
+	return &View{db: db, mode: mode, letters: deadletters.New(db), tables: []table{defaultTable}}
 }
 
 // InTables returns the view that looks an order up in each of tables in
 // turn (the order tables of one order source), each with its item table
 // following sch's suffix (schema.ForTable). The tables are read with the
 // executor's own columns and indexes (order_info's and order_item's).
-func (i *Inspector) InTables(sch schema.Schema, tables []string) (*Inspector, error) {
+func (i *View) InTables(sch schema.Schema, tables []string) (*View, error) {
 	if len(tables) == 0 {
-		return nil, fmt.Errorf("orders: an Inspector in tables needs at least one")
+		return nil, fmt.Errorf("inspect: a View in tables needs at least one")
 	}
 	out := *i
 	out.tables = nil
@@ -55,13 +64,13 @@ func (i *Inspector) InTables(sch schema.Schema, tables []string) (*Inspector, er
 		if err != nil {
 			return nil, err
 		}
-		out.tables = append(out.tables, renderInspectTable(t, s.Items.Table))
+		out.tables = append(out.tables, renderTable(t, s.Items.Table))
 	}
 	return &out, nil
 }
 
 // Tables are the order tables Order looks an order up in.
-func (i *Inspector) Tables() []string {
+func (i *View) Tables() []string {
 	out := make([]string, len(i.tables))
 	for k, t := range i.tables {
 		out[k] = t.name
@@ -69,15 +78,12 @@ func (i *Inspector) Tables() []string {
 	return out
 }
 
-// Mode is the compensation mode the Inspector was made with.
-func (i *Inspector) Mode() CompensationMode { return i.mode }
-
 // CountCap bounds the counts of the operator's views: beyond it a count
 // says "at least CountCap".
 const CountCap = 10000
 
-// orderStatusName names an order_info.status value.
-func orderStatusName(s int) string {
+// statusName names an order_info.status value.
+func statusName(s int) string {
 	switch s {
 	case orderstatus.Unpaid:
 		return "unpaid"
@@ -118,7 +124,7 @@ func (o OrderRecord) Deadline() time.Time {
 }
 
 // StatusName names the status.
-func (o OrderRecord) StatusName() string { return orderStatusName(o.Status) }
+func (o OrderRecord) StatusName() string { return statusName(o.Status) }
 
 // OrderItem is one order_item line.
 type OrderItem struct {
@@ -203,17 +209,17 @@ type OrderDetail struct {
 	// Conflicts are payments of the order that could not be taken
 	// (refunds owed or made).
 	Conflicts []refunds.Conflict
-	Mode      CompensationMode
+	Mode      orders.CompensationMode
 }
 
-// Order returns what the tables hold about orderNo, or ErrOrderNotFound.
-func (i *Inspector) Order(ctx context.Context, orderNo string) (*OrderDetail, error) {
+// Order returns what the tables hold about orderNo, or orders.ErrOrderNotFound.
+func (i *View) Order(ctx context.Context, orderNo string) (*OrderDetail, error) {
 	return i.OrderIn(ctx, orderNo, "")
 }
 
 // OrderIn is Order looking in table first when it is one of the
-// Inspector's tables (the table a dead letter names), then in the others.
-func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail, error) {
+// View's tables (the table a dead letter names), then in the others.
+func (i *View) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail, error) {
 	if orderNo == "" || len(orderNo) > oplist.MaxOrderNoLen {
 		return nil, oplist.Invalid("orderNo", "order number must be 1-%d bytes", oplist.MaxOrderNoLen)
 	}
@@ -225,12 +231,12 @@ func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderD
 	if d.Items, err = i.store.itemsOfOrder(ctx, i.db, t, orderNo); err != nil {
 		return nil, err
 	}
-	if i.mode == CompensateLocal {
+	if i.mode == orders.CompensateLocal {
 		skus := map[int64]bool{}
 		for _, it := range d.Items {
 			skus[it.SKUID] = true
 		}
-		if d.Stock, err = i.store.stockRows(ctx, i.db, sortedKeys(skus)); err != nil {
+		if d.Stock, err = i.store.stockRows(ctx, i.db, slices.Sorted(maps.Keys(skus))); err != nil {
 			return nil, err
 		}
 		if o.CouponID.Valid {
@@ -248,7 +254,7 @@ func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderD
 	if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, t, orderNo); err != nil {
 		return nil, err
 	}
-	if i.mode == CompensateOutbox {
+	if i.mode == orders.CompensateOutbox {
 		if d.Outbox, err = outbox.OfOrder(ctx, i.db, orderNo); err != nil {
 			return nil, err
 		}
@@ -259,52 +265,46 @@ func (i *Inspector) OrderIn(ctx context.Context, orderNo, table string) (*OrderD
 	return d, nil
 }
 
-// find looks orderNo up in the Inspector's tables in turn, first (a
+// find looks orderNo up in the View's tables in turn, first (a
 // table's name) before the others: order numbers
 // are unique across the tables of a database, so the first that holds it
-// is its table. ErrOrderNotFound names the tables when there are several.
-func (i *Inspector) find(ctx context.Context, orderNo, first string) (*OrderRecord, inspectTable, error) {
+// is its table. orders.ErrOrderNotFound names the tables when there are several.
+func (i *View) find(ctx context.Context, orderNo, first string) (*OrderRecord, table, error) {
 	tables := i.tables
-	if k := slices.IndexFunc(tables, func(t inspectTable) bool { return t.name == first }); k > 0 {
-		tables = append([]inspectTable{tables[k]}, slices.Delete(slices.Clone(tables), k, k+1)...)
+	if k := slices.IndexFunc(tables, func(t table) bool { return t.name == first }); k > 0 {
+		tables = append([]table{tables[k]}, slices.Delete(slices.Clone(tables), k, k+1)...)
 	}
 	var err error
 	for _, t := range tables {
 		var o *OrderRecord
-		if o, err = i.store.orderRecord(ctx, i.db, t, orderNo); !errors.Is(err, ErrOrderNotFound) {
+		if o, err = i.store.orderRecord(ctx, i.db, t, orderNo); !errors.Is(err, orders.ErrOrderNotFound) {
 			return o, t, err
 		}
 	}
 	if len(i.tables) > 1 {
 		err = fmt.Errorf("order %s in %d order tables (%s ... %s): %w", orderNo, len(i.tables),
-			i.tables[0].name, i.tables[len(i.tables)-1].name, ErrOrderNotFound)
+			i.tables[0].name, i.tables[len(i.tables)-1].name, orders.ErrOrderNotFound)
 	}
-	return nil, inspectTable{}, err
+	return nil, table{}, err
 }
 
 // Due is what the close sweep has in front of it: unpaid orders past their
 // deadline by the database clock and not held back by a dead letter.
 type Due struct {
-	Count int // up to overdueCap
+	Count int // bounded as orders.Overdue's count
 	// Oldest is how long ago the earliest deadline among them passed.
 	Oldest time.Duration
 }
 
-// DueOrders counts the due orders (as the overdue gauge does).
-func (i *Inspector) DueOrders(ctx context.Context) (Due, error) {
-	now, err := sqlexec.Now(ctx, i.db)
-	if err != nil {
-		return Due{}, err
-	}
-	n, first, err := i.store.overdue(ctx, i.db, now, overdueCap)
-	if err != nil || n == 0 || !first.Valid {
-		return Due{Count: n}, err
-	}
-	return Due{Count: n, Oldest: max(now.Sub(first.Time), 0)}, nil
+// DueOrders counts the due orders of order_info (as the overdue gauge
+// does).
+func (i *View) DueOrders(ctx context.Context) (Due, error) {
+	n, oldest, err := orders.Overdue(ctx, i.db)
+	return Due{Count: n, Oldest: oldest}, err
 }
 
 // DeadLetterCounts counts the letters of each status, each up to CountCap.
-func (i *Inspector) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
+func (i *View) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
 	for _, st := range []string{deadletters.Waiting, deadletters.Parked, deadletters.Resolved} {
 		n, err := i.letters.Count(ctx, st, CountCap)
@@ -323,13 +323,13 @@ type FlagCounts struct {
 }
 
 // FulfilmentCounts counts the fulfilment flags.
-func (i *Inspector) FulfilmentCounts(ctx context.Context) (FlagCounts, error) {
+func (i *View) FulfilmentCounts(ctx context.Context) (FlagCounts, error) {
 	now, err := sqlexec.Now(ctx, i.db)
 	if err != nil {
 		return FlagCounts{}, err
 	}
 	var c FlagCounts
-	if c.Total, err = i.store.countFlags(ctx, i.db, firstCursor.CreateTime, CountCap); err != nil {
+	if c.Total, err = i.store.countFlags(ctx, i.db, sqlexec.Earliest, CountCap); err != nil {
 		return c, err
 	}
 	c.LastDay, err = i.store.countFlags(ctx, i.db, now.Add(-24*time.Hour), CountCap)
@@ -359,7 +359,7 @@ type FlagPage struct {
 }
 
 // FulfilmentFlags returns one page of flags (see FlagQuery).
-func (i *Inspector) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage, error) {
+func (i *View) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage, error) {
 	var p FlagPage
 	if err := oplist.CheckLimit(&q.Limit); err != nil {
 		return p, err
@@ -392,4 +392,4 @@ func (i *Inspector) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage,
 
 // Now reads the database clock (the session's wall clock, the one every
 // order-table time is on), for time filters given as "6h ago".
-func (i *Inspector) Now(ctx context.Context) (time.Time, error) { return sqlexec.Now(ctx, i.db) }
+func (i *View) Now(ctx context.Context) (time.Time, error) { return sqlexec.Now(ctx, i.db) }

@@ -1,4 +1,4 @@
-package orders_test
+package inspect_test
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/schema"
 )
 
-// An Inspector in an order source's tables finds an order in whichever
+// A View in an order source's tables finds an order in whichever
 // of them holds it, with its lines from the item table of the same
 // suffix, and says which table that was.
-func TestInspectorInTables(t *testing.T) {
+func TestViewInTables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.New(t)
@@ -29,7 +30,7 @@ func TestInspectorInTables(t *testing.T) {
 		_, err := db.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
-	home := orders.NewInspector(db.DB, orders.CompensateOutbox)
+	home := inspect.New(db.DB, orders.CompensateOutbox)
 	require.Equal(t, []string{"order_info"}, home.Tables())
 	_, err := home.Order(ctx, "T1-1")
 	require.ErrorIs(t, err, orders.ErrOrderNotFound)

@@ -1,4 +1,4 @@
-package orders
+package inspect
 
 import (
 	"context"
@@ -10,12 +10,17 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/schema"
 )
 
-// This file holds the SQL of the operators' read-only views (Inspector):
-// one order's rows, bounded counts, and the fulfilment-flag list. Each
-// statement reaches its rows through a named index and takes no locks.
+// This file holds the SQL of the order view (View): one order's rows,
+// bounded counts, and the fulfilment-flag list. Each statement reaches its
+// rows through a named index and takes no locks. store_closerun.go holds
+// the close-run records'.
+
+// store runs the package's statements on a *sqlx.DB or *sqlx.Tx.
+type store struct{}
 
 // orderRecordFromSQL reads one order, by number, from an order table
 // (%s: order_info, or a table of an order source) through uk_order_no.
@@ -27,11 +32,11 @@ FROM %s FORCE INDEX (uk_order_no) WHERE order_no = ?`
 // orderRecordSQL reads one order_info row.
 var orderRecordSQL = fmt.Sprintf(orderRecordFromSQL, "order_info")
 
-func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, t inspectTable, orderNo string) (*OrderRecord, error) {
+func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, t table, orderNo string) (*OrderRecord, error) {
 	var o OrderRecord
 	err := sqlx.GetContext(ctx, q, &o, t.order, orderNo)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("order %s: %w", orderNo, ErrOrderNotFound)
+		return nil, fmt.Errorf("order %s: %w", orderNo, orders.ErrOrderNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read order %s: %w", orderNo, err)
@@ -47,7 +52,7 @@ const itemsOfOrderFromSQL = `SELECT id, sku_id, quantity FROM %s FORCE INDEX (id
 // itemsOfOrderSQL reads one order's order_item lines.
 var itemsOfOrderSQL = fmt.Sprintf(itemsOfOrderFromSQL, "order_item")
 
-func (store) itemsOfOrder(ctx context.Context, q sqlx.QueryerContext, t inspectTable, orderNo string) ([]OrderItem, error) {
+func (store) itemsOfOrder(ctx context.Context, q sqlx.QueryerContext, t table, orderNo string) ([]OrderItem, error) {
 	var rows []OrderItem
 	if err := sqlx.SelectContext(ctx, q, &rows, t.items, orderNo); err != nil {
 		return nil, fmt.Errorf("read items of %s: %w", orderNo, err)
@@ -115,25 +120,25 @@ WHERE f.order_no = ?`
 // flagOfOrderSQL reads a flag with its order_info row.
 var flagOfOrderSQL = fmt.Sprintf(flagOfOrderFromSQL, "order_info")
 
-// inspectTable is an order table the Inspector looks orders up in, with
-// the statements rendered for it and its item table.
-type inspectTable struct {
+// table is an order table the View looks orders up in, with the
+// statements rendered for it and its item table.
+type table struct {
 	name               string
 	order, items, flag string
 }
 
-// defaultInspectTable is the executor's own order_info and order_item.
-var defaultInspectTable = inspectTable{name: "order_info", order: orderRecordSQL, items: itemsOfOrderSQL, flag: flagOfOrderSQL}
+// defaultTable is the executor's own order_info and order_item.
+var defaultTable = table{name: "order_info", order: orderRecordSQL, items: itemsOfOrderSQL, flag: flagOfOrderSQL}
 
-// renderInspectTable renders the statements for an order table and its
-// item table, both checked identifiers of the configuration.
-func renderInspectTable(orderTable, itemTable string) inspectTable {
+// renderTable renders the statements for an order table and its item
+// table, both checked identifiers of the configuration.
+func renderTable(orderTable, itemTable string) table {
 	o, it := schema.Quote(orderTable), schema.Quote(itemTable)
-	return inspectTable{name: orderTable, order: fmt.Sprintf(orderRecordFromSQL, o),
+	return table{name: orderTable, order: fmt.Sprintf(orderRecordFromSQL, o),
 		items: fmt.Sprintf(itemsOfOrderFromSQL, it), flag: fmt.Sprintf(flagOfOrderFromSQL, o)}
 }
 
-func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, t inspectTable, orderNo string) (*FulfilmentFlag, error) {
+func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, t table, orderNo string) (*FulfilmentFlag, error) {
 	var f FulfilmentFlag
 	err := sqlx.GetContext(ctx, q, &f, t.flag, orderNo)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -161,7 +166,7 @@ LIMIT :window`
 func (store) flagWindow(ctx context.Context, q sqlx.QueryerContext, f FlagQuery, window int) ([]FulfilmentFlag, error) {
 	since := f.Since
 	if since.IsZero() {
-		since = firstCursor.CreateTime
+		since = sqlexec.Earliest
 	}
 	beforeAt, beforeID := f.After.Before(sqlexec.Latest)
 	var rows []FulfilmentFlag

@@ -1,0 +1,4 @@
+package inspect
+
+// SummaryCap is summaryCap, for the tests of the cap.
+const SummaryCap = summaryCap
