@@ -219,39 +219,37 @@ func tasksCancel(ctx context.Context, tc *tasksCtx, pos []string) error {
 }
 
 func tasksCheck(ctx context.Context, tc *tasksCtx, _ []string) error {
-	closeAll, err := tc.open(ctx)
+	var rep *delay.CheckReport
+	err := runView(ctx, tc, func(ctx context.Context) (*delay.CheckReport, error) {
+		var err error
+		rep, err = tc.client.Check(ctx)
+		return rep, err
+	}, printCheck)
 	if err != nil {
 		return err
-	}
-	defer closeAll()
-	rep, err := tc.client.Check(ctx)
-	if err != nil {
-		return err
-	}
-	if tc.jsonOut {
-		if err := tc.printJSON(rep); err != nil {
-			return err
-		}
-	} else {
-		out := tc.env.stdout
-		for _, d := range rep.DuplicateBizUUIDs {
-			fmt.Fprintf(out, "DUPLICATE bizUuid %q held by %d tasks\n", d.Value, d.N)
-		}
-		for _, d := range rep.DuplicateTraceIDs {
-			fmt.Fprintf(out, "DUPLICATE trace id %q held by %d tasks\n", d.Value, d.N)
-		}
-		fmt.Fprintf(out, "duplicated bizUuids: %d\n", len(rep.DuplicateBizUUIDs))
-		fmt.Fprintf(out, "stuck running: %d\n", rep.StuckRunning)
-		fmt.Fprintf(out, "failed (see tasks list -status failed): %d\n", rep.Failed)
-		fmt.Fprintf(out, "due now: %d (oldest %s late)\n", rep.DueNow, time.Duration(rep.OldestDueAge).Round(time.Millisecond))
-		if rep.OK {
-			fmt.Fprintln(out, "ok")
-		} else {
-			fmt.Fprintf(out, "PROBLEMS: %s\n", strings.Join(rep.Problems, "; "))
-		}
 	}
 	if !rep.OK {
 		return exitError{code: 1}
+	}
+	return nil
+}
+
+// printCheck writes what tasks-check found, a line each.
+func printCheck(out io.Writer, rep *delay.CheckReport) error {
+	for _, d := range rep.DuplicateBizUUIDs {
+		fmt.Fprintf(out, "DUPLICATE bizUuid %q held by %d tasks\n", d.Value, d.N)
+	}
+	for _, d := range rep.DuplicateTraceIDs {
+		fmt.Fprintf(out, "DUPLICATE trace id %q held by %d tasks\n", d.Value, d.N)
+	}
+	fmt.Fprintf(out, "duplicated bizUuids: %d\n", len(rep.DuplicateBizUUIDs))
+	fmt.Fprintf(out, "stuck running: %d\n", rep.StuckRunning)
+	fmt.Fprintf(out, "failed (see tasks list -status failed): %d\n", rep.Failed)
+	fmt.Fprintf(out, "due now: %d (oldest %s late)\n", rep.DueNow, time.Duration(rep.OldestDueAge).Round(time.Millisecond))
+	if rep.OK {
+		fmt.Fprintln(out, "ok")
+	} else {
+		fmt.Fprintf(out, "PROBLEMS: %s\n", strings.Join(rep.Problems, "; "))
 	}
 	return nil
 }

@@ -186,31 +186,28 @@ func (c *Console) AddJob(j Job) int {
 func (c *Console) Groups() []Group {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]Group, len(c.groups))
-	for i, g := range c.groups {
-		out[i] = *g
-	}
-	return out
+	return copies(c.groups)
 }
 
 // Jobs returns a copy of the stored jobs, by id.
 func (c *Console) Jobs() []Job {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]Job, len(c.jobs))
-	for i, j := range c.jobs {
-		out[i] = *j
-	}
-	return out
+	return copies(c.jobs)
 }
 
 // Logs returns a copy of the stored log rows, by id.
 func (c *Console) Logs() []Log {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]Log, len(c.logs))
-	for i, l := range c.logs {
-		out[i] = *l
+	return copies(c.logs)
+}
+
+// copies returns the values rows point to.
+func copies[T any](rows []*T) []T {
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		out[i] = *r
 	}
 	return out
 }

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/orderjob/executor/sql/migrations"
 )
 
 // GaleraProviderPath is the wsrep provider, from Debian's galera-4 package
@@ -163,31 +161,11 @@ func (c *Cluster) DSN(i int, db string) string { return dsnFor(c.Nodes[i].Addr, 
 // handle to it on every node, closed when the test ends, with their DSNs.
 func (c *Cluster) NewDB(t testing.TB, name string) ([]*sqlx.DB, []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	admin, err := sqlx.Open("mysql", c.DSN(0, ""))
-	if err != nil {
-		t.Fatalf("mariadbtest: %v", err)
-	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("mariadbtest: create database %s: %v", name, err)
-	}
-	var dbs []*sqlx.DB
 	var dsns []string
 	for i := range c.Nodes {
-		dsn := c.DSN(i, name)
-		db, err := sqlx.Open("mysql", dsn)
-		if err != nil {
-			t.Fatalf("mariadbtest: open %s: %v", name, err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs, dsns = append(dbs, db), append(dsns, dsn)
+		dsns = append(dsns, c.DSN(i, name))
 	}
-	if _, err := migrations.Apply(ctx, dbs[0].DB); err != nil {
-		t.Fatalf("mariadbtest: migrate %s: %v", name, err)
-	}
-	return dbs, dsns
+	return newDB(t, 60*time.Second, c.DSN(0, ""), name, dsns), dsns
 }
 
 // Size is the cluster size node i sees (wsrep_cluster_size).

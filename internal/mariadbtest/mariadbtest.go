@@ -336,9 +336,18 @@ func dsnFor(addr, db string) string {
 // returns a handle to it (closed when the test ends) and its DSN.
 func (s *Server) NewDB(t testing.TB, name string) (*sqlx.DB, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	dsn := s.DSN(name)
+	return newDB(t, 30*time.Second, s.DSN(""), name, []string{dsn})[0], dsn
+}
+
+// newDB creates database name through adminDSN, opens it at each of dsns
+// (the handles closed when the test ends) and applies the executor's
+// migrations through the first, all within timeout.
+func newDB(t testing.TB, timeout time.Duration, adminDSN, name string, dsns []string) []*sqlx.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	admin, err := sqlx.Open("mysql", s.DSN(""))
+	admin, err := sqlx.Open("mysql", adminDSN)
 	if err != nil {
 		t.Fatalf("mariadbtest: %v", err)
 	}
@@ -346,16 +355,19 @@ func (s *Server) NewDB(t testing.TB, name string) (*sqlx.DB, string) {
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
 		t.Fatalf("mariadbtest: create database %s: %v", name, err)
 	}
-	dsn := s.DSN(name)
-	db, err := sqlx.Open("mysql", dsn)
-	if err != nil {
-		t.Fatalf("mariadbtest: open %s: %v", name, err)
+	var dbs []*sqlx.DB
+	for _, dsn := range dsns {
+		db, err := sqlx.Open("mysql", dsn)
+		if err != nil {
+			t.Fatalf("mariadbtest: open %s: %v", name, err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs = append(dbs, db)
 	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := migrations.Apply(ctx, db.DB); err != nil {
+	if _, err := migrations.Apply(ctx, dbs[0].DB); err != nil {
 		t.Fatalf("mariadbtest: migrate %s: %v", name, err)
 	}
-	return db, dsn
+	return dbs
 }
 
 // Private servers listen on ports below Linux's default ephemeral range
