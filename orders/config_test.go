@@ -36,7 +36,6 @@ func TestConstructorRefusals(t *testing.T) {
 	ok := map[string]string{orders.EventStockRelease: "http://inv.local/r", orders.EventCouponRestore: "https://cpn.local/r"}
 	closer := func(cfg orders.CloserConfig) error { _, err := orders.NewCloser(db, locker, cfg); return err }
 	relay := func(cfg orders.RelayConfig) error { _, err := orders.NewRelay(db, cfg); return err }
-	trade := func(cfg orders.HTTPTradeCloserConfig) error { _, err := orders.NewHTTPTradeCloser(cfg); return err }
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -61,11 +60,6 @@ func TestConstructorRefusals(t *testing.T) {
 		{"relay: claim TTL", relay(orders.RelayConfig{Endpoints: ok, Timeout: time.Minute, ClaimTTL: time.Minute}), "orders: relay claim TTL 1m0s must exceed the timeout 1m0s by 2s"},
 		{"relay: backoff", relay(orders.RelayConfig{Endpoints: ok, BackoffBase: time.Hour, BackoffMax: time.Minute}), "orders: relay: backoff base 1h0m0s is above its maximum 1m0s"},
 		{"relay: all at once", relay(orders.RelayConfig{Endpoints: ok, BatchSize: 5000, Workers: 300}), "orders: relay batch size 5000 out of [1, 1000]\norders: relay workers 300 out of [1, 256]"},
-		{"trade closer: no URL", trade(orders.HTTPTradeCloserConfig{}), "orders: close-trade URL \"\" is not an http(s) URL"},
-		{"trade closer: scheme", trade(orders.HTTPTradeCloserConfig{URL: "ftp://pay.example/close"}), "orders: close-trade URL \"ftp://pay.example/close\" is not an http(s) URL"},
-		{"trade closer: negative retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: -1}), "orders: close-trade retries -1 out of [0, 10]"},
-		{"trade closer: retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: 11}), "orders: close-trade retries 11 out of [0, 10]"},
-		{"trade closer: timeout", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Timeout: -time.Second}), "orders: close-trade timeout and retry wait must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.EqualError(t, tc.err, tc.want)

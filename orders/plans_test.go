@@ -20,7 +20,7 @@ import (
 
 // planTables are the tables whose statistics the plan test makes lie.
 var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
-	"order_dead_letter", "order_outbox", "payment_conflict", "order_fulfillment_overdue", "order_close_cursor", "order_payment", "order_close_run"}
+	"order_dead_letter", "order_outbox", "order_fulfillment_overdue", "order_close_cursor", "order_close_run"}
 
 // TestHotStatementPlans runs every statement of the package's hot paths
 // through plantest.Check: with the statistics as the bulk load left them and
@@ -100,22 +100,6 @@ func TestHotStatementPlans(t *testing.T) {
 		// Gauges.
 		{Name: "gauge: overdue", Query: named(overdueSQL, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
-		// Ship and Confirm (the lifecycle jobs' statements are package lifecycle's).
-		{Name: "service: ship", Query: q(shipOrderSQL, f.paidNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "service: confirm", Query: q(confirmOrderSQL, f.shippedNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "service: status", Query: q(orderStatusSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		// Pay and PlaceOrder.
-		{Name: "pay: lock order", Query: q(lockOrderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "pay: items", Query: in(orderItemsSQL, []string{one}), Units: 1, Plan: uses("order_item", "idx_order_no", "range", "ref")},
-		{Name: "pay: status CAS", Query: q(payOrderSQL, f.pageIDs[0]), Units: 1, Plan: pk("order_info")},
-		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
-		{Name: "pay: use coupon", Query: named(useCouponSQL, map[string]any{"id": f.coupons[0], "order_no": f.couponNos[0]}), Units: 1, Plan: pk("user_coupon")},
-		{Name: "pay: payment conflict", Query: named(recordPaymentConflictSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.pageIDs[0], Reason: ConflictLate, Channel: "wechat"}), Units: 1, Plan: pk("order_info")},
-		{Name: "pay: conflict's order", Query: q(conflictOrderSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
-		{Name: "pay: order's payment", Query: q(orderPaymentSQL, f.paidNo), Units: 1, Plan: byNo("order_payment", "uk_order_no")},
-		{Name: "pay: record payment", Query: named(insertOrderPaymentSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.pageIDs[0], Amount: "12.30", Channel: "wechat"}), Units: 1, Plan: pk("order_info")},
-		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
-		{Name: "place: lock coupon", Query: named(lockCouponForOrderSQL, map[string]any{"order_no": one, "id": f.coupons[0]}), Units: 1, Plan: pk("user_coupon")},
 		// The outbox relay.
 		{Name: "relay: pick due events", Query: q(lockDueEventsSQL, 100), Units: 100, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "relay: claim events", Query: named(fmt.Sprintf(claimEventsSQL, sqlexec.IntList(f.events)), map[string]any{"claim_id": 7, "ttl_us": 30e6}), Units: len(f.events), Plan: pk("order_outbox")},
@@ -175,13 +159,11 @@ type planFixture struct {
 	openLetters   int // waiting and parked letters
 	parkedLetters []int64
 
-	shippedNo string // a shipped order
-	paidNo    string // a paid order
+	paidNo string // a paid order
 
 	events        []int64 // pending outbox events
 	pendingEvents int
-	conflictID    string // a conflict's payment id
-	parkedEvents  int    // parked outbox events
+	parkedEvents  int // parked outbox events
 
 	closedNo        string  // an order with a close record
 	eventOrderNo    string  // an order with outbox events
@@ -216,11 +198,6 @@ func newPlanFixture(t *testing.T) *planFixture {
 			SELECT 'stock.release', order_no, '{}', CONCAT('t', id), IF(id % 20 = 0, 'pending', 'done'),
 			       UTC_TIMESTAMP(3) - INTERVAL 1 MINUTE, UTC_TIMESTAMP(3)
 			FROM order_info WHERE id % 3 = 0`,
-		// Refunds owed, most of them long refunded; the payments of paid orders.
-		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, refund_status)
-			SELECT CONCAT('wx-', id), order_no, 10, NOW(3), IF(id % 500 = 7, 'owed', 'refunded') FROM order_info WHERE id % 50 = 7`,
-		`INSERT INTO order_payment (payment_id, order_no, amount, paid_at)
-			SELECT CONCAT('pay-', id), order_no, 10, NOW(3) FROM order_info WHERE status IN (1, 3)`,
 		`UPDATE order_outbox SET status = 'parked', park_reason = 'permanent answer: status 404', parked_at = UTC_TIMESTAMP(3)
 			WHERE status = 'done' AND id % 97 = 3`,
 		// Capped runs of many shardings have left their cursors.
@@ -296,11 +273,9 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.dueLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting' AND next_retry_at <= NOW(3)`)
 	sel(&f.parkedLetters, `SELECT id FROM order_dead_letter WHERE status = 'parked' ORDER BY id`)
 	get(&f.openLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status IN ('waiting', 'parked')`)
-	get(&f.shippedNo, `SELECT order_no FROM order_info WHERE status = 3 ORDER BY id LIMIT 1`)
 	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
 	sel(&f.events, `SELECT id FROM order_outbox WHERE status = 'pending' ORDER BY id LIMIT 100`)
 	get(&f.pendingEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'pending'`)
-	get(&f.conflictID, `SELECT payment_id FROM payment_conflict ORDER BY id LIMIT 1`)
 	get(&f.parkedEvents, `SELECT COUNT(*) FROM order_outbox WHERE status = 'parked'`)
 	sel(&f.oldRuns, `SELECT id FROM order_close_run WHERE finished_at < NOW(3) - INTERVAL 7 DAY ORDER BY finished_at LIMIT 100`)
 	get(&f.closedNo, `SELECT order_no FROM order_close_log ORDER BY id LIMIT 1`)
