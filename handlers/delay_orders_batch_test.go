@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/delaytest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // The batch handler over the real batch close (orders.Closer.CloseOrders):
@@ -31,7 +32,7 @@ func TestOrderCloseBatchRealOrders(t *testing.T) {
 	for i := range 5 {
 		out, err := w.svc.Pay(ctx, bizN("RB", i))
 		require.NoError(t, err)
-		require.Equal(t, orders.PayPaid, out)
+		require.Equal(t, payment.Paid, out)
 	}
 	base, err := ordertest.Snapshot(ctx, b.db)
 	require.NoError(t, err)

@@ -15,14 +15,15 @@ import (
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // These tests run the real order close (orders.Closer.CloseOrder) behind
-// orderTimeoutClose, on orders placed and paid through orders.Service.
+// orderTimeoutClose, on orders placed and paid through payment.Service.
 
 type orderWorld struct {
 	db     *sqlx.DB
-	svc    *orders.Service
+	svc    *payment.Service
 	closer *orders.Closer
 }
 
@@ -33,7 +34,7 @@ func newOrderWorld(t *testing.T, b *testBundle, db *sqlx.DB) *orderWorld {
 	t.Helper()
 	locker, err := orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix})
 	require.NoError(t, err)
-	svc, err := orders.NewService(db, locker, orders.ServiceConfig{})
+	svc, err := payment.NewService(db, locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db, locker, orders.CloserConfig{})
 	require.NoError(t, err)
@@ -51,8 +52,8 @@ func (w *orderWorld) place(t *testing.T, no string) {
 // placeEarly places order no, due in a minute.
 func (w *orderWorld) placeEarly(t *testing.T, no string) {
 	t.Helper()
-	_, err := w.svc.PlaceOrder(context.Background(), orders.NewOrder{OrderNo: no, UserID: 7,
-		Items: []orders.Item{{SKUID: 1, Quantity: 2}}, TimeoutMinutes: 1})
+	_, err := w.svc.PlaceOrder(context.Background(), payment.NewOrder{OrderNo: no, UserID: 7,
+		Items: []payment.Item{{SKUID: 1, Quantity: 2}}, TimeoutMinutes: 1})
 	require.NoError(t, err)
 }
 
@@ -90,7 +91,7 @@ func TestDelayOrderCloseClosesAndSkipsPaidOrder(t *testing.T) {
 	// Paid before its task fires.
 	out, err := w.svc.Pay(ctx, "REAL-PAID")
 	require.NoError(t, err)
-	require.Equal(t, orders.PayPaid, out)
+	require.Equal(t, payment.Paid, out)
 
 	b.waitStatus(t, "order-timeout-REAL-1", delay.StatusDone)
 	b.waitStatus(t, "order-timeout-REAL-PAID", delay.StatusDone)
@@ -238,13 +239,13 @@ func TestRedisDownSweepsSpendNoRetry(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: b.prefix})
 	require.NoError(t, err)
-	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
+	svc, err := payment.NewService(b.db.DB, locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(b.db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, svc.AddStock(ctx, 1, 10))
-	_, err = svc.PlaceOrder(ctx, orders.NewOrder{OrderNo: "DOWN-1", UserID: 1, Items: []orders.Item{{SKUID: 1, Quantity: 1}}, TimeoutMinutes: 1})
+	_, err = svc.PlaceOrder(ctx, payment.NewOrder{OrderNo: "DOWN-1", UserID: 1, Items: []payment.Item{{SKUID: 1, Quantity: 1}}, TimeoutMinutes: 1})
 	require.NoError(t, err)
 	placedAgo(t, b.db.DB, "DOWN-1", 2*time.Minute)
 

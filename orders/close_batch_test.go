@@ -17,8 +17,10 @@ import (
 
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // batchObserver keeps the page reports and closed lateness it is told.
@@ -53,10 +55,10 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Observer: obs})
 	b.shop(t)
 	for _, no := range []string{"DUE1", "DUE2", "PAID", "CLOSED", "LOCKED", "PARKED", "WAITING"} {
-		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 4, Quantity: 2})
+		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 4, Quantity: 2})
 	}
-	_, err := b.svc.PlaceOrder(b.ctx, orders.NewOrder{OrderNo: "NOTDUE", UserID: 7, TimeoutMinutes: 120,
-		Items: []orders.Item{{SKUID: 1, Quantity: 1}}})
+	_, err := b.svc.PlaceOrder(b.ctx, payment.NewOrder{OrderNo: "NOTDUE", UserID: 7, TimeoutMinutes: 120,
+		Items: []payment.Item{{SKUID: 1, Quantity: 1}}})
 	require.NoError(t, err)
 	// Poisoned: SKU 6 has no stock row.
 	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "POISON",
@@ -157,9 +159,9 @@ func TestCloseOrdersLogsWithOrderContexts(t *testing.T) {
 	logs := &ctxLog{lines: map[string][]string{}}
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Logger: slog.New(logs)})
 	b.shop(t)
-	b.place(t, "OK1", true, orders.Item{SKUID: 2, Quantity: 1})
+	b.place(t, "OK1", true, payment.Item{SKUID: 2, Quantity: 1})
 	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "BAD", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
-	b.place(t, "OK2", false, orders.Item{SKUID: 2, Quantity: 1})
+	b.place(t, "OK2", false, payment.Item{SKUID: 2, Quantity: 1})
 
 	ctx := context.WithValue(b.ctx, ctxTag{}, "batch")
 	ctx = orders.WithOrderContexts(ctx, func(no string) context.Context {
@@ -325,9 +327,9 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 					return err
 				}
 				switch out {
-				case orders.PayPaid:
+				case payment.Paid:
 					paid.Add(1)
-				case orders.PayAlreadyClosed:
+				case payment.AlreadyClosed:
 					tooLate.Add(1)
 				default:
 					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
@@ -353,17 +355,17 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 // close.
 func TestCloseOrdersTradeStep(t *testing.T) {
 	t.Parallel()
-	p := newPaySide(t, "tok")
+	p := ordertest.NewPaySide(t, "tok")
 	b := setup(t)
-	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: p.closer(t, 0)})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: paytest.TradeCloser(t, p, 0)})
 	b.shop(t)
 	for _, no := range []string{"T1", "T2", "T3", "T4"} {
-		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 2})
+		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 2})
 	}
 	base := snapshot(t, b)
-	p.set("T1", "not_found")
-	p.set("T2", "already_paid")
-	p.set("T3", "fail")
+	p.Set("T1", "not_found")
+	p.Set("T2", "already_paid")
+	p.Set("T3", "fail")
 	outs, err := late.CloseOrders(b.ctx, []string{"T1", "T2", "T3", "T4"})
 	require.NoError(t, err)
 	require.Equal(t, names([]orders.Outcome{orders.OutcomeClosed, orders.OutcomeSkippedPaid, orders.OutcomeSkippedLocked, orders.OutcomeClosed}), names(outs))

@@ -14,12 +14,13 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // offlineService is an order service whose Redis does not answer (a port
 // nothing listens on): its Pay goes on under the row lock and the status
 // CAS, so it can pay an order while a close holds the order's Redis lock.
-func offlineService(t *testing.T, b *testBundle) *orders.Service {
+func offlineService(t *testing.T, b *testBundle) *payment.Service {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -29,7 +30,7 @@ func offlineService(t *testing.T, b *testBundle) *orders.Service {
 	t.Cleanup(func() { rdb.Close() })
 	locker, err := orderlock.New(orderlock.Config{Client: rdb})
 	require.NoError(t, err)
-	svc, err := orders.NewService(b.db.DB, locker, orders.ServiceConfig{})
+	svc, err := payment.NewService(b.db.DB, locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	return svc
 }
@@ -54,7 +55,7 @@ func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
 	})
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: trade})
 	for _, no := range []string{"RUN-PAID", "RUN-LATER", "RUN-OK", "PAID", "PAID-OK", "LATER", "LATER-OK"} {
-		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 3, Quantity: 2})
+		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 3, Quantity: 2})
 	}
 	base := snapshot(t, b)
 	change = func(no string) {
@@ -62,7 +63,7 @@ func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
 		case "RUN-PAID", "PAID":
 			out, err := offline.Pay(b.ctx, no)
 			require.NoError(t, err)
-			require.Equal(t, orders.PayPaid, out)
+			require.Equal(t, payment.Paid, out)
 		case "RUN-LATER", "LATER":
 			_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET timeout_minutes = 120 WHERE order_no = ?`, no)
 			require.NoError(t, err)
@@ -111,7 +112,7 @@ func TestSweepHonoursLettersFewOrMany(t *testing.T) {
 			b.shop(t)
 			late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 			for _, no := range []string{"L-PARKED", "L-LATER", "L-DUE", "L-NONE", "L-RESOLVED"} {
-				b.place(t, no, false, orders.Item{SKUID: 1, Quantity: 1})
+				b.place(t, no, false, payment.Item{SKUID: 1, Quantity: 1})
 			}
 			letters := [][2]string{{"L-PARKED", "parked"}, {"L-LATER", "later"}, {"L-DUE", "due"}, {"L-RESOLVED", "resolved"}}
 			if many {
@@ -166,16 +167,16 @@ func TestGuardedCloseFallsBackForPaidAndShortOrders(t *testing.T) {
 				if no == "LATE-PAID" {
 					out, err := offline.Pay(b.ctx, no)
 					require.NoError(t, err)
-					require.Equal(t, orders.PayPaid, out)
+					require.Equal(t, payment.Paid, out)
 				}
 				return orders.TradeClosed, nil
 			})
 			late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: trade})
 			nos := []string{"OK-1", "LATE-PAID", "SHORT", "OK-2", "OK-3"}
 			for _, no := range nos {
-				items := []orders.Item{{SKUID: 2, Quantity: 1}, {SKUID: 3, Quantity: 2}}
+				items := []payment.Item{{SKUID: 2, Quantity: 1}, {SKUID: 3, Quantity: 2}}
 				if no == "SHORT" {
-					items = []orders.Item{{SKUID: 2, Quantity: 1}, {SKUID: 4, Quantity: 2}}
+					items = []payment.Item{{SKUID: 2, Quantity: 1}, {SKUID: 4, Quantity: 2}}
 				}
 				b.place(t, no, true, items...)
 			}

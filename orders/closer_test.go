@@ -18,6 +18,7 @@ import (
 	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 func TestRunClosesDueOrders(t *testing.T) {
@@ -190,9 +191,9 @@ func TestPayRacesClose(t *testing.T) {
 					return err
 				}
 				switch out {
-				case orders.PayPaid:
+				case payment.Paid:
 					paid.Add(1)
-				case orders.PayAlreadyClosed:
+				case payment.AlreadyClosed:
 					tooLate.Add(1)
 				default:
 					return fmt.Errorf("order %s: unexpected %v", nos[i], out)

@@ -17,6 +17,7 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // startCluster starts a three-master Redis Cluster of private processes and
@@ -89,9 +90,9 @@ func TestLockerOnCluster(t *testing.T) {
 	b.check(t, base)
 
 	// Pay's redsync mutex runs on the Cluster too.
-	b.place(t, "CL-1", true, orders.Item{SKUID: 1, Quantity: 1})
+	b.place(t, "CL-1", true, payment.Item{SKUID: 1, Quantity: 1})
 	out, err := b.svc.Pay(b.ctx, "CL-1")
 	require.NoError(t, err)
-	require.Equal(t, orders.PayPaid, out)
+	require.Equal(t, payment.Paid, out)
 	b.check(t, base)
 }

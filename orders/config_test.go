@@ -34,7 +34,6 @@ func TestConstructorRefusals(t *testing.T) {
 	t.Parallel()
 	db, locker := unconnected(t)
 	closer := func(cfg orders.CloserConfig) error { _, err := orders.NewCloser(db, locker, cfg); return err }
-	trade := func(cfg orders.HTTPTradeCloserConfig) error { _, err := orders.NewHTTPTradeCloser(cfg); return err }
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -52,11 +51,6 @@ func TestConstructorRefusals(t *testing.T) {
 			"orders: outbox compensation has no event for the givebacks [t_member.points += use_points by t_member.id = member_id] (order.schema.givebacks); use local compensation"},
 		{"closer: schema", closer(orders.CloserConfig{Schema: badTable(ordertest.ForeignSchema(ordertest.LockedOnly))}),
 			"orders: order schema: table: \"t order\" is not a plain table or column name (letters, digits, '_', '$'; at most 64)"},
-		{"trade closer: no URL", trade(orders.HTTPTradeCloserConfig{}), "orders: close-trade URL \"\" is not an http(s) URL"},
-		{"trade closer: scheme", trade(orders.HTTPTradeCloserConfig{URL: "ftp://pay.example/close"}), "orders: close-trade URL \"ftp://pay.example/close\" is not an http(s) URL"},
-		{"trade closer: negative retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: -1}), "orders: close-trade retries -1 out of [0, 10]"},
-		{"trade closer: retries", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Retries: 11}), "orders: close-trade retries 11 out of [0, 10]"},
-		{"trade closer: timeout", trade(orders.HTTPTradeCloserConfig{URL: "http://pay.example/close", Timeout: -time.Second}), "orders: close-trade timeout and retry wait must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.EqualError(t, tc.err, tc.want)

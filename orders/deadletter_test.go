@@ -12,6 +12,7 @@ import (
 
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 type deadLetter struct {
@@ -251,7 +252,7 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	})
 	b.build(t, due...)
 	require.NoError(t, b.svc.AddStock(b.ctx, 9999, 10))
-	b.place(t, "HELD", true, orders.Item{SKUID: 9999, Quantity: 2})
+	b.place(t, "HELD", true, payment.Item{SKUID: 9999, Quantity: 2})
 	base := snapshot(t, b)
 
 	holder, err := b.db.BeginTxx(b.ctx, nil)

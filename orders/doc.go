@@ -1,6 +1,6 @@
-// Package orders closes unpaid orders whose payment timeout has passed, and
-// holds the order service's side of the same rules (placing and paying an
-// order), so both sides share one lock key and one lock order.
+// Package orders closes unpaid orders whose payment timeout has passed.
+// The order service's side of the same rules (placing, paying, shipping an
+// order) is package payment, which shares its lock key and lock order.
 //
 // It holds:
 //
@@ -9,18 +9,17 @@
 //     or through outbox events, and the dead letters it writes and resolves;
 //   - the retry path: Closer.RetryDeadLetters replays due dead letters;
 //   - the payment step: a TradeCloser asked before a page is closed
-//     (HTTPTradeCloser);
-//   - Service: PlaceOrder, Pay and PayWith (late and duplicate payments
-//     recorded as refunds owed), Ship and Confirm;
+//     (payment.HTTPTradeCloser);
 //
 // Its locks are package orderlock's, the dead-letter operators' view is
 // package deadletters, the refunds owed package refunds, the lifecycle jobs
 // after payment (auto-confirm, fulfilment flags) are package lifecycle,
 // outbox mode's events, their relay and their operators' view are package
 // outbox, the lists' shared terms are package oplist and the status values
-// package orderstatus; none of them imports this package. The operators'
-// order view and the records of close runs (written by Closer.Run) are read
-// by package inspect, which imports this one; this one never imports it.
+// package orderstatus; none of them imports this package. The order service
+// (package payment), the operators' order view and the records of close
+// runs (written by Closer.Run; package inspect) import this one; this one
+// never imports them.
 //
 // # When an order has expired
 //
@@ -156,19 +155,12 @@
 // paid or closed meanwhile, and parks those whose order is gone;
 // Package deadletters lists, shows and requeues them for operators.
 //
-// # After payment
-//
-// Statuses 3 (shipped, ship_time) and 4 (completed, complete_time) follow
-// paid (1, pay_time). Service.Ship and Service.Confirm are the order
-// service's steps (ship.go); package lifecycle completes orders shipped long
-// enough ago and flags paid orders not shipped in time.
-//
 // # Locks
 //
-// Every close path and the payment side lock an order under the same key,
-// {prefix}order:close:{orderNo}, with an orderlock.Locker (a pipelined bulk
-// locker that interoperates with redsync mutexes; single Redis, Sentinel,
-// Cluster or Redlock).
+// Every close path and the order service's side (package payment) lock an
+// order under the same key, {prefix}order:close:{orderNo}, with an
+// orderlock.Locker (a pipelined bulk locker that interoperates with
+// redsync mutexes; single Redis, Sentinel, Cluster or Redlock).
 //
 // # The payment side, late payments and outbox compensation
 //
@@ -177,14 +169,10 @@
 // TradeFanOut calls at once, within half the lock TTL) before the page's
 // transaction: "already paid" skips the order (RunStats.TradePaid), an error
 // leaves it for the next pass (RunStats.TradeErrors); see payment.go and
-// HTTPTradeCloser for the contract. Off by default, at no cost.
+// payment.HTTPTradeCloser for the contract. Off by default, at no cost.
 //
-// A payment that loses to the close (PayWith finds the order closed), or a
-// second, distinct payment of a paid order, leaves the order as it is and
-// records the payment in payment_conflict, once per payment id: a refund is
-// owed (package refunds lists them and records refunds). Pay, without a payment id,
-// is PayWith with one derived from the order number. When Redis is
-// unreachable, payments go on under the row lock and status CAS.
+// A payment that loses to the close is recorded as a refund owed by
+// package payment; package refunds lists them.
 //
 // With CloserConfig.Compensation = CompensateOutbox, the close transaction
 // leaves local stock and coupons alone and writes stock.release and

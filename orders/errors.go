@@ -13,22 +13,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// ErrOrderNotFound is returned by Pay for an order number that does not exist.
+// ErrOrderNotFound is returned for an order number that does not exist
+// (by the order view, and by package payment's Service).
 var ErrOrderNotFound = errors.New("orders: order not found")
-
-// ErrOrderState means the order is not in the status the step needs (e.g.
-// shipping an unpaid order).
-var ErrOrderState = errors.New("orders: order is not in the status this step needs")
 
 // ErrLeaseExpired means a close transaction was rolled back because its locks
 // might have expired before COMMIT; the orders are left to the next pass.
 var ErrLeaseExpired = errors.New("orders: lock lease ran out before commit")
-
-// ErrOutOfStock is returned by PlaceOrder when a SKU has too little stock.
-var ErrOutOfStock = errors.New("orders: out of stock")
-
-// ErrCouponUnavailable is returned by PlaceOrder when the coupon is not unused.
-var ErrCouponUnavailable = errors.New("orders: coupon not available")
 
 // CompensationError says why an order cannot be closed as its data stands (a
 // missing inventory row, too little locked stock, a coupon not locked by the

@@ -15,6 +15,7 @@ import (
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // testBundle is what most tests need: a fresh database, the shared Redis
@@ -26,7 +27,7 @@ type testBundle struct {
 	prefix string
 	locker *orderlock.Locker
 	closer *orders.Closer
-	svc    *orders.Service
+	svc    *payment.Service
 }
 
 type setupOpts struct {
@@ -54,7 +55,7 @@ func setup(t *testing.T, opts ...func(*setupOpts)) *testBundle {
 	require.NoError(t, err)
 	b.closer, err = orders.NewCloser(b.db.DB, b.locker, o.closerCfg)
 	require.NoError(t, err)
-	b.svc, err = orders.NewService(b.db.DB, b.locker, orders.ServiceConfig{})
+	b.svc, err = payment.NewService(b.db.DB, b.locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	return b
 }

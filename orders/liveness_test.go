@@ -11,6 +11,7 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // holdOrderRow locks an order's row in a transaction of its own (as a slow
@@ -36,8 +37,8 @@ func TestCloseStopsWithinCancelBound(t *testing.T) {
 	b := setup(t, withLocker(orderlock.Config{TTL: time.Second}))
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 	b.shop(t)
-	b.place(t, "HELD-1", false, orders.Item{SKUID: 1, Quantity: 1})
-	b.place(t, "HELD-2", false, orders.Item{SKUID: 1, Quantity: 1})
+	b.place(t, "HELD-1", false, payment.Item{SKUID: 1, Quantity: 1})
+	b.place(t, "HELD-2", false, payment.Item{SKUID: 1, Quantity: 1})
 	b.holdOrderRow(t, "HELD-1")
 	b.holdOrderRow(t, "HELD-2")
 	bound := late.CancelBound()
@@ -112,14 +113,14 @@ func TestMaxOrdersReachesPastStuckOrders(t *testing.T) {
 	var stuck, newer []string
 	for i := range 4 {
 		stuck = append(stuck, fmt.Sprintf("STUCK-%d", i))
-		b.place(t, stuck[i], false, orders.Item{SKUID: 1, Quantity: 1})
+		b.place(t, stuck[i], false, payment.Item{SKUID: 1, Quantity: 1})
 	}
 	// One second later by create_time, so they sort after the stuck ones.
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET create_time = create_time - INTERVAL 1 SECOND`)
 	require.NoError(t, err)
 	for i := range 6 {
 		newer = append(newer, fmt.Sprintf("NEWER-%d", i))
-		b.place(t, newer[i], false, orders.Item{SKUID: 2, Quantity: 1})
+		b.place(t, newer[i], false, payment.Item{SKUID: 2, Quantity: 1})
 	}
 	other, err := orderlock.New(orderlock.Config{Client: b.rdb, Prefix: b.prefix, TTL: time.Minute})
 	require.NoError(t, err)

@@ -15,8 +15,8 @@ import (
 // This file holds the payment step of a close: before a page's transaction,
 // the trade of every locked, still unpaid and due order is closed at the
 // payment side, so that the user cannot pay an order while (or after) we
-// close it. WeChat Pay's and Alipay's close-trade calls do this; the
-// HTTPTradeCloser (payment_http.go) calls the merchant's own payment service,
+// close it. WeChat Pay's and Alipay's close-trade calls do this;
+// payment.HTTPTradeCloser calls the merchant's own payment service,
 // which fronts them.
 //
 // The step is off unless CloserConfig.TradeCloser is set: with it off the
@@ -40,9 +40,10 @@ const (
 	// TradeClosed: the trade is closed (now or before); the payment side
 	// accepts no payment for the order from now on. The order is closed.
 	TradeClosed TradeResult = iota + 1
-	// TradeAlreadyPaid: the user has paid; the payment's notification (Pay)
-	// is on its way. The close is skipped (RunStats.TradePaid, counted in
-	// SkippedPaid) and logged; the order stays unpaid here until Pay runs.
+	// TradeAlreadyPaid: the user has paid; the payment's notification
+	// (payment.Service.Pay) is on its way. The close is skipped
+	// (RunStats.TradePaid, counted in SkippedPaid) and logged; the order
+	// stays unpaid here until Pay runs.
 	TradeAlreadyPaid
 	// TradeNotFound: the payment side has no trade for the order (the user
 	// never started paying) and will open none for it from now on. The order

@@ -2,10 +2,6 @@ package orders_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,158 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
-
-// paySide is an httptest payment side that answers each order as told:
-// "closed", "already_paid", "not_found" (the contract's answers), "flaky"
-// (503 once, then closed), "fail" (always 500), "slow" (answers after the
-// caller gave up), "garbage" (200 with a body outside the contract), "404".
-// Orders without an answer get "closed".
-type paySide struct {
-	srv   *httptest.Server
-	token string
-
-	mu        sync.Mutex
-	answers   map[string]string
-	calls     map[string]int
-	badToken  int
-	inFlight  int
-	maxFlight int
-}
-
-func newPaySide(t *testing.T, token string) *paySide {
-	t.Helper()
-	p := &paySide{token: token, answers: map[string]string{}, calls: map[string]int{}}
-	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *paySide) set(no, answer string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.answers[no] = answer
-}
-
-// counters returns the calls with a wrong token and the most calls in flight
-// at once.
-func (p *paySide) counters() (badToken, maxFlight int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.badToken, p.maxFlight
-}
-
-func (p *paySide) callsOf(no string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.calls[no]
-}
-
-func (p *paySide) serve(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		OrderNo string `json:"orderNo"`
-	}
-	if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" ||
-		json.NewDecoder(r.Body).Decode(&req) != nil || req.OrderNo == "" {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	p.mu.Lock()
-	if r.Header.Get("X-Payment-Token") != p.token {
-		p.badToken++
-	}
-	p.calls[req.OrderNo]++
-	n := p.calls[req.OrderNo]
-	answer := p.answers[req.OrderNo]
-	p.inFlight++
-	p.maxFlight = max(p.maxFlight, p.inFlight)
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.inFlight--
-		p.mu.Unlock()
-	}()
-	time.Sleep(time.Millisecond) // let calls overlap, to measure the fan-out
-
-	result := func(res string) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"result": res})
-	}
-	switch answer {
-	case "", "closed":
-		result("closed")
-	case "already_paid", "not_found":
-		result(answer)
-	case "flaky":
-		if n == 1 {
-			http.Error(w, "busy", http.StatusServiceUnavailable)
-			return
-		}
-		result("closed")
-	case "fail":
-		http.Error(w, "boom", http.StatusInternalServerError)
-	case "slow":
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
-		}
-	case "garbage":
-		result("maybe")
-	case "404":
-		http.NotFound(w, r)
-	}
-}
-
-func (p *paySide) closer(t *testing.T, retries int) *orders.HTTPTradeCloser {
-	t.Helper()
-	tc, err := orders.NewHTTPTradeCloser(orders.HTTPTradeCloserConfig{URL: p.srv.URL + "/trade/close", Token: p.token,
-		Timeout: 200 * time.Millisecond, Retries: retries, RetryWait: 5 * time.Millisecond, Client: p.srv.Client()})
-	require.NoError(t, err)
-	return tc
-}
-
-func TestHTTPTradeCloserContract(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	p := newPaySide(t, "s3cret")
-	tc := p.closer(t, 2)
-	for _, c := range []struct {
-		answer string
-		want   orders.TradeResult
-		err    string
-		calls  int
-	}{
-		{"closed", orders.TradeClosed, "", 1},
-		{"already_paid", orders.TradeAlreadyPaid, "", 1},
-		{"not_found", orders.TradeNotFound, "", 1},
-		{"flaky", orders.TradeClosed, "", 2},
-		{"fail", 0, "status 500", 3},
-		{"slow", 0, "deadline exceeded", 3},
-		{"garbage", 0, `unknown result "maybe"`, 1},
-		{"404", 0, "status 404", 1},
-	} {
-		t.Run(c.answer, func(t *testing.T) {
-			t.Parallel()
-			no := "T-" + c.answer
-			p.set(no, c.answer)
-			got, err := tc.CloseTrade(ctx, no)
-			if c.err != "" {
-				require.ErrorContains(t, err, c.err)
-				require.ErrorContains(t, err, no, "the error names the order")
-			} else {
-				require.NoError(t, err)
-			}
-			require.Equal(t, c.want, got)
-			require.Equal(t, c.calls, p.callsOf(no), "attempts")
-		})
-	}
-	t.Cleanup(func() {
-		bad, _ := p.counters()
-		require.Zero(t, bad, "every call carried the token")
-	})
-}
 
 // The close runs the payment step for every locked, due order before its
 // transaction: "closed" and "not_found" close it, "already_paid" skips it
@@ -172,8 +22,8 @@ func TestHTTPTradeCloserContract(t *testing.T) {
 // TradeFanOut at once.
 func TestTradeStepOutcomes(t *testing.T) {
 	t.Parallel()
-	p := newPaySide(t, "s3cret")
-	http := p.closer(t, 2)
+	p := ordertest.NewPaySide(t, "s3cret")
+	http := paytest.TradeCloser(t, p, 2)
 	var inFlight, maxFlight atomic.Int64 // as the closer sees them
 	counting := tradeFunc(func(ctx context.Context, no string) (orders.TradeResult, error) {
 		n := inFlight.Add(1)
@@ -194,7 +44,7 @@ func TestTradeStepOutcomes(t *testing.T) {
 	want := map[string]int{}
 	for i, no := range nos {
 		a := answers[i%len(answers)]
-		p.set(no, a)
+		p.Set(no, a)
 		want[a]++
 	}
 
@@ -212,18 +62,18 @@ func TestTradeStepOutcomes(t *testing.T) {
 	require.Equal(t, failed, seen.TradeErrors)
 	require.Equal(t, want["already_paid"], seen.TradePaid)
 	require.Zero(t, st.DeadLettered)
-	bad, _ := p.counters()
+	bad, _ := p.Counters()
 	require.LessOrEqual(t, maxFlight.Load(), int64(4), "bounded fan-out")
 	require.Greater(t, maxFlight.Load(), int64(1), "calls run concurrently")
 	require.Zero(t, bad)
 	for i, no := range nos {
 		switch answers[i%len(answers)] {
 		case "fail", "slow":
-			require.Equal(t, 3, p.callsOf(no), "retried twice: %s", no)
+			require.Equal(t, 3, p.CallsOf(no), "retried twice: %s", no)
 		case "flaky":
-			require.Equal(t, 2, p.callsOf(no))
+			require.Equal(t, 2, p.CallsOf(no))
 		default:
-			require.Equal(t, 1, p.callsOf(no))
+			require.Equal(t, 1, p.CallsOf(no))
 		}
 	}
 	require.Equal(t, st.Closed, b.counts(t).Closed)
@@ -233,7 +83,7 @@ func TestTradeStepOutcomes(t *testing.T) {
 	// paid are asked again (their payment notification has not come yet).
 	for i, no := range nos {
 		if a := answers[i%len(answers)]; a != "already_paid" {
-			p.set(no, "closed")
+			p.Set(no, "closed")
 		}
 	}
 	st = b.run(t, orders.RunOptions{PageSize: 100})
@@ -244,7 +94,7 @@ func TestTradeStepOutcomes(t *testing.T) {
 		if answers[i%len(answers)] == "already_paid" {
 			out, err := b.svc.Pay(b.ctx, no)
 			require.NoError(t, err)
-			require.Equal(t, orders.PayPaid, out)
+			require.Equal(t, payment.Paid, out)
 		}
 	}
 	st = b.run(t, orders.RunOptions{})
@@ -268,7 +118,7 @@ func TestTradeStepOnlyLockedDueOrders(t *testing.T) {
 	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: tc}))
 	b.shop(t)
 	for _, no := range []string{"L1", "L2", "L3"} {
-		b.place(t, no, true, orders.Item{SKUID: 1, Quantity: 1})
+		b.place(t, no, true, payment.Item{SKUID: 1, Quantity: 1})
 	}
 	base := snapshot(t, b)
 	m := b.locker.Redsync().NewMutex(b.locker.KeyFor("L2"))
@@ -293,17 +143,17 @@ func TestTradeStepOnlyLockedDueOrders(t *testing.T) {
 // CloseOrder runs the same step: the delayed-task path.
 func TestTradeStepCloseOrder(t *testing.T) {
 	t.Parallel()
-	p := newPaySide(t, "tok")
+	p := ordertest.NewPaySide(t, "tok")
 	b := setup(t)
-	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: p.closer(t, 0)})
+	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: paytest.TradeCloser(t, p, 0)})
 	b.shop(t)
 	for _, no := range []string{"O1", "O2", "O3"} {
-		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 2})
+		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 2})
 	}
 	base := snapshot(t, b)
-	p.set("O1", "not_found")
-	p.set("O2", "already_paid")
-	p.set("O3", "fail")
+	p.Set("O1", "not_found")
+	p.Set("O2", "already_paid")
+	p.Set("O3", "fail")
 
 	out, err := late.CloseOrder(b.ctx, "O1")
 	require.NoError(t, err)
@@ -322,7 +172,7 @@ func TestTradeStepCloseOrder(t *testing.T) {
 	out, err = late.CloseOrder(b.ctx, "O1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedClosed, out)
-	require.Equal(t, 1, p.callsOf("O1"), "no call for an order already closed")
+	require.Equal(t, 1, p.CallsOf("O1"), "no call for an order already closed")
 	b.check(t, base)
 }
 
@@ -332,7 +182,7 @@ func TestTradeStepMisbehaving(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.shop(t)
-	b.place(t, "M1", false, orders.Item{SKUID: 3, Quantity: 1})
+	b.place(t, "M1", false, payment.Item{SKUID: 3, Quantity: 1})
 	base := snapshot(t, b)
 	for _, tc := range []orders.TradeCloser{
 		tradeFunc(func(context.Context, string) (orders.TradeResult, error) { panic("payment SDK bug") }),

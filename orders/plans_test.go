@@ -18,7 +18,7 @@ import (
 
 // planTables are the tables whose statistics the plan test makes lie.
 var planTables = []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
-	"order_dead_letter", "payment_conflict", "order_close_cursor", "order_payment", "order_close_run"}
+	"order_dead_letter", "order_close_cursor", "order_close_run"}
 
 // TestHotStatementPlans runs every statement of the package's hot paths
 // through plantest.Check: with the statistics as the bulk load left them and
@@ -80,22 +80,6 @@ func TestHotStatementPlans(t *testing.T) {
 		// Gauges.
 		{Name: "gauge: overdue", Query: named(overdueSQL, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: dead-letter tallies", Query: q(deadLetterTalliesSQL), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
-		// Ship and Confirm (the lifecycle jobs' statements are package lifecycle's).
-		{Name: "service: ship", Query: q(shipOrderSQL, f.paidNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "service: confirm", Query: q(confirmOrderSQL, f.shippedNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "service: status", Query: q(orderStatusSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		// Pay and PlaceOrder.
-		{Name: "pay: lock order", Query: q(lockOrderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "pay: items", Query: in(orderItemsSQL, []string{one}), Units: 1, Plan: uses("order_item", "idx_order_no", "range", "ref")},
-		{Name: "pay: status CAS", Query: q(payOrderSQL, f.pageIDs[0]), Units: 1, Plan: pk("order_info")},
-		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
-		{Name: "pay: use coupon", Query: named(useCouponSQL, map[string]any{"id": f.coupons[0], "order_no": f.couponNos[0]}), Units: 1, Plan: pk("user_coupon")},
-		{Name: "pay: payment conflict", Query: named(recordPaymentConflictSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.pageIDs[0], Reason: ConflictLate, Channel: "wechat"}), Units: 1, Plan: pk("order_info")},
-		{Name: "pay: conflict's order", Query: q(conflictOrderSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
-		{Name: "pay: order's payment", Query: q(orderPaymentSQL, f.paidNo), Units: 1, Plan: byNo("order_payment", "uk_order_no")},
-		{Name: "pay: record payment", Query: named(insertOrderPaymentSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.pageIDs[0], Amount: "12.30", Channel: "wechat"}), Units: 1, Plan: pk("order_info")},
-		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, deltaCase(f.deltas[:2]), deltaSKUs(f.deltas[:2]))), Units: 1, Plan: pk("inventory")},
-		{Name: "place: lock coupon", Query: named(lockCouponForOrderSQL, map[string]any{"order_no": one, "id": f.coupons[0]}), Units: 1, Plan: pk("user_coupon")},
 	})
 }
 
@@ -140,10 +124,8 @@ type planFixture struct {
 	openLetters   int // waiting and parked letters
 	parkedLetters []int64
 
-	shippedNo string // a shipped order
-	paidNo    string // a paid order
+	paidNo string // a paid order
 
-	conflictID      string  // a conflict's payment id
 	oldRuns         []int64 // close-run records past the retention
 	resolvedLetters int
 }
@@ -168,11 +150,6 @@ func newPlanFixture(t *testing.T) *planFixture {
 			SELECT order_no, 'close', CASE WHEN id % 97 = 1 THEN 'waiting' WHEN id % 97 = 2 THEN 'parked' ELSE 'resolved' END,
 			       'close order: boom', 1, NOW(3) - INTERVAL 1 MINUTE
 			FROM order_info WHERE id % 2 = 1`,
-		// Refunds owed, most of them long refunded; the payments of paid orders.
-		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, refund_status)
-			SELECT CONCAT('wx-', id), order_no, 10, NOW(3), IF(id % 500 = 7, 'owed', 'refunded') FROM order_info WHERE id % 50 = 7`,
-		`INSERT INTO order_payment (payment_id, order_no, amount, paid_at)
-			SELECT CONCAT('pay-', id), order_no, 10, NOW(3) FROM order_info WHERE status IN (1, 3)`,
 		// Capped runs of many shardings have left their cursors.
 		`INSERT INTO order_close_cursor (order_table, shard_total, shard_index, shard_rule, create_time, order_id, updated_at)
 			SELECT IF(seq % 3 = 1, 'order_info', CONCAT('t_order_', seq % 3)), seq DIV 8 + 1, seq % 8, seq % 2, NOW(), seq, UTC_TIMESTAMP(3) FROM seq_0_to_199`,
@@ -245,9 +222,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 	get(&f.dueLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting' AND next_retry_at <= NOW(3)`)
 	sel(&f.parkedLetters, `SELECT id FROM order_dead_letter WHERE status = 'parked' ORDER BY id`)
 	get(&f.openLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status IN ('waiting', 'parked')`)
-	get(&f.shippedNo, `SELECT order_no FROM order_info WHERE status = 3 ORDER BY id LIMIT 1`)
 	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
-	get(&f.conflictID, `SELECT payment_id FROM payment_conflict ORDER BY id LIMIT 1`)
 	sel(&f.oldRuns, `SELECT id FROM order_close_run WHERE finished_at < NOW(3) - INTERVAL 7 DAY ORDER BY finished_at LIMIT 100`)
 	get(&f.resolvedLetters, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'resolved'`)
 	return f

@@ -10,92 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/payment"
 )
 
-// shop places a few orders through the service on fresh stock.
-func (b *testBundle) shop(t *testing.T) {
-	t.Helper()
-	for sku := int64(1); sku <= 5; sku++ {
-		require.NoError(t, b.svc.AddStock(b.ctx, sku, 100))
-	}
-}
+// shop stocks SKUs 1-5 (paytest.Shop).
+func (b *testBundle) shop(t *testing.T) { paytest.Shop(t, b.svc) }
 
-func (b *testBundle) place(t *testing.T, no string, coupon bool, items ...orders.Item) {
-	t.Helper()
-	o := orders.NewOrder{OrderNo: no, UserID: 7, Items: items}
-	if coupon {
-		id, err := b.svc.IssueCoupon(b.ctx, 7)
-		require.NoError(t, err)
-		o.CouponID = id
-	}
-	_, err := b.svc.PlaceOrder(b.ctx, o)
-	require.NoError(t, err)
-}
-
-func (b *testBundle) stock(t *testing.T, sku int64) (available, locked int64) {
-	t.Helper()
-	var r struct {
-		A int64 `db:"available"`
-		L int64 `db:"locked"`
-	}
-	require.NoError(t, b.db.GetContext(b.ctx, &r, `SELECT available, locked FROM inventory WHERE sku_id = ?`, sku))
-	return r.A, r.L
-}
-
-func TestPlaceOrder(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.shop(t)
-	base := snapshot(t, b)
-	b.place(t, "P1", true, orders.Item{SKUID: 1, Quantity: 2}, orders.Item{SKUID: 3, Quantity: 1}, orders.Item{SKUID: 1, Quantity: 1})
-	a, l := b.stock(t, 1)
-	require.Equal(t, [2]int64{97, 3}, [2]int64{a, l})
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM user_coupon WHERE status = 1 AND order_no = 'P1'`))
-	b.check(t, base)
-
-	_, err := b.svc.PlaceOrder(b.ctx, orders.NewOrder{OrderNo: "P2", Items: []orders.Item{{SKUID: 2, Quantity: 101}}})
-	require.ErrorIs(t, err, orders.ErrOutOfStock)
-	_, err = b.svc.PlaceOrder(b.ctx, orders.NewOrder{OrderNo: "P3", Items: []orders.Item{{SKUID: 99, Quantity: 1}}})
-	require.ErrorIs(t, err, orders.ErrOutOfStock, "unknown sku")
-	var used int64
-	require.NoError(t, b.db.GetContext(b.ctx, &used, `SELECT id FROM user_coupon WHERE order_no = 'P1'`))
-	_, err = b.svc.PlaceOrder(b.ctx, orders.NewOrder{OrderNo: "P4", CouponID: used, Items: []orders.Item{{SKUID: 2, Quantity: 1}}})
-	require.ErrorIs(t, err, orders.ErrCouponUnavailable)
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_info`), "failed orders leave nothing behind")
-	b.check(t, base)
-}
-
-func TestPay(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.shop(t)
-	base := snapshot(t, b)
-	b.place(t, "A", true, orders.Item{SKUID: 1, Quantity: 2}, orders.Item{SKUID: 2, Quantity: 1})
-	b.place(t, "B", false, orders.Item{SKUID: 1, Quantity: 1})
-
-	out, err := b.svc.Pay(b.ctx, "A")
-	require.NoError(t, err)
-	require.Equal(t, orders.PayPaid, out)
-	a, l := b.stock(t, 1)
-	require.Equal(t, [2]int64{97, 1}, [2]int64{a, l}, "A's 2 units consumed, B's 1 still locked")
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM user_coupon WHERE status = 2 AND order_no = 'A'`))
-	out, err = b.svc.Pay(b.ctx, "A")
-	require.NoError(t, err)
-	require.Equal(t, orders.PayAlreadyPaid, out)
-
-	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
-	oc, err := late.CloseOrder(b.ctx, "B")
-	require.NoError(t, err)
-	require.Equal(t, orders.OutcomeClosed, oc)
-	out, err = b.svc.Pay(b.ctx, "B")
-	require.NoError(t, err)
-	require.Equal(t, orders.PayAlreadyClosed, out)
-
-	_, err = b.svc.Pay(b.ctx, "NOPE")
-	require.ErrorIs(t, err, orders.ErrOrderNotFound)
-	require.Zero(t, b.redisKeys(t), "payment locks released")
-	b.check(t, base)
+// place places an order through the service (paytest.Place).
+func (b *testBundle) place(t *testing.T, no string, coupon bool, items ...payment.Item) {
+	paytest.Place(t, b.svc, no, coupon, items...)
 }
 
 func TestCloseOrder(t *testing.T) {
@@ -104,7 +29,7 @@ func TestCloseOrder(t *testing.T) {
 	b.shop(t)
 	base := snapshot(t, b)
 	for _, no := range []string{"C1", "C2", "C3", "C4"} {
-		b.place(t, no, true, orders.Item{SKUID: 2, Quantity: 1}, orders.Item{SKUID: 4, Quantity: 2})
+		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 4, Quantity: 2})
 	}
 	// Poisoned: SKU 6 has no stock row.
 	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "C5", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
@@ -166,12 +91,12 @@ func TestDueUsesDatabaseClockAndZone(t *testing.T) {
 			zdb, err := sqlx.Open("mysql", cfg.FormatDSN())
 			require.NoError(t, err)
 			t.Cleanup(func() { zdb.Close() })
-			svc, err := orders.NewService(zdb, b.locker, orders.ServiceConfig{})
+			svc, err := payment.NewService(zdb, b.locker, payment.ServiceConfig{})
 			require.NoError(t, err)
 			require.NoError(t, svc.AddStock(b.ctx, 1, 10))
 			for i := range 3 {
-				_, err := svc.PlaceOrder(b.ctx, orders.NewOrder{OrderNo: fmt.Sprintf("Z%d", i), TimeoutMinutes: 30,
-					Items: []orders.Item{{SKUID: 1, Quantity: 1}}})
+				_, err := svc.PlaceOrder(b.ctx, payment.NewOrder{OrderNo: fmt.Sprintf("Z%d", i), TimeoutMinutes: 30,
+					Items: []payment.Item{{SKUID: 1, Quantity: 1}}})
 				require.NoError(t, err)
 			}
 			base := snapshot(t, b)

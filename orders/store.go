@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -417,31 +415,11 @@ func deltaSKUs(deltas []skuDelta) string {
 // deltaCase is deltaCaseOn the executor's own stock key, sku_id.
 func deltaCase(deltas []skuDelta) string { return deltaCaseOn("sku_id", deltas) }
 
-// deltaCaseOn renders `CASE WHEN key IN (...) THEN q ... END`, one branch per
-// distinct quantity. Quantities repeat a lot (most SKUs of a page move 1-3
-// units), so a page's ~1,000 SKUs make a handful of branches, and MySQL tests
-// a constant IN list by binary search: each row costs a few lookups, not a
-// walk over 1,000 `WHEN sku_id = ?` branches.
+// deltaCaseOn is sqlexec.QtyCase of deltas on key.
 func deltaCaseOn(key string, deltas []skuDelta) string {
-	byQty := map[int64][]int64{}
+	qty := make(map[int64]int64, len(deltas))
 	for _, d := range deltas {
-		byQty[d.Qty] = append(byQty[d.Qty], d.SKUID)
+		qty[d.SKUID] = d.Qty
 	}
-	qtys := make([]int64, 0, len(byQty))
-	for q := range byQty {
-		qtys = append(qtys, q)
-	}
-	slices.Sort(qtys)
-	var b strings.Builder
-	b.WriteString("CASE")
-	for _, q := range qtys {
-		b.WriteString(" WHEN ")
-		b.WriteString(key)
-		b.WriteString(" IN (")
-		b.WriteString(sqlexec.IntList(byQty[q]))
-		b.WriteString(") THEN ")
-		b.WriteString(strconv.FormatInt(q, 10))
-	}
-	b.WriteString(" END")
-	return b.String()
+	return sqlexec.QtyCase(key, qty)
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/internal/syncbuf"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // screenshots, when set (make screenshots), is where the browser test
@@ -85,7 +85,7 @@ func consoleDemo(t *testing.T, ctx context.Context, db *dbtest.DB, env map[strin
 	rdb, prefix := redistest.Client(t)
 	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
-	svc, err := orders.NewService(db.DB, locker, orders.ServiceConfig{})
+	svc, err := payment.NewService(db.DB, locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	var closed string
 	require.NoError(t, db.GetContext(ctx, &closed, `SELECT order_no FROM order_info WHERE status = 2 ORDER BY id LIMIT 1`))
@@ -93,7 +93,7 @@ func consoleDemo(t *testing.T, ctx context.Context, db *dbtest.DB, env map[strin
 	require.NoError(t, err)
 	out2, err := svc.Pay(ctx, closed)
 	require.NoError(t, err)
-	require.Equal(t, orders.PayAlreadyClosed, out2)
+	require.Equal(t, payment.AlreadyClosed, out2)
 
 	_, err = db.ExecContext(ctx, `INSERT INTO job_delay_task (trace_id, biz_uuid, handler, execute_time, next_attempt_time,
 		payload_json, status, retry_count, max_retry, last_error, claim_id, created_at, updated_at)

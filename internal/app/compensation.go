@@ -7,6 +7,7 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // closeExtensions are the optional parts of the close path: the payment
@@ -20,7 +21,7 @@ type closeExtensions struct {
 func newCloseExtensions(cfg *config.Config, logger *slog.Logger) (closeExtensions, error) {
 	var ext closeExtensions
 	if p := cfg.Order.Payment; p.CloseURL != "" {
-		tc, err := orders.NewHTTPTradeCloser(orders.HTTPTradeCloserConfig{
+		tc, err := payment.NewHTTPTradeCloser(payment.HTTPTradeCloserConfig{
 			URL: p.CloseURL, Token: p.Token, TokenHeader: p.TokenHeader, Timeout: p.Timeout, Retries: p.Retries,
 		})
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // Scenario 10: a three-node MariaDB Galera cluster used as a single writer
@@ -166,7 +167,7 @@ func payThroughNode(t *testing.T, ctx context.Context, db *sqlx.DB, rc *redis.Cl
 	t.Helper()
 	locker, err := orderlock.New(orderlock.Config{Client: rc, Prefix: prefix, TTL: 2 * time.Second})
 	require.NoError(t, err)
-	svc, err := orders.NewService(db, locker, orders.ServiceConfig{LockTries: 4})
+	svc, err := payment.NewService(db, locker, payment.ServiceConfig{LockTries: 4})
 	require.NoError(t, err)
 	var nos []string
 	require.NoError(t, db.SelectContext(ctx, &nos, "SELECT order_no FROM order_info WHERE status = 0"))
@@ -187,11 +188,11 @@ func payThroughNode(t *testing.T, ctx context.Context, db *sqlx.DB, rc *redis.Cl
 				kind := orders.KindOf(err)
 				mu.Lock()
 				switch {
-				case err == nil && out == orders.PayPaid:
+				case err == nil && out == payment.Paid:
 					p.paid++
-				case err == nil && out == orders.PayAlreadyClosed:
+				case err == nil && out == payment.AlreadyClosed:
 					p.late++
-				case errors.Is(err, orders.ErrOrderLocked), kind == orders.KindContention,
+				case errors.Is(err, payment.ErrOrderLocked), kind == orders.KindContention,
 					nodeDies && (kind == orders.KindConnection || kind == orders.KindCanceled):
 					p.again++
 				default:

@@ -32,7 +32,7 @@ const (
 	layerCommand = iota // cmd/..., examples/...
 	layerWiring         // internal/app
 	layerAdapter        // handlers, the API port, metrics, provisioning, the log handler, demo data
-	layerDomain         // orders, orders/inspect, delay, xxljob, config, sql/migrations
+	layerDomain         // orders, orders/inspect, orders/payment, delay, xxljob, config, sql/migrations
 	layerLeaf           // the domain's own sub-packages and the small shared helpers
 )
 
@@ -40,17 +40,20 @@ var layerNames = []string{"command", "wiring", "adapter", "domain", "leaf"}
 
 var adapters = []string{"handlers", "internal/api", "internal/metrics", "internal/provision", "internal/logctx", "internal/orderdemo"}
 
-var domain = []string{"orders", "orders/inspect", "delay", "xxljob", "config", "sql/migrations"}
+// domain lists the domain packages. orders/inspect (the operators' views)
+// and orders/payment (the order service's side of the close's rules) build
+// on orders, so they sit beside it rather than below it.
+var domain = []string{"orders", "orders/inspect", "orders/payment", "delay", "xxljob", "config", "sql/migrations"}
 
 // testHelpers serve tests (and cmd/bench), never the executor itself.
 var testHelpers = []string{"internal/dbtest", "internal/redistest", "internal/mariadbtest", "internal/rabbittest",
-	"internal/delaytest", "internal/ordertest", "internal/metricstest", "internal/plantest", "internal/statslie", "internal/fakeconsole",
+	"internal/delaytest", "internal/ordertest", "internal/paytest", "internal/metricstest", "internal/plantest", "internal/statslie", "internal/fakeconsole",
 	"internal/faults", "internal/doclinks", "internal/importgraph", "internal/syncbuf"}
 
 // Within the domain layer the parts stay independent; these are the only
-// imports across it (the operators' views read orders' types, never the
-// other way round).
-var domainImports = map[string][]string{"config": {"xxljob"}, "orders/inspect": {"orders"}}
+// imports across it (the operators' views and the payment side read
+// orders' types, never the other way round).
+var domainImports = map[string][]string{"config": {"xxljob"}, "orders/inspect": {"orders"}, "orders/payment": {"orders"}}
 
 // notForDomain is what orders and delay (and their sub-packages) must not
 // reach, directly or not: XXL-JOB, the configuration, and serving HTTP.

@@ -43,3 +43,10 @@ func TestGaleraOnAPlainServer(t *testing.T) {
 	}))
 	require.Equal(t, 2, one)
 }
+
+func TestQtyCase(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "CASE WHEN sku_id IN (3) THEN 1 WHEN sku_id IN (1,5) THEN 2 WHEN sku_id IN (9) THEN 7 END",
+		sqlexec.QtyCase("sku_id", map[int64]int64{9: 7, 5: 2, 3: 1, 1: 2}))
+	require.Equal(t, "CASE END", sqlexec.QtyCase("k", nil))
+}

@@ -11,7 +11,7 @@
 //	                                        flagged in order_fulfillment_overdue (no state change)
 //
 // pay_time, ship_time and complete_time record the database time of each
-// step. The order service ships and the buyer confirms (orders.Service's
+// step. The order service ships and the buyer confirms (payment.Service's
 // Ship and Confirm); this package only completes and flags what is overdue.
 // Both jobs judge time by the database clock, read once per run, and every
 // change is a conditional statement that repeats what the scan saw, so

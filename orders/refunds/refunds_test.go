@@ -11,6 +11,7 @@ import (
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 	"github.com/orderjob/executor/orders/refunds"
 )
 
@@ -23,13 +24,13 @@ func TestRefundsOwedView(t *testing.T) {
 	rdb, prefix := redistest.Client(t)
 	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
 	require.NoError(t, err)
-	svc, err := orders.NewService(db.DB, locker, orders.ServiceConfig{})
+	svc, err := payment.NewService(db.DB, locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
 	require.NoError(t, err)
 	require.NoError(t, svc.AddStock(ctx, 1, 100))
 	for _, no := range []string{"R-1", "R-2"} {
-		_, err := svc.PlaceOrder(ctx, orders.NewOrder{OrderNo: no, UserID: 7, Items: []orders.Item{{SKUID: 1, Quantity: 1}}})
+		_, err := svc.PlaceOrder(ctx, payment.NewOrder{OrderNo: no, UserID: 7, Items: []payment.Item{{SKUID: 1, Quantity: 1}}})
 		require.NoError(t, err)
 	}
 	// R-1 is placed 31 minutes ago: past its 30 minutes' timeout.
@@ -40,12 +41,12 @@ func TestRefundsOwedView(t *testing.T) {
 	require.NoError(t, err)
 	for _, p := range []struct {
 		no string
-		n  orders.Notice
+		n  payment.Notice
 	}{
-		{"R-2", orders.Notice{PaymentID: "wx-a", Amount: "20.00"}},  // pays R-2
-		{"R-2", orders.Notice{PaymentID: "ali-b", Amount: "20.00"}}, // duplicate
-		{"R-1", orders.Notice{PaymentID: "wx-c", Amount: "20.00"}},  // late
-		{"R-1", orders.Notice{PaymentID: "unp-d", Amount: "19.50"}}, // late, another channel
+		{"R-2", payment.Notice{PaymentID: "wx-a", Amount: "20.00"}},  // pays R-2
+		{"R-2", payment.Notice{PaymentID: "ali-b", Amount: "20.00"}}, // duplicate
+		{"R-1", payment.Notice{PaymentID: "wx-c", Amount: "20.00"}},  // late
+		{"R-1", payment.Notice{PaymentID: "unp-d", Amount: "19.50"}}, // late, another channel
 	} {
 		_, err := svc.PayWith(ctx, p.no, p.n)
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package orders
+package payment
 
 import (
 	"context"
@@ -12,41 +12,42 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
-// PayOutcome is the result of Pay and PayWith.
-type PayOutcome int
+// Outcome is the result of Pay and PayWith.
+type Outcome int
 
 // Pay outcomes.
 const (
-	// PayPaid: the order was unpaid and is now paid, with this payment.
-	PayPaid PayOutcome = iota + 1
-	// PayAlreadyClosed: the order had been closed (timed out); it stays
+	// Paid: the order was unpaid and is now paid, with this payment.
+	Paid Outcome = iota + 1
+	// AlreadyClosed: the order had been closed (timed out); it stays
 	// closed, and the payment is recorded in payment_conflict (reason
 	// late, once per payment id): a refund is owed.
-	PayAlreadyClosed
-	// PayAlreadyPaid: the order had been paid before with this payment (a
+	AlreadyClosed
+	// AlreadyPaid: the order had been paid before with this payment (a
 	// repeated notification), or with a payment it cannot be told from;
 	// nothing changed.
-	PayAlreadyPaid
-	// PayDuplicate: the order had been paid with another payment; this one
+	AlreadyPaid
+	// Duplicate: the order had been paid with another payment; this one
 	// is recorded in payment_conflict (reason duplicate, once per payment
 	// id): a refund is owed.
-	PayDuplicate
+	Duplicate
 )
 
-func (p PayOutcome) String() string {
+func (p Outcome) String() string {
 	switch p {
-	case PayPaid:
+	case Paid:
 		return "paid"
-	case PayAlreadyClosed:
+	case AlreadyClosed:
 		return "already_closed"
-	case PayAlreadyPaid:
+	case AlreadyPaid:
 		return "already_paid"
-	case PayDuplicate:
+	case Duplicate:
 		return "duplicate"
 	}
 	return "unknown"
@@ -100,7 +101,7 @@ func (n Notice) validate() error {
 // own: PayWith with the payment id legacyPaymentIDPrefix + orderNo and the
 // order's pay_amount. Repeated calls are one payment; a payment of an order
 // already paid is taken as a repeat (it cannot be told from one).
-func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
+func (s *Service) Pay(ctx context.Context, orderNo string) (Outcome, error) {
 	return s.pay(ctx, orderNo, Notice{PaymentID: legacyPaymentIDPrefix + orderNo})
 }
 
@@ -110,12 +111,12 @@ func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
 // order, marks its coupon used and records n as the order's payment
 // (order_payment). An order past its timeout but not yet closed can still
 // be paid: the first to lock wins. A payment that loses to the close never
-// revives the order: PayAlreadyClosed, and n is recorded in
+// revives the order: AlreadyClosed, and n is recorded in
 // payment_conflict (reason late). A payment of an order paid with another
-// payment is PayDuplicate, recorded the same way (reason duplicate); a
-// repeat of the one that paid it is PayAlreadyPaid. Each payment id gets at
+// payment is Duplicate, recorded the same way (reason duplicate); a
+// repeat of the one that paid it is AlreadyPaid. Each payment id gets at
 // most one conflict row, however often the notification repeats. Returns
-// ErrOrderNotFound for an unknown order, an *InvalidInputError for a bad
+// orders.ErrOrderNotFound for an unknown order, an *InvalidInputError for a bad
 // notice.
 //
 // When Redis is unreachable (no quorum of the lock nodes answers, as
@@ -124,14 +125,14 @@ func (s *Service) Pay(ctx context.Context, orderNo string) (PayOutcome, error) {
 // that decides between a payment and a close, so nothing is paid and closed
 // both; what is traded is in docs/payments-and-outbox.md. A lock held
 // elsewhere is waited for, LockTries times, then ErrOrderLocked.
-func (s *Service) PayWith(ctx context.Context, orderNo string, n Notice) (PayOutcome, error) {
+func (s *Service) PayWith(ctx context.Context, orderNo string, n Notice) (Outcome, error) {
 	if err := n.validate(); err != nil {
 		return 0, err
 	}
 	return s.pay(ctx, orderNo, n)
 }
 
-func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome, error) {
+func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (Outcome, error) {
 	lease, err := s.lockForPay(ctx, orderNo)
 	if err != nil {
 		return 0, fmt.Errorf("pay order %s: %w", orderNo, err)
@@ -150,31 +151,31 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 	if err != nil {
 		return 0, fmt.Errorf("pay order %s: %w", orderNo, err)
 	}
-	var out PayOutcome
+	var out Outcome
 	err = sqlexec.InCausalTx(ctx, s.db, galera, func(tx *sqlx.Tx) error {
 		o, ok, err := s.store.lockOrderByNo(ctx, tx, orderNo)
 		switch {
 		case err != nil:
 			return err
 		case !ok:
-			return ErrOrderNotFound
+			return orders.ErrOrderNotFound
 		case o.Status == orderstatus.Paid || o.Status == orderstatus.Shipped || o.Status == orderstatus.Completed:
 			accepted, found, err := s.store.orderPayment(ctx, tx, orderNo)
 			if err != nil {
 				return err
 			}
 			if !found || derived || strings.HasPrefix(accepted, legacyPaymentIDPrefix) || accepted == n.PaymentID {
-				out = PayAlreadyPaid // a repeat, or not to be told from one
+				out = AlreadyPaid // a repeat, or not to be told from one
 				return nil
 			}
-			out = PayDuplicate
-			return s.recordConflict(ctx, tx, o, n, ConflictDuplicate)
+			out = Duplicate
+			return s.recordConflict(ctx, tx, o, n, conflictDuplicate)
 		case o.Status != orderstatus.Unpaid:
-			out = PayAlreadyClosed
+			out = AlreadyClosed
 			if o.Status != orderstatus.Closed {
 				return nil
 			}
-			return s.recordConflict(ctx, tx, o, n, ConflictLate)
+			return s.recordConflict(ctx, tx, o, n, conflictLate)
 		}
 		if err := s.payOrder(ctx, tx, o); err != nil {
 			return err
@@ -183,9 +184,9 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 			return err
 		}
 		if lease != nil && !lease.ValidFor(0) {
-			return ErrLeaseExpired
+			return orders.ErrLeaseExpired
 		}
-		out = PayPaid
+		out = Paid
 		return nil
 	})
 	if err != nil {
@@ -196,25 +197,28 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (PayOutcome
 
 // payOrder is the payment's changes to an unpaid, locked order: the status
 // CAS, its items' locked stock consumed in sku order, its coupon used.
-func (s *Service) payOrder(ctx context.Context, tx *sqlx.Tx, o orderRow) error {
-	items, err := s.store.orderItems(ctx, tx, []string{o.OrderNo})
+func (s *Service) payOrder(ctx context.Context, tx *sqlx.Tx, o order) error {
+	items, err := s.store.orderItems(ctx, tx, o.OrderNo)
 	if err != nil {
 		return err
 	}
-	deltas := sumDeltas([]*candidate{{orderRow: o, items: items}})
+	qty := map[int64]int64{} // per SKU
+	for _, it := range items {
+		qty[it.SKUID] += it.Quantity
+	}
 	if n, err := s.store.payOrder(ctx, tx, o.ID); err != nil {
 		return err
 	} else if n != 1 {
 		return errors.New("status changed under lock")
 	}
-	if len(deltas) > 0 {
-		if _, err := s.store.lockStock(ctx, tx, deltaIDs(deltas)); err != nil {
+	if len(qty) > 0 {
+		if err := s.store.lockStock(ctx, tx, qty); err != nil {
 			return err
 		}
-		if n, err := s.store.consumeStock(ctx, tx, deltas); err != nil {
+		if n, err := s.store.consumeStock(ctx, tx, qty); err != nil {
 			return err
-		} else if n != int64(len(deltas)) {
-			return fmt.Errorf("locked stock of %d skus does not cover the order", int64(len(deltas))-n)
+		} else if n != int64(len(qty)) {
+			return fmt.Errorf("locked stock of %d skus does not cover the order", int64(len(qty))-n)
 		}
 	}
 	if o.CouponID.Valid {

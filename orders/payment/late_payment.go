@@ -1,4 +1,4 @@
-package orders
+package payment
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 
 // Reasons of a payment_conflict row.
 const (
-	// ConflictLate: the payment arrived for an order already closed.
-	ConflictLate = "late"
-	// ConflictDuplicate: the order had been paid with another payment.
-	ConflictDuplicate = "duplicate"
+	// conflictLate: the payment arrived for an order already closed.
+	conflictLate = "late"
+	// conflictDuplicate: the order had been paid with another payment.
+	conflictDuplicate = "duplicate"
 )
 
 // recordConflict is Pay's answer to a payment that cannot be taken (late:
@@ -21,7 +21,7 @@ const (
 // per payment id, however often the payment side repeats its
 // notification) so the business refunds it. It runs in Pay's transaction,
 // with the order row locked.
-func (s *Service) recordConflict(ctx context.Context, tx *sqlx.Tx, o orderRow, n Notice, reason string) error {
+func (s *Service) recordConflict(ctx context.Context, tx *sqlx.Tx, o order, n Notice, reason string) error {
 	added, err := s.store.recordPaymentConflict(ctx, tx, o, n, reason)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package orders_test
+package payment_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // orderStates reads every order's state, by order number.
@@ -25,26 +26,26 @@ func TestShipAndConfirm(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	require.NoError(t, b.svc.AddStock(b.ctx, 1, 100))
-	b.place(t, "L-1", true, orders.Item{SKUID: 1, Quantity: 2})
-	b.place(t, "L-2", false, orders.Item{SKUID: 1, Quantity: 1})
+	b.place(t, "L-1", true, payment.Item{SKUID: 1, Quantity: 2})
+	b.place(t, "L-2", false, payment.Item{SKUID: 1, Quantity: 1})
 	base := snapshot(t, b)
 
 	_, err := b.svc.Ship(b.ctx, "L-1")
-	require.ErrorIs(t, err, orders.ErrOrderState, "unpaid")
+	require.ErrorIs(t, err, payment.ErrOrderState, "unpaid")
 	require.ErrorContains(t, err, "status 0")
 	_, err = b.svc.Ship(b.ctx, "NOPE")
 	require.ErrorIs(t, err, orders.ErrOrderNotFound)
 
 	out, err := b.svc.Pay(b.ctx, "L-1")
 	require.NoError(t, err)
-	require.Equal(t, orders.PayPaid, out)
+	require.Equal(t, payment.Paid, out)
 	o := b.orderStates(t)["L-1"]
 	require.NotNil(t, o.PayTime, "Pay stamps pay_time")
 	require.WithinDuration(t, b.db.Now(t), *o.PayTime, time.Minute)
 	require.Nil(t, b.orderStates(t)["L-2"].PayTime)
 
 	_, err = b.svc.Confirm(b.ctx, "L-1")
-	require.ErrorIs(t, err, orders.ErrOrderState, "not shipped yet")
+	require.ErrorIs(t, err, payment.ErrOrderState, "not shipped yet")
 	ok, err := b.svc.Ship(b.ctx, "L-1")
 	require.NoError(t, err)
 	require.True(t, ok)

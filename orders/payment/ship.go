@@ -1,13 +1,19 @@
-package orders
+package payment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
+
+// ErrOrderState means the order is not in the status the step needs (e.g.
+// shipping an unpaid order).
+var ErrOrderState = errors.New("orders: order is not in the status this step needs")
 
 // The order service's steps after payment: the merchant ships a paid order
 // (1 → 3, ship_time) and the buyer confirms it (3 → 4, complete_time).
@@ -17,7 +23,7 @@ import (
 // Ship records that a paid order was shipped: status 1 → 3 with ship_time
 // (database clock), by CAS. It reports whether this call shipped it: false
 // with no error when it was shipped (or completed) already, so a retried
-// call is harmless. ErrOrderNotFound for an unknown order, ErrOrderState
+// call is harmless. orders.ErrOrderNotFound for an unknown order, ErrOrderState
 // (wrapped, with the status) for an order that is not paid.
 func (s *Service) Ship(ctx context.Context, orderNo string) (bool, error) {
 	return s.step(ctx, orderNo, "ship", s.store.shipOrder, orderstatus.Shipped, orderstatus.Completed)
@@ -25,7 +31,7 @@ func (s *Service) Ship(ctx context.Context, orderNo string) (bool, error) {
 
 // Confirm records that the buyer confirmed receipt: status 3 → 4 with
 // complete_time, by CAS. It reports whether this call completed it: false
-// with no error when it was completed already. ErrOrderNotFound for an
+// with no error when it was completed already. orders.ErrOrderNotFound for an
 // unknown order, ErrOrderState (wrapped) for an order that is not shipped.
 func (s *Service) Confirm(ctx context.Context, orderNo string) (bool, error) {
 	return s.step(ctx, orderNo, "confirm", s.store.confirmOrder, orderstatus.Completed)
@@ -45,7 +51,7 @@ func (s *Service) step(ctx context.Context, orderNo, what string, cas func(conte
 	case err != nil:
 		return false, err
 	case !ok:
-		return false, fmt.Errorf("%s order %s: %w", what, orderNo, ErrOrderNotFound)
+		return false, fmt.Errorf("%s order %s: %w", what, orderNo, orders.ErrOrderNotFound)
 	}
 	for _, d := range done {
 		if st == d {

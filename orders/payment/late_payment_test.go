@@ -1,4 +1,4 @@
-package orders_test
+package payment_test
 
 import (
 	"fmt"
@@ -13,17 +13,18 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 func TestLatePaymentRecordedOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.shop(t)
-	b.place(t, "LP1", true, orders.Item{SKUID: 1, Quantity: 2})
+	b.place(t, "LP1", true, payment.Item{SKUID: 1, Quantity: 2})
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 129.90 WHERE order_no = 'LP1'`)
 	require.NoError(t, err)
 	base := snapshot(t, b)
-	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
+	late := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{})
 	out, err := late.CloseOrder(b.ctx, "LP1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
@@ -32,7 +33,7 @@ func TestLatePaymentRecordedOnce(t *testing.T) {
 	for range 3 { // the payment side repeats its notification
 		pay, err := b.svc.Pay(b.ctx, "LP1")
 		require.NoError(t, err)
-		require.Equal(t, orders.PayAlreadyClosed, pay)
+		require.Equal(t, payment.AlreadyClosed, pay)
 	}
 	var rows []struct {
 		OrderNo   string    `db:"order_no"`
@@ -68,7 +69,7 @@ func TestLatePaymentRacesClose(t *testing.T) {
 			rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
 
 			var mu sync.Mutex
-			first := map[string]orders.PayOutcome{} // outcome of each order's first notification
+			first := map[string]payment.Outcome{} // outcome of each order's first notification
 			var g errgroup.Group
 			var st orders.RunStats
 			g.Go(func() error {
@@ -95,11 +96,11 @@ func TestLatePaymentRacesClose(t *testing.T) {
 							}
 							mu.Unlock()
 							switch {
-							case !seen && out != orders.PayPaid && out != orders.PayAlreadyClosed:
+							case !seen && out != payment.Paid && out != payment.AlreadyClosed:
 								return fmt.Errorf("order %s: first notification %v", no, out)
-							case seen && prev == orders.PayPaid && out != orders.PayAlreadyPaid:
+							case seen && prev == payment.Paid && out != payment.AlreadyPaid:
 								return fmt.Errorf("order %s: notification %d after paid: %v", no, n+1, out)
-							case seen && prev == orders.PayAlreadyClosed && out != orders.PayAlreadyClosed:
+							case seen && prev == payment.AlreadyClosed && out != payment.AlreadyClosed:
 								return fmt.Errorf("order %s: notification %d after closed: %v", no, n+1, out)
 							}
 						}
@@ -111,7 +112,7 @@ func TestLatePaymentRacesClose(t *testing.T) {
 
 			var paid, lost []string
 			for no, out := range first {
-				if out == orders.PayPaid {
+				if out == payment.Paid {
 					paid = append(paid, no)
 				} else {
 					lost = append(lost, no)

@@ -1,4 +1,4 @@
-package orders
+package payment
 
 import (
 	"bytes"
@@ -16,7 +16,13 @@ import (
 	"github.com/orderjob/executor/internal/backoff"
 	"github.com/orderjob/executor/internal/redact"
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders"
 )
+
+// idleConnsPerHost keeps one idle connection for each close-trade call a
+// page makes at once at the close's default fan-out
+// (orders.CloserConfig.TradeFanOut).
+const idleConnsPerHost = 16
 
 // HTTPTradeCloserConfig configures an HTTPTradeCloser. Zero values take the
 // defaults given.
@@ -42,7 +48,7 @@ type HTTPTradeCloserConfig struct {
 	Client *http.Client
 }
 
-// HTTPTradeCloser is the TradeCloser that calls the payment side over
+// HTTPTradeCloser is the orders.TradeCloser that calls the payment side over
 // HTTP. The contract:
 //
 //	POST {URL}
@@ -90,7 +96,7 @@ func NewHTTPTradeCloser(cfg HTTPTradeCloserConfig) (*HTTPTradeCloser, error) {
 	client := cfg.Client
 	if client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = defaultTradeFanOut
+		tr.MaxIdleConnsPerHost = idleConnsPerHost
 		client = &http.Client{Transport: tr}
 	}
 	// The retries are at most 10, so the doubling needs no cap of its own.
@@ -111,19 +117,19 @@ type tradeResponse struct {
 	Result string `json:"result"`
 }
 
-var tradeResults = map[string]TradeResult{
-	"closed":       TradeClosed,
-	"already_paid": TradeAlreadyPaid,
-	"not_found":    TradeNotFound,
+var tradeResults = map[string]orders.TradeResult{
+	"closed":       orders.TradeClosed,
+	"already_paid": orders.TradeAlreadyPaid,
+	"not_found":    orders.TradeNotFound,
 }
 
 // CloseTrade calls the payment side for orderNo, with retries (see the type).
-func (h *HTTPTradeCloser) CloseTrade(ctx context.Context, orderNo string) (TradeResult, error) {
+func (h *HTTPTradeCloser) CloseTrade(ctx context.Context, orderNo string) (orders.TradeResult, error) {
 	body, err := json.Marshal(tradeRequest{OrderNo: orderNo})
 	if err != nil {
 		return 0, err
 	}
-	var res TradeResult
+	var res orders.TradeResult
 	err = backoff.Retry(ctx, h.retryWait, h.cfg.Retries+1, func(ctx context.Context, n int) (bool, error) {
 		var retry bool
 		var err error
@@ -140,7 +146,7 @@ func (h *HTTPTradeCloser) CloseTrade(ctx context.Context, orderNo string) (Trade
 }
 
 // attempt makes one call. retry reports a failure worth repeating.
-func (h *HTTPTradeCloser) attempt(ctx context.Context, body []byte) (res TradeResult, retry bool, err error) {
+func (h *HTTPTradeCloser) attempt(ctx context.Context, body []byte) (res orders.TradeResult, retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.cfg.URL, bytes.NewReader(body))

@@ -1,4 +1,4 @@
-package orders_test
+package payment_test
 
 import (
 	"testing"
@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // conflictRow is one payment_conflict row as the tests read it.
@@ -39,21 +40,21 @@ func TestTwoLatePaymentsTwoConflictRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.shop(t)
-	b.place(t, "LATE-1", true, orders.Item{SKUID: 1, Quantity: 1})
+	b.place(t, "LATE-1", true, payment.Item{SKUID: 1, Quantity: 1})
 	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 59.90 WHERE order_no = 'LATE-1'`)
 	require.NoError(t, err)
 	base := snapshot(t, b)
-	out, err := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{}).CloseOrder(b.ctx, "LATE-1")
+	out, err := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{}).CloseOrder(b.ctx, "LATE-1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
 
 	for range 2 {
-		pay, err := b.svc.PayWith(b.ctx, "LATE-1", orders.Notice{PaymentID: "wx-4200001", Amount: "59.90", Channel: "wechat"})
+		pay, err := b.svc.PayWith(b.ctx, "LATE-1", payment.Notice{PaymentID: "wx-4200001", Amount: "59.90", Channel: "wechat"})
 		require.NoError(t, err)
-		require.Equal(t, orders.PayAlreadyClosed, pay)
-		pay, err = b.svc.PayWith(b.ctx, "LATE-1", orders.Notice{PaymentID: "ali-2026113022", Amount: "59.9", Channel: "alipay"})
+		require.Equal(t, payment.AlreadyClosed, pay)
+		pay, err = b.svc.PayWith(b.ctx, "LATE-1", payment.Notice{PaymentID: "ali-2026113022", Amount: "59.9", Channel: "alipay"})
 		require.NoError(t, err)
-		require.Equal(t, orders.PayAlreadyClosed, pay)
+		require.Equal(t, payment.AlreadyClosed, pay)
 	}
 	require.Equal(t, []conflictRow{
 		{PaymentID: "wx-4200001", OrderNo: "LATE-1", Amount: "59.90", Reason: "late", Channel: "wechat", Refund: "owed"},
@@ -71,16 +72,16 @@ func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.shop(t)
-	b.place(t, "DUP-1", false, orders.Item{SKUID: 2, Quantity: 3})
+	b.place(t, "DUP-1", false, payment.Item{SKUID: 2, Quantity: 3})
 	base := snapshot(t, b)
 	steps := []struct {
-		n    orders.Notice
-		want orders.PayOutcome
+		n    payment.Notice
+		want payment.Outcome
 	}{
-		{orders.Notice{PaymentID: "wx-1", Amount: "10.00", Channel: "wechat"}, orders.PayPaid},
-		{orders.Notice{PaymentID: "wx-1", Amount: "10.00", Channel: "wechat"}, orders.PayAlreadyPaid},
-		{orders.Notice{PaymentID: "ali-9", Amount: "10.00", Channel: "alipay"}, orders.PayDuplicate},
-		{orders.Notice{PaymentID: "ali-9", Amount: "10.00", Channel: "alipay"}, orders.PayDuplicate},
+		{payment.Notice{PaymentID: "wx-1", Amount: "10.00", Channel: "wechat"}, payment.Paid},
+		{payment.Notice{PaymentID: "wx-1", Amount: "10.00", Channel: "wechat"}, payment.AlreadyPaid},
+		{payment.Notice{PaymentID: "ali-9", Amount: "10.00", Channel: "alipay"}, payment.Duplicate},
+		{payment.Notice{PaymentID: "ali-9", Amount: "10.00", Channel: "alipay"}, payment.Duplicate},
 	}
 	for i, s := range steps {
 		got, err := b.svc.PayWith(b.ctx, "DUP-1", s.n)
@@ -89,7 +90,7 @@ func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
 	}
 	got, err := b.svc.Pay(b.ctx, "DUP-1")
 	require.NoError(t, err)
-	require.Equal(t, orders.PayAlreadyPaid, got, "without an id of its own, a payment of a paid order is taken as a repeat")
+	require.Equal(t, payment.AlreadyPaid, got, "without an id of its own, a payment of a paid order is taken as a repeat")
 	require.Equal(t, []conflictRow{{PaymentID: "ali-9", OrderNo: "DUP-1", Amount: "10.00", Reason: "duplicate", Channel: "alipay", Refund: "owed"}},
 		b.conflicts(t))
 	var paid string
@@ -98,7 +99,7 @@ func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
 	b.checkPaid(t, base, "DUP-1")
 	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
 
-	for _, bad := range []orders.Notice{{}, {PaymentID: "legacy:DUP-1"}, {PaymentID: "x", Amount: "1,50"}, {PaymentID: "has space"}} {
+	for _, bad := range []payment.Notice{{}, {PaymentID: "legacy:DUP-1"}, {PaymentID: "x", Amount: "1,50"}, {PaymentID: "has space"}} {
 		_, err := b.svc.PayWith(b.ctx, "DUP-1", bad)
 		var inv *oplist.InvalidInputError
 		require.ErrorAs(t, err, &inv, "%+v", bad)
@@ -123,19 +124,19 @@ func TestPayWithRedisStopped(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	b := setup(t, withLocker(orderlock.Config{Client: rdb}))
 	b.shop(t)
-	b.place(t, "NOREDIS-1", true, orders.Item{SKUID: 3, Quantity: 2})
-	b.place(t, "NOREDIS-2", false, orders.Item{SKUID: 3, Quantity: 1})
+	b.place(t, "NOREDIS-1", true, payment.Item{SKUID: 3, Quantity: 2})
+	b.place(t, "NOREDIS-2", false, payment.Item{SKUID: 3, Quantity: 1})
 	base := snapshot(t, b)
 	srv.Stop()
 
 	start := time.Now()
-	out, err := b.svc.PayWith(b.ctx, "NOREDIS-1", orders.Notice{PaymentID: "wx-77"})
+	out, err := b.svc.PayWith(b.ctx, "NOREDIS-1", payment.Notice{PaymentID: "wx-77"})
 	require.NoError(t, err)
-	require.Equal(t, orders.PayPaid, out)
+	require.Equal(t, payment.Paid, out)
 	require.Less(t, time.Since(start), 2*time.Second, "no waiting through every lock try")
 
 	srv.Start()
-	st, err := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{}).Run(b.ctx, orders.RunOptions{})
+	st, err := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{}).Run(b.ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed, "the other order, not the paid one: %s", st)
 	require.Equal(t, 1, b.count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-1'`), "paid, never closed")
@@ -149,17 +150,17 @@ func TestPayWithRedisStopped(t *testing.T) {
 func TestPayWaitsForLockHeldElsewhere(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	svc, err := orders.NewService(b.db.DB, b.locker, orders.ServiceConfig{LockTries: 2})
+	svc, err := payment.NewService(b.db.DB, b.locker, payment.ServiceConfig{LockTries: 2})
 	require.NoError(t, err)
 	b.shop(t)
-	b.place(t, "HELD-P", false, orders.Item{SKUID: 4, Quantity: 1})
+	b.place(t, "HELD-P", false, payment.Item{SKUID: 4, Quantity: 1})
 	lease, err := b.locker.Acquire(b.ctx, []string{"HELD-P"})
 	require.NoError(t, err)
 	_, err = svc.Pay(b.ctx, "HELD-P")
-	require.ErrorIs(t, err, orders.ErrOrderLocked)
+	require.ErrorIs(t, err, payment.ErrOrderLocked)
 	require.Zero(t, b.count(t, `SELECT status FROM order_info WHERE order_no = 'HELD-P'`))
 	require.NoError(t, lease.Release(b.ctx))
 	out, err := svc.Pay(b.ctx, "HELD-P")
 	require.NoError(t, err)
-	require.Equal(t, orders.PayPaid, out)
+	require.Equal(t, payment.Paid, out)
 }

@@ -1,4 +1,4 @@
-package orders
+package payment
 
 import (
 	"cmp"
@@ -22,8 +22,8 @@ type ServiceConfig struct {
 	LockTries int
 }
 
-// Service is the order service's side of the rules: placing an order and
-// paying it. It shares the close path's lock keys and lock order, so a
+// Service is the order service's side of the rules: placing an order,
+// paying it, shipping and confirming it. It shares the close path's lock keys and lock order, so a
 // payment and a close of the same order exclude each other, and the
 // status CAS on both sides decides which one wins.
 type Service struct {
@@ -49,6 +49,12 @@ func NewService(db *sqlx.DB, locker *orderlock.Locker, cfg ServiceConfig) (*Serv
 	}
 	return &Service{db: db, locker: locker, tries: tries, log: log.With("component", "orders.service")}, nil
 }
+
+// ErrOutOfStock is returned by PlaceOrder when a SKU has too little stock.
+var ErrOutOfStock = errors.New("orders: out of stock")
+
+// ErrCouponUnavailable is returned by PlaceOrder when the coupon is not unused.
+var ErrCouponUnavailable = errors.New("orders: coupon not available")
 
 // Item is one order line.
 type Item struct {
@@ -76,14 +82,13 @@ func (s *Service) PlaceOrder(ctx context.Context, o NewOrder) (int64, error) {
 	if o.OrderNo == "" || len(o.Items) == 0 {
 		return 0, errors.New("orders: an order needs a number and at least one item")
 	}
-	cd := &candidate{}
+	qty := map[int64]int64{} // per SKU
 	for _, it := range o.Items {
 		if it.Quantity <= 0 {
 			return 0, fmt.Errorf("orders: item of sku %d has quantity %d", it.SKUID, it.Quantity)
 		}
-		cd.items = append(cd.items, itemRow{SKUID: it.SKUID, Quantity: it.Quantity})
+		qty[it.SKUID] += it.Quantity
 	}
-	deltas := sumDeltas([]*candidate{cd})
 	timeout := cmp.Or(o.TimeoutMinutes, 30)
 	var id int64
 	err := sqlexec.InTx(ctx, s.db, func(tx *sqlx.Tx) error {
@@ -94,12 +99,12 @@ func (s *Service) PlaceOrder(ctx context.Context, o NewOrder) (int64, error) {
 		if err := s.store.insertItems(ctx, tx, o.OrderNo, o.Items); err != nil {
 			return err
 		}
-		if _, err := s.store.lockStock(ctx, tx, deltaIDs(deltas)); err != nil {
+		if err := s.store.lockStock(ctx, tx, qty); err != nil {
 			return err
 		}
-		if n, err := s.store.reserveStock(ctx, tx, deltas); err != nil {
+		if n, err := s.store.reserveStock(ctx, tx, qty); err != nil {
 			return err
-		} else if n != int64(len(deltas)) {
+		} else if n != int64(len(qty)) {
 			return ErrOutOfStock
 		}
 		if o.CouponID != 0 {
@@ -125,12 +130,4 @@ func (s *Service) IssueCoupon(ctx context.Context, userID int64) (int64, error) 
 // AddStock creates the SKU's inventory row or adds qty to its available stock.
 func (s *Service) AddStock(ctx context.Context, sku, qty int64) error {
 	return s.store.addStock(ctx, s.db, sku, qty)
-}
-
-func deltaIDs(deltas []skuDelta) []int64 {
-	ids := make([]int64, len(deltas))
-	for i, d := range deltas {
-		ids[i] = d.SKUID
-	}
-	return ids
 }
