@@ -10,9 +10,9 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -44,7 +44,7 @@ func lifecycleJobs(t *testing.T, db *sqlx.DB, name string, tables ...string) []*
 	var units []*lifecycle.Jobs
 	for _, table := range tables {
 		l, err := lifecycle.New(db, lifecycle.Config{Source: name, Table: table,
-			Unreachable: func(err error) bool { return orders.ServerUnknown.Kind(err) == orders.KindConnection }})
+			Unreachable: func(err error) bool { return dbserver.ServerUnknown.Kind(err) == dbserver.KindConnection }})
 		require.NoError(t, err)
 		units = append(units, l)
 	}

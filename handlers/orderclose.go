@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/xxljob"
 )
@@ -156,11 +157,11 @@ func RecordInterrupted(c *orders.Closer) func(context.Context, xxljob.Interrupte
 }
 
 // stopped reports a run that an error stopped: the error, and what to do
-// about it when orders.Hint knows (a missing table, a privilege, a read-only
+// about it when dbserver.Hint knows (a missing table, a privilege, a read-only
 // server). Such an error is never an order's fault: nothing was
 // dead-lettered for it and the next run tries the same orders again.
 func stopped(req *xxljob.Request, summary string, err error) error {
-	hint := orders.Hint(err)
+	hint := dbserver.Hint(err)
 	if hint == "" {
 		req.Logf("run stopped by an error: %v", err)
 		return fmt.Errorf("%s: %w", summary, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/internal/unitrun"
 	"github.com/orderjob/executor/orders"
@@ -82,7 +83,7 @@ func shareOf(s shard.Share) string {
 }
 
 // logUnit writes a unit's end into the run log: its summary line, or what
-// stopped it and, when orders.Hint knows, what to do about it (an error
+// stopped it and, when dbserver.Hint knows, what to do about it (an error
 // about the database, not an order: nothing was dead-lettered for it).
 // S is the unit's stats: the close's, the retry's or a lifecycle job's.
 func logUnit[S fmt.Stringer](req *xxljob.Request, u unitrun.Run[S]) {
@@ -95,7 +96,7 @@ func logUnit[S fmt.Stringer](req *xxljob.Request, u unitrun.Run[S]) {
 		return
 	}
 	req.Logf("%s%s FAILED after %s: %v", u.Name(), shareOf(u.Share), u.Stats, u.Err)
-	if hint := orders.Hint(u.Err); hint != "" {
+	if hint := dbserver.Hint(u.Err); hint != "" {
 		req.Logf("%s hint: %s", u.Name(), hint)
 	}
 }

@@ -41,7 +41,7 @@ import (
 // left (DueIn) and the cause of a dead letter or of a skip that a failure
 // rather than another holder caused (Err). The error is for failures beyond
 // single orders (the database unreachable, a table or privilege missing, a
-// dead letter not written; KindOf classifies it and NotNow tells whether it
+// dead letter not written; dbserver.KindOf classifies it and dbserver.NotNow tells whether it
 // is about the orders at all); then the outcomes are nil and nothing is said
 // about any order: nothing of the failing batch was dead-lettered, orders
 // closed before the failure stay closed, and asking again reports them

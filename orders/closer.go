@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -50,9 +51,9 @@ type CloserConfig struct {
 	// TradeFanOut is how many close-trade calls of a page run at once.
 	// Default 16.
 	TradeFanOut int
-	// Server is what the database is (DetectServer): it decides what some
-	// error numbers mean (Server.Kind). Default ServerUnknown.
-	Server Server
+	// Server is what the database is (dbserver.DetectServer): it decides what some
+	// error numbers mean (Server.Kind). Default dbserver.ServerUnknown.
+	Server dbserver.Server
 	// Compensation is where stock and coupons are given back:
 	// CompensateLocal (default) or CompensateOutbox (outbox.go).
 	Compensation CompensationMode
@@ -278,11 +279,11 @@ func (s *RunStats) add(p pageResult) {
 // failed, the run stops early (the rest waits for the next run). Callers
 // that want such a run reported as failed check LockErr.
 //
-// Errors are classified before anything is dead-lettered (see ErrorKind):
+// Errors are classified before anything is dead-lettered (see dbserver.ErrorKind):
 // only an error about one order's rows dead-letters that order, after the
 // page is closed again one order at a time to find it. Any other error (a
 // missing table, column or privilege, the server read-only, the connection
-// lost) stops the run with the error, which Hint explains: the page's
+// lost) stops the run with the error, which dbserver.Hint explains: the page's
 // transaction rolled back, nothing is dead-lettered, and the next run tries
 // the same orders again. An error writing a dead letter stops the run too.
 func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
@@ -443,14 +444,14 @@ func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)
 // asked for this order explicitly. A lock not taken follows the rule at
 // lockNos (OutcomeSkippedLocked, with the Redis error if Redis failed);
 // rows held by other transactions through every lock attempt give
-// OutcomeSkippedLocked with that error (KindContention). With a TradeCloser, the payment side is asked
+// OutcomeSkippedLocked with that error (dbserver.KindContention). With a TradeCloser, the payment side is asked
 // first: "already paid" returns OutcomeSkippedPaid, a failed call
 // OutcomeSkippedLocked with the error.
 //
-// Only an error about the order's own rows (KindOrder) dead-letters it. An
+// Only an error about the order's own rows (dbserver.KindOrder) dead-letters it. An
 // error about the database (a missing table or privilege, the server
-// read-only or unreachable: see ErrorKind) returns outcome 0 and the error,
-// writes no dead letter and changes nothing; NotNow(err) is true for it.
+// read-only or unreachable: see dbserver.ErrorKind) returns outcome 0 and the error,
+// writes no dead letter and changes nothing; dbserver.NotNow(err) is true for it.
 func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, err error) {
 	defer func() { c.observeOne(ctx, out, err) }()
 	dbNow, err := sqlexec.Now(ctx, c.db)

@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
@@ -120,7 +121,7 @@ func (c *Closer) heldRows(ctx context.Context, p page, res *pageResult) []scanRo
 // closeHeld closes the held orders of a page: a guarded close, and when
 // it does not hold, a checked close; then each order the checked close set
 // aside in a transaction of its own. When the page's transaction fails on
-// an order's rows or stays contended (splitPage), it rolls back and every
+// an order's rows or stays contended (Server.SplitPage), it rolls back and every
 // order is closed in a transaction of its own, so one bad order cannot hold
 // back the others. Any other failure is about the database, not an order:
 // every order would fail alike, so none is dead-lettered, the error is
@@ -152,7 +153,7 @@ func (c *Closer) closeHeld(ctx context.Context, clock runClock, held []scanRow, 
 			res.detail.setErr(r.OrderNo, OutcomeSkippedLocked, ErrLeaseExpired)
 		}
 		return nil
-	case !c.cfg.Server.splitPage(err):
+	case !c.cfg.Server.SplitPage(err):
 		return fmt.Errorf("close page of %d orders: %w", len(held), err)
 	}
 	c.log.WarnContext(ctx, "batch close failed; closing the page one order at a time",
@@ -161,7 +162,7 @@ func (c *Closer) closeHeld(ctx context.Context, clock runClock, held []scanRow, 
 }
 
 // retryTx runs run in a transaction, and again after it rolled back on a
-// deadlock or a lock wait timeout (KindContention), spaced by deadlockWait,
+// deadlock or a lock wait timeout (dbserver.KindContention), spaced by deadlockWait,
 // until LockAttempts runs or the lease ran out; each such rollback counts in
 // conflicts. It returns the last run's result and error (joined with the
 // context's when the lease's deadline ended a wait: leaseRanOut then holds).
@@ -172,7 +173,7 @@ func (c *Closer) retryTx(ctx context.Context, lease *orderlock.Lease, conflicts 
 			tr, err = run(tx)
 			return err
 		})
-		if !c.cfg.Server.retryable(err) {
+		if !c.cfg.Server.Retryable(err) {
 			return false, err
 		}
 		*conflicts++
@@ -245,13 +246,13 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pag
 	case leaseRanOut(err, lease):
 		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order lock ran out before commit", "order_no", r.OrderNo)
 		return oneResult{outcome: OutcomeSkippedLocked, leaseLost: true, conflicts: conflicts}, nil
-	case c.cfg.Server.retryable(err):
+	case c.cfg.Server.Retryable(err):
 		// Other transactions hold this order's rows: nothing is wrong
 		// with the order, so it waits for the next pass.
 		c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order rows held by other transactions; left to the next pass",
 			"order_no", r.OrderNo, "error", err.Error())
 		return oneResult{outcome: OutcomeSkippedLocked, cause: err, contended: true, conflicts: conflicts}, nil
-	case c.cfg.Server.Kind(err) != KindOrder:
+	case c.cfg.Server.Kind(err) != dbserver.KindOrder:
 		return oneResult{}, fmt.Errorf("close order %s: %w", r.OrderNo, err)
 	}
 	if dlErr := c.deadLetter(ctx, r.OrderNo, clock.now, err); dlErr != nil {

@@ -43,7 +43,7 @@
 //
 // In a zone with daylight saving that comparison is off by up to an hour
 // around each change (a wall-clock hour skipped in spring, repeated in
-// autumn). ReadSessionZone tells such a zone by the offsets the server
+// autumn). dbserver.ReadSessionZone tells such a zone by the offsets the server
 // computes for a January and a July instant, so the binary can refuse it.
 //
 // # What closing changes
@@ -128,14 +128,14 @@
 // check the lease last, before commit.
 //
 // Errors are classified by what they are about before anything else
-// (ErrorKind, KindOf), whatever the page size. Deadlocks (1213) and lock
+// (dbserver.ErrorKind, dbserver.KindOf), whatever the page size. Deadlocks (1213) and lock
 // wait timeouts (1205) are retried a few times. If the batch transaction
 // still fails on contention or on an error about one order's rows (an
 // allow-list: our own compensation checks, a duplicate close-log row, a
 // value out of range, a constraint), it is rolled back and every order of
 // the page is closed in a transaction of its own. Any other error (a missing
 // table, column or privilege, a read-only or unreachable server) is about
-// the database, not an order: the run stops with it (Hint says what to do),
+// the database, not an order: the run stops with it (dbserver.Hint says what to do),
 // nothing is dead-lettered, and the next run tries the same orders again.
 // An order whose own transaction stays contended is skipped for the next
 // pass. An order whose own transaction fails on its rows is recorded in

@@ -7,6 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 )
@@ -90,21 +91,21 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 				require.NoError(t, err)
 				st, err := c.Run(b.ctx, orders.RunOptions{})
 				require.Error(t, err)
-				t.Logf("run: %v; hint: %s", err, orders.Hint(err))
-				require.Equal(t, orders.KindDatabase, orders.KindOf(err))
-				require.True(t, orders.NotNow(err))
-				require.Contains(t, orders.Hint(err), tc.hint)
+				t.Logf("run: %v; hint: %s", err, dbserver.Hint(err))
+				require.Equal(t, dbserver.KindDatabase, dbserver.KindOf(err))
+				require.True(t, dbserver.NotNow(err))
+				require.Contains(t, dbserver.Hint(err), tc.hint)
 				require.Zero(t, st.DeadLettered)
 				require.Zero(t, st.Closed)
 
 				out, err := c.CloseOrder(b.ctx, first[0])
 				require.Error(t, err)
 				require.Zero(t, out)
-				require.True(t, orders.NotNow(err), "%v", err)
+				require.True(t, dbserver.NotNow(err), "%v", err)
 				outs, err := c.CloseOrders(b.ctx, first)
 				require.Error(t, err)
 				require.Nil(t, outs)
-				require.True(t, orders.NotNow(err), "%v", err)
+				require.True(t, dbserver.NotNow(err), "%v", err)
 
 				require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`), "nothing dead-lettered")
 				require.Zero(t, b.counts(t).Closed)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/unitrun"
 )
 
@@ -90,7 +91,7 @@ func (r SweepResult) Err() error { return unitrun.Err(r.Units) }
 // goroutine per source database, each running its units one after the
 // other, so sources close in parallel, each within its own pool. A unit's
 // error fails that unit and no other; an error saying its database cannot
-// be reached (KindConnection) also fails the source's units not yet
+// be reached (dbserver.KindConnection) also fails the source's units not yet
 // started, without trying each. MaxOrders is split evenly over the
 // executor's units, MaxPerSecond over its sources. Run returns when every
 // goroutine has.
@@ -132,10 +133,12 @@ func (s *Sweep) unitList() []unitrun.Unit {
 }
 
 // sourceDown says whether the error that stopped a unit means its database
-// cannot be reached (KindConnection): the source's other units are then
+// cannot be reached (dbserver.KindConnection): the source's other units are then
 // failed without trying each.
 func sourceDown[S any](s *Sweep) func(u *unitrun.Run[S]) bool {
-	return func(u *unitrun.Run[S]) bool { return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == KindConnection }
+	return func(u *unitrun.Run[S]) bool {
+		return s.units[u.Share.Unit].cfg.Server.Kind(u.Err) == dbserver.KindConnection
+	}
 }
 
 // merge adds o's counts into s; the first errors and the largest lateness

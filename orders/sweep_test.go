@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
@@ -171,6 +172,6 @@ func TestSweepMissingTableFailsItsUnitOnly(t *testing.T) {
 	require.Len(t, failed, 1)
 	require.Equal(t, "db1/"+sources[1].tables[1], failed[0].Name())
 	require.ErrorContains(t, failed[0].Err, "doesn't exist")
-	require.Equal(t, orders.KindDatabase, orders.KindOf(failed[0].Err))
+	require.Equal(t, dbserver.KindDatabase, dbserver.KindOf(failed[0].Err))
 	require.Equal(t, 30*(len(units)-1), res.Total.Closed)
 }

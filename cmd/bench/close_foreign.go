@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/schema"
@@ -70,7 +71,7 @@ func foreignTable(db *sqlx.DB, timeoutMinutes int) drainedTable {
 // closeWith closes db's due orders with one Closer on sch and checks
 // that every order due at its start was closed, each once (table).
 func (b *closeBench) closeWith(ctx context.Context, db *sqlx.DB, sch schema.Schema, name string, table drainedTable) (row, error) {
-	server, err := orders.DetectServer(ctx, db)
+	server, err := dbserver.DetectServer(ctx, db)
 	if err != nil {
 		return row{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 )
@@ -285,7 +286,7 @@ func (b *closeBench) sweeps(ctx context.Context, tmpls []*sourceTmpl, dbs []*sql
 		}
 		var units []*orders.Closer
 		for i, t := range tmpls {
-			server, err := orders.DetectServer(ctx, dbs[i])
+			server, err := dbserver.DetectServer(ctx, dbs[i])
 			if err != nil {
 				return nil, err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/sql/migrations"
 )
@@ -104,7 +105,7 @@ func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger 
 			"num_pending", n, "history_table", st.Table)
 	}
 
-	zone, err := orders.ReadSessionZone(ctx, db, time.Now().UTC().Year())
+	zone, err := dbserver.ReadSessionZone(ctx, db, time.Now().UTC().Year())
 	if err != nil {
 		return fmt.Errorf("mysql: %w", err)
 	}

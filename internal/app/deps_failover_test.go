@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/mariadbtest"
-	"github.com/orderjob/executor/orders"
 )
 
 // A primary that turns read-only (the old primary after a failover, still
@@ -60,8 +60,8 @@ func TestReadOnlyAnswerDropsTheConnection(t *testing.T) {
 	require.NoError(t, err)
 	_, err = conn.ExecContext(ctx, "INSERT INTO inventory (sku_id, available) VALUES (1, 5)")
 	require.Error(t, err)
-	require.Equal(t, orders.KindConnection, orders.KindOf(err), "%v", err)
-	require.Contains(t, orders.Hint(err), "answered read-only")
+	require.Equal(t, dbserver.KindConnection, dbserver.KindOf(err), "%v", err)
+	require.Contains(t, dbserver.Hint(err), "answered read-only")
 	require.ErrorIs(t, conn.Close(), sql.ErrConnDone, "database/sql dropped the connection the driver called bad")
 	require.Eventually(t, func() bool { return !alive() }, 5*time.Second, 50*time.Millisecond,
 		"the connection that got the read-only answer is closed, not put back in the pool")

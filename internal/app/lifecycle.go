@@ -8,7 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
-	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders/lifecycle"
 )
 
@@ -35,8 +35,8 @@ func lifecycleOff(cfg *config.Config, logger *slog.Logger) error {
 // is: an error it says is about the connection fails the source's other
 // units of a sweep without trying each.
 func lifecycleBuilder(cfg *config.Config, logger *slog.Logger,
-	obs lifecycle.Observer) func(*sqlx.DB, orders.Server, string, string) (*lifecycle.Jobs, error) {
-	return func(db *sqlx.DB, server orders.Server, source, table string) (*lifecycle.Jobs, error) {
+	obs lifecycle.Observer) func(*sqlx.DB, dbserver.Server, string, string) (*lifecycle.Jobs, error) {
+	return func(db *sqlx.DB, server dbserver.Server, source, table string) (*lifecycle.Jobs, error) {
 		l, err := lifecycle.New(db, lifecycle.Config{
 			Logger:                 logger, // New tags it
 			AutoConfirmDays:        cfg.Order.Timeout.AutoConfirmDays,
@@ -45,7 +45,7 @@ func lifecycleBuilder(cfg *config.Config, logger *slog.Logger,
 			Observer:               obs,
 			Source:                 source,
 			Table:                  table,
-			Unreachable:            func(err error) bool { return server.Kind(err) == orders.KindConnection },
+			Unreachable:            func(err error) bool { return server.Kind(err) == dbserver.KindConnection },
 		})
 		if err != nil {
 			return nil, fmt.Errorf("order lifecycle: %w", err)

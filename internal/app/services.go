@@ -13,6 +13,7 @@ import (
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -82,7 +83,7 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 		return err
 	}
 	d.closer, d.compensation = cp.Closer, cp.Compensation
-	var newLifecycle func(*sqlx.DB, orders.Server, string, string) (*lifecycle.Jobs, error)
+	var newLifecycle func(*sqlx.DB, dbserver.Server, string, string) (*lifecycle.Jobs, error)
 	if d.noLifecycle = lifecycleOff(cfg, logger); d.noLifecycle == nil {
 		newLifecycle = lifecycleBuilder(cfg, logger, obs.Lifecycle)
 	}
@@ -185,19 +186,19 @@ func (d *Deps) HandlerDeps() *handlers.Deps {
 type ClosePath struct {
 	Closer       *orders.Closer
 	Compensation orders.CompensationMode
-	Server       orders.Server // what mysql.dsn's database is
+	Server       dbserver.Server // what mysql.dsn's database is
 	// NewUnit builds the Closer of one unit of order.sources, on its own
 	// database, with Closer's settings and locks (units.go).
-	NewUnit func(db *sqlx.DB, server orders.Server, source, table string) (*orders.Closer, error)
+	NewUnit func(db *sqlx.DB, server dbserver.Server, source, table string) (*orders.Closer, error)
 }
 
 // NewClosePath builds the close path on db, with the page locks on rdb and,
 // when cfg names lock nodes, on their clients (Redlock). It asks the server
-// what it is (orders.DetectServer) for the close path's error classes.
+// what it is (dbserver.DetectServer) for the close path's error classes.
 // obs may be nil.
 func NewClosePath(ctx context.Context, db *sqlx.DB, rdb redis.UniversalClient, lockNodes []redis.UniversalClient, cfg *config.Config,
 	logger *slog.Logger, obs orders.Observer) (ClosePath, error) {
-	server, err := orders.DetectServer(ctx, db)
+	server, err := dbserver.DetectServer(ctx, db)
 	if err != nil {
 		return ClosePath{}, fmt.Errorf("order closer: %w", err)
 	}

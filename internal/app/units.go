@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/lifecycle"
 	"github.com/orderjob/executor/orders/orderlock"
@@ -20,8 +21,8 @@ import (
 // tables (the item table following its suffix), on server (what the
 // database is, for the close path's error classes).
 func unitBuilder(cfg *config.Config, locker *orderlock.Locker, ccfg orders.CloserConfig,
-	logger *slog.Logger) func(*sqlx.DB, orders.Server, string, string) (*orders.Closer, error) {
-	return func(db *sqlx.DB, server orders.Server, source, table string) (*orders.Closer, error) {
+	logger *slog.Logger) func(*sqlx.DB, dbserver.Server, string, string) (*orders.Closer, error) {
+	return func(db *sqlx.DB, server dbserver.Server, source, table string) (*orders.Closer, error) {
 		sch, err := cfg.Order.Schema.Schema()
 		if err != nil {
 			return nil, fmt.Errorf("order.schema: %w", err)
@@ -57,7 +58,7 @@ type Units struct {
 // serve). The databases it opened, one per source in order.sources'
 // order, are returned for the caller to close, also with an error.
 func OpenUnits(ctx context.Context, cfg *config.Config, cp ClosePath,
-	newLifecycle func(*sqlx.DB, orders.Server, string, string) (*lifecycle.Jobs, error), logger *slog.Logger) (Units, error) {
+	newLifecycle func(*sqlx.DB, dbserver.Server, string, string) (*lifecycle.Jobs, error), logger *slog.Logger) (Units, error) {
 	if len(cfg.Order.Sources) == 0 {
 		return Units{Closers: []*orders.Closer{cp.Closer}}, nil
 	}
@@ -121,21 +122,21 @@ func RetryUnits(cfg *config.Config, home *orders.Closer, units []*orders.Closer)
 
 // openSource opens a source's pool, asks the server what it is and checks
 // its schema (checkSource). A source that does not answer now is logged,
-// not refused (ServerUnknown): its units fail, each run, with what stopped
+// not refused (dbserver.ServerUnknown): its units fail, each run, with what stopped
 // them, the other sources close as usual, and the pool connects once it
 // answers again. A source whose schema lacks something is refused, as
 // mysql.dsn's database is.
-func openSource(ctx context.Context, cfg *config.Config, src config.Source, logger *slog.Logger) (*sqlx.DB, orders.Server, error) {
+func openSource(ctx context.Context, cfg *config.Config, src config.Source, logger *slog.Logger) (*sqlx.DB, dbserver.Server, error) {
 	db, err := openPool(src.MySQL)
 	if err != nil {
-		return nil, orders.ServerUnknown, fmt.Errorf("order source %s: %w", src.Name, err)
+		return nil, dbserver.ServerUnknown, fmt.Errorf("order source %s: %w", src.Name, err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	server, err := orders.DetectServer(dctx, db)
+	server, err := dbserver.DetectServer(dctx, db)
 	if err != nil {
 		logger.Warn("order source does not answer; its units fail until it does", "source", src.Name, "err", err)
-		return db, orders.ServerUnknown, nil
+		return db, dbserver.ServerUnknown, nil
 	}
 	if err := checkSource(ctx, cfg, src, db, logger); err != nil {
 		return db, server, err

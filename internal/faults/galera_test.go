@@ -13,11 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/payment"
 )
@@ -185,15 +185,15 @@ func payThroughNode(t *testing.T, ctx context.Context, db *sqlx.DB, rc *redis.Cl
 				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				out, err := svc.Pay(pctx, no)
 				cancel()
-				kind := orders.KindOf(err)
+				kind := dbserver.KindOf(err)
 				mu.Lock()
 				switch {
 				case err == nil && out == payment.Paid:
 					p.paid++
 				case err == nil && out == payment.AlreadyClosed:
 					p.late++
-				case errors.Is(err, payment.ErrOrderLocked), kind == orders.KindContention,
-					nodeDies && (kind == orders.KindConnection || kind == orders.KindCanceled):
+				case errors.Is(err, payment.ErrOrderLocked), kind == dbserver.KindContention,
+					nodeDies && (kind == dbserver.KindConnection || kind == dbserver.KindCanceled):
 					p.again++
 				default:
 					t.Errorf("pay %s: %v %v", no, out, err)

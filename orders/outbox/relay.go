@@ -16,11 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/redact"
 	"github.com/orderjob/executor/internal/sqlexec"
 )
@@ -408,28 +408,13 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 // maxErrorLen is order_outbox.last_error's width.
 const maxErrorLen = 2000
 
-// contended reports a claim rolled back by lock contention, which another
-// try may pass: a deadlock (1213) or lock wait timeout (1205), or TiDB's
-// retryable transaction errors (8022, 8028, 9007); orders.KindOf calls
-// these KindContention.
-func contended(err error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case 1205, 1213, 8022, 8028, 9007:
-		return true
-	}
-	return false
-}
-
 // claimTries is how often a relay pass tries to claim events when its
 // claims lose to other relays' (RelayStats.ClaimsLost).
 const claimTries = 3
 
 // claim claims due events for claimID. A claim rolled back as contended
-// (1213, 1205) is counted in st.ClaimsLost and tried again at once, up to
+// (dbserver.KindContention: 1213, 1205, TiDB's 8022, 8028, 9007) is
+// counted in st.ClaimsLost and tried again at once, up to
 // claimTries times, then the pass ends with nothing claimed and no error.
 // On a Galera cluster that is how two relays on two nodes end when they
 // pick the same events (each node's SKIP LOCKED sees only its own locks):
@@ -437,7 +422,7 @@ const claimTries = 3
 func (r *Relay) claim(ctx context.Context, claimID int64, st *RelayStats) ([]claimed, error) {
 	for try := 1; ; try++ {
 		evs, err := r.store.claimEvents(ctx, r.db, claimID, r.cfg.ClaimTTL, r.cfg.BatchSize)
-		if !contended(err) {
+		if !dbserver.ServerUnknown.Retryable(err) {
 			return evs, err
 		}
 		st.ClaimsLost++

@@ -1,4 +1,4 @@
-package orders_test
+package dbserver_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/mariadbtest"
-	"github.com/orderjob/executor/orders"
 )
 
 // The zone is judged by the offsets the server computes, not by its name:
@@ -19,7 +19,7 @@ import (
 func TestReadSessionZone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	z, err := orders.ReadSessionZone(ctx, dbtest.NewEmpty(t), 2026)
+	z, err := dbserver.ReadSessionZone(ctx, dbtest.NewEmpty(t), 2026)
 	require.NoError(t, err)
 	require.False(t, z.ObservesDST(), "the shared server runs in UTC: %s", z)
 
@@ -30,7 +30,7 @@ func TestReadSessionZone(t *testing.T) {
 		t.Cleanup(func() { db.Close() })
 		return db
 	}
-	z, err = orders.ReadSessionZone(ctx, open(srv.DSN("")), 2026)
+	z, err = dbserver.ReadSessionZone(ctx, open(srv.DSN("")), 2026)
 	require.NoError(t, err)
 	require.Equal(t, time.Hour, z.January, "the private server must really run in Europe/Berlin (the OS's zoneinfo): %s", z)
 	require.Equal(t, 2*time.Hour, z.July, "%s", z)
@@ -39,7 +39,7 @@ func TestReadSessionZone(t *testing.T) {
 	require.Equal(t, "time_zone=SYSTEM (CET): UTC+01:00 in January, UTC+02:00 in July", z.String())
 
 	// A fixed offset on the same server never changes.
-	z, err = orders.ReadSessionZone(ctx, open(srv.DSN("")+"&time_zone=%27%2B01%3A00%27"), 2026)
+	z, err = dbserver.ReadSessionZone(ctx, open(srv.DSN("")+"&time_zone=%27%2B01%3A00%27"), 2026)
 	require.NoError(t, err)
 	require.False(t, z.ObservesDST(), "%s", z)
 	require.Equal(t, time.Hour, z.July)

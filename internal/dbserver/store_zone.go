@@ -1,4 +1,4 @@
-package orders
+package dbserver
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 )
+
+// store runs the package's statements (docs/development.md, "Store code").
+type store struct{}
 
 // sessionZoneSQL reads the session time zone and its offsets from UTC at two
 // instants, each given twice (seconds since the epoch: a for off_a, b for

@@ -1,4 +1,4 @@
-package orders
+package dbserver
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // SessionZone is the MySQL session's time zone as the server applies it.
-// create_time and NOW() are zone-less wall clocks of this zone (see the
+// create_time and NOW() are zone-less wall clocks of this zone (see orders'
 // package doc), so a zone with daylight saving makes one wall-clock hour
 // happen twice in autumn and never in spring: orders placed around the
 // change close up to an hour late or early.

@@ -1,33 +1,14 @@
 package orders_test
 
 import (
-	"errors"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/orders"
 )
-
-// The test server says it is MariaDB, and MariaDB's 4031 (a trigger that
-// FOLLOWS a missing one) is about the database, not a lost connection as
-// MySQL 8's 4031 would be.
-func TestDetectServerOnMariaDB(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	server, err := orders.DetectServer(b.ctx, b.db)
-	require.NoError(t, err)
-	require.Equal(t, orders.ServerMariaDB, server)
-
-	_, err = b.db.ExecContext(b.ctx, `CREATE TRIGGER tr_follows BEFORE UPDATE ON inventory FOR EACH ROW FOLLOWS tr_missing SET NEW.available = NEW.available`)
-	var me *mysql.MySQLError
-	require.True(t, errors.As(err, &me), "%v", err)
-	require.Equal(t, uint16(4031), me.Number, me.Message)
-	require.Equal(t, orders.KindDatabase, server.Kind(err))
-	require.Equal(t, orders.KindConnection, orders.ServerMySQL.Kind(&mysql.MySQLError{Number: 4031, Message: "disconnected because of inactivity"}))
-}
 
 // A TiDB write conflict (9007, raised here by a trigger on the real server
 // with that number) is contention on TiDB: the close retries, then skips
@@ -37,9 +18,9 @@ func TestDetectServerOnMariaDB(t *testing.T) {
 func TestTiDBWriteConflictIsSkippedNotFatal(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		server orders.Server
+		server dbserver.Server
 		stops  bool
-	}{{orders.ServerTiDB, false}, {orders.ServerMariaDB, true}} {
+	}{{dbserver.ServerTiDB, false}, {dbserver.ServerMariaDB, true}} {
 		t.Run(tc.server.String(), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
@@ -52,7 +33,7 @@ func TestTiDBWriteConflictIsSkippedNotFatal(t *testing.T) {
 			st, err := c.Run(b.ctx, orders.RunOptions{})
 			if tc.stops {
 				require.Error(t, err)
-				require.Equal(t, orders.KindDatabase, tc.server.Kind(err))
+				require.Equal(t, dbserver.KindDatabase, tc.server.Kind(err))
 			} else {
 				require.NoError(t, err)
 				require.Equal(t, res.Due, st.SkippedLocked, "every order skipped for the next pass")

@@ -1,4 +1,4 @@
-package orders
+package dbserver
 
 import (
 	"database/sql/driver"

@@ -1,4 +1,4 @@
-package orders
+package dbserver
 
 import (
 	"fmt"
@@ -47,7 +47,7 @@ func TestServerKind(t *testing.T) {
 	} {
 		for server, want := range tc.kinds {
 			require.Equal(t, want, server.Kind(tc.err), "%s on %s", tc.name, server)
-			require.Equal(t, want == KindContention, server.retryable(tc.err), "%s on %s: retried like a deadlock", tc.name, server)
+			require.Equal(t, want == KindContention, server.Retryable(tc.err), "%s on %s: retried like a deadlock", tc.name, server)
 		}
 		require.Equal(t, tc.kinds[ServerUnknown], KindOf(tc.err), "KindOf is the unknown server's")
 	}
