@@ -112,6 +112,31 @@ const maxLoggedOrders = 20
 // the lock TTL before the lease ends; the function returns when all have.
 // The error is a failed read of the orders.
 func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow, lease *orderlock.Lease, res *pageResult) ([]scanRow, error) {
+	call, err := c.openTrades(ctx, clock, rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(call) == 0 {
+		return rows, nil
+	}
+	results, errs := c.callTrades(ctx, rows, call, lease)
+	drop := c.tallyTrades(ctx, rows, call, results, errs, res)
+	if len(drop) == 0 {
+		return rows, nil
+	}
+	out := make([]scanRow, 0, len(rows)-len(drop))
+	for i, r := range rows {
+		if !drop[i] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// openTrades re-reads the orders of rows without locks and returns the
+// indexes (into rows) of those still unpaid and due: the ones whose trade
+// the payment side is asked to close.
+func (c *Closer) openTrades(ctx context.Context, clock runClock, rows []scanRow) ([]int, error) {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -126,16 +151,19 @@ func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow
 			open[o.ID] = true
 		}
 	}
-	var call []int // indexes into rows
+	var call []int
 	for i, r := range rows {
 		if open[r.ID] {
 			call = append(call, i)
 		}
 	}
-	if len(call) == 0 {
-		return rows, nil
-	}
+	return call, nil
+}
 
+// callTrades closes the trades of rows[call[k]], at most TradeFanOut at
+// once, under a deadline of half the lock TTL before the lease ends, and
+// returns each call's answer and error (by k) once all have returned.
+func (c *Closer) callTrades(ctx context.Context, rows []scanRow, call []int, lease *orderlock.Lease) ([]TradeResult, []error) {
 	tctx, cancel := context.WithDeadline(ctx, lease.Until().Add(-c.locker.TTL()/2))
 	defer cancel()
 	results := make([]TradeResult, len(call))
@@ -149,7 +177,13 @@ func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow
 		})
 	}
 	_ = g.Wait()
+	return results, errs
+}
 
+// tallyTrades counts the payment side's answers into res, logs the orders
+// it reported paid and those whose call failed, and returns the indexes
+// (into rows) of both: the orders this page does not close.
+func (c *Closer) tallyTrades(ctx context.Context, rows []scanRow, call []int, results []TradeResult, errs []error, res *pageResult) map[int]bool {
 	drop := make(map[int]bool)
 	var paidNos, failedNos []string
 	var firstErr error
@@ -184,16 +218,7 @@ func (c *Closer) closeTrades(ctx context.Context, clock runClock, rows []scanRow
 			"num_orders", len(failedNos), "order_nos", failedNos[:min(len(failedNos), maxLoggedOrders)],
 			"error", firstErr.Error())
 	}
-	if len(drop) == 0 {
-		return rows, nil
-	}
-	out := make([]scanRow, 0, len(rows)-len(drop))
-	for i, r := range rows {
-		if !drop[i] {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return drop
 }
 
 // closeTrade calls the TradeCloser once for orderNo, turning a panic or an
