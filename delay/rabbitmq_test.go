@@ -319,7 +319,11 @@ func TestRabbitPurgedTiersReconciled(t *testing.T) {
 	for i := range n {
 		require.Equal(t, 1, rec.count(bizN("purged", i)))
 	}
-	require.Equal(t, int64(n), rt.Stats().Republished)
+	// Each task was published again at least once. On a loaded machine a
+	// republished message not yet claimed when RepublishAfter (1 s here)
+	// has passed again is published once more: at least once, and each
+	// task still runs once (above).
+	require.GreaterOrEqual(t, rt.Stats().Republished, int64(n))
 }
 
 // Two executors race on the same tasks, each message published twice (as
