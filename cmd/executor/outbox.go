@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
 )
 
@@ -28,19 +27,12 @@ func outboxCommand() *command {
 type outboxCtx = viewCtx[*outbox.Ops]
 
 func outboxStats(ctx context.Context, oc *outboxCtx, _ []string) error {
-	closeDB, err := oc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	s, err := oc.view.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	if oc.jsonOut {
-		return printJSON(oc.env.stdout, s)
-	}
-	tw := tabwriter.NewWriter(oc.env.stdout, 0, 4, 2, ' ', 0)
+	return runView(ctx, oc, func(ctx context.Context) (outbox.Stats, error) { return oc.view.Stats(ctx) }, printOutboxStats)
+}
+
+// printOutboxStats writes the backlog as a table.
+func printOutboxStats(w io.Writer, s outbox.Stats) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pending\t%d\n", s.Pending)
 	fmt.Fprintf(tw, "oldest pending\t%s\n", (time.Duration(s.OldestPendingAgeSeconds * float64(time.Second))).Round(time.Second))
 	fmt.Fprintf(tw, "parked\t%d\n", s.Parked)
@@ -59,22 +51,11 @@ func outboxList(fs *flag.FlagSet, env *cliEnv) runFunc {
 }
 
 func listOutbox(ctx context.Context, oc *outboxCtx, f outbox.Filter) error {
-	closeDB, err := oc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	l, err := oc.view.List(ctx, f)
-	var inv *oplist.InvalidInputError
-	if errors.As(err, &inv) {
-		return usagef("-%s: %s", inv.Field, inv.Msg)
-	}
-	if err != nil {
-		return err
-	}
-	if oc.jsonOut {
-		return printJSON(oc.env.stdout, l)
-	}
+	return runView(ctx, oc, func(ctx context.Context) (outbox.List, error) { return oc.view.List(ctx, f) }, printOutboxList)
+}
+
+// printOutboxList writes a page of events as a table.
+func printOutboxList(w io.Writer, l outbox.List) error {
 	rows := make([]string, len(l.Events))
 	for i, e := range l.Events {
 		why := e.LastError
@@ -84,20 +65,17 @@ func listOutbox(ctx context.Context, oc *outboxCtx, f outbox.Filter) error {
 		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s", e.ID, e.OrderNo, e.EventType, e.Status, e.Attempts,
 			e.NextAttemptAt.Format(letterTimeLayout), oneLine(why, 80))
 	}
-	return printListing(oc.env.stdout, "outbox events", "ID\tORDER_NO\tTYPE\tSTATUS\tATTEMPTS\tNEXT/PARKED/DONE (UTC)\tWHY / LAST_ERROR", rows, l.NextBefore)
+	return printListing(w, "outbox events", "ID\tORDER_NO\tTYPE\tSTATUS\tATTEMPTS\tNEXT/PARKED/DONE (UTC)\tWHY / LAST_ERROR", rows, l.NextBefore)
 }
 
-func printOutboxEvent(oc *outboxCtx, e *outbox.Event) error {
-	if oc.jsonOut {
-		return printJSON(oc.env.stdout, e)
-	}
+func printOutboxEvent(w io.Writer, e *outbox.Event) error {
 	when := func(t *time.Time) string {
 		if t == nil {
 			return "-"
 		}
 		return t.Format(letterTimeLayout)
 	}
-	return printFields(oc.env.stdout, [][2]string{
+	return printFields(w, [][2]string{
 		{"id", fmt.Sprint(e.ID)}, {"orderNo", e.OrderNo}, {"eventType", e.EventType}, {"status", e.Status},
 		{"attempts", fmt.Sprint(e.Attempts)}, {"nextAttemptAt (UTC)", e.NextAttemptAt.Format(letterTimeLayout)},
 		{"parkReason", e.ParkReason}, {"parkedAt (UTC)", when(e.ParkedAt)}, {"createdAt (UTC)", e.CreatedAt.Format(letterTimeLayout)},
@@ -107,23 +85,27 @@ func printOutboxEvent(oc *outboxCtx, e *outbox.Event) error {
 }
 
 func outboxShow(ctx context.Context, oc *outboxCtx, pos []string) error {
-	id, err := strconv.ParseInt(pos[0], 10, 64)
+	id, err := eventID(pos[0])
+	if err != nil {
+		return err
+	}
+	return oneEvent(ctx, oc, id, func(ctx context.Context, id int64) (*outbox.Event, error) { return oc.view.Get(ctx, id) })
+}
+
+// eventID reads an event's ID from the command line.
+func eventID(arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || id < 1 {
-		return usagef("ID %q is not a positive integer", pos[0])
+		return 0, usagef("ID %q is not a positive integer", arg)
 	}
-	closeDB, err := oc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	e, err := oc.view.Get(ctx, id)
-	if errors.Is(err, outbox.ErrNotFound) {
-		return fmt.Errorf("no outbox event %d", id)
-	}
-	if err != nil {
-		return err
-	}
-	return printOutboxEvent(oc, e)
+	return id, nil
+}
+
+// oneEvent runs op on event id and prints the event; an event op refuses
+// (one not parked, for a requeue) is shown, then the refusal.
+func oneEvent(ctx context.Context, oc *outboxCtx, id int64, op func(context.Context, int64) (*outbox.Event, error)) error {
+	return runOne(ctx, oc, func(ctx context.Context) (*outbox.Event, error) { return op(ctx, id) },
+		outbox.ErrNotFound, fmt.Errorf("no outbox event %d", id), printOutboxEvent)
 }
 
 func outboxRequeue(fs *flag.FlagSet, env *cliEnv) runFunc {
@@ -142,35 +124,35 @@ func requeueOutbox(ctx context.Context, oc *outboxCtx, pos []string, all bool, t
 	case typ != "" && !all:
 		return usagef("-type goes with -all")
 	}
+	if all {
+		return requeueParked(ctx, oc, typ)
+	}
+	// The ID is read once the database is open: a command that cannot open
+	// it says that first, whatever its ID.
+	id, idErr := eventID(pos[0])
+	return oneEvent(ctx, oc, id, func(ctx context.Context, id int64) (*outbox.Event, error) {
+		if idErr != nil {
+			return nil, idErr
+		}
+		return oc.view.Requeue(ctx, id)
+	})
+}
+
+// requeueParked requeues every parked event (of typ, when not "") and
+// says how many. A -type the view refuses is its error as it stands, not a
+// usage error.
+func requeueParked(ctx context.Context, oc *outboxCtx, typ string) error {
 	closeDB, err := oc.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	if all {
-		n, err := oc.view.RequeueParked(ctx, typ)
-		if err != nil {
-			return err
-		}
-		if oc.jsonOut {
-			return printJSON(oc.env.stdout, outbox.RequeueResult{Requeued: n})
-		}
-		fmt.Fprintf(oc.env.stdout, "requeued %d parked event(s)\n", n)
-		return nil
-	}
-	id, err := strconv.ParseInt(pos[0], 10, 64)
-	if err != nil || id < 1 {
-		return usagef("ID %q is not a positive integer", pos[0])
-	}
-	e, err := oc.view.Requeue(ctx, id)
-	switch {
-	case errors.Is(err, outbox.ErrNotFound):
-		return fmt.Errorf("no outbox event %d", id)
-	case err != nil && e == nil:
+	n, err := oc.view.RequeueParked(ctx, typ)
+	if err != nil {
 		return err
 	}
-	if perr := printOutboxEvent(oc, e); perr != nil {
-		return perr
-	}
-	return err // an event that is not parked is shown, then the refusal
+	return printResult(oc, outbox.RequeueResult{Requeued: n}, func(w io.Writer, r outbox.RequeueResult) error {
+		fmt.Fprintf(w, "requeued %d parked event(s)\n", r.Requeued)
+		return nil
+	})
 }

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/refunds"
 )
 
@@ -28,23 +27,16 @@ func refundsCommand() *command {
 type refundCtx = viewCtx[*refunds.Ops]
 
 func refundOwed(ctx context.Context, rc *refundCtx, _ []string) error {
-	closeDB, err := rc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	o, err := rc.view.Owed(ctx)
-	if err != nil {
-		return err
-	}
-	if rc.jsonOut {
-		return printJSON(rc.env.stdout, o)
-	}
+	return runView(ctx, rc, func(ctx context.Context) (refunds.Summary, error) { return rc.view.Owed(ctx) }, printOwed)
+}
+
+// printOwed writes what is owed as a table.
+func printOwed(w io.Writer, o refunds.Summary) error {
 	oldest := "-"
 	if o.Oldest != nil {
 		oldest = fmt.Sprintf("%s (%s ago)", o.Oldest.Format(letterTimeLayout), o.OldestAge.Round(time.Second))
 	}
-	tw := tabwriter.NewWriter(rc.env.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "refunds owed\t%d\n", o.Count)
 	fmt.Fprintf(tw, "amount owed\t%s\n", o.Amount)
 	fmt.Fprintf(tw, "oldest owed\t%s\n", oldest)
@@ -62,67 +54,37 @@ func refundList(fs *flag.FlagSet, env *cliEnv) runFunc {
 }
 
 func listRefunds(ctx context.Context, rc *refundCtx, f refunds.Filter) error {
-	closeDB, err := rc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	l, err := rc.view.List(ctx, f)
-	var inv *oplist.InvalidInputError
-	if errors.As(err, &inv) {
-		return usagef("-%s: %s", inv.Field, inv.Msg)
-	}
-	if err != nil {
-		return err
-	}
-	if rc.jsonOut {
-		return printJSON(rc.env.stdout, l)
-	}
+	return runView(ctx, rc, func(ctx context.Context) (refunds.Listing, error) { return rc.view.List(ctx, f) }, printRefunds)
+}
+
+// printRefunds writes a page of payment conflicts as a table.
+func printRefunds(w io.Writer, l refunds.Listing) error {
 	rows := make([]string, len(l.Conflicts))
 	for i, p := range l.Conflicts {
 		rows[i] = fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.ID, p.PaymentID, p.OrderNo, p.Amount, p.Reason,
 			p.Channel, p.RefundStatus, p.PaidAt.Format(letterTimeLayout))
 	}
-	return printListing(rc.env.stdout, "payment conflicts", "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT", rows, l.NextBefore)
+	return printListing(w, "payment conflicts", "ID\tPAYMENT_ID\tORDER_NO\tAMOUNT\tREASON\tCHANNEL\tREFUND\tPAID_AT", rows, l.NextBefore)
 }
 
-func printConflict(rc *refundCtx, p *refunds.Conflict) error {
-	if rc.jsonOut {
-		return printJSON(rc.env.stdout, p)
-	}
+func printConflict(w io.Writer, p *refunds.Conflict) error {
 	refunded := "-"
 	if p.RefundedAt != nil {
 		refunded = p.RefundedAt.Format(letterTimeLayout)
 	}
-	return printFields(rc.env.stdout, [][2]string{
+	return printFields(w, [][2]string{
 		{"paymentId", p.PaymentID}, {"orderNo", p.OrderNo}, {"amount", p.Amount}, {"reason", p.Reason},
 		{"channel", p.Channel}, {"refundStatus", p.RefundStatus}, {"refundedAt", refunded}, {"refundNote", p.RefundNote}, {"refundedBy", p.RefundedBy},
 		{"paidAt", p.PaidAt.Format(letterTimeLayout)}, {"createdAt", p.CreatedAt.Format(letterTimeLayout)},
 	})
 }
 
-// oneConflict runs a verb about one payment and prints its row.
+// oneConflict runs a verb about one payment and prints its row; a refund
+// recorded before is shown, then the refusal.
 func oneConflict(ctx context.Context, rc *refundCtx, pos []string,
 	op func(ctx context.Context, paymentID string) (*refunds.Conflict, error)) error {
-	closeDB, err := rc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	p, err := op(ctx, pos[0])
-	var inv *oplist.InvalidInputError
-	switch {
-	case errors.Is(err, refunds.ErrNotFound):
-		return fmt.Errorf("no payment conflict with payment id %q", pos[0])
-	case errors.As(err, &inv):
-		return usagef("%s", inv.Msg)
-	case err != nil && p == nil:
-		return err
-	}
-	if perr := printConflict(rc, p); perr != nil {
-		return perr
-	}
-	return err // a refund recorded before is shown, then the refusal
+	return runOne(ctx, rc, func(ctx context.Context) (*refunds.Conflict, error) { return op(ctx, pos[0]) },
+		refunds.ErrNotFound, fmt.Errorf("no payment conflict with payment id %q", pos[0]), printConflict)
 }
 
 func refundShow(ctx context.Context, rc *refundCtx, pos []string) error {

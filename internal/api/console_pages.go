@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -133,78 +134,137 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 		}
 		return err == nil
 	}
-	if due, err := c.home.inspect.DueOrders(ctx); note("due orders", err) {
-		d.Cards = append(d.Cards, card{"Orders due to close", []figure{
-			{"due now", capped(due.Count), consolePath + "runs", attention(due.Count, "warn")},
-			{"oldest due for", roundDuration(due.Oldest), consolePath + "runs", ""},
-		}})
-	}
-	if n, err := c.home.inspect.DeadLetterCounts(ctx); note("dead letters", err) {
-		link := func(st string) string { return consolePath + "dead-letters?status=" + st }
-		d.Cards = append(d.Cards, card{"Dead letters", []figure{
-			{"parked (need a person)", capped(n[deadletters.Parked]), link("parked"), attention(n[deadletters.Parked], "bad")},
-			{"waiting for a retry", capped(n[deadletters.Waiting]), link("waiting"), attention(n[deadletters.Waiting], "warn")},
-			{"resolved", capped(n[deadletters.Resolved]), link("resolved"), ""},
-		}})
-	}
-	if o, err := c.refunds.Owed(ctx); note("refunds owed", err) {
-		d.Cards = append(d.Cards, card{"Refunds owed (payment conflicts)", []figure{
-			{"payments to pay back", strconv.Itoa(o.Count), consolePath + "refunds?status=owed", attention(o.Count, "bad")},
-			{"amount owed", o.Amount, consolePath + "refunds?status=owed", ""},
-			{"oldest owed for", roundDuration(o.OldestAge), consolePath + "refunds?status=owed", ""},
-			{"recorded in all", strconv.Itoa(o.Total), consolePath + "refunds", ""},
-		}})
-	}
-	// The outbox matters in outbox mode, or when events are left from a
-	// time the executor ran in it.
-	s, err := c.home.outbox.Stats(ctx)
-	if (c.cfg.Mode == orders.CompensateOutbox || err == nil && s.Pending+s.Parked > 0) && note("outbox", err) {
-		d.Cards = append(d.Cards, card{"Outbox (stock and coupon events)", []figure{
-			{"pending delivery", strconv.Itoa(s.Pending), consolePath + "outbox?status=pending", attention(s.Pending, "warn")},
-			{"oldest pending for", roundDuration(time.Duration(s.OldestPendingAgeSeconds * float64(time.Second))), consolePath + "outbox?status=pending", ""},
-			{"parked (need a person)", strconv.Itoa(s.Parked), consolePath + "outbox?status=parked", attention(s.Parked, "bad")},
-		}})
-	}
-	if c.cfg.Tasks != nil {
-		if t, err := c.cfg.Tasks.Tallies(ctx); note("delayed tasks", err) {
-			link := func(st delay.Status) string { return consolePath + "tasks?status=" + string(st) }
-			f := []figure{
-				{"due now (backlog)", capped(t.DueNow), link(delay.StatusPending), attention(t.DueNow, "warn")},
-				{"oldest due for", roundDuration(t.Oldest), link(delay.StatusPending), ""},
-				{"RUNNING past " + roundDuration(t.RunningTimeout), capped(t.StuckRunning), link(delay.StatusRunning), attention(t.StuckRunning, "bad")},
-			}
-			for _, st := range delay.Statuses {
-				class := ""
-				if st == delay.StatusFailed {
-					class = attention(t.Counts[st], "bad")
-				}
-				f = append(f, figure{string(st), capped(t.Counts[st]), link(st), class})
-			}
-			d.Cards = append(d.Cards, card{"Delayed tasks", f})
+	for _, f := range []struct {
+		what string
+		card func(context.Context) (*card, error)
+	}{
+		{"due orders", c.dueCard},
+		{"dead letters", c.deadLetterCard},
+		{"refunds owed", c.refundCard},
+		{"outbox", c.outboxCard},
+		{"delayed tasks", c.taskCard},
+		{"fulfilment flags", c.fulfilmentCard},
+		{"close runs of the last hour", c.closeRunCard},
+	} {
+		if k, err := f.card(ctx); note(f.what, err) && k != nil {
+			d.Cards = append(d.Cards, *k)
 		}
 	}
-	if n, err := c.home.inspect.FulfilmentCounts(ctx); note("fulfilment flags", err) {
-		d.Cards = append(d.Cards, card{"Fulfilment overdue", []figure{
-			{"flagged in the last day", capped(n.LastDay), consolePath + "fulfilment?since=24h", attention(n.LastDay, "warn")},
-			{"flagged in all", capped(n.Total), consolePath + "fulfilment", ""},
-		}})
-	}
-	if s, err := c.runs.Summary(ctx, time.Hour); note("close runs of the last hour", err) {
-		runs := strconv.Itoa(s.Runs)
-		if s.Capped {
-			runs += "+"
-		}
-		d.Cards = append(d.Cards, card{"Close runs, last hour", []figure{
-			{"runs", runs, consolePath + "runs", ""},
-			{"failed", strconv.Itoa(s.Failed), consolePath + "runs", attention(s.Failed, "bad")},
-			{"orders closed", strconv.Itoa(s.Closed), consolePath + "runs", ""},
-			{"dead-lettered", strconv.Itoa(s.DeadLettered), consolePath + "dead-letters?status=waiting", attention(s.DeadLettered, "bad")},
-			{"latest close after its deadline", roundDuration(s.MaxLateness), consolePath + "runs", ""},
-		}})
-	}
+	var err error
 	d.Runs, err = c.runs.Recent(ctx, 0, 10)
 	note("recent close runs", err)
 	c.render(w, r, http.StatusOK, "overview", op, pageData{Title: "Overview", Nav: "overview", Data: d})
+}
+
+// The overview's cards, in their order on the page. A card that is not
+// shown is nil; an error is listed among the page's problems.
+
+func (c *Console) dueCard(ctx context.Context) (*card, error) {
+	due, err := c.home.inspect.DueOrders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &card{"Orders due to close", []figure{
+		{"due now", capped(due.Count), consolePath + "runs", attention(due.Count, "warn")},
+		{"oldest due for", roundDuration(due.Oldest), consolePath + "runs", ""},
+	}}, nil
+}
+
+func (c *Console) deadLetterCard(ctx context.Context) (*card, error) {
+	n, err := c.home.inspect.DeadLetterCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	link := func(st string) string { return consolePath + "dead-letters?status=" + st }
+	return &card{"Dead letters", []figure{
+		{"parked (need a person)", capped(n[deadletters.Parked]), link("parked"), attention(n[deadletters.Parked], "bad")},
+		{"waiting for a retry", capped(n[deadletters.Waiting]), link("waiting"), attention(n[deadletters.Waiting], "warn")},
+		{"resolved", capped(n[deadletters.Resolved]), link("resolved"), ""},
+	}}, nil
+}
+
+func (c *Console) refundCard(ctx context.Context) (*card, error) {
+	o, err := c.refunds.Owed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &card{"Refunds owed (payment conflicts)", []figure{
+		{"payments to pay back", strconv.Itoa(o.Count), consolePath + "refunds?status=owed", attention(o.Count, "bad")},
+		{"amount owed", o.Amount, consolePath + "refunds?status=owed", ""},
+		{"oldest owed for", roundDuration(o.OldestAge), consolePath + "refunds?status=owed", ""},
+		{"recorded in all", strconv.Itoa(o.Total), consolePath + "refunds", ""},
+	}}, nil
+}
+
+// outboxCard is shown in outbox mode, or when events are left from a time
+// the executor ran in it; outside outbox mode an error reading it hides it.
+func (c *Console) outboxCard(ctx context.Context) (*card, error) {
+	s, err := c.home.outbox.Stats(ctx)
+	if shown := c.cfg.Mode == orders.CompensateOutbox || err == nil && s.Pending+s.Parked > 0; !shown {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &card{"Outbox (stock and coupon events)", []figure{
+		{"pending delivery", strconv.Itoa(s.Pending), consolePath + "outbox?status=pending", attention(s.Pending, "warn")},
+		{"oldest pending for", roundDuration(time.Duration(s.OldestPendingAgeSeconds * float64(time.Second))), consolePath + "outbox?status=pending", ""},
+		{"parked (need a person)", strconv.Itoa(s.Parked), consolePath + "outbox?status=parked", attention(s.Parked, "bad")},
+	}}, nil
+}
+
+// taskCard is shown when the executor has delayed tasks.
+func (c *Console) taskCard(ctx context.Context) (*card, error) {
+	if c.cfg.Tasks == nil {
+		return nil, nil
+	}
+	t, err := c.cfg.Tasks.Tallies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	link := func(st delay.Status) string { return consolePath + "tasks?status=" + string(st) }
+	f := []figure{
+		{"due now (backlog)", capped(t.DueNow), link(delay.StatusPending), attention(t.DueNow, "warn")},
+		{"oldest due for", roundDuration(t.Oldest), link(delay.StatusPending), ""},
+		{"RUNNING past " + roundDuration(t.RunningTimeout), capped(t.StuckRunning), link(delay.StatusRunning), attention(t.StuckRunning, "bad")},
+	}
+	for _, st := range delay.Statuses {
+		class := ""
+		if st == delay.StatusFailed {
+			class = attention(t.Counts[st], "bad")
+		}
+		f = append(f, figure{string(st), capped(t.Counts[st]), link(st), class})
+	}
+	return &card{"Delayed tasks", f}, nil
+}
+
+func (c *Console) fulfilmentCard(ctx context.Context) (*card, error) {
+	n, err := c.home.inspect.FulfilmentCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &card{"Fulfilment overdue", []figure{
+		{"flagged in the last day", capped(n.LastDay), consolePath + "fulfilment?since=24h", attention(n.LastDay, "warn")},
+		{"flagged in all", capped(n.Total), consolePath + "fulfilment", ""},
+	}}, nil
+}
+
+func (c *Console) closeRunCard(ctx context.Context) (*card, error) {
+	s, err := c.runs.Summary(ctx, time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	runs := strconv.Itoa(s.Runs)
+	if s.Capped {
+		runs += "+"
+	}
+	return &card{"Close runs, last hour", []figure{
+		{"runs", runs, consolePath + "runs", ""},
+		{"failed", strconv.Itoa(s.Failed), consolePath + "runs", attention(s.Failed, "bad")},
+		{"orders closed", strconv.Itoa(s.Closed), consolePath + "runs", ""},
+		{"dead-lettered", strconv.Itoa(s.DeadLettered), consolePath + "dead-letters?status=waiting", attention(s.DeadLettered, "bad")},
+		{"latest close after its deadline", roundDuration(s.MaxLateness), consolePath + "runs", ""},
+	}}, nil
 }
 
 // query reads a list's query parameters, refusing any not in allowed (a

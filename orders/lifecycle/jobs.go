@@ -246,22 +246,8 @@ func (l *Jobs) run(ctx context.Context, opt Options, job jobSpec) (st Stats, err
 	if l.cfg.Observer != nil {
 		defer func() { l.cfg.Observer.LifecycleRun(ctx, job.metric, l.cfg.Source, l.cfg.Table, st, err) }()
 	}
-	if opt.ShardTotal <= 0 {
-		opt.ShardTotal = 1
-	}
-	if opt.ShardIndex < 0 || opt.ShardIndex >= opt.ShardTotal {
-		return st, fmt.Errorf("lifecycle: shard index %d out of [0, %d)", opt.ShardIndex, opt.ShardTotal)
-	}
-	st.Days = cmp.Or(opt.Days, job.days)
-	if err := checkDays(job.name+" days", st.Days); err != nil {
+	if opt, err = l.checkOptions(opt, job, &st); err != nil {
 		return st, err
-	}
-	opt.PageSize = l.PageSize(opt.PageSize)
-	if opt.PageSize < 1 || opt.PageSize > maxPageSize {
-		return st, fmt.Errorf("lifecycle: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
-	}
-	if opt.MaxOrders < 0 {
-		return st, fmt.Errorf("lifecycle: maxOrders %d is negative", opt.MaxOrders)
 	}
 	now, err := sqlexec.Now(ctx, l.db)
 	if err != nil {
@@ -271,59 +257,99 @@ func (l *Jobs) run(ctx context.Context, opt Options, job jobSpec) (st Stats, err
 	// Calendar days on the wall clock (the values are zone-less DATETIMEs).
 	st.Cutoff = now.AddDate(0, 0, -st.Days)
 
+	err = l.sweep(ctx, opt, job, &st, start)
+	st.Elapsed = time.Since(start)
+	if err != nil {
+		return st, err
+	}
+	l.log.InfoContext(ctx, job.name+" run finished", "shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal,
+		"dry_run", opt.DryRun, "days", st.Days, "cutoff", st.Cutoff.Format(oplist.WallTimeLayout),
+		"num_scanned", st.Scanned, "num_"+job.verb, st.Changed, "num_skipped", st.Skipped, "seconds", st.Elapsed.Seconds())
+	return st, nil
+}
+
+// checkOptions fills opt's defaults (one shard, the configured page size)
+// and st.Days (opt.Days or the job's configured days), and rejects a shard,
+// day count, page size or order limit out of range.
+func (l *Jobs) checkOptions(opt Options, job jobSpec, st *Stats) (Options, error) {
+	if opt.ShardTotal <= 0 {
+		opt.ShardTotal = 1
+	}
+	if opt.ShardIndex < 0 || opt.ShardIndex >= opt.ShardTotal {
+		return opt, fmt.Errorf("lifecycle: shard index %d out of [0, %d)", opt.ShardIndex, opt.ShardTotal)
+	}
+	st.Days = cmp.Or(opt.Days, job.days)
+	if err := checkDays(job.name+" days", st.Days); err != nil {
+		return opt, err
+	}
+	opt.PageSize = l.PageSize(opt.PageSize)
+	if opt.PageSize < 1 || opt.PageSize > maxPageSize {
+		return opt, fmt.Errorf("lifecycle: page size %d out of [1, %d]", opt.PageSize, maxPageSize)
+	}
+	if opt.MaxOrders < 0 {
+		return opt, fmt.Errorf("lifecycle: maxOrders %d is negative", opt.MaxOrders)
+	}
+	return opt, nil
+}
+
+// sweep walks the due orders page by page from the start of the keyset
+// (st.Cutoff set), changing each page (or counting it on a dry run), until a
+// short page, opt.MaxOrders scanned, an error or ctx's end.
+func (l *Jobs) sweep(ctx context.Context, opt Options, job jobSpec, st *Stats, start time.Time) error {
 	cur := cursor{At: sqlexec.Earliest, ID: -1}
 	for {
 		if err := ctx.Err(); err != nil {
-			st.Elapsed = time.Since(start)
-			return st, err
+			return err
 		}
 		limit := opt.PageSize
 		if opt.MaxOrders > 0 {
 			left := opt.MaxOrders - st.Scanned
 			if left <= 0 {
-				break
+				return nil
 			}
 			limit = min(limit, left)
 		}
 		rows, err := job.scan(ctx, l.db, cur, st.Cutoff, opt.ShardIndex, opt.ShardTotal, limit)
 		if err != nil {
-			st.Elapsed = time.Since(start)
-			return st, err
+			return err
 		}
 		if len(rows) == 0 {
-			break
+			return nil
 		}
-		st.Pages++
-		st.Scanned += len(rows)
 		last := rows[len(rows)-1]
 		cur = cursor{At: last.At, ID: last.ID}
-		p := Page{Page: st.Pages, Scanned: len(rows)}
-		if opt.DryRun {
-			p.Changed = len(rows)
-		} else {
-			// The page's statement runs without the caller's cancellation,
-			// so a cancelled run never leaves its last page unreported.
-			n, err := job.change(context.WithoutCancel(ctx), rowIDs(rows), st.Days, st.Cutoff)
-			if err != nil {
-				st.Elapsed = time.Since(start)
-				return st, err
-			}
-			p.Changed, p.Skipped = int(n), len(rows)-int(n)
-		}
-		st.Changed += p.Changed
-		st.Skipped += p.Skipped
-		p.Elapsed = time.Since(start)
-		l.log.DebugContext(ctx, job.name+" page", "page", p.Page, "batch_size", p.Scanned, "num_"+job.verb, p.Changed)
-		if opt.Progress != nil {
-			opt.Progress(p)
+		if err := l.changePage(ctx, opt, job, st, rows, start); err != nil {
+			return err
 		}
 		if len(rows) < limit {
-			break
+			return nil
 		}
 	}
-	st.Elapsed = time.Since(start)
-	l.log.InfoContext(ctx, job.name+" run finished", "shard_index", opt.ShardIndex, "shard_total", opt.ShardTotal,
-		"dry_run", opt.DryRun, "days", st.Days, "cutoff", st.Cutoff.Format(oplist.WallTimeLayout),
-		"num_scanned", st.Scanned, "num_"+job.verb, st.Changed, "num_skipped", st.Skipped, "seconds", st.Elapsed.Seconds())
-	return st, nil
+}
+
+// changePage changes one scanned page (or counts it on a dry run), adds it
+// to st, logs it and reports it to opt.Progress.
+func (l *Jobs) changePage(ctx context.Context, opt Options, job jobSpec, st *Stats, rows []row, start time.Time) error {
+	st.Pages++
+	st.Scanned += len(rows)
+	p := Page{Page: st.Pages, Scanned: len(rows)}
+	if opt.DryRun {
+		p.Changed = len(rows)
+	} else {
+		// The page's statement runs without the caller's cancellation,
+		// so a cancelled run never leaves its last page unreported.
+		n, err := job.change(context.WithoutCancel(ctx), rowIDs(rows), st.Days, st.Cutoff)
+		if err != nil {
+			return err
+		}
+		p.Changed, p.Skipped = int(n), len(rows)-int(n)
+	}
+	st.Changed += p.Changed
+	st.Skipped += p.Skipped
+	p.Elapsed = time.Since(start)
+	l.log.DebugContext(ctx, job.name+" page", "page", p.Page, "batch_size", p.Scanned, "num_"+job.verb, p.Changed)
+	if opt.Progress != nil {
+		opt.Progress(p)
+	}
+	return nil
 }

@@ -210,7 +210,36 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 	until := start.Add(l.ttl - l.drift)
 	inTime := now.Before(until)
 
-	var notHeld []string // keys that may carry our token somewhere
+	notHeld := l.decide(lease, nos, keys, results, inTime)
+	if !inTime {
+		nodeErrs = append(nodeErrs, fmt.Errorf("lock answers took %v, beyond the %v validity", now.Sub(start), l.ttl-l.drift))
+	}
+	lease.until = until
+	errs := l.nodeErrors(nodeErrs)
+	if len(notHeld) > 0 {
+		// Redlock: a key that missed the quorum may still be set on some
+		// nodes; delete it (only where it carries our token) everywhere.
+		if rerr := l.releaseKeys(ctx, token, notHeld); rerr != nil && len(errs) == 0 && len(lease.failed) > 0 {
+			errs = append(errs, rerr)
+		}
+	}
+	l.observe(ctx, len(nos), lease, now.Sub(start))
+	if len(lease.failed) > 0 {
+		if len(errs) == 0 {
+			errs = append(errs, errors.New("no quorum"))
+		}
+		return lease, fmt.Errorf("lock %d of %d orders: %w", len(lease.failed), len(nos), errors.Join(errs...))
+	}
+	return lease, nil
+}
+
+// decide counts each key's answers from every node (results[node][key],
+// keys[k] the key of nos[k]) and records it in the lease: held when a quorum
+// set it in time, failed when no quorum answered or the answers came too
+// late, neither when someone else holds it. It returns the keys that may
+// carry our token on some node and must be deleted again.
+func (l *Locker) decide(lease *Lease, nos, keys []string, results [][]setResult, inTime bool) []string {
+	var notHeld []string
 	for k, no := range nos {
 		var ok, taken int
 		for i := range l.nodes {
@@ -240,10 +269,13 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 			notHeld = append(notHeld, keys[k])
 		}
 	}
-	if !inTime {
-		nodeErrs = append(nodeErrs, fmt.Errorf("lock answers took %v, beyond the %v validity", now.Sub(start), l.ttl-l.drift))
-	}
-	lease.until = until
+	return notHeld
+}
+
+// nodeErrors turns Acquire's errors into what it reports: the first
+// len(l.nodes) are the nodes' own (each a *redsync.RedisError naming its
+// node), any after them are the lease's own and stay as they are.
+func (l *Locker) nodeErrors(nodeErrs []error) []error {
 	var errs []error
 	for i, e := range nodeErrs {
 		switch {
@@ -254,21 +286,7 @@ func (l *Locker) Acquire(ctx context.Context, orderNos []string) (*Lease, error)
 			errs = append(errs, e)
 		}
 	}
-	if len(notHeld) > 0 {
-		// Redlock: a key that missed the quorum may still be set on some
-		// nodes; delete it (only where it carries our token) everywhere.
-		if rerr := l.releaseKeys(ctx, token, notHeld); rerr != nil && len(errs) == 0 && len(lease.failed) > 0 {
-			errs = append(errs, rerr)
-		}
-	}
-	l.observe(ctx, len(nos), lease, now.Sub(start))
-	if len(lease.failed) > 0 {
-		if len(errs) == 0 {
-			errs = append(errs, errors.New("no quorum"))
-		}
-		return lease, fmt.Errorf("lock %d of %d orders: %w", len(lease.failed), len(nos), errors.Join(errs...))
-	}
-	return lease, nil
+	return errs
 }
 
 type setResult uint8

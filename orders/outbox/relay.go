@@ -350,34 +350,7 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 				mu.Unlock()
 				return nil
 			}
-			derr := r.deliver(workCtx, ev)
-			var d RelayStats
-			var serr error
-			if derr == nil {
-				var ok bool
-				ok, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
-					return r.store.markDelivered(ctx, r.db, ev.ID, claimID)
-				})
-				if ok {
-					d.Delivered++
-				} else if serr == nil {
-					d.Superseded++
-				}
-			} else if reason := r.parkReason(derr, ev.Attempts+1); reason != "" {
-				d.Parked++
-				r.log.WarnContext(wctx, "outbox event parked: an operator must look", "outbox_id", ev.ID, "order_no", ev.OrderNo,
-					"event_type", ev.EventType, "attempt", ev.Attempts+1, "reason", reason, "error", derr.Error())
-				_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
-					return true, r.store.markParked(ctx, r.db, ev.ID, claimID, sqlexec.Truncate(derr.Error(), maxErrorLen), reason)
-				})
-			} else {
-				d.Failed++
-				r.log.DebugContext(wctx, "outbox delivery failed", "outbox_id", ev.ID, "order_no", ev.OrderNo,
-					"event_type", ev.EventType, "attempt", ev.Attempts+1, "error", derr.Error())
-				_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
-					return true, r.store.markFailed(ctx, r.db, ev.ID, claimID, sqlexec.Truncate(derr.Error(), maxErrorLen), r.cfg.retrySchedule().Delay(ev.Attempts+1))
-				})
-			}
+			d, serr := r.deliverAndRecord(workCtx, wctx, ev, claimID)
 			mu.Lock()
 			st.add(d)
 			if serr != nil {
@@ -403,6 +376,40 @@ func (r *Relay) runOnce(claimCtx, workCtx context.Context) (RelayStats, error) {
 		r.log.WarnContext(wctx, "outbox deliveries failed; retries scheduled", "num_failed", st.Failed, "num_delivered", st.Delivered)
 	}
 	return st, errors.Join(errs...)
+}
+
+// deliverAndRecord delivers one claimed event and records the outcome under
+// claimID on wctx: delivered (or superseded, when the claim was lost),
+// parked for an operator, or failed with its next attempt scheduled. d
+// counts the outcome; serr is the record's write error.
+func (r *Relay) deliverAndRecord(workCtx, wctx context.Context, ev claimed, claimID int64) (d RelayStats, serr error) {
+	derr := r.deliver(workCtx, ev)
+	if derr == nil {
+		var ok bool
+		ok, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
+			return r.store.markDelivered(ctx, r.db, ev.ID, claimID)
+		})
+		if ok {
+			d.Delivered++
+		} else if serr == nil {
+			d.Superseded++
+		}
+	} else if reason := r.parkReason(derr, ev.Attempts+1); reason != "" {
+		d.Parked++
+		r.log.WarnContext(wctx, "outbox event parked: an operator must look", "outbox_id", ev.ID, "order_no", ev.OrderNo,
+			"event_type", ev.EventType, "attempt", ev.Attempts+1, "reason", reason, "error", derr.Error())
+		_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
+			return true, r.store.markParked(ctx, r.db, ev.ID, claimID, sqlexec.Truncate(derr.Error(), maxErrorLen), reason)
+		})
+	} else {
+		d.Failed++
+		r.log.DebugContext(wctx, "outbox delivery failed", "outbox_id", ev.ID, "order_no", ev.OrderNo,
+			"event_type", ev.EventType, "attempt", ev.Attempts+1, "error", derr.Error())
+		_, serr = r.dbWrite(wctx, func(ctx context.Context) (bool, error) {
+			return true, r.store.markFailed(ctx, r.db, ev.ID, claimID, sqlexec.Truncate(derr.Error(), maxErrorLen), r.cfg.retrySchedule().Delay(ev.Attempts+1))
+		})
+	}
+	return d, serr
 }
 
 // maxErrorLen is order_outbox.last_error's width.
