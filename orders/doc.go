@@ -51,7 +51,7 @@
 // The names below are the executor's own schema (schema.Default). A shop
 // that keeps its orders in its own tables declares them
 // (CloserConfig.Schema, order.schema): the statements are then rendered
-// from its names once, in NewCloser (closesql.Render), the stock columns are
+// from its names once, in NewCloser (render.go), the stock columns are
 // added or subtracted as declared, the coupon is found by id or by
 // matching columns, and per-order amounts such as points are given back
 // too (giveback.go); each still one statement per page.
