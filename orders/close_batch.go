@@ -236,9 +236,9 @@ type batchOrder struct {
 	LetterStatus string `db:"letter_status"`
 }
 
-// ordersForClose runs closeSQL.ordersForClose.
+// ordersForClose runs closesql.Statements.OrdersForClose.
 func (s store) ordersForClose(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]batchOrder, error) {
-	query, args, err := sqlx.In(s.sql().ordersForClose, orderNos)
+	query, args, err := sqlx.In(s.sql().OrdersForClose, orderNos)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/closesql"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/payment"
 )
@@ -389,7 +390,7 @@ func TestCloseOrdersReadUsesIndexes(t *testing.T) {
 	}
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id DESC LIMIT 100`))
-	q, args, err := sqlx.In(orders.OrdersForCloseSQL, nos)
+	q, args, err := sqlx.In(closesql.Default.OrdersForClose, nos)
 	require.NoError(t, err)
 	plan := explain(t, b, q, args...)
 	require.Len(t, plan, 2)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/closesql"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
@@ -154,11 +155,11 @@ func (cfg *CloserConfig) renderSchema() (*closeSQL, error) {
 				cfg.Schema.Extra)
 		}
 	}
-	sq, err := renderCloseSQL(cfg.Schema)
+	sq, err := closesql.Render(cfg.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("orders: %w", err)
 	}
-	return sq, nil
+	return newCloseSQL(sq), nil
 }
 
 const maxPageSize = 5000

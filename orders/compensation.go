@@ -421,7 +421,7 @@ func (c *Closer) giveBack(ctx context.Context, tx *sqlx.Tx, good []*candidate, i
 	if c.cfg.Compensation != CompensateLocal {
 		return c.enqueueCompensation(ctx, tx, good)
 	}
-	if deltas := sumDeltas(good); len(deltas) > 0 && c.store.sql().stock != nil {
+	if deltas := sumDeltas(good); len(deltas) > 0 && c.store.sql().Stock != nil {
 		n, err := c.store.releaseStock(ctx, tx, deltas)
 		if err != nil {
 			return err

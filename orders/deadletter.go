@@ -37,7 +37,7 @@ func (b DeadLetterBackoff) withDefaults() (DeadLetterBackoff, error) {
 
 // schedule is the wait before the retry after the n-th failed close. It has
 // no jitter: operators read next_retry_at and compare it with the settings.
-// upsertDeadLetterSQL evaluates the same schedule inside its statement,
+// closesql.UpsertDeadLetter evaluates the same schedule inside its statement,
 // where the attempt count is known.
 func (b DeadLetterBackoff) schedule() backoff.Exponential {
 	return backoff.Exponential{Base: b.Base, Max: b.Max}

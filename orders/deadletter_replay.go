@@ -191,7 +191,7 @@ func (c *Closer) retryPages(ctx context.Context, opt RetryOptions, clock runCloc
 func (c *Closer) closeLetter(ctx context.Context, orderNo string, tableless []*Closer) (Outcome, string, error) {
 	if len(tableless) <= 1 {
 		out, err := c.CloseOrder(ctx, orderNo)
-		return out, c.store.sql().orderGone, err
+		return out, c.store.sql().OrderGone, err
 	}
 	for _, u := range tableless {
 		out, err := u.CloseOrder(ctx, orderNo)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/closesql"
 )
 
 // ShiftClock makes c read the database's clock d later, so orders placed
@@ -16,12 +17,6 @@ func ShiftClock(c *Closer, d time.Duration) *Closer {
 // ScanPageQuery is the scan statement of one page, bound, for the EXPLAIN
 // test.
 func ScanPageQuery(after time.Time, afterID int64, now time.Time, shardTotal, shardIndex, limit int) (string, []any, error) {
-	return sqlexec.Named(scanPageSQL, scanParams{AfterTime: after, AfterID: afterID, Now: now,
+	return sqlexec.Named(closesql.Default.ScanPage, scanParams{AfterTime: after, AfterID: afterID, Now: now,
 		ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
 }
-
-// Statements of the dead-letter probe and the retry job's scan, exposed to
-// the EXPLAIN tests.
-const LetterStatesSQL = letterStatesSQL
-
-var DueLettersSQL = dueLettersSQL

@@ -13,13 +13,13 @@ import (
 )
 
 // This file holds what a close gives back that depends on the schema (see
-// render.go): the lines by the order key the item table uses, the checks
+// closesql.Render): the lines by the order key the item table uses, the checks
 // of stock rows and coupons before a checked close, and the per-order
 // amounts of schema.Schema.Extra (loyalty points and the like).
 
 // itemKey is the key r's lines carry: its number, or its id as text.
 func (c *Closer) itemKey(r scanRow) string {
-	if c.store.sql().itemsByID {
+	if c.store.sql().ItemsByID {
 		return strconv.FormatInt(r.ID, 10)
 	}
 	return r.OrderNo
@@ -28,7 +28,7 @@ func (c *Closer) itemKey(r scanRow) string {
 // readItems reads the lines of rows, by itemKey, in one statement.
 func (c *Closer) readItems(ctx context.Context, q sqlx.QueryerContext, rows []scanRow) (map[string][]itemRow, error) {
 	var keys any
-	if c.store.sql().itemsByID {
+	if c.store.sql().ItemsByID {
 		ids := make([]int64, len(rows))
 		for i, r := range rows {
 			ids[i] = r.ID
@@ -54,7 +54,7 @@ func (c *Closer) readItems(ctx context.Context, q sqlx.QueryerContext, rows []sc
 // close until the column runs out, and the rest are dead-lettered).
 // Removing them only lowers other SKUs' sums, so one pass settles it.
 func (c *Closer) validateStock(ctx context.Context, tx *sqlx.Tx, cands []*candidate, bad map[string]error, markBad func(*candidate, string)) error {
-	st := c.store.sql().stock
+	st := c.store.sql().Stock
 	if st == nil {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (c *Closer) validateStock(ctx context.Context, tx *sqlx.Tx, cands []*candid
 	for _, s := range rows {
 		stock[s.SKUID] = s
 	}
-	sch := c.store.sql().sch.Stock
+	sch := c.store.sql().Schema.Stock
 	for _, cd := range cands {
 		for _, it := range cd.items {
 			if _, ok := stock[it.SKUID]; !ok {
@@ -89,7 +89,7 @@ func (c *Closer) validateStock(ctx context.Context, tx *sqlx.Tx, cands []*candid
 		if !ok {
 			continue
 		}
-		for _, i := range st.subtract {
+		for _, i := range st.Subtract {
 			if s.cols[i] >= d.Qty {
 				continue
 			}
@@ -109,7 +109,7 @@ func (c *Closer) validateStock(ctx context.Context, tx *sqlx.Tx, cands []*candid
 // used (by this order, when the coupon names it); by match, not exactly
 // one used row matching the order.
 func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*candidate, markBad func(*candidate, string)) error {
-	cs := c.store.sql().coupon
+	cs := c.store.sql().Coupon
 	var ids []int64
 	for _, cd := range cands {
 		if cd.CouponID.Valid {
@@ -128,7 +128,7 @@ func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*cand
 	for _, cp := range rows {
 		found[cp.ID] = append(found[cp.ID], cp)
 	}
-	table := c.store.sql().sch.Coupon.Table
+	table := c.store.sql().Schema.Coupon.Table
 	for _, cd := range cands {
 		if !cd.CouponID.Valid {
 			continue
@@ -136,12 +136,12 @@ func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*cand
 		id := cd.CouponID.Int64
 		cps := found[id]
 		switch {
-		case cs.byMatch && len(cps) != 1:
+		case cs.ByMatch && len(cps) != 1:
 			markBad(cd, fmt.Sprintf("%d used rows of %s match the order, not one", len(cps), table))
-		case cs.byMatch:
+		case cs.ByMatch:
 		case len(cps) == 0:
 			markBad(cd, fmt.Sprintf("coupon %d is missing", id))
-		case cps[0].Status != cs.used || (cs.orderNo && (!cps[0].OrderNo.Valid || cps[0].OrderNo.String != cd.OrderNo)):
+		case cps[0].Status != cs.Used || (cs.OrderNo && (!cps[0].OrderNo.Valid || cps[0].OrderNo.String != cd.OrderNo)):
 			markBad(cd, fmt.Sprintf("coupon %d is status %s for order %q, not locked by this order",
 				id, cps[0].Status, cps[0].OrderNo.String))
 		}
@@ -157,15 +157,15 @@ func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*cand
 // changes fewer rows than expected: unexpected says what that means in the
 // kind of close transaction (see writeClose).
 func (c *Closer) giveBackExtra(ctx context.Context, tx *sqlx.Tx, ids []int64, unexpected func(string, int64, int64) error) error {
-	g := c.store.sql().extra
+	g := c.store.sql().Extra
 	if g == nil {
 		return nil
 	}
-	sums, err := c.store.givebackAmounts(ctx, tx, ids, len(g.add))
+	sums, err := c.store.givebackAmounts(ctx, tx, ids, len(g.Add))
 	if err != nil {
 		return err
 	}
-	for i, stmt := range g.add {
+	for i, stmt := range g.Add {
 		deltas := make([]skuDelta, 0, len(sums[i]))
 		for _, k := range sortedKeys(sums[i]) {
 			if sums[i][k] != 0 { // amounts that cancel out change nothing, and no row would count as changed
@@ -175,25 +175,25 @@ func (c *Closer) giveBackExtra(ctx context.Context, tx *sqlx.Tx, ids []int64, un
 		if len(deltas) == 0 {
 			continue
 		}
-		res, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, deltaCaseOn(g.key[i], deltas), deltaSKUs(deltas)))
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, deltaCaseOn(g.Key[i], deltas), deltaSKUs(deltas)))
 		if err != nil {
-			return fmt.Errorf("give back %s for %d orders: %w", c.store.sql().sch.Extra[i], len(ids), err)
+			return fmt.Errorf("give back %s for %d orders: %w", c.store.sql().Schema.Extra[i], len(ids), err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
 			return err
 		}
 		if n != int64(len(deltas)) {
-			return unexpected(fmt.Sprintf("give back %s", c.store.sql().sch.Extra[i]), int64(len(deltas)), n)
+			return unexpected(fmt.Sprintf("give back %s", c.store.sql().Schema.Extra[i]), int64(len(deltas)), n)
 		}
 	}
 	return nil
 }
 
-// givebackAmounts runs givebackSQL.read for ids and sums, per giveback (n
+// givebackAmounts runs closesql.Givebacks.Read for ids and sums, per giveback (n
 // of them), each key's non-zero amounts.
 func (s store) givebackAmounts(ctx context.Context, q sqlx.QueryerContext, ids []int64, n int) ([]map[int64]int64, error) {
-	rs, err := q.QueryContext(ctx, fmt.Sprintf(s.sql().extra.read, sqlexec.IntList(ids)))
+	rs, err := q.QueryContext(ctx, fmt.Sprintf(s.sql().Extra.Read, sqlexec.IntList(ids)))
 	if err != nil {
 		return nil, fmt.Errorf("read the givebacks of %d orders: %w", len(ids), err)
 	}

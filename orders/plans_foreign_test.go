@@ -13,6 +13,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/plantest"
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/closesql"
 )
 
 // foreignPlanTables are the foreign shop's tables whose statistics lie,
@@ -75,11 +76,11 @@ func newForeignPlanFixture(t *testing.T) *foreignPlanFixture {
 func TestForeignSchemaStatementPlans(t *testing.T) {
 	t.Parallel()
 	f := newForeignPlanFixture(t)
-	locked, err := renderCloseSQL(ordertest.ForeignSchema(ordertest.LockedOnly))
+	locked, err := closesql.Render(ordertest.ForeignSchema(ordertest.LockedOnly))
 	require.NoError(t, err)
 	byID := ordertest.ForeignSchema(ordertest.TakenAtPlacement)
 	byID.Coupon = ordertest.ForeignCouponByID()
-	goods, err := renderCloseSQL(byID)
+	goods, err := closesql.Render(byID)
 	require.NoError(t, err)
 	n := len(f.ids)
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
@@ -97,27 +98,27 @@ func TestForeignSchemaStatementPlans(t *testing.T) {
 	}
 	s := locked
 	plantest.Check(t, f.db.DB, foreignPlanTables, []plantest.Statement{
-		{Name: "scan page", Query: named(s.scanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 1, Limit: n}), Units: n, Plan: uses("o", "idx_status_created", "range")},
-		{Name: "scan page, shard 2 of 4", Query: named(s.scanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 4, ShardIndex: 2, Limit: n}), Units: n, Plan: uses("o", "idx_status_created", "range")},
-		{Name: "lock order rows", Query: lit(s.lockOrders, f.ids), Units: n, Plan: pk("t_order")},
-		{Name: "payment-step read", Query: lit(s.readOrders, f.ids), Units: n, Plan: pk("t_order")},
+		{Name: "scan page", Query: named(s.ScanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 1, Limit: n}), Units: n, Plan: uses("o", "idx_status_created", "range")},
+		{Name: "scan page, shard 2 of 4", Query: named(s.ScanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 4, ShardIndex: 2, Limit: n}), Units: n, Plan: uses("o", "idx_status_created", "range")},
+		{Name: "lock order rows", Query: lit(s.LockOrders, f.ids), Units: n, Plan: pk("t_order")},
+		{Name: "payment-step read", Query: lit(s.ReadOrders, f.ids), Units: n, Plan: pk("t_order")},
 		// Two lines an order here: an entry and a row each, and the probe.
-		{Name: "order items by id", Query: in(s.orderItems, f.ids), Units: n, PerUnit: 5, Plan: uses("t_order_item", "idx_order_id", "range")},
-		{Name: "lock stock (locked)", Query: lit(s.stock.lock, skus), Units: n, Plan: uses("t_sku_stock", "uk_sku", "range")},
-		{Name: "release stock (locked)", Query: deltas(s.stock.release, s.stock.key, f.deltas), Units: n, Plan: uses("t_sku_stock", "uk_sku", "range")},
-		{Name: "lock stock (goods)", Query: lit(goods.stock.lock, skus), Units: n, Plan: pk("t_goods")},
-		{Name: "add back stock (goods)", Query: deltas(goods.stock.release, goods.stock.key, f.deltas), Units: n, Plan: pk("t_goods")},
-		{Name: "status CAS", Query: named(fmt.Sprintf(s.closeOrders, sqlexec.IntList(f.ids)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: pk("t_order")},
-		{Name: "lock matched coupons", Query: lit(s.coupon.lock, f.couponIDs), Units: len(f.couponIDs), Plan: matched},
+		{Name: "order items by id", Query: in(s.OrderItems, f.ids), Units: n, PerUnit: 5, Plan: uses("t_order_item", "idx_order_id", "range")},
+		{Name: "lock stock (locked)", Query: lit(s.Stock.Lock, skus), Units: n, Plan: uses("t_sku_stock", "uk_sku", "range")},
+		{Name: "release stock (locked)", Query: deltas(s.Stock.Release, s.Stock.Key, f.deltas), Units: n, Plan: uses("t_sku_stock", "uk_sku", "range")},
+		{Name: "lock stock (goods)", Query: lit(goods.Stock.Lock, skus), Units: n, Plan: pk("t_goods")},
+		{Name: "add back stock (goods)", Query: deltas(goods.Stock.Release, goods.Stock.Key, f.deltas), Units: n, Plan: pk("t_goods")},
+		{Name: "status CAS", Query: named(fmt.Sprintf(s.CloseOrders, sqlexec.IntList(f.ids)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: pk("t_order")},
+		{Name: "lock matched coupons", Query: lit(s.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: matched},
 		// Per order: its row, the coupon's index entry and row, and the write.
-		{Name: "restore matched coupons", Query: lit(s.coupon.restore, f.couponIDs), Units: len(f.couponIDs), PerUnit: 6, Plan: matched},
-		{Name: "lock coupons by id", Query: lit(goods.coupon.lock, f.couponIDs), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
-		{Name: "restore coupons by id", Query: named(fmt.Sprintf(goods.coupon.restore, sqlexec.IntList(f.couponIDs)), map[string]any{"order_nos": f.nos}), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
-		{Name: "read givebacks", Query: lit(s.extra.read, f.ids), Units: n, Plan: pk("t_order")},
-		{Name: "give back points", Query: deltas(s.extra.add[0], s.extra.key[0], f.points), Units: n, Plan: pk("t_member")},
-		{Name: "CloseOrder: order", Query: plantest.Q(s.orderByNo, f.nos[0]), Units: 1, Plan: uses("t_order", "uk_order_sn", "const", "ref")},
-		{Name: "CloseOrders: batch read", Query: in(s.ordersForClose, f.nos), Units: n, Plan: uses("o", "uk_order_sn", "range", "ref", "eq_ref").And("d", "uk_order_stage", "eq_ref")},
-		{Name: "gauge: overdue", Query: named(s.overdue, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_created", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
+		{Name: "restore matched coupons", Query: lit(s.Coupon.Restore, f.couponIDs), Units: len(f.couponIDs), PerUnit: 6, Plan: matched},
+		{Name: "lock coupons by id", Query: lit(goods.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
+		{Name: "restore coupons by id", Query: named(fmt.Sprintf(goods.Coupon.Restore, sqlexec.IntList(f.couponIDs)), map[string]any{"order_nos": f.nos}), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
+		{Name: "read givebacks", Query: lit(s.Extra.Read, f.ids), Units: n, Plan: pk("t_order")},
+		{Name: "give back points", Query: deltas(s.Extra.Add[0], s.Extra.Key[0], f.points), Units: n, Plan: pk("t_member")},
+		{Name: "CloseOrder: order", Query: plantest.Q(s.OrderByNo, f.nos[0]), Units: 1, Plan: uses("t_order", "uk_order_sn", "const", "ref")},
+		{Name: "CloseOrders: batch read", Query: in(s.OrdersForClose, f.nos), Units: n, Plan: uses("o", "uk_order_sn", "range", "ref", "eq_ref").And("d", "uk_order_stage", "eq_ref")},
+		{Name: "gauge: overdue", Query: named(s.Overdue, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_created", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 	})
 }
 
@@ -131,15 +132,15 @@ func TestForeignStockUnhintedScansSmallTable(t *testing.T) {
 	f := newForeignPlanFixture(t)
 	sch := ordertest.ForeignSchema(ordertest.LockedOnly)
 	sch.Stock.Index = ""
-	s, err := renderCloseSQL(sch)
+	s, err := closesql.Render(sch)
 	require.NoError(t, err)
 	skus := make([]int64, len(f.deltas))
 	for i, d := range f.deltas {
 		skus[i] = d.SKUID
 	}
-	lock := plantest.Statement{Name: "unhinted stock lock", Query: plantest.Q(fmt.Sprintf(s.stock.lock, sqlexec.IntList(skus))),
+	lock := plantest.Statement{Name: "unhinted stock lock", Query: plantest.Q(fmt.Sprintf(s.Stock.Lock, sqlexec.IntList(skus))),
 		Units: len(f.ids), Plan: plantest.Uses("t_sku_stock", "uk_sku", "range")}
-	release := plantest.Statement{Name: "unhinted stock release", Query: plantest.Q(fmt.Sprintf(s.stock.release, deltaCaseOn(s.stock.key, f.deltas), deltaSKUs(f.deltas))),
+	release := plantest.Statement{Name: "unhinted stock release", Query: plantest.Q(fmt.Sprintf(s.Stock.Release, deltaCaseOn(s.Stock.Key, f.deltas), deltaSKUs(f.deltas))),
 		Units: len(f.ids), Plan: plantest.Uses("t_sku_stock", "uk_sku", "range")}
 	run := func(st plantest.Statement) string {
 		r, err := plantest.Run(context.Background(), f.db.DB, st.Query)

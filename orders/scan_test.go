@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/closesql"
 )
 
 // The scan walks idx_status_create_time, and the dead-letter retry its
@@ -39,7 +40,7 @@ func TestScanUsesIndex(t *testing.T) {
 	require.NotContains(t, plan[0]["Extra"], "filesort")
 
 	// The retry job's scan walks idx_table_status_retry the same way.
-	plan = explainNamed(t, b, orders.DueLettersSQL, map[string]any{"table": "", "now": now, "after_at": first, "after_id": -1,
+	plan = explainNamed(t, b, closesql.DueLetters, map[string]any{"table": "", "now": now, "after_at": first, "after_id": -1,
 		"shard_total": 2, "shard_index": 1, "limit": 100})
 	require.Len(t, plan, 1)
 	require.Equal(t, "idx_table_status_retry", plan[0]["key"])
@@ -48,7 +49,7 @@ func TestScanUsesIndex(t *testing.T) {
 
 	var nos []string
 	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id LIMIT 500`))
-	q, args, err := sqlx.In(orders.LetterStatesSQL, nos)
+	q, args, err := sqlx.In(closesql.LetterStates, nos)
 	require.NoError(t, err)
 	plan = explain(t, b, q, args...)
 	require.Len(t, plan, 1)

@@ -38,7 +38,7 @@ type pageData struct {
 	letters map[string]bool
 }
 
-// scan walks the shard's due orders in keyset pages (see closeSQL.scanPage) and
+// scan walks the shard's due orders in keyset pages (see closesql.Statements.ScanPage) and
 // sends each page on out; it closes out when the keyset range is exhausted,
 // MaxOrders is reached, ctx is cancelled or a read fails (sent as a page
 // with err). Out is unbuffered, so it works one page ahead of the closer.
@@ -205,10 +205,10 @@ func (c *Closer) lockNos(ctx context.Context, nos []string) (*orderlock.Lease, e
 // letterFilter drops, page by page, the orders whose close dead letter
 // waits for its retry time or is parked (the sweep leaves them alone), and
 // tells which of the others have a waiting letter for their close to
-// resolve. It reads the open letters (openLettersSQL), up to one more than
+// resolve. It reads the open letters (closesql.OpenLetters), up to one more than
 // the page has orders: one short read when there are few, usually none.
 // When there are more, it probes the page's orders instead
-// (letterStatesSQL), for this page and the rest of the run. Either way a
+// (closesql.LetterStates), for this page and the rest of the run. Either way a
 // page costs at most about two reads per order, and a run with no open
 // letter one read per page.
 type letterFilter struct {

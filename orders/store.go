@@ -11,14 +11,15 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/closesql"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
 
 // This file runs the SQL of the close path (scan, close transaction, dead
 // letters): the statements on the shop's tables are rendered from its
-// schema (render.go), those on the executor's own tables are constants
-// here. store_pay.go holds the order service's. Integer lists (ids, sku ids, quantities) are rendered as
+// schema, those on the executor's own tables are constants, both in
+// package closesql. store_pay.go holds the order service's. Integer lists (ids, sku ids, quantities) are rendered as
 // literals: they come from the database as int64, so they cannot carry
 // anything but digits, and a page of 500 orders would otherwise bind
 // thousands of placeholders. Strings (order numbers, reasons, errors) are
@@ -26,8 +27,25 @@ import (
 
 // store runs the package's statements on a *sqlx.DB or *sqlx.Tx. The
 // close path's statements on the shop's tables are rendered from its
-// schema (render.go); sq nil means the executor's own schema.
+// schema (closesql.Render); sq nil means the executor's own schema.
 type store struct{ sq *closeSQL }
+
+// closeSQL is a store's statements: closesql's rendering of its schema,
+// and readOrders, the payment step's re-read (store_payment.go), by the
+// name that file reads it by.
+type closeSQL struct {
+	*closesql.Statements
+	readOrders string
+}
+
+// newCloseSQL is st as a store's statements.
+func newCloseSQL(st *closesql.Statements) *closeSQL {
+	return &closeSQL{Statements: st, readOrders: st.ReadOrders}
+}
+
+// defaultSQL is closesql.Default as a store's statements: what a Closer
+// without a declared schema runs.
+var defaultSQL = newCloseSQL(closesql.Default)
 
 // sql is the store's rendered statements.
 func (s store) sql() *closeSQL {
@@ -51,7 +69,7 @@ type scanRow struct {
 // order is r as an unpaid order.
 func (r scanRow) order() orderRow { return orderRow{scanRow: r, Status: orderstatus.Unpaid} }
 
-// scanParams are closeSQL.scanPage's.
+// scanParams are closesql.Statements.ScanPage's.
 type scanParams struct {
 	AfterTime  time.Time `db:"after_time"`
 	AfterID    int64     `db:"after_id"`
@@ -70,10 +88,10 @@ type scanCursor struct {
 // firstCursor sorts before every row.
 var firstCursor = scanCursor{CreateTime: sqlexec.Earliest, ID: -1}
 
-// scanPage runs closeSQL.scanPage.
+// scanPage runs closesql.Statements.ScanPage.
 func (s store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor, now time.Time, shardIndex, shardTotal, limit int) ([]scanRow, error) {
 	var rows []scanRow
-	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql().scanPage, scanParams{AfterTime: cur.CreateTime, AfterID: cur.ID,
+	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql().ScanPage, scanParams{AfterTime: cur.CreateTime, AfterID: cur.ID,
 		Now: now, ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("scan due orders after (%s, %d): %w", cur.CreateTime.Format(time.DateTime), cur.ID, err)
@@ -88,40 +106,16 @@ type letterState struct {
 	NextRetryAt time.Time `db:"next_retry_at"`
 }
 
-// openLettersSQL reads the open (waiting or parked) close dead letters, up
-// to a limit: when there are few (the usual case: none), the sweep learns
-// from this one short read which orders of a page have a letter, instead
-// of probing every order of every page (letterStatesSQL).
-//
-// It walks idx_status_retry over the two open statuses only (resolved
-// letters, which pile up, are never read); stage is checked on the row. No
-// locks. At most the given limit of rows.
-const openLettersSQL = `
-SELECT order_no, status, next_retry_at FROM order_dead_letter FORCE INDEX (idx_status_retry)
-WHERE status IN ('parked', 'waiting') AND stage = 'close'
-LIMIT ?`
-
 func (store) openLetters(ctx context.Context, q sqlx.QueryerContext, limit int) ([]letterState, error) {
 	var rows []letterState
-	if err := sqlx.SelectContext(ctx, q, &rows, openLettersSQL, limit); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, closesql.OpenLetters, limit); err != nil {
 		return nil, fmt.Errorf("read open dead letters: %w", err)
 	}
 	return rows, nil
 }
 
-// letterStatesSQL reads the open close dead letters of the orders of a scan
-// page, when there are too many open letters to read them all.
-//
-// The order numbers are bound (sqlx.In). Probes uk_order_stage once per
-// order of the page (forced: with a subquery in the scan instead, MariaDB
-// materialises the whole dead-letter table per page, and resolved letters
-// pile up there). No locks. One row per order with an open letter.
-const letterStatesSQL = `
-SELECT order_no, status, next_retry_at FROM order_dead_letter FORCE INDEX (uk_order_stage)
-WHERE order_no IN (?) AND stage = 'close' AND status IN ('parked', 'waiting')`
-
 func (store) letterStates(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]letterState, error) {
-	query, args, err := sqlx.In(letterStatesSQL, orderNos)
+	query, args, err := sqlx.In(closesql.LetterStates, orderNos)
 	if err != nil {
 		return nil, err
 	}
@@ -149,19 +143,19 @@ func (o orderRow) deadline() time.Time {
 	return o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute)
 }
 
-// lockOrders runs closeSQL.lockOrders.
+// lockOrders runs closesql.Statements.LockOrders.
 func (s store) lockOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
 	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().lockOrders, sqlexec.IntList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().LockOrders, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("lock %d orders: %w", len(ids), err)
 	}
 	return rows, nil
 }
 
-// orderByNo runs closeSQL.orderByNo.
+// orderByNo runs closesql.Statements.OrderByNo.
 func (s store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo string) (orderRow, bool, error) {
 	var o orderRow
-	err := sqlx.GetContext(ctx, q, &o, s.sql().orderByNo, orderNo)
+	err := sqlx.GetContext(ctx, q, &o, s.sql().OrderByNo, orderNo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}
@@ -172,17 +166,17 @@ func (s store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo str
 }
 
 // itemRow is one order line. OrderNo is the order's key as the lines
-// name it: its number, or its id as text (closeSQL.itemsByID).
+// name it: its number, or its id as text (closesql.Statements.ItemsByID).
 type itemRow struct {
 	OrderNo  string `db:"order_no"`
 	SKUID    int64  `db:"sku_id"`
 	Quantity int64  `db:"quantity"`
 }
 
-// orderItems runs closeSQL.orderItems for keys, the orders' numbers
+// orderItems runs closesql.Statements.OrderItems for keys, the orders' numbers
 // ([]string) or ids ([]int64), as the lines name them.
 func (s store) orderItems(ctx context.Context, q sqlx.QueryerContext, keys any) ([]itemRow, error) {
-	query, args, err := sqlx.In(s.sql().orderItems, keys)
+	query, args, err := sqlx.In(s.sql().OrderItems, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -200,17 +194,17 @@ type stockRow struct {
 	cols  []int64
 }
 
-// lockStock runs stockSQL.lock.
+// lockStock runs closesql.Stock.Lock.
 func (s store) lockStock(ctx context.Context, q sqlx.QueryerContext, skus []int64) ([]stockRow, error) {
-	st := s.sql().stock
-	rs, err := q.QueryxContext(ctx, fmt.Sprintf(st.lock, sqlexec.IntList(skus)))
+	st := s.sql().Stock
+	rs, err := q.QueryxContext(ctx, fmt.Sprintf(st.Lock, sqlexec.IntList(skus)))
 	if err != nil {
 		return nil, fmt.Errorf("lock stock of %d skus: %w", len(skus), err)
 	}
 	defer rs.Close()
 	var rows []stockRow
 	for rs.Next() {
-		r := stockRow{cols: make([]int64, len(s.sql().sch.Stock.Columns))}
+		r := stockRow{cols: make([]int64, len(s.sql().Schema.Stock.Columns))}
 		dst := []any{&r.SKUID}
 		for i := range r.cols {
 			dst = append(dst, &r.cols[i])
@@ -234,18 +228,18 @@ type couponRow struct {
 	OrderNo sql.NullString `db:"order_no"`
 }
 
-// lockCoupons runs couponSQL.lock for ids (coupon ids; by match, order ids).
+// lockCoupons runs closesql.Coupon.Lock for ids (coupon ids; by match, order ids).
 func (s store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]couponRow, error) {
 	var rows []couponRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().coupon.lock, sqlexec.IntList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().Coupon.Lock, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("lock %d coupons: %w", len(ids), err)
 	}
 	return rows, nil
 }
 
-// closeOrders runs closeSQL.closeOrders.
+// closeOrders runs closesql.Statements.CloseOrders.
 func (s store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().closeOrders, sqlexec.IntList(ids)),
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().CloseOrders, sqlexec.IntList(ids)),
 		map[string]any{"close_time": closeTime, "close_reason": reason, "now": now})
 	if err != nil {
 		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
@@ -259,30 +253,25 @@ type skuDelta struct {
 	Qty   int64
 }
 
-// releaseStock runs stockSQL.release.
+// releaseStock runs closesql.Stock.Release.
 func (s store) releaseStock(ctx context.Context, e sqlx.ExecerContext, deltas []skuDelta) (int64, error) {
-	st := s.sql().stock
-	res, err := e.ExecContext(ctx, fmt.Sprintf(st.release, deltaCaseOn(st.key, deltas), deltaSKUs(deltas)))
+	st := s.sql().Stock
+	res, err := e.ExecContext(ctx, fmt.Sprintf(st.Release, deltaCaseOn(st.Key, deltas), deltaSKUs(deltas)))
 	if err != nil {
 		return 0, fmt.Errorf("release stock of %d skus: %w", len(deltas), err)
 	}
 	return res.RowsAffected()
 }
 
-// restoreCoupons runs couponSQL.restore for ids (coupon ids; by match,
+// restoreCoupons runs closesql.Coupon.Restore for ids (coupon ids; by match,
 // order ids) of the orders orderNos.
 func (s store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().coupon.restore, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().Coupon.Restore, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
 	if err != nil {
 		return 0, fmt.Errorf("restore %d coupons: %w", len(ids), err)
 	}
 	return res.RowsAffected()
 }
-
-// insertCloseLogSQL records the closes, one row per order. Params per row:
-// order_no, closed_at, reason. uk_order_no makes a second close of an order
-// fail with a duplicate-key error (the whole transaction then rolls back).
-const insertCloseLogSQL = `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES `
 
 func (store) insertCloseLogs(ctx context.Context, e sqlx.ExecerContext, orderNos []string, closedAt time.Time, reason string) error {
 	query, args := closeLogsInsert(orderNos, closedAt, reason)
@@ -292,10 +281,10 @@ func (store) insertCloseLogs(ctx context.Context, e sqlx.ExecerContext, orderNos
 	return nil
 }
 
-// closeLogsInsert renders insertCloseLogSQL for orderNos.
+// closeLogsInsert renders closesql.InsertCloseLog for orderNos.
 func closeLogsInsert(orderNos []string, closedAt time.Time, reason string) (string, []any) {
 	var b strings.Builder
-	b.WriteString(insertCloseLogSQL)
+	b.WriteString(closesql.InsertCloseLog)
 	args := make([]any, 0, 3*len(orderNos))
 	for i, no := range orderNos {
 		if i > 0 {
@@ -307,22 +296,8 @@ func closeLogsInsert(orderNos []string, closedAt time.Time, reason string) (stri
 	return b.String(), args
 }
 
-// resolveDeadLettersSQL marks the waiting close dead letters of orders that
-// have now been closed as resolved, inside the close transaction. It runs
-// only for the orders known to have one (the sweep's letter read,
-// CloseOrder's and CloseOrders' first look); a letter written after that
-// look, for an order closed anyway, is resolved by the retry job, which
-// finds the order closed.
-// The order numbers are bound (sqlx.In). One uk_order_stage probe per
-// order (forced: otherwise the optimizer may walk every waiting letter of
-// idx_status_retry, which grows with an outage); under READ COMMITTED it
-// locks only the rows it changes.
-const resolveDeadLettersSQL = `
-UPDATE order_dead_letter FORCE INDEX (uk_order_stage) SET status = 'resolved'
-WHERE stage = 'close' AND status = 'waiting' AND order_no IN (?)`
-
 func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos []string) error {
-	query, args, err := sqlx.In(resolveDeadLettersSQL, orderNos)
+	query, args, err := sqlx.In(closesql.ResolveDeadLetters, orderNos)
 	if err != nil {
 		return err
 	}
@@ -332,32 +307,7 @@ func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos
 	return nil
 }
 
-// upsertDeadLetterSQL records a failed close of one order, in its own
-// autocommit statement after the order's transaction rolled back.
-//
-// A first failure inserts the row with the first status ('waiting', or
-// 'parked' when park-after is 1) and the first delay; an existing row (see
-// deadLetterParams) counts another attempt. The retry delay is DeadLetterBackoff.schedule().Step of
-// the new attempt count, base * 2^(attempts-1) up to the maximum, computed
-// here because only the statement knows the row's attempts
-// (TestDeadLetterScheduleMatchesBackoff holds the two together). A row that is parked stays parked; any other
-// (waiting or resolved) goes back to waiting, or to parked once attempts
-// reach park-after. Assignments run left to right, so status and
-// next_retry_at see attempts before it is incremented. order_table is the
-// Closer's order table, also on an existing row: a letter written before
-// the column (migration 0138, empty) learns its table at its next failure.
-// One row per (order_no, stage) via uk_order_stage.
-const upsertDeadLetterSQL = `
-INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at, order_table)
-VALUES (:order_no, 'close', :first_status, :last_error, 1, :now + INTERVAL :first_delay_us MICROSECOND, :order_table)
-ON DUPLICATE KEY UPDATE
-  status = IF(status = 'parked' OR (:park_after > 0 AND attempts + 1 >= :park_after), 'parked', 'waiting'),
-  last_error = :last_error,
-  order_table = :order_table,
-  next_retry_at = :now + INTERVAL FLOOR(LEAST(:base_us * POW(2, LEAST(attempts, 40)), :max_us)) MICROSECOND,
-  attempts = attempts + 1`
-
-// deadLetterParams are upsertDeadLetterSQL's: the order, its error and the
+// deadLetterParams are closesql.UpsertDeadLetter's: the order, its error and the
 // run's clock, the first attempt's status and delay, and the backoff an
 // existing row's next attempt is scheduled by (park after, 0 = never; base
 // and maximum delay), delays in microseconds; the order's table.
@@ -380,21 +330,16 @@ func (store) upsertDeadLetter(ctx context.Context, e sqlx.ExecerContext, table, 
 	if b.ParkAfter == 1 {
 		p.FirstStatus = deadletters.Parked
 	}
-	_, err := sqlexec.ExecNamed(ctx, e, upsertDeadLetterSQL, p)
+	_, err := sqlexec.ExecNamed(ctx, e, closesql.UpsertDeadLetter, p)
 	if err != nil {
 		return fmt.Errorf("dead-letter order %s: %w", orderNo, err)
 	}
 	return nil
 }
 
-// deadLetterStatusSQL reads the state of one order's close dead letter,
-// by order number. No locks; zero or one row.
-const deadLetterStatusSQL = `
-SELECT status FROM order_dead_letter WHERE order_no = ? AND stage = 'close'`
-
 func (store) deadLetterStatus(ctx context.Context, q sqlx.QueryerContext, orderNo string) (string, error) {
 	var status string
-	err := sqlx.GetContext(ctx, q, &status, deadLetterStatusSQL, orderNo)
+	err := sqlx.GetContext(ctx, q, &status, closesql.DeadLetterStatus, orderNo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

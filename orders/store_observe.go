@@ -9,37 +9,26 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/closesql"
 )
 
-// This file holds the SQL behind the close path's gauges (overdue orders,
-// dead letters), which a metrics sampler reads every few seconds. Both
-// statements are plain consistent reads with a bounded cost.
+// This file runs the SQL behind the close path's gauges (overdue orders,
+// dead letters; package closesql holds it), which a metrics sampler reads
+// every few seconds. Both statements are plain consistent reads with a
+// bounded cost.
 
 // overdueCap bounds the unpaid orders Overdue examines, and so its count.
 const overdueCap = 10000
 
-// overdue counts the unpaid orders past their deadline that the sweep
-// should have closed, and finds the earliest deadline among them.
-//
-// It walks idx_status_create_time over status = 0
-// AND create_time <= now from its oldest entry, at most cap entries (one
-// primary-key lookup each, for timeout_minutes); of those it keeps the due
-// ones whose close is not held back by their dead letter (parked, or waiting
-// for its retry time: the sweep's own rule, see letterFilter), which the
-// dead-letter gauges report instead. The dead letter is probed with one
-// uk_order_stage lookup per order (eq_ref): a LEFT JOIN, not NOT EXISTS,
-// which MariaDB runs by materialising the whole dead-letter table, where
-// resolved letters pile up. Unpaid orders are walked oldest first, so the due
-// ones come first: the count is exact up to cap and stays at cap beyond it,
-// and the cost is bounded however large the backlog. No locks.
-//
-// The statement is rendered from the schema: closeSQL.overdue.
+// overdue runs closesql.Statements.Overdue: how many unpaid orders past
+// their deadline the sweep should have closed, up to limit, and the
+// earliest deadline among them.
 func (s store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, sql.NullTime, error) {
 	var r struct {
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
 	}
-	if err := sqlexec.GetNamed(ctx, q, &r, s.sql().overdue, map[string]any{"now": now, "cap": limit}); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &r, s.sql().Overdue, map[string]any{"now": now, "cap": limit}); err != nil {
 		return 0, sql.NullTime{}, fmt.Errorf("count overdue orders: %w", err)
 	}
 	return r.N, r.Oldest, nil
@@ -85,18 +74,9 @@ type DeadLetterTally struct {
 	N      int    `db:"n"`
 }
 
-// deadLetterTalliesSQL counts the dead letters that are not resolved, by
-// stage and status. No params. A range of idx_status_retry per status (the
-// resolved ones, which pile up, are never read). No locks.
-const deadLetterTalliesSQL = `
-SELECT stage, status, COUNT(*) AS n
-FROM order_dead_letter FORCE INDEX (idx_status_retry)
-WHERE status IN ('waiting', 'parked')
-GROUP BY stage, status`
-
 func (store) deadLetterTallies(ctx context.Context, q sqlx.QueryerContext) ([]DeadLetterTally, error) {
 	var rows []DeadLetterTally
-	if err := sqlx.SelectContext(ctx, q, &rows, deadLetterTalliesSQL); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, closesql.DeadLetterTallies); err != nil {
 		return nil, fmt.Errorf("count dead letters: %w", err)
 	}
 	return rows, nil

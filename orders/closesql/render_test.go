@@ -1,4 +1,4 @@
-package orders
+package closesql
 
 import (
 	"testing"
@@ -85,29 +85,29 @@ WHERE t.deadline <= :now AND d.id IS NULL`
 // so keeps their plans, measured rates and plan-test entries.
 func TestDefaultSchemaRendersTodaysStatements(t *testing.T) {
 	t.Parallel()
-	got, err := renderCloseSQL(schema.Default())
+	got, err := Render(schema.Default())
 	require.NoError(t, err)
 	for _, c := range []struct{ name, got, want string }{
-		{"scan page", got.scanPage, scanPageSQL},
-		{"lock orders", got.lockOrders, lockOrdersSQL},
-		{"read orders", got.readOrders, readOrdersSQL},
-		{"order by number", got.orderByNo, orderByNoSQL},
-		{"orders for close", got.ordersForClose, ordersForCloseSQL},
-		{"order items", got.orderItems, orderItemsSQL},
-		{"close orders", got.closeOrders, closeOrdersSQL},
-		{"overdue", got.overdue, overdueSQL},
-		{"lock stock", got.stock.lock, lockStockSQL},
-		{"release stock", got.stock.release, releaseStockSQL},
-		{"lock coupons", got.coupon.lock, lockCouponsSQL},
-		{"restore coupons", got.coupon.restore, restoreCouponsSQL},
+		{"scan page", got.ScanPage, scanPageSQL},
+		{"lock orders", got.LockOrders, lockOrdersSQL},
+		{"read orders", got.ReadOrders, readOrdersSQL},
+		{"order by number", got.OrderByNo, orderByNoSQL},
+		{"orders for close", got.OrdersForClose, ordersForCloseSQL},
+		{"order items", got.OrderItems, orderItemsSQL},
+		{"close orders", got.CloseOrders, closeOrdersSQL},
+		{"overdue", got.Overdue, overdueSQL},
+		{"lock stock", got.Stock.Lock, lockStockSQL},
+		{"release stock", got.Stock.Release, releaseStockSQL},
+		{"lock coupons", got.Coupon.Lock, lockCouponsSQL},
+		{"restore coupons", got.Coupon.Restore, restoreCouponsSQL},
 	} {
 		require.Equal(t, c.want, c.got, c.name)
 	}
-	require.Equal(t, "sku_id", got.stock.key)
-	require.Nil(t, got.extra)
-	require.False(t, got.itemsByID)
-	require.Equal(t, "order not found in order_info", got.orderGone)
+	require.Equal(t, "sku_id", got.Stock.Key)
+	require.Nil(t, got.Extra)
+	require.False(t, got.ItemsByID)
+	require.Equal(t, "order not found in order_info", got.OrderGone)
 
 	// A Closer built without a schema renders the same.
-	require.Equal(t, defaultSQL, got)
+	require.Equal(t, Default, got)
 }

@@ -1,4 +1,4 @@
-package orders
+package closesql
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 )
 
 // This file renders the close path's statements on the shop's tables from
-// a schema.Schema, once, when a Closer is built: each page then runs the
+// a schema.Schema, once, when orders builds a Closer: each page then runs the
 // same few statements whatever the schema, with only its id and key lists
 // filled in. The executor's own tables (close log, dead letters, cursors,
-// runs, outbox) keep their constants in store.go.
+// runs) keep their constants in this package's other files.
 //
 // The default schema renders today's statements byte for byte
 // (TestDefaultSchemaRendersTodaysStatements): names stay unquoted, as the
@@ -23,12 +23,12 @@ import (
 // Every name was checked to be a plain identifier and every status a plain
 // literal (schema.Validate), so nothing rendered can carry other SQL.
 
-// closeSQL holds the statements rendered for one schema. Statements with an
+// Statements holds the statements rendered for one schema. Statements with an
 // id or key list keep a %s (or %[1]s, %[2]s) for the literal list.
-type closeSQL struct {
-	sch schema.Schema
+type Statements struct {
+	Schema schema.Schema // the schema they were rendered from
 
-	// scanPage reads the next keyset page of due orders of one shard,
+	// ScanPage reads the next keyset page of due orders of one shard,
 	// after the cursor (the last row of the previous page; the first page
 	// passes year 1000 and id -1), due at now.
 	//
@@ -49,8 +49,8 @@ type closeSQL struct {
 	// timeout for all orders the index range itself ends at now minus the
 	// timeout, so not even those are read. Returns up to limit rows in key
 	// order.
-	scanPage string
-	// lockOrders locks the given orders' rows (a literal id list) for a
+	ScanPage string
+	// LockOrders locks the given orders' rows (a literal id list) for a
 	// close transaction that must read them first: a page whose status CAS
 	// found an order changed since the page's read, and each order of the
 	// per-order fallback. A record lock on each primary-key entry in
@@ -58,22 +58,22 @@ type closeSQL struct {
 	// order, then stock, then coupons, then other givebacks, so two
 	// closes cannot deadlock on them). One row per id that exists,
 	// whatever its status: the caller skips those no longer unpaid.
-	lockOrders string
-	// readOrders is lockOrders without the locks: the payment step's
-	// re-read of a page (payment.go), by primary key.
-	readOrders string
-	// orderByNo reads one order by its number, without locking it
+	LockOrders string
+	// ReadOrders is LockOrders without the locks: the payment step's
+	// re-read of a page (orders' payment.go), by primary key.
+	ReadOrders string
+	// OrderByNo reads one order by its number, without locking it
 	// (CloseOrder's first look). Zero or one row.
-	orderByNo string
-	// ordersForClose reads the orders CloseOrders was given, without
+	OrderByNo string
+	// OrdersForClose reads the orders CloseOrders was given, without
 	// locks, with the status of each one's close dead letter: CloseOrder's
-	// two first reads (orderByNo, deadLetterStatusSQL) for a batch in one
+	// two first reads (OrderByNo, DeadLetterStatus) for a batch in one
 	// statement. The order numbers are bound (sqlx.In). One probe of the
 	// order number's unique index per number (forced on the executor's
 	// own schema), then one uk_order_stage probe per order found. One row
 	// per order that exists.
-	ordersForClose string
-	// orderItems reads the lines of the given orders (their numbers, or
+	OrdersForClose string
+	// OrderItems reads the lines of the given orders (their numbers, or
 	// ids when the lines are keyed by id, bound by sqlx.In) through the
 	// item index. No locks: lines of an order never change after it is
 	// placed, and the order row is locked. The index is forced: a list
@@ -82,8 +82,8 @@ type closeSQL struct {
 	// (or lying engine-independent ones) make a page of 500 plan a full
 	// scan of the item table (measured: 2M rows, 100-360 ms a page). The
 	// order key comes back as order_no, as text.
-	orderItems string
-	// closeOrders is the status CAS of a close: unpaid and due (by the
+	OrderItems string
+	// CloseOrders is the status CAS of a close: unpaid and due (by the
 	// run's clock, now) to closed, for a literal id list, stamping the
 	// declared close time, update time and reason. The WHERE repeats the
 	// unpaid status and the deadline, so an order paid or given a longer
@@ -92,118 +92,132 @@ type closeSQL struct {
 	// id order (the first of the close's locks); the caller expects
 	// exactly len(ids) rows affected, and when fewer change (an order was
 	// paid since it was read without a lock), rolls back and reads the
-	// rows under lock first (lockOrders). The primary key is named, like
+	// rows under lock first (LockOrders). The primary key is named, like
 	// in every statement here that lists ids and repeats a status: when
 	// few rows have that status (the last pages of a drain), the optimizer
 	// would otherwise walk the status index instead.
-	closeOrders string
-	// overdue counts the unpaid orders past their deadline that the sweep
-	// should have closed (see store_observe.go).
-	overdue string
+	CloseOrders string
+	// Overdue counts the unpaid orders past their deadline that the sweep
+	// should have closed (at most :cap of them), and finds the earliest
+	// deadline among them.
+	//
+	// It walks the scan index over unpaid orders created at or before now
+	// from its oldest entry, at most cap entries (one primary-key lookup
+	// each, for the timeout); of those it keeps the due ones whose close is
+	// not held back by their dead letter (parked, or waiting for its retry
+	// time: the sweep's own rule, see orders' letterFilter), which the
+	// dead-letter gauges report instead. The dead letter is probed with one
+	// uk_order_stage lookup per order (eq_ref): a LEFT JOIN, not NOT
+	// EXISTS, which MariaDB runs by materialising the whole dead-letter
+	// table, where resolved letters pile up. Unpaid orders are walked oldest
+	// first, so the due ones come first: the count is exact up to cap and
+	// stays at cap beyond it, and the cost is bounded however large the
+	// backlog. No locks.
+	Overdue string
 
-	stock  *stockSQL
-	coupon *couponSQL
-	extra  *givebackSQL
+	Stock  *Stock     // nil without a stock table
+	Coupon *Coupon    // nil without a coupon table
+	Extra  *Givebacks // nil without other givebacks
 
-	itemsByID bool   // lines name the order's id, not its number
-	orderGone string // the dead-letter reason of an order no longer there
+	ItemsByID bool   // lines name the order's id, not its number
+	OrderGone string // the dead-letter reason of an order no longer there
 }
 
-// stockSQL gives the page's summed quantities back to the stock rows.
-type stockSQL struct {
-	key string // the key column as the statements name it
-	// lock locks the stock rows of a literal key list before they are
+// Stock gives the page's summed quantities back to the stock rows.
+type Stock struct {
+	Key string // the key column as the statements name it
+	// Lock locks the stock rows of a literal key list before they are
 	// changed: record locks on the key in ascending key order (InnoDB
 	// walks an IN list on the key in key order), the order every
 	// transaction of this package takes stock locks in, so hot SKUs shared
 	// by many orders never deadlock. It returns the key and every changed
 	// column of the rows that exist; a missing SKU is an error for the
 	// orders that have it.
-	lock string
-	// release changes every declared column by the summed quantity of the
+	Lock string
+	// Release changes every declared column by the summed quantity of the
 	// page's lines of each key, in one statement: %[1]s is a CASE giving
-	// each key its quantity (see deltaCase), %[2]s the key list; both
+	// each key its quantity (see orders' deltaCase), %[2]s the key list; both
 	// literal. The rows are already locked (ascending key) by lock, or are
 	// locked here in the same order, and each subtracted column repeats
 	// the pre-check (column >= delta), so it can never go negative: a row
 	// that fails it is not updated and the caller, expecting one row per
 	// key, rolls back.
-	release  string
-	subtract []int // indexes of the columns that are subtracted (checked by validate)
+	Release  string
+	Subtract []int // indexes of the columns that are subtracted (checked by orders' validate)
 }
 
-// couponSQL gives the page's coupons back.
-type couponSQL struct {
-	byMatch bool
-	// lock locks the coupons of the orders being closed, after the stock
+// Coupon gives the page's coupons back.
+type Coupon struct {
+	ByMatch bool // found by matching columns, not by id
+	// Lock locks the coupons of the orders being closed, after the stock
 	// locks. By id: the rows of a literal coupon id list, in ascending
 	// id order, with their status and the order using them. By match: the
 	// used rows matching each order of a literal order id list, one row
 	// per match, named by the order's id.
-	lock string
-	// restore sets the coupons back to unused. By id: the rows of a
+	Lock string
+	// Restore sets the coupons back to unused. By id: the rows of a
 	// literal id list still used (by the bound order numbers, when the
 	// coupon names its order), clearing the order. By match: the used rows
 	// matching the orders of a literal id list. The caller expects one row
 	// per coupon (per order with a coupon, by match) and checked each
 	// under lock in validation.
-	restore string
-	used    string // the used status as text, as lock returns it
-	orderNo bool   // the coupon names the order using it
+	Restore string
+	Used    string // the used status as text, as Lock returns it
+	OrderNo bool   // the coupon names the order using it
 }
 
-// givebackSQL gives back the per-order amounts of schema.Schema.Extra.
-type givebackSQL struct {
-	// read reads, for a literal list of orders whose status CAS this
+// Givebacks gives back the per-order amounts of schema.Schema.Extra.
+type Givebacks struct {
+	// Read reads, for a literal list of orders whose status CAS this
 	// transaction has just made (so their rows are locked), each
 	// giveback's amount and key: id, then amount and key per giveback.
-	read string
-	// add adds the summed amounts to each giveback's rows, one statement
+	Read string
+	// Add adds the summed amounts to each giveback's rows, one statement
 	// per giveback: %[1]s a CASE of each key's sum, %[2]s the key list.
 	// One row per key is expected.
-	add []string
-	key []string // each giveback's key column as add names it
+	Add []string
+	Key []string // each giveback's key column as Add names it
 }
 
-// defaultSQL is the executor's own schema rendered: what a Closer without a
+// Default is the executor's own schema rendered: what a Closer without a
 // declared schema runs, and what the order service's shared statements
 // (items, stock locks) use.
-var defaultSQL = mustRender(schema.Default())
+var Default = mustRender(schema.Default())
 
-func mustRender(s schema.Schema) *closeSQL {
-	c, err := renderCloseSQL(s)
+func mustRender(s schema.Schema) *Statements {
+	c, err := Render(s)
 	if err != nil {
 		panic(err)
 	}
 	return c
 }
 
-// renderCloseSQL renders s's statements, after checking it.
-func renderCloseSQL(s schema.Schema) (*closeSQL, error) {
+// Render renders s's statements, after checking it.
+func Render(s schema.Schema) (*Statements, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("order schema: %w", err)
 	}
 	r := renderer{s: s}
-	c := &closeSQL{sch: s, itemsByID: s.Items.ByID, orderGone: "order not found in " + s.Orders.Table}
-	c.scanPage = r.scanPage()
-	c.lockOrders = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.ID) +
+	c := &Statements{Schema: s, ItemsByID: s.Items.ByID, OrderGone: "order not found in " + s.Orders.Table}
+	c.ScanPage = r.scanPage()
+	c.LockOrders = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.ID) +
 		" IN (%s) ORDER BY " + r.n(s.Orders.ID) + " FOR UPDATE"
-	c.readOrders = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.ID) + " IN (%s)"
-	c.orderByNo = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.OrderNo) + " = ?"
-	c.ordersForClose = r.ordersForClose()
-	c.orderItems = "SELECT " + r.sel("", s.Items.OrderColumn, "order_no") + ", " + r.sel("", s.Items.SKU, "sku_id") + ", " +
+	c.ReadOrders = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.ID) + " IN (%s)"
+	c.OrderByNo = "\nSELECT " + r.orderCols("") + "\nFROM " + r.n(s.Orders.Table) + " WHERE " + r.n(s.Orders.OrderNo) + " = ?"
+	c.OrdersForClose = r.ordersForClose()
+	c.OrderItems = "SELECT " + r.sel("", s.Items.OrderColumn, "order_no") + ", " + r.sel("", s.Items.SKU, "sku_id") + ", " +
 		r.sel("", s.Items.Quantity, "quantity") + " FROM " + r.n(s.Items.Table) + " FORCE INDEX (" + r.n(s.Items.Index) +
 		") WHERE " + r.n(s.Items.OrderColumn) + " IN (?)"
-	c.closeOrders = r.closeOrders()
-	c.overdue = r.overdue()
+	c.CloseOrders = r.closeOrders()
+	c.Overdue = r.overdue()
 	if s.Stock != nil {
-		c.stock = r.stock()
+		c.Stock = r.stock()
 	}
 	if s.Coupon != nil {
-		c.coupon = r.coupon()
+		c.Coupon = r.coupon()
 	}
 	if len(s.Extra) > 0 {
-		c.extra = r.givebacks()
+		c.Extra = r.givebacks()
 	}
 	return c, nil
 }
@@ -227,7 +241,7 @@ func (r renderer) sel(prefix, name, alias string) string {
 	return prefix + r.n(name) + " AS " + alias
 }
 
-// orderCols are the columns the close reads of an order, as orderRow's
+// orderCols are the columns the close reads of an order, as orders' orderRow's
 // fields. A declared schema's status comes back as the executor's own
 // status values (orderstatus), so the Go side needs no second vocabulary:
 // unpaid, closed, and any other value counted as paid (the order moved on).
@@ -345,7 +359,7 @@ func (r renderer) overdue() string {
 		"WHERE t.deadline <= :now AND d.id IS NULL"
 }
 
-func (r renderer) stock() *stockSQL {
+func (r renderer) stock() *Stock {
 	st := r.s.Stock
 	key := r.n(st.Key)
 	hint := ""
@@ -355,7 +369,7 @@ func (r renderer) stock() *stockSQL {
 		// where a page's key list plans a full scan that locks every row.
 		hint = " FORCE INDEX (" + r.n(st.Index) + ")"
 	}
-	out := &stockSQL{key: key}
+	out := &Stock{Key: key}
 	cols := []string{r.sel("", st.Key, "sku_id")}
 	var set, guard []string
 	for i, c := range st.Columns {
@@ -364,20 +378,20 @@ func (r renderer) stock() *stockSQL {
 		if c.Subtract {
 			op = " - "
 			guard = append(guard, " AND "+r.n(c.Name)+" >= %[1]s")
-			out.subtract = append(out.subtract, i)
+			out.Subtract = append(out.Subtract, i)
 		}
 		set = append(set, r.n(c.Name)+" = "+r.n(c.Name)+op+"%[1]s")
 	}
-	out.lock = "\nSELECT " + strings.Join(cols, ", ") + " FROM " + r.n(st.Table) + hint + "\n" +
+	out.Lock = "\nSELECT " + strings.Join(cols, ", ") + " FROM " + r.n(st.Table) + hint + "\n" +
 		"WHERE " + key + " IN (%s) ORDER BY " + key + " FOR UPDATE"
-	out.release = "\nUPDATE " + r.n(st.Table) + hint + "\nSET " + strings.Join(set, ", ") + "\n" +
+	out.Release = "\nUPDATE " + r.n(st.Table) + hint + "\nSET " + strings.Join(set, ", ") + "\n" +
 		"WHERE " + key + " IN (%[2]s)" + strings.Join(guard, "")
 	return out
 }
 
-func (r renderer) coupon() *couponSQL {
+func (r renderer) coupon() *Coupon {
 	c, o := r.s.Coupon, r.s.Orders
-	out := &couponSQL{byMatch: c.ByMatch(), used: c.Used.String(), orderNo: c.OrderNo != ""}
+	out := &Coupon{ByMatch: c.ByMatch(), Used: c.Used.String(), OrderNo: c.OrderNo != ""}
 	if c.ByMatch() {
 		var on []string
 		for _, m := range c.Match {
@@ -389,36 +403,36 @@ func (r renderer) coupon() *couponSQL {
 		}
 		join := r.n(o.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h" + hint + " ON " + strings.Join(on, " AND ")
 		where := "WHERE o." + r.n(o.ID) + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL()
-		out.lock = "\nSELECT o." + r.n(o.ID) + " AS id FROM " + join + "\n" + where + " ORDER BY o." + r.n(o.ID) + " FOR UPDATE"
-		out.restore = "\nUPDATE " + join + " SET h." + r.n(c.Status) + " = " + c.Unused.SQL() + "\n" + where
+		out.Lock = "\nSELECT o." + r.n(o.ID) + " AS id FROM " + join + "\n" + where + " ORDER BY o." + r.n(o.ID) + " FOR UPDATE"
+		out.Restore = "\nUPDATE " + join + " SET h." + r.n(c.Status) + " = " + c.Unused.SQL() + "\n" + where
 		return out
 	}
 	id, st := r.n(c.ID), r.n(c.Status)
 	orderNo, set, check := "NULL AS order_no", st+" = "+c.Unused.SQL(), ""
-	if out.orderNo {
+	if out.OrderNo {
 		orderNo = r.sel("", c.OrderNo, "order_no")
 		set += ", " + r.n(c.OrderNo) + " = NULL"
 		check = " AND " + r.n(c.OrderNo) + " IN (:order_nos)"
 	}
-	out.lock = "\nSELECT " + r.sel("", c.ID, "id") + ", " + r.sel("", c.Status, "status") + ", " + orderNo + " FROM " + r.n(c.Table) + "\n" +
+	out.Lock = "\nSELECT " + r.sel("", c.ID, "id") + ", " + r.sel("", c.Status, "status") + ", " + orderNo + " FROM " + r.n(c.Table) + "\n" +
 		"WHERE " + id + " IN (%s) ORDER BY " + id + " FOR UPDATE"
-	out.restore = "\nUPDATE " + r.n(c.Table) + " SET " + set + "\n" +
+	out.Restore = "\nUPDATE " + r.n(c.Table) + " SET " + set + "\n" +
 		"WHERE " + id + " IN (%s) AND " + st + " = " + c.Used.SQL() + check
 	return out
 }
 
-func (r renderer) givebacks() *givebackSQL {
+func (r renderer) givebacks() *Givebacks {
 	o := r.s.Orders
-	out := &givebackSQL{}
+	out := &Givebacks{}
 	cols := []string{r.n(o.ID)}
 	for _, g := range r.s.Extra {
 		cols = append(cols, r.n(g.Amount), r.n(g.OrderKey))
-		out.key = append(out.key, r.n(g.Key))
+		out.Key = append(out.Key, r.n(g.Key))
 		// The key is the table's primary key: forced, since a page's key
 		// list on a small member table otherwise plans a full index scan.
-		out.add = append(out.add, "\nUPDATE "+r.n(g.Table)+" FORCE INDEX (PRIMARY) SET "+r.n(g.Column)+" = "+r.n(g.Column)+" + %[1]s\n"+
+		out.Add = append(out.Add, "\nUPDATE "+r.n(g.Table)+" FORCE INDEX (PRIMARY) SET "+r.n(g.Column)+" = "+r.n(g.Column)+" + %[1]s\n"+
 			"WHERE "+r.n(g.Key)+" IN (%[2]s)")
 	}
-	out.read = "\nSELECT " + strings.Join(cols, ", ") + " FROM " + r.n(o.Table) + " FORCE INDEX (PRIMARY) WHERE " + r.n(o.ID) + " IN (%s)"
+	out.Read = "\nSELECT " + strings.Join(cols, ", ") + " FROM " + r.n(o.Table) + " FORCE INDEX (PRIMARY) WHERE " + r.n(o.ID) + " IN (%s)"
 	return out
 }
