@@ -138,7 +138,7 @@ func NewCloser(db *sqlx.DB, locker *orderlock.Locker, cfg CloserConfig) (*Closer
 
 // renderSchema fills in the default schema, renders its statements and
 // refuses the combinations a close could not carry out in full.
-func (cfg *CloserConfig) renderSchema() (*closeSQL, error) {
+func (cfg *CloserConfig) renderSchema() (*closesql.Statements, error) {
 	if cfg.Schema.Orders.Table == "" {
 		cfg.Schema = schema.Default()
 	}
@@ -159,7 +159,7 @@ func (cfg *CloserConfig) renderSchema() (*closeSQL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("orders: %w", err)
 	}
-	return newCloseSQL(sq), nil
+	return sq, nil
 }
 
 const maxPageSize = 5000

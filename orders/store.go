@@ -28,29 +28,12 @@ import (
 // store runs the package's statements on a *sqlx.DB or *sqlx.Tx. The
 // close path's statements on the shop's tables are rendered from its
 // schema (closesql.Render); sq nil means the executor's own schema.
-type store struct{ sq *closeSQL }
-
-// closeSQL is a store's statements: closesql's rendering of its schema,
-// and readOrders, the payment step's re-read (store_payment.go), by the
-// name that file reads it by.
-type closeSQL struct {
-	*closesql.Statements
-	readOrders string
-}
-
-// newCloseSQL is st as a store's statements.
-func newCloseSQL(st *closesql.Statements) *closeSQL {
-	return &closeSQL{Statements: st, readOrders: st.ReadOrders}
-}
-
-// defaultSQL is closesql.Default as a store's statements: what a Closer
-// without a declared schema runs.
-var defaultSQL = newCloseSQL(closesql.Default)
+type store struct{ sq *closesql.Statements }
 
 // sql is the store's rendered statements.
-func (s store) sql() *closeSQL {
+func (s store) sql() *closesql.Statements {
 	if s.sq == nil {
-		return defaultSQL
+		return closesql.Default
 	}
 	return s.sq
 }

@@ -12,10 +12,10 @@ import (
 // This file holds the SQL of the payment step (payment.go).
 
 // readOrders re-reads the orders of a page before their trades are closed
-// at the payment side (closeSQL.readOrders). One row per id that exists.
+// at the payment side (closesql.Statements.ReadOrders). One row per id that exists.
 func (s store) readOrders(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]orderRow, error) {
 	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().readOrders, sqlexec.IntList(ids))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().ReadOrders, sqlexec.IntList(ids))); err != nil {
 		return nil, fmt.Errorf("read %d orders: %w", len(ids), err)
 	}
 	return rows, nil

@@ -54,7 +54,7 @@ func (store) lockOrderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo s
 
 // orderItemsSQL reads an order's lines (its number bound by sqlx.In, as
 // the close's item read binds a page's) through idx_order_no, forced as
-// the close's is (see orders' closeSQL.orderItems). No locks: lines never
+// the close's is (see closesql.Statements.OrderItems). No locks: lines never
 // change after the order is placed, and the order row is locked.
 const orderItemsSQL = `SELECT order_no, sku_id, quantity FROM order_item FORCE INDEX (idx_order_no) WHERE order_no IN (?)`
 
