@@ -56,7 +56,7 @@ type CloserConfig struct {
 	// error numbers mean (Server.Kind). Default dbserver.ServerUnknown.
 	Server dbserver.Server
 	// Compensation is where stock and coupons are given back:
-	// CompensateLocal (default) or CompensateOutbox (outbox.go).
+	// CompensateLocal (default) or CompensateOutbox (compensate_outbox.go).
 	Compensation CompensationMode
 	// Observer receives page counts and close lateness for metrics. nil:
 	// none.
