@@ -28,15 +28,11 @@ const deadLetterColumns = `id, order_no, order_table, stage, status, status_reas
 const letterByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE id = ?`
 
 func (store) letterByID(ctx context.Context, q sqlx.QueryerContext, id int64) (*Letter, error) {
-	var dl Letter
-	err := sqlx.GetContext(ctx, q, &dl, letterByIDSQL, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	dl, err := sqlexec.GetOne[Letter](ctx, q, letterByIDSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("read dead letter %d: %w", id, err)
 	}
-	return &dl, nil
+	return dl, nil
 }
 
 // letterSQL reads one order's letter of a stage through uk_order_stage.

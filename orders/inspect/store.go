@@ -2,8 +2,6 @@ package inspect
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,15 +31,14 @@ FROM %s FORCE INDEX (uk_order_no) WHERE order_no = ?`
 var orderRecordSQL = fmt.Sprintf(orderRecordFromSQL, "order_info")
 
 func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, t table, orderNo string) (*OrderRecord, error) {
-	var o OrderRecord
-	err := sqlx.GetContext(ctx, q, &o, t.order, orderNo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("order %s: %w", orderNo, orders.ErrOrderNotFound)
-	}
+	o, err := sqlexec.GetOne[OrderRecord](ctx, q, t.order, orderNo)
 	if err != nil {
 		return nil, fmt.Errorf("read order %s: %w", orderNo, err)
 	}
-	return &o, nil
+	if o == nil {
+		return nil, fmt.Errorf("order %s: %w", orderNo, orders.ErrOrderNotFound)
+	}
+	return o, nil
 }
 
 // itemsOfOrderFromSQL reads one order's lines, by its number, from an item
@@ -79,15 +76,11 @@ func (store) stockRows(ctx context.Context, q sqlx.QueryerContext, skus []int64)
 const couponRowSQL = `SELECT id, user_id, status, order_no FROM user_coupon FORCE INDEX (PRIMARY) WHERE id = ?`
 
 func (store) couponRow(ctx context.Context, q sqlx.QueryerContext, id int64) (*CouponRow, error) {
-	var c CouponRow
-	err := sqlx.GetContext(ctx, q, &c, couponRowSQL, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	c, err := sqlexec.GetOne[CouponRow](ctx, q, couponRowSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("read coupon %d: %w", id, err)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // closeLogRowSQL reads an order's close record, by order number, through
@@ -95,15 +88,11 @@ func (store) couponRow(ctx context.Context, q sqlx.QueryerContext, id int64) (*C
 const closeLogRowSQL = `SELECT id, order_no, closed_at, reason FROM order_close_log FORCE INDEX (uk_order_no) WHERE order_no = ?`
 
 func (store) closeLogRow(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*CloseLogRow, error) {
-	var r CloseLogRow
-	err := sqlx.GetContext(ctx, q, &r, closeLogRowSQL, orderNo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	r, err := sqlexec.GetOne[CloseLogRow](ctx, q, closeLogRowSQL, orderNo)
 	if err != nil {
 		return nil, fmt.Errorf("read close log of %s: %w", orderNo, err)
 	}
-	return &r, nil
+	return r, nil
 }
 
 const flagColumns = `f.id, f.order_id, f.order_no, f.user_id, f.pay_time, f.deadline, f.flagged_at,
@@ -139,15 +128,11 @@ func renderTable(orderTable, itemTable string) table {
 }
 
 func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, t table, orderNo string) (*FulfilmentFlag, error) {
-	var f FulfilmentFlag
-	err := sqlx.GetContext(ctx, q, &f, t.flag, orderNo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	f, err := sqlexec.GetOne[FulfilmentFlag](ctx, q, t.flag, orderNo)
 	if err != nil {
 		return nil, fmt.Errorf("read fulfilment flag of %s: %w", orderNo, err)
 	}
-	return &f, nil
+	return f, nil
 }
 
 // flagWindowSQL is the fulfilment-flag list's window: most recently

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -287,15 +286,11 @@ func (store) list(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Event
 const outboxEventSQL = `SELECT ` + outboxColumns + ` FROM order_outbox WHERE id = ?`
 
 func (store) event(ctx context.Context, q sqlx.QueryerContext, id int64) (*Event, error) {
-	var ev Event
-	err := sqlx.GetContext(ctx, q, &ev, outboxEventSQL, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	ev, err := sqlexec.GetOne[Event](ctx, q, outboxEventSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox event %d: %w", id, err)
 	}
-	return &ev, nil
+	return ev, nil
 }
 
 // requeueOutboxSQL gives a parked event back: pending, due now, attempts

@@ -3,7 +3,6 @@ package refunds
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -49,15 +48,11 @@ func (store) listConflicts(ctx context.Context, q sqlx.QueryerContext, f Filter)
 const conflictSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict WHERE payment_id = ?`
 
 func (store) conflict(ctx context.Context, q sqlx.QueryerContext, paymentID string) (*Conflict, error) {
-	var p Conflict
-	err := sqlx.GetContext(ctx, q, &p, conflictSQL, paymentID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	p, err := sqlexec.GetOne[Conflict](ctx, q, conflictSQL, paymentID)
 	if err != nil {
 		return nil, fmt.Errorf("read payment conflict %s: %w", paymentID, err)
 	}
-	return &p, nil
+	return p, nil
 }
 
 // markRefundedSQL records a refund, through uk_payment_id; one row, or
