@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -21,4 +22,18 @@ func GetOne[T any](ctx context.Context, q sqlx.QueryerContext, query string, arg
 		return nil, err
 	}
 	return &v, nil
+}
+
+// SelectIDs reads the rows of query, a statement whose one %s takes the
+// literal list of ids (IntList), into a new slice: empty rather than nil,
+// and without a round trip, when ids is.
+func SelectIDs[T any](ctx context.Context, q sqlx.QueryerContext, query string, ids []int64) ([]T, error) {
+	rows := []T{}
+	if len(ids) == 0 {
+		return rows, nil
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(query, IntList(ids))); err != nil {
+		return nil, err
+	}
+	return rows, nil
 }

@@ -36,3 +36,24 @@ func TestGetOne(t *testing.T) {
 	require.Error(t, err)
 	require.Nil(t, bad)
 }
+
+// SelectIDs renders the id list into the statement, answers an empty
+// (non-nil) slice for no ids without asking the database, and passes a
+// bad query's error on.
+func TestSelectIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t).DB
+	const q = `SELECT n FROM (SELECT 1 AS n UNION ALL SELECT 2 UNION ALL SELECT 3) t WHERE n IN (%s) ORDER BY n`
+	got, err := sqlexec.SelectIDs[int64](ctx, db, q, []int64{3, 1, 9})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 3}, got)
+
+	none, err := sqlexec.SelectIDs[int64](ctx, db, "SELECT * FROM no_such_table WHERE id IN (%s)", nil)
+	require.NoError(t, err, "no ids, no query")
+	require.NotNil(t, none)
+	require.Empty(t, none)
+
+	_, err = sqlexec.SelectIDs[int64](ctx, db, "SELECT * FROM no_such_table WHERE id IN (%s)", []int64{1})
+	require.Error(t, err)
+}

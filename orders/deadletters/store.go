@@ -226,11 +226,8 @@ func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f Query, w
 const lettersByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (PRIMARY) WHERE id IN (%s)`
 
 func (store) lettersByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Letter, error) {
-	rows := []Letter{}
-	if len(ids) == 0 {
-		return rows, nil
-	}
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lettersByIDSQL, sqlexec.IntList(ids))); err != nil {
+	rows, err := sqlexec.SelectIDs[Letter](ctx, q, lettersByIDSQL, ids)
+	if err != nil {
 		return nil, fmt.Errorf("read %d dead letters: %w", len(ids), err)
 	}
 	return rows, nil

@@ -370,11 +370,8 @@ func (store) window(ctx context.Context, q sqlx.QueryerContext, f Query, window 
 const outboxByIDSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (PRIMARY) WHERE id IN (%s)`
 
 func (store) byID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Event, error) {
-	evs := []Event{}
-	if len(ids) == 0 {
-		return evs, nil
-	}
-	if err := sqlx.SelectContext(ctx, q, &evs, fmt.Sprintf(outboxByIDSQL, sqlexec.IntList(ids))); err != nil {
+	evs, err := sqlexec.SelectIDs[Event](ctx, q, outboxByIDSQL, ids)
+	if err != nil {
 		return nil, fmt.Errorf("read %d outbox events: %w", len(ids), err)
 	}
 	return evs, nil

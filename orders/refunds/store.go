@@ -138,11 +138,8 @@ func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f Query,
 const conflictsByIDSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict FORCE INDEX (PRIMARY) WHERE id IN (%s)`
 
 func (store) conflictsByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Conflict, error) {
-	rows := []Conflict{}
-	if len(ids) == 0 {
-		return rows, nil
-	}
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(conflictsByIDSQL, sqlexec.IntList(ids))); err != nil {
+	rows, err := sqlexec.SelectIDs[Conflict](ctx, q, conflictsByIDSQL, ids)
+	if err != nil {
 		return nil, fmt.Errorf("read %d payment conflicts: %w", len(ids), err)
 	}
 	return rows, nil
