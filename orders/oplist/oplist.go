@@ -6,9 +6,12 @@
 package oplist
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/keyset"
 	"github.com/orderjob/executor/internal/sqlexec"
@@ -169,4 +172,22 @@ type WindowParams struct {
 	BeforeAt any    `db:"before_at"`
 	BeforeID int64  `db:"before_id"`
 	Window   int    `db:"window"`
+}
+
+// Window reads a list's search window from after: byID (the whole list,
+// newest id first) when p.Status is "", byStatus (one status, newest
+// time first) otherwise. It sets p's cursor; the caller sets the rest.
+func Window(ctx context.Context, q sqlx.QueryerContext, byID, byStatus string, after Cursor, p WindowParams) ([]WindowKey, error) {
+	var keys []WindowKey
+	query := byID
+	if p.Status == "" {
+		p.BeforeID = after.BeforeID()
+	} else {
+		query = byStatus
+		p.BeforeAt, p.BeforeID = after.Before(sqlexec.Latest)
+	}
+	if err := sqlexec.SelectNamed(ctx, q, &keys, query, p); err != nil {
+		return nil, err
+	}
+	return keys, nil
 }

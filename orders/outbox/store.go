@@ -349,17 +349,8 @@ ORDER BY next_attempt_at DESC, id DESC
 LIMIT :window`
 
 func (store) window(ctx context.Context, q sqlx.QueryerContext, f Query, window int) ([]oplist.WindowKey, error) {
-	var keys []oplist.WindowKey
-	var err error
-	p := oplist.WindowParams{Filter: f.EventType, Window: window}
-	if f.Status == "" {
-		p.BeforeID = f.After.BeforeID()
-		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByIDSQL, p)
-	} else {
-		p.Status = f.Status
-		p.BeforeAt, p.BeforeID = f.After.Before(sqlexec.Latest)
-		err = sqlexec.SelectNamed(ctx, q, &keys, outboxWindowByStatusSQL, p)
-	}
+	keys, err := oplist.Window(ctx, q, outboxWindowByIDSQL, outboxWindowByStatusSQL, f.After,
+		oplist.WindowParams{Filter: f.EventType, Status: f.Status, Window: window})
 	if err != nil {
 		return nil, fmt.Errorf("list outbox events: %w", err)
 	}

@@ -117,17 +117,8 @@ WHERE refund_status = :status AND (created_at < :before_at OR (created_at = :bef
 ORDER BY created_at DESC, id DESC LIMIT :window`
 
 func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f Query, window int) ([]oplist.WindowKey, error) {
-	var keys []oplist.WindowKey
-	var err error
-	p := oplist.WindowParams{Window: window}
-	if f.Status == "" {
-		p.BeforeID = f.After.BeforeID()
-		err = sqlexec.SelectNamed(ctx, q, &keys, conflictWindowByIDSQL, p)
-	} else {
-		p.Status = f.Status
-		p.BeforeAt, p.BeforeID = f.After.Before(sqlexec.Latest)
-		err = sqlexec.SelectNamed(ctx, q, &keys, conflictWindowByStatusSQL, p)
-	}
+	keys, err := oplist.Window(ctx, q, conflictWindowByIDSQL, conflictWindowByStatusSQL, f.After,
+		oplist.WindowParams{Status: f.Status, Window: window})
 	if err != nil {
 		return nil, fmt.Errorf("list payment conflicts: %w", err)
 	}
