@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -266,17 +265,9 @@ func (store) insertCloseLogs(ctx context.Context, e sqlx.ExecerContext, orderNos
 
 // closeLogsInsert renders closesql.InsertCloseLog for orderNos.
 func closeLogsInsert(orderNos []string, closedAt time.Time, reason string) (string, []any) {
-	var b strings.Builder
-	b.WriteString(closesql.InsertCloseLog)
-	args := make([]any, 0, 3*len(orderNos))
-	for i, no := range orderNos {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?)")
-		args = append(args, no, closedAt, reason)
-	}
-	return b.String(), args
+	return sqlexec.Values(closesql.InsertCloseLog, "(?,?,?)", orderNos, func(args []any, no string) []any {
+		return append(args, no, closedAt, reason)
+	})
 }
 
 func (store) resolveDeadLetters(ctx context.Context, e sqlx.ExtContext, orderNos []string) error {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/sqlexec"
 )
 
 // The no-lock ceiling: the close work itself, as fast as this server does
@@ -197,17 +198,10 @@ func ceilingRelease(ctx context.Context, tx *sqlx.Tx, sum map[int64]int64, coupo
 
 // ceilingLog writes a close-log row per order.
 func ceilingLog(ctx context.Context, tx *sqlx.Tx, nos []string, closeTime time.Time) error {
-	var b strings.Builder
-	b.WriteString(ceilingLogSQL)
-	logArgs := make([]any, 0, 2*len(nos))
-	for i, no := range nos {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,'payment_timeout')")
-		logArgs = append(logArgs, no, closeTime)
-	}
-	if _, err := tx.ExecContext(ctx, b.String(), logArgs...); err != nil {
+	query, args := sqlexec.Values(ceilingLogSQL, "(?,?,'payment_timeout')", nos, func(args []any, no string) []any {
+		return append(args, no, closeTime)
+	})
+	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
 		return fmt.Errorf("ceiling: close log: %w", err)
 	}
 	return nil

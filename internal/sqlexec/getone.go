@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -36,4 +37,21 @@ func SelectIDs[T any](ctx context.Context, q sqlx.QueryerContext, query string, 
 		return nil, err
 	}
 	return rows, nil
+}
+
+// Values renders head, an INSERT ending in VALUES, followed by tuple once
+// per row, comma-separated, with the arguments add appends for each row in
+// order: a multi-row insert in one statement.
+func Values[T any](head, tuple string, rows []T, add func(args []any, row T) []any) (string, []any) {
+	var b strings.Builder
+	b.WriteString(head)
+	args := make([]any, 0, strings.Count(tuple, "?")*len(rows))
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(tuple)
+		args = add(args, r)
+	}
+	return b.String(), args
 }

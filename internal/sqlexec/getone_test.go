@@ -57,3 +57,17 @@ func TestSelectIDs(t *testing.T) {
 	_, err = sqlexec.SelectIDs[int64](ctx, db, "SELECT * FROM no_such_table WHERE id IN (%s)", []int64{1})
 	require.Error(t, err)
 }
+
+// Values repeats the tuple once per row, comma-separated, after the head,
+// with each row's arguments in order.
+func TestValues(t *testing.T) {
+	t.Parallel()
+	type kv struct {
+		k string
+		v int
+	}
+	q, args := sqlexec.Values("INSERT INTO t (k, v, at) VALUES ", "(?,?,NOW())", []kv{{"a", 1}, {"b", 2}, {"c", 3}},
+		func(args []any, r kv) []any { return append(args, r.k, r.v) })
+	require.Equal(t, "INSERT INTO t (k, v, at) VALUES (?,?,NOW()),(?,?,NOW()),(?,?,NOW())", q)
+	require.Equal(t, []any{"a", 1, "b", 2, "c", 3}, args)
+}

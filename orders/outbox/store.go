@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -61,17 +60,9 @@ type store struct{}
 
 // outboxInsert renders insertOutboxSQL for rows.
 func outboxInsert(rows []Row) (string, []any) {
-	var b strings.Builder
-	b.WriteString(insertOutboxSQL)
-	args := make([]any, 0, 4*len(rows))
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,UTC_TIMESTAMP(3),UTC_TIMESTAMP(3))")
-		args = append(args, r.EventType, r.OrderNo, r.Payload, r.TraceID)
-	}
-	return b.String(), args
+	return sqlexec.Values(insertOutboxSQL, "(?,?,?,?,UTC_TIMESTAMP(3),UTC_TIMESTAMP(3))", rows, func(args []any, r Row) []any {
+		return append(args, r.EventType, r.OrderNo, r.Payload, r.TraceID)
+	})
 }
 
 // claimed is an event as a relay claims it.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -195,17 +194,10 @@ func (store) insertOrder(ctx context.Context, e sqlx.ExecerContext, o NewOrder, 
 const insertItemsSQL = `INSERT INTO order_item (order_no, sku_id, quantity) VALUES `
 
 func (store) insertItems(ctx context.Context, e sqlx.ExecerContext, orderNo string, items []Item) error {
-	var b strings.Builder
-	b.WriteString(insertItemsSQL)
-	args := make([]any, 0, 3*len(items))
-	for i, it := range items {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?)")
-		args = append(args, orderNo, it.SKUID, it.Quantity)
-	}
-	if _, err := e.ExecContext(ctx, b.String(), args...); err != nil {
+	query, args := sqlexec.Values(insertItemsSQL, "(?,?,?)", items, func(args []any, it Item) []any {
+		return append(args, orderNo, it.SKUID, it.Quantity)
+	})
+	if _, err := e.ExecContext(ctx, query, args...); err != nil {
 		return fmt.Errorf("insert items of %s: %w", orderNo, err)
 	}
 	return nil
