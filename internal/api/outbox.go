@@ -59,20 +59,29 @@ func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, l)
 }
 
-func (a *outboxAPI) get(w http.ResponseWriter, r *http.Request) {
+// event is the event a route names: its id from the path, and the view of
+// the database of ?source=.
+func (a *outboxAPI) event(r *http.Request) (*outbox.Ops, int64, error) {
 	id, err := pathID(r, "id")
-	var o *outbox.Ops
-	if err == nil {
-		o, err = a.o.pick(r)
+	if err != nil {
+		return nil, 0, err
 	}
-	if err == nil {
-		var ev *outbox.Event
-		if ev, err = o.Get(r.Context(), id); err == nil {
-			WriteJSON(w, http.StatusOK, ev)
-			return
-		}
+	o, err := a.o.pick(r)
+	return o, id, err
+}
+
+func (a *outboxAPI) get(w http.ResponseWriter, r *http.Request) {
+	o, id, err := a.event(r)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
 	}
-	a.fail(w, r, err, nil)
+	ev, err := o.Get(r.Context(), id)
+	if err != nil {
+		a.fail(w, r, err, nil)
+		return
+	}
+	WriteJSON(w, http.StatusOK, ev)
 }
 
 func (a *outboxAPI) stats(w http.ResponseWriter, r *http.Request) {
@@ -90,11 +99,7 @@ func (a *outboxAPI) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *outboxAPI) requeue(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	var o *outbox.Ops
-	if err == nil {
-		o, err = a.o.pick(r)
-	}
+	o, id, err := a.event(r)
 	if err != nil {
 		a.fail(w, r, err, nil)
 		return
