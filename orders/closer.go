@@ -46,7 +46,7 @@ type CloserConfig struct {
 	// and the orders wait for the next pass. Default 200ms.
 	CommitMargin time.Duration
 	// TradeCloser, if set, closes each locked order's trade at the payment
-	// side before the close transaction (payment.go). Default nil: no
+	// side before the close transaction (tradestep.go). Default nil: no
 	// payment step, no extra call or round trip.
 	TradeCloser TradeCloser
 	// TradeFanOut is how many close-trade calls of a page run at once.

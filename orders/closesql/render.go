@@ -60,7 +60,7 @@ type Statements struct {
 	// whatever its status: the caller skips those no longer unpaid.
 	LockOrders string
 	// ReadOrders is LockOrders without the locks: the payment step's
-	// re-read of a page (orders' payment.go), by primary key.
+	// re-read of a page (orders' tradestep.go), by primary key.
 	ReadOrders string
 	// OrderByNo reads one order by its number, without locking it
 	// (CloseOrder's first look). Zero or one row.

@@ -9,7 +9,7 @@ import (
 	"github.com/orderjob/executor/internal/sqlexec"
 )
 
-// This file holds the SQL of the payment step (payment.go).
+// This file holds the SQL of the payment step (tradestep.go).
 
 // readOrders re-reads the orders of a page before their trades are closed
 // at the payment side (closesql.Statements.ReadOrders). One row per id that exists.
