@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/plantest"
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/closesql"
 )
 
 // TestHotStatementPlans runs the statements of PlaceOrder, Pay, Ship and
@@ -36,9 +37,9 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "service: status", Query: q(orderStatusSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
 		// Pay and PlaceOrder.
 		{Name: "pay: lock order", Query: q(lockOrderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "pay: items", Query: in(orderItemsSQL, []string{one}), Units: 1, Plan: uses("order_item", "idx_order_no", "range", "ref")},
+		{Name: "pay: items", Query: in(closesql.Default.OrderItems, []string{one}), Units: 1, Plan: uses("order_item", "idx_order_no", "range", "ref")},
 		{Name: "pay: status CAS", Query: q(payOrderSQL, f.unpaid.ID), Units: 1, Plan: pk("order_info")},
-		{Name: "pay: lock stock", Query: q(fmt.Sprintf(lockStockSQL, skuList(f.qty))), Units: 1, Plan: pk("inventory")},
+		{Name: "pay: lock stock", Query: q(fmt.Sprintf(closesql.Default.Stock.Lock, skuList(f.qty))), Units: 1, Plan: pk("inventory")},
 		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, sqlexec.QtyCase("sku_id", f.qty), skuList(f.qty))), Units: 1, Plan: pk("inventory")},
 		{Name: "pay: use coupon", Query: named(useCouponSQL, map[string]any{"id": f.coupon, "order_no": f.couponNo}), Units: 1, Plan: pk("user_coupon")},
 		{Name: "pay: payment conflict", Query: named(recordPaymentConflictSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.unpaid.ID, Reason: conflictLate, Channel: "wechat"}), Units: 1, Plan: pk("order_info")},

@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/closesql"
 )
 
 // This file holds the order service's SQL (PlaceOrder, Pay, Ship,
@@ -51,12 +52,6 @@ func (store) lockOrderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo s
 	return o, true, nil
 }
 
-// orderItemsSQL reads an order's lines (its number bound by sqlx.In, as
-// the close's item read binds a page's) through idx_order_no, forced as
-// the close's is (see closesql.Statements.OrderItems). No locks: lines never
-// change after the order is placed, and the order row is locked.
-const orderItemsSQL = `SELECT order_no, sku_id, quantity FROM order_item FORCE INDEX (idx_order_no) WHERE order_no IN (?)`
-
 // item is one order line.
 type item struct {
 	OrderNo  string `db:"order_no"`
@@ -65,7 +60,10 @@ type item struct {
 }
 
 func (store) orderItems(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]item, error) {
-	query, args, err := sqlx.In(orderItemsSQL, []string{orderNo})
+	// The close's item read (closesql.Default.OrderItems: idx_order_no
+	// forced, the number bound by sqlx.In). No locks: lines never change
+	// after the order is placed, and the order row is locked.
+	query, args, err := sqlx.In(closesql.Default.OrderItems, []string{orderNo})
 	if err != nil {
 		return nil, err
 	}
@@ -76,21 +74,18 @@ func (store) orderItems(ctx context.Context, q sqlx.QueryerContext, orderNo stri
 	return rows, nil
 }
 
-// lockStockSQL locks the stock rows of a literal sku_id list before they
-// are changed: record locks on the primary key in ascending sku_id order,
-// the order the close takes them in, so payments, placements and closes
-// sharing hot SKUs never deadlock. One row per SKU that exists.
-const lockStockSQL = `
-SELECT sku_id, available, locked FROM inventory
-WHERE sku_id IN (%s) ORDER BY sku_id FOR UPDATE`
-
+// lockStock locks the stock rows of qty's SKUs before they are changed,
+// with the close's statement (closesql.Default.Stock.Lock): record locks
+// on the primary key in ascending sku_id order, the order the close takes
+// them in, so payments, placements and closes sharing hot SKUs never
+// deadlock. One row per SKU that exists.
 func (store) lockStock(ctx context.Context, q sqlx.QueryerContext, qty map[int64]int64) error {
 	var rows []struct {
 		SKUID     int64 `db:"sku_id"`
 		Available int64 `db:"available"`
 		Locked    int64 `db:"locked"`
 	}
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(lockStockSQL, skuList(qty))); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(closesql.Default.Stock.Lock, skuList(qty))); err != nil {
 		return fmt.Errorf("lock stock of %d skus: %w", len(qty), err)
 	}
 	return nil

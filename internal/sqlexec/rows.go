@@ -44,6 +44,7 @@ func SelectIDs[T any](ctx context.Context, q sqlx.QueryerContext, query string, 
 // order: a multi-row insert in one statement.
 func Values[T any](head, tuple string, rows []T, add func(args []any, row T) []any) (string, []any) {
 	var b strings.Builder
+	b.Grow(len(head) + len(rows)*(len(tuple)+1))
 	b.WriteString(head)
 	args := make([]any, 0, strings.Count(tuple, "?")*len(rows))
 	for i, r := range rows {
