@@ -24,10 +24,11 @@ const defaultRunRetention = 7 * 24 * time.Hour
 // retention without a job of its own.
 const runPurgeBatch = 100
 
-// runRecord is the row a close run writes to order_close_run (package
-// inspect reads it back as inspect.CloseRun); its db tags are the inserts'
-// named parameters.
-type runRecord struct {
+// RunRecord is what a close run writes to order_close_run when it ends
+// (package inspect reads it back, with the row's id and finish time, as
+// inspect.CloseRun). Times are the database session's wall clock, like
+// order_info's; the db tags are the inserts' named parameters.
+type RunRecord struct {
 	StartedAt     time.Time `db:"started_at"`
 	Host          string    `db:"host"`
 	Source        string    `db:"source"`
@@ -41,12 +42,19 @@ type runRecord struct {
 	DeadLettered  int       `db:"dead_lettered"`
 	LockErrors    int       `db:"lock_errors"`
 	TradeErrors   int       `db:"trade_errors"`
-	MaxLatenessMs int64     `db:"max_lateness_ms"` // RunStats.MaxLateness
-	Result        string    `db:"result"`          // RunStats.String
-	Error         string    `db:"error"`           // what stopped the run
-	LogID         int64     `db:"log_id"`
-	OrderSource   string    `db:"order_source"`
-	OrderTable    string    `db:"order_table"`
+	// MaxLatenessMs is RunStats.MaxLateness in milliseconds.
+	MaxLatenessMs int64 `db:"max_lateness_ms"`
+	// Result is the run's summary line (RunStats.String).
+	Result string `db:"result"`
+	// Error is what stopped the run ("" when it finished).
+	Error string `db:"error"`
+	// LogID is the XXL-JOB admin's log id of the run (0: none).
+	LogID int64 `db:"log_id"`
+	// OrderSource and OrderTable are the unit the run closed in: the
+	// order database (CloserConfig.SourceName) and its order table; ''
+	// on records written before there were several.
+	OrderSource string `db:"order_source"`
+	OrderTable  string `db:"order_table"`
 }
 
 // recordRun writes the run's record and deletes a few expired ones. It runs
@@ -55,7 +63,7 @@ type runRecord struct {
 func (c *Closer) recordRun(ctx context.Context, opt RunOptions, started time.Time, st RunStats, runErr error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	r := runRecord{StartedAt: started, Host: sqlexec.Truncate(c.cfg.Host, 64), Source: sqlexec.Truncate(opt.Source, 64),
+	r := RunRecord{StartedAt: started, Host: sqlexec.Truncate(c.cfg.Host, 64), Source: sqlexec.Truncate(opt.Source, 64),
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
 		Scanned: st.Scanned, Closed: st.Closed, SkippedPaid: st.SkippedPaid, SkippedLocked: st.SkippedLocked,
 		DeadLettered: st.DeadLettered, LockErrors: st.LockErrors, TradeErrors: st.TradeErrors,
@@ -87,7 +95,7 @@ func (c *Closer) RecordInterrupted(ctx context.Context, opt RunOptions, started 
 	if opt.LogID <= 0 {
 		return fmt.Errorf("record interrupted close run: log id %d is not positive", opt.LogID)
 	}
-	r := runRecord{StartedAt: started, Host: sqlexec.Truncate(c.cfg.Host, 64), Source: sqlexec.Truncate(opt.Source, 64),
+	r := RunRecord{StartedAt: started, Host: sqlexec.Truncate(c.cfg.Host, 64), Source: sqlexec.Truncate(opt.Source, 64),
 		ShardIndex: opt.ShardIndex, ShardTotal: opt.ShardTotal, DryRun: opt.DryRun,
 		Error: sqlexec.Truncate(reason, 2000), LogID: opt.LogID, OrderSource: c.cfg.SourceName, OrderTable: c.Table()}
 	added, err := c.store.insertInterruptedCloseRun(ctx, c.db, r)

@@ -76,7 +76,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "retry: note letter", Query: named(closesql.NoteLetter, map[string]any{"reason": "r", "id": f.letterID, "status": "waiting"}), Units: 1, Plan: pk("order_dead_letter")},
 		// The close-run records a run writes and purges (package inspect
 		// reads them), and the console's outbox and refund pages.
-		{Name: "runs: record", Query: f.named(t, closesql.InsertCloseRun, runRecord{StartedAt: f.now, Result: "r"}), Units: 1},
+		{Name: "runs: record", Query: f.named(t, closesql.InsertCloseRun, RunRecord{StartedAt: f.now, Result: "r"}), Units: 1},
 		{Name: "runs: expired", Query: named(closesql.ExpiredCloseRuns, map[string]any{"retention_us": (7 * 24 * time.Hour).Microseconds(), "limit": runPurgeBatch}), Units: runPurgeBatch, Plan: uses("order_close_run", "idx_finished_at", "range")},
 		{Name: "runs: delete expired", Query: lit(closesql.DeleteCloseRuns, f.oldRuns), Units: len(f.oldRuns), Plan: pk("order_close_run")},
 		// Gauges.

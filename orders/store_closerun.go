@@ -17,14 +17,14 @@ import (
 // them). None of them touches another table or takes a lock beyond the
 // rows it writes.
 
-func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r runRecord) error {
+func (store) insertCloseRun(ctx context.Context, e sqlx.ExtContext, r RunRecord) error {
 	if _, err := sqlx.NamedExecContext(ctx, e, closesql.InsertCloseRun, r); err != nil {
 		return fmt.Errorf("record close run: %w", err)
 	}
 	return nil
 }
 
-func (store) insertInterruptedCloseRun(ctx context.Context, e sqlx.ExtContext, r runRecord) (bool, error) {
+func (store) insertInterruptedCloseRun(ctx context.Context, e sqlx.ExtContext, r RunRecord) (bool, error) {
 	res, err := sqlx.NamedExecContext(ctx, e, closesql.InsertInterruptedCloseRun, r)
 	if err != nil {
 		return false, fmt.Errorf("record interrupted close run of log %d: %w", r.LogID, err)

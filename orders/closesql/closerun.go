@@ -7,7 +7,7 @@ package closesql
 // writes.
 
 // InsertCloseRun records one finished run; finished_at is the database
-// clock now. Named parameters are orders' runRecord's db tags.
+// clock now. Named parameters are orders.RunRecord's db tags.
 const InsertCloseRun = `
 INSERT INTO order_close_run (started_at, finished_at, host, source, shard_index, shard_total, dry_run, scanned,
 	closed, skipped_paid, skipped_locked, dead_lettered, lock_errors, trade_errors, max_lateness_ms, result, error, log_id,
@@ -19,7 +19,7 @@ VALUES (:started_at, NOW(3), :host, :source, :shard_index, :shard_total, :dry_ru
 // InsertInterruptedCloseRun records a run an earlier process never
 // finished, unless a record of its log id started within a day of it
 // exists (the run's own, or an earlier restart's); finished_at is the
-// database clock now. Named parameters are orders' runRecord's db tags.
+// database clock now. Named parameters are orders.RunRecord's db tags.
 //
 // Reads a range of idx_log_id (one log id, shared next-key locks under
 // REPEATABLE READ until the statement ends); inserts 0 or 1 row.

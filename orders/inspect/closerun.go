@@ -6,41 +6,17 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
 )
 
 // CloseRun is one row of order_close_run, which every close run
-// (orders.Closer.Run) leaves when it ends. Times are the database session's
-// wall clock, like order_info's.
+// (orders.Closer.Run) leaves when it ends: the record it wrote, with the
+// row's id and the time the database stamped its finish.
 type CloseRun struct {
-	ID            int64     `db:"id"`
-	StartedAt     time.Time `db:"started_at"`
-	FinishedAt    time.Time `db:"finished_at"`
-	Host          string    `db:"host"`
-	Source        string    `db:"source"`
-	ShardIndex    int       `db:"shard_index"`
-	ShardTotal    int       `db:"shard_total"`
-	DryRun        bool      `db:"dry_run"`
-	Scanned       int       `db:"scanned"`
-	Closed        int       `db:"closed"`
-	SkippedPaid   int       `db:"skipped_paid"`
-	SkippedLocked int       `db:"skipped_locked"`
-	DeadLettered  int       `db:"dead_lettered"`
-	LockErrors    int       `db:"lock_errors"`
-	TradeErrors   int       `db:"trade_errors"`
-	// MaxLatenessMs is orders.RunStats.MaxLateness in milliseconds.
-	MaxLatenessMs int64 `db:"max_lateness_ms"`
-	// Result is the run's summary line (orders.RunStats.String).
-	Result string `db:"result"`
-	// Error is what stopped the run ("" when it finished).
-	Error string `db:"error"`
-	// LogID is the XXL-JOB admin's log id of the run (0: none).
-	LogID int64 `db:"log_id"`
-	// OrderSource and OrderTable are the unit the run closed in: the
-	// order database (orders.CloserConfig.SourceName) and its order table;
-	// '' on records written before there were several.
-	OrderSource string `db:"order_source"`
-	OrderTable  string `db:"order_table"`
+	ID         int64     `db:"id"`
+	FinishedAt time.Time `db:"finished_at"`
+	orders.RunRecord
 }
 
 // Failed reports whether the run stopped on an error or dead-lettered
