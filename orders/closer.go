@@ -525,6 +525,12 @@ func (c *Closer) release(ctx context.Context, lease *orderlock.Lease) {
 func (c *Closer) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
 	// A close transaction changes only the database: after a failover it
 	// is run again on a fresh connection rather than failing the run on a
-	// pooled one to the old primary.
-	return sqlexec.InTxAgainOnStaleConn(ctx, c.db, fn)
+	// pooled one to the old primary. Its lock waits end with its context
+	// (dbserver.CapLockWait says why).
+	return sqlexec.InTxAgainOnStaleConn(ctx, c.db, func(tx *sqlx.Tx) error {
+		if err := c.cfg.Server.CapLockWait(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
 }
