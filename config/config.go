@@ -6,8 +6,9 @@
 // The table of keys lives in the struct tags below: `yaml` is the key's name in
 // its section, `also` other full paths that set the same value (the Java
 // executor moved some keys between versions), `env` the environment variable,
-// `default` the value used when neither sets it, `secret` and `redact` how
-// LogValue hides it. Keys() lists them all, with
+// `default` the value used when neither sets it (for a key whose behaviour a
+// domain package owns, that package's constant instead, listed in
+// defaults.go), `secret` and `redact` how LogValue hides it. Keys() lists them all, with
 // the Spring Boot spellings of the environment names a Java deployment sets,
 // for docs and for tests that keep docker-compose.yml in step with the loader.
 //
@@ -53,10 +54,10 @@ type XXLJob struct {
 type Admin struct {
 	// Addresses are admin base URLs including the context path, tried in order.
 	Addresses []string      `yaml:"addresses" redact:"url" env:"XXL_JOB_ADMIN_ADDRESSES" default:"http://127.0.0.1:8080" doc:"admin base URLs with the admin's context path (none from 3.4.1; add /xxl-job-admin for 3.4.0 and older), comma-separated, tried in order"`
-	Timeout   time.Duration `yaml:"timeout" env:"XXL_JOB_ADMIN_TIMEOUT" default:"3s" doc:"timeout of each call to the admin"`
+	Timeout   time.Duration `yaml:"timeout" env:"XXL_JOB_ADMIN_TIMEOUT" doc:"timeout of each call to the admin"`
 	Username  string        `yaml:"username" env:"XXL_JOB_ADMIN_USERNAME" default:"admin" doc:"console user for provision and trigger (needs the admin role)"`
 	Password  string        `yaml:"password" env:"XXL_JOB_ADMIN_PASSWORD" secret:"true" doc:"console password; prefer the environment variable"`
-	Version   string        `yaml:"version" env:"XXL_JOB_ADMIN_VERSION" default:"auto" doc:"admin generation, for the executor protocol and the console API: auto, 2.x, 3.3, 3.4 or main (the branch after 3.4)"`
+	Version   string        `yaml:"version" env:"XXL_JOB_ADMIN_VERSION" doc:"admin generation, for the executor protocol and the console API: auto, 2.x, 3.3, 3.4 or main (the branch after 3.4)"`
 	JobsFile  string        `yaml:"jobsFile" env:"XXL_JOB_ADMIN_JOBSFILE" default:"config/jobs.yml" doc:"declarative jobs file used by provision and trigger"`
 	TLS       AdminTLS      `yaml:"tls"`
 }
@@ -74,15 +75,15 @@ type Executor struct {
 	AppName           string        `yaml:"appname" env:"XXL_JOB_EXECUTOR_APPNAME" default:"order-job-executor" doc:"executor group AppName in the admin (4-64 chars)"`
 	Address           string        `yaml:"address" redact:"url" env:"XXL_JOB_EXECUTOR_ADDRESS" doc:"address advertised to the admin; empty means http://{ip}:{port}/"`
 	IP                string        `yaml:"ip" env:"XXL_JOB_EXECUTOR_IP" doc:"IP advertised when address is empty; empty means the first IPv4 of an interface that is up, not loopback and not excluded, else the host name's"`
-	IPExclude         []string      `yaml:"ipExclude" env:"XXL_JOB_EXECUTOR_IPEXCLUDE" default:"docker0,veth*,br-*" doc:"interfaces (name patterns) never advertised by default; - for none"`
-	Port              int           `yaml:"port" env:"XXL_JOB_EXECUTOR_PORT" default:"9999" doc:"port of the XXL-JOB protocol server"`
+	IPExclude         []string      `yaml:"ipExclude" env:"XXL_JOB_EXECUTOR_IPEXCLUDE" doc:"interfaces (name patterns) never advertised by default; - for none"`
+	Port              int           `yaml:"port" env:"XXL_JOB_EXECUTOR_PORT" doc:"port of the XXL-JOB protocol server"`
 	BindAddr          string        `yaml:"bindAddr" env:"XXL_JOB_EXECUTOR_BINDADDR" doc:"listen address; empty means :{port} (all interfaces, as the Java executor), or 127.0.0.1:{port} with openWithoutToken"`
 	OpenWithoutToken  bool          `yaml:"openWithoutToken" env:"XXL_JOB_EXECUTOR_OPENWITHOUTTOKEN" default:"false" doc:"true lets serve start without xxl.job.accessToken: anyone who reaches the port can run and kill jobs, so it then listens on loopback unless bindAddr is set"`
-	LogPath           string        `yaml:"logpath" env:"XXL_JOB_EXECUTOR_LOGPATH" default:"./logs/xxl-job" doc:"folder of run logs and the callback spool"`
-	LogRetentionDays  int           `yaml:"logretentiondays" env:"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS" default:"30" doc:"days run logs are kept; below 3 disables cleanup"`
-	ShutdownTimeout   time.Duration `yaml:"shutdownTimeout" env:"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT" default:"30s" doc:"how long a graceful shutdown waits for running jobs before cancelling them"`
-	LogReadLimit      int           `yaml:"logReadLimit" env:"XXL_JOB_EXECUTOR_LOGREADLIMIT" default:"67108864" doc:"bytes of a run log one /log answer carries at most (the admin holds each answer in memory); a longer answer ends with a line naming the file"`
-	CallbackQueueSize int           `yaml:"callbackQueueSize" env:"XXL_JOB_EXECUTOR_CALLBACKQUEUESIZE" default:"1000" doc:"run results held in memory for delivery; each is on disk first, and one that finds the queue full is delivered from disk"`
+	LogPath           string        `yaml:"logpath" env:"XXL_JOB_EXECUTOR_LOGPATH" doc:"folder of run logs and the callback spool"`
+	LogRetentionDays  int           `yaml:"logretentiondays" env:"XXL_JOB_EXECUTOR_LOGRETENTIONDAYS" doc:"days run logs are kept; below 3 disables cleanup"`
+	ShutdownTimeout   time.Duration `yaml:"shutdownTimeout" env:"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT" doc:"how long a graceful shutdown waits for running jobs before cancelling them"`
+	LogReadLimit      int           `yaml:"logReadLimit" env:"XXL_JOB_EXECUTOR_LOGREADLIMIT" doc:"bytes of a run log one /log answer carries at most (the admin holds each answer in memory); a longer answer ends with a line naming the file"`
+	CallbackQueueSize int           `yaml:"callbackQueueSize" env:"XXL_JOB_EXECUTOR_CALLBACKQUEUESIZE" doc:"run results held in memory for delivery; each is on disk first, and one that finds the queue full is delivered from disk"`
 	// The Java executor's package filter for its handler scan and its GLUE
 	// switch: accepted so a Java configuration loads, with a notice, since
 	// handlers are compiled in and GLUE is always refused.
@@ -104,7 +105,7 @@ type MySQL struct {
 	// observes daylight saving (see docs/time-zones.md).
 	AllowDSTZone bool `yaml:"allowDSTZone" env:"MYSQL_ALLOW_DST_ZONE" default:"false" doc:"start even when the session time zone observes daylight saving (orders close up to an hour early or late at each change); false refuses to start"`
 	// MigrationsTable is executor migrate's history table.
-	MigrationsTable string `yaml:"migrationsTable" env:"MYSQL_MIGRATIONS_TABLE" default:"order_job_schema_migrations" doc:"history table of executor migrate (never another tool's schema_migrations)"`
+	MigrationsTable string `yaml:"migrationsTable" env:"MYSQL_MIGRATIONS_TABLE" doc:"history table of executor migrate (never another tool's schema_migrations)"`
 }
 
 // Redis is `redis`: one address, a Sentinel group or a Cluster, plus optional
@@ -170,8 +171,8 @@ type Order struct {
 // OrderDeadLetter is `order.deadLetter`: retries of orders whose close failed.
 type OrderDeadLetter struct {
 	MaxAttempts int           `yaml:"maxAttempts" env:"ORDER_DEAD_LETTER_MAX_ATTEMPTS" default:"8" doc:"attempts before a dead letter is parked for a person"`
-	BaseBackoff time.Duration `yaml:"baseBackoff" env:"ORDER_DEAD_LETTER_BASE_BACKOFF" default:"1m" doc:"wait before the first retry; doubles per attempt"`
-	MaxBackoff  time.Duration `yaml:"maxBackoff" env:"ORDER_DEAD_LETTER_MAX_BACKOFF" default:"6h" doc:"longest wait between retries"`
+	BaseBackoff time.Duration `yaml:"baseBackoff" env:"ORDER_DEAD_LETTER_BASE_BACKOFF" doc:"wait before the first retry; doubles per attempt"`
+	MaxBackoff  time.Duration `yaml:"maxBackoff" env:"ORDER_DEAD_LETTER_MAX_BACKOFF" doc:"longest wait between retries"`
 }
 
 // OrderPayment is `order.payment`: the payment side's close-trade call, made
@@ -179,8 +180,8 @@ type OrderDeadLetter struct {
 type OrderPayment struct {
 	CloseURL    string        `yaml:"closeURL" redact:"url" env:"ORDER_PAYMENT_CLOSE_URL" doc:"URL called with the order number before each close; empty disables the step"`
 	Token       string        `yaml:"token" env:"ORDER_PAYMENT_TOKEN" secret:"true" doc:"token sent to the payment side"`
-	TokenHeader string        `yaml:"tokenHeader" env:"ORDER_PAYMENT_TOKEN_HEADER" default:"X-Payment-Token" doc:"header carrying the payment token"`
-	Timeout     time.Duration `yaml:"timeout" env:"ORDER_PAYMENT_TIMEOUT" default:"3s" doc:"timeout of each close-trade call"`
+	TokenHeader string        `yaml:"tokenHeader" env:"ORDER_PAYMENT_TOKEN_HEADER" doc:"header carrying the payment token"`
+	Timeout     time.Duration `yaml:"timeout" env:"ORDER_PAYMENT_TIMEOUT" doc:"timeout of each close-trade call"`
 	Retries     int           `yaml:"retries" env:"ORDER_PAYMENT_RETRIES" default:"2" doc:"retries of a failed close-trade call before the order is left to the next pass"`
 }
 
@@ -193,22 +194,22 @@ type OrderCompensation struct {
 	InventoryURL string `yaml:"inventoryURL" redact:"url" env:"ORDER_COMPENSATION_INVENTORY_URL" doc:"outbox mode: endpoint receiving stock-release events"`
 	CouponURL    string `yaml:"couponURL" redact:"url" env:"ORDER_COMPENSATION_COUPON_URL" doc:"outbox mode: endpoint receiving coupon-restore events"`
 	Token        string `yaml:"token" env:"ORDER_COMPENSATION_TOKEN" secret:"true" doc:"token sent to those endpoints"`
-	TokenHeader  string `yaml:"tokenHeader" env:"ORDER_COMPENSATION_TOKEN_HEADER" default:"X-Service-Token" doc:"header carrying that token"`
+	TokenHeader  string `yaml:"tokenHeader" env:"ORDER_COMPENSATION_TOKEN_HEADER" doc:"header carrying that token"`
 }
 
 // OrderTimeout is `order.timeout`, keyed as the order service's own settings.
 type OrderTimeout struct {
 	PaymentTimeoutMinutes  int `yaml:"payment_timeout_minutes" env:"ORDER_TIMEOUT_PAYMENT_TIMEOUT_MINUTES" default:"30" doc:"default timeout_minutes of new orders (demo data, column default); never shortens an existing order"`
-	FulfillmentTimeoutDays int `yaml:"fulfillment_timeout_days" env:"ORDER_TIMEOUT_FULFILLMENT_TIMEOUT_DAYS" default:"7" doc:"paid orders not shipped within this many days are flagged"`
-	AutoConfirmDays        int `yaml:"auto_confirm_days" env:"ORDER_TIMEOUT_AUTO_CONFIRM_DAYS" default:"14" doc:"shipped orders are completed after this many days"`
+	FulfillmentTimeoutDays int `yaml:"fulfillment_timeout_days" env:"ORDER_TIMEOUT_FULFILLMENT_TIMEOUT_DAYS" doc:"paid orders not shipped within this many days are flagged"`
+	AutoConfirmDays        int `yaml:"auto_confirm_days" env:"ORDER_TIMEOUT_AUTO_CONFIRM_DAYS" doc:"shipped orders are completed after this many days"`
 }
 
 // OrderClose is `order.close`: the close job's tuning.
 type OrderClose struct {
 	LockKeyPrefix string        `yaml:"lockKeyPrefix" env:"ORDER_CLOSE_LOCK_KEY_PREFIX" doc:"prefix before order:close:{orderNo} lock keys"`
-	LockTTL       time.Duration `yaml:"lockTTL" env:"ORDER_CLOSE_LOCK_TTL" default:"10s" doc:"per-order lock expiry; well above a page's close transaction"`
-	PageSize      int           `yaml:"pageSize" env:"ORDER_CLOSE_PAGE_SIZE" default:"500" doc:"orders per scan page and close batch (job param pageSize overrides)"`
-	RunRetention  time.Duration `yaml:"runRetention" env:"ORDER_CLOSE_RUN_RETENTION" default:"168h" doc:"records of close runs (order_close_run, the console's history) older than this are deleted"`
+	LockTTL       time.Duration `yaml:"lockTTL" env:"ORDER_CLOSE_LOCK_TTL" doc:"per-order lock expiry; well above a page's close transaction"`
+	PageSize      int           `yaml:"pageSize" env:"ORDER_CLOSE_PAGE_SIZE" doc:"orders per scan page and close batch (job param pageSize overrides)"`
+	RunRetention  time.Duration `yaml:"runRetention" env:"ORDER_CLOSE_RUN_RETENTION" doc:"records of close runs (order_close_run, the console's history) older than this are deleted"`
 }
 
 // OrderSchema is `order.schema`: where the shop keeps its orders. Left
@@ -219,19 +220,19 @@ type OrderClose struct {
 // creates or alters the shop's tables. See docs/your-schema.md.
 type OrderSchema struct {
 	Table          string   `yaml:"table" env:"ORDER_SCHEMA_TABLE" doc:"the shop's order table; empty: the executor's own order_info, migrated by executor migrate"`
-	ScanIndex      string   `yaml:"scanIndex" env:"ORDER_SCHEMA_SCAN_INDEX" default:"idx_status_create_time" doc:"index of the order table led by (status, createTime) that the scan walks"`
-	ID             string   `yaml:"id" env:"ORDER_SCHEMA_ID" default:"id" doc:"the order's numeric primary key"`
-	OrderNo        string   `yaml:"orderNo" env:"ORDER_SCHEMA_ORDER_NO" default:"order_no" doc:"the order's unique number (any type; dead letters and the close log keep it as text)"`
-	User           string   `yaml:"user" env:"ORDER_SCHEMA_USER" default:"user_id" doc:"the buyer; read only by coupon.match and givebacks that name it"`
-	Status         string   `yaml:"status" env:"ORDER_SCHEMA_STATUS" default:"status" doc:"the order's status column"`
-	CreateTime     string   `yaml:"createTime" env:"ORDER_SCHEMA_CREATE_TIME" default:"create_time" doc:"when the order was placed (DATETIME or TIMESTAMP, session time zone)"`
-	Unpaid         string   `yaml:"unpaid" env:"ORDER_SCHEMA_UNPAID" default:"0" doc:"status value of an order waiting for payment: an integer or a text"`
-	Closed         string   `yaml:"closed" env:"ORDER_SCHEMA_CLOSED" default:"2" doc:"status value a close sets"`
-	TimeoutColumn  string   `yaml:"timeoutColumn" env:"ORDER_SCHEMA_TIMEOUT_COLUMN" default:"timeout_minutes" doc:"column holding each order's payment timeout in minutes; empty: timeoutMinutes for every order"`
+	ScanIndex      string   `yaml:"scanIndex" env:"ORDER_SCHEMA_SCAN_INDEX" doc:"index of the order table led by (status, createTime) that the scan walks"`
+	ID             string   `yaml:"id" env:"ORDER_SCHEMA_ID" doc:"the order's numeric primary key"`
+	OrderNo        string   `yaml:"orderNo" env:"ORDER_SCHEMA_ORDER_NO" doc:"the order's unique number (any type; dead letters and the close log keep it as text)"`
+	User           string   `yaml:"user" env:"ORDER_SCHEMA_USER" doc:"the buyer; read only by coupon.match and givebacks that name it"`
+	Status         string   `yaml:"status" env:"ORDER_SCHEMA_STATUS" doc:"the order's status column"`
+	CreateTime     string   `yaml:"createTime" env:"ORDER_SCHEMA_CREATE_TIME" doc:"when the order was placed (DATETIME or TIMESTAMP, session time zone)"`
+	Unpaid         string   `yaml:"unpaid" env:"ORDER_SCHEMA_UNPAID" doc:"status value of an order waiting for payment: an integer or a text"`
+	Closed         string   `yaml:"closed" env:"ORDER_SCHEMA_CLOSED" doc:"status value a close sets"`
+	TimeoutColumn  string   `yaml:"timeoutColumn" env:"ORDER_SCHEMA_TIMEOUT_COLUMN" doc:"column holding each order's payment timeout in minutes; empty: timeoutMinutes for every order"`
 	TimeoutMinutes int      `yaml:"timeoutMinutes" env:"ORDER_SCHEMA_TIMEOUT_MINUTES" default:"0" doc:"one payment timeout for all orders, when timeoutColumn is empty"`
-	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" default:"close_time" doc:"column a close stamps with its time; empty: none"`
+	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
-	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" default:"close_reason" doc:"column a close writes its reason to; empty: none"`
+	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" doc:"column a close writes its reason to; empty: none"`
 	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'; table.key is the table's primary key"`
 
 	Items  OrderSchemaItems  `yaml:"items"`
@@ -241,31 +242,31 @@ type OrderSchema struct {
 
 // OrderSchemaItems is `order.schema.items`: the order lines.
 type OrderSchemaItems struct {
-	Table       string `yaml:"table" env:"ORDER_SCHEMA_ITEMS_TABLE" default:"order_item" doc:"the order-line table"`
-	Index       string `yaml:"index" env:"ORDER_SCHEMA_ITEMS_INDEX" default:"idx_order_no" doc:"its index on orderColumn"`
-	OrderKey    string `yaml:"orderKey" env:"ORDER_SCHEMA_ITEMS_ORDER_KEY" default:"orderNo" doc:"which of the order's keys lines name: orderNo or id"`
-	OrderColumn string `yaml:"orderColumn" env:"ORDER_SCHEMA_ITEMS_ORDER_COLUMN" default:"order_no" doc:"the line's column holding that key"`
-	SKU         string `yaml:"sku" env:"ORDER_SCHEMA_ITEMS_SKU" default:"sku_id" doc:"the line's SKU (an integer)"`
-	Quantity    string `yaml:"quantity" env:"ORDER_SCHEMA_ITEMS_QUANTITY" default:"quantity" doc:"the line's quantity"`
+	Table       string `yaml:"table" env:"ORDER_SCHEMA_ITEMS_TABLE" doc:"the order-line table"`
+	Index       string `yaml:"index" env:"ORDER_SCHEMA_ITEMS_INDEX" doc:"its index on orderColumn"`
+	OrderKey    string `yaml:"orderKey" env:"ORDER_SCHEMA_ITEMS_ORDER_KEY" doc:"which of the order's keys lines name: orderNo or id"`
+	OrderColumn string `yaml:"orderColumn" env:"ORDER_SCHEMA_ITEMS_ORDER_COLUMN" doc:"the line's column holding that key"`
+	SKU         string `yaml:"sku" env:"ORDER_SCHEMA_ITEMS_SKU" doc:"the line's SKU (an integer)"`
+	Quantity    string `yaml:"quantity" env:"ORDER_SCHEMA_ITEMS_QUANTITY" doc:"the line's quantity"`
 }
 
 // OrderSchemaStock is `order.schema.stock`: what a close gives back to stock.
 type OrderSchemaStock struct {
-	Table   string   `yaml:"table" env:"ORDER_SCHEMA_STOCK_TABLE" default:"inventory" doc:"the stock table; empty: a close gives no stock back"`
-	Key     string   `yaml:"key" env:"ORDER_SCHEMA_STOCK_KEY" default:"sku_id" doc:"its primary or unique key, matching items.sku"`
-	Index   string   `yaml:"index" env:"ORDER_SCHEMA_STOCK_INDEX" default:"PRIMARY" doc:"the index of stock.key the close forces: PRIMARY, or the unique index's name"`
-	Columns []string `yaml:"columns" env:"ORDER_SCHEMA_STOCK_COLUMNS" default:"available += quantity,locked -= quantity" doc:"each 'column += quantity' or 'column -= quantity' (never below zero), the lines' quantities summed per key"`
+	Table   string   `yaml:"table" env:"ORDER_SCHEMA_STOCK_TABLE" doc:"the stock table; empty: a close gives no stock back"`
+	Key     string   `yaml:"key" env:"ORDER_SCHEMA_STOCK_KEY" doc:"its primary or unique key, matching items.sku"`
+	Index   string   `yaml:"index" env:"ORDER_SCHEMA_STOCK_INDEX" doc:"the index of stock.key the close forces: PRIMARY, or the unique index's name"`
+	Columns []string `yaml:"columns" env:"ORDER_SCHEMA_STOCK_COLUMNS" doc:"each 'column += quantity' or 'column -= quantity' (never below zero), the lines' quantities summed per key"`
 }
 
 // OrderSchemaCoupon is `order.schema.coupon`: how a close gives a coupon back.
 type OrderSchemaCoupon struct {
-	Table       string   `yaml:"table" env:"ORDER_SCHEMA_COUPON_TABLE" default:"user_coupon" doc:"the coupon table; empty: orders carry no coupon"`
-	Status      string   `yaml:"status" env:"ORDER_SCHEMA_COUPON_STATUS" default:"status" doc:"its status column"`
-	Used        string   `yaml:"used" env:"ORDER_SCHEMA_COUPON_USED" default:"1" doc:"status of a coupon used by an unpaid order"`
-	Unused      string   `yaml:"unused" env:"ORDER_SCHEMA_COUPON_UNUSED" default:"0" doc:"status a close gives it back with"`
-	OrderColumn string   `yaml:"orderColumn" env:"ORDER_SCHEMA_COUPON_ORDER_COLUMN" default:"coupon_id" doc:"the order's column holding the coupon row's id (NULL: no coupon); unused with match"`
-	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" default:"id" doc:"the coupon row's id"`
-	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" default:"order_no" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
+	Table       string   `yaml:"table" env:"ORDER_SCHEMA_COUPON_TABLE" doc:"the coupon table; empty: orders carry no coupon"`
+	Status      string   `yaml:"status" env:"ORDER_SCHEMA_COUPON_STATUS" doc:"its status column"`
+	Used        string   `yaml:"used" env:"ORDER_SCHEMA_COUPON_USED" doc:"status of a coupon used by an unpaid order"`
+	Unused      string   `yaml:"unused" env:"ORDER_SCHEMA_COUPON_UNUSED" doc:"status a close gives it back with"`
+	OrderColumn string   `yaml:"orderColumn" env:"ORDER_SCHEMA_COUPON_ORDER_COLUMN" doc:"the order's column holding the coupon row's id (NULL: no coupon); unused with match"`
+	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" doc:"the coupon row's id"`
+	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
 	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
 	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces; empty: none forced (statistics may then make the lookup scan the coupon table)"`
 }
@@ -273,16 +274,16 @@ type OrderSchemaCoupon struct {
 // Delay is `delay`: durable delayed tasks and their dispatcher.
 type Delay struct {
 	Enabled           bool          `yaml:"enabled" env:"DELAY_ENABLED" default:"true" doc:"run the delayed-task dispatcher in serve mode"`
-	RunningTimeout    time.Duration `yaml:"runningTimeout" env:"DELAY_RUNNING_TIMEOUT" default:"120s" doc:"a task RUNNING longer than this is recovered to PENDING"`
-	HandlerTimeout    time.Duration `yaml:"handlerTimeout" env:"DELAY_HANDLER_TIMEOUT" default:"60s" doc:"each task handler's timeout; with the close path's cancellation bound (order.close.lockTTL + 3s and a little) at most 90% of runningTimeout"`
-	NotNowBackoff     time.Duration `yaml:"notNowBackoff" env:"DELAY_NOT_NOW_BACKOFF" default:"1s" doc:"first wait of a task that could not run now (lock held elsewhere, Redis or the database unreachable, payment side failing); no retry is spent"`
-	NotNowBackoffMax  time.Duration `yaml:"notNowBackoffMax" env:"DELAY_NOT_NOW_BACKOFF_MAX" default:"30s" doc:"longest such wait (the waits double up to it)"`
-	NotNowMaxAge      time.Duration `yaml:"notNowMaxAge" env:"DELAY_NOT_NOW_MAX_AGE" default:"1h" doc:"past this long after its execute time, a task that cannot run now counts a failure (spends a retry)"`
-	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" default:"30s" doc:"how often the timer is brought in line with the table (and stuck tasks recovered)"`
-	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" default:"168h" doc:"DONE and CANCELLED tasks older than this are purged"`
-	BatchSize         int           `yaml:"batchSize" env:"DELAY_BATCH_SIZE" default:"500" doc:"most due tasks a dispatcher pops and claims at once, and most orders one orderTimeoutClose batch closes together (1..1000); batches grow this large only while tasks come due faster than they are closed"`
-	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" default:"delay:" doc:"prefix of the dispatcher's Redis keys; the tasks of an order source on another database than mysql.dsn's use {keyPrefix}source:{name}:"`
-	TimerShards       int           `yaml:"timerShards" env:"DELAY_TIMER_SHARDS" default:"1" doc:"how many sorted sets the Redis timer is split over (1..64): 1 is the single key {keyPrefix}timer; more are {keyPrefix}timer:{0}, {keyPrefix}timer:{1} ..., each in a Redis Cluster slot of its own (keyPrefix then without '{' or '}'); executors sharing tasks use the same count, and the refill moves what another count left"`
+	RunningTimeout    time.Duration `yaml:"runningTimeout" env:"DELAY_RUNNING_TIMEOUT" doc:"a task RUNNING longer than this is recovered to PENDING"`
+	HandlerTimeout    time.Duration `yaml:"handlerTimeout" env:"DELAY_HANDLER_TIMEOUT" doc:"each task handler's timeout; with the close path's cancellation bound (order.close.lockTTL + 3s and a little) at most 90% of runningTimeout"`
+	NotNowBackoff     time.Duration `yaml:"notNowBackoff" env:"DELAY_NOT_NOW_BACKOFF" doc:"first wait of a task that could not run now (lock held elsewhere, Redis or the database unreachable, payment side failing); no retry is spent"`
+	NotNowBackoffMax  time.Duration `yaml:"notNowBackoffMax" env:"DELAY_NOT_NOW_BACKOFF_MAX" doc:"longest such wait (the waits double up to it)"`
+	NotNowMaxAge      time.Duration `yaml:"notNowMaxAge" env:"DELAY_NOT_NOW_MAX_AGE" doc:"past this long after its execute time, a task that cannot run now counts a failure (spends a retry)"`
+	ReconcileInterval time.Duration `yaml:"reconcileInterval" env:"DELAY_RECONCILE_INTERVAL" doc:"how often the timer is brought in line with the table (and stuck tasks recovered)"`
+	Retention         time.Duration `yaml:"retention" env:"DELAY_RETENTION" doc:"DONE and CANCELLED tasks older than this are purged"`
+	BatchSize         int           `yaml:"batchSize" env:"DELAY_BATCH_SIZE" doc:"most due tasks a dispatcher pops and claims at once, and most orders one orderTimeoutClose batch closes together (1..1000); batches grow this large only while tasks come due faster than they are closed"`
+	KeyPrefix         string        `yaml:"keyPrefix" env:"DELAY_KEY_PREFIX" doc:"prefix of the dispatcher's Redis keys; the tasks of an order source on another database than mysql.dsn's use {keyPrefix}source:{name}:"`
+	TimerShards       int           `yaml:"timerShards" env:"DELAY_TIMER_SHARDS" doc:"how many sorted sets the Redis timer is split over (1..64): 1 is the single key {keyPrefix}timer; more are {keyPrefix}timer:{0}, {keyPrefix}timer:{1} ..., each in a Redis Cluster slot of its own (keyPrefix then without '{' or '}'); executors sharing tasks use the same count, and the refill moves what another count left"`
 	Services          []string      `yaml:"services" redact:"named" env:"DELAY_SERVICES" doc:"HTTP task targets as name=baseURL, comma-separated"`
 	ServiceToken      string        `yaml:"serviceToken" env:"DELAY_SERVICE_TOKEN" secret:"true" doc:"token sent to HTTP task targets"`
 	Timer             string        `yaml:"timer" env:"DELAY_TIMER" default:"redis" doc:"what tells the dispatchers when tasks fall due: redis (a sorted set) or rabbitmq (delay-tier queues, delay.rabbitmq); the table stays the truth either way, and Redis is still needed for the order locks"`
@@ -293,14 +294,14 @@ type Delay struct {
 // rabbitmq), on RabbitMQ 3.10 or later without any plugin.
 type DelayRabbitMQ struct {
 	URL            string        `yaml:"url" redact:"url" env:"DELAY_RABBITMQ_URL" doc:"amqp://user:password@host:5672/vhost; required with delay.timer rabbitmq"`
-	Prefix         string        `yaml:"prefix" env:"DELAY_RABBITMQ_PREFIX" default:"delay." doc:"start of the timer's exchange and queue names ({prefix}hop, {prefix}ready, {prefix}wait.1s ...); executors sharing tasks share it; an order source on another database than mysql.dsn's uses {prefix}source.{name}."`
-	Prefetch       int           `yaml:"prefetch" env:"DELAY_RABBITMQ_PREFETCH" default:"10000" doc:"most messages a dispatcher holds unacknowledged (due within a second, or running); above twice the tasks due per second per executor; at most 65535"`
-	RepublishAfter time.Duration `yaml:"republishAfter" env:"DELAY_RABBITMQ_REPUBLISH_AFTER" default:"10s" doc:"the reconciler publishes again a task never confirmed published this long after its last change, or overdue by this much (its message lost or purged)"`
+	Prefix         string        `yaml:"prefix" env:"DELAY_RABBITMQ_PREFIX" doc:"start of the timer's exchange and queue names ({prefix}hop, {prefix}ready, {prefix}wait.1s ...); executors sharing tasks share it; an order source on another database than mysql.dsn's uses {prefix}source.{name}."`
+	Prefetch       int           `yaml:"prefetch" env:"DELAY_RABBITMQ_PREFETCH" doc:"most messages a dispatcher holds unacknowledged (due within a second, or running); above twice the tasks due per second per executor; at most 65535"`
+	RepublishAfter time.Duration `yaml:"republishAfter" env:"DELAY_RABBITMQ_REPUBLISH_AFTER" doc:"the reconciler publishes again a task never confirmed published this long after its last change, or overdue by this much (its message lost or purged)"`
 }
 
 // Outbox is `outbox`: how the relay treats events its receivers keep
 // refusing (order.compensation.mode outbox; the endpoints are in
 // order.compensation).
 type Outbox struct {
-	MaxAttempts int `yaml:"maxAttempts" env:"OUTBOX_MAX_ATTEMPTS" default:"20" doc:"failed deliveries after which an outbox event is parked for an operator (a 400, 401, 403, 404, 409, 410 or 422 answer parks it at once); -1 never parks after failures"`
+	MaxAttempts int `yaml:"maxAttempts" env:"OUTBOX_MAX_ATTEMPTS" doc:"failed deliveries after which an outbox event is parked for an operator (a 400, 401, 403, 404, 409, 410 or 422 answer parks it at once); -1 never parks after failures"`
 }

@@ -39,6 +39,7 @@ type field struct {
 	path, env, def, doc string
 	aliases, envAliases []string
 	secret              bool
+	tagged              bool   // def is the field's `default` tag, not a domain default
 	redact              string // "url": URLs whose passwords and tokens LogValue masks; "named": name=URL pairs
 }
 
@@ -60,6 +61,9 @@ func walk(v reflect.Value, prefix string, fn func(field)) {
 		}
 		f := field{v: fv, path: path, env: sf.Tag.Get("env"), def: sf.Tag.Get("default"),
 			doc: sf.Tag.Get("doc"), secret: sf.Tag.Get("secret") == "true", redact: sf.Tag.Get("redact")}
+		if _, f.tagged = sf.Tag.Lookup("default"); !f.tagged {
+			f.def = domainDefaults[path] // declared once, by the package that owns the behaviour
+		}
 		if also := sf.Tag.Get("also"); also != "" {
 			f.aliases = strings.Split(also, ",")
 		}

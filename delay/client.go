@@ -76,7 +76,7 @@ func NewClient(db *sqlx.DB, rdb redis.UniversalClient, cfg ClientConfig) (*Clien
 		clock:          newClock(db, time.Minute),
 		validate:       cfg.ValidateHandler,
 		validatePay:    cfg.ValidatePayload,
-		runningTimeout: cmp.Or(cfg.RunningTimeout, 120*time.Second),
+		runningTimeout: cmp.Or(cfg.RunningTimeout, defaultRunningTimeout),
 		log:            cfg.Logger,
 	}
 	if c.log == nil {

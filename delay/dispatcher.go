@@ -183,7 +183,7 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 	if rdb == nil && cfg.Timer == nil {
 		return nil, errors.New("delay: NewDispatcher needs Redis or Config.Timer")
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -218,10 +218,20 @@ func NewDispatcher(db *sqlx.DB, rdb redis.UniversalClient, cfg Config) (*Dispatc
 	return d, nil
 }
 
-// withDefaults fills the zero settings of cfg with their defaults.
-func (cfg Config) withDefaults() Config {
+// Defaults that NewClient and the Redis timer share with Config.
+const (
+	defaultRunningTimeout = 120 * time.Second
+	defaultTimerShards    = 1
+)
+
+// WithDefaults returns cfg with its zero settings filled with their
+// defaults (those documented on each field). Config{}.WithDefaults() is
+// the defaults themselves: the executor's delay.* keys show them, so each
+// is declared once, here.
+func (cfg Config) WithDefaults() Config {
 	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
-	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, 120*time.Second)
+	cfg.TimerShards = cmp.Or(cfg.TimerShards, defaultTimerShards)
+	cfg.RunningTimeout = cmp.Or(cfg.RunningTimeout, defaultRunningTimeout)
 	cfg.HandlerTimeout = cmp.Or(cfg.HandlerTimeout, 60*time.Second)
 	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, 30*time.Second)
 	cfg.ReconcileHorizon = cmp.Or(cfg.ReconcileHorizon, 2*cfg.ReconcileInterval)

@@ -92,6 +92,16 @@ type RabbitMQTimer struct {
 	published, republished, hopped, dups atomic.Int64
 }
 
+// WithDefaults returns cfg with its zero settings filled with their
+// defaults. RabbitMQConfig{}.WithDefaults() is the defaults themselves: the
+// executor's delay.rabbitmq.* keys show them, so each is declared once, here.
+func (cfg RabbitMQConfig) WithDefaults() RabbitMQConfig {
+	cfg.Prefix = cmp.Or(cfg.Prefix, "delay.")
+	cfg.Prefetch = cmp.Or(cfg.Prefetch, 10000)
+	cfg.RepublishAfter = cmp.Or(cfg.RepublishAfter, 10*time.Second)
+	return cfg
+}
+
 // NewRabbitMQTimer checks cfg and builds the timer (not started) on db,
 // which holds job_delay_task: the timer writes a task's published_at once
 // the broker confirmed its message. It declares its topology on every
@@ -100,9 +110,7 @@ func NewRabbitMQTimer(db *sqlx.DB, cfg RabbitMQConfig) (*RabbitMQTimer, error) {
 	if db == nil {
 		return nil, errors.New("delay: NewRabbitMQTimer needs a database")
 	}
-	cfg.Prefix = cmp.Or(cfg.Prefix, "delay.")
-	cfg.Prefetch = cmp.Or(cfg.Prefetch, 10000)
-	cfg.RepublishAfter = cmp.Or(cfg.RepublishAfter, 10*time.Second)
+	cfg = cfg.WithDefaults()
 	if cfg.Prefetch < 1 || cfg.Prefetch > 65535 {
 		return nil, fmt.Errorf("delay: RabbitMQ prefetch %d is not in 1..65535", cfg.Prefetch)
 	}

@@ -108,7 +108,7 @@ func newRedisTimer(rdb redis.UniversalClient, cfg RedisTimerConfig) (*redisTimer
 		return nil, errors.New("delay: NewRedisTimer needs Redis")
 	}
 	prefix := cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
-	n := cmp.Or(cfg.Shards, 1)
+	n := cmp.Or(cfg.Shards, defaultTimerShards)
 	if err := checkTimerShards(prefix, n); err != nil {
 		return nil, err
 	}

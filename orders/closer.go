@@ -94,6 +94,10 @@ type Closer struct {
 // DefaultReason is the close reason when CloserConfig.Reason is empty.
 const DefaultReason = "payment_timeout"
 
+// DefaultPageSize is CloserConfig.PageSize when zero, and the executor's
+// order.close.pageSize default (config takes it from here).
+const DefaultPageSize = 500
+
 // NewCloser checks cfg and returns a Closer over db (a DSN with
 // parseTime=true&loc=UTC; interpolateParams=true saves a round trip per
 // statement) and locker.
@@ -105,13 +109,13 @@ func NewCloser(db *sqlx.DB, locker *orderlock.Locker, cfg CloserConfig) (*Closer
 	if len(cfg.Reason) > 32 {
 		return nil, fmt.Errorf("orders: close reason %q is longer than 32 characters", cfg.Reason)
 	}
-	cfg.PageSize = cmp.Or(cfg.PageSize, 500)
+	cfg.PageSize = cmp.Or(cfg.PageSize, DefaultPageSize)
 	if cfg.PageSize < 1 || cfg.PageSize > maxPageSize {
 		return nil, fmt.Errorf("orders: page size %d out of [1, %d]", cfg.PageSize, maxPageSize)
 	}
 	cfg.LockAttempts = cmp.Or(cfg.LockAttempts, 3)
 	cfg.CommitMargin = cmp.Or(cfg.CommitMargin, 200*time.Millisecond)
-	cfg.RunRetention = cmp.Or(cfg.RunRetention, defaultRunRetention)
+	cfg.RunRetention = cmp.Or(cfg.RunRetention, DefaultRunRetention)
 	if cfg.RunRetention < time.Hour {
 		return nil, fmt.Errorf("orders: run retention %s is below 1h", cfg.RunRetention)
 	}

@@ -16,8 +16,9 @@ import (
 // transactions; failing to write it is logged and changes nothing about
 // the run.
 
-// defaultRunRetention is how long run records are kept by default.
-const defaultRunRetention = 7 * 24 * time.Hour
+// DefaultRunRetention is how long run records are kept by default
+// (CloserConfig.RunRetention, the executor's order.close.runRetention).
+const DefaultRunRetention = 7 * 24 * time.Hour
 
 // runPurgeBatch bounds the old records one run deletes: a run every second
 // writes one and deletes up to this many, so the table stays at its

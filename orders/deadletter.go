@@ -14,18 +14,25 @@ import (
 // the defaults given.
 type DeadLetterBackoff struct {
 	// Base is the wait after the first failure; it doubles with each further
-	// failure. Default 1m.
+	// failure. Default DefaultDeadLetterBaseBackoff (1m).
 	Base time.Duration
-	// Max caps the wait. Default 1h.
+	// Max caps the wait. Default DefaultDeadLetterMaxBackoff (6h).
 	Max time.Duration
 	// ParkAfter parks a dead letter once it has failed this many times, so
 	// the sweep stops retrying it until an operator acts. Default 0: never.
 	ParkAfter int
 }
 
+// Defaults of DeadLetterBackoff, and of the executor's order.deadLetter
+// keys (config takes them from here).
+const (
+	DefaultDeadLetterBaseBackoff = time.Minute
+	DefaultDeadLetterMaxBackoff  = 6 * time.Hour
+)
+
 func (b DeadLetterBackoff) withDefaults() (DeadLetterBackoff, error) {
-	b.Base = cmp.Or(b.Base, time.Minute)
-	b.Max = cmp.Or(b.Max, time.Hour)
+	b.Base = cmp.Or(b.Base, DefaultDeadLetterBaseBackoff)
+	b.Max = cmp.Or(b.Max, DefaultDeadLetterMaxBackoff)
 	if err := b.schedule().Validate(); err != nil {
 		return b, fmt.Errorf("orders: dead letters: %w", err)
 	}

@@ -176,10 +176,12 @@ const (
 	stateStopping
 )
 
-// withDefaults fills the zero settings of c with their defaults; an open
-// executor (OpenWithoutToken, no token) listens and advertises on loopback
-// unless told otherwise.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with its zero settings filled with their defaults
+// (those documented on each field); an open executor (OpenWithoutToken, no
+// token) listens and advertises on loopback unless told otherwise.
+// Config{}.WithDefaults() is the defaults themselves, for a program whose
+// own configuration shows them (the order executor's xxl.job.* keys).
+func (c Config) WithDefaults() Config {
 	c.Port = cmp.Or(c.Port, 9999)
 	c.LogPath = cmp.Or(c.LogPath, "./logs/xxl-job")
 	c.LogRetentionDays = cmp.Or(c.LogRetentionDays, 30)
@@ -283,7 +285,7 @@ func (c *Config) problems() []error {
 // New checks cfg, fills its defaults and returns an Executor. All problems
 // with cfg are reported at once.
 func New(cfg Config) (*Executor, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	ipGuess, errs := cfg.resolveAddress()
 	errs = append(errs, cfg.problems()...)
 	logs, err := newLogStore(cfg.LogPath)

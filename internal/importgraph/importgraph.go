@@ -52,8 +52,13 @@ var testHelpers = []string{"internal/dbtest", "internal/redistest", "internal/ma
 
 // Within the domain layer the parts stay independent; these are the only
 // imports across it (the operators' views and the payment side read
-// orders' types, never the other way round).
-var domainImports = map[string][]string{"config": {"xxljob"}, "orders/inspect": {"orders"}, "orders/payment": {"orders"}}
+// orders' types, never the other way round; config reads the defaults the
+// other parts own, so each is declared once, and orders and delay never
+// read config).
+var domainImports = map[string][]string{
+	"config":         {"xxljob", "orders", "orders/payment", "delay", "sql/migrations"},
+	"orders/inspect": {"orders"}, "orders/payment": {"orders"},
+}
 
 // notForDomain is what orders and delay (and their sub-packages) must not
 // reach, directly or not: XXL-JOB, the configuration, and serving HTTP.

@@ -17,12 +17,17 @@ import (
 
 // Limits.
 const (
-	// defaultAutoConfirmDays and defaultFulfillmentTimeoutDays are the
-	// defaults of config order.timeout.
-	defaultAutoConfirmDays        = 14
-	defaultFulfillmentTimeoutDays = 7
+	// DefaultAutoConfirmDays and DefaultFulfillmentTimeoutDays are
+	// Config's defaults and the executor's order.timeout defaults (config
+	// takes them from here).
+	DefaultAutoConfirmDays        = 14
+	DefaultFulfillmentTimeoutDays = 7
 	// MaxDays bounds both day settings.
 	MaxDays = 3650
+	// DefaultPageSize is Config.PageSize when zero: the close's default
+	// (orders.DefaultPageSize), which this leaf cannot import; the
+	// executor passes order.close.pageSize either way.
+	DefaultPageSize = 500
 	// maxPageSize bounds the page size, as it does the close's.
 	maxPageSize = 5000
 )
@@ -111,9 +116,9 @@ func New(db *sqlx.DB, cfg Config) (*Jobs, error) {
 	if db == nil {
 		return nil, errors.New("lifecycle: New needs a database")
 	}
-	cfg.AutoConfirmDays = cmp.Or(cfg.AutoConfirmDays, defaultAutoConfirmDays)
-	cfg.FulfillmentTimeoutDays = cmp.Or(cfg.FulfillmentTimeoutDays, defaultFulfillmentTimeoutDays)
-	cfg.PageSize = cmp.Or(cfg.PageSize, 500)
+	cfg.AutoConfirmDays = cmp.Or(cfg.AutoConfirmDays, DefaultAutoConfirmDays)
+	cfg.FulfillmentTimeoutDays = cmp.Or(cfg.FulfillmentTimeoutDays, DefaultFulfillmentTimeoutDays)
+	cfg.PageSize = cmp.Or(cfg.PageSize, DefaultPageSize)
 	cfg.Source = cmp.Or(cfg.Source, DefaultSource)
 	cfg.Table = cmp.Or(cfg.Table, defaultTable)
 	if !plainTable.MatchString(cfg.Table) {

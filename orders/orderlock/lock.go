@@ -67,6 +67,10 @@ type Locker struct {
 	obs     Observer
 }
 
+// DefaultTTL is Config.TTL when zero, and the executor's
+// order.close.lockTTL default (config takes it from here).
+const DefaultTTL = 10 * time.Second
+
 // New checks cfg and returns a Locker.
 func New(cfg Config) (*Locker, error) {
 	nodes := cfg.Nodes
@@ -81,7 +85,7 @@ func New(cfg Config) (*Locker, error) {
 			return nil, fmt.Errorf("orderlock: lock node %d is nil", i)
 		}
 	}
-	ttl := cmp.Or(cfg.TTL, 10*time.Second)
+	ttl := cmp.Or(cfg.TTL, DefaultTTL)
 	if ttl < 10*time.Millisecond {
 		return nil, fmt.Errorf("orderlock: lock TTL %v is below 10ms", ttl)
 	}

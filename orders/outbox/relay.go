@@ -154,6 +154,14 @@ var errRelayStopped = errors.New("orders: relay stopped")
 // and the claim statement's own round trip.
 const claimMargin = time.Second
 
+// Defaults of RelayConfig that are also the executor's
+// (order.compensation.tokenHeader, outbox.maxAttempts): config takes them
+// from here.
+const (
+	DefaultTokenHeader = "X-Service-Token"
+	DefaultMaxAttempts = 20
+)
+
 // NewRelay checks cfg and returns a Relay over db (not started).
 func NewRelay(db *sqlx.DB, cfg RelayConfig) (*Relay, error) {
 	if db == nil {
@@ -166,7 +174,7 @@ func NewRelay(db *sqlx.DB, cfg RelayConfig) (*Relay, error) {
 			problems = append(problems, fmt.Errorf("orders: relay endpoint of %s %q is not an http(s) URL", t, cfg.Endpoints[t]))
 		}
 	}
-	cfg.TokenHeader = cmp.Or(cfg.TokenHeader, "X-Service-Token")
+	cfg.TokenHeader = cmp.Or(cfg.TokenHeader, DefaultTokenHeader)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 5*time.Second)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, 100)
 	cfg.Workers = cmp.Or(cfg.Workers, 8)
@@ -175,7 +183,7 @@ func NewRelay(db *sqlx.DB, cfg RelayConfig) (*Relay, error) {
 	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, time.Second)
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, 10*time.Minute)
 	cfg.Retention = cmp.Or(cfg.Retention, 168*time.Hour)
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 20)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
 	if cfg.Timeout < 0 || cfg.PollInterval < 0 {
 		problems = append(problems, errors.New("orders: relay timeout and poll interval must be positive"))
 	}

@@ -78,14 +78,21 @@ type HTTPTradeCloser struct {
 	retryWait backoff.Exponential
 }
 
+// Defaults of HTTPTradeCloserConfig, and of the executor's order.payment
+// keys (config takes them from here).
+const (
+	DefaultTradeTokenHeader = "X-Payment-Token"
+	DefaultTradeTimeout     = 3 * time.Second
+)
+
 // NewHTTPTradeCloser checks cfg and returns an HTTPTradeCloser.
 func NewHTTPTradeCloser(cfg HTTPTradeCloserConfig) (*HTTPTradeCloser, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("orders: close-trade URL %q is not an http(s) URL", cfg.URL)
 	}
-	cfg.TokenHeader = cmp.Or(cfg.TokenHeader, "X-Payment-Token")
-	cfg.Timeout = cmp.Or(cfg.Timeout, 3*time.Second)
+	cfg.TokenHeader = cmp.Or(cfg.TokenHeader, DefaultTradeTokenHeader)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTradeTimeout)
 	cfg.RetryWait = cmp.Or(cfg.RetryWait, 100*time.Millisecond)
 	if cfg.Timeout < 0 || cfg.RetryWait < 0 {
 		return nil, errors.New("orders: close-trade timeout and retry wait must be positive")
