@@ -47,6 +47,16 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request, op *session, d
 	c.render(w, r, http.StatusOK, "confirm", op, pageData{Title: "Confirm: " + d.Action, Data: d})
 }
 
+// confirmedOr reports whether the form is confirmed; when it is not, it
+// answers with the confirmation page d.
+func (c *Console) confirmedOr(w http.ResponseWriter, r *http.Request, op *session, d confirmData) bool {
+	if confirmed(r) {
+		return true
+	}
+	c.confirm(w, r, op, d)
+	return false
+}
+
 func (c *Console) done(w http.ResponseWriter, r *http.Request, op *session, d doneData) {
 	c.render(w, r, http.StatusOK, "done", op, pageData{Title: "Done: " + d.Action, Data: d})
 }
@@ -62,29 +72,19 @@ func letterChanges(before, after *deadletters.Letter) []change {
 }
 
 func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *session) {
-	id, err := pathID(r, "id")
-	var v *orderViews
-	if err == nil {
-		v, err = c.viewsOf(r)
-	}
-	var before *deadletters.Letter
-	if err == nil {
-		before, err = v.letters.GetByID(r.Context(), id)
-	}
-	if err != nil {
-		c.failLookup(w, r, op, err, inSource(r, "dead letter "+strconv.FormatInt(id, 10)))
+	v, id, before, ok := deadLetterRows.lookup(c, w, r, op)
+	if !ok {
 		return
 	}
-	back := withSource(r, fmt.Sprintf("%sdead-letters/%d", consolePath, id))
-	if !confirmed(r) {
-		move := fmt.Sprintf("status %s → waiting, next retry now", before.Status)
-		if before.Status == deadletters.Waiting {
-			move = fmt.Sprintf("the letter is already waiting: its next retry moves from %s to now", wallText(before.NextRetryAt))
-		}
-		c.confirm(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo)),
-			What: []string{move + ": the next deadLetterRetryJob run (and the close sweep) tries the order again",
-				fmt.Sprintf("attempts stay %d; a letter that fails again is parked again", before.Attempts)},
-			Post: withSource(r, r.URL.Path), Back: back})
+	back := deadLetterRows.page(r, id)
+	move := fmt.Sprintf("status %s → waiting, next retry now", before.Status)
+	if before.Status == deadletters.Waiting {
+		move = fmt.Sprintf("the letter is already waiting: its next retry moves from %s to now", wallText(before.NextRetryAt))
+	}
+	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo)),
+		What: []string{move + ": the next deadLetterRetryJob run (and the close sweep) tries the order again",
+			fmt.Sprintf("attempts stay %d; a letter that fails again is parked again", before.Attempts)},
+		Post: withSource(r, r.URL.Path), Back: back}) {
 		return
 	}
 	after, err := v.letters.Requeue(r.Context(), before.OrderNo, before.Stage)
@@ -196,9 +196,8 @@ func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session
 		return
 	}
 	back := consolePath + "tasks/" + url.PathEscape(biz)
-	if !confirmed(r) {
-		c.confirm(w, r, op, confirmData{Action: fmt.Sprintf("%s task %s (%s, now %s)", verb, biz, before.Handler, before.Status),
-			What: []string{what}, Post: r.URL.Path, Back: back})
+	if !c.confirmedOr(w, r, op, confirmData{Action: fmt.Sprintf("%s task %s (%s, now %s)", verb, biz, before.Handler, before.Status),
+		What: []string{what}, Post: r.URL.Path, Back: back}) {
 		return
 	}
 	after, err := act(r.Context(), biz)

@@ -18,60 +18,37 @@ import (
 
 func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
 	q, v, err := c.sourcedQuery(r, "status", "eventType", "orderNo", "after")
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
+	var after oplist.Cursor
+	if err == nil {
+		after, err = oplist.ParseCursor(q.Get("after"))
 	}
-	f := outbox.Query{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
-	f.After, err = oplist.ParseCursor(q.Get("after"))
 	var p outbox.Page
 	if err == nil {
-		p, err = v.outbox.Page(r.Context(), f)
+		p, err = v.outbox.Page(r.Context(), outbox.Query{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"),
+			OrderNo: q.Get("orderNo"), After: after})
 	}
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	d := listData{Filter: q, Rows: p.Events, Examined: p.Examined, WindowFull: p.WindowFull}
-	d.Next, d.First = pageLinks(consolePath+"outbox", q, p.Next)
-	c.render(w, r, http.StatusOK, "outboxlist", op, pageData{Title: "Outbox events", Nav: "outbox", Sourced: true, Data: d})
-}
-
-// outboxEvent reads the event of the path's id in the request's source.
-func (c *Console) outboxEvent(r *http.Request) (*orderViews, int64, *outbox.Event, error) {
-	id, err := pathID(r, "id")
-	var v *orderViews
-	if err == nil {
-		v, err = c.viewsOf(r)
-	}
-	var ev *outbox.Event
-	if err == nil {
-		ev, err = v.outbox.Get(r.Context(), id)
-	}
-	return v, id, ev, err
+	c.renderList(w, r, op, err, "outboxlist", pageData{Title: "Outbox events", Nav: "outbox", Sourced: true},
+		listData{Filter: q, Rows: p.Events, Examined: p.Examined, WindowFull: p.WindowFull}, p.Next)
 }
 
 func (c *Console) outboxDetail(w http.ResponseWriter, r *http.Request, op *session) {
-	_, id, ev, err := c.outboxEvent(r)
-	if err != nil {
-		c.failLookup(w, r, op, err, inSource(r, "outbox event "+strconv.FormatInt(id, 10)))
+	_, id, ev, ok := outboxEvents.lookup(c, w, r, op)
+	if !ok {
 		return
 	}
 	c.render(w, r, http.StatusOK, "outboxevent", op, pageData{Title: "Outbox event " + strconv.FormatInt(id, 10), Nav: "outbox", Data: ev})
 }
 
 func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *session) {
-	v, id, before, err := c.outboxEvent(r)
-	if err != nil {
-		c.failLookup(w, r, op, err, inSource(r, "outbox event "+strconv.FormatInt(id, 10)))
+	v, id, before, ok := outboxEvents.lookup(c, w, r, op)
+	if !ok {
 		return
 	}
-	back := withSource(r, fmt.Sprintf("%soutbox/%d", consolePath, id))
-	if !confirmed(r) {
-		c.confirm(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s event of order %s", before.EventType, before.OrderNo)),
-			What: []string{fmt.Sprintf("status %s → pending, due now: the relays deliver it again", before.Status),
-				fmt.Sprintf("attempts %d → 0; the last error is kept", before.Attempts)},
-			Post: withSource(r, r.URL.Path), Back: back})
+	back := outboxEvents.page(r, id)
+	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s event of order %s", before.EventType, before.OrderNo)),
+		What: []string{fmt.Sprintf("status %s → pending, due now: the relays deliver it again", before.Status),
+			fmt.Sprintf("attempts %d → 0; the last error is kept", before.Attempts)},
+		Post: withSource(r, r.URL.Path), Back: back}) {
 		return
 	}
 	after, err := v.outbox.Requeue(r.Context(), id)
@@ -90,24 +67,13 @@ func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *sess
 }
 
 func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, err := query(r, "status", "orderNo", "after")
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	f := refunds.Query{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo")}
-	f.After, err = oplist.ParseCursor(q.Get("after"))
+	q, after, err := listQuery(r, "status", "orderNo", "after")
 	var p refunds.Page
 	if err == nil {
-		p, err = c.refunds.Page(r.Context(), f)
+		p, err = c.refunds.Page(r.Context(), refunds.Query{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo"), After: after})
 	}
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	d := listData{Filter: q, Rows: p.Conflicts, Examined: len(p.Conflicts)}
-	d.Next, d.First = pageLinks(consolePath+"refunds", q, p.Next)
-	c.render(w, r, http.StatusOK, "refundlist", op, pageData{Title: "Refunds", Nav: "refunds", Data: d})
+	c.renderList(w, r, op, err, "refundlist", pageData{Title: "Refunds", Nav: "refunds"},
+		listData{Filter: q, Rows: p.Conflicts, Examined: len(p.Conflicts)}, p.Next)
 }
 
 func (c *Console) refundDetail(w http.ResponseWriter, r *http.Request, op *session) {
@@ -128,15 +94,14 @@ func (c *Console) refundMark(w http.ResponseWriter, r *http.Request, op *session
 	}
 	note := strings.TrimSpace(r.PostFormValue("note"))
 	back := consolePath + "refunds/" + url.PathEscape(id)
-	if !confirmed(r) {
-		what := []string{fmt.Sprintf("payment %s of order %s (%s, %s): refund status %s → refunded", id, before.OrderNo,
-			before.Amount, before.Reason, before.RefundStatus),
-			fmt.Sprintf("recorded as done by %s, now", op.name)}
-		if note != "" {
-			what = append(what, "with the note: "+note)
-		}
-		c.confirm(w, r, op, confirmData{Action: "record the refund of payment " + id, What: what, Post: r.URL.Path,
-			Fields: url.Values{"note": {note}}, Back: back})
+	what := []string{fmt.Sprintf("payment %s of order %s (%s, %s): refund status %s → refunded", id, before.OrderNo,
+		before.Amount, before.Reason, before.RefundStatus),
+		fmt.Sprintf("recorded as done by %s, now", op.name)}
+	if note != "" {
+		what = append(what, "with the note: "+note)
+	}
+	if !c.confirmedOr(w, r, op, confirmData{Action: "record the refund of payment " + id, What: what, Post: r.URL.Path,
+		Fields: url.Values{"note": {note}}, Back: back}) {
 		return
 	}
 	after, err := c.refunds.MarkRefunded(r.Context(), id, note, op.name)

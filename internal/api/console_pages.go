@@ -283,6 +283,17 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 	return q, nil
 }
 
+// listQuery reads a list's query parameters (query) and the cursor of its
+// page (after).
+func listQuery(r *http.Request, allowed ...string) (url.Values, oplist.Cursor, error) {
+	q, err := query(r, allowed...)
+	if err != nil {
+		return nil, oplist.Cursor{}, err
+	}
+	after, err := oplist.ParseCursor(q.Get("after"))
+	return q, after, err
+}
+
 // sinceParam reads a time-range bound: a database wall-clock time or a
 // duration back from now.
 func sinceParam(q url.Values, field string, now time.Time) (time.Time, error) {
@@ -306,6 +317,20 @@ type listData struct {
 	WindowFull bool
 	Rows       any
 	Bulk       bool // a bulk action is offered for these filters
+}
+
+// renderList renders a list page, or the error reading its rows: d around
+// the rows, with the links to the first and next pages of section pd.Nav
+// under the filters d.Filter.
+func (c *Console) renderList(w http.ResponseWriter, r *http.Request, op *session, err error, page string, pd pageData,
+	d listData, next keyset.Cursor) {
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
+	d.Next, d.First = pageLinks(consolePath+pd.Nav, d.Filter, next)
+	pd.Data = d
+	c.render(w, r, http.StatusOK, page, op, pd)
 }
 
 func pageLinks(base string, q url.Values, next keyset.Cursor) (nextURL, firstURL string) {
@@ -346,14 +371,9 @@ func (c *Console) deadLetterList(w http.ResponseWriter, r *http.Request, op *ses
 	if err == nil {
 		p, err = v.letters.Page(r.Context(), f)
 	}
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Letters,
-		Bulk: (f.Status == deadletters.Parked || f.Status == deadletters.Waiting) && f.Until.IsZero()}
-	d.Next, d.First = pageLinks(consolePath+"dead-letters", q, p.Next)
-	c.render(w, r, http.StatusOK, "deadletters", op, pageData{Title: "Dead letters", Nav: "dead-letters", Sourced: true, Data: d})
+	c.renderList(w, r, op, err, "deadletters", pageData{Title: "Dead letters", Nav: "dead-letters", Sourced: true},
+		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Letters,
+			Bulk: (f.Status == deadletters.Parked || f.Status == deadletters.Waiting) && f.Until.IsZero()}, p.Next)
 }
 
 // deadLetterData is a dead letter's page: the letter and its order.
@@ -363,20 +383,12 @@ type deadLetterData struct {
 }
 
 func (c *Console) deadLetterDetail(w http.ResponseWriter, r *http.Request, op *session) {
-	id, err := pathID(r, "id")
-	var v *orderViews
-	if err == nil {
-		v, err = c.viewsOf(r)
-	}
-	var dl *deadletters.Letter
-	if err == nil {
-		dl, err = v.letters.GetByID(r.Context(), id)
-	}
-	if err != nil {
-		c.failLookup(w, r, op, err, inSource(r, "dead letter "+strconv.FormatInt(id, 10)))
+	v, id, dl, ok := deadLetterRows.lookup(c, w, r, op)
+	if !ok {
 		return
 	}
 	d := deadLetterData{Letter: dl}
+	var err error
 	if d.Order, err = v.inspect.OrderIn(r.Context(), dl.OrderNo, dl.OrderTable); err != nil && !errors.Is(err, orders.ErrOrderNotFound) {
 		c.failErr(w, r, op, err)
 		return
@@ -448,60 +460,34 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 	if err == nil {
 		p, err = c.home.inspect.FulfilmentFlags(r.Context(), f)
 	}
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Flags}
-	d.Next, d.First = pageLinks(consolePath+"fulfilment", q, p.Next)
-	c.render(w, r, http.StatusOK, "flags", op, pageData{Title: "Fulfilment flags", Nav: "fulfilment", Data: d})
+	c.renderList(w, r, op, err, "flags", pageData{Title: "Fulfilment flags", Nav: "fulfilment"},
+		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Flags}, p.Next)
 }
 
 func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, err := query(r, "after")
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	cur, err := oplist.ParseCursor(q.Get("after"))
+	q, cur, err := listQuery(r, "after")
 	var runs []inspect.CloseRun
 	if err == nil {
 		runs, err = c.runs.Recent(r.Context(), cur.ID, oplist.DefaultPageLimit+1)
-	}
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
 	}
 	var next keyset.Cursor
 	if len(runs) > oplist.DefaultPageLimit {
 		runs = runs[:oplist.DefaultPageLimit]
 		next = keyset.Cursor{ID: runs[len(runs)-1].ID}
 	}
-	d := listData{Filter: q, Rows: runs, Examined: len(runs)}
-	d.Next, d.First = pageLinks(consolePath+"runs", q, next)
-	c.render(w, r, http.StatusOK, "runs", op, pageData{Title: "Close runs", Nav: "runs", Data: d})
+	c.renderList(w, r, op, err, "runs", pageData{Title: "Close runs", Nav: "runs"},
+		listData{Filter: q, Rows: runs, Examined: len(runs)}, next)
 }
 
 func (c *Console) taskList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, err := query(r, "status", "handler", "bizUuid", "traceId", "after")
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	f := delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler"),
-		BizUUID: q.Get("bizUuid"), TraceID: q.Get("traceId")}
-	f.After, err = oplist.ParseCursor(q.Get("after"))
+	q, after, err := listQuery(r, "status", "handler", "bizUuid", "traceId", "after")
 	var p delay.TaskPage
 	if err == nil {
-		p, err = c.cfg.Tasks.Page(r.Context(), f)
+		p, err = c.cfg.Tasks.Page(r.Context(), delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))),
+			Handler: q.Get("handler"), BizUUID: q.Get("bizUuid"), TraceID: q.Get("traceId"), After: after})
 	}
-	if err != nil {
-		c.failErr(w, r, op, err)
-		return
-	}
-	d := listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Tasks}
-	d.Next, d.First = pageLinks(consolePath+"tasks", q, p.Next)
-	c.render(w, r, http.StatusOK, "tasks", op, pageData{Title: "Delayed tasks", Nav: "tasks", Data: d})
+	c.renderList(w, r, op, err, "tasks", pageData{Title: "Delayed tasks", Nav: "tasks"},
+		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Tasks}, p.Next)
 }
 
 func (c *Console) taskDetail(w http.ResponseWriter, r *http.Request, op *session) {

@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/orderjob/executor/delay"
-	"github.com/orderjob/executor/orders/oplist"
 )
 
 // MaxRegistrationBytes bounds a delayed-task registration body.
@@ -24,8 +22,8 @@ const MaxRegistrationBytes = 128 << 10
 // registrations and the operator's reads and actions, on the tasks of
 // each order database.
 type delayAPI struct {
-	c   Sourced[*delay.Client]
-	log *slog.Logger
+	c Sourced[*delay.Client]
+	errorAnswers
 }
 
 // MountDelayTasks mounts the delayed-task routes behind the token check. c
@@ -45,7 +43,11 @@ func (s *Server) MountDelayTasks(c *delay.Client) { s.MountSourcedDelayTasks(Hom
 // database: each route takes ?source= (an order source's name; without it
 // mysql.dsn's database), the client of that database's dispatcher.
 func (s *Server) MountSourcedDelayTasks(c Sourced[*delay.Client]) {
-	a := &delayAPI{c: c, log: s.base.With("component", "api.delay_tasks")}
+	a := &delayAPI{c: c, errorAnswers: errorAnswers{log: s.base.With("component", "api.delay_tasks"), api: "delay API",
+		notFound: delay.ErrNotFound, conflict: delay.ErrConflict,
+		notFoundAnswer: func(r *http.Request) apiError {
+			return apiError{Field: "bizUuid", Error: "no task with bizUuid " + strconv.Quote(r.PathValue("bizUuid"))}
+		}}}
 	s.Handle("POST /api/delay-tasks", http.HandlerFunc(a.register))
 	s.Handle("GET /api/delay-tasks", http.HandlerFunc(a.list))
 	s.Handle("GET /api/delay-tasks/stats", http.HandlerFunc(a.stats))
@@ -65,44 +67,12 @@ type RegisterRequest struct {
 	MaxRetry    *int            `json:"maxRetry,omitempty"`
 }
 
-// errorBody is every error answer: what is wrong, and with which field.
-type errorBody struct {
-	Error string      `json:"error"`
-	Field string      `json:"field,omitempty"`
-	Task  *delay.Task `json:"task,omitempty"`
-}
-
-func writeErr(w http.ResponseWriter, status int, field, msg string) {
-	WriteJSON(w, status, errorBody{Error: msg, Field: field})
-}
-
-// fail maps a Client error to an answer.
-func (a *delayAPI) fail(w http.ResponseWriter, r *http.Request, t *delay.Task, err error) {
-	var inv *delay.InvalidError
-	var src *oplist.InvalidInputError
-	switch {
-	case errors.As(err, &inv):
-		writeErr(w, http.StatusBadRequest, inv.Field, inv.Error())
-	case errors.As(err, &src):
-		writeErr(w, http.StatusBadRequest, src.Field, src.Error())
-	case errors.Is(err, delay.ErrNotFound):
-		writeErr(w, http.StatusNotFound, "bizUuid", "no task with bizUuid "+strconv.Quote(r.PathValue("bizUuid")))
-	case errors.Is(err, delay.ErrConflict):
-		WriteJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Task: t})
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client went away; nobody reads the answer.
-	default:
-		a.log.ErrorContext(r.Context(), "delay API", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeErr(w, http.StatusInternalServerError, "", "internal error; see the executor log")
-	}
-}
-
 // client is the client of the request's ?source=; false when it answered
 // that the source is unknown.
 func (a *delayAPI) client(w http.ResponseWriter, r *http.Request) (*delay.Client, bool) {
 	c, err := a.c.pick(r)
 	if err != nil {
-		a.fail(w, r, nil, err)
+		a.fail(w, r, err)
 		return nil, false
 	}
 	return c, true
@@ -121,12 +91,12 @@ func (a *delayAPI) register(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusRequestEntityTooLarge
 			err = fmt.Errorf("body is larger than %d bytes", tooBig.Limit)
 		}
-		writeErr(w, status, field, err.Error())
+		WriteJSON(w, status, apiError{Error: err.Error(), Field: field})
 		return
 	}
 	t, created, err := c.Register(r.Context(), reg)
 	if err != nil {
-		a.fail(w, r, nil, err)
+		a.fail(w, r, err)
 		return
 	}
 	status := http.StatusOK
@@ -217,43 +187,25 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 	return reg, "", nil
 }
 
-func (a *delayAPI) get(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.client(w, r)
-	if !ok {
-		return
+// onTask answers with what act returns for the task of the path's
+// bizUuid, in the database of ?source=.
+func (a *delayAPI) onTask(w http.ResponseWriter, r *http.Request, act func(*delay.Client, context.Context, string) (*delay.Task, error)) {
+	c, err := a.c.pick(r)
+	var t *delay.Task
+	if err == nil {
+		t, err = act(c, r.Context(), r.PathValue("bizUuid"))
 	}
-	t, err := c.Get(r.Context(), r.PathValue("bizUuid"))
-	if err != nil {
-		a.fail(w, r, nil, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, t)
+	a.reply(w, r, t, err, apiError{Task: t})
 }
 
+func (a *delayAPI) get(w http.ResponseWriter, r *http.Request) { a.onTask(w, r, (*delay.Client).Get) }
+
 func (a *delayAPI) cancel(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.client(w, r)
-	if !ok {
-		return
-	}
-	t, err := c.Cancel(r.Context(), r.PathValue("bizUuid"))
-	if err != nil {
-		a.fail(w, r, t, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, t)
+	a.onTask(w, r, (*delay.Client).Cancel)
 }
 
 func (a *delayAPI) requeue(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.client(w, r)
-	if !ok {
-		return
-	}
-	t, err := c.Requeue(r.Context(), r.PathValue("bizUuid"))
-	if err != nil {
-		a.fail(w, r, t, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, t)
+	a.onTask(w, r, (*delay.Client).Requeue)
 }
 
 // listAnswer is GET /api/delay-tasks: tasks newest first, and the "before"
@@ -269,57 +221,26 @@ func (a *delayAPI) list(w http.ResponseWriter, r *http.Request) {
 		switch k {
 		case "status", "handler", "before", "limit", "source":
 		default:
-			writeErr(w, http.StatusBadRequest, k, fmt.Sprintf("unknown query parameter %q (status, handler, before, limit, source)", k))
+			WriteJSON(w, http.StatusBadRequest, apiError{Field: k,
+				Error: fmt.Sprintf("unknown query parameter %q (status, handler, before, limit, source)", k)})
 			return
 		}
-	}
-	c, ok := a.client(w, r)
-	if !ok {
-		return
 	}
 	f := delay.ListFilter{Status: delay.Status(strings.ToUpper(q.Get("status"))), Handler: q.Get("handler")}
-	if v := q.Get("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			writeErr(w, http.StatusBadRequest, "before", fmt.Sprintf("before %q is not a non-negative integer", v))
-			return
-		}
-		f.BeforeID = n
+	c, err := a.c.pick(r)
+	if err == nil {
+		f.BeforeID, f.Limit, err = pageParams(q)
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("limit %q is not a positive integer", v))
-			return
-		}
-		f.Limit = n
+	var tasks []*delay.Task
+	if err == nil {
+		tasks, err = c.List(r.Context(), f)
 	}
-	tasks, err := c.List(r.Context(), f)
-	if err != nil {
-		a.fail(w, r, nil, err)
-		return
-	}
-	ans := listAnswer{Tasks: tasks}
-	if f.Limit == 0 {
-		f.Limit = 50
-	}
-	if len(tasks) == f.Limit {
-		ans.NextBefore = tasks[len(tasks)-1].ID
-	}
-	WriteJSON(w, http.StatusOK, ans)
+	ans := listAnswer{Tasks: tasks, NextBefore: nextBefore(tasks, f.Limit, func(t *delay.Task) int64 { return t.ID })}
+	a.reply(w, r, ans, err, apiError{})
 }
 
 func (a *delayAPI) stats(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.client(w, r)
-	if !ok {
-		return
-	}
-	s, err := c.Stats(r.Context())
-	if err != nil {
-		a.fail(w, r, nil, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, s)
+	replyOn(w, r, a.errorAnswers, a.c, (*delay.Client).Stats)
 }
 
 func (a *delayAPI) check(w http.ResponseWriter, r *http.Request) {
@@ -329,7 +250,7 @@ func (a *delayAPI) check(w http.ResponseWriter, r *http.Request) {
 	}
 	rep, err := c.Check(r.Context())
 	if err != nil {
-		a.fail(w, r, nil, err)
+		a.fail(w, r, err)
 		return
 	}
 	status := http.StatusOK

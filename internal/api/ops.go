@@ -4,43 +4,116 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
+	"github.com/orderjob/executor/delay"
+	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-// This file holds what the operator APIs of the outbox and the refunds
-// share: error answers, paging parameters, JSON bodies.
+// This file holds what the JSON operator APIs (dead letters, delayed
+// tasks, outbox, refunds) share: error answers, paging parameters, JSON
+// bodies.
 
-// opsError is every error answer of those APIs: what is wrong, with which
-// input, and the row concerned when there is one (a conflict).
-type opsError struct {
-	Error   string `json:"error"`
-	Field   string `json:"field,omitempty"`
-	Subject any    `json:"subject,omitempty"`
+// apiError is every error answer of those APIs: what is wrong, with which
+// input, and the row a conflict concerns, under the key its API has always
+// used (deadLetter, task; subject for the outbox and the refunds).
+type apiError struct {
+	Error      string              `json:"error"`
+	Field      string              `json:"field,omitempty"`
+	DeadLetter *deadletters.Letter `json:"deadLetter,omitempty"`
+	Task       *delay.Task         `json:"task,omitempty"`
+	Subject    any                 `json:"subject,omitempty"`
 }
 
-// opsFail writes the answer for err: 400 for bad input, 404 for notFound,
-// 409 (with subject) for conflict, nothing when the client went away, 500
-// otherwise (logged).
-func opsFail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, notFound, conflict error, subject any) {
+// errorAnswers is how one of those APIs answers errors, and its logger.
+type errorAnswers struct {
+	log      *slog.Logger
+	api      string // names the API in the log line of an internal error
+	notFound error  // answered 404
+	conflict error  // answered 409
+	// notFoundAnswer is the body of the 404; nil: the error's text.
+	notFoundAnswer func(r *http.Request) apiError
+}
+
+// write answers err: 400 for bad input, 404 for notFound, 409 for conflict
+// (conflictAnswer naming the row, with the error's text), nothing when the
+// client went away, 500 otherwise (logged).
+func (e errorAnswers) write(w http.ResponseWriter, r *http.Request, err error, conflictAnswer apiError) {
+	var dinv *delay.InvalidError
 	var inv *oplist.InvalidInputError
 	switch {
+	case errors.As(err, &dinv):
+		WriteJSON(w, http.StatusBadRequest, apiError{Error: dinv.Error(), Field: dinv.Field})
 	case errors.As(err, &inv):
-		WriteJSON(w, http.StatusBadRequest, opsError{Error: inv.Msg, Field: inv.Field})
-	case notFound != nil && errors.Is(err, notFound):
-		WriteJSON(w, http.StatusNotFound, opsError{Error: err.Error()})
-	case conflict != nil && errors.Is(err, conflict):
-		WriteJSON(w, http.StatusConflict, opsError{Error: err.Error(), Subject: subject})
+		WriteJSON(w, http.StatusBadRequest, apiError{Error: inv.Msg, Field: inv.Field})
+	case e.notFound != nil && errors.Is(err, e.notFound):
+		ans := apiError{Error: err.Error()}
+		if e.notFoundAnswer != nil {
+			ans = e.notFoundAnswer(r)
+		}
+		WriteJSON(w, http.StatusNotFound, ans)
+	case e.conflict != nil && errors.Is(err, e.conflict):
+		conflictAnswer.Error = err.Error()
+		WriteJSON(w, http.StatusConflict, conflictAnswer)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
 	default:
-		log.ErrorContext(r.Context(), "operator API", "method", r.Method, "path", r.URL.Path, "err", err)
+		e.log.ErrorContext(r.Context(), e.api, "method", r.Method, "path", r.URL.Path, "err", err)
 		WriteError(w, http.StatusInternalServerError, "internal error; see the executor log")
 	}
+}
+
+// fail answers an error that concerns no row.
+func (e errorAnswers) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e.write(w, r, err, apiError{})
+}
+
+// reply answers a call: v as JSON with 200, or the answer to err
+// (conflictAnswer naming the row concerned, for a conflict).
+func (e errorAnswers) reply(w http.ResponseWriter, r *http.Request, v any, err error, conflictAnswer apiError) {
+	if err != nil {
+		e.write(w, r, err, conflictAnswer)
+		return
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
+// replyOn answers with what read returns from the view of the request's
+// ?source=.
+func replyOn[V, T any](w http.ResponseWriter, r *http.Request, e errorAnswers, views Sourced[V],
+	read func(V, context.Context) (T, error)) {
+	v, err := views.pick(r)
+	var t T
+	if err == nil {
+		t, err = read(v, r.Context())
+	}
+	e.reply(w, r, t, err, apiError{})
+}
+
+// onlyQueryParams refuses query parameters other than allowed, so a typo is an
+// error instead of an unfiltered answer.
+func onlyQueryParams(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
+	for k := range r.URL.Query() {
+		if !slices.Contains(allowed, k) {
+			WriteJSON(w, http.StatusBadRequest, apiError{Field: k,
+				Error: fmt.Sprintf("unknown query parameter %q (allowed: %v)", k, allowed)})
+			return false
+		}
+	}
+	return true
+}
+
+// invalidInput is an operator input error naming its field, as the domain
+// packages report theirs.
+func invalidInput(field, format string, args ...any) error {
+	return &oplist.InvalidInputError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // pageParams reads the "before" and "limit" query parameters (absent: 0).
@@ -56,6 +129,19 @@ func pageParams(q url.Values) (before int64, limit int, err error) {
 		}
 	}
 	return before, limit, nil
+}
+
+// nextBefore is the "before" of the page after rows, read with limit (0:
+// the default, 50): the last row's id when the page is full, 0 when it is
+// the last.
+func nextBefore[T any](rows []T, limit int, id func(T) int64) int64 {
+	if limit == 0 {
+		limit = 50
+	}
+	if len(rows) == limit {
+		return id(rows[len(rows)-1])
+	}
+	return 0
 }
 
 // readBody decodes an optional JSON body into v: empty is fine, unknown

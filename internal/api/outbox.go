@@ -1,7 +1,7 @@
 package api
 
 import (
-	"log/slog"
+	"context"
 	"net/http"
 
 	"github.com/orderjob/executor/orders/outbox"
@@ -10,8 +10,8 @@ import (
 // outboxAPI serves the outbox view (outbox.Ops) of each order database
 // as JSON.
 type outboxAPI struct {
-	o   Sourced[*outbox.Ops]
-	log *slog.Logger
+	o Sourced[*outbox.Ops]
+	errorAnswers
 }
 
 // MountOutbox mounts the outbox routes behind the token check, each on the
@@ -23,7 +23,8 @@ type outboxAPI struct {
 //	POST /api/outbox/events/{id}/requeue                                 parked → pending, due now
 //	POST /api/outbox/requeue?eventType=                                  every parked event → pending
 func (s *Server) MountOutbox(o Sourced[*outbox.Ops]) {
-	a := &outboxAPI{o: o, log: s.base.With("component", "api.outbox")}
+	a := &outboxAPI{o: o, errorAnswers: errorAnswers{log: s.base.With("component", "api.outbox"), api: "operator API",
+		notFound: outbox.ErrNotFound, conflict: outbox.ErrNotParked}}
 	s.Handle("GET /api/outbox/events", http.HandlerFunc(a.list))
 	s.Handle("GET /api/outbox/events/{id}", http.HandlerFunc(a.get))
 	s.Handle("GET /api/outbox/stats", http.HandlerFunc(a.stats))
@@ -31,87 +32,53 @@ func (s *Server) MountOutbox(o Sourced[*outbox.Ops]) {
 	s.Handle("POST /api/outbox/requeue", http.HandlerFunc(a.requeueAll))
 }
 
-func (a *outboxAPI) fail(w http.ResponseWriter, r *http.Request, err error, ev *outbox.Event) {
-	opsFail(w, r, a.log, err, outbox.ErrNotFound, outbox.ErrNotParked, ev)
-}
-
 func (a *outboxAPI) list(w http.ResponseWriter, r *http.Request) {
 	if !onlyQueryParams(w, r, "status", "eventType", "orderNo", "before", "limit", "source") {
 		return
 	}
 	q := r.URL.Query()
+	f := outbox.Filter{Status: q.Get("status"), EventType: q.Get("eventType"), OrderNo: q.Get("orderNo")}
 	o, err := a.o.pick(r)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
+	if err == nil {
+		f.BeforeID, f.Limit, err = pageParams(q)
 	}
-	before, limit, err := pageParams(q)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
+	var l outbox.List
+	if err == nil {
+		l, err = o.List(r.Context(), f)
 	}
-	l, err := o.List(r.Context(), outbox.Filter{Status: q.Get("status"), EventType: q.Get("eventType"),
-		OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	WriteJSON(w, http.StatusOK, l)
+	a.reply(w, r, l, err, apiError{})
 }
 
-// event is the event a route names: its id from the path, and the view of
+// onEvent runs act on the event a route names: its id from the path, in
 // the database of ?source=.
-func (a *outboxAPI) event(r *http.Request) (*outbox.Ops, int64, error) {
+func (a *outboxAPI) onEvent(r *http.Request, act func(*outbox.Ops, context.Context, int64) (*outbox.Event, error)) (*outbox.Event, error) {
 	id, err := pathID(r, "id")
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	o, err := a.o.pick(r)
-	return o, id, err
+	if err != nil {
+		return nil, err
+	}
+	return act(o, r.Context(), id)
 }
 
 func (a *outboxAPI) get(w http.ResponseWriter, r *http.Request) {
-	o, id, err := a.event(r)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	ev, err := o.Get(r.Context(), id)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	WriteJSON(w, http.StatusOK, ev)
+	ev, err := a.onEvent(r, (*outbox.Ops).Get)
+	a.reply(w, r, ev, err, apiError{})
 }
 
 func (a *outboxAPI) stats(w http.ResponseWriter, r *http.Request) {
-	o, err := a.o.pick(r)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	s, err := o.Stats(r.Context())
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	WriteJSON(w, http.StatusOK, s)
+	replyOn(w, r, a.errorAnswers, a.o, (*outbox.Ops).Stats)
 }
 
 func (a *outboxAPI) requeue(w http.ResponseWriter, r *http.Request) {
-	o, id, err := a.event(r)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
+	ev, err := a.onEvent(r, (*outbox.Ops).Requeue)
+	if err == nil {
+		a.log.InfoContext(r.Context(), "outbox event requeued", append([]any{"outbox_id", ev.ID, "order_no", ev.OrderNo,
+			"event_type", ev.EventType}, logSource(r)...)...)
 	}
-	ev, err := o.Requeue(r.Context(), id)
-	if err != nil {
-		a.fail(w, r, err, ev)
-		return
-	}
-	a.log.InfoContext(r.Context(), "outbox event requeued", append([]any{"outbox_id", ev.ID, "order_no", ev.OrderNo,
-		"event_type", ev.EventType}, logSource(r)...)...)
-	WriteJSON(w, http.StatusOK, ev)
+	a.reply(w, r, ev, err, apiError{Subject: ev})
 }
 
 func (a *outboxAPI) requeueAll(w http.ResponseWriter, r *http.Request) {
@@ -119,15 +86,12 @@ func (a *outboxAPI) requeueAll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o, err := a.o.pick(r)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
+	var n int
+	if err == nil {
+		n, err = o.RequeueParked(r.Context(), r.URL.Query().Get("eventType"))
 	}
-	n, err := o.RequeueParked(r.Context(), r.URL.Query().Get("eventType"))
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
+	if err == nil {
+		a.log.InfoContext(r.Context(), "parked outbox events requeued", append([]any{"num_requeued", n}, logSource(r)...)...)
 	}
-	a.log.InfoContext(r.Context(), "parked outbox events requeued", append([]any{"num_requeued", n}, logSource(r)...)...)
-	WriteJSON(w, http.StatusOK, outbox.RequeueResult{Requeued: n})
+	a.reply(w, r, outbox.RequeueResult{Requeued: n}, err, apiError{})
 }

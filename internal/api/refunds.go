@@ -1,7 +1,6 @@
 package api
 
 import (
-	"log/slog"
 	"net/http"
 
 	"github.com/orderjob/executor/orders/refunds"
@@ -9,8 +8,8 @@ import (
 
 // refundAPI serves the refunds view (refunds.Ops) as JSON.
 type refundAPI struct {
-	r   *refunds.Ops
-	log *slog.Logger
+	r *refunds.Ops
+	errorAnswers
 }
 
 // MountRefunds mounts the refund routes behind the token check:
@@ -20,15 +19,12 @@ type refundAPI struct {
 //	GET  /api/refunds/{paymentId}                                    one
 //	POST /api/refunds/{paymentId}/refunded   {"note": "..."}   record the refund, by the caller ("api")
 func (s *Server) MountRefunds(r *refunds.Ops) {
-	a := &refundAPI{r: r, log: s.base.With("component", "api.refunds")}
+	a := &refundAPI{r: r, errorAnswers: errorAnswers{log: s.base.With("component", "api.refunds"), api: "operator API",
+		notFound: refunds.ErrNotFound, conflict: refunds.ErrDone}}
 	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
 	s.Handle("GET /api/refunds/summary", http.HandlerFunc(a.summary))
 	s.Handle("GET /api/refunds/{paymentId}", http.HandlerFunc(a.get))
 	s.Handle("POST /api/refunds/{paymentId}/refunded", http.HandlerFunc(a.refunded))
-}
-
-func (a *refundAPI) fail(w http.ResponseWriter, r *http.Request, err error, p *refunds.Conflict) {
-	opsFail(w, r, a.log, err, refunds.ErrNotFound, refunds.ErrDone, p)
 }
 
 func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {
@@ -37,34 +33,21 @@ func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	before, limit, err := pageParams(q)
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
+	var l refunds.Listing
+	if err == nil {
+		l, err = a.r.List(r.Context(), refunds.Filter{Status: q.Get("status"), OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
 	}
-	l, err := a.r.List(r.Context(), refunds.Filter{Status: q.Get("status"), OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	WriteJSON(w, http.StatusOK, l)
+	a.reply(w, r, l, err, apiError{})
 }
 
 func (a *refundAPI) summary(w http.ResponseWriter, r *http.Request) {
 	s, err := a.r.Owed(r.Context())
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	WriteJSON(w, http.StatusOK, s)
+	a.reply(w, r, s, err, apiError{})
 }
 
 func (a *refundAPI) get(w http.ResponseWriter, r *http.Request) {
 	p, err := a.r.Get(r.Context(), r.PathValue("paymentId"))
-	if err != nil {
-		a.fail(w, r, err, nil)
-		return
-	}
-	WriteJSON(w, http.StatusOK, p)
+	a.reply(w, r, p, err, apiError{})
 }
 
 // refundNote is the body of POST /api/refunds/{paymentId}/refunded: a note.
@@ -78,19 +61,17 @@ type refundNote struct {
 func (a *refundAPI) refunded(w http.ResponseWriter, r *http.Request) {
 	var body refundNote
 	if err := readBody(r, &body); err != nil {
-		a.fail(w, r, err, nil)
+		a.fail(w, r, err)
 		return
 	}
 	by := Caller(r.Context())
 	if body.By != "" && body.By != by {
-		a.fail(w, r, invalidInput("by", "by %q: the refund is recorded as the authenticated caller (%q); leave by out", body.By, by), nil)
+		a.fail(w, r, invalidInput("by", "by %q: the refund is recorded as the authenticated caller (%q); leave by out", body.By, by))
 		return
 	}
 	p, err := a.r.MarkRefunded(r.Context(), r.PathValue("paymentId"), body.Note, by)
-	if err != nil {
-		a.fail(w, r, err, p)
-		return
+	if err == nil {
+		a.log.InfoContext(r.Context(), "refund recorded", "payment_id", p.PaymentID, "order_no", p.OrderNo, "amount", p.Amount, "by", p.RefundedBy)
 	}
-	a.log.InfoContext(r.Context(), "refund recorded", "payment_id", p.PaymentID, "order_no", p.OrderNo, "amount", p.Amount, "by", p.RefundedBy)
-	WriteJSON(w, http.StatusOK, p)
+	a.reply(w, r, p, err, apiError{Subject: p})
 }

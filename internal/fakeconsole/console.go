@@ -120,6 +120,7 @@ type Console struct {
 	srv  *httptest.Server
 	opts Options
 	ctx  string // context path
+	names
 
 	mu       sync.Mutex
 	groups   []*Group
@@ -151,6 +152,7 @@ func New(t testing.TB, opts Options) *Console {
 	if opts.Version == V24 {
 		c.ctx = "/xxl-job-admin"
 	}
+	c.names = namesOf(opts.Version)
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(c.srv.Close)
 	return c
@@ -299,34 +301,20 @@ func (c *Console) Logins() int {
 	return c.logins
 }
 
-// titleKey and descKey name the group title and the job description, both
-// renamed "name" on the branch after 3.4.
-func (c *Console) titleKey() string {
-	if c.opts.Version == VMain {
-		return "name"
-	}
-	return "title"
-}
+// names are what a version calls the group title and the job
+// description (both renamed "name" on the branch after 3.4), its session
+// cookie and its login path (2.4's own).
+type names struct{ titleKey, descKey, cookieName, loginPath string }
 
-func (c *Console) descKey() string {
-	if c.opts.Version == VMain {
-		return "name"
+func namesOf(v Version) names {
+	n := names{titleKey: "title", descKey: "jobDesc", cookieName: "xxl_job_login_token", loginPath: "/auth/doLogin"}
+	switch v {
+	case V24:
+		n.cookieName, n.loginPath = "XXL_JOB_LOGIN_IDENTITY", "/login"
+	case VMain:
+		n.titleKey, n.descKey = "name", "name"
 	}
-	return "jobDesc"
-}
-
-func (c *Console) cookieName() string {
-	if c.opts.Version == V24 {
-		return "XXL_JOB_LOGIN_IDENTITY"
-	}
-	return "xxl_job_login_token"
-}
-
-func (c *Console) loginPath() string {
-	if c.opts.Version == V24 {
-		return "/login"
-	}
-	return "/auth/doLogin"
+	return n
 }
 
 // serve routes one request.
@@ -347,12 +335,12 @@ func (c *Console) serve(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	authed := false
-	if ck, err := r.Cookie(c.cookieName()); err == nil {
+	if ck, err := r.Cookie(c.cookieName); err == nil {
 		authed = c.tokens[ck.Value]
 	}
 	c.requests = append(c.requests, Request{Path: path, Form: r.Form, Authed: authed})
 
-	if path == c.loginPath() {
+	if path == c.loginPath {
 		if r.Method != http.MethodPost {
 			http.Error(w, "Request method 'GET' not supported", http.StatusMethodNotAllowed)
 			return
@@ -407,7 +395,7 @@ func (c *Console) login(w http.ResponseWriter, form url.Values) {
 	c.tokens[token] = true
 	c.issued = append(c.issued, token)
 	c.logins++
-	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: token, Path: "/", HttpOnly: true})
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName, Value: token, Path: "/", HttpOnly: true})
 	msg := any(nil)
 	if c.opts.Version != V24 {
 		msg = "Success"

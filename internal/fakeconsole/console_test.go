@@ -51,7 +51,7 @@ func (tc *testClient) post(path string, form url.Values) (reply, map[string]any)
 
 func (tc *testClient) login() {
 	tc.t.Helper()
-	_, m := tc.post(tc.c.loginPath(), url.Values{"userName": {"admin"}, "password": {"123456"}})
+	_, m := tc.post(tc.c.loginPath, url.Values{"userName": {"admin"}, "password": {"123456"}})
 	require.EqualValues(tc.t, 200, m["code"])
 }
 

@@ -13,7 +13,7 @@ func (c *Console) groupJSON(g *Group) map[string]any {
 	if g.AddressList != "" {
 		reg = strings.Split(g.AddressList, ",")
 	}
-	m := map[string]any{"id": g.ID, "appname": g.AppName, c.titleKey(): g.Title, "addressType": g.AddressType,
+	m := map[string]any{"id": g.ID, "appname": g.AppName, c.titleKey: g.Title, "addressType": g.AddressType,
 		"addressList": nullIfEmpty(g.AddressList), "registryList": reg, "updateTime": c.stamp()}
 	if c.opts.Version == VMain {
 		m["accessToken"] = nullIfEmpty(g.AccessToken)
@@ -24,7 +24,7 @@ func (c *Console) groupJSON(g *Group) map[string]any {
 func (c *Console) groupList(w http.ResponseWriter, form url.Values) {
 	p := c.params(w, form, "/jobgroup/pageList")
 	offset, size := p.page()
-	appname, title := p.str("appname"), p.str(c.titleKey())
+	appname, title := p.str("appname"), p.str(c.titleKey)
 	if p.err {
 		return
 	}
@@ -65,7 +65,7 @@ func (c *Console) groupSave(w http.ResponseWriter, form url.Values, update bool)
 	if p.err {
 		return
 	}
-	appname, title, list := form.Get("appname"), form.Get(c.titleKey()), form.Get("addressList")
+	appname, title, list := form.Get("appname"), form.Get(c.titleKey), form.Get("addressList")
 	token := form.Get("accessToken") // bound on the branch after 3.4, an unknown field before
 	dup := slices.ContainsFunc(c.groups, func(g *Group) bool { return g.AppName == appname })
 	switch {

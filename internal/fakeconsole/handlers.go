@@ -139,7 +139,7 @@ func (c *Console) job(id int) *Job {
 
 func (c *Console) jobJSON(j *Job) map[string]any {
 	return map[string]any{
-		"id": j.ID, "jobGroup": j.JobGroup, c.descKey(): j.JobDesc, "addTime": c.stamp(), "updateTime": c.stamp(),
+		"id": j.ID, "jobGroup": j.JobGroup, c.descKey: j.JobDesc, "addTime": c.stamp(), "updateTime": c.stamp(),
 		"author": j.Author, "alarmEmail": nullIfEmpty(j.AlarmEmail), "scheduleType": j.ScheduleType,
 		"scheduleConf": j.ScheduleConf, "misfireStrategy": j.MisfireStrategy,
 		"executorRouteStrategy": j.ExecutorRouteStrategy, "executorHandler": j.ExecutorHandler,
@@ -156,7 +156,7 @@ func (c *Console) jobList(w http.ResponseWriter, form url.Values) {
 	offset, size := p.page()
 	group := p.int("jobGroup", true, 0)
 	status := p.int("triggerStatus", true, 0)
-	desc, handler, author := p.str(c.descKey()), p.str("executorHandler"), p.str("author")
+	desc, handler, author := p.str(c.descKey), p.str("executorHandler"), p.str("author")
 	if p.err {
 		return
 	}
@@ -192,7 +192,7 @@ func (c *Console) jobSave(w http.ResponseWriter, form url.Values, update bool) {
 		return
 	}
 	s := form.Get
-	j.JobDesc, j.Author, j.AlarmEmail = s(c.descKey()), s("author"), s("alarmEmail")
+	j.JobDesc, j.Author, j.AlarmEmail = s(c.descKey), s("author"), s("alarmEmail")
 	j.ScheduleType, j.ScheduleConf, j.MisfireStrategy = s("scheduleType"), s("scheduleConf"), s("misfireStrategy")
 	j.ExecutorRouteStrategy, j.ExecutorHandler, j.ExecutorParam = s("executorRouteStrategy"), s("executorHandler"), s("executorParam")
 	j.ExecutorBlockStrategy, j.ChildJobID, j.GlueType = s("executorBlockStrategy"), s("childJobId"), s("glueType")
