@@ -197,13 +197,16 @@ func (t *RabbitMQTimer) markLoop(ctx context.Context) {
 		}
 		batch = batch[:0]
 	}
+	add := func(ctx context.Context, e timerEntry) {
+		batch = append(batch, e)
+		if len(batch) >= most {
+			flush(ctx)
+		}
+	}
 	for {
 		select {
 		case e := <-t.marks:
-			batch = append(batch, e)
-			if len(batch) >= most {
-				flush(ctx)
-			}
+			add(ctx, e)
 		case <-tick.C:
 			flush(ctx)
 			// Hops are planned on the database clock; keep its estimate
@@ -215,10 +218,7 @@ func (t *RabbitMQTimer) markLoop(ctx context.Context) {
 			for {
 				select {
 				case e := <-t.marks:
-					batch = append(batch, e)
-					if len(batch) >= most {
-						flush(fctx)
-					}
+					add(fctx, e)
 				default:
 					flush(fctx)
 					return

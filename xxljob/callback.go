@@ -255,19 +255,10 @@ func (c *callbacker) reportSpool() {
 // spoolLoop retries the spool at start, every interval and when nudged,
 // until stop closes.
 func (c *callbacker) spoolLoop(ctx context.Context, stop <-chan struct{}) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		case <-c.nudge:
-			t.Stop()
-		}
+	repeat(stop, c.nudge, c.interval, func() bool {
 		c.retrySpool(ctx, stop)
-		t.Reset(c.interval)
-	}
+		return true
+	})
 }
 
 // retrySpool re-sends results waiting on disk, oldest first, and stops at

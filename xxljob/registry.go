@@ -20,18 +20,11 @@ func (e *Executor) registryParam() registryParam {
 // the admin forgets an executor 90 s after its last successful beat.
 func (e *Executor) registryLoop(ctx context.Context) {
 	log := e.cfg.Logger.With("component", "xxljob.registry")
-	t := time.NewTimer(0)
-	defer t.Stop()
 	failing, ok := false, false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	repeat(ctx.Done(), nil, e.cfg.RegistryInterval, func() bool {
 		err := e.client.post(ctx, adminRegistry, e.registryParam())
 		if ctx.Err() != nil {
-			return // interrupted by Shutdown: not a failure worth reporting
+			return false // interrupted by Shutdown: not a failure worth reporting
 		}
 		e.obs.Registered(err)
 		var ae *adminError
@@ -53,8 +46,8 @@ func (e *Executor) registryLoop(ctx context.Context) {
 			e.callback.signal(e.callback.nudge) // an admin answers: deliver what waits on disk now
 		}
 		failing, ok = err != nil, ok || err == nil
-		t.Reset(e.cfg.RegistryInterval)
-	}
+		return true
+	})
 }
 
 // cleanupInterval is how often cleanupLoop removes old run log folders.
@@ -67,20 +60,34 @@ func (e *Executor) cleanupLoop(ctx context.Context, stop <-chan struct{}) {
 		return
 	}
 	log := e.cfg.Logger.With("component", "xxljob.logcleanup")
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
+	repeat(stop, nil, cleanupInterval, func() bool {
 		n, err := e.logs.cleanup(time.Now(), e.cfg.LogRetentionDays)
 		if err != nil {
 			log.ErrorContext(ctx, "run log cleanup", "num_deleted", n, "error", err)
 		} else if n > 0 {
 			log.InfoContext(ctx, "run log cleanup", "num_deleted", n, "retention_days", e.cfg.LogRetentionDays)
 		}
-		t.Reset(cleanupInterval)
+		return true
+	})
+}
+
+// repeat calls run at once, then interval after each call, and at once
+// when nudge receives (a nil nudge never does), until done closes or run
+// returns false.
+func repeat(done, nudge <-chan struct{}, interval time.Duration, run func() bool) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		case <-nudge:
+			t.Stop()
+		}
+		if !run() {
+			return
+		}
+		t.Reset(interval)
 	}
 }

@@ -150,19 +150,17 @@ func (e *Executor) beat([]byte) returnT {
 	return e.wire.get().ok()
 }
 
-// idleBeat answers BUSYOVER routing; it fails while draining, like beat.
+// idleBeat answers BUSYOVER routing: beat's answer (a failure while
+// draining), or a failure while the job runs.
 func (e *Executor) idleBeat(body []byte) returnT {
 	p, err := decodeJobID(body)
 	if err != nil {
 		return failure(msgRequestError(err))
 	}
-	if e.draining.Load() {
-		return failure(msgDraining)
+	if rt := e.beat(nil); rt.Code != CodeSuccess || !e.runner.busy(p.JobID) {
+		return rt
 	}
-	if e.runner.busy(p.JobID) {
-		return failure(msgBusy)
-	}
-	return e.wire.get().ok()
+	return failure(msgBusy)
 }
 
 func (e *Executor) run(body []byte) returnT {

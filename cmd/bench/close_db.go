@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orderjob/executor/internal/app"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/sql/migrations"
 )
@@ -49,10 +50,7 @@ func newBenchDBs(ctx context.Context, serverDSN string) (*benchDBs, error) {
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := admin.PingContext(pctx); err != nil {
-		admin.Close()
+	if err := app.PingOrClose(ctx, admin); err != nil {
 		return nil, fmt.Errorf("MySQL at %s does not answer: %w", cfg.Addr, err)
 	}
 	b := make([]byte, 4)

@@ -68,13 +68,22 @@ func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := PingOrClose(ctx, db); err != nil {
+		return nil, fmt.Errorf("mysql: ping: %w", err)
+	}
+	return db, nil
+}
+
+// PingOrClose checks that db answers within 10 s, and closes it when it
+// does not, so a caller giving up on it leaks no pool.
+func PingOrClose(ctx context.Context, db *sqlx.DB) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("mysql: ping: %w", err)
+		return err
 	}
-	return db, nil
+	return nil
 }
 
 // openPool makes the pool of m's DSN and limits, without connecting.

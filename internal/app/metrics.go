@@ -69,22 +69,16 @@ func (o xxlObservers) AuthFailed(remote string) {
 	}
 }
 
-// authMetric counts the executor port's refused requests.
-type authMetric struct {
-	nopObserver
+// xxlMetrics is m's XXL-JOB observer that also counts the executor port's
+// refused requests.
+type xxlMetrics struct {
+	xxljob.Observer
 	m *metrics.Metrics
 }
 
-func (a authMetric) AuthFailed(string) { a.m.AuthFailed(metrics.SurfaceExecutor) }
+func newXXLMetrics(m *metrics.Metrics) xxlMetrics { return xxlMetrics{m.XXLJob(), m} }
 
-// nopObserver is an xxljob.Observer that hears nothing.
-type nopObserver struct{}
-
-func (nopObserver) RunStarted(string, int, int64)                      {}
-func (nopObserver) RunFinished(string, int, int64, int, time.Duration) {}
-func (nopObserver) CallbackSent(int, error)                            {}
-func (nopObserver) CallbackSpool(int)                                  {}
-func (nopObserver) Registered(error)                                   {}
+func (x xxlMetrics) AuthFailed(string) { x.m.AuthFailed(metrics.SurfaceExecutor) }
 
 func (o xxlObservers) RunStarted(handler string, jobID int, logID int64) {
 	for _, x := range o {

@@ -102,7 +102,7 @@ func serveComponents(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics
 	reg := &registryWatch{}
 	if cfg.XXL.Job.Executor.Enabled {
 		xcfg := ExecutorConfig(cfg, logger)
-		xcfg.Observer = xxlObservers{reg, m.XXLJob(), authMetric{m: m}}
+		xcfg.Observer = xxlObservers{reg, newXXLMetrics(m)}
 		if d.closer != nil {
 			xcfg.InterruptedFunc = handlers.RecordInterrupted(d.closer)
 		}

@@ -135,35 +135,31 @@ func defineRabbitMQ(m *Metrics) {
 }
 
 // WatchRabbitMQTimer exports the RabbitMQ timer's state and totals, read
-// at each scrape (no broker round trip).
+// at each scrape (no broker round trip), all from one snapshot.
 func (m *Metrics) WatchRabbitMQTimer(t *delay.RabbitMQTimer) {
-	gauge := func(name, help string, f func(delay.RabbitMQStats) float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(t.Stats()) })
-	}
-	counter := func(name, help string, f func(delay.RabbitMQStats) int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(t.Stats())) })
-	}
-	m.reg.MustRegister(
-		gauge(DelayRabbitMQConnected, "1 while the RabbitMQ timer's connections are up with their topology declared (the consumer's too, while the dispatcher runs).",
-			func(s delay.RabbitMQStats) float64 {
-				if s.Connected && (s.Consuming || !t.Consumes()) {
-					return 1
-				}
-				return 0
-			}),
-		gauge(DelayRabbitMQHeld, "Messages this dispatcher holds unacknowledged: due within a second, or being run.",
-			func(s delay.RabbitMQStats) float64 { return float64(s.Held) }),
-		counter(DelayRabbitMQPublishedTotal, "Delayed-task messages the broker confirmed (registrations, rescheduling, the reconciler).",
-			func(s delay.RabbitMQStats) int64 { return s.Published }),
-		counter(DelayRabbitMQRepublished, "Of those, published again by the reconciler (never confirmed, or overdue and long published).",
-			func(s delay.RabbitMQStats) int64 { return s.Republished }),
-		counter(DelayRabbitMQHopsTotal, "Messages sent on to their next delay tier.",
-			func(s delay.RabbitMQStats) int64 { return s.Hops }),
-		counter(DelayRabbitMQDuplicatesTotal, "Messages of tasks already claimed or no longer PENDING, dropped at the claim.",
-			func(s delay.RabbitMQStats) int64 { return s.Duplicates }),
-		counter(DelayRabbitMQFailuresTotal, "Publishes the broker did not confirm; their tasks wait for the reconciler.",
-			func(s delay.RabbitMQStats) int64 { return s.Failures }),
-		counter(DelayRabbitMQReconnectsTotal, "Connections to RabbitMQ re-established after a loss.",
-			func(s delay.RabbitMQStats) int64 { return s.Reconnects }),
-	)
+	gauges := descs(nil, []gaugeDef{
+		{DelayRabbitMQConnected, "1 while the RabbitMQ timer's connections are up with their topology declared (the consumer's too, while the dispatcher runs)."},
+		{DelayRabbitMQHeld, "Messages this dispatcher holds unacknowledged: due within a second, or being run."},
+	})
+	totals := descs(nil, []gaugeDef{
+		{DelayRabbitMQPublishedTotal, "Delayed-task messages the broker confirmed (registrations, rescheduling, the reconciler)."},
+		{DelayRabbitMQRepublished, "Of those, published again by the reconciler (never confirmed, or overdue and long published)."},
+		{DelayRabbitMQHopsTotal, "Messages sent on to their next delay tier."},
+		{DelayRabbitMQDuplicatesTotal, "Messages of tasks already claimed or no longer PENDING, dropped at the claim."},
+		{DelayRabbitMQFailuresTotal, "Publishes the broker did not confirm; their tasks wait for the reconciler."},
+		{DelayRabbitMQReconnectsTotal, "Connections to RabbitMQ re-established after a loss."},
+	})
+	m.reg.MustRegister(collectorFunc{descs: append(gauges, totals...), collect: func(ch chan<- prometheus.Metric) {
+		s := t.Stats()
+		connected := 0.0
+		if s.Connected && (s.Consuming || !t.Consumes()) {
+			connected = 1
+		}
+		for i, v := range [...]float64{connected, float64(s.Held)} {
+			ch <- prometheus.MustNewConstMetric(gauges[i], prometheus.GaugeValue, v)
+		}
+		for i, n := range [...]int64{s.Published, s.Republished, s.Hops, s.Duplicates, s.Failures, s.Reconnects} {
+			ch <- prometheus.MustNewConstMetric(totals[i], prometheus.CounterValue, float64(n))
+		}
+	}})
 }

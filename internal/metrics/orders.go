@@ -30,9 +30,6 @@ const (
 	OrdersConflictsTotal     = "orders_close_conflicts_total"
 )
 
-// Skip reasons, the reason label of orders_close_skipped_total.
-var skipReasons = []string{"paid", "locked", "closed", "not_due", "parked"}
-
 type orderMetrics struct {
 	scanned, closed, failed *prometheus.CounterVec
 	skipped                 *prometheus.CounterVec
@@ -49,22 +46,20 @@ type orderMetrics struct {
 }
 
 func newOrderMetrics(m *Metrics) orderMetrics {
+	// The close path's counters share their labels: the caller
+	// (handlerOf), the shard, and where the orders are.
+	closeCounter := func(name, help string) *prometheus.CounterVec {
+		return m.counterVec(name, help, "handler", "shard", "source", "table")
+	}
 	o := orderMetrics{
-		scanned: m.counterVec(OrdersScannedTotal,
-			"Due orders the close path looked at, by handler, shard, order source and table (dry runs not counted).", "handler", "shard", "source", "table"),
-		closed: m.counterVec(OrdersClosedTotal,
-			"Orders closed (stock and coupon given back), by handler, shard, order source and table.", "handler", "shard", "source", "table"),
+		scanned:     closeCounter(OrdersScannedTotal, "Due orders the close path looked at, by handler, shard, order source and table (dry runs not counted)."),
+		closed:      closeCounter(OrdersClosedTotal, "Orders closed (stock and coupon given back), by handler, shard, order source and table."),
+		tradeErrors: closeCounter(OrdersTradeErrorsTotal, "Orders left open because the payment side's close-trade call failed (order.payment.closeURL), by handler, shard, order source and table; counted within skipped reason locked."),
+		conflicts:   closeCounter(OrdersConflictsTotal, "Close transactions rolled back because other transactions held or changed their rows (deadlock, lock wait, or a Galera certification conflict), by handler, shard, order source and table; retried or skipped, never dead-lettered."),
+		failed:      closeCounter(OrdersFailedTotal, "Orders whose close failed and went to order_dead_letter, by handler, shard, order source and table."),
 		skipped: m.counterVec(OrdersSkippedTotal,
 			"Orders looked at and left as they are, by handler, shard, order source and table, and reason: paid (paid first), locked (lock held elsewhere, Redis failing or lease lost), closed (closed by someone else), not_due, parked (dead letter parked).",
 			"handler", "shard", "source", "table", "reason"),
-		tradeErrors: m.counterVec(OrdersTradeErrorsTotal,
-			"Orders left open because the payment side's close-trade call failed (order.payment.closeURL), by handler, shard, order source and table; counted within skipped reason locked.",
-			"handler", "shard", "source", "table"),
-		conflicts: m.counterVec(OrdersConflictsTotal,
-			"Close transactions rolled back because other transactions held or changed their rows (deadlock, lock wait, or a Galera certification conflict), by handler, shard, order source and table; retried or skipped, never dead-lettered.",
-			"handler", "shard", "source", "table"),
-		failed: m.counterVec(OrdersFailedTotal,
-			"Orders whose close failed and went to order_dead_letter, by handler, shard, order source and table.", "handler", "shard", "source", "table"),
 		lateness: m.histogramVec(OrdersLatenessSeconds,
 			"Time from an order's payment deadline to its close, on the database clock, by handler.",
 			[]float64{.1, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}, "handler"),
@@ -187,8 +182,10 @@ func (ob orderObserver) ClosePage(ctx context.Context, p orders.PageReport) {
 	o.scanned.WithLabelValues(l...).Add(float64(p.Scanned))
 	o.closed.WithLabelValues(l...).Add(float64(p.Closed))
 	o.failed.WithLabelValues(l...).Add(float64(p.DeadLettered))
-	for i, n := range [...]int{p.SkippedPaid, p.SkippedLocked, p.SkippedClosed, p.SkippedNotDue, p.SkippedParked} {
-		o.skipped.WithLabelValues(append(l, skipReasons[i])...).Add(float64(n))
+	skipped := [...]labelled{{"paid", p.SkippedPaid}, {"locked", p.SkippedLocked}, {"closed", p.SkippedClosed},
+		{"not_due", p.SkippedNotDue}, {"parked", p.SkippedParked}}
+	for _, s := range skipped {
+		o.skipped.WithLabelValues(append(l, s.label)...).Add(float64(s.n))
 	}
 	if p.TradeErrors > 0 {
 		o.tradeErrors.WithLabelValues(l...).Add(float64(p.TradeErrors))

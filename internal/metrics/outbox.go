@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"context"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orderjob/executor/orders/outbox"
@@ -17,9 +15,6 @@ const (
 	OutboxClaimsLostTotal  = "orders_outbox_claims_lost_total"
 	OutboxPassErrorsTotal  = "orders_outbox_pass_errors_total"
 )
-
-// outboxResults are the result label values of orders_outbox_deliveries_total.
-var outboxResults = []string{"delivered", "failed", "released", "superseded", "parked"}
 
 // WatchRelay exports the delivery totals of r, the relay of the order
 // source named source ("default" without order.sources), and samples its
@@ -39,30 +34,21 @@ func (m *Metrics) WatchRelay(source string, r *outbox.Relay) {
 		nil, src)
 	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{deliveries, claimsLost, passErrors}, collect: func(ch chan<- prometheus.Metric) {
 		s := r.Stats()
-		for i, n := range [...]int{s.Delivered, s.Failed, s.Released, s.Superseded, s.Parked} {
-			ch <- prometheus.MustNewConstMetric(deliveries, prometheus.CounterValue, float64(n), outboxResults[i])
+		results := [...]labelled{{"delivered", s.Delivered}, {"failed", s.Failed}, {"released", s.Released},
+			{"superseded", s.Superseded}, {"parked", s.Parked}}
+		for _, d := range results {
+			ch <- prometheus.MustNewConstMetric(deliveries, prometheus.CounterValue, float64(d.n), d.label)
 		}
 		ch <- prometheus.MustNewConstMetric(claimsLost, prometheus.CounterValue, float64(s.ClaimsLost))
 		ch <- prometheus.MustNewConstMetric(passErrors, prometheus.CounterValue, float64(s.PassErrors))
 	}})
-	pending := prometheus.NewDesc(OutboxPending,
-		"Outbox events not yet delivered to the inventory and coupon services, all relays' (sampled).", nil, src)
-	oldest := prometheus.NewDesc(OutboxOldestPendingAge,
-		"How long ago the oldest undelivered outbox event was written (0: none; sampled).", nil, src)
-	parked := prometheus.NewDesc(OutboxParked,
-		"Outbox events the relays stopped trying (a permanent answer, or outbox.maxAttempts failures): an operator must look and requeue (sampled).", nil, src)
-	m.reg.MustRegister(m.newSampler(outboxSampler(source), m.cfg.SampleInterval, []*prometheus.Desc{pending, oldest, parked},
-		func(ctx context.Context) ([]prometheus.Metric, error) {
-			b, err := r.Backlog(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return []prometheus.Metric{
-				prometheus.MustNewConstMetric(pending, prometheus.GaugeValue, float64(b.Pending)),
-				prometheus.MustNewConstMetric(oldest, prometheus.GaugeValue, b.OldestAge.Seconds()),
-				prometheus.MustNewConstMetric(parked, prometheus.GaugeValue, float64(b.Parked)),
-			}, nil
-		}))
+	m.reg.MustRegister(gaugeSampler(m, outboxSampler(source), src, []gaugeDef{
+		{OutboxPending, "Outbox events not yet delivered to the inventory and coupon services, all relays' (sampled)."},
+		{OutboxOldestPendingAge, "How long ago the oldest undelivered outbox event was written (0: none; sampled)."},
+		{OutboxParked, "Outbox events the relays stopped trying (a permanent answer, or outbox.maxAttempts failures): an operator must look and requeue (sampled)."},
+	}, r.Backlog, func(b outbox.Backlog) []float64 {
+		return []float64{float64(b.Pending), b.OldestAge.Seconds(), float64(b.Parked)}
+	}))
 }
 
 // outboxSampler names the backlog sampler of source's relay in
@@ -73,6 +59,12 @@ func outboxSampler(source string) string {
 		return "outbox"
 	}
 	return "outbox:" + source
+}
+
+// labelled is a count with the label value it is exported under.
+type labelled struct {
+	label string
+	n     int
 }
 
 // collectorFunc is a prometheus.Collector made of its descriptions and a

@@ -80,3 +80,35 @@ func (s *sampler) Collect(ch chan<- prometheus.Metric) {
 		ch <- m
 	}
 }
+
+// gaugeDef names and explains one sampled series.
+type gaugeDef struct{ name, help string }
+
+// descs makes the descriptions of defs, unlabelled but for labels.
+func descs(labels prometheus.Labels, defs []gaugeDef) []*prometheus.Desc {
+	out := make([]*prometheus.Desc, len(defs))
+	for i, d := range defs {
+		out[i] = prometheus.NewDesc(d.name, d.help, nil, labels)
+	}
+	return out
+}
+
+// gaugeSampler is a sampler, every SampleInterval, of the unlabelled gauges
+// defs (but for labels): read fetches a snapshot S, values gives the
+// gauges' values from it in the order of defs.
+func gaugeSampler[S any](m *Metrics, name string, labels prometheus.Labels, defs []gaugeDef,
+	read func(context.Context) (S, error), values func(S) []float64) *sampler {
+	ds := descs(labels, defs)
+	return m.newSampler(name, m.cfg.SampleInterval, ds, func(ctx context.Context) ([]prometheus.Metric, error) {
+		s, err := read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		vs := values(s)
+		out := make([]prometheus.Metric, len(ds))
+		for i, d := range ds {
+			out[i] = prometheus.MustNewConstMetric(d, prometheus.GaugeValue, vs[i])
+		}
+		return out, nil
+	})
+}

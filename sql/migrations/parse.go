@@ -134,27 +134,22 @@ func parseCreateTable(sql string, toks []token) (statement, error) {
 	}
 	st.Table = identLower(toks[i])
 	t := &table{Name: st.Table}
-	for _, part := range splitTop(toks[i+1].text) {
-		ptoks := tokenize(part)
-		if len(ptoks) == 0 {
-			continue
-		}
+	err := t.readDefs(toks[i+1].text, func(ptoks []token) (bool, error) {
 		switch keyword(ptoks[0]) {
 		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
 			idx, err := parseIndexDef(ptoks)
 			if err != nil {
-				return st, fmt.Errorf("table %s: %w", st.Table, err)
+				return false, err
 			}
 			t.Indexes = append(t.Indexes, idx)
+			return false, nil
 		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PERIOD":
-			return st, fmt.Errorf("table %s: %s definitions are not supported by the migrator", st.Table, keyword(ptoks[0]))
-		default:
-			c, err := parseColumn(part)
-			if err != nil {
-				return st, fmt.Errorf("table %s: %w", st.Table, err)
-			}
-			t.Columns = append(t.Columns, c)
+			return false, fmt.Errorf("%s definitions are not supported by the migrator", keyword(ptoks[0]))
 		}
+		return true, nil
+	})
+	if err != nil {
+		return st, err
 	}
 	st.Options = strings.TrimSpace(sql[toks[i+1].end:])
 	st.Create = t
@@ -180,27 +175,46 @@ func parseLiveTable(create string) (*table, error) {
 			t.Engine = toks[k+2].text
 		}
 	}
-	for _, part := range splitTop(toks[i+2].text) {
+	err := t.readDefs(toks[i+2].text, func(ptoks []token) (bool, error) {
+		switch keyword(ptoks[0]) {
+		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
+			if idx, ok := parseLiveIndex(ptoks); ok {
+				t.Indexes = append(t.Indexes, idx)
+			}
+			return false, nil
+		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PERIOD", "VECTOR":
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// readDefs reads the definitions in group, a CREATE TABLE's parenthesised
+// list, into t. def sees each definition's tokens first: it takes an index
+// (or refuses what it does not support) and reports whether the definition
+// is a column, which readDefs then parses. Errors name the table.
+func (t *table) readDefs(group string, def func(ptoks []token) (isColumn bool, err error)) error {
+	for _, part := range splitTop(group) {
 		ptoks := tokenize(part)
 		if len(ptoks) == 0 {
 			continue
 		}
-		switch keyword(ptoks[0]) {
-		case "PRIMARY", "UNIQUE", "KEY", "INDEX":
-			idx, ok := parseLiveIndex(ptoks)
-			if ok {
-				t.Indexes = append(t.Indexes, idx)
+		isColumn, err := def(ptoks)
+		if err == nil && isColumn {
+			var c column
+			if c, err = parseColumn(part); err == nil {
+				t.Columns = append(t.Columns, c)
 			}
-		case "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK", "PERIOD", "VECTOR":
-		default:
-			c, err := parseColumn(part)
-			if err != nil {
-				return nil, fmt.Errorf("table %s: %w", t.Name, err)
-			}
-			t.Columns = append(t.Columns, c)
+		}
+		if err != nil {
+			return fmt.Errorf("table %s: %w", t.Name, err)
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // parseLiveIndex reads an index line of SHOW CREATE TABLE: a name (none for

@@ -20,46 +20,49 @@ import (
 func Spooled(logPath string) (map[int64]int, error) {
 	dir := filepath.Join(logPath, "callbackspool")
 	acked := map[uint64]bool{}
-	acks, err := filepath.Glob(filepath.Join(dir, "callbacks-*.ack"))
+	err := globLines(filepath.Join(dir, "callbacks-*.ack"), func(line string) error {
+		n, err := strconv.ParseUint(line, 10, 64)
+		acked[n] = true
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	for _, a := range acks {
-		err := lines(a, func(line string) error {
-			n, err := strconv.ParseUint(line, 10, 64)
-			acked[n] = true
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	out := map[int64]int{}
-	segs, err := filepath.Glob(filepath.Join(dir, "callbacks-*.jsonl"))
+	err = globLines(filepath.Join(dir, "callbacks-*.jsonl"), func(line string) error {
+		var r struct {
+			Seq        uint64          `json:"seq"`
+			LogID      int64           `json:"logId"`
+			HandleCode int             `json:"handleCode"`
+			Start      json.RawMessage `json:"start"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return nil //nolint:nilerr // a line being written: not a result yet
+		}
+		if r.Start == nil && !acked[r.Seq] { // a run's start record is no result
+			out[r.LogID] = r.HandleCode
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for _, sg := range segs {
-		err := lines(sg, func(line string) error {
-			var r struct {
-				Seq        uint64          `json:"seq"`
-				LogID      int64           `json:"logId"`
-				HandleCode int             `json:"handleCode"`
-				Start      json.RawMessage `json:"start"`
-			}
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				return nil //nolint:nilerr // a line being written: not a result yet
-			}
-			if r.Start == nil && !acked[r.Seq] { // a run's start record is no result
-				out[r.LogID] = r.HandleCode
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	return out, nil
+}
+
+// globLines calls fn with each non-blank line of each file matching
+// pattern, in name order, and stops at its first error.
+func globLines(pattern string, fn func(string) error) error {
+	paths, err := filepath.Glob(pattern)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := lines(p, fn); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func lines(path string, fn func(string) error) error {
