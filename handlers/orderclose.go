@@ -27,10 +27,7 @@ func closeOptions(param string) (orders.RunOptions, error) {
 		return orders.RunOptions{}, err
 	}
 	var o orders.RunOptions
-	if o.PageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
-		return o, err
-	}
-	if o.MaxOrders, err = p.intKey(paramMaxOrders, 0, 0, 1<<30); err != nil {
+	if o.PageSize, o.MaxOrders, err = p.pageKeys(paramMaxOrders); err != nil {
 		return o, err
 	}
 	if o.MaxPerSecond, err = p.floatKey(paramMaxPerSecond, 0, 0, 1e6); err != nil {
@@ -82,12 +79,8 @@ func runUnit(ctx context.Context, req *xxljob.Request, c *orders.Closer) error {
 		req.Logf("page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
 			p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
 	}
-	mode := ""
-	if opt.DryRun {
-		mode = " (dry run: nothing is changed)"
-	}
 	req.Logf("orderTimeoutCloseJob shard %d/%d pageSize=%d maxOrders=%d maxPerSecond=%g%s",
-		opt.ShardIndex, opt.ShardTotal, opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, mode)
+		opt.ShardIndex, opt.ShardTotal, opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, dryRunNote(opt.DryRun))
 
 	stats, err := c.Run(ctx, opt)
 	summary := summarize(req, stats)
