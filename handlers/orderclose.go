@@ -50,9 +50,10 @@ func closeOptions(param string) (orders.RunOptions, error) {
 // (OrderTimeoutCloseUnits).
 func OrderTimeoutClose(c *orders.Closer) xxljob.Handler { return OrderTimeoutCloseUnits(c) }
 
-// runOptions are the run's options from its request: the job param, the
-// executor's shard, what started it.
-func runOptions(req *xxljob.Request) (orders.RunOptions, error) {
+// runOptions are the run's options from its request (the job param, the
+// executor's shard, what started it) as effective, the Closer's or the
+// Sweep's Effective, completes and checks them.
+func runOptions(req *xxljob.Request, effective func(orders.RunOptions) (orders.RunOptions, error)) (orders.RunOptions, error) {
 	opt, err := closeOptions(req.Param)
 	if err != nil {
 		return opt, err
@@ -62,17 +63,14 @@ func runOptions(req *xxljob.Request) (orders.RunOptions, error) {
 	if req.JobID > 0 {
 		opt.LogID = req.LogID
 	}
-	return opt, nil
+	return effective(opt)
 }
 
 // runUnit is a run of one unit: the Closer's Run, its page lines and
 // summary, as the job has always logged them.
 func runUnit(ctx context.Context, req *xxljob.Request, c *orders.Closer) error {
-	opt, err := runOptions(req)
+	opt, err := runOptions(req, c.Effective)
 	if err != nil {
-		return err
-	}
-	if opt, err = c.Effective(opt); err != nil {
 		return err
 	}
 	opt.Progress = func(p orders.PageStats) {

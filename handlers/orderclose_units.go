@@ -34,11 +34,8 @@ func OrderTimeoutCloseUnits(units ...*orders.Closer) xxljob.Handler {
 }
 
 func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) error {
-	opt, err := runOptions(req)
+	opt, err := runOptions(req, sweep.Effective)
 	if err != nil {
-		return err
-	}
-	if opt, err = sweep.Effective(opt); err != nil {
 		return err
 	}
 	req.Logf("orderTimeoutCloseJob executor %d/%d over %d units pageSize=%d maxOrders=%d maxPerSecond=%g%s",
