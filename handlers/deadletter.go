@@ -25,10 +25,7 @@ func retryOptions(param string) (orders.RetryOptions, error) {
 		return orders.RetryOptions{}, err
 	}
 	var o orders.RetryOptions
-	if o.PageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
-		return o, err
-	}
-	if o.MaxLetters, err = p.intKey(paramMaxLetters, 0, 0, 1<<30); err != nil {
+	if o.PageSize, o.MaxLetters, err = p.pageKeys(paramMaxLetters); err != nil {
 		return o, err
 	}
 	if o.DryRun, err = p.boolKey(paramDryRun, false); err != nil {
@@ -115,12 +112,8 @@ func retryRunOptions(req *xxljob.Request, what string) (orders.RetryOptions, err
 		return opt, err
 	}
 	opt.ShardIndex, opt.ShardTotal = req.ShardIndex, req.ShardTotal
-	mode := ""
-	if opt.DryRun {
-		mode = " (dry run: nothing is changed)"
-	}
 	req.Logf("%s %s %d/%d pageSize=%d maxLetters=%d%s", DeadLetterRetryJob, what,
-		opt.ShardIndex, max(opt.ShardTotal, 1), cmp.Or(opt.PageSize, orders.DefaultRetryPageSize), opt.MaxLetters, mode)
+		opt.ShardIndex, max(opt.ShardTotal, 1), cmp.Or(opt.PageSize, orders.DefaultRetryPageSize), opt.MaxLetters, dryRunNote(opt.DryRun))
 	return opt, nil
 }
 

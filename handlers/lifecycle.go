@@ -36,10 +36,7 @@ func lifecycleOptions(param, daysKey string) (lifecycle.Options, error) {
 	if o.Days, err = p.intKey(daysKey, 0, 1, lifecycle.MaxDays); err != nil {
 		return o, err
 	}
-	if o.PageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
-		return o, err
-	}
-	if o.MaxOrders, err = p.intKey(paramMaxOrders, 0, 0, 1<<30); err != nil {
+	if o.PageSize, o.MaxOrders, err = p.pageKeys(paramMaxOrders); err != nil {
 		return o, err
 	}
 	if o.DryRun, err = p.boolKey(paramDryRun, false); err != nil {
@@ -90,12 +87,8 @@ func lifecycleHandler(name, daysKey, verb string, l *lifecycle.Jobs,
 			req.Logf("page %d: scanned=%d %s=%d skipped=%d elapsed=%s",
 				p.Page, p.Scanned, verb, p.Changed, p.Skipped, p.Elapsed.Round(1e6))
 		}
-		mode := ""
-		if opt.DryRun {
-			mode = " (dry run: nothing is changed)"
-		}
 		req.Logf("%s shard %d/%d days=%s pageSize=%d maxOrders=%d%s", name,
-			opt.ShardIndex, max(opt.ShardTotal, 1), daysOf(opt), l.PageSize(opt.PageSize), opt.MaxOrders, mode)
+			opt.ShardIndex, max(opt.ShardTotal, 1), daysOf(opt), l.PageSize(opt.PageSize), opt.MaxOrders, dryRunNote(opt.DryRun))
 
 		st, err := run(l, ctx, opt)
 		summary := st.String()

@@ -43,12 +43,8 @@ func lifecycleSweepHandler(name, daysKey, job, verb string, units []*lifecycle.J
 			return err
 		}
 		opt.ShardIndex, opt.ShardTotal = req.ShardIndex, max(req.ShardTotal, 1)
-		mode := ""
-		if opt.DryRun {
-			mode = " (dry run: nothing is changed)"
-		}
 		req.Logf("%s executor %d/%d over %d units days=%s pageSize=%d maxOrders=%d%s", name, opt.ShardIndex, opt.ShardTotal,
-			len(units), daysOf(opt), units[0].PageSize(opt.PageSize), opt.MaxOrders, mode)
+			len(units), daysOf(opt), units[0].PageSize(opt.PageSize), opt.MaxOrders, dryRunNote(opt.DryRun))
 		res, err := sweep.Run(ctx, job, lifecycle.SweepOptions{Options: opt,
 			UnitProgress: func(u lifecycle.UnitRun, p lifecycle.Page) {
 				req.Logf("%s%s page %d: scanned=%d %s=%d skipped=%d elapsed=%s",

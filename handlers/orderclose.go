@@ -27,10 +27,7 @@ func closeOptions(param string) (orders.RunOptions, error) {
 		return orders.RunOptions{}, err
 	}
 	var o orders.RunOptions
-	if o.PageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
-		return o, err
-	}
-	if o.MaxOrders, err = p.intKey(paramMaxOrders, 0, 0, 1<<30); err != nil {
+	if o.PageSize, o.MaxOrders, err = p.pageKeys(paramMaxOrders); err != nil {
 		return o, err
 	}
 	if o.MaxPerSecond, err = p.floatKey(paramMaxPerSecond, 0, 0, 1e6); err != nil {
@@ -53,9 +50,10 @@ func closeOptions(param string) (orders.RunOptions, error) {
 // (OrderTimeoutCloseUnits).
 func OrderTimeoutClose(c *orders.Closer) xxljob.Handler { return OrderTimeoutCloseUnits(c) }
 
-// runOptions are the run's options from its request: the job param, the
-// executor's shard, what started it.
-func runOptions(req *xxljob.Request) (orders.RunOptions, error) {
+// runOptions are the run's options from its request (the job param, the
+// executor's shard, what started it) as effective, the Closer's or the
+// Sweep's Effective, completes and checks them.
+func runOptions(req *xxljob.Request, effective func(orders.RunOptions) (orders.RunOptions, error)) (orders.RunOptions, error) {
 	opt, err := closeOptions(req.Param)
 	if err != nil {
 		return opt, err
@@ -65,29 +63,22 @@ func runOptions(req *xxljob.Request) (orders.RunOptions, error) {
 	if req.JobID > 0 {
 		opt.LogID = req.LogID
 	}
-	return opt, nil
+	return effective(opt)
 }
 
 // runUnit is a run of one unit: the Closer's Run, its page lines and
 // summary, as the job has always logged them.
 func runUnit(ctx context.Context, req *xxljob.Request, c *orders.Closer) error {
-	opt, err := runOptions(req)
+	opt, err := runOptions(req, c.Effective)
 	if err != nil {
-		return err
-	}
-	if opt, err = c.Effective(opt); err != nil {
 		return err
 	}
 	opt.Progress = func(p orders.PageStats) {
 		req.Logf("page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",
 			p.Page, p.Scanned, p.Closed, p.Skipped, p.Failed, p.Elapsed.Round(1e6))
 	}
-	mode := ""
-	if opt.DryRun {
-		mode = " (dry run: nothing is changed)"
-	}
 	req.Logf("orderTimeoutCloseJob shard %d/%d pageSize=%d maxOrders=%d maxPerSecond=%g%s",
-		opt.ShardIndex, opt.ShardTotal, opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, mode)
+		opt.ShardIndex, opt.ShardTotal, opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, dryRunNote(opt.DryRun))
 
 	stats, err := c.Run(ctx, opt)
 	summary := summarize(req, stats)

@@ -34,19 +34,12 @@ func OrderTimeoutCloseUnits(units ...*orders.Closer) xxljob.Handler {
 }
 
 func runSweep(ctx context.Context, req *xxljob.Request, sweep *orders.Sweep) error {
-	opt, err := runOptions(req)
+	opt, err := runOptions(req, sweep.Effective)
 	if err != nil {
 		return err
 	}
-	if opt, err = sweep.Effective(opt); err != nil {
-		return err
-	}
-	mode := ""
-	if opt.DryRun {
-		mode = " (dry run: nothing is changed)"
-	}
 	req.Logf("orderTimeoutCloseJob executor %d/%d over %d units pageSize=%d maxOrders=%d maxPerSecond=%g%s",
-		opt.ShardIndex, opt.ShardTotal, len(sweep.Units()), opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, mode)
+		opt.ShardIndex, opt.ShardTotal, len(sweep.Units()), opt.PageSize, opt.MaxOrders, opt.MaxPerSecond, dryRunNote(opt.DryRun))
 	res := sweep.Run(ctx, orders.SweepOptions{RunOptions: opt,
 		UnitProgress: func(u orders.UnitRun, p orders.PageStats) {
 			req.Logf("%s%s page %d: scanned=%d closed=%d skipped=%d failed=%d elapsed=%s",

@@ -149,3 +149,24 @@ func (p params) boolKey(key string, def bool) (bool, error) {
 	}
 	return b, nil
 }
+
+// pageKeys reads the keys every batch job takes, with the same bounds in
+// each: pageSize (1 to 5000, 0 for the job's default) and its cap on the
+// rows one run handles, limitKey (0, the default, for none).
+func (p params) pageKeys(limitKey string) (pageSize, limit int, err error) {
+	if pageSize, err = p.intKey(paramPageSize, 0, 1, 5000); err != nil {
+		return 0, 0, err
+	}
+	if limit, err = p.intKey(limitKey, 0, 0, 1<<30); err != nil {
+		return 0, 0, err
+	}
+	return pageSize, limit, nil
+}
+
+// dryRunNote is what a run's first line adds when it changes nothing.
+func dryRunNote(dryRun bool) string {
+	if dryRun {
+		return " (dry run: nothing is changed)"
+	}
+	return ""
+}

@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -238,13 +237,5 @@ type batchOrder struct {
 
 // ordersForClose runs closesql.Statements.OrdersForClose.
 func (s store) ordersForClose(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]batchOrder, error) {
-	query, args, err := sqlx.In(s.sql().OrdersForClose, orderNos)
-	if err != nil {
-		return nil, err
-	}
-	var rows []batchOrder
-	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
-		return nil, fmt.Errorf("read %d orders: %w", len(orderNos), err)
-	}
-	return rows, nil
+	return selectIn[batchOrder](ctx, q, s.sql().OrdersForClose, orderNos, "read %d orders")
 }

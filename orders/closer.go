@@ -464,11 +464,11 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 		return 0, err
 	}
 	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
-	o, ok, err := c.store.orderByNo(ctx, c.db, orderNo)
+	o, err := c.store.orderByNo(ctx, c.db, orderNo)
 	switch {
 	case err != nil:
 		return 0, err
-	case !ok:
+	case o == nil:
 		return OutcomeNotFound, nil
 	case o.Status == orderstatus.Paid:
 		return OutcomeSkippedPaid, nil
@@ -495,7 +495,7 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 		}
 		return OutcomeSkippedLocked, nil
 	}
-	if out, done, err := c.tradeStepOne(wctx, clock, o, lease); done {
+	if out, done, err := c.tradeStepOne(wctx, clock, *o, lease); done {
 		return out, err
 	}
 	var pd pageData

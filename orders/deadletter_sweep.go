@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -46,9 +45,7 @@ func (s *Sweep) RetryDeadLetters(ctx context.Context, opt RetryOptions, done fun
 	sw := unitrun.New[RetryStats](s.unitList(), opt.ShardIndex, opt.ShardTotal)
 	tableless := s.tablelessTakers()
 	unitOpt := opt
-	if opt.MaxLetters > 0 && len(sw.Runs) > 0 {
-		unitOpt.MaxLetters = int(math.Ceil(float64(opt.MaxLetters) / float64(len(sw.Runs))))
-	}
+	unitOpt.MaxLetters = perUnit(opt.MaxLetters, len(sw.Runs))
 	run := func(ctx context.Context, u *UnitRetry) (RetryStats, error) {
 		ro := unitOpt
 		ro.ShardIndex, ro.ShardTotal = u.Share.RowIndex, u.Share.RowTotal
@@ -56,10 +53,7 @@ func (s *Sweep) RetryDeadLetters(ctx context.Context, opt RetryOptions, done fun
 		return c.retryDeadLetters(ctx, ro, tableless[c])
 	}
 	sw.Do(ctx, run, sourceDown[RetryStats](s), done)
-	res := RetrySweepResult{Units: sw.Runs}
-	for _, u := range res.Units {
-		res.Total.merge(u.Stats)
-	}
+	res := RetrySweepResult{Units: sw.Runs, Total: sumOf(sw.Runs, (*RetryStats).merge)}
 	res.Total.DryRun = opt.DryRun
 	res.Total.Elapsed = time.Since(start)
 	return res

@@ -97,13 +97,21 @@ func (store) openLetters(ctx context.Context, q sqlx.QueryerContext, limit int) 
 }
 
 func (store) letterStates(ctx context.Context, q sqlx.QueryerContext, orderNos []string) ([]letterState, error) {
-	query, args, err := sqlx.In(closesql.LetterStates, orderNos)
+	return selectIn[letterState](ctx, q, closesql.LetterStates, orderNos, "read dead letters of %d orders")
+}
+
+// selectIn reads the rows of query, whose one IN (?) takes the values of
+// list (sqlx.In), into a new slice. A query's error is wrapped with what,
+// a format given the number of values; sqlx.In's (list is no slice, or
+// empty) is returned as it is.
+func selectIn[T any](ctx context.Context, q sqlx.QueryerContext, query string, list any, what string) ([]T, error) {
+	query, args, err := sqlx.In(query, list)
 	if err != nil {
 		return nil, err
 	}
-	var rows []letterState
+	var rows []T
 	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
-		return nil, fmt.Errorf("read dead letters of %d orders: %w", len(orderNos), err)
+		return nil, fmt.Errorf("%s: %w", fmt.Sprintf(what, len(args)), err)
 	}
 	return rows, nil
 }
@@ -134,17 +142,14 @@ func (s store) lockOrders(ctx context.Context, q sqlx.QueryerContext, ids []int6
 	return rows, nil
 }
 
-// orderByNo runs closesql.Statements.OrderByNo.
-func (s store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo string) (orderRow, bool, error) {
-	var o orderRow
-	err := sqlx.GetContext(ctx, q, &o, s.sql().OrderByNo, orderNo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return o, false, nil
-	}
+// orderByNo runs closesql.Statements.OrderByNo: nil when there is no
+// such order.
+func (s store) orderByNo(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*orderRow, error) {
+	o, err := sqlexec.GetOne[orderRow](ctx, q, s.sql().OrderByNo, orderNo)
 	if err != nil {
-		return o, false, fmt.Errorf("read order %s: %w", orderNo, err)
+		return nil, fmt.Errorf("read order %s: %w", orderNo, err)
 	}
-	return o, true, nil
+	return o, nil
 }
 
 // itemRow is one order line. OrderNo is the order's key as the lines
@@ -158,15 +163,7 @@ type itemRow struct {
 // orderItems runs closesql.Statements.OrderItems for keys, the orders' numbers
 // ([]string) or ids ([]int64), as the lines name them.
 func (s store) orderItems(ctx context.Context, q sqlx.QueryerContext, keys any) ([]itemRow, error) {
-	query, args, err := sqlx.In(s.sql().OrderItems, keys)
-	if err != nil {
-		return nil, err
-	}
-	var rows []itemRow
-	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
-		return nil, fmt.Errorf("read items of %d orders: %w", len(args), err)
-	}
-	return rows, nil
+	return selectIn[itemRow](ctx, q, s.sql().OrderItems, keys, "read items of %d orders")
 }
 
 // stockRow is one stock row: its key and the values of the declared

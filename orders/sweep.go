@@ -99,9 +99,7 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 	start := time.Now()
 	sw := unitrun.New[RunStats](s.unitList(), opt.ShardIndex, opt.ShardTotal)
 	unitOpt := opt.RunOptions
-	if opt.MaxOrders > 0 && len(sw.Runs) > 0 {
-		unitOpt.MaxOrders = int(math.Ceil(float64(opt.MaxOrders) / float64(len(sw.Runs))))
-	}
+	unitOpt.MaxOrders = perUnit(opt.MaxOrders, len(sw.Runs))
 	if opt.MaxPerSecond > 0 && sw.Sources > 0 {
 		unitOpt.MaxPerSecond = opt.MaxPerSecond / float64(sw.Sources)
 	}
@@ -114,13 +112,28 @@ func (s *Sweep) Run(ctx context.Context, opt SweepOptions) SweepResult {
 		return s.units[u.Share.Unit].Run(ctx, ro)
 	}
 	sw.Do(ctx, run, sourceDown[RunStats](s), opt.UnitDone)
-	res := SweepResult{Units: sw.Runs}
-	for _, u := range res.Units {
-		res.Total.merge(u.Stats)
-	}
+	res := SweepResult{Units: sw.Runs, Total: sumOf(sw.Runs, (*RunStats).merge)}
 	res.Total.DryRun = opt.DryRun
 	res.Total.Elapsed = time.Since(start)
 	return res
+}
+
+// perUnit is a run's cap split evenly over its n units, rounded up, so the
+// units together reach it; 0 (no cap) stays 0.
+func perUnit(limit, n int) int {
+	if limit <= 0 || n == 0 {
+		return limit
+	}
+	return int(math.Ceil(float64(limit) / float64(n)))
+}
+
+// sumOf is the units' stats added up with merge: a sweep's Total.
+func sumOf[S any](runs []unitrun.Run[S], merge func(*S, S)) S {
+	var total S
+	for _, u := range runs {
+		merge(&total, u.Stats)
+	}
+	return total
 }
 
 // unitList is the sweep's units as unitrun takes them, in order.

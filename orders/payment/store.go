@@ -91,6 +91,15 @@ func (store) lockStock(ctx context.Context, q sqlx.QueryerContext, qty map[int64
 	return nil
 }
 
+// rowsChanged is the number of rows a statement changed, given what it
+// returned; its error is wrapped with what it did (format and args).
+func rowsChanged(res sql.Result, err error, format string, args ...any) (int64, error) {
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+	}
+	return res.RowsAffected()
+}
+
 // skuList is qty's SKUs, ascending, as a literal list.
 func skuList(qty map[int64]int64) string { return sqlexec.IntList(slices.Sorted(maps.Keys(qty))) }
 
@@ -102,10 +111,7 @@ const payOrderSQL = `UPDATE order_info SET status = 1, pay_time = NOW(3) WHERE i
 
 func (store) payOrder(ctx context.Context, e sqlx.ExecerContext, id int64) (int64, error) {
 	res, err := e.ExecContext(ctx, payOrderSQL, id)
-	if err != nil {
-		return 0, fmt.Errorf("pay order %d: %w", id, err)
-	}
-	return res.RowsAffected()
+	return rowsChanged(res, err, "pay order %d", id)
 }
 
 // consumeStockSQL takes a paid order's quantities out of locked stock.
@@ -118,10 +124,7 @@ WHERE sku_id IN (%[2]s) AND locked >= %[1]s`
 
 func (store) consumeStock(ctx context.Context, e sqlx.ExecerContext, qty map[int64]int64) (int64, error) {
 	res, err := e.ExecContext(ctx, fmt.Sprintf(consumeStockSQL, sqlexec.QtyCase("sku_id", qty), skuList(qty)))
-	if err != nil {
-		return 0, fmt.Errorf("consume stock of %d skus: %w", len(qty), err)
-	}
-	return res.RowsAffected()
+	return rowsChanged(res, err, "consume stock of %d skus", len(qty))
 }
 
 // useCouponSQL marks a paid order's coupon used. Expects one row: the
@@ -130,10 +133,7 @@ const useCouponSQL = `UPDATE user_coupon SET status = 2 WHERE id = :id AND statu
 
 func (store) useCoupon(ctx context.Context, e sqlx.ExecerContext, id int64, orderNo string) (int64, error) {
 	res, err := sqlexec.ExecNamed(ctx, e, useCouponSQL, map[string]any{"id": id, "order_no": orderNo})
-	if err != nil {
-		return 0, fmt.Errorf("use coupon %d: %w", id, err)
-	}
-	return res.RowsAffected()
+	return rowsChanged(res, err, "use coupon %d", id)
 }
 
 // reserveStockSQL moves a new order's quantities from available to locked.
@@ -146,10 +146,7 @@ WHERE sku_id IN (%[2]s) AND available >= %[1]s`
 
 func (store) reserveStock(ctx context.Context, e sqlx.ExecerContext, qty map[int64]int64) (int64, error) {
 	res, err := e.ExecContext(ctx, fmt.Sprintf(reserveStockSQL, sqlexec.QtyCase("sku_id", qty), skuList(qty)))
-	if err != nil {
-		return 0, fmt.Errorf("reserve stock of %d skus: %w", len(qty), err)
-	}
-	return res.RowsAffected()
+	return rowsChanged(res, err, "reserve stock of %d skus", len(qty))
 }
 
 // lockCouponForOrderSQL locks an unused coupon for a new order. Expects
@@ -158,10 +155,7 @@ const lockCouponForOrderSQL = `UPDATE user_coupon SET status = 1, order_no = :or
 
 func (store) lockCouponForOrder(ctx context.Context, e sqlx.ExecerContext, id int64, orderNo string) (int64, error) {
 	res, err := sqlexec.ExecNamed(ctx, e, lockCouponForOrderSQL, map[string]any{"id": id, "order_no": orderNo})
-	if err != nil {
-		return 0, fmt.Errorf("lock coupon %d: %w", id, err)
-	}
-	return res.RowsAffected()
+	return rowsChanged(res, err, "lock coupon %d", id)
 }
 
 // insertOrderSQL places an unpaid order stamped with the database clock;
@@ -233,10 +227,7 @@ UPDATE order_info SET status = 3, ship_time = NOW(3) WHERE order_no = ? AND stat
 
 func (store) shipOrder(ctx context.Context, e sqlx.ExecerContext, orderNo string) (int64, error) {
 	res, err := e.ExecContext(ctx, shipOrderSQL, orderNo)
-	if err != nil {
-		return 0, fmt.Errorf("ship order %s: %w", orderNo, err)
-	}
-	return res.RowsAffected()
+	return rowsChanged(res, err, "ship order %s", orderNo)
 }
 
 // confirmOrderSQL is the buyer's confirmation CAS of one order (by
@@ -247,10 +238,7 @@ UPDATE order_info SET status = 4, complete_time = NOW(3) WHERE order_no = ? AND 
 
 func (store) confirmOrder(ctx context.Context, e sqlx.ExecerContext, orderNo string) (int64, error) {
 	res, err := e.ExecContext(ctx, confirmOrderSQL, orderNo)
-	if err != nil {
-		return 0, fmt.Errorf("confirm order %s: %w", orderNo, err)
-	}
-	return res.RowsAffected()
+	return rowsChanged(res, err, "confirm order %s", orderNo)
 }
 
 // orderStatusSQL reads one order's status, by number. Zero or one row.
