@@ -225,26 +225,15 @@ func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f Query, w
 // primary key. No locks.
 const lettersByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (PRIMARY) WHERE id IN (%s)`
 
-func (store) lettersByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Letter, error) {
-	rows, err := sqlexec.SelectIDs[Letter](ctx, q, lettersByIDSQL, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read %d dead letters: %w", len(ids), err)
-	}
-	return rows, nil
-}
-
 // lettersOfOrderSQL reads every letter of one order (all stages) through
 // uk_order_stage, by order number. No locks; one row per stage.
 const lettersOfOrderSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (uk_order_stage)
 WHERE order_no = ? ORDER BY stage`
 
-func (store) ofOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Letter, error) {
-	rows := []Letter{}
-	if err := sqlx.SelectContext(ctx, q, &rows, lettersOfOrderSQL, orderNo); err != nil {
-		return nil, fmt.Errorf("read dead letters of %s: %w", orderNo, err)
-	}
-	return rows, nil
-}
+// letterList reads the rows of a letter list's page and one order's
+// letters, on the statements above (letterWindow reads the window).
+var letterList = oplist.Table[Letter]{Noun: "dead letters", ByIDSQL: lettersByIDSQL, OfOrderSQL: lettersOfOrderSQL,
+	ID: func(l Letter) int64 { return l.ID }}
 
 // countLettersSQL counts the letters of one status, up to a cap.
 //

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -58,6 +59,24 @@ func CheckASCII(field, v string) error {
 
 // MaxOrderNoLen is order_no's width in every order table.
 const MaxOrderNoLen = 64
+
+// CheckOrderNo refuses an order number filter wider than order_no.
+func CheckOrderNo(orderNo string) error {
+	if len(orderNo) > MaxOrderNoLen {
+		return Invalid("orderNo", "order number must be at most %d bytes", MaxOrderNoLen)
+	}
+	return nil
+}
+
+// CheckStatus refuses a status filter that is neither "" (any) nor one of
+// statuses (two or more), naming them in their order.
+func CheckStatus(status string, statuses ...string) error {
+	if status == "" || slices.Contains(statuses, status) {
+		return nil
+	}
+	last := len(statuses) - 1
+	return Invalid("status", "status %q is not %s or %s", status, strings.Join(statuses[:last], ", "), statuses[last])
+}
 
 // MaxListLimit caps the limit of the lists paged by id (CheckPage).
 const MaxListLimit = 1000

@@ -91,15 +91,10 @@ type Ops struct {
 // NewOps returns the view over db.
 func NewOps(db *sqlx.DB) *Ops { return &Ops{db: db} }
 
-// validStatus reports whether s is an event status.
-func validStatus(s string) bool {
-	return s == Pending || s == Done || s == Parked
-}
-
 // List returns events newest first, with the next page's BeforeID.
 func (o *Ops) List(ctx context.Context, f Filter) (List, error) {
-	if f.Status != "" && !validStatus(f.Status) {
-		return List{}, oplist.Invalid("status", "status %q is not pending, parked or done", f.Status)
+	if err := oplist.CheckStatus(f.Status, Pending, Parked, Done); err != nil {
+		return List{}, err
 	}
 	if len(f.EventType) > 32 || len(f.OrderNo) > oplist.MaxOrderNoLen {
 		return List{}, oplist.Invalid("eventType", "event type or order number too long")

@@ -38,8 +38,8 @@ type Page struct {
 // Page returns one page of events (see Query).
 func (o *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	var p Page
-	if q.Status != "" && !validStatus(q.Status) {
-		return p, oplist.Invalid("status", "status %q is not pending, parked or done", q.Status)
+	if err := oplist.CheckStatus(q.Status, Pending, Parked, Done); err != nil {
+		return p, err
 	}
 	if len(q.EventType) > 32 {
 		return p, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(q.EventType))
@@ -47,14 +47,14 @@ func (o *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	if err := oplist.CheckASCII("eventType", q.EventType); err != nil {
 		return p, err
 	}
-	if len(q.OrderNo) > oplist.MaxOrderNoLen {
-		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
+	if err := oplist.CheckOrderNo(q.OrderNo); err != nil {
+		return p, err
 	}
 	if err := oplist.CheckLimit(&q.Limit); err != nil {
 		return p, err
 	}
 	if q.OrderNo != "" {
-		evs, err := o.store.ofOrder(ctx, o.db, q.OrderNo)
+		evs, err := eventList.OfOrder(ctx, o.db, q.OrderNo)
 		for _, e := range evs {
 			if (q.Status == "" || e.Status == q.Status) && (q.EventType == "" || e.EventType == q.EventType) {
 				p.Events = append(p.Events, e)
@@ -71,15 +71,7 @@ func (o *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	if q.EventType != "" {
 		window = oplist.SearchWindow
 	}
-	keys, err := o.store.window(ctx, o.db, q, window)
-	if err != nil {
-		return p, err
-	}
-	var ids []int64
-	ids, p.Next, p.Examined, p.WindowFull = oplist.PickWindow(keys, q.Limit, window, timed)
-	if p.Events, err = o.store.byID(ctx, o.db, ids); err != nil {
-		return p, err
-	}
-	oplist.InOrder(p.Events, ids, func(e Event) int64 { return e.ID })
-	return p, nil
+	r, err := eventList.Page(ctx, o.db, q.After, oplist.WindowParams{Filter: q.EventType, Status: q.Status}, q.Limit, window, timed)
+	p.Events, p.Next, p.Examined, p.WindowFull = r.Rows, r.Next, r.Examined, r.WindowFull
+	return p, err
 }

@@ -33,17 +33,17 @@ type Page struct {
 // Page returns one page of conflicts (see Query).
 func (r *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	var p Page
-	if q.Status != "" && !validStatus(q.Status) {
-		return p, oplist.Invalid("status", "status %q is not owed or refunded", q.Status)
+	if err := oplist.CheckStatus(q.Status, Owed, Done); err != nil {
+		return p, err
 	}
-	if len(q.OrderNo) > oplist.MaxOrderNoLen {
-		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
+	if err := oplist.CheckOrderNo(q.OrderNo); err != nil {
+		return p, err
 	}
 	if err := oplist.CheckLimit(&q.Limit); err != nil {
 		return p, err
 	}
 	if q.OrderNo != "" {
-		cs, err := r.store.conflictsOfOrder(ctx, r.db, q.OrderNo)
+		cs, err := conflictList.OfOrder(ctx, r.db, q.OrderNo)
 		for _, c := range cs {
 			if q.Status == "" || c.RefundStatus == q.Status {
 				p.Conflicts = append(p.Conflicts, c)
@@ -55,15 +55,7 @@ func (r *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
 		return p, err
 	}
-	keys, err := r.store.conflictWindow(ctx, r.db, q, q.Limit+1)
-	if err != nil {
-		return p, err
-	}
-	var ids []int64
-	ids, p.Next, _, _ = oplist.PickWindow(keys, q.Limit, q.Limit+1, timed)
-	if p.Conflicts, err = r.store.conflictsByID(ctx, r.db, ids); err != nil {
-		return p, err
-	}
-	oplist.InOrder(p.Conflicts, ids, func(c Conflict) int64 { return c.ID })
-	return p, nil
+	c, err := conflictList.Page(ctx, r.db, q.After, oplist.WindowParams{Status: q.Status}, q.Limit, q.Limit+1, timed)
+	p.Conflicts, p.Next = c.Rows, c.Next
+	return p, err
 }

@@ -136,17 +136,14 @@ type Ops struct {
 // New returns the view over db.
 func New(db *sqlx.DB) *Ops { return &Ops{db: db} }
 
-// validStatus reports whether s is a refund status.
-func validStatus(s string) bool { return s == Owed || s == Done }
-
 // List returns payment conflicts newest first, with the next page's
 // BeforeID.
 func (r *Ops) List(ctx context.Context, f Filter) (Listing, error) {
-	if f.Status != "" && !validStatus(f.Status) {
-		return Listing{}, oplist.Invalid("status", "status %q is not owed or refunded", f.Status)
+	if err := oplist.CheckStatus(f.Status, Owed, Done); err != nil {
+		return Listing{}, err
 	}
-	if len(f.OrderNo) > oplist.MaxOrderNoLen {
-		return Listing{}, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
+	if err := oplist.CheckOrderNo(f.OrderNo); err != nil {
+		return Listing{}, err
 	}
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return Listing{}, err
@@ -215,5 +212,5 @@ func (r *Ops) MarkRefunded(ctx context.Context, paymentID, note, by string) (*Co
 
 // OfOrder returns one order's conflicts, newest first (the order view's).
 func OfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Conflict, error) {
-	return store{}.conflictsOfOrder(ctx, q, orderNo)
+	return conflictList.OfOrder(ctx, q, orderNo)
 }
