@@ -172,7 +172,8 @@ func (d *Ops) List(ctx context.Context, f Filter) ([]Letter, error) {
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return nil, err
 	}
-	return d.store.listLetters(ctx, d.db, f)
+	rows, _, err := letterList.List(ctx, d.db, letterParams{Status: f.Status, Stage: f.Stage, BeforeID: f.BeforeID, Limit: f.Limit}, f.Limit)
+	return rows, err
 }
 
 // Get returns the letter of orderNo for stage ("" means StageClose), or

@@ -81,16 +81,6 @@ WHERE (:status = '' OR status = :status) AND (:stage = '' OR stage = :stage) AND
 ORDER BY id DESC
 LIMIT :limit`
 
-func (store) listLetters(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Letter, error) {
-	rows := []Letter{}
-	err := sqlexec.SelectNamed(ctx, q, &rows, listLettersSQL,
-		letterParams{Status: f.Status, Stage: f.Stage, BeforeID: f.BeforeID, Limit: f.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
-	}
-	return rows, nil
-}
-
 // requeueLetterSQL sets a waiting or parked letter back to waiting, due now
 // (the database clock, the one the retry scan and the close sweep compare
 // next_retry_at with). attempts and last_error are kept for the record;
@@ -230,9 +220,9 @@ const lettersByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter 
 const lettersOfOrderSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (uk_order_stage)
 WHERE order_no = ? ORDER BY stage`
 
-// letterList reads the rows of a letter list's page and one order's
-// letters, on the statements above (letterWindow reads the window).
-var letterList = oplist.Table[Letter]{Noun: "dead letters", ByIDSQL: lettersByIDSQL, OfOrderSQL: lettersOfOrderSQL,
+// letterList reads the lists of letters (listLettersSQL, the rows of a
+// page) and one order's letters (letterWindow reads a page's window).
+var letterList = oplist.Table[Letter]{Noun: "dead letters", ListSQL: listLettersSQL, ByIDSQL: lettersByIDSQL, OfOrderSQL: lettersOfOrderSQL,
 	ID: func(l Letter) int64 { return l.ID }}
 
 // countLettersSQL counts the letters of one status, up to a cap.

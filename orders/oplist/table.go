@@ -16,6 +16,9 @@ import (
 type Table[T any] struct {
 	// Noun names the rows in errors ("outbox events").
 	Noun string
+	// ListSQL reads a page of the list paged by id (List), with named
+	// parameters.
+	ListSQL string
 	// WindowByIDSQL and WindowByStatusSQL are Window's statements (see
 	// Window); "" where the list reads its windows itself.
 	WindowByIDSQL, WindowByStatusSQL string
@@ -26,6 +29,22 @@ type Table[T any] struct {
 	OfOrderSQL string
 	// ID is a row's id, the key of the window.
 	ID func(T) int64
+}
+
+// List reads a page of the list paged by id (the CLI's and the JSON API's),
+// ListSQL with the named parameters p, whose limit is limit: the rows,
+// empty rather than nil, and the before id of the next page (0 when this
+// is the last).
+func (t Table[T]) List(ctx context.Context, q sqlx.QueryerContext, p any, limit int) ([]T, int64, error) {
+	rows := []T{}
+	if err := sqlexec.SelectNamed(ctx, q, &rows, t.ListSQL, p); err != nil {
+		return nil, 0, fmt.Errorf("list %s: %w", t.Noun, err)
+	}
+	var next int64
+	if len(rows) == limit {
+		next = t.ID(rows[len(rows)-1])
+	}
+	return rows, next, nil
 }
 
 // Picked is a page picked out of a search window and its rows.
@@ -40,17 +59,59 @@ type Picked[T any] struct {
 	WindowFull bool
 }
 
-// Page reads the search window from after (Window over the table's two
-// statements) and picks a page of limit rows out of it (Pick). window is the
-// window's size, limit+1 when no row filter is set; timed says whether the
-// list's cursor carries the time column.
-func (t Table[T]) Page(ctx context.Context, q sqlx.QueryerContext, after Cursor, p WindowParams, limit, window int, timed bool) (Picked[T], error) {
-	p.Window = window
-	keys, err := Window(ctx, q, t.WindowByIDSQL, t.WindowByStatusSQL, after, p)
-	if err != nil {
-		return Picked[T]{}, fmt.Errorf("list %s: %w", t.Noun, err)
+// PageQuery is a page of a list as Table.Page reads it; the caller has
+// checked Status and Filter.
+type PageQuery[T any] struct {
+	// Status is the list's status filter, "" for all (then newest id
+	// first; with a status, over WindowByStatusSQL).
+	Status string
+	// Filter is the row filter of the search window (WindowParams.Filter),
+	// "" for none.
+	Filter string
+	// OrderNo lists that order's rows that Keep passes (the filters checked
+	// on each); the page is then the whole list.
+	OrderNo string
+	Keep    func(T) bool
+	After   Cursor
+	// Limit is the page size, 1-200 (CheckLimit). Default 50.
+	Limit int
+}
+
+// Page checks q's order number and limit and reads its page: one order's
+// rows, or a search window from q.After picked out as Pick does. The
+// window holds q.Limit+1 entries, or SearchWindow with a row filter.
+func (t Table[T]) Page(ctx context.Context, db sqlx.QueryerContext, q PageQuery[T]) (Picked[T], error) {
+	var p Picked[T]
+	if err := CheckOrderNo(q.OrderNo); err != nil {
+		return p, err
 	}
-	return t.Pick(ctx, q, keys, limit, window, timed)
+	if err := CheckLimit(&q.Limit); err != nil {
+		return p, err
+	}
+	if q.OrderNo != "" {
+		rows, err := t.OfOrder(ctx, db, q.OrderNo)
+		for _, r := range rows {
+			if q.Keep(r) {
+				p.Rows = append(p.Rows, r)
+			}
+		}
+		p.Examined = len(rows)
+		return p, err
+	}
+	timed := q.Status != ""
+	if err := CheckCursorKind(q.After, timed); err != nil {
+		return p, err
+	}
+	window := q.Limit + 1
+	if q.Filter != "" {
+		window = SearchWindow
+	}
+	keys, err := Window(ctx, db, t.WindowByIDSQL, t.WindowByStatusSQL, q.After,
+		WindowParams{Filter: q.Filter, Status: q.Status, Window: window})
+	if err != nil {
+		return p, fmt.Errorf("list %s: %w", t.Noun, err)
+	}
+	return t.Pick(ctx, db, keys, q.Limit, window, timed)
 }
 
 // Pick picks a page of limit rows out of keys, a search window of window

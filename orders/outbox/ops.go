@@ -105,15 +105,12 @@ func (o *Ops) List(ctx context.Context, f Filter) (List, error) {
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return List{}, err
 	}
-	evs, err := o.store.list(ctx, o.db, f)
+	evs, next, err := eventList.List(ctx, o.db, map[string]any{"status": f.Status, "event_type": f.EventType,
+		"order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}, f.Limit)
 	if err != nil {
 		return List{}, err
 	}
-	l := List{Events: evs}
-	if len(evs) == f.Limit {
-		l.NextBefore = evs[len(evs)-1].ID
-	}
-	return l, nil
+	return List{Events: evs, NextBefore: next}, nil
 }
 
 // Get returns one event, or ErrNotFound.

@@ -47,31 +47,11 @@ func (o *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	if err := oplist.CheckASCII("eventType", q.EventType); err != nil {
 		return p, err
 	}
-	if err := oplist.CheckOrderNo(q.OrderNo); err != nil {
-		return p, err
-	}
-	if err := oplist.CheckLimit(&q.Limit); err != nil {
-		return p, err
-	}
-	if q.OrderNo != "" {
-		evs, err := eventList.OfOrder(ctx, o.db, q.OrderNo)
-		for _, e := range evs {
-			if (q.Status == "" || e.Status == q.Status) && (q.EventType == "" || e.EventType == q.EventType) {
-				p.Events = append(p.Events, e)
-			}
-		}
-		p.Examined = len(evs)
-		return p, err
-	}
-	timed := q.Status != ""
-	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
-		return p, err
-	}
-	window := q.Limit + 1
-	if q.EventType != "" {
-		window = oplist.SearchWindow
-	}
-	r, err := eventList.Page(ctx, o.db, q.After, oplist.WindowParams{Filter: q.EventType, Status: q.Status}, q.Limit, window, timed)
+	r, err := eventList.Page(ctx, o.db, oplist.PageQuery[Event]{Status: q.Status, Filter: q.EventType, OrderNo: q.OrderNo,
+		Keep: func(e Event) bool {
+			return (q.Status == "" || e.Status == q.Status) && (q.EventType == "" || e.EventType == q.EventType)
+		},
+		After: q.After, Limit: q.Limit})
 	p.Events, p.Next, p.Examined, p.WindowFull = r.Rows, r.Next, r.Examined, r.WindowFull
 	return p, err
 }

@@ -264,15 +264,6 @@ WHERE (:status = '' OR status = :status) AND (:event_type = '' OR event_type = :
 ORDER BY id DESC
 LIMIT :limit`
 
-func (store) list(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Event, error) {
-	evs := []Event{}
-	if err := sqlexec.SelectNamed(ctx, q, &evs, listOutboxSQL, map[string]any{"status": f.Status, "event_type": f.EventType,
-		"order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}); err != nil {
-		return nil, fmt.Errorf("list outbox events: %w", err)
-	}
-	return evs, nil
-}
-
 // outboxEventSQL reads one event by its id.
 const outboxEventSQL = `SELECT ` + outboxColumns + ` FROM order_outbox WHERE id = ?`
 
@@ -349,7 +340,7 @@ WHERE order_no = ? ORDER BY id DESC`
 
 // eventList is the console's page over order_outbox and one order's
 // events, on the statements above.
-var eventList = oplist.Table[Event]{Noun: "outbox events",
+var eventList = oplist.Table[Event]{Noun: "outbox events", ListSQL: listOutboxSQL,
 	WindowByIDSQL: outboxWindowByIDSQL, WindowByStatusSQL: outboxWindowByStatusSQL,
 	ByIDSQL: outboxByIDSQL, OfOrderSQL: outboxOfOrderSQL, ID: func(e Event) int64 { return e.ID }}
 

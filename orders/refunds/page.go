@@ -36,26 +36,9 @@ func (r *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	if err := oplist.CheckStatus(q.Status, Owed, Done); err != nil {
 		return p, err
 	}
-	if err := oplist.CheckOrderNo(q.OrderNo); err != nil {
-		return p, err
-	}
-	if err := oplist.CheckLimit(&q.Limit); err != nil {
-		return p, err
-	}
-	if q.OrderNo != "" {
-		cs, err := conflictList.OfOrder(ctx, r.db, q.OrderNo)
-		for _, c := range cs {
-			if q.Status == "" || c.RefundStatus == q.Status {
-				p.Conflicts = append(p.Conflicts, c)
-			}
-		}
-		return p, err
-	}
-	timed := q.Status != ""
-	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
-		return p, err
-	}
-	c, err := conflictList.Page(ctx, r.db, q.After, oplist.WindowParams{Status: q.Status}, q.Limit, q.Limit+1, timed)
+	c, err := conflictList.Page(ctx, r.db, oplist.PageQuery[Conflict]{Status: q.Status, OrderNo: q.OrderNo,
+		Keep:  func(c Conflict) bool { return q.Status == "" || c.RefundStatus == q.Status },
+		After: q.After, Limit: q.Limit})
 	p.Conflicts, p.Next = c.Rows, c.Next
 	return p, err
 }

@@ -148,15 +148,12 @@ func (r *Ops) List(ctx context.Context, f Filter) (Listing, error) {
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return Listing{}, err
 	}
-	rows, err := r.store.listConflicts(ctx, r.db, f)
+	rows, next, err := conflictList.List(ctx, r.db, map[string]any{
+		"status": f.Status, "order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}, f.Limit)
 	if err != nil {
 		return Listing{}, err
 	}
-	l := Listing{Conflicts: rows}
-	if len(rows) == f.Limit {
-		l.NextBefore = rows[len(rows)-1].ID
-	}
-	return l, nil
+	return Listing{Conflicts: rows, NextBefore: next}, nil
 }
 
 // Owed sums up the refunds owed.

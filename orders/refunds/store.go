@@ -34,16 +34,6 @@ WHERE (:status = '' OR refund_status = :status) AND (:order_no = '' OR order_no 
 ORDER BY id DESC
 LIMIT :limit`
 
-func (store) listConflicts(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Conflict, error) {
-	rows := []Conflict{}
-	err := sqlexec.SelectNamed(ctx, q, &rows, listConflictsSQL, map[string]any{
-		"status": f.Status, "order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list payment conflicts: %w", err)
-	}
-	return rows, nil
-}
-
 // conflictSQL reads the conflict of one payment id through uk_payment_id.
 const conflictSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict WHERE payment_id = ?`
 
@@ -126,6 +116,6 @@ WHERE order_no = ? ORDER BY id DESC`
 
 // conflictList is the console's page over payment_conflict and one
 // order's conflicts, on the statements above.
-var conflictList = oplist.Table[Conflict]{Noun: "payment conflicts",
+var conflictList = oplist.Table[Conflict]{Noun: "payment conflicts", ListSQL: listConflictsSQL,
 	WindowByIDSQL: conflictWindowByIDSQL, WindowByStatusSQL: conflictWindowByStatusSQL,
 	ByIDSQL: conflictsByIDSQL, OfOrderSQL: conflictsOfOrderSQL, ID: func(c Conflict) int64 { return c.ID }}
