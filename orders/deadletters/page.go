@@ -96,7 +96,7 @@ func (d *Ops) GetByID(ctx context.Context, id int64) (*Letter, error) {
 	if id < 1 {
 		return nil, oplist.Invalid("id", "id %d is not a letter id", id)
 	}
-	dl, err := d.store.letterByID(ctx, d.db, id)
+	dl, err := letterList.Get(ctx, d.db, id)
 	if err != nil {
 		return nil, err
 	}

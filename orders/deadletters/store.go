@@ -27,14 +27,6 @@ const deadLetterColumns = `id, order_no, order_table, stage, status, status_reas
 // letterByIDSQL reads one letter by id. No locks; zero or one row.
 const letterByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE id = ?`
 
-func (store) letterByID(ctx context.Context, q sqlx.QueryerContext, id int64) (*Letter, error) {
-	dl, err := sqlexec.GetOne[Letter](ctx, q, letterByIDSQL, id)
-	if err != nil {
-		return nil, fmt.Errorf("read dead letter %d: %w", id, err)
-	}
-	return dl, nil
-}
-
 // letterSQL reads one order's letter of a stage through uk_order_stage.
 // No locks; zero or one row.
 const letterSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE order_no = :order_no AND stage = :stage`
@@ -220,9 +212,11 @@ const lettersByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter 
 const lettersOfOrderSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (uk_order_stage)
 WHERE order_no = ? ORDER BY stage`
 
-// letterList reads the lists of letters (listLettersSQL, the rows of a
-// page) and one order's letters (letterWindow reads a page's window).
-var letterList = oplist.Table[Letter]{Noun: "dead letters", ListSQL: listLettersSQL, ByIDSQL: lettersByIDSQL, OfOrderSQL: lettersOfOrderSQL,
+// letterList reads order_dead_letter for Ops: one letter by id, the list
+// by id, the rows of a page (letterWindow reads its window) and one
+// order's letters, on the statements above.
+var letterList = oplist.Table[Letter]{Noun: "dead letters", One: "dead letter", GetSQL: letterByIDSQL,
+	ListSQL: listLettersSQL, ByIDSQL: lettersByIDSQL, OfOrderSQL: lettersOfOrderSQL,
 	ID: func(l Letter) int64 { return l.ID }}
 
 // countLettersSQL counts the letters of one status, up to a cap.

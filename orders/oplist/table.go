@@ -14,8 +14,11 @@ import (
 // window, the rows of a page by primary key, and one order's rows. Its
 // statements stay in the store.go of the package that owns the table.
 type Table[T any] struct {
-	// Noun names the rows in errors ("outbox events").
-	Noun string
+	// Noun names the rows in errors ("outbox events"), and One a row
+	// ("outbox event").
+	Noun, One string
+	// GetSQL reads one row (Get); its one parameter is the row's key.
+	GetSQL string
 	// ListSQL reads a page of the list paged by id (List), with named
 	// parameters.
 	ListSQL string
@@ -29,6 +32,16 @@ type Table[T any] struct {
 	OfOrderSQL string
 	// ID is a row's id, the key of the window.
 	ID func(T) int64
+}
+
+// Get reads the row whose key is key: nil when there is none (as
+// sqlexec.GetOne).
+func (t Table[T]) Get(ctx context.Context, q sqlx.QueryerContext, key any) (*T, error) {
+	r, err := sqlexec.GetOne[T](ctx, q, t.GetSQL, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s %v: %w", t.One, key, err)
+	}
+	return r, nil
 }
 
 // List reads a page of the list paged by id (the CLI's and the JSON API's),

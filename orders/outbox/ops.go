@@ -115,7 +115,7 @@ func (o *Ops) List(ctx context.Context, f Filter) (List, error) {
 
 // Get returns one event, or ErrNotFound.
 func (o *Ops) Get(ctx context.Context, id int64) (*Event, error) {
-	ev, err := o.store.event(ctx, o.db, id)
+	ev, err := eventList.Get(ctx, o.db, id)
 	if err != nil {
 		return nil, err
 	}

@@ -267,14 +267,6 @@ LIMIT :limit`
 // outboxEventSQL reads one event by its id.
 const outboxEventSQL = `SELECT ` + outboxColumns + ` FROM order_outbox WHERE id = ?`
 
-func (store) event(ctx context.Context, q sqlx.QueryerContext, id int64) (*Event, error) {
-	ev, err := sqlexec.GetOne[Event](ctx, q, outboxEventSQL, id)
-	if err != nil {
-		return nil, fmt.Errorf("read outbox event %d: %w", id, err)
-	}
-	return ev, nil
-}
-
 // requeueOutboxSQL gives a parked event back: pending, due now, attempts
 // from zero, no claim, by id. One row, or none when not parked.
 // requeueParkedSQL does it for up to limit parked events (of one event type
@@ -338,9 +330,11 @@ const outboxByIDSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDE
 const outboxOfOrderSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (uk_order_event)
 WHERE order_no = ? ORDER BY id DESC`
 
-// eventList is the console's page over order_outbox and one order's
-// events, on the statements above.
-var eventList = oplist.Table[Event]{Noun: "outbox events", ListSQL: listOutboxSQL,
+// eventList reads order_outbox for Ops and OfOrder: one event, the lists
+// (by id, and the console's page) and one order's events, on the
+// statements above.
+var eventList = oplist.Table[Event]{Noun: "outbox events", One: "outbox event",
+	GetSQL: outboxEventSQL, ListSQL: listOutboxSQL,
 	WindowByIDSQL: outboxWindowByIDSQL, WindowByStatusSQL: outboxWindowByStatusSQL,
 	ByIDSQL: outboxByIDSQL, OfOrderSQL: outboxOfOrderSQL, ID: func(e Event) int64 { return e.ID }}
 

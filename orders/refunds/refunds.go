@@ -168,7 +168,7 @@ func (r *Ops) Get(ctx context.Context, paymentID string) (*Conflict, error) {
 	if paymentID == "" || len(paymentID) > 512 {
 		return nil, oplist.Invalid("paymentId", "payment id must be 1-128 characters")
 	}
-	p, err := r.store.conflict(ctx, r.db, paymentID)
+	p, err := conflictList.Get(ctx, r.db, paymentID)
 	if err != nil {
 		return nil, err
 	}

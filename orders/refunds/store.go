@@ -37,14 +37,6 @@ LIMIT :limit`
 // conflictSQL reads the conflict of one payment id through uk_payment_id.
 const conflictSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict WHERE payment_id = ?`
 
-func (store) conflict(ctx context.Context, q sqlx.QueryerContext, paymentID string) (*Conflict, error) {
-	p, err := sqlexec.GetOne[Conflict](ctx, q, conflictSQL, paymentID)
-	if err != nil {
-		return nil, fmt.Errorf("read payment conflict %s: %w", paymentID, err)
-	}
-	return p, nil
-}
-
 // markRefundedSQL records a refund, through uk_payment_id; one row, or
 // none when it was recorded before.
 const markRefundedSQL = `
@@ -114,8 +106,10 @@ const conflictsByIDSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict F
 const conflictsOfOrderSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict FORCE INDEX (idx_order_no)
 WHERE order_no = ? ORDER BY id DESC`
 
-// conflictList is the console's page over payment_conflict and one
-// order's conflicts, on the statements above.
-var conflictList = oplist.Table[Conflict]{Noun: "payment conflicts", ListSQL: listConflictsSQL,
+// conflictList reads payment_conflict for Ops and OfOrder: one conflict,
+// the lists (by id, and the console's page) and one order's conflicts, on
+// the statements above.
+var conflictList = oplist.Table[Conflict]{Noun: "payment conflicts", One: "payment conflict",
+	GetSQL: conflictSQL, ListSQL: listConflictsSQL,
 	WindowByIDSQL: conflictWindowByIDSQL, WindowByStatusSQL: conflictWindowByStatusSQL,
 	ByIDSQL: conflictsByIDSQL, OfOrderSQL: conflictsOfOrderSQL, ID: func(c Conflict) int64 { return c.ID }}
