@@ -155,13 +155,25 @@ type WindowKey struct {
 // PickWindow picks a page out of keys (keyset.Pick); timed says whether the
 // list's cursor carries the time column.
 func PickWindow(keys []WindowKey, limit, window int, timed bool) (ids []int64, next Cursor, examined int, full bool) {
-	hits := make([]bool, len(keys))
-	for i, k := range keys {
-		hits[i] = k.Hit
+	picked, next, examined, full := PickRows(keys, limit, window, timed, func(k WindowKey) WindowKey { return k })
+	for _, k := range picked {
+		ids = append(ids, k.ID)
 	}
-	picked, n, full := keyset.Pick(hits, limit, window)
-	for _, i := range picked {
-		ids = append(ids, keys[i].ID)
+	return ids, next, examined, full
+}
+
+// PickRows is PickWindow over a window that reads whole rows: key gives a
+// row's key and whether it passed the row filters.
+func PickRows[T any](rows []T, limit, window int, timed bool, key func(T) WindowKey) (picked []T, next Cursor, examined int, full bool) {
+	keys := make([]WindowKey, len(rows))
+	hits := make([]bool, len(rows))
+	for i, r := range rows {
+		keys[i] = key(r)
+		hits[i] = keys[i].Hit
+	}
+	idx, n, full := keyset.Pick(hits, limit, window)
+	for _, i := range idx {
+		picked = append(picked, rows[i])
 	}
 	if n >= 0 {
 		next = Cursor{ID: keys[n].ID}
@@ -169,7 +181,7 @@ func PickWindow(keys []WindowKey, limit, window int, timed bool) (ids []int64, n
 			next.At = keys[n].At
 		}
 	}
-	return ids, next, len(keys), full
+	return picked, next, len(rows), full
 }
 
 // InOrder sorts rows as ids lists them.
