@@ -142,12 +142,7 @@ func requeueOutbox(ctx context.Context, oc *outboxCtx, pos []string, all bool, t
 // says how many. A -type the view refuses is its error as it stands, not a
 // usage error.
 func requeueParked(ctx context.Context, oc *outboxCtx, typ string) error {
-	closeDB, err := oc.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeDB()
-	n, err := oc.view.RequeueParked(ctx, typ)
+	n, err := openRun(ctx, oc, func(ctx context.Context) (int, error) { return oc.view.RequeueParked(ctx, typ) })
 	if err != nil {
 		return err
 	}

@@ -69,12 +69,7 @@ func (c *viewCtx[V]) output() (io.Writer, bool) { return c.env.stdout, c.jsonOut
 // with -json, else with text. A filter the view refuses
 // (*oplist.InvalidInputError) is a usage error naming its flag.
 func runView[R any](ctx context.Context, c cliView, get func(context.Context) (R, error), text func(io.Writer, R) error) error {
-	closeAll, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	r, err := get(ctx)
+	r, err := openRun(ctx, c, get)
 	var inv *oplist.InvalidInputError
 	if errors.As(err, &inv) {
 		return usagef("-%s: %s", flagName(inv.Field), inv.Msg)
@@ -83,6 +78,19 @@ func runView[R any](ctx context.Context, c cliView, get func(context.Context) (R
 		return err
 	}
 	return printResult(c, r, text)
+}
+
+// openRun opens what c reads, runs op and closes what it opened. A
+// failure to open is returned as it is: it is never an
+// *oplist.InvalidInputError nor a view's "not found".
+func openRun[R any](ctx context.Context, c cliView, op func(context.Context) (R, error)) (R, error) {
+	closeAll, err := c.open(ctx)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	defer closeAll()
+	return op(ctx)
 }
 
 // printResult prints r as JSON with -json, else with text.
@@ -100,12 +108,7 @@ func printResult[R any](c cliView, r R, text func(io.Writer, R) error) error {
 // change refused, e.g. of a resolved letter) is returned after the row is
 // shown.
 func runOne[R any](ctx context.Context, c cliView, op func(context.Context) (*R, error), notFound, missing error, text func(io.Writer, *R) error) error {
-	closeAll, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	r, err := op(ctx)
+	r, err := openRun(ctx, c, op)
 	var inv *oplist.InvalidInputError
 	switch {
 	case errors.Is(err, notFound):

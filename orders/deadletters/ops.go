@@ -163,8 +163,8 @@ func checkLetterKey(orderNo, stage string) (string, error) {
 
 // List returns letters newest first.
 func (d *Ops) List(ctx context.Context, f Filter) ([]Letter, error) {
-	if f.Status != "" && !ValidStatus(f.Status) {
-		return nil, oplist.Invalid("status", "status %q is not waiting, parked or resolved", f.Status)
+	if err := oplist.CheckStatus(f.Status, Waiting, Parked, Resolved); err != nil {
+		return nil, err
 	}
 	if len(f.Stage) > maxLetterStageLen {
 		return nil, oplist.Invalid("stage", "stage must be at most %d bytes", maxLetterStageLen)
@@ -172,7 +172,8 @@ func (d *Ops) List(ctx context.Context, f Filter) ([]Letter, error) {
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return nil, err
 	}
-	return d.store.listLetters(ctx, d.db, f)
+	rows, _, err := letterList.List(ctx, d.db, letterParams{Status: f.Status, Stage: f.Stage, BeforeID: f.BeforeID, Limit: f.Limit}, f.Limit)
+	return rows, err
 }
 
 // Get returns the letter of orderNo for stage ("" means StageClose), or
@@ -223,7 +224,7 @@ func (d *Ops) Requeue(ctx context.Context, orderNo, stage string) (*Letter, erro
 
 // OfOrder returns every letter of orderNo, one per stage.
 func (d *Ops) OfOrder(ctx context.Context, orderNo string) ([]Letter, error) {
-	return d.store.ofOrder(ctx, d.db, orderNo)
+	return letterList.OfOrder(ctx, d.db, orderNo)
 }
 
 // Count counts the letters of one status, stopping at limit (resolved

@@ -46,8 +46,8 @@ type Page struct {
 }
 
 func (q *Query) check() error {
-	if q.Status != "" && !ValidStatus(q.Status) {
-		return oplist.Invalid("status", "status %q is not waiting, parked or resolved", q.Status)
+	if err := oplist.CheckStatus(q.Status, Waiting, Parked, Resolved); err != nil {
+		return err
 	}
 	if len(q.Stage) > maxLetterStageLen {
 		return oplist.Invalid("stage", "stage must be at most %d bytes", maxLetterStageLen)
@@ -86,13 +86,9 @@ func (d *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return p, err
 	}
-	var ids []int64
-	ids, p.Next, p.Examined, p.WindowFull = oplist.PickWindow(keys, q.Limit, window, q.Status != "")
-	if p.Letters, err = d.store.lettersByID(ctx, d.db, ids); err != nil {
-		return p, err
-	}
-	oplist.InOrder(p.Letters, ids, func(l Letter) int64 { return l.ID })
-	return p, nil
+	r, err := letterList.Pick(ctx, d.db, keys, q.Limit, window, q.Status != "")
+	p.Letters, p.Next, p.Examined, p.WindowFull = r.Rows, r.Next, r.Examined, r.WindowFull
+	return p, err
 }
 
 // GetByID returns the letter with the id, or ErrNotFound.
@@ -100,7 +96,7 @@ func (d *Ops) GetByID(ctx context.Context, id int64) (*Letter, error) {
 	if id < 1 {
 		return nil, oplist.Invalid("id", "id %d is not a letter id", id)
 	}
-	dl, err := d.store.letterByID(ctx, d.db, id)
+	dl, err := letterList.Get(ctx, d.db, id)
 	if err != nil {
 		return nil, err
 	}

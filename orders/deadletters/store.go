@@ -27,14 +27,6 @@ const deadLetterColumns = `id, order_no, order_table, stage, status, status_reas
 // letterByIDSQL reads one letter by id. No locks; zero or one row.
 const letterByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE id = ?`
 
-func (store) letterByID(ctx context.Context, q sqlx.QueryerContext, id int64) (*Letter, error) {
-	dl, err := sqlexec.GetOne[Letter](ctx, q, letterByIDSQL, id)
-	if err != nil {
-		return nil, fmt.Errorf("read dead letter %d: %w", id, err)
-	}
-	return dl, nil
-}
-
 // letterSQL reads one order's letter of a stage through uk_order_stage.
 // No locks; zero or one row.
 const letterSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter WHERE order_no = :order_no AND stage = :stage`
@@ -80,16 +72,6 @@ SELECT ` + deadLetterColumns + ` FROM order_dead_letter
 WHERE (:status = '' OR status = :status) AND (:stage = '' OR stage = :stage) AND (:before_id = 0 OR id < :before_id)
 ORDER BY id DESC
 LIMIT :limit`
-
-func (store) listLetters(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Letter, error) {
-	rows := []Letter{}
-	err := sqlexec.SelectNamed(ctx, q, &rows, listLettersSQL,
-		letterParams{Status: f.Status, Stage: f.Stage, BeforeID: f.BeforeID, Limit: f.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
-	}
-	return rows, nil
-}
 
 // requeueLetterSQL sets a waiting or parked letter back to waiting, due now
 // (the database clock, the one the retry scan and the close sweep compare
@@ -225,26 +207,17 @@ func (store) letterWindow(ctx context.Context, q sqlx.QueryerContext, f Query, w
 // primary key. No locks.
 const lettersByIDSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (PRIMARY) WHERE id IN (%s)`
 
-func (store) lettersByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Letter, error) {
-	rows, err := sqlexec.SelectIDs[Letter](ctx, q, lettersByIDSQL, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read %d dead letters: %w", len(ids), err)
-	}
-	return rows, nil
-}
-
 // lettersOfOrderSQL reads every letter of one order (all stages) through
 // uk_order_stage, by order number. No locks; one row per stage.
 const lettersOfOrderSQL = `SELECT ` + deadLetterColumns + ` FROM order_dead_letter FORCE INDEX (uk_order_stage)
 WHERE order_no = ? ORDER BY stage`
 
-func (store) ofOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Letter, error) {
-	rows := []Letter{}
-	if err := sqlx.SelectContext(ctx, q, &rows, lettersOfOrderSQL, orderNo); err != nil {
-		return nil, fmt.Errorf("read dead letters of %s: %w", orderNo, err)
-	}
-	return rows, nil
-}
+// letterList reads order_dead_letter for Ops: one letter by id, the list
+// by id, the rows of a page (letterWindow reads its window) and one
+// order's letters, on the statements above.
+var letterList = oplist.Table[Letter]{Noun: "dead letters", One: "dead letter", GetSQL: letterByIDSQL,
+	ListSQL: listLettersSQL, ByIDSQL: lettersByIDSQL, OfOrderSQL: lettersOfOrderSQL,
+	ID: func(l Letter) int64 { return l.ID }}
 
 // countLettersSQL counts the letters of one status, up to a cap.
 //

@@ -18,7 +18,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/orderjob/executor/internal/keyset"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
@@ -375,18 +374,9 @@ func (i *View) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage, erro
 	if err != nil {
 		return p, err
 	}
-	p.Examined = len(rows)
-	hits := make([]bool, len(rows))
-	for k, r := range rows {
-		hits[k] = !q.Open || r.Open()
-	}
-	picked, next, full := keyset.Pick(hits, q.Limit, window)
-	for _, k := range picked {
-		p.Flags = append(p.Flags, rows[k])
-	}
-	if next >= 0 {
-		p.Next, p.WindowFull = oplist.Cursor{At: rows[next].FlaggedAt, ID: rows[next].ID}, full
-	}
+	p.Flags, p.Next, p.Examined, p.WindowFull = oplist.PickRows(rows, q.Limit, window, true, func(f FulfilmentFlag) oplist.WindowKey {
+		return oplist.WindowKey{ID: f.ID, At: f.FlaggedAt, Hit: !q.Open || f.Open()}
+	})
 	return p, nil
 }
 

@@ -87,10 +87,15 @@ ORDER BY o.ship_time, o.id
 LIMIT :limit`
 
 func (s store) scanShipped(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
+	return scan(ctx, q, s.sql.scanShipped, "shipped", scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
+}
+
+// scan reads a page of a scan, query (scanShippedSQL or scanOverdueSQL)
+// with p; what names the orders it reads in errors.
+func scan(ctx context.Context, q sqlx.QueryerContext, query, what string, p scanParams) ([]row, error) {
 	var rows []row
-	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql.scanShipped, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
-	if err != nil {
-		return nil, fmt.Errorf("scan shipped orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
+	if err := sqlexec.SelectNamed(ctx, q, &rows, query, p); err != nil {
+		return nil, fmt.Errorf("scan %s orders after (%s, %d): %w", what, p.AfterAt.Format(time.DateTime), p.AfterID, err)
 	}
 	return rows, nil
 }
@@ -138,12 +143,7 @@ ORDER BY o.pay_time, o.id
 LIMIT :limit`
 
 func (s store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur cursor, cutoff time.Time, shardIndex, shardTotal, limit int) ([]row, error) {
-	var rows []row
-	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql.scanOverdue, scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
-	if err != nil {
-		return nil, fmt.Errorf("scan paid orders after (%s, %d): %w", cur.At.Format(time.DateTime), cur.ID, err)
-	}
-	return rows, nil
+	return scan(ctx, q, s.sql.scanOverdue, "paid", scanArgs(cur, cutoff, shardIndex, shardTotal, limit))
 }
 
 // flagOverdueSQL flags a page of overdue orders, once each.

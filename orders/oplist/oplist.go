@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -58,6 +59,24 @@ func CheckASCII(field, v string) error {
 
 // MaxOrderNoLen is order_no's width in every order table.
 const MaxOrderNoLen = 64
+
+// CheckOrderNo refuses an order number filter wider than order_no.
+func CheckOrderNo(orderNo string) error {
+	if len(orderNo) > MaxOrderNoLen {
+		return Invalid("orderNo", "order number must be at most %d bytes", MaxOrderNoLen)
+	}
+	return nil
+}
+
+// CheckStatus refuses a status filter that is neither "" (any) nor one of
+// statuses (two or more), naming them in their order.
+func CheckStatus(status string, statuses ...string) error {
+	if status == "" || slices.Contains(statuses, status) {
+		return nil
+	}
+	last := len(statuses) - 1
+	return Invalid("status", "status %q is not %s or %s", status, strings.Join(statuses[:last], ", "), statuses[last])
+}
 
 // MaxListLimit caps the limit of the lists paged by id (CheckPage).
 const MaxListLimit = 1000
@@ -136,13 +155,25 @@ type WindowKey struct {
 // PickWindow picks a page out of keys (keyset.Pick); timed says whether the
 // list's cursor carries the time column.
 func PickWindow(keys []WindowKey, limit, window int, timed bool) (ids []int64, next Cursor, examined int, full bool) {
-	hits := make([]bool, len(keys))
-	for i, k := range keys {
-		hits[i] = k.Hit
+	picked, next, examined, full := PickRows(keys, limit, window, timed, func(k WindowKey) WindowKey { return k })
+	for _, k := range picked {
+		ids = append(ids, k.ID)
 	}
-	picked, n, full := keyset.Pick(hits, limit, window)
-	for _, i := range picked {
-		ids = append(ids, keys[i].ID)
+	return ids, next, examined, full
+}
+
+// PickRows is PickWindow over a window that reads whole rows: key gives a
+// row's key and whether it passed the row filters.
+func PickRows[T any](rows []T, limit, window int, timed bool, key func(T) WindowKey) (picked []T, next Cursor, examined int, full bool) {
+	keys := make([]WindowKey, len(rows))
+	hits := make([]bool, len(rows))
+	for i, r := range rows {
+		keys[i] = key(r)
+		hits[i] = keys[i].Hit
+	}
+	idx, n, full := keyset.Pick(hits, limit, window)
+	for _, i := range idx {
+		picked = append(picked, rows[i])
 	}
 	if n >= 0 {
 		next = Cursor{ID: keys[n].ID}
@@ -150,7 +181,7 @@ func PickWindow(keys []WindowKey, limit, window int, timed bool) (ids []int64, n
 			next.At = keys[n].At
 		}
 	}
-	return ids, next, len(keys), full
+	return picked, next, len(rows), full
 }
 
 // InOrder sorts rows as ids lists them.

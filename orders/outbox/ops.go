@@ -91,15 +91,10 @@ type Ops struct {
 // NewOps returns the view over db.
 func NewOps(db *sqlx.DB) *Ops { return &Ops{db: db} }
 
-// validStatus reports whether s is an event status.
-func validStatus(s string) bool {
-	return s == Pending || s == Done || s == Parked
-}
-
 // List returns events newest first, with the next page's BeforeID.
 func (o *Ops) List(ctx context.Context, f Filter) (List, error) {
-	if f.Status != "" && !validStatus(f.Status) {
-		return List{}, oplist.Invalid("status", "status %q is not pending, parked or done", f.Status)
+	if err := oplist.CheckStatus(f.Status, Pending, Parked, Done); err != nil {
+		return List{}, err
 	}
 	if len(f.EventType) > 32 || len(f.OrderNo) > oplist.MaxOrderNoLen {
 		return List{}, oplist.Invalid("eventType", "event type or order number too long")
@@ -110,20 +105,17 @@ func (o *Ops) List(ctx context.Context, f Filter) (List, error) {
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return List{}, err
 	}
-	evs, err := o.store.list(ctx, o.db, f)
+	evs, next, err := eventList.List(ctx, o.db, map[string]any{"status": f.Status, "event_type": f.EventType,
+		"order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}, f.Limit)
 	if err != nil {
 		return List{}, err
 	}
-	l := List{Events: evs}
-	if len(evs) == f.Limit {
-		l.NextBefore = evs[len(evs)-1].ID
-	}
-	return l, nil
+	return List{Events: evs, NextBefore: next}, nil
 }
 
 // Get returns one event, or ErrNotFound.
 func (o *Ops) Get(ctx context.Context, id int64) (*Event, error) {
-	ev, err := o.store.event(ctx, o.db, id)
+	ev, err := eventList.Get(ctx, o.db, id)
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,8 @@ type Page struct {
 // Page returns one page of events (see Query).
 func (o *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	var p Page
-	if q.Status != "" && !validStatus(q.Status) {
-		return p, oplist.Invalid("status", "status %q is not pending, parked or done", q.Status)
+	if err := oplist.CheckStatus(q.Status, Pending, Parked, Done); err != nil {
+		return p, err
 	}
 	if len(q.EventType) > 32 {
 		return p, oplist.Invalid("eventType", "event type is %d bytes, at most 32", len(q.EventType))
@@ -47,39 +47,11 @@ func (o *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	if err := oplist.CheckASCII("eventType", q.EventType); err != nil {
 		return p, err
 	}
-	if len(q.OrderNo) > oplist.MaxOrderNoLen {
-		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
-	}
-	if err := oplist.CheckLimit(&q.Limit); err != nil {
-		return p, err
-	}
-	if q.OrderNo != "" {
-		evs, err := o.store.ofOrder(ctx, o.db, q.OrderNo)
-		for _, e := range evs {
-			if (q.Status == "" || e.Status == q.Status) && (q.EventType == "" || e.EventType == q.EventType) {
-				p.Events = append(p.Events, e)
-			}
-		}
-		p.Examined = len(evs)
-		return p, err
-	}
-	timed := q.Status != ""
-	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
-		return p, err
-	}
-	window := q.Limit + 1
-	if q.EventType != "" {
-		window = oplist.SearchWindow
-	}
-	keys, err := o.store.window(ctx, o.db, q, window)
-	if err != nil {
-		return p, err
-	}
-	var ids []int64
-	ids, p.Next, p.Examined, p.WindowFull = oplist.PickWindow(keys, q.Limit, window, timed)
-	if p.Events, err = o.store.byID(ctx, o.db, ids); err != nil {
-		return p, err
-	}
-	oplist.InOrder(p.Events, ids, func(e Event) int64 { return e.ID })
-	return p, nil
+	r, err := eventList.Page(ctx, o.db, oplist.PageQuery[Event]{Status: q.Status, Filter: q.EventType, OrderNo: q.OrderNo,
+		Keep: func(e Event) bool {
+			return (q.Status == "" || e.Status == q.Status) && (q.EventType == "" || e.EventType == q.EventType)
+		},
+		After: q.After, Limit: q.Limit})
+	p.Events, p.Next, p.Examined, p.WindowFull = r.Rows, r.Next, r.Examined, r.WindowFull
+	return p, err
 }

@@ -264,25 +264,8 @@ WHERE (:status = '' OR status = :status) AND (:event_type = '' OR event_type = :
 ORDER BY id DESC
 LIMIT :limit`
 
-func (store) list(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Event, error) {
-	evs := []Event{}
-	if err := sqlexec.SelectNamed(ctx, q, &evs, listOutboxSQL, map[string]any{"status": f.Status, "event_type": f.EventType,
-		"order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}); err != nil {
-		return nil, fmt.Errorf("list outbox events: %w", err)
-	}
-	return evs, nil
-}
-
 // outboxEventSQL reads one event by its id.
 const outboxEventSQL = `SELECT ` + outboxColumns + ` FROM order_outbox WHERE id = ?`
-
-func (store) event(ctx context.Context, q sqlx.QueryerContext, id int64) (*Event, error) {
-	ev, err := sqlexec.GetOne[Event](ctx, q, outboxEventSQL, id)
-	if err != nil {
-		return nil, fmt.Errorf("read outbox event %d: %w", id, err)
-	}
-	return ev, nil
-}
 
 // requeueOutboxSQL gives a parked event back: pending, due now, attempts
 // from zero, no claim, by id. One row, or none when not parked.
@@ -339,41 +322,24 @@ WHERE status = :status AND (next_attempt_at < :before_at OR (next_attempt_at = :
 ORDER BY next_attempt_at DESC, id DESC
 LIMIT :window`
 
-func (store) window(ctx context.Context, q sqlx.QueryerContext, f Query, window int) ([]oplist.WindowKey, error) {
-	keys, err := oplist.Window(ctx, q, outboxWindowByIDSQL, outboxWindowByStatusSQL, f.After,
-		oplist.WindowParams{Filter: f.EventType, Status: f.Status, Window: window})
-	if err != nil {
-		return nil, fmt.Errorf("list outbox events: %w", err)
-	}
-	return keys, nil
-}
-
 // outboxByIDSQL reads listed events (literal id list) by primary key.
 const outboxByIDSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (PRIMARY) WHERE id IN (%s)`
-
-func (store) byID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Event, error) {
-	evs, err := sqlexec.SelectIDs[Event](ctx, q, outboxByIDSQL, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read %d outbox events: %w", len(ids), err)
-	}
-	return evs, nil
-}
 
 // outboxOfOrderSQL reads one order's events (one per event type), by
 // order number, through uk_order_event.
 const outboxOfOrderSQL = `SELECT ` + outboxColumns + ` FROM order_outbox FORCE INDEX (uk_order_event)
 WHERE order_no = ? ORDER BY id DESC`
 
+// eventList reads order_outbox for Ops and OfOrder: one event, the lists
+// (by id, and the console's page) and one order's events, on the
+// statements above.
+var eventList = oplist.Table[Event]{Noun: "outbox events", One: "outbox event",
+	GetSQL: outboxEventSQL, ListSQL: listOutboxSQL,
+	WindowByIDSQL: outboxWindowByIDSQL, WindowByStatusSQL: outboxWindowByStatusSQL,
+	ByIDSQL: outboxByIDSQL, OfOrderSQL: outboxOfOrderSQL, ID: func(e Event) int64 { return e.ID }}
+
 // OfOrder reads the events of the order orderNo (one per event type), newest
 // first: the order view shows them.
 func OfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Event, error) {
-	return store{}.ofOrder(ctx, q, orderNo)
-}
-
-func (store) ofOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Event, error) {
-	evs := []Event{}
-	if err := sqlx.SelectContext(ctx, q, &evs, outboxOfOrderSQL, orderNo); err != nil {
-		return nil, fmt.Errorf("read outbox events of %s: %w", orderNo, err)
-	}
-	return evs, nil
+	return eventList.OfOrder(ctx, q, orderNo)
 }

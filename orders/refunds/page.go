@@ -33,37 +33,12 @@ type Page struct {
 // Page returns one page of conflicts (see Query).
 func (r *Ops) Page(ctx context.Context, q Query) (Page, error) {
 	var p Page
-	if q.Status != "" && !validStatus(q.Status) {
-		return p, oplist.Invalid("status", "status %q is not owed or refunded", q.Status)
-	}
-	if len(q.OrderNo) > oplist.MaxOrderNoLen {
-		return p, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
-	}
-	if err := oplist.CheckLimit(&q.Limit); err != nil {
+	if err := oplist.CheckStatus(q.Status, Owed, Done); err != nil {
 		return p, err
 	}
-	if q.OrderNo != "" {
-		cs, err := r.store.conflictsOfOrder(ctx, r.db, q.OrderNo)
-		for _, c := range cs {
-			if q.Status == "" || c.RefundStatus == q.Status {
-				p.Conflicts = append(p.Conflicts, c)
-			}
-		}
-		return p, err
-	}
-	timed := q.Status != ""
-	if err := oplist.CheckCursorKind(q.After, timed); err != nil {
-		return p, err
-	}
-	keys, err := r.store.conflictWindow(ctx, r.db, q, q.Limit+1)
-	if err != nil {
-		return p, err
-	}
-	var ids []int64
-	ids, p.Next, _, _ = oplist.PickWindow(keys, q.Limit, q.Limit+1, timed)
-	if p.Conflicts, err = r.store.conflictsByID(ctx, r.db, ids); err != nil {
-		return p, err
-	}
-	oplist.InOrder(p.Conflicts, ids, func(c Conflict) int64 { return c.ID })
-	return p, nil
+	c, err := conflictList.Page(ctx, r.db, oplist.PageQuery[Conflict]{Status: q.Status, OrderNo: q.OrderNo,
+		Keep:  func(c Conflict) bool { return q.Status == "" || c.RefundStatus == q.Status },
+		After: q.After, Limit: q.Limit})
+	p.Conflicts, p.Next = c.Rows, c.Next
+	return p, err
 }

@@ -136,30 +136,24 @@ type Ops struct {
 // New returns the view over db.
 func New(db *sqlx.DB) *Ops { return &Ops{db: db} }
 
-// validStatus reports whether s is a refund status.
-func validStatus(s string) bool { return s == Owed || s == Done }
-
 // List returns payment conflicts newest first, with the next page's
 // BeforeID.
 func (r *Ops) List(ctx context.Context, f Filter) (Listing, error) {
-	if f.Status != "" && !validStatus(f.Status) {
-		return Listing{}, oplist.Invalid("status", "status %q is not owed or refunded", f.Status)
+	if err := oplist.CheckStatus(f.Status, Owed, Done); err != nil {
+		return Listing{}, err
 	}
-	if len(f.OrderNo) > oplist.MaxOrderNoLen {
-		return Listing{}, oplist.Invalid("orderNo", "order number must be at most %d bytes", oplist.MaxOrderNoLen)
+	if err := oplist.CheckOrderNo(f.OrderNo); err != nil {
+		return Listing{}, err
 	}
 	if err := oplist.CheckPage(&f.Limit, f.BeforeID); err != nil {
 		return Listing{}, err
 	}
-	rows, err := r.store.listConflicts(ctx, r.db, f)
+	rows, next, err := conflictList.List(ctx, r.db, map[string]any{
+		"status": f.Status, "order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit}, f.Limit)
 	if err != nil {
 		return Listing{}, err
 	}
-	l := Listing{Conflicts: rows}
-	if len(rows) == f.Limit {
-		l.NextBefore = rows[len(rows)-1].ID
-	}
-	return l, nil
+	return Listing{Conflicts: rows, NextBefore: next}, nil
 }
 
 // Owed sums up the refunds owed.
@@ -174,7 +168,7 @@ func (r *Ops) Get(ctx context.Context, paymentID string) (*Conflict, error) {
 	if paymentID == "" || len(paymentID) > 512 {
 		return nil, oplist.Invalid("paymentId", "payment id must be 1-128 characters")
 	}
-	p, err := r.store.conflict(ctx, r.db, paymentID)
+	p, err := conflictList.Get(ctx, r.db, paymentID)
 	if err != nil {
 		return nil, err
 	}
@@ -215,5 +209,5 @@ func (r *Ops) MarkRefunded(ctx context.Context, paymentID, note, by string) (*Co
 
 // OfOrder returns one order's conflicts, newest first (the order view's).
 func OfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Conflict, error) {
-	return store{}.conflictsOfOrder(ctx, q, orderNo)
+	return conflictList.OfOrder(ctx, q, orderNo)
 }

@@ -34,26 +34,8 @@ WHERE (:status = '' OR refund_status = :status) AND (:order_no = '' OR order_no 
 ORDER BY id DESC
 LIMIT :limit`
 
-func (store) listConflicts(ctx context.Context, q sqlx.QueryerContext, f Filter) ([]Conflict, error) {
-	rows := []Conflict{}
-	err := sqlexec.SelectNamed(ctx, q, &rows, listConflictsSQL, map[string]any{
-		"status": f.Status, "order_no": f.OrderNo, "before_id": f.BeforeID, "limit": f.Limit})
-	if err != nil {
-		return nil, fmt.Errorf("list payment conflicts: %w", err)
-	}
-	return rows, nil
-}
-
 // conflictSQL reads the conflict of one payment id through uk_payment_id.
 const conflictSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict WHERE payment_id = ?`
-
-func (store) conflict(ctx context.Context, q sqlx.QueryerContext, paymentID string) (*Conflict, error) {
-	p, err := sqlexec.GetOne[Conflict](ctx, q, conflictSQL, paymentID)
-	if err != nil {
-		return nil, fmt.Errorf("read payment conflict %s: %w", paymentID, err)
-	}
-	return p, nil
-}
 
 // markRefundedSQL records a refund, through uk_payment_id; one row, or
 // none when it was recorded before.
@@ -116,35 +98,18 @@ SELECT id, created_at AS at, TRUE AS hit FROM payment_conflict FORCE INDEX (idx_
 WHERE refund_status = :status AND (created_at < :before_at OR (created_at = :before_at AND id < :before_id))
 ORDER BY created_at DESC, id DESC LIMIT :window`
 
-func (store) conflictWindow(ctx context.Context, q sqlx.QueryerContext, f Query, window int) ([]oplist.WindowKey, error) {
-	keys, err := oplist.Window(ctx, q, conflictWindowByIDSQL, conflictWindowByStatusSQL, f.After,
-		oplist.WindowParams{Status: f.Status, Window: window})
-	if err != nil {
-		return nil, fmt.Errorf("list payment conflicts: %w", err)
-	}
-	return keys, nil
-}
-
 // conflictsByIDSQL reads listed conflicts (literal id list) by primary key.
 const conflictsByIDSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict FORCE INDEX (PRIMARY) WHERE id IN (%s)`
-
-func (store) conflictsByID(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Conflict, error) {
-	rows, err := sqlexec.SelectIDs[Conflict](ctx, q, conflictsByIDSQL, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read %d payment conflicts: %w", len(ids), err)
-	}
-	return rows, nil
-}
 
 // conflictsOfOrderSQL reads one order's conflicts, by order number,
 // through idx_order_no.
 const conflictsOfOrderSQL = `SELECT ` + conflictColumns + ` FROM payment_conflict FORCE INDEX (idx_order_no)
 WHERE order_no = ? ORDER BY id DESC`
 
-func (store) conflictsOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) ([]Conflict, error) {
-	rows := []Conflict{}
-	if err := sqlx.SelectContext(ctx, q, &rows, conflictsOfOrderSQL, orderNo); err != nil {
-		return nil, fmt.Errorf("read payment conflicts of %s: %w", orderNo, err)
-	}
-	return rows, nil
-}
+// conflictList reads payment_conflict for Ops and OfOrder: one conflict,
+// the lists (by id, and the console's page) and one order's conflicts, on
+// the statements above.
+var conflictList = oplist.Table[Conflict]{Noun: "payment conflicts", One: "payment conflict",
+	GetSQL: conflictSQL, ListSQL: listConflictsSQL,
+	WindowByIDSQL: conflictWindowByIDSQL, WindowByStatusSQL: conflictWindowByStatusSQL,
+	ByIDSQL: conflictsByIDSQL, OfOrderSQL: conflictsOfOrderSQL, ID: func(c Conflict) int64 { return c.ID }}
