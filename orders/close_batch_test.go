@@ -221,9 +221,7 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 	// Demo data: a race wants thousands of orders of every status, so both
 	// sides are busy at once.
 	res, base := b.Seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
-	var nos []string
-	require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info`))
-	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	nos := b.ShuffledOrderNos(t)
 
 	var g errgroup.Group
 	var st orders.RunStats
@@ -286,9 +284,7 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 	b := setup(t)
 	// Demo data: a race wants many orders, so payments and closes meet.
 	res, base := b.Seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
-	var nos []string
-	require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info`))
-	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	nos := b.ShuffledOrderNos(t)
 
 	var paid, tooLate, closed, skippedPaid atomic.Int64
 	var g errgroup.Group
@@ -319,26 +315,7 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 			return nil
 		})
 	}
-	const payers = 4
-	for w := range payers {
-		g.Go(func() error {
-			for i := w; i < len(nos); i += payers {
-				out, err := b.Svc.Pay(b.Ctx, nos[i])
-				if err != nil {
-					return err
-				}
-				switch out {
-				case payment.Paid:
-					paid.Add(1)
-				case payment.AlreadyClosed:
-					tooLate.Add(1)
-				default:
-					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
-				}
-			}
-			return nil
-		})
-	}
+	b.payAll(&g, nos, &paid, &tooLate)
 	require.NoError(t, g.Wait())
 	t.Logf("paid %d, payments too late %d, closed %d, skipped paid %d", paid.Load(), tooLate.Load(), closed.Load(), skippedPaid.Load())
 	c := b.Counts(t)

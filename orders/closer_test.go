@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,6 @@ import (
 	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
-	"github.com/orderjob/executor/orders/payment"
 )
 
 func TestRunClosesDueOrders(t *testing.T) {
@@ -170,9 +168,7 @@ func TestPayRacesClose(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	res, base := b.Seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
-	var nos []string
-	require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info`))
-	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	nos := b.ShuffledOrderNos(t)
 
 	var paid, tooLate atomic.Int64
 	var g errgroup.Group
@@ -183,26 +179,7 @@ func TestPayRacesClose(t *testing.T) {
 		st, err = b.Closer.Run(b.Ctx, orders.RunOptions{PageSize: 40, MaxPerSecond: 1500})
 		return err
 	})
-	const payers = 4
-	for w := range payers {
-		g.Go(func() error {
-			for i := w; i < len(nos); i += payers {
-				out, err := b.Svc.Pay(b.Ctx, nos[i])
-				if err != nil {
-					return err
-				}
-				switch out {
-				case payment.Paid:
-					paid.Add(1)
-				case payment.AlreadyClosed:
-					tooLate.Add(1)
-				default:
-					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
-				}
-			}
-			return nil
-		})
-	}
+	b.payAll(&g, nos, &paid, &tooLate)
 	require.NoError(t, g.Wait())
 	c := b.Counts(t)
 	require.Equal(t, res.Orders, c.Paid+c.Closed, "each order ends paid or closed")

@@ -2,14 +2,17 @@ package orders_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/payment"
 )
 
 // testBundle is paytest's bundle with what only this package's tests add:
@@ -71,4 +74,30 @@ func (b *testBundle) run(t *testing.T, opt orders.RunOptions) orders.RunStats {
 	st, err := b.Closer.Run(b.Ctx, opt)
 	require.NoError(t, err)
 	return st
+}
+
+// payAll pays every order of nos from four goroutines on g, counting the
+// payments that went through in paid and those that came too late (the
+// order closed first) in tooLate; any other outcome fails g.
+func (b *testBundle) payAll(g *errgroup.Group, nos []string, paid, tooLate *atomic.Int64) {
+	const payers = 4
+	for w := range payers {
+		g.Go(func() error {
+			for i := w; i < len(nos); i += payers {
+				out, err := b.Svc.Pay(b.Ctx, nos[i])
+				if err != nil {
+					return err
+				}
+				switch out {
+				case payment.Paid:
+					paid.Add(1)
+				case payment.AlreadyClosed:
+					tooLate.Add(1)
+				default:
+					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
+				}
+			}
+			return nil
+		})
+	}
 }

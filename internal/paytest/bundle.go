@@ -2,6 +2,7 @@ package paytest
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -129,4 +130,14 @@ func (b *Bundle) Shop(t testing.TB) { Shop(t, b.Svc) }
 func (b *Bundle) Place(t testing.TB, no string, coupon bool, items ...payment.Item) {
 	t.Helper()
 	Place(t, b.Svc, no, coupon, items...)
+}
+
+// ShuffledOrderNos returns every order's number in a random order, for a
+// race that should meet orders in no particular sequence.
+func (b *Bundle) ShuffledOrderNos(t testing.TB) []string {
+	t.Helper()
+	var nos []string
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info`))
+	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	return nos
 }

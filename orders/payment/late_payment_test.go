@@ -2,7 +2,6 @@ package payment_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -65,9 +64,7 @@ func TestLatePaymentRacesClose(t *testing.T) {
 			res, base := b.Seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1, CouponFraction: 0.5})
 			_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_info SET pay_amount = (id % 997) + 0.25`)
 			require.NoError(t, err)
-			var nos []string
-			require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info`))
-			rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+			nos := b.ShuffledOrderNos(t)
 
 			var mu sync.Mutex
 			first := map[string]payment.Outcome{} // outcome of each order's first notification
