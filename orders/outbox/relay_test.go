@@ -62,15 +62,7 @@ func (rc *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	key := req.Header.Get("Idempotency-Key")
 	typ := req.Header.Get("X-Event-Type")
 	attempt, _ := strconv.Atoi(req.Header.Get("X-Delivery-Attempt"))
-	var body struct {
-		EventType string `json:"eventType"`
-		OrderNo   string `json:"orderNo"`
-		Items     []struct {
-			SKUID    int64 `json:"skuId"`
-			Quantity int64 `json:"quantity"`
-		} `json:"items"`
-		CouponID int64 `json:"couponId"`
-	}
+	var body ordertest.EventBody
 	decodeErr := json.NewDecoder(req.Body).Decode(&body)
 
 	rc.mu.Lock()
