@@ -55,13 +55,7 @@ func TestLockerRedsyncInterop(t *testing.T) {
 // down leaves every order skipped (not closed unlocked, not dead-lettered).
 func TestRedlockQuorum(t *testing.T) {
 	t.Parallel()
-	servers := []*redistest.Server{redistest.StartServer(t), redistest.StartServer(t), redistest.StartServer(t)}
-	var nodes []redis.UniversalClient
-	for _, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-		t.Cleanup(func() { c.Close() })
-		nodes = append(nodes, c)
-	}
+	servers, nodes := redistest.StartNodes(t, 3)
 	b := setup(t, paytest.WithLocker(orderlock.Config{Nodes: nodes, Timeout: 300 * time.Millisecond}))
 	res, base := b.Seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.3})
 
