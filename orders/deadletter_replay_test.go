@@ -19,6 +19,7 @@ import (
 type letterRow struct {
 	ID           int64     `db:"id"`
 	OrderNo      string    `db:"order_no"`
+	Stage        string    `db:"stage"`
 	Status       string    `db:"status"`
 	StatusReason string    `db:"status_reason"`
 	LastError    string    `db:"last_error"`
@@ -26,11 +27,23 @@ type letterRow struct {
 	NextRetryAt  time.Time `db:"next_retry_at"`
 }
 
+// letters reads the close stage's dead letters, by order number.
 func (b *testBundle) letters(t *testing.T) map[string]letterRow {
+	t.Helper()
+	return b.lettersWhere(t, `stage = 'close'`)
+}
+
+// deadLetters reads the dead letters of every stage, by order number.
+func (b *testBundle) deadLetters(t *testing.T) map[string]letterRow {
+	t.Helper()
+	return b.lettersWhere(t, `TRUE`)
+}
+
+func (b *testBundle) lettersWhere(t *testing.T, cond string) map[string]letterRow {
 	t.Helper()
 	var rows []letterRow
 	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows,
-		`SELECT id, order_no, status, status_reason, last_error, attempts, next_retry_at FROM order_dead_letter WHERE stage = 'close'`))
+		`SELECT id, order_no, stage, status, status_reason, last_error, attempts, next_retry_at FROM order_dead_letter WHERE `+cond))
 	out := map[string]letterRow{}
 	for _, r := range rows {
 		out[r.OrderNo] = r

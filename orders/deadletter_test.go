@@ -16,27 +16,6 @@ import (
 	"github.com/orderjob/executor/orders/payment"
 )
 
-type deadLetter struct {
-	OrderNo     string    `db:"order_no"`
-	Stage       string    `db:"stage"`
-	Status      string    `db:"status"`
-	LastError   string    `db:"last_error"`
-	Attempts    int       `db:"attempts"`
-	NextRetryAt time.Time `db:"next_retry_at"`
-}
-
-func (b *testBundle) deadLetters(t *testing.T) map[string]deadLetter {
-	t.Helper()
-	var rows []deadLetter
-	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows,
-		`SELECT order_no, stage, status, last_error, attempts, next_retry_at FROM order_dead_letter`))
-	out := map[string]deadLetter{}
-	for _, r := range rows {
-		out[r.OrderNo] = r
-	}
-	return out
-}
-
 // Due orders on a SKU without an inventory row land in the dead letter
 // table with the error, the others close; the sweep leaves them alone until
 // next_retry_at, counts attempts on each retry, and closes and resolves them
