@@ -59,16 +59,6 @@ func setup(t *testing.T) *testBundle {
 	}
 }
 
-// unconnectedDB is a handle on a database nothing listens for, for tests of
-// constructors that must not connect.
-func unconnectedDB(t *testing.T) *sqlx.DB {
-	t.Helper()
-	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 // testConfig is a dispatcher's Config with the database and Redis it is
 // built on.
 type testConfig struct {

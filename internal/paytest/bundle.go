@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -75,6 +76,18 @@ func Setup(t testing.TB, opts ...Option) *Bundle {
 	b.Svc, err = payment.NewService(b.DB.DB, b.Locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	return b
+}
+
+// Unconnected is a database handle and a Locker on servers nothing listens
+// for: the constructors given them check their settings without
+// connecting.
+func Unconnected(t testing.TB) (*sqlx.DB, *orderlock.Locker) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { rdb.Close() })
+	locker, err := orderlock.New(orderlock.Config{Client: rdb})
+	require.NoError(t, err)
+	return dbtest.Unconnected(t), locker
 }
 
 // Seed generates demo data (few SKUs, so pages share stock rows) and takes
