@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +120,17 @@ func (p *serveProcess) shutdown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// postTask registers a delayed task over the API port.
+func postTask(t *testing.T, p *serveProcess, body string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("X-Executor-Token", "api-token-0123456789")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
 }
