@@ -20,7 +20,6 @@ import (
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders/orderlock"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // logLines returns serve's JSON process-log records.
@@ -80,14 +79,7 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	defer func() { _, _ = mu.UnlockContext(ctx) }()
 
 	p := startServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{"LOG_LEVEL": "debug"})
-	client := xxljobtest.NewClient(p.address, serveToken, xxljobtest.V24)
-	defer client.Close()
-	trig := xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9001)
-	env, err := client.Run(ctx, trig)
-	require.NoError(t, err)
-	require.Equal(t, 200, env.Code, env.MsgString())
-	cb, err := p.admin.WaitCallback(9001, 30*time.Second)
-	require.NoError(t, err)
+	_, _, cb := p.closeRun(t, 9001)
 	require.Equal(t, 500, cb.HandleCode, "dead letters fail the run: %s", cb.HandleMsg)
 	m := summaryRe.FindStringSubmatch(cb.HandleMsg)
 	require.NotNil(t, m, cb.HandleMsg)

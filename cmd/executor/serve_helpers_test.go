@@ -107,6 +107,22 @@ func launchServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[strin
 	return p
 }
 
+// closeRun triggers orderTimeoutCloseJob with logID as the admin would,
+// requires the trigger accepted, and returns the run's callback. The
+// client stays open until the test ends, for the run's log.
+func (p *serveProcess) closeRun(t *testing.T, logID int64) (*xxljobtest.Client, xxljobtest.TriggerParam, xxljobtest.Callback) {
+	t.Helper()
+	client := xxljobtest.NewClient(p.address, serveToken, xxljobtest.V24)
+	t.Cleanup(client.Close)
+	trig := xxljobtest.Trigger(7, "orderTimeoutCloseJob", logID)
+	env, err := client.Run(context.Background(), trig)
+	require.NoError(t, err)
+	require.Equal(t, 200, env.Code, env.MsgString())
+	cb, err := p.admin.WaitCallback(logID, 30*time.Second)
+	require.NoError(t, err)
+	return client, trig, cb
+}
+
 // shutdown stops serve and requires a clean exit (once).
 func (p *serveProcess) shutdown(t *testing.T) {
 	if p.stop == nil {

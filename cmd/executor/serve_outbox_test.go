@@ -15,7 +15,6 @@ import (
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // `executor serve` with the payment step and outbox compensation: the close
@@ -64,13 +63,7 @@ func TestServeOutboxAndPayment(t *testing.T) {
 		"ORDER_COMPENSATION_COUPON_URL":    cpn.URL + "/coupons/restore",
 		"ORDER_COMPENSATION_TOKEN":         "svc-secret",
 	})
-	client := xxljobtest.NewClient(sv.address, serveToken, xxljobtest.V24)
-	defer client.Close()
-	env, err := client.Run(ctx, xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9101))
-	require.NoError(t, err)
-	require.Equal(t, 200, env.Code, env.MsgString())
-	cb, err := sv.admin.WaitCallback(9101, 30*time.Second)
-	require.NoError(t, err)
+	_, _, cb := sv.closeRun(t, 9101)
 	require.Equal(t, 200, cb.HandleCode, cb.HandleMsg)
 	require.Contains(t, cb.HandleMsg, fmt.Sprintf("closed=%d ", before.Due))
 
