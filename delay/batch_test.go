@@ -10,11 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/orderjob/executor/internal/redistest"
 )
 
 // batchRecorder is a batch handler that counts runs per bizUuid and the
@@ -260,38 +256,13 @@ func TestTwoDispatchersBatchEachTaskOnce(t *testing.T) {
 	b := setup(t)
 	rec := newBatchRecorder()
 	d1 := newDispatcher(t, b.batchConfig(nil, map[string]BatchHandlerFunc{"bat": rec.handle}))
-	cfg2 := b.batchConfig(nil, map[string]BatchHandlerFunc{"bat": rec.handle})
-	db2, err := sqlx.Open("mysql", b.db.DSN)
-	require.NoError(t, err)
-	t.Cleanup(func() { db2.Close() })
-	rdb2 := redis.NewClient(&redis.Options{Addr: redistest.Addr()})
-	t.Cleanup(func() { rdb2.Close() })
-	cfg2.db, cfg2.rdb = db2, rdb2
-	d2 := newDispatcher(t, cfg2)
+	d2 := newDispatcher(t, b.onOwnConnections(t, b.batchConfig(nil, map[string]BatchHandlerFunc{"bat": rec.handle})))
 	start(t, d1)
 	start(t, d2)
 
 	const n = 600
 	b.registerAt(t, "race", "bat", n, time.Now().Add(500*time.Millisecond), 0)
-	ctx := context.Background()
-	var sweeps sync.WaitGroup
-	for i := range 2 {
-		sweeps.Go(func() {
-			for range 5 {
-				if _, err := []*Dispatcher{d1, d2}[i].Sweep(ctx, SweepOptions{}); err != nil {
-					t.Error(err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		})
-	}
-	require.Eventually(t, func() bool { return b.countStatus(t, StatusDone) == n }, waitLong, 20*time.Millisecond)
-	sweeps.Wait()
-	for i := range n {
-		require.Equal(t, 1, rec.count(bizN("race", i)), "task %d", i)
-	}
-	require.Eventually(t, func() bool { return d1.Counters().Done+d2.Counters().Done == n }, waitLong, 5*time.Millisecond)
-	require.Zero(t, d1.Counters().Lost+d2.Counters().Lost)
+	b.sweepRace(t, d1, d2, n, rec.count)
 	rec.check(t)
 	calls, largest := rec.calls()
 	t.Logf("%d calls for %d tasks, largest %d; dispatcher 1 ran %d, dispatcher 2 ran %d",

@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
 )
 
 // NewDispatcher and NewClient refuse bad settings with messages that name
@@ -15,7 +17,7 @@ import (
 // connects.
 func TestNewDispatcherRefusals(t *testing.T) {
 	t.Parallel()
-	db := unconnectedDB(t)
+	db := dbtest.Unconnected(t)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { rdb.Close() })
 	nop := func(context.Context, *Task) error { return nil }

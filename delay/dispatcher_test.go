@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -67,14 +66,7 @@ func TestTwoDispatchersRunEachTaskOnce(t *testing.T) {
 	rec := newRecorder()
 	handlers := map[string]HandlerFunc{"rec": rec.handle}
 	d1 := newDispatcher(t, b.fastConfig(handlers))
-	cfg2 := b.fastConfig(handlers)
-	db2, err := sqlx.Open("mysql", b.db.DSN)
-	require.NoError(t, err)
-	t.Cleanup(func() { db2.Close() })
-	rdb2 := redis.NewClient(&redis.Options{Addr: redistest.Addr()})
-	t.Cleanup(func() { rdb2.Close() })
-	cfg2.db, cfg2.rdb = db2, rdb2
-	d2 := newDispatcher(t, cfg2)
+	d2 := newDispatcher(t, b.onOwnConnections(t, b.fastConfig(handlers)))
 	start(t, d1)
 	start(t, d2)
 
@@ -96,26 +88,8 @@ func TestTwoDispatchersRunEachTaskOnce(t *testing.T) {
 	}
 	wg.Wait()
 	// The sweep races the timer on the same tasks.
-	var sweeps sync.WaitGroup
-	for i := range 2 {
-		sweeps.Go(func() {
-			for range 5 {
-				_, err := []*Dispatcher{d1, d2}[i].Sweep(ctx, SweepOptions{})
-				if err != nil {
-					t.Error(err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		})
-	}
-	require.Eventually(t, func() bool { return b.countStatus(t, StatusDone) == n }, waitLong, 20*time.Millisecond)
-	sweeps.Wait()
-	for i := range n {
-		require.Equal(t, 1, rec.count(bizN("race", i)), "task %d", i)
-	}
-	require.Eventually(t, func() bool { return d1.Counters().Done+d2.Counters().Done == n }, waitLong, 5*time.Millisecond)
+	b.sweepRace(t, d1, d2, n, rec.count)
 	c1, c2 := d1.Counters(), d2.Counters()
-	require.Zero(t, c1.Lost+c2.Lost)
 	t.Logf("dispatcher 1 ran %d, dispatcher 2 ran %d", c1.Done, c2.Done)
 }
 

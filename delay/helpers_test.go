@@ -59,16 +59,6 @@ func setup(t *testing.T) *testBundle {
 	}
 }
 
-// unconnectedDB is a handle on a database nothing listens for, for tests of
-// constructors that must not connect.
-func unconnectedDB(t *testing.T) *sqlx.DB {
-	t.Helper()
-	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 // testConfig is a dispatcher's Config with the database and Redis it is
 // built on.
 type testConfig struct {
@@ -184,4 +174,43 @@ func bizN(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) 
 func waitCounters(t *testing.T, d *Dispatcher, cond func(c Counters) bool) {
 	t.Helper()
 	require.Eventually(t, func() bool { return cond(d.Counters()) }, waitLong, 5*time.Millisecond, "counters: %+v", d.Counters())
+}
+
+// onOwnConnections is cfg with a database handle and a Redis client of its
+// own, as a second executor process would have.
+func (b *testBundle) onOwnConnections(t *testing.T, cfg testConfig) testConfig {
+	t.Helper()
+	db2, err := sqlx.Open("mysql", b.db.DSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { db2.Close() })
+	rdb2 := redis.NewClient(&redis.Options{Addr: redistest.Addr()})
+	t.Cleanup(func() { rdb2.Close() })
+	cfg.db, cfg.rdb = db2, rdb2
+	return cfg
+}
+
+// sweepRace has d1 and d2 sweep five times each while the tasks race-0 to
+// race-(n-1) fall due, and requires every one of them done and run exactly
+// once (runs counts a task's runs), by one of the two, none lost.
+func (b *testBundle) sweepRace(t *testing.T, d1, d2 *Dispatcher, n int, runs func(biz string) int) {
+	t.Helper()
+	ctx := context.Background()
+	var sweeps sync.WaitGroup
+	for i := range 2 {
+		sweeps.Go(func() {
+			for range 5 {
+				if _, err := []*Dispatcher{d1, d2}[i].Sweep(ctx, SweepOptions{}); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return b.countStatus(t, StatusDone) == n }, waitLong, 20*time.Millisecond)
+	sweeps.Wait()
+	for i := range n {
+		require.Equal(t, 1, runs(bizN("race", i)), "task %d", i)
+	}
+	require.Eventually(t, func() bool { return d1.Counters().Done+d2.Counters().Done == int64(n) }, waitLong, 5*time.Millisecond)
+	require.Zero(t, d1.Counters().Lost+d2.Counters().Lost)
 }

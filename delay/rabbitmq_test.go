@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/rabbit"
 	"github.com/orderjob/executor/internal/rabbittest"
 )
@@ -402,7 +403,7 @@ func TestRabbitTopologyConflict(t *testing.T) {
 // refused up front, before anything connects.
 func TestRabbitConfigRefused(t *testing.T) {
 	t.Parallel()
-	db := unconnectedDB(t)
+	db := dbtest.Unconnected(t)
 	for _, tc := range []struct {
 		name string
 		db   *sqlx.DB

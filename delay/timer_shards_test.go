@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
 )
 
 // redisTimerOf is the Redis timer of n shards under prefix.
@@ -121,7 +123,7 @@ func TestTimerShardsRefused(t *testing.T) {
 	} {
 		_, err := NewRedisTimer(b.rdb, RedisTimerConfig{KeyPrefix: tc.prefix, Shards: tc.n})
 		require.EqualError(t, err, tc.msg)
-		_, err = NewClient(unconnectedDB(t), b.rdb, ClientConfig{KeyPrefix: tc.prefix, TimerShards: tc.n})
+		_, err = NewClient(dbtest.Unconnected(t), b.rdb, ClientConfig{KeyPrefix: tc.prefix, TimerShards: tc.n})
 		require.EqualError(t, err, tc.msg)
 	}
 	_, err := NewRedisTimer(b.rdb, RedisTimerConfig{KeyPrefix: "{delay}:"})

@@ -8,12 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
-	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/orders"
-	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/xxljob"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
@@ -25,25 +22,17 @@ import (
 func TestOrderCloseHostileParams(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := dbtest.New(t)
-	rdb, prefix := redistest.Client(t)
-	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 200, SKUs: 20, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
-	require.NoError(t, err)
-	base, err := ordertest.Snapshot(ctx, db.DB)
-	require.NoError(t, err)
-	before, err := ordertest.Counts(ctx, db.DB)
-	require.NoError(t, err)
+	b := paytest.Setup(t)
+	db := b.DB
+	_, base := b.Seed(t, orderdemo.Spec{Orders: 200, SKUs: 20, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	before := b.Counts(t)
 
-	locker, err := orderlock.New(orderlock.Config{Client: rdb, Prefix: prefix})
-	require.NoError(t, err)
-	closer, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{})
-	require.NoError(t, err)
 	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok"})
 	exec, err := xxljob.New(xxljob.Config{AdminAddresses: []string{admin.URL}, AccessToken: "tok", AppName: "hostile-params",
 		Address: "http://127.0.0.1:9999/", ListenAddr: "127.0.0.1:0", LogPath: t.TempDir(),
 		CallbackRetryInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
-	require.NoError(t, Register(exec, &Deps{Closer: closer}))
+	require.NoError(t, Register(exec, &Deps{Closer: b.Closer}))
 	require.NoError(t, exec.Start(ctx))
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

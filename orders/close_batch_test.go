@@ -54,40 +54,40 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	b := setup(t)
 	obs := &batchObserver{}
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Observer: obs})
-	b.shop(t)
+	b.Shop(t)
 	for _, no := range []string{"DUE1", "DUE2", "PAID", "CLOSED", "LOCKED", "PARKED", "WAITING"} {
-		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 4, Quantity: 2})
+		b.Place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 4, Quantity: 2})
 	}
-	_, err := b.svc.PlaceOrder(b.ctx, payment.NewOrder{OrderNo: "NOTDUE", UserID: 7, TimeoutMinutes: 120,
+	_, err := b.Svc.PlaceOrder(b.Ctx, payment.NewOrder{OrderNo: "NOTDUE", UserID: 7, TimeoutMinutes: 120,
 		Items: []payment.Item{{SKUID: 1, Quantity: 1}}})
 	require.NoError(t, err)
 	// Poisoned: SKU 6 has no stock row.
-	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "POISON",
+	ordertest.Order(t, b.DB.DB, ordertest.OrderOpts{OrderNo: "POISON",
 		Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}, {SKU: 2, Qty: 1}}})
-	_, err = b.svc.Pay(b.ctx, "PAID")
+	_, err = b.Svc.Pay(b.Ctx, "PAID")
 	require.NoError(t, err)
-	out, err := late.CloseOrder(b.ctx, "CLOSED")
+	out, err := late.CloseOrder(b.Ctx, "CLOSED")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
-	_, err = b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
+	_, err = b.DB.ExecContext(b.Ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
 		VALUES ('PARKED', 'close', 'parked', 'by hand', 5, NOW(3)),
 		       ('WAITING', 'close', 'waiting', 'earlier failure', 1, NOW(3) + INTERVAL 1 HOUR)`)
 	require.NoError(t, err)
-	base := snapshot(t, b)
-	m := b.locker.Redsync().NewMutex(b.locker.KeyFor("LOCKED"))
-	require.NoError(t, m.LockContext(b.ctx))
+	base := b.Snapshot(t)
+	m := b.Locker.Redsync().NewMutex(b.Locker.KeyFor("LOCKED"))
+	require.NoError(t, m.LockContext(b.Ctx))
 
 	nos := []string{"DUE1", "NOTDUE", "PAID", "POISON", "CLOSED", "MISSING", "LOCKED", "PARKED", "WAITING", "DUE2", "DUE1"}
 	want := []orders.Outcome{orders.OutcomeClosed, orders.OutcomeNotDue, orders.OutcomeSkippedPaid, orders.OutcomeDeadLettered,
 		orders.OutcomeSkippedClosed, orders.OutcomeNotFound, orders.OutcomeSkippedLocked, orders.OutcomeParked,
 		orders.OutcomeClosed, orders.OutcomeClosed, orders.OutcomeClosed}
-	outs, err := late.CloseOrders(b.ctx, nos)
+	outs, err := late.CloseOrders(b.Ctx, nos)
 	require.NoError(t, err)
 	require.Equal(t, names(want), names(outs))
-	_, err = m.UnlockContext(b.ctx)
+	_, err = m.UnlockContext(b.Ctx)
 	require.NoError(t, err)
-	b.check(t, base)
-	require.Zero(t, b.redisKeys(t), "every lock released")
+	b.Check(t, base)
+	require.Zero(t, b.RedisKeys(t), "every lock released")
 
 	dls := b.deadLetters(t)
 	require.Equal(t, "waiting", dls["POISON"].Status)
@@ -95,9 +95,9 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	require.Contains(t, dls["POISON"].LastError, "inventory row of sku 6 is missing")
 	require.Equal(t, "resolved", dls["WAITING"].Status, "a waiting letter is retried now, as CloseOrder does")
 	require.Equal(t, "parked", dls["PARKED"].Status)
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no = 'DUE1'`), "given twice, closed once")
-	require.Equal(t, 4, b.count(t, `SELECT COUNT(*) FROM order_close_log`), "CLOSED before, DUE1, DUE2, WAITING now")
-	c := b.counts(t)
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_close_log WHERE order_no = 'DUE1'`), "given twice, closed once")
+	require.Equal(t, 4, b.Count(t, `SELECT COUNT(*) FROM order_close_log`), "CLOSED before, DUE1, DUE2, WAITING now")
+	c := b.Counts(t)
 	require.Equal(t, 4, c.Closed)
 	require.Equal(t, 1, c.Paid)
 	require.Equal(t, 4, c.Unpaid, "NOTDUE, POISON, LOCKED, PARKED")
@@ -112,13 +112,13 @@ func TestCloseOrdersMixedBatch(t *testing.T) {
 	require.Equal(t, 4, obs.closed)
 
 	// The same orders again: nothing left to close but the one now free.
-	outs, err = late.CloseOrders(b.ctx, []string{"DUE1", "LOCKED", "POISON"})
+	outs, err = late.CloseOrders(b.Ctx, []string{"DUE1", "LOCKED", "POISON"})
 	require.NoError(t, err)
 	require.Equal(t, names([]orders.Outcome{orders.OutcomeSkippedClosed, orders.OutcomeClosed, orders.OutcomeDeadLettered}), names(outs))
 	require.Equal(t, 2, b.deadLetters(t)["POISON"].Attempts, "asked for explicitly: retried although next_retry_at is later")
-	b.check(t, base)
+	b.Check(t, base)
 
-	outs, err = late.CloseOrders(b.ctx, nil)
+	outs, err = late.CloseOrders(b.Ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, outs)
 }
@@ -159,12 +159,12 @@ func TestCloseOrdersLogsWithOrderContexts(t *testing.T) {
 	b := setup(t)
 	logs := &ctxLog{lines: map[string][]string{}}
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Logger: slog.New(logs)})
-	b.shop(t)
-	b.place(t, "OK1", true, payment.Item{SKUID: 2, Quantity: 1})
-	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "BAD", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
-	b.place(t, "OK2", false, payment.Item{SKUID: 2, Quantity: 1})
+	b.Shop(t)
+	b.Place(t, "OK1", true, payment.Item{SKUID: 2, Quantity: 1})
+	ordertest.Order(t, b.DB.DB, ordertest.OrderOpts{OrderNo: "BAD", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
+	b.Place(t, "OK2", false, payment.Item{SKUID: 2, Quantity: 1})
 
-	ctx := context.WithValue(b.ctx, ctxTag{}, "batch")
+	ctx := context.WithValue(b.Ctx, ctxTag{}, "batch")
 	ctx = orders.WithOrderContexts(ctx, func(no string) context.Context {
 		return context.WithValue(ctx, ctxTag{}, "order "+no)
 	})
@@ -192,12 +192,12 @@ func TestCloseOrdersPagesAndValidation(t *testing.T) {
 		nos[i] = o.OrderNo
 	}
 	const victim = "V-15"
-	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
 	require.NoError(t, err)
 
 	c := b.newCloser(t, orders.CloserConfig{PageSize: 10})
 	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
-	outs, err := c.CloseOrders(b.ctx, nos)
+	outs, err := c.CloseOrders(b.Ctx, nos)
 	require.NoError(t, err)
 	for i, no := range nos {
 		want := orders.OutcomeClosed
@@ -206,11 +206,11 @@ func TestCloseOrdersPagesAndValidation(t *testing.T) {
 		}
 		require.Equal(t, want, outs[i].Outcome, no)
 	}
-	require.Equal(t, len(due)-1, b.counts(t).Closed)
+	require.Equal(t, len(due)-1, b.Counts(t).Closed)
 	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
-	_, err = b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
 	require.NoError(t, err)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // CloseOrders racing the sweep on the same orders: every due order closed
@@ -220,16 +220,14 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 	b := setup(t)
 	// Demo data: a race wants thousands of orders of every status, so both
 	// sides are busy at once.
-	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
-	var nos []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
-	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	nos := b.ShuffledOrderNos(t)
 
 	var g errgroup.Group
 	var st orders.RunStats
 	g.Go(func() error {
 		var err error
-		st, err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 100})
+		st, err = b.Closer.Run(b.Ctx, orders.RunOptions{PageSize: 100})
 		return err
 	})
 	var closed, locked, notDue, paid, gone atomic.Int64
@@ -237,7 +235,7 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 	for w := range batchers {
 		g.Go(func() error {
 			for chunk := range slices.Chunk(nos[w*len(nos)/batchers:(w+1)*len(nos)/batchers], 50) {
-				outs, err := b.closer.CloseOrders(b.ctx, chunk)
+				outs, err := b.Closer.CloseOrders(b.Ctx, chunk)
 				if err != nil {
 					return err
 				}
@@ -270,12 +268,12 @@ func TestCloseOrdersConcurrentWithRun(t *testing.T) {
 	// Whatever either side skipped as locked, a second pass closes.
 	st2 := b.run(t, orders.RunOptions{})
 	require.Equal(t, res.Due, st.Closed+int(closed.Load())+st2.Closed, "every due order closed exactly once")
-	c := b.counts(t)
+	c := b.Counts(t)
 	require.Equal(t, res.Due, c.Closed)
-	require.Equal(t, res.Due, b.count(t, `SELECT COUNT(*) FROM order_close_log`))
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
-	b.check(t, base)
-	require.Zero(t, b.redisKeys(t))
+	require.Equal(t, res.Due, b.Count(t, `SELECT COUNT(*) FROM order_close_log`))
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	b.Check(t, base)
+	require.Zero(t, b.RedisKeys(t))
 }
 
 // Payments racing batch closes: every order ends paid or closed, never both;
@@ -285,10 +283,8 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Demo data: a race wants many orders, so payments and closes meet.
-	res, base := b.seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
-	var nos []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
-	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
+	nos := b.ShuffledOrderNos(t)
 
 	var paid, tooLate, closed, skippedPaid atomic.Int64
 	var g errgroup.Group
@@ -300,7 +296,7 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 				slices.Reverse(mine)
 			}
 			for chunk := range slices.Chunk(mine, 40) {
-				outs, err := b.closer.CloseOrders(b.ctx, chunk)
+				outs, err := b.Closer.CloseOrders(b.Ctx, chunk)
 				if err != nil {
 					return err
 				}
@@ -319,36 +315,17 @@ func TestCloseOrdersConcurrentWithPay(t *testing.T) {
 			return nil
 		})
 	}
-	const payers = 4
-	for w := range payers {
-		g.Go(func() error {
-			for i := w; i < len(nos); i += payers {
-				out, err := b.svc.Pay(b.ctx, nos[i])
-				if err != nil {
-					return err
-				}
-				switch out {
-				case payment.Paid:
-					paid.Add(1)
-				case payment.AlreadyClosed:
-					tooLate.Add(1)
-				default:
-					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
-				}
-			}
-			return nil
-		})
-	}
+	b.payAll(&g, nos, &paid, &tooLate)
 	require.NoError(t, g.Wait())
 	t.Logf("paid %d, payments too late %d, closed %d, skipped paid %d", paid.Load(), tooLate.Load(), closed.Load(), skippedPaid.Load())
-	c := b.counts(t)
+	c := b.Counts(t)
 	require.EqualValues(t, paid.Load(), c.Paid)
 	require.EqualValues(t, closed.Load(), c.Closed)
 	require.Equal(t, res.Orders, c.Paid+c.Closed, "every order paid or closed")
-	require.EqualValues(t, tooLate.Load(), b.count(t, `SELECT COUNT(*) FROM payment_conflict`))
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
-	b.check(t, base)
-	require.Zero(t, b.redisKeys(t))
+	require.EqualValues(t, tooLate.Load(), b.Count(t, `SELECT COUNT(*) FROM payment_conflict`))
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	b.Check(t, base)
+	require.Zero(t, b.RedisKeys(t))
 }
 
 // The payment step runs for a batch as for a page: "already paid" is
@@ -359,20 +336,20 @@ func TestCloseOrdersTradeStep(t *testing.T) {
 	p := ordertest.NewPaySide(t, "tok")
 	b := setup(t)
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: paytest.TradeCloser(t, p, 0)})
-	b.shop(t)
+	b.Shop(t)
 	for _, no := range []string{"T1", "T2", "T3", "T4"} {
-		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 2})
+		b.Place(t, no, true, payment.Item{SKUID: 2, Quantity: 2})
 	}
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	p.Set("T1", "not_found")
 	p.Set("T2", "already_paid")
 	p.Set("T3", "fail")
-	outs, err := late.CloseOrders(b.ctx, []string{"T1", "T2", "T3", "T4"})
+	outs, err := late.CloseOrders(b.Ctx, []string{"T1", "T2", "T3", "T4"})
 	require.NoError(t, err)
 	require.Equal(t, names([]orders.Outcome{orders.OutcomeClosed, orders.OutcomeSkippedPaid, orders.OutcomeSkippedLocked, orders.OutcomeClosed}), names(outs))
-	require.Equal(t, 2, b.counts(t).Closed)
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
-	b.check(t, base)
+	require.Equal(t, 2, b.Counts(t).Closed)
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+	b.Check(t, base)
 }
 
 // The batch's first read probes the unique keys, one row per order number.
@@ -380,16 +357,16 @@ func TestCloseOrdersReadUsesIndexes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Demo data: the plan is the point, and it follows the tables' size.
-	b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.5, PaidFraction: 0.5})
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
+	b.Seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.5, PaidFraction: 0.5})
+	_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
 		SELECT order_no, 'close', 'resolved', NOW(3) FROM order_info WHERE id % 2 = 0`)
 	require.NoError(t, err)
 	for _, table := range []string{"order_info", "order_dead_letter"} {
-		_, err = b.db.ExecContext(b.ctx, `ANALYZE TABLE `+table)
+		_, err = b.DB.ExecContext(b.Ctx, `ANALYZE TABLE `+table)
 		require.NoError(t, err)
 	}
 	var nos []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id DESC LIMIT 100`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info ORDER BY id DESC LIMIT 100`))
 	q, args, err := sqlx.In(closesql.Default.OrdersForClose, nos)
 	require.NoError(t, err)
 	plan := explain(t, b, q, args...)

@@ -30,7 +30,7 @@ func offlineService(t *testing.T, b *testBundle) *payment.Service {
 	t.Cleanup(func() { rdb.Close() })
 	locker, err := orderlock.New(orderlock.Config{Client: rdb})
 	require.NoError(t, err)
-	svc, err := payment.NewService(b.db.DB, locker, payment.ServiceConfig{})
+	svc, err := payment.NewService(b.DB.DB, locker, payment.ServiceConfig{})
 	require.NoError(t, err)
 	return svc
 }
@@ -46,7 +46,7 @@ func offlineService(t *testing.T, b *testBundle) *payment.Service {
 func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.shop(t)
+	b.Shop(t)
 	offline := offlineService(t, b)
 	var change func(no string)
 	trade := tradeFunc(func(_ context.Context, no string) (orders.TradeResult, error) {
@@ -55,17 +55,17 @@ func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
 	})
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: trade})
 	for _, no := range []string{"RUN-PAID", "RUN-LATER", "RUN-OK", "PAID", "PAID-OK", "LATER", "LATER-OK"} {
-		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 3, Quantity: 2})
+		b.Place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 3, Quantity: 2})
 	}
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	change = func(no string) {
 		switch no {
 		case "RUN-PAID", "PAID":
-			out, err := offline.Pay(b.ctx, no)
+			out, err := offline.Pay(b.Ctx, no)
 			require.NoError(t, err)
 			require.Equal(t, payment.Paid, out)
 		case "RUN-LATER", "LATER":
-			_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET timeout_minutes = 120 WHERE order_no = ?`, no)
+			_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_info SET timeout_minutes = 120 WHERE order_no = ?`, no)
 			require.NoError(t, err)
 		}
 	}
@@ -73,7 +73,7 @@ func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
 	// Each change alone in a batch, so that each guard of the CAS is the
 	// one that must notice it.
 	for _, batch := range [][]string{{"PAID", "PAID-OK"}, {"LATER", "LATER-OK"}} {
-		outs, err := late.CloseOrders(b.ctx, batch)
+		outs, err := late.CloseOrders(b.Ctx, batch)
 		require.NoError(t, err)
 		want := orders.OutcomeSkippedPaid
 		if batch[0] == "LATER" {
@@ -81,16 +81,16 @@ func TestOrdersChangedAfterTheirReadAreSkipped(t *testing.T) {
 		}
 		require.Equal(t, []orders.Outcome{want, orders.OutcomeClosed}, []orders.Outcome{outs[0].Outcome, outs[1].Outcome}, batch[0])
 	}
-	st, err := late.Run(b.ctx, orders.RunOptions{PageSize: 1})
+	st, err := late.Run(b.Ctx, orders.RunOptions{PageSize: 1})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed, "RUN-OK: %s", st)
 	require.Equal(t, 1, st.SkippedPaid)
 	require.Equal(t, 1, st.SkippedNotDue)
 	for no, want := range map[string]int{"RUN-PAID": 1, "RUN-LATER": 0, "RUN-OK": 2, "PAID": 1, "PAID-OK": 2, "LATER": 0, "LATER-OK": 2} {
-		require.Equal(t, want, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
+		require.Equal(t, want, b.Count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
 	}
-	b.check(t, base)
-	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+	b.Check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.Ctx, b.DB))
 }
 
 // The sweep leaves alone the orders whose close letter is parked or waits
@@ -109,10 +109,10 @@ func TestSweepHonoursLettersFewOrMany(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.shop(t)
+			b.Shop(t)
 			late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{})
 			for _, no := range []string{"L-PARKED", "L-LATER", "L-DUE", "L-NONE", "L-RESOLVED"} {
-				b.place(t, no, false, payment.Item{SKUID: 1, Quantity: 1})
+				b.Place(t, no, false, payment.Item{SKUID: 1, Quantity: 1})
 			}
 			letters := [][2]string{{"L-PARKED", "parked"}, {"L-LATER", "later"}, {"L-DUE", "due"}, {"L-RESOLVED", "resolved"}}
 			if many {
@@ -129,15 +129,15 @@ func TestSweepHonoursLettersFewOrMany(t *testing.T) {
 				case "due":
 					status = "waiting"
 				}
-				_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, next_retry_at)
+				_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, next_retry_at)
 					VALUES (?, 'close', ?, 'boom', `+retry+`)`, l[0], status)
 				require.NoError(t, err)
 			}
-			st, err := late.Run(b.ctx, orders.RunOptions{PageSize: 3})
+			st, err := late.Run(b.Ctx, orders.RunOptions{PageSize: 3})
 			require.NoError(t, err)
 			require.Equal(t, 3, st.Closed, "L-DUE, L-NONE, L-RESOLVED: %s", st)
 			for no, want := range map[string]int{"L-PARKED": 0, "L-LATER": 0, "L-DUE": 2, "L-NONE": 2, "L-RESOLVED": 2} {
-				require.Equal(t, want, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
+				require.Equal(t, want, b.Count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
 			}
 			got := b.deadLetters(t)
 			require.Equal(t, "resolved", got["L-DUE"].Status, "closed, so its letter is resolved")
@@ -161,11 +161,11 @@ func TestGuardedCloseFallsBackForPaidAndShortOrders(t *testing.T) {
 		t.Run(map[bool]string{false: "run", true: "batch"}[batch], func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.shop(t)
+			b.Shop(t)
 			offline := offlineService(t, b)
 			trade := tradeFunc(func(_ context.Context, no string) (orders.TradeResult, error) {
 				if no == "LATE-PAID" {
-					out, err := offline.Pay(b.ctx, no)
+					out, err := offline.Pay(b.Ctx, no)
 					require.NoError(t, err)
 					require.Equal(t, payment.Paid, out)
 				}
@@ -178,41 +178,41 @@ func TestGuardedCloseFallsBackForPaidAndShortOrders(t *testing.T) {
 				if no == "SHORT" {
 					items = []payment.Item{{SKUID: 2, Quantity: 1}, {SKUID: 4, Quantity: 2}}
 				}
-				b.place(t, no, true, items...)
+				b.Place(t, no, true, items...)
 			}
 			// SHORT alone holds SKU 4; its locked stock is one unit short.
-			_, err := b.db.ExecContext(b.ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = 4`)
+			_, err := b.DB.ExecContext(b.Ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = 4`)
 			require.NoError(t, err)
-			base := snapshot(t, b)
+			base := b.Snapshot(t)
 
 			if batch {
-				outs, err := late.CloseOrders(b.ctx, nos)
+				outs, err := late.CloseOrders(b.Ctx, nos)
 				require.NoError(t, err)
 				require.Equal(t, names([]orders.Outcome{orders.OutcomeClosed, orders.OutcomeSkippedPaid, orders.OutcomeDeadLettered,
 					orders.OutcomeClosed, orders.OutcomeClosed}), names(outs))
 			} else {
-				st, err := late.Run(b.ctx, orders.RunOptions{})
+				st, err := late.Run(b.Ctx, orders.RunOptions{})
 				require.NoError(t, err)
 				require.Equal(t, 3, st.Closed, "%s", st)
 				require.Equal(t, 1, st.SkippedPaid)
 				require.Equal(t, 1, st.DeadLettered)
 			}
 			for no, want := range map[string]int{"OK-1": 2, "LATE-PAID": 1, "SHORT": 0, "OK-2": 2, "OK-3": 2} {
-				require.Equal(t, want, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
+				require.Equal(t, want, b.Count(t, `SELECT status FROM order_info WHERE order_no = ?`, no), no)
 			}
-			require.Equal(t, 3, b.count(t, `SELECT COUNT(*) FROM order_close_log`), "OK-1, OK-2, OK-3, once each")
+			require.Equal(t, 3, b.Count(t, `SELECT COUNT(*) FROM order_close_log`), "OK-1, OK-2, OK-3, once each")
 			dls := b.deadLetters(t)
 			require.Len(t, dls, 1)
 			require.Contains(t, dls["SHORT"].LastError, "locked stock of sku 4")
-			require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM user_coupon WHERE order_no = 'SHORT' AND status = 1`),
+			require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM user_coupon WHERE order_no = 'SHORT' AND status = 1`),
 				"the short order's coupon stays locked")
 			// Only the planted shortfall remains: stock and coupons were
 			// given back for the three closed orders and no others.
 			var ve *ordertest.ViolationsError
-			require.True(t, errors.As(ordertest.Check(b.ctx, b.db, base), &ve))
+			require.True(t, errors.As(ordertest.Check(b.Ctx, b.DB, base), &ve))
 			require.Equal(t, []string{"stock_locked"}, ve.Rules())
 			require.Len(t, ve.Violations, 1)
-			require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+			require.NoError(t, ordertest.CheckPayments(b.Ctx, b.DB))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -15,16 +14,16 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
-	"github.com/orderjob/executor/orders/payment"
 )
 
 func TestRunClosesDueOrders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.3})
 	require.Positive(t, res.Due)
 
 	var pages, progressClosed int
@@ -38,14 +37,14 @@ func TestRunClosesDueOrders(t *testing.T) {
 	require.Zero(t, st.SkippedPaid+st.SkippedLocked+st.DeadLettered+st.SkippedClosed+st.SkippedNotDue)
 	require.Equal(t, st.Closed, progressClosed)
 	require.Equal(t, st.Pages, pages)
-	b.check(t, base)
+	b.Check(t, base)
 
-	c := b.counts(t)
+	c := b.Counts(t)
 	require.Equal(t, res.Due, c.Closed)
 	require.Equal(t, res.Paid, c.Paid)
 	require.Equal(t, res.NotDue, c.Unpaid, "orders within their timeout are untouched")
-	require.Equal(t, res.Due, b.count(t, `SELECT COUNT(*) FROM order_close_log WHERE reason = 'payment_timeout'`))
-	require.Zero(t, b.redisKeys(t), "every lock released")
+	require.Equal(t, res.Due, b.Count(t, `SELECT COUNT(*) FROM order_close_log WHERE reason = 'payment_timeout'`))
+	require.Zero(t, b.RedisKeys(t), "every lock released")
 
 	again := b.run(t, orders.RunOptions{})
 	require.Zero(t, again.Scanned, "a second run finds nothing")
@@ -64,13 +63,13 @@ func TestConcurrentRunsSameShard(t *testing.T) {
 		t.Run(fmt.Sprintf("runs=%d", n), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			res, base := b.seed(t, orderdemo.Spec{Orders: 3000, CouponFraction: 0.3})
+			res, base := b.Seed(t, orderdemo.Spec{Orders: 3000, CouponFraction: 0.3})
 			stats := make([]orders.RunStats, n)
 			var g errgroup.Group
 			for i := range n {
 				g.Go(func() error {
 					var err error
-					stats[i], err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 100})
+					stats[i], err = b.Closer.Run(b.Ctx, orders.RunOptions{PageSize: 100})
 					return err
 				})
 			}
@@ -81,8 +80,8 @@ func TestConcurrentRunsSameShard(t *testing.T) {
 				require.Zero(t, st.DeadLettered)
 			}
 			require.Equal(t, res.Due, closed, "every due order closed exactly once")
-			require.Equal(t, res.Due, b.counts(t).Closed)
-			b.check(t, base)
+			require.Equal(t, res.Due, b.Counts(t).Closed)
+			b.Check(t, base)
 		})
 	}
 }
@@ -90,7 +89,7 @@ func TestConcurrentRunsSameShard(t *testing.T) {
 func TestShardsConcurrently(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.85, PaidFraction: 0.05, NotDueFraction: 0.1, CouponFraction: 0.3})
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.85, PaidFraction: 0.05, NotDueFraction: 0.1, CouponFraction: 0.3})
 	const total = 3
 	stats := b.runShards(t, total)
 	closedPerShard := shard.Counts(b.ids(t, `SELECT id FROM order_info WHERE status = 2`), total)
@@ -101,10 +100,10 @@ func TestShardsConcurrently(t *testing.T) {
 		sum += st.Closed
 	}
 	require.Equal(t, res.Due, sum)
-	c := b.counts(t)
+	c := b.Counts(t)
 	require.Equal(t, res.Due, c.Closed, "every due order closed once")
 	require.Equal(t, res.NotDue, c.Unpaid, "no not-due order touched")
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // runShards runs the close sweep as total broadcast executors at once,
@@ -116,7 +115,7 @@ func (b *testBundle) runShards(t *testing.T, total int) []orders.RunStats {
 	for i := range total {
 		g.Go(func() error {
 			var err error
-			stats[i], err = b.closer.Run(b.ctx, orders.RunOptions{ShardIndex: i, ShardTotal: total, PageSize: 100})
+			stats[i], err = b.Closer.Run(b.Ctx, orders.RunOptions{ShardIndex: i, ShardTotal: total, PageSize: 100})
 			return err
 		})
 	}
@@ -144,10 +143,10 @@ func TestShardsBalanceWhateverTheIDs(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, %d executors", name, total), func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
-				res, _ := b.seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 0.9, PaidFraction: 0.05, NotDueFraction: 0.05})
-				_, err := b.db.ExecContext(b.ctx, remap)
+				res, _ := b.Seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 0.9, PaidFraction: 0.05, NotDueFraction: 0.05})
+				_, err := b.DB.ExecContext(b.Ctx, remap)
 				require.NoError(t, err)
-				base := snapshot(t, b)
+				base := b.Snapshot(t)
 				stats := b.runShards(t, total)
 				closed := shard.Counts(b.ids(t, `SELECT id FROM order_info WHERE status = 2`), total)
 				mean := float64(res.Due) / float64(total)
@@ -158,8 +157,8 @@ func TestShardsBalanceWhateverTheIDs(t *testing.T) {
 					sum += st.Closed
 				}
 				require.Equal(t, res.Due, sum, "every due order closed exactly once")
-				require.Equal(t, res.Due, b.counts(t).Closed)
-				b.check(t, base)
+				require.Equal(t, res.Due, b.Counts(t).Closed)
+				b.Check(t, base)
 			})
 		}
 	}
@@ -168,10 +167,8 @@ func TestShardsBalanceWhateverTheIDs(t *testing.T) {
 func TestPayRacesClose(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
-	var nos []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
-	rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 1200, DueFraction: 1, CouponFraction: 0.5})
+	nos := b.ShuffledOrderNos(t)
 
 	var paid, tooLate atomic.Int64
 	var g errgroup.Group
@@ -179,69 +176,50 @@ func TestPayRacesClose(t *testing.T) {
 	g.Go(func() error {
 		var err error
 		// Paced so the run overlaps the payers for most of its length.
-		st, err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 40, MaxPerSecond: 1500})
+		st, err = b.Closer.Run(b.Ctx, orders.RunOptions{PageSize: 40, MaxPerSecond: 1500})
 		return err
 	})
-	const payers = 4
-	for w := range payers {
-		g.Go(func() error {
-			for i := w; i < len(nos); i += payers {
-				out, err := b.svc.Pay(b.ctx, nos[i])
-				if err != nil {
-					return err
-				}
-				switch out {
-				case payment.Paid:
-					paid.Add(1)
-				case payment.AlreadyClosed:
-					tooLate.Add(1)
-				default:
-					return fmt.Errorf("order %s: unexpected %v", nos[i], out)
-				}
-			}
-			return nil
-		})
-	}
+	b.payAll(&g, nos, &paid, &tooLate)
 	require.NoError(t, g.Wait())
-	c := b.counts(t)
+	c := b.Counts(t)
 	require.Equal(t, res.Orders, c.Paid+c.Closed, "each order ends paid or closed")
 	require.Equal(t, int(paid.Load()), c.Paid)
 	require.Equal(t, int(tooLate.Load()), c.Closed)
 	require.Equal(t, st.Closed, c.Closed)
 	t.Logf("paid %d, closed %d, close run skipped %d locked", c.Paid, c.Closed, st.SkippedLocked)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 func TestRerunAfterCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1, CouponFraction: 0.3})
-	ctx, cancel := context.WithCancel(b.ctx)
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1, CouponFraction: 0.3})
+	ctx, cancel := context.WithCancel(b.Ctx)
 	defer cancel()
 	var once sync.Once
-	st, err := b.closer.Run(ctx, orders.RunOptions{PageSize: 100, Progress: func(p orders.PageStats) {
+	st, err := b.Closer.Run(ctx, orders.RunOptions{PageSize: 100, Progress: func(p orders.PageStats) {
 		// Cancel while the next page is being worked on.
 		once.Do(func() { time.AfterFunc(time.Millisecond, cancel) })
 	}})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, st.Closed, res.Due)
-	require.Equal(t, st.Closed, b.counts(t).Closed, "the stats match what was committed: nothing half-done")
-	b.check(t, base)
+	require.Equal(t, st.Closed, b.Counts(t).Closed, "the stats match what was committed: nothing half-done")
+	b.Check(t, base)
 
 	again := b.run(t, orders.RunOptions{PageSize: 100})
 	require.Equal(t, res.Due, st.Closed+again.Closed)
-	require.Equal(t, res.Due, b.counts(t).Closed)
-	b.check(t, base)
+	require.Equal(t, res.Due, b.Counts(t).Closed)
+	b.Check(t, base)
 }
 
 func TestDryRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, base := b.seed(t, orderdemo.Spec{Orders: 1000, CouponFraction: 0.3})
-	before := b.counts(t)
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 1000, CouponFraction: 0.3})
+	before := b.Counts(t)
 	sum := func() int {
-		return b.count(t, `SELECT COALESCE(SUM(available * 3 + locked), 0) FROM inventory`) +
-			b.count(t, `SELECT COALESCE(SUM(status * 7 + id), 0) FROM user_coupon`)
+		return b.Count(t, `SELECT COALESCE(SUM(available * 3 + locked), 0) FROM inventory`) +
+			b.Count(t, `SELECT COALESCE(SUM(status * 7 + id), 0) FROM user_coupon`)
 	}
 	sumBefore := sum()
 
@@ -249,22 +227,22 @@ func TestDryRunChangesNothing(t *testing.T) {
 	require.True(t, st.DryRun)
 	require.Equal(t, res.Due, st.Scanned)
 	require.Equal(t, res.Due, st.Closed, "counts what it would close")
-	require.Equal(t, before, b.counts(t))
+	require.Equal(t, before, b.Counts(t))
 	require.Equal(t, sumBefore, sum())
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_close_log`))
-	require.Zero(t, b.redisKeys(t), "no locks taken")
-	b.check(t, base)
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_close_log`))
+	require.Zero(t, b.RedisKeys(t), "no locks taken")
+	b.Check(t, base)
 }
 
 func TestMaxOrders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, base := b.seed(t, orderdemo.Spec{Orders: 1000, DueFraction: 1})
+	_, base := b.Seed(t, orderdemo.Spec{Orders: 1000, DueFraction: 1})
 	st := b.run(t, orders.RunOptions{MaxOrders: 250, PageSize: 100})
 	require.Equal(t, 250, st.Scanned)
 	require.Equal(t, 250, st.Closed)
 	require.Equal(t, 3, st.Pages)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // A cursor saved under id % total (shard_rule 0, before migration 0120)
@@ -273,7 +251,7 @@ func TestMaxOrders(t *testing.T) {
 func TestCappedRunIgnoresCursorOfOldShardRule(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, base := b.seed(t, orderdemo.Spec{Orders: 400, DueFraction: 1})
+	_, base := b.Seed(t, orderdemo.Spec{Orders: 400, DueFraction: 1})
 	mine := b.ids(t, `SELECT id FROM order_info ORDER BY create_time, id`)
 	var head []int64 // shard 0 of 2, in scan order
 	for _, id := range mine {
@@ -282,7 +260,7 @@ func TestCappedRunIgnoresCursorOfOldShardRule(t *testing.T) {
 		}
 	}
 	middle := head[len(head)/2]
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_cursor (order_table, shard_total, shard_index, create_time, order_id, updated_at)
+	_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO order_close_cursor (order_table, shard_total, shard_index, create_time, order_id, updated_at)
 		SELECT 'order_info', 2, 0, create_time, id, UTC_TIMESTAMP(3) FROM order_info WHERE id = ?`, middle)
 	require.NoError(t, err)
 
@@ -292,20 +270,20 @@ func TestCappedRunIgnoresCursorOfOldShardRule(t *testing.T) {
 	require.Equal(t, head[:30], closed, "the run started at the head, not after the old rule's cursor")
 	var rule int
 	var at int64
-	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT shard_rule, order_id FROM order_close_cursor WHERE order_table = 'order_info' AND shard_total = 2 AND shard_index = 0`).Scan(&rule, &at))
+	require.NoError(t, b.DB.QueryRowContext(b.Ctx, `SELECT shard_rule, order_id FROM order_close_cursor WHERE order_table = 'order_info' AND shard_total = 2 AND shard_index = 0`).Scan(&rule, &at))
 	require.Equal(t, 1, rule)
 	require.Equal(t, head[29], at, "the next run resumes after the last order this one handled")
 
 	st = b.run(t, orders.RunOptions{ShardIndex: 0, ShardTotal: 2, MaxOrders: 30, PageSize: 10})
 	require.Equal(t, 30, st.Closed)
 	require.Equal(t, head[:60], b.ids(t, `SELECT id FROM order_info WHERE status = 2 ORDER BY create_time, id`), "the new cursor is followed")
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 func TestMaxPerSecond(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1})
+	_, base := b.Seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1})
 	const rate = 500.0
 	st := b.run(t, orders.RunOptions{MaxPerSecond: rate})
 	require.Equal(t, 2000, st.Closed)
@@ -315,7 +293,7 @@ func TestMaxPerSecond(t *testing.T) {
 	// Below the cap only when the machine cannot keep up; a wide margin,
 	// since other tests share it.
 	require.GreaterOrEqual(t, got, rate*0.5)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 func TestRunOptionsValidation(t *testing.T) {
@@ -328,7 +306,7 @@ func TestRunOptionsValidation(t *testing.T) {
 		{MaxOrders: -1},
 		{MaxPerSecond: -5},
 	} {
-		_, err := b.closer.Run(b.ctx, opt)
+		_, err := b.Closer.Run(b.Ctx, opt)
 		require.Error(t, err, "%+v", opt)
 	}
 }
@@ -336,24 +314,24 @@ func TestRunOptionsValidation(t *testing.T) {
 // A lease that cannot stay valid until commit makes every page roll back.
 func TestLeaseExpiredRollsBack(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withLocker(orderlock.Config{TTL: 20 * time.Millisecond}))
-	res, base := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.5})
+	b := setup(t, paytest.WithLocker(orderlock.Config{TTL: 20 * time.Millisecond}))
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.5})
 	st := b.run(t, orders.RunOptions{PageSize: 100})
 	require.Zero(t, st.Closed)
 	require.Equal(t, res.Due, st.SkippedLocked)
 	require.Equal(t, res.Due, st.LeaseLost)
-	require.Zero(t, b.counts(t).Closed)
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_close_log`))
-	b.check(t, base)
+	require.Zero(t, b.Counts(t).Closed)
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_close_log`))
+	b.Check(t, base)
 }
 
 func TestCloseReasonAndTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.newCloser(t, orders.CloserConfig{Reason: "test_reason"})
-	b.seed(t, orderdemo.Spec{Orders: 50, DueFraction: 1})
-	dbNow := b.db.Now(t)
-	_, err := c.Run(b.ctx, orders.RunOptions{})
+	b.Seed(t, orderdemo.Spec{Orders: 50, DueFraction: 1})
+	dbNow := b.DB.Now(t)
+	_, err := c.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	var rows []struct {
 		CloseTime time.Time `db:"close_time"`
@@ -361,7 +339,7 @@ func TestCloseReasonAndTime(t *testing.T) {
 		ClosedAt  time.Time `db:"closed_at"`
 		LogReason string    `db:"reason"`
 	}
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT o.close_time, o.close_reason, l.closed_at, l.reason
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT o.close_time, o.close_reason, l.closed_at, l.reason
 		FROM order_info o JOIN order_close_log l ON l.order_no = o.order_no`))
 	require.Len(t, rows, 50)
 	for _, r := range rows {
@@ -377,7 +355,7 @@ var stringForm = regexp.MustCompile(`^scanned=\d+ closed=\d+ skipped_paid=\d+ sk
 func TestRunStatsStringForm(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seed(t, orderdemo.Spec{Orders: 10})
+	b.Seed(t, orderdemo.Spec{Orders: 10})
 	st := b.run(t, orders.RunOptions{})
 	require.Regexp(t, stringForm, st.String())
 	require.False(t, errors.Is(st.LockErr, context.Canceled))

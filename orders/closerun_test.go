@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/inspect"
 )
@@ -16,17 +17,17 @@ import (
 // reads are package inspect's tests).
 func TestCloseRunRecorded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{Host: "host-1"}))
-	b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
-	_, err := b.db.Exec(`UPDATE order_info SET create_time = NOW() - INTERVAL 3 HOUR WHERE status = 0 AND id % 7 = 0
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Host: "host-1"}))
+	b.Seed(t, orderdemo.Spec{Orders: 40, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
+	_, err := b.DB.Exec(`UPDATE order_info SET create_time = NOW() - INTERVAL 3 HOUR WHERE status = 0 AND id % 7 = 0
 		AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()`)
 	require.NoError(t, err)
 	// An expired record, and one within the retention.
-	_, err = b.db.Exec(`INSERT INTO order_close_run (started_at, finished_at, result) VALUES
+	_, err = b.DB.Exec(`INSERT INTO order_close_run (started_at, finished_at, result) VALUES
 		(NOW(3) - INTERVAL 9 DAY, NOW(3) - INTERVAL 9 DAY, 'old'), (NOW(3) - INTERVAL 2 HOUR, NOW(3) - INTERVAL 2 HOUR, 'kept')`)
 	require.NoError(t, err)
 
-	due := b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()`)
+	due := b.Count(t, `SELECT COUNT(*) FROM order_info WHERE status = 0 AND create_time + INTERVAL timeout_minutes MINUTE <= NOW()`)
 	require.Positive(t, due)
 	st := b.run(t, orders.RunOptions{Source: "test run"})
 	require.Equal(t, due, st.Closed)
@@ -34,7 +35,7 @@ func TestCloseRunRecorded(t *testing.T) {
 	dry := b.run(t, orders.RunOptions{DryRun: true, ShardIndex: 1, ShardTotal: 2})
 	require.Zero(t, dry.Closed)
 
-	runs, err := inspect.NewCloseRuns(b.db.DB).Recent(b.ctx, 0, 10)
+	runs, err := inspect.NewCloseRuns(b.DB.DB).Recent(b.Ctx, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, runs, 3, "the expired record is gone")
 	last, first := runs[0], runs[1]
@@ -58,12 +59,12 @@ func TestCloseRunRecorded(t *testing.T) {
 func TestCloseRunRecordsError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seed(t, orderdemo.Spec{Orders: 10, DueFraction: 1})
-	_, err := b.db.Exec(`RENAME TABLE order_close_log TO order_close_log_gone`)
+	b.Seed(t, orderdemo.Spec{Orders: 10, DueFraction: 1})
+	_, err := b.DB.Exec(`RENAME TABLE order_close_log TO order_close_log_gone`)
 	require.NoError(t, err)
-	_, err = b.closer.Run(b.ctx, orders.RunOptions{})
+	_, err = b.Closer.Run(b.Ctx, orders.RunOptions{})
 	require.Error(t, err)
-	runs, err := inspect.NewCloseRuns(b.db.DB).Recent(b.ctx, 0, 1)
+	runs, err := inspect.NewCloseRuns(b.DB.DB).Recent(b.Ctx, 0, 1)
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.Contains(t, runs[0].Error, "order_close_log")
@@ -76,12 +77,12 @@ func TestCloseRunRecordsError(t *testing.T) {
 // own record before the process ended keeps it.
 func TestCloseRunInterruptedRecorded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{Host: "host-1"}))
-	b.seed(t, orderdemo.Spec{Orders: 10, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
-	view := inspect.NewCloseRuns(b.db.DB)
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Host: "host-1"}))
+	b.Seed(t, orderdemo.Spec{Orders: 10, DueFraction: 0.5, PaidFraction: 0.25, NotDueFraction: 0.25})
+	view := inspect.NewCloseRuns(b.DB.DB)
 	const reason = "executor restarted during the run: it started at ..."
 	finished := b.run(t, orders.RunOptions{Source: "xxl-job log 501", LogID: 501})
-	started := b.db.Now(t).Add(-2 * time.Second)
+	started := b.DB.Now(t).Add(-2 * time.Second)
 
 	for _, tc := range []struct {
 		name    string
@@ -95,7 +96,7 @@ func TestCloseRunInterruptedRecorded(t *testing.T) {
 		{name: "interrupted, recorded again by a later restart", opt: orders.RunOptions{LogID: 502}, started: started},
 		{name: "the same log id two days apart (a reset admin)", opt: orders.RunOptions{LogID: 501}, started: started.Add(-48 * time.Hour)},
 	} {
-		err := b.closer.RecordInterrupted(b.ctx, tc.opt, tc.started, reason)
+		err := b.Closer.RecordInterrupted(b.Ctx, tc.opt, tc.started, reason)
 		if tc.wantErr != "" {
 			require.ErrorContains(t, err, tc.wantErr, tc.name)
 			continue
@@ -103,7 +104,7 @@ func TestCloseRunInterruptedRecorded(t *testing.T) {
 		require.NoError(t, err, tc.name)
 	}
 
-	runs, err := view.Recent(b.ctx, 0, 10)
+	runs, err := view.Recent(b.Ctx, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, runs, 3, "the run's own record, the interrupted one once, the other 501")
 	other, interrupted, own := runs[0], runs[1], runs[2]
@@ -125,7 +126,7 @@ func TestCloseRunInterruptedRecorded(t *testing.T) {
 	require.Equal(t, int64(501), other.LogID)
 	require.Equal(t, reason, other.Error)
 
-	sum, err := view.Summary(b.ctx, time.Hour)
+	sum, err := view.Summary(b.Ctx, time.Hour)
 	require.NoError(t, err)
 	require.Equal(t, 3, sum.Runs)
 	require.Equal(t, 2, sum.Failed)

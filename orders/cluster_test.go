@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/orderdemo"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/payment"
@@ -64,35 +65,35 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 func TestLockerOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := startCluster(t)
-	b := setup(t, withLocker(orderlock.Config{Client: cluster}))
-	res, base := b.seed(t, orderdemo.Spec{Orders: 600, DueFraction: 1, CouponFraction: 0.3})
+	b := setup(t, paytest.WithLocker(orderlock.Config{Client: cluster}))
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 600, DueFraction: 1, CouponFraction: 0.3})
 
 	var nos []string
 	for i := range 200 {
 		nos = append(nos, fmt.Sprintf("K%d", i))
 	}
-	lease, err := b.locker.Acquire(b.ctx, nos)
+	lease, err := b.Locker.Acquire(b.Ctx, nos)
 	require.NoError(t, err)
 	require.Equal(t, 200, lease.Len())
-	again, err := b.locker.Acquire(b.ctx, nos)
+	again, err := b.Locker.Acquire(b.Ctx, nos)
 	require.NoError(t, err)
 	require.Zero(t, again.Len(), "held keys are taken, not errors")
-	require.NoError(t, lease.Release(b.ctx))
+	require.NoError(t, lease.Release(b.Ctx))
 	n := 0
 	for _, no := range nos {
-		n += int(cluster.Exists(b.ctx, b.locker.KeyFor(no)).Val())
+		n += int(cluster.Exists(b.Ctx, b.Locker.KeyFor(no)).Val())
 	}
 	require.Zero(t, n, "every key released")
 
 	st := b.run(t, orders.RunOptions{PageSize: 200})
 	require.Equal(t, res.Due, st.Closed)
 	require.Zero(t, st.LockErrors)
-	b.check(t, base)
+	b.Check(t, base)
 
 	// Pay's redsync mutex runs on the Cluster too.
-	b.place(t, "CL-1", true, payment.Item{SKUID: 1, Quantity: 1})
-	out, err := b.svc.Pay(b.ctx, "CL-1")
+	b.Place(t, "CL-1", true, payment.Item{SKUID: 1, Quantity: 1})
+	out, err := b.Svc.Pay(b.Ctx, "CL-1")
 	require.NoError(t, err)
 	require.Equal(t, payment.Paid, out)
-	b.check(t, base)
+	b.Check(t, base)
 }

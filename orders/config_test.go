@@ -4,35 +4,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
-	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/schema"
 )
-
-// unconnected is a database handle and a locker on servers nothing listens
-// for: the constructors check their settings without connecting.
-func unconnected(t *testing.T) (*sqlx.DB, *orderlock.Locker) {
-	t.Helper()
-	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	t.Cleanup(func() { rdb.Close() })
-	locker, err := orderlock.New(orderlock.Config{Client: rdb})
-	require.NoError(t, err)
-	return db, locker
-}
 
 // Each constructor refuses bad settings with a message naming the setting
 // and its value.
 func TestConstructorRefusals(t *testing.T) {
 	t.Parallel()
-	db, locker := unconnected(t)
+	db, locker := paytest.Unconnected(t)
 	closer := func(cfg orders.CloserConfig) error { _, err := orders.NewCloser(db, locker, cfg); return err }
 	for _, tc := range []struct {
 		name string

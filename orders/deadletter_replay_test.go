@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/internal/shard"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
@@ -18,6 +19,7 @@ import (
 type letterRow struct {
 	ID           int64     `db:"id"`
 	OrderNo      string    `db:"order_no"`
+	Stage        string    `db:"stage"`
 	Status       string    `db:"status"`
 	StatusReason string    `db:"status_reason"`
 	LastError    string    `db:"last_error"`
@@ -25,11 +27,23 @@ type letterRow struct {
 	NextRetryAt  time.Time `db:"next_retry_at"`
 }
 
+// letters reads the close stage's dead letters, by order number.
 func (b *testBundle) letters(t *testing.T) map[string]letterRow {
 	t.Helper()
+	return b.lettersWhere(t, `stage = 'close'`)
+}
+
+// deadLetters reads the dead letters of every stage, by order number.
+func (b *testBundle) deadLetters(t *testing.T) map[string]letterRow {
+	t.Helper()
+	return b.lettersWhere(t, `TRUE`)
+}
+
+func (b *testBundle) lettersWhere(t *testing.T, cond string) map[string]letterRow {
+	t.Helper()
 	var rows []letterRow
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows,
-		`SELECT id, order_no, status, status_reason, last_error, attempts, next_retry_at FROM order_dead_letter WHERE stage = 'close'`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows,
+		`SELECT id, order_no, stage, status, status_reason, last_error, attempts, next_retry_at FROM order_dead_letter WHERE `+cond))
 	out := map[string]letterRow{}
 	for _, r := range rows {
 		out[r.OrderNo] = r
@@ -41,7 +55,7 @@ func (b *testBundle) letters(t *testing.T) map[string]letterRow {
 // backoff had run out.
 func (b *testBundle) makeDue(t *testing.T) {
 	t.Helper()
-	_, err := b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW(3) - INTERVAL 1 SECOND WHERE status = 'waiting'`)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_dead_letter SET next_retry_at = NOW(3) - INTERVAL 1 SECOND WHERE status = 'waiting'`)
 	require.NoError(t, err)
 }
 
@@ -65,7 +79,7 @@ func failingLetters(t *testing.T, b *testBundle, n int) (victims []string, resto
 	st := b.run(t, orders.RunOptions{})
 	require.Equal(t, 3, st.Closed)
 	require.Equal(t, n, st.DeadLettered)
-	return victims, func() { ordertest.Restock(t, b.db.DB, sku, 100) }
+	return victims, func() { ordertest.Restock(t, b.DB.DB, sku, 100) }
 }
 
 var retryBackoff = orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, ParkAfter: 4}
@@ -75,19 +89,19 @@ var retryBackoff = orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, P
 // nothing.
 func TestRetryDeadLettersClosesDueOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
 	victims, restore := failingLetters(t, b, 30)
 	before := b.letters(t)
 
-	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	st, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Zero(t, st.Found, "next_retry_at is a minute away")
 	require.Equal(t, before, b.letters(t), "not-due letters untouched")
 
 	restore()
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	b.makeDue(t)
-	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{PageSize: 7})
+	st, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{PageSize: 7})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Found)
 	require.Equal(t, len(victims), st.Closed)
@@ -99,13 +113,13 @@ func TestRetryDeadLettersClosesDueOnce(t *testing.T) {
 		require.Equal(t, "closed by deadLetterRetryJob", dl.StatusReason)
 		require.Equal(t, 1, dl.Attempts, "a success does not count as an attempt")
 	}
-	require.Zero(t, b.counts(t).Unpaid)
-	b.check(t, base)
+	require.Zero(t, b.Counts(t).Unpaid)
+	b.Check(t, base)
 
-	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	st, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Zero(t, st.Found, "resolved letters are not taken again")
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // A close that fails again raises attempts with a doubled backoff; a second
@@ -114,14 +128,14 @@ func TestRetryDeadLettersClosesDueOnce(t *testing.T) {
 // fixed order closes.
 func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
 	victims, restore := failingLetters(t, b, 8)
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 
 	for attempt := 2; attempt <= 3; attempt++ {
 		b.makeDue(t)
-		now := b.db.Now(t)
-		st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+		now := b.DB.Now(t)
+		st, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 		require.NoError(t, err)
 		require.Equal(t, len(victims), st.Failed)
 		require.Equal(t, len(victims), st.Found)
@@ -134,14 +148,14 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 			require.WithinDuration(t, want, dl.NextRetryAt, 20*time.Second, "backoff doubles")
 		}
 		// Twice in a row: the second run finds nothing due.
-		again, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+		again, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 		require.NoError(t, err)
 		require.Zero(t, again.Found)
 		require.Equal(t, attempt, b.letters(t)[victims[0]].Attempts)
 	}
 
 	b.makeDue(t)
-	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	st, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Parked)
 	for _, no := range victims {
@@ -150,26 +164,26 @@ func TestRetryDeadLettersBackoffThenPark(t *testing.T) {
 		require.Equal(t, 4, dl.Attempts)
 		require.Equal(t, "parked after 4 failed attempts (maximum 4); see last_error", dl.StatusReason)
 	}
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW(3) - INTERVAL 1 DAY`)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE order_dead_letter SET next_retry_at = NOW(3) - INTERVAL 1 DAY`)
 	require.NoError(t, err)
-	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	st, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Zero(t, st.Found, "parked letters wait for a person")
 
 	// The operator fixes the data and requeues one letter: it is due at once
 	// and closes; the others stay parked.
 	restore()
-	base = snapshot(t, b)
-	dl, err := deadletters.New(b.db.DB).Requeue(b.ctx, victims[0], "")
+	base = b.Snapshot(t)
+	dl, err := deadletters.New(b.DB.DB).Requeue(b.Ctx, victims[0], "")
 	require.NoError(t, err)
 	require.Equal(t, deadletters.Waiting, dl.Status)
 	require.Empty(t, dl.StatusReason)
-	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	st, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)
 	require.Equal(t, deadletters.Resolved, b.letters(t)[victims[0]].Status)
 	require.Equal(t, deadletters.Parked, b.letters(t)[victims[1]].Status)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // Letters whose order was paid or closed meanwhile are resolved as counted
@@ -184,15 +198,15 @@ func TestRetryDeadLettersAlreadyDone(t *testing.T) {
 		ordertest.OrderOpts{OrderNo: closed, Age: time.Hour, Coupon: true, Items: []ordertest.Item{{SKU: 1, Qty: 1}, {SKU: 2, Qty: 3}}})
 	st := b.run(t, orders.RunOptions{})
 	require.Equal(t, 1, st.Closed)
-	base := snapshot(t, b)
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
+	base := b.Snapshot(t)
+	_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
 		(?, 'close', 'waiting', 'old failure', 2, NOW(3) - INTERVAL 1 MINUTE),
 		(?, 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
 		('GONE-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
 		(?, 'payment', 'waiting', 'not ours', 1, NOW(3) - INTERVAL 1 MINUTE)`, paid, closed, paid)
 	require.NoError(t, err)
 
-	rs, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	rs, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Equal(t, orders.RetryStats{Found: 3, AlreadyDone: 2, Parked: 1, Pages: 1}, retryStatsNoTime(rs))
 	dls := b.letters(t)
@@ -203,10 +217,10 @@ func TestRetryDeadLettersAlreadyDone(t *testing.T) {
 	require.Contains(t, dls[closed].StatusReason, "no longer unpaid")
 	require.Equal(t, deadletters.Parked, dls["GONE-1"].Status)
 	require.Equal(t, "order not found in order_info", dls["GONE-1"].StatusReason)
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE stage = 'payment' AND status = 'waiting'`))
-	b.check(t, base)
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE stage = 'payment' AND status = 'waiting'`))
+	b.Check(t, base)
 
-	rs, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	rs, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Zero(t, rs.Found)
 }
@@ -222,25 +236,25 @@ func retryStatsNoTime(s orders.RetryStats) orders.RetryStats {
 // and otherwise as skipped.
 func TestRetryDeadLettersConcurrentRuns(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
 	victims, _ := failingLetters(t, b, 40)
 	// Half the letters become closable: their orders lose the missing SKU's
 	// line (and its locked quantity, which is gone with the row anyway).
 	fixable := victims[:len(victims)/2]
 	for _, no := range fixable {
-		_, err := b.db.ExecContext(b.ctx, `DELETE FROM order_item WHERE order_no = ? AND sku_id = 5`, no)
+		_, err := b.DB.ExecContext(b.Ctx, `DELETE FROM order_item WHERE order_no = ? AND sku_id = 5`, no)
 		require.NoError(t, err)
 	}
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	b.makeDue(t)
 
 	other := b.newCloser(t, orders.CloserConfig{DeadLetterBackoff: retryBackoff})
 	var mu sync.Mutex
 	var total orders.RetryStats
 	var wg sync.WaitGroup
-	for _, c := range []*orders.Closer{b.closer, other, b.closer, other} {
+	for _, c := range []*orders.Closer{b.Closer, other, b.Closer, other} {
 		wg.Go(func() {
-			st, err := c.RetryDeadLetters(b.ctx, orders.RetryOptions{PageSize: 10})
+			st, err := c.RetryDeadLetters(b.Ctx, orders.RetryOptions{PageSize: 10})
 			require.NoError(t, err)
 			mu.Lock()
 			defer mu.Unlock()
@@ -267,17 +281,17 @@ func TestRetryDeadLettersConcurrentRuns(t *testing.T) {
 			require.Equal(t, 2, dl.Attempts, "replayed once: %s", no)
 		}
 	}
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // Sharded runs split the letters by id: each is handled by exactly one
 // shard.
 func TestRetryDeadLettersSharded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
 	victims, restore := failingLetters(t, b, 24)
 	restore()
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	b.makeDue(t)
 
 	waiting := func() []int {
@@ -286,7 +300,7 @@ func TestRetryDeadLettersSharded(t *testing.T) {
 	seen := 0
 	for i := range 3 {
 		want := waiting()[i]
-		st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{ShardIndex: i, ShardTotal: 3})
+		st, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{ShardIndex: i, ShardTotal: 3})
 		require.NoError(t, err)
 		require.Equal(t, want, st.Found, "shard %d", i)
 		require.Equal(t, want, st.Closed)
@@ -294,26 +308,26 @@ func TestRetryDeadLettersSharded(t *testing.T) {
 		seen += st.Found
 	}
 	require.Equal(t, len(victims), seen)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // A dry run counts and changes nothing; MaxLetters caps a run; bad options
 // are refused before anything is read.
 func TestRetryDeadLettersDryRunAndOptions(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
 	victims, restore := failingLetters(t, b, 10)
 	restore()
 	b.makeDue(t)
 	before := b.letters(t)
 
-	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{DryRun: true})
+	st, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Found)
 	require.Zero(t, st.Closed+st.Failed+st.Skipped)
 	require.Equal(t, before, b.letters(t))
 
-	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{MaxLetters: 2, PageSize: 1})
+	st, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{MaxLetters: 2, PageSize: 1})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Found)
 	require.Equal(t, 2, st.Closed)
@@ -321,10 +335,10 @@ func TestRetryDeadLettersDryRunAndOptions(t *testing.T) {
 	for _, opt := range []orders.RetryOptions{
 		{ShardIndex: 3, ShardTotal: 3}, {ShardIndex: -1}, {PageSize: 5001}, {PageSize: -1}, {MaxLetters: -1},
 	} {
-		_, err := b.closer.RetryDeadLetters(b.ctx, opt)
+		_, err := b.Closer.RetryDeadLetters(b.Ctx, opt)
 		require.Error(t, err, "%+v", opt)
 	}
-	require.Equal(t, len(victims)-2, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting'`))
+	require.Equal(t, len(victims)-2, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE status = 'waiting'`))
 }
 
 // An order whose lock is held elsewhere (a payment in progress) is left
@@ -332,28 +346,28 @@ func TestRetryDeadLettersDryRunAndOptions(t *testing.T) {
 // out.
 func TestRetryDeadLettersLockedOrderSkipped(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: retryBackoff}))
 	victims, restore := failingLetters(t, b, 6)
 	restore()
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	b.makeDue(t)
-	lease, err := b.locker.Acquire(b.ctx, victims[:1])
+	lease, err := b.Locker.Acquire(b.Ctx, victims[:1])
 	require.NoError(t, err)
 	require.True(t, lease.Held(victims[0]))
 
-	st, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	st, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
-	require.NoError(t, lease.Release(b.ctx))
+	require.NoError(t, lease.Release(b.Ctx))
 	require.Equal(t, 1, st.Skipped)
 	require.Equal(t, len(victims)-1, st.Closed)
 	dl := b.letters(t)[victims[0]]
 	require.Equal(t, deadletters.Waiting, dl.Status)
 	require.Equal(t, 1, dl.Attempts)
-	require.True(t, dl.NextRetryAt.After(b.db.Now(t)), "claimed until the replay's worst case")
+	require.True(t, dl.NextRetryAt.After(b.DB.Now(t)), "claimed until the replay's worst case")
 
 	b.makeDue(t)
-	st, err = b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	st, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)
-	require.NoError(t, ordertest.Check(b.ctx, b.db, base))
+	require.NoError(t, ordertest.Check(b.Ctx, b.DB, base))
 }

@@ -11,30 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/payment"
 )
-
-type deadLetter struct {
-	OrderNo     string    `db:"order_no"`
-	Stage       string    `db:"stage"`
-	Status      string    `db:"status"`
-	LastError   string    `db:"last_error"`
-	Attempts    int       `db:"attempts"`
-	NextRetryAt time.Time `db:"next_retry_at"`
-}
-
-func (b *testBundle) deadLetters(t *testing.T) map[string]deadLetter {
-	t.Helper()
-	var rows []deadLetter
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows,
-		`SELECT order_no, stage, status, last_error, attempts, next_retry_at FROM order_dead_letter`))
-	out := map[string]deadLetter{}
-	for _, r := range rows {
-		out[r.OrderNo] = r
-	}
-	return out
-}
 
 // Due orders on a SKU without an inventory row land in the dead letter
 // table with the error, the others close; the sweep leaves them alone until
@@ -43,7 +23,7 @@ func (b *testBundle) deadLetters(t *testing.T) map[string]deadLetter {
 func TestDeadLetterMissingSKU(t *testing.T) {
 	t.Parallel()
 	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: 10 * time.Minute}
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
 	// Eight due orders over pages of three; every other one also holds SKU
 	// 7, which has no stock row.
 	const sku = 7
@@ -58,7 +38,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 	})
 	base := b.build(t, due...)
 
-	now := b.db.Now(t)
+	now := b.DB.Now(t)
 	st := b.run(t, orders.RunOptions{PageSize: 3})
 	require.Equal(t, len(victims), st.DeadLettered)
 	require.Equal(t, len(due)-len(victims), st.Closed)
@@ -72,7 +52,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 		require.Contains(t, dl.LastError, "inventory row of sku 7 is missing")
 		require.WithinDuration(t, now.Add(time.Minute), dl.NextRetryAt, 30*time.Second)
 	}
-	b.check(t, base)
+	b.Check(t, base)
 
 	// Before next_retry_at: left alone.
 	st = b.run(t, orders.RunOptions{})
@@ -81,7 +61,7 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 
 	// After it: retried, still failing, attempts counted, backoff doubled.
 	later := b.shiftedCloser(t, 2*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
-	st, err := later.Run(b.ctx, orders.RunOptions{})
+	st, err := later.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Scanned)
 	require.Equal(t, len(victims), st.DeadLettered)
@@ -93,17 +73,17 @@ func TestDeadLetterMissingSKU(t *testing.T) {
 	}
 
 	// The row is there: the next retry closes them and resolves the letters.
-	ordertest.Restock(t, b.db.DB, sku, 100)
-	base = snapshot(t, b)
+	ordertest.Restock(t, b.DB.DB, sku, 100)
+	base = b.Snapshot(t)
 	muchLater := b.shiftedCloser(t, 10*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
-	st, err = muchLater.Run(b.ctx, orders.RunOptions{})
+	st, err = muchLater.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, len(victims), st.Closed)
 	for _, no := range victims {
 		require.Equal(t, "resolved", b.deadLetters(t)[no].Status)
 	}
-	require.Equal(t, len(due), b.counts(t).Closed)
-	b.check(t, base)
+	require.Equal(t, len(due), b.Counts(t).Closed)
+	b.Check(t, base)
 }
 
 // A statement failing for the whole batch (here a duplicate close-log row)
@@ -117,7 +97,7 @@ func TestBatchFailureFallsBackPerOrder(t *testing.T) {
 	})
 	base := b.build(t, due...)
 	const victim = "B-3"
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'planted')`, victim)
+	_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO order_close_log (order_no, closed_at, reason) VALUES (?, NOW(3), 'planted')`, victim)
 	require.NoError(t, err)
 
 	st := b.run(t, orders.RunOptions{PageSize: 100})
@@ -125,11 +105,11 @@ func TestBatchFailureFallsBackPerOrder(t *testing.T) {
 	require.Equal(t, len(due)-1, st.Closed)
 	dl := b.deadLetters(t)[victim]
 	require.Contains(t, dl.LastError, "Duplicate entry")
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 0`))
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_info WHERE status = 0`))
 
-	_, err = b.db.ExecContext(b.ctx, `DELETE FROM order_close_log WHERE order_no = ?`, victim)
+	_, err = b.DB.ExecContext(b.Ctx, `DELETE FROM order_close_log WHERE order_no = ?`, victim)
 	require.NoError(t, err)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // A coupon not locked by its order is an error for that order alone.
@@ -141,7 +121,7 @@ func TestDeadLetterCouponMismatch(t *testing.T) {
 	})
 	base := b.build(t, due...)
 	const victim = "C-4"
-	_, err := b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE user_coupon SET order_no = 'SOMEONE-ELSE' WHERE order_no = ?`, victim)
 	require.NoError(t, err)
 
 	st := b.run(t, orders.RunOptions{})
@@ -149,9 +129,9 @@ func TestDeadLetterCouponMismatch(t *testing.T) {
 	require.Equal(t, len(due)-1, st.Closed)
 	require.Contains(t, b.deadLetters(t)[victim].LastError, "not locked by this order")
 
-	_, err = b.db.ExecContext(b.ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE user_coupon SET order_no = ? WHERE order_no = 'SOMEONE-ELSE'`, victim)
 	require.NoError(t, err)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // Locked stock short of what a SKU's orders hold: the page's other orders
@@ -171,15 +151,15 @@ func TestDeadLetterLockedStockShort(t *testing.T) {
 		return o
 	})
 	b.build(t, due...)
-	_, err := b.db.ExecContext(b.ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = ?`, sku)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE inventory SET locked = locked - 1 WHERE sku_id = ?`, sku)
 	require.NoError(t, err)
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 
 	st := b.run(t, orders.RunOptions{})
 	require.Equal(t, 1, st.DeadLettered)
 	require.Equal(t, len(due)-1, st.Closed)
 	var locked int64
-	require.NoError(t, b.db.GetContext(b.ctx, &locked, `SELECT locked FROM inventory WHERE sku_id = ?`, sku))
+	require.NoError(t, b.DB.GetContext(b.Ctx, &locked, `SELECT locked FROM inventory WHERE sku_id = ?`, sku))
 	require.GreaterOrEqual(t, locked, int64(0))
 	for _, dl := range b.deadLetters(t) {
 		require.Contains(t, dl.LastError, "locked stock of sku 3")
@@ -187,7 +167,7 @@ func TestDeadLetterLockedStockShort(t *testing.T) {
 	// Only the planted shortfall remains: the unpaid order holds one unit
 	// more than is locked.
 	var ve *ordertest.ViolationsError
-	require.True(t, errors.As(ordertest.Check(b.ctx, b.db, base), &ve))
+	require.True(t, errors.As(ordertest.Check(b.Ctx, b.DB, base), &ve))
 	require.Equal(t, []string{"stock_locked"}, ve.Rules())
 	require.Len(t, ve.Violations, 1)
 }
@@ -197,21 +177,21 @@ func TestDeadLetterLockedStockShort(t *testing.T) {
 func TestDeadLetterParkAfter(t *testing.T) {
 	t.Parallel()
 	backoff := orders.DeadLetterBackoff{Base: time.Minute, Max: time.Hour, ParkAfter: 2}
-	b := setup(t, withCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{DeadLetterBackoff: backoff}))
 	// Two due orders that close, one poisoned by a SKU without a stock row.
 	for _, o := range []ordertest.OrderOpts{
 		{OrderNo: "OK-1", Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 1}}},
 		{OrderNo: "POISON", Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 1}, {SKU: 4, Qty: 2, MissingStock: true}}},
 		{OrderNo: "OK-2", Age: time.Hour, Coupon: true, Items: []ordertest.Item{{SKU: 2, Qty: 3}}},
 	} {
-		ordertest.Order(t, b.db.DB, o)
+		ordertest.Order(t, b.DB.DB, o)
 	}
 
 	st := b.run(t, orders.RunOptions{})
 	require.Positive(t, st.DeadLettered)
 	n := st.DeadLettered
 	later := b.shiftedCloser(t, 5*time.Minute, orders.CloserConfig{DeadLetterBackoff: backoff})
-	st, err := later.Run(b.ctx, orders.RunOptions{})
+	st, err := later.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, n, st.DeadLettered)
 	var victim string
@@ -221,10 +201,10 @@ func TestDeadLetterParkAfter(t *testing.T) {
 		victim = no
 	}
 	much := b.shiftedCloser(t, 100*time.Hour, orders.CloserConfig{DeadLetterBackoff: backoff})
-	st, err = much.Run(b.ctx, orders.RunOptions{})
+	st, err = much.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Zero(t, st.Scanned, "parked orders are left alone")
-	out, err := much.CloseOrder(b.ctx, victim)
+	out, err := much.CloseOrder(b.Ctx, victim)
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeParked, out)
 }
@@ -236,14 +216,14 @@ func TestDeadLetterParkAfter(t *testing.T) {
 func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cfg, err := mysql.ParseDSN(b.db.DSN)
+	cfg, err := mysql.ParseDSN(b.DB.DSN)
 	require.NoError(t, err)
 	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "1"}
 	impatient, err := sqlx.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
 	t.Cleanup(func() { impatient.Close() })
 	backoff := orders.DeadLetterBackoff{Base: time.Minute}
-	c, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{LockAttempts: 2, DeadLetterBackoff: backoff})
+	c, err := orders.NewCloser(impatient, b.Locker, orders.CloserConfig{LockAttempts: 2, DeadLetterBackoff: backoff})
 	require.NoError(t, err)
 	orders.ShiftClock(c, 31*time.Minute)
 
@@ -251,15 +231,15 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 		return ordertest.OrderOpts{Age: time.Hour, Coupon: i == 0, Items: []ordertest.Item{{SKU: int64(1 + i%2), Qty: 1}}}
 	})
 	b.build(t, due...)
-	require.NoError(t, b.svc.AddStock(b.ctx, 9999, 10))
-	b.place(t, "HELD", true, payment.Item{SKUID: 9999, Quantity: 2})
-	base := snapshot(t, b)
+	require.NoError(t, b.Svc.AddStock(b.Ctx, 9999, 10))
+	b.Place(t, "HELD", true, payment.Item{SKUID: 9999, Quantity: 2})
+	base := b.Snapshot(t)
 
-	holder, err := b.db.BeginTxx(b.ctx, nil)
+	holder, err := b.DB.BeginTxx(b.Ctx, nil)
 	require.NoError(t, err)
-	_, err = holder.ExecContext(b.ctx, `SELECT * FROM inventory WHERE sku_id = 9999 FOR UPDATE`)
+	_, err = holder.ExecContext(b.Ctx, `SELECT * FROM inventory WHERE sku_id = 9999 FOR UPDATE`)
 	require.NoError(t, err)
-	st, err := c.Run(b.ctx, orders.RunOptions{})
+	st, err := c.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, holder.Rollback())
 	require.NoError(t, err)
 	require.Equal(t, len(due), st.Closed)
@@ -270,14 +250,14 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	// back by the lock wait.
 	require.Equal(t, 4, st.Conflicts, "close transactions rolled back by contention")
 	require.Empty(t, b.deadLetters(t))
-	b.check(t, base)
+	b.Check(t, base)
 
-	later, err := orders.NewCloser(impatient, b.locker, orders.CloserConfig{DeadLetterBackoff: backoff})
+	later, err := orders.NewCloser(impatient, b.Locker, orders.CloserConfig{DeadLetterBackoff: backoff})
 	require.NoError(t, err)
 	orders.ShiftClock(later, 33*time.Minute)
-	st, err = later.Run(b.ctx, orders.RunOptions{})
+	st, err = later.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)
 	require.Empty(t, b.deadLetters(t))
-	b.check(t, base)
+	b.Check(t, base)
 }

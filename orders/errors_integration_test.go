@@ -28,7 +28,7 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 	}
 	exec := func(t *testing.T, b *testBundle, stmt string) {
 		t.Helper()
-		_, err := b.db.ExecContext(b.ctx, stmt)
+		_, err := b.DB.ExecContext(b.Ctx, stmt)
 		require.NoError(t, err)
 	}
 	cases := []breakage{
@@ -37,7 +37,7 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 			hint: "table order_close_log is missing: run executor migrate",
 			breakFn: func(t *testing.T, b *testBundle) *sqlx.DB {
 				exec(t, b, `RENAME TABLE order_close_log TO order_close_log_away`)
-				return b.db.DB
+				return b.DB.DB
 			},
 			mendFunc: func(t *testing.T, b *testBundle) {
 				exec(t, b, `RENAME TABLE order_close_log_away TO order_close_log`)
@@ -48,7 +48,7 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 			hint: "column close_reason is missing",
 			breakFn: func(t *testing.T, b *testBundle) *sqlx.DB {
 				exec(t, b, `ALTER TABLE order_info DROP COLUMN close_reason`)
-				return b.db.DB
+				return b.DB.DB
 			},
 			mendFunc: func(t *testing.T, b *testBundle) {
 				exec(t, b, `ALTER TABLE order_info ADD COLUMN close_reason VARCHAR(32) NULL`)
@@ -59,7 +59,7 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 			hint: "may not INSERT on table order_close_log",
 			breakFn: func(t *testing.T, b *testBundle) *sqlx.DB {
 				var tables []string
-				require.NoError(t, b.db.SelectContext(b.ctx, &tables, `SHOW TABLES`))
+				require.NoError(t, b.DB.SelectContext(b.Ctx, &tables, `SHOW TABLES`))
 				var grants []string
 				for _, tb := range tables {
 					if tb == "order_close_log" {
@@ -68,7 +68,7 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 						grants = append(grants, "SELECT, INSERT, UPDATE, DELETE ON "+tb)
 					}
 				}
-				db, err := sqlx.Open("mysql", b.db.NewUser(t, grants...))
+				db, err := sqlx.Open("mysql", b.DB.NewUser(t, grants...))
 				require.NoError(t, err)
 				t.Cleanup(func() { db.Close() })
 				return db
@@ -81,15 +81,15 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 			t.Run(tc.name+"/page"+map[int]string{1: "1", 100: "100"}[pageSize], func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
-				res, base := b.seed(t, orderdemo.Spec{Orders: 300, DueFraction: 0.9, PaidFraction: 0.1, CouponFraction: 0.3})
+				res, base := b.Seed(t, orderdemo.Spec{Orders: 300, DueFraction: 0.9, PaidFraction: 0.1, CouponFraction: 0.3})
 				var first []string
-				require.NoError(t, b.db.SelectContext(b.ctx, &first,
+				require.NoError(t, b.DB.SelectContext(b.Ctx, &first,
 					`SELECT order_no FROM order_info WHERE status = 0 ORDER BY id LIMIT 3`))
 
 				db := tc.breakFn(t, b)
-				c, err := orders.NewCloser(db, b.locker, orders.CloserConfig{PageSize: pageSize})
+				c, err := orders.NewCloser(db, b.Locker, orders.CloserConfig{PageSize: pageSize})
 				require.NoError(t, err)
-				st, err := c.Run(b.ctx, orders.RunOptions{})
+				st, err := c.Run(b.Ctx, orders.RunOptions{})
 				require.Error(t, err)
 				t.Logf("run: %v; hint: %s", err, dbserver.Hint(err))
 				require.Equal(t, dbserver.KindDatabase, dbserver.KindOf(err))
@@ -98,24 +98,24 @@ func TestDatabaseErrorsDeadLetterNothing(t *testing.T) {
 				require.Zero(t, st.DeadLettered)
 				require.Zero(t, st.Closed)
 
-				out, err := c.CloseOrder(b.ctx, first[0])
+				out, err := c.CloseOrder(b.Ctx, first[0])
 				require.Error(t, err)
 				require.Zero(t, out)
 				require.True(t, dbserver.NotNow(err), "%v", err)
-				outs, err := c.CloseOrders(b.ctx, first)
+				outs, err := c.CloseOrders(b.Ctx, first)
 				require.Error(t, err)
 				require.Nil(t, outs)
 				require.True(t, dbserver.NotNow(err), "%v", err)
 
-				require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`), "nothing dead-lettered")
-				require.Zero(t, b.counts(t).Closed)
+				require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter`), "nothing dead-lettered")
+				require.Zero(t, b.Counts(t).Closed)
 
 				tc.mendFunc(t, b)
 				st = b.run(t, orders.RunOptions{PageSize: pageSize})
 				require.Equal(t, res.Due, st.Closed)
 				require.Zero(t, st.DeadLettered)
-				require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
-				b.check(t, base)
+				require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+				b.Check(t, base)
 			})
 		}
 	}
@@ -127,12 +127,12 @@ func TestOrderErrorDeadLettersOnlyThatOrder(t *testing.T) {
 	t.Parallel()
 	for _, pageSize := range []int{1, 50} {
 		b := setup(t)
-		res, base := b.seed(t, orderdemo.Spec{Orders: 120, DueFraction: 1})
+		res, base := b.Seed(t, orderdemo.Spec{Orders: 120, DueFraction: 1})
 		var victim string
-		require.NoError(t, b.db.GetContext(b.ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 7`))
+		require.NoError(t, b.DB.GetContext(b.Ctx, &victim, `SELECT order_no FROM order_info ORDER BY id LIMIT 1 OFFSET 7`))
 		// A value the column cannot hold: the release would push locked
 		// below zero in an UNSIGNED-like check, here a CHECK constraint.
-		_, err := b.db.ExecContext(b.ctx, `ALTER TABLE order_close_log ADD CONSTRAINT ck_not_victim CHECK (order_no <> '`+victim+`')`)
+		_, err := b.DB.ExecContext(b.Ctx, `ALTER TABLE order_close_log ADD CONSTRAINT ck_not_victim CHECK (order_no <> '`+victim+`')`)
 		require.NoError(t, err)
 		st := b.run(t, orders.RunOptions{PageSize: pageSize})
 		require.Equal(t, 1, st.DeadLettered, "page size %d", pageSize)
@@ -140,12 +140,12 @@ func TestOrderErrorDeadLettersOnlyThatOrder(t *testing.T) {
 		dl := b.deadLetters(t)[victim]
 		require.Contains(t, dl.LastError, "ck_not_victim")
 		require.Equal(t, "waiting", dl.Status)
-		_, err = b.db.ExecContext(b.ctx, `ALTER TABLE order_close_log DROP CONSTRAINT ck_not_victim`)
+		_, err = b.DB.ExecContext(b.Ctx, `ALTER TABLE order_close_log DROP CONSTRAINT ck_not_victim`)
 		require.NoError(t, err)
 		later := b.shiftedCloser(t, 10*time.Minute, orders.CloserConfig{})
-		st, err = later.Run(b.ctx, orders.RunOptions{})
+		st, err = later.Run(b.Ctx, orders.RunOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 1, st.Closed)
-		b.check(t, base)
+		b.Check(t, base)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 )
 
@@ -24,8 +25,8 @@ import (
 // schema, giving stock back as st says.
 func foreignSetup(t *testing.T, st ordertest.ForeignStock) *testBundle {
 	t.Helper()
-	b := setup(t, withCloser(orders.CloserConfig{Schema: ordertest.ForeignSchema(st)}))
-	ordertest.ForeignTables(t, b.db.DB)
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Schema: ordertest.ForeignSchema(st)}))
+	ordertest.ForeignTables(t, b.DB.DB)
 	return b
 }
 
@@ -39,7 +40,7 @@ func TestForeignSchemaClosesWithEveryGiveback(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := foreignSetup(t, st)
-			place := func(o ordertest.ForeignOpts) { ordertest.ForeignOrder(t, b.db.DB, o) }
+			place := func(o ordertest.ForeignOpts) { ordertest.ForeignOrder(t, b.DB.DB, o) }
 			// Two due orders of member 1 on SKU 1: one page sums their
 			// quantities and their points.
 			place(ordertest.ForeignOpts{OrderSn: "SN-1", MemberID: 1, Age: due, Coupon: 501, Points: 30,
@@ -51,55 +52,55 @@ func TestForeignSchemaClosesWithEveryGiveback(t *testing.T) {
 				Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
 			place(ordertest.ForeignOpts{OrderSn: "SN-5", MemberID: 3, Age: due, Status: ordertest.ForeignPaid, Coupon: 504, Points: 5,
 				Items: []ordertest.Item{{SKU: 2, Qty: 1}}})
-			base, err := ordertest.SnapshotForeign(b.ctx, b.db)
+			base, err := ordertest.SnapshotForeign(b.Ctx, b.DB)
 			require.NoError(t, err)
-			overdue, _, err := b.closer.Overdue(b.ctx)
+			overdue, _, err := b.Closer.Overdue(b.Ctx)
 			require.NoError(t, err)
 			require.Equal(t, 3, overdue, "the gauge reads the declared table with its fixed timeout")
 
-			st1, err := b.closer.Run(b.ctx, orders.RunOptions{})
+			st1, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
 			require.NoError(t, err)
 			require.Equal(t, 3, st1.Scanned, st1.String())
 			require.Equal(t, 3, st1.Closed, st1.String())
-			require.NoError(t, ordertest.CheckForeign(b.ctx, b.db, base, st))
+			require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, st))
 
 			status := func(sn string) int {
-				return b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = ?`, sn)
+				return b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = ?`, sn)
 			}
 			for sn, want := range map[string]int{"SN-1": 4, "SN-2": 4, "SN-3": 4, "SN-4": 0, "SN-5": 1} {
 				require.Equal(t, want, status(sn), sn)
 			}
-			require.Equal(t, 3, b.db.Count(t, `SELECT COUNT(*) FROM t_order WHERE cancel_time IS NOT NULL AND updated_at IS NOT NULL`))
+			require.Equal(t, 3, b.DB.Count(t, `SELECT COUNT(*) FROM t_order WHERE cancel_time IS NOT NULL AND updated_at IS NOT NULL`))
 			// Exact values: member 1 has its 50 points back, member 2 still
 			// spends 10 on its unpaid order, member 3 its paid 5.
 			for id, want := range map[int64]int{1: 1000, 2: 990, 3: 995} {
-				require.Equal(t, want, b.db.Count(t, `SELECT points FROM t_member WHERE id = ?`, id), "member %d", id)
+				require.Equal(t, want, b.DB.Count(t, `SELECT points FROM t_member WHERE id = ?`, id), "member %d", id)
 			}
 			for coupon, want := range map[int64]int{501: 0, 502: 0, 503: 1, 504: 1} {
-				require.Equal(t, want, b.db.Count(t, `SELECT use_status FROM t_coupon_history WHERE coupon_id = ?`, coupon), "coupon %d", coupon)
+				require.Equal(t, want, b.DB.Count(t, `SELECT use_status FROM t_coupon_history WHERE coupon_id = ?`, coupon), "coupon %d", coupon)
 			}
 			if st == ordertest.LockedOnly {
 				// SKU 1: SN-4's reservation is all that stays locked.
-				require.Equal(t, 1, b.db.Count(t, `SELECT locked FROM t_sku_stock WHERE sku = 1`))
-				require.Equal(t, 0, b.db.Count(t, `SELECT locked FROM t_sku_stock WHERE sku = 3`))
+				require.Equal(t, 1, b.DB.Count(t, `SELECT locked FROM t_sku_stock WHERE sku = 1`))
+				require.Equal(t, 0, b.DB.Count(t, `SELECT locked FROM t_sku_stock WHERE sku = 3`))
 			} else {
-				require.Equal(t, 99, b.db.Count(t, `SELECT stock FROM t_goods WHERE id = 1`))
-				require.Equal(t, 99, b.db.Count(t, `SELECT stock FROM t_goods WHERE id = 2`), "SN-5 paid: its goods stay taken")
+				require.Equal(t, 99, b.DB.Count(t, `SELECT stock FROM t_goods WHERE id = 1`))
+				require.Equal(t, 99, b.DB.Count(t, `SELECT stock FROM t_goods WHERE id = 2`), "SN-5 paid: its goods stay taken")
 			}
 
 			// Nothing is given back twice: a second run finds nothing, the
 			// one-order and batch entry points report the orders as they are.
-			st2, err := b.closer.Run(b.ctx, orders.RunOptions{})
+			st2, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
 			require.NoError(t, err)
 			require.Equal(t, 0, st2.Scanned)
-			out, err := b.closer.CloseOrder(b.ctx, "SN-4")
+			out, err := b.Closer.CloseOrder(b.Ctx, "SN-4")
 			require.NoError(t, err)
 			require.Equal(t, orders.OutcomeNotDue, out)
-			res, err := b.closer.CloseOrders(b.ctx, []string{"SN-1", "SN-5", "SN-4", "nope"})
+			res, err := b.Closer.CloseOrders(b.Ctx, []string{"SN-1", "SN-5", "SN-4", "nope"})
 			require.NoError(t, err)
 			require.Equal(t, []orders.Outcome{orders.OutcomeSkippedClosed, orders.OutcomeSkippedPaid, orders.OutcomeNotDue, orders.OutcomeNotFound},
 				outcomes(res))
-			require.NoError(t, ordertest.CheckForeign(b.ctx, b.db, base, st))
+			require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, st))
 		})
 	}
 }
@@ -118,21 +119,21 @@ func outcomes(rs []orders.Result) []orders.Outcome {
 func TestForeignSchemaBadCouponDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := foreignSetup(t, ordertest.LockedOnly)
-	ordertest.ForeignOrder(t, b.db.DB, ordertest.ForeignOpts{OrderSn: "OK-1", MemberID: 1, Age: due, Coupon: 1, Points: 5,
+	ordertest.ForeignOrder(t, b.DB.DB, ordertest.ForeignOpts{OrderSn: "OK-1", MemberID: 1, Age: due, Coupon: 1, Points: 5,
 		Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
-	ordertest.ForeignOrder(t, b.db.DB, ordertest.ForeignOpts{OrderSn: "BAD-1", MemberID: 2, Age: due, Coupon: 2, Points: 7,
+	ordertest.ForeignOrder(t, b.DB.DB, ordertest.ForeignOpts{OrderSn: "BAD-1", MemberID: 2, Age: due, Coupon: 2, Points: 7,
 		Items: []ordertest.Item{{SKU: 1, Qty: 2}}})
-	_, err := b.db.ExecContext(b.ctx, `UPDATE t_coupon_history SET use_status = 0 WHERE coupon_id = 2`)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE t_coupon_history SET use_status = 0 WHERE coupon_id = 2`)
 	require.NoError(t, err)
 
-	st, err := b.closer.Run(b.ctx, orders.RunOptions{})
+	st, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed, st.String())
 	require.Equal(t, 1, st.DeadLettered, st.String())
-	require.Equal(t, 4, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'OK-1'`))
-	require.Equal(t, 0, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'BAD-1'`))
-	require.Equal(t, 2, b.db.Count(t, `SELECT locked FROM t_sku_stock WHERE sku = 1`), "BAD-1 still holds its reservation")
-	require.Equal(t, 993, b.db.Count(t, `SELECT points FROM t_member WHERE id = 2`))
+	require.Equal(t, 4, b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'OK-1'`))
+	require.Equal(t, 0, b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'BAD-1'`))
+	require.Equal(t, 2, b.DB.Count(t, `SELECT locked FROM t_sku_stock WHERE sku = 1`), "BAD-1 still holds its reservation")
+	require.Equal(t, 993, b.DB.Count(t, `SELECT points FROM t_member WHERE id = 2`))
 	require.Contains(t, b.letters(t)["BAD-1"].LastError, "0 used rows of t_coupon_history match the order, not one")
 }
 
@@ -150,9 +151,9 @@ func TestForeignSchemaExactlyOnceWithPayments(t *testing.T) {
 		if i%3 == 0 {
 			o.Coupon = int64(1000 + i)
 		}
-		ordertest.ForeignOrder(t, b.db.DB, o)
+		ordertest.ForeignOrder(t, b.DB.DB, o)
 	}
-	base, err := ordertest.SnapshotForeign(b.ctx, b.db)
+	base, err := ordertest.SnapshotForeign(b.Ctx, b.DB)
 	require.NoError(t, err)
 
 	// Four payers against two shards held to about a second each, so
@@ -162,7 +163,7 @@ func TestForeignSchemaExactlyOnceWithPayments(t *testing.T) {
 	for part := range slices.Chunk(rand.Perm(n)[:n/2], n/8) {
 		wg.Go(func() {
 			for _, i := range part {
-				ok, err := ordertest.ForeignPay(b.ctx, b.db.DB, fmt.Sprintf("R-%d", i))
+				ok, err := ordertest.ForeignPay(b.Ctx, b.DB.DB, fmt.Sprintf("R-%d", i))
 				if err != nil {
 					t.Errorf("pay R-%d: %v", i, err)
 					return
@@ -173,17 +174,17 @@ func TestForeignSchemaExactlyOnceWithPayments(t *testing.T) {
 	}
 	for shard := range 2 {
 		wg.Go(func() {
-			_, err := b.closer.Run(b.ctx, orders.RunOptions{ShardIndex: shard, ShardTotal: 2, PageSize: 20, MaxPerSecond: n / 2})
+			_, err := b.Closer.Run(b.Ctx, orders.RunOptions{ShardIndex: shard, ShardTotal: 2, PageSize: 20, MaxPerSecond: n / 2})
 			if err != nil {
 				t.Errorf("shard %d: %v", shard, err)
 			}
 		})
 	}
 	wg.Wait()
-	_, err = b.closer.Run(b.ctx, orders.RunOptions{})
+	_, err = b.Closer.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 
-	require.NoError(t, ordertest.CheckForeign(b.ctx, b.db, base, ordertest.LockedOnly))
+	require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, ordertest.LockedOnly))
 	payments := 0
 	for i, p := range paid {
 		want := ordertest.ForeignCancelled
@@ -191,9 +192,9 @@ func TestForeignSchemaExactlyOnceWithPayments(t *testing.T) {
 			want = ordertest.ForeignPaid
 			payments++
 		}
-		require.Equal(t, want, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = ?`, fmt.Sprintf("R-%d", i)), "R-%d", i)
+		require.Equal(t, want, b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = ?`, fmt.Sprintf("R-%d", i)), "R-%d", i)
 	}
-	require.Equal(t, n-payments, b.db.Count(t, `SELECT COUNT(*) FROM order_close_log`))
+	require.Equal(t, n-payments, b.DB.Count(t, `SELECT COUNT(*) FROM order_close_log`))
 	t.Logf("%d paid, %d cancelled", payments, n-payments)
 }
 
@@ -205,23 +206,23 @@ func TestForeignSchemaCouponByIDWithoutStock(t *testing.T) {
 	t.Parallel()
 	sch := ordertest.ForeignSchema(ordertest.TakenAtPlacement)
 	sch.Coupon, sch.Stock, sch.Extra = ordertest.ForeignCouponByID(), nil, nil
-	b := setup(t, withCloser(orders.CloserConfig{Schema: sch}))
-	ordertest.ForeignTables(t, b.db.DB)
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Schema: sch}))
+	ordertest.ForeignTables(t, b.DB.DB)
 	for _, sn := range []string{"C-1", "C-2", "C-BAD"} {
-		ordertest.ForeignOrder(t, b.db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: due, UserCoupon: true,
+		ordertest.ForeignOrder(t, b.DB.DB, ordertest.ForeignOpts{OrderSn: sn, Age: due, UserCoupon: true,
 			Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
 	}
-	_, err := b.db.ExecContext(b.ctx, `UPDATE t_user_coupon c JOIN t_order o ON o.user_coupon_id = c.id
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE t_user_coupon c JOIN t_order o ON o.user_coupon_id = c.id
 		SET c.state = 'UNUSED' WHERE o.order_sn = 'C-BAD'`)
 	require.NoError(t, err)
 
-	st, err := b.closer.Run(b.ctx, orders.RunOptions{})
+	st, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Closed, st.String())
 	require.Equal(t, 1, st.DeadLettered, st.String())
-	require.Equal(t, 3, b.db.Count(t, `SELECT COUNT(*) FROM t_user_coupon WHERE state = 'UNUSED'`))
-	require.Equal(t, 2, b.db.Count(t, `SELECT COUNT(*) FROM t_order WHERE order_status = 4`))
-	require.Equal(t, 97, b.db.Count(t, `SELECT stock FROM t_goods WHERE id = 1`), "no stock table declared: nothing added back")
+	require.Equal(t, 3, b.DB.Count(t, `SELECT COUNT(*) FROM t_user_coupon WHERE state = 'UNUSED'`))
+	require.Equal(t, 2, b.DB.Count(t, `SELECT COUNT(*) FROM t_order WHERE order_status = 4`))
+	require.Equal(t, 97, b.DB.Count(t, `SELECT stock FROM t_goods WHERE id = 1`), "no stock table declared: nothing added back")
 	require.Contains(t, b.letters(t)["C-BAD"].LastError, "is status UNUSED")
 }
 
@@ -231,20 +232,20 @@ func TestForeignSchemaCouponByIDWithoutStock(t *testing.T) {
 func TestForeignSchemaDeadLetterRetry(t *testing.T) {
 	t.Parallel()
 	b := foreignSetup(t, ordertest.LockedOnly)
-	ordertest.ForeignOrder(t, b.db.DB, ordertest.ForeignOpts{OrderSn: "L-1", Age: due, Coupon: 4, Points: 9,
+	ordertest.ForeignOrder(t, b.DB.DB, ordertest.ForeignOpts{OrderSn: "L-1", Age: due, Coupon: 4, Points: 9,
 		Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
-	base, err := ordertest.SnapshotForeign(b.ctx, b.db)
+	base, err := ordertest.SnapshotForeign(b.Ctx, b.DB)
 	require.NoError(t, err)
-	_, err = b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
+	_, err = b.DB.ExecContext(b.Ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
 		('L-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
 		('GONE-1', 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE)`)
 	require.NoError(t, err)
 
-	rs, err := b.closer.RetryDeadLetters(b.ctx, orders.RetryOptions{})
+	rs, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, rs.Closed)
 	require.Equal(t, 1, rs.Parked)
 	require.Equal(t, "order not found in t_order", b.letters(t)["GONE-1"].StatusReason)
-	require.Equal(t, 4, b.db.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'L-1'`))
-	require.NoError(t, ordertest.CheckForeign(b.ctx, b.db, base, ordertest.LockedOnly))
+	require.Equal(t, 4, b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'L-1'`))
+	require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, ordertest.LockedOnly))
 }

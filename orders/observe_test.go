@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 )
@@ -73,7 +74,7 @@ func (r *recorder) reset() {
 func TestObserverSeesWhatRunDid(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
-	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Observer: rec}), paytest.WithLocker(orderlock.Config{Observer: rec}))
 	// Due orders over several pages: four fail on SKU 7, which has no stock
 	// row, and one other is locked by someone else; paid and not-due orders
 	// beside them.
@@ -92,15 +93,15 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 	})
 	b.build(t, slices.Concat(due, poisoned, paidOrders, notDue)...)
 
-	n, oldest, err := b.closer.Overdue(b.ctx)
+	n, oldest, err := b.Closer.Overdue(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, len(due)+victims, n, "every due order is overdue before the run")
 	require.Positive(t, oldest)
 
 	const held = "D-5"
-	mu := b.locker.Redsync().NewMutex(b.locker.KeyFor(held))
-	require.NoError(t, mu.LockContext(b.ctx))
-	defer func() { _, _ = mu.UnlockContext(context.WithoutCancel(b.ctx)) }() // unlocked below unless the test fails first
+	mu := b.Locker.Redsync().NewMutex(b.Locker.KeyFor(held))
+	require.NoError(t, mu.LockContext(b.Ctx))
+	defer func() { _, _ = mu.UnlockContext(context.WithoutCancel(b.Ctx)) }() // unlocked below unless the test fails first
 
 	st := b.run(t, orders.RunOptions{PageSize: 5, ShardTotal: 1})
 	require.Equal(t, victims, st.DeadLettered)
@@ -135,31 +136,31 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 
 	// Left overdue: only the locked order (the dead letters wait for their
 	// retry time, which the dead-letter gauge reports instead).
-	n, oldest, err = b.closer.Overdue(b.ctx)
+	n, oldest, err = b.Closer.Overdue(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Positive(t, oldest)
 	// A dead letter whose retry time has come no longer holds its order
 	// back: the sweep would take it, so it counts as overdue again.
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW() - INTERVAL 1 SECOND ORDER BY id LIMIT 1`)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE order_dead_letter SET next_retry_at = NOW() - INTERVAL 1 SECOND ORDER BY id LIMIT 1`)
 	require.NoError(t, err)
-	n, _, err = b.closer.Overdue(b.ctx)
+	n, _, err = b.Closer.Overdue(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_dead_letter SET next_retry_at = NOW() + INTERVAL 1 HOUR`)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE order_dead_letter SET next_retry_at = NOW() + INTERVAL 1 HOUR`)
 	require.NoError(t, err)
-	tallies, err := b.closer.DeadLetterTallies(b.ctx)
+	tallies, err := b.Closer.DeadLetterTallies(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, []orders.DeadLetterTally{{Stage: "close", Status: "waiting", N: victims}}, tallies)
 
 	// CloseOrder reports a page of one.
 	rec.reset()
-	_, err = mu.UnlockContext(b.ctx)
+	_, err = mu.UnlockContext(b.Ctx)
 	require.NoError(t, err)
-	out, err := b.closer.CloseOrder(b.ctx, held)
+	out, err := b.Closer.CloseOrder(b.Ctx, held)
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
-	out, err = b.closer.CloseOrder(b.ctx, paidOrders[0].OrderNo)
+	out, err = b.Closer.CloseOrder(b.Ctx, paidOrders[0].OrderNo)
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedPaid, out)
 	rec.mu.Lock()
@@ -171,7 +172,7 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 	require.Len(t, rec.locks, 1, "a paid order is skipped before its lock is taken")
 	rec.mu.Unlock()
 
-	n, oldest, err = b.closer.Overdue(b.ctx)
+	n, oldest, err = b.Closer.Overdue(b.Ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Zero(t, oldest)
@@ -181,7 +182,7 @@ func TestObserverSeesWhatRunDid(t *testing.T) {
 func TestObserverDryRun(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
-	b := setup(t, withCloser(orders.CloserConfig{Observer: rec}), withLocker(orderlock.Config{Observer: rec}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Observer: rec}), paytest.WithLocker(orderlock.Config{Observer: rec}))
 	due := numbered("D", 7, func(i int) ordertest.OrderOpts {
 		return ordertest.OrderOpts{Age: time.Hour, Coupon: i%2 == 0, Items: []ordertest.Item{{SKU: int64(1 + i%3), Qty: 1}}}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/outbox"
 )
@@ -19,8 +20,8 @@ import (
 // leaves them alone.
 func (b *testBundle) localState(t *testing.T) [2]int {
 	return [2]int{
-		b.count(t, `SELECT COALESCE(SUM(sku_id * 7 + available * 3 + locked), 0) FROM inventory`),
-		b.count(t, `SELECT COALESCE(SUM(id * 5 + status), 0) + COUNT(order_no) FROM user_coupon`),
+		b.Count(t, `SELECT COALESCE(SUM(sku_id * 7 + available * 3 + locked), 0) FROM inventory`),
+		b.Count(t, `SELECT COALESCE(SUM(id * 5 + status), 0) + COUNT(order_no) FROM user_coupon`),
 	}
 }
 
@@ -40,7 +41,7 @@ type outboxRow struct {
 func (b *testBundle) outbox(t *testing.T) []outboxRow {
 	t.Helper()
 	var rows []outboxRow
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT id, event_type, order_no, payload, trace_id, status,
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT id, event_type, order_no, payload, trace_id, status,
 		attempts, claim_id, last_error, delivered_at FROM order_outbox ORDER BY id`))
 	return rows
 }
@@ -52,22 +53,22 @@ var traceIDForm = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // transaction, and leaves the local stock and coupons as they are.
 func TestOutboxCloseWritesEvents(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
 	// Demo data: every closed order of thousands, over pages of 300 among
 	// paid and not-due ones, gets its events and its own trace id.
-	res, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.4})
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.4})
 	before := b.localState(t)
 
 	st := b.run(t, orders.RunOptions{PageSize: 300})
 	require.Equal(t, res.Due, st.Closed)
 	require.Zero(t, st.DeadLettered)
 	require.Equal(t, before, b.localState(t), "local stock and coupons untouched")
-	require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{}))
+	require.NoError(t, ordertest.CheckOutbox(b.Ctx, b.DB, base, ordertest.OutboxOptions{}))
 	var ve *ordertest.ViolationsError
-	require.True(t, errors.As(ordertest.Check(b.ctx, b.db, base), &ve), "the local checker sees stock still locked")
+	require.True(t, errors.As(ordertest.Check(b.Ctx, b.DB, base), &ve), "the local checker sees stock still locked")
 	require.Subset(t, ve.Rules(), []string{"stock_locked", "closed_coupon_held"})
 
-	withCoupon := b.count(t, `SELECT COUNT(*) FROM order_info WHERE status = 2 AND coupon_id IS NOT NULL`)
+	withCoupon := b.Count(t, `SELECT COUNT(*) FROM order_info WHERE status = 2 AND coupon_id IS NOT NULL`)
 	rows := b.outbox(t)
 	require.Len(t, rows, res.Due+withCoupon)
 	trace := map[string]string{}
@@ -109,7 +110,7 @@ func TestOutboxCloseWritesEvents(t *testing.T) {
 // dead-lettered, alone, and writes no event.
 func TestOutboxValidation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{Compensation: orders.CompensateOutbox}))
 	// Eight due orders with two units of SKU 2 each; every other one also
 	// holds SKU 1, which has no local stock row. One line of O-3 is then
 	// made wrong.
@@ -122,24 +123,24 @@ func TestOutboxValidation(t *testing.T) {
 		return o
 	})
 	base := b.build(t, due...)
-	_, err := b.db.ExecContext(b.ctx, `UPDATE order_item SET quantity = 0 WHERE order_no = ? AND sku_id = 2`, bad)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_item SET quantity = 0 WHERE order_no = ? AND sku_id = 2`, bad)
 	require.NoError(t, err)
 
 	st := b.run(t, orders.RunOptions{PageSize: 3})
 	require.Equal(t, len(due)-1, st.Closed, "orders on the SKU without a local stock row close too")
 	require.Equal(t, 1, st.DeadLettered)
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = ? AND last_error LIKE '%quantity 0%'`, bad))
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE order_no = ?`, bad))
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = ? AND last_error LIKE '%quantity 0%'`, bad))
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_outbox WHERE order_no = ?`, bad))
 
 	// Fixed, the order closes through CloseOrder, which writes the same
 	// events.
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_item SET quantity = ? WHERE order_no = ? AND sku_id = 2`, qty, bad)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE order_item SET quantity = ? WHERE order_no = ? AND sku_id = 2`, qty, bad)
 	require.NoError(t, err)
-	out, err := b.closer.CloseOrder(b.ctx, bad)
+	out, err := b.Closer.CloseOrder(b.Ctx, bad)
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE order_no = ? AND event_type = 'stock.release'`, bad))
-	require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{}))
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_outbox WHERE order_no = ? AND event_type = 'stock.release'`, bad))
+	require.NoError(t, ordertest.CheckOutbox(b.Ctx, b.DB, base, ordertest.OutboxOptions{}))
 }
 
 func TestParseCompensationMode(t *testing.T) {

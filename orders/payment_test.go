@@ -35,11 +35,11 @@ func TestTradeStepOutcomes(t *testing.T) {
 	// A long lock TTL: the payment step gets half of it, and the slow
 	// answers below must not run into that budget.
 	rec := &recorder{}
-	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: counting, TradeFanOut: 4, Observer: rec}),
-		withLocker(orderlock.Config{TTL: time.Minute}))
-	res, base := b.seed(t, orderdemo.Spec{Orders: 280, DueFraction: 1, CouponFraction: 0.5})
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{TradeCloser: counting, TradeFanOut: 4, Observer: rec}),
+		paytest.WithLocker(orderlock.Config{TTL: time.Minute}))
+	res, base := b.Seed(t, orderdemo.Spec{Orders: 280, DueFraction: 1, CouponFraction: 0.5})
 	var nos []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info ORDER BY id`))
 	answers := []string{"closed", "already_paid", "not_found", "flaky", "fail", "slow", "garbage"}
 	want := map[string]int{}
 	for i, no := range nos {
@@ -76,8 +76,8 @@ func TestTradeStepOutcomes(t *testing.T) {
 			require.Equal(t, 1, p.CallsOf(no))
 		}
 	}
-	require.Equal(t, st.Closed, b.counts(t).Closed)
-	b.check(t, base)
+	require.Equal(t, st.Closed, b.Counts(t).Closed)
+	b.Check(t, base)
 
 	// The next pass: the payment side works again; the orders it reported
 	// paid are asked again (their payment notification has not come yet).
@@ -92,18 +92,18 @@ func TestTradeStepOutcomes(t *testing.T) {
 	// The notifications arrive: those orders are paid, nothing is left.
 	for i, no := range nos {
 		if answers[i%len(answers)] == "already_paid" {
-			out, err := b.svc.Pay(b.ctx, no)
+			out, err := b.Svc.Pay(b.Ctx, no)
 			require.NoError(t, err)
 			require.Equal(t, payment.Paid, out)
 		}
 	}
 	st = b.run(t, orders.RunOptions{})
 	require.Zero(t, st.Scanned)
-	c := b.counts(t)
+	c := b.Counts(t)
 	require.Equal(t, want["already_paid"], c.Paid)
 	require.Equal(t, res.Due-want["already_paid"], c.Closed)
-	require.Zero(t, b.redisKeys(t), "every lock released")
-	b.check(t, base)
+	require.Zero(t, b.RedisKeys(t), "every lock released")
+	b.Check(t, base)
 }
 
 // Only orders this run holds the lock of, and that are still unpaid and due
@@ -115,29 +115,29 @@ func TestTradeStepOnlyLockedDueOrders(t *testing.T) {
 		calls.Add(1)
 		return orders.TradeClosed, nil
 	})
-	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: tc}))
-	b.shop(t)
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{TradeCloser: tc}))
+	b.Shop(t)
 	for _, no := range []string{"L1", "L2", "L3"} {
-		b.place(t, no, true, payment.Item{SKUID: 1, Quantity: 1})
+		b.Place(t, no, true, payment.Item{SKUID: 1, Quantity: 1})
 	}
-	base := snapshot(t, b)
-	m := b.locker.Redsync().NewMutex(b.locker.KeyFor("L2"))
-	require.NoError(t, m.LockContext(b.ctx))
+	base := b.Snapshot(t)
+	m := b.Locker.Redsync().NewMutex(b.Locker.KeyFor("L2"))
+	require.NoError(t, m.LockContext(b.Ctx))
 
-	st, err := b.closer.Run(b.ctx, orders.RunOptions{})
+	st, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Zero(t, st.Scanned, "nothing due yet")
 	require.Zero(t, calls.Load())
 
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: tc})
-	st, err = late.Run(b.ctx, orders.RunOptions{})
+	st, err = late.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Closed)
 	require.Equal(t, 1, st.SkippedLocked)
 	require.Equal(t, int64(2), calls.Load(), "no call for the order locked elsewhere")
-	_, err = m.UnlockContext(b.ctx)
+	_, err = m.UnlockContext(b.Ctx)
 	require.NoError(t, err)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // CloseOrder runs the same step: the delayed-task path.
@@ -146,34 +146,34 @@ func TestTradeStepCloseOrder(t *testing.T) {
 	p := ordertest.NewPaySide(t, "tok")
 	b := setup(t)
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{TradeCloser: paytest.TradeCloser(t, p, 0)})
-	b.shop(t)
+	b.Shop(t)
 	for _, no := range []string{"O1", "O2", "O3"} {
-		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 2})
+		b.Place(t, no, true, payment.Item{SKUID: 2, Quantity: 2})
 	}
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	p.Set("O1", "not_found")
 	p.Set("O2", "already_paid")
 	p.Set("O3", "fail")
 
-	out, err := late.CloseOrder(b.ctx, "O1")
+	out, err := late.CloseOrder(b.Ctx, "O1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
-	out, err = late.CloseOrder(b.ctx, "O2")
+	out, err = late.CloseOrder(b.Ctx, "O2")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedPaid, out)
-	out, err = late.CloseOrder(b.ctx, "O3")
+	out, err = late.CloseOrder(b.Ctx, "O3")
 	require.ErrorContains(t, err, "status 500")
 	require.Equal(t, orders.OutcomeSkippedLocked, out)
-	c := b.counts(t)
+	c := b.Counts(t)
 	require.Equal(t, 1, c.Closed)
 	require.Equal(t, 2, c.Unpaid)
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`), "a payment-side failure is not a dead letter")
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter`), "a payment-side failure is not a dead letter")
 
-	out, err = late.CloseOrder(b.ctx, "O1")
+	out, err = late.CloseOrder(b.Ctx, "O1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedClosed, out)
 	require.Equal(t, 1, p.CallsOf("O1"), "no call for an order already closed")
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // A TradeCloser that panics or answers outside the contract leaves the
@@ -181,24 +181,24 @@ func TestTradeStepCloseOrder(t *testing.T) {
 func TestTradeStepMisbehaving(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.shop(t)
-	b.place(t, "M1", false, payment.Item{SKUID: 3, Quantity: 1})
-	base := snapshot(t, b)
+	b.Shop(t)
+	b.Place(t, "M1", false, payment.Item{SKUID: 3, Quantity: 1})
+	base := b.Snapshot(t)
 	for _, tc := range []orders.TradeCloser{
 		tradeFunc(func(context.Context, string) (orders.TradeResult, error) { panic("payment SDK bug") }),
 		tradeFunc(func(context.Context, string) (orders.TradeResult, error) { return 42, nil }),
 	} {
 		c := b.shiftedCloser(t, time.Hour, orders.CloserConfig{TradeCloser: tc})
-		st, err := c.Run(b.ctx, orders.RunOptions{})
+		st, err := c.Run(b.Ctx, orders.RunOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 1, st.TradeErrors)
 		require.Zero(t, st.Closed)
 	}
 	c := b.shiftedCloser(t, time.Hour, orders.CloserConfig{TradeCloser: orders.NopTradeCloser{}})
-	st, err := c.Run(b.ctx, orders.RunOptions{})
+	st, err := c.Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 type tradeFunc func(ctx context.Context, orderNo string) (orders.TradeResult, error)
@@ -216,14 +216,14 @@ func TestTradeStepBudget(t *testing.T) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	})
-	b := setup(t, withCloser(orders.CloserConfig{TradeCloser: hang}), withLocker(orderlock.Config{TTL: time.Second}))
-	_, base := b.seed(t, orderdemo.Spec{Orders: 30, DueFraction: 1})
+	b := setup(t, paytest.WithCloser(orders.CloserConfig{TradeCloser: hang}), paytest.WithLocker(orderlock.Config{TTL: time.Second}))
+	_, base := b.Seed(t, orderdemo.Spec{Orders: 30, DueFraction: 1})
 	start := time.Now()
 	st := b.run(t, orders.RunOptions{})
 	require.Less(t, time.Since(start), 900*time.Millisecond, "within half the TTL, plus the rest")
 	require.Equal(t, 30, st.TradeErrors)
 	require.ErrorIs(t, st.TradeErr, context.DeadlineExceeded)
 	require.Zero(t, st.Closed)
-	require.Zero(t, b.redisKeys(t))
-	b.check(t, base)
+	require.Zero(t, b.RedisKeys(t))
+	b.Check(t, base)
 }

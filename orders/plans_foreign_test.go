@@ -85,12 +85,10 @@ func TestForeignSchemaStatementPlans(t *testing.T) {
 	n := len(f.ids)
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
-	lit := func(q string, ids []int64) plantest.Query { return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids))) }
 	deltas := func(q, key string, ds []skuDelta) plantest.Query {
 		return plantest.Q(fmt.Sprintf(q, deltaCaseOn(key, ds), deltaSKUs(ds)))
 	}
 	uses := plantest.Uses
-	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
 	matched := uses("o", "PRIMARY", "range").And("h", "idx_member_coupon", "ref")
 	skus := make([]int64, len(f.deltas))
 	for i, d := range f.deltas {
@@ -100,22 +98,22 @@ func TestForeignSchemaStatementPlans(t *testing.T) {
 	plantest.Check(t, f.db.DB, foreignPlanTables, []plantest.Statement{
 		{Name: "scan page", Query: named(s.ScanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 1, Limit: n}), Units: n, Plan: uses("o", "idx_status_created", "range")},
 		{Name: "scan page, shard 2 of 4", Query: named(s.ScanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 4, ShardIndex: 2, Limit: n}), Units: n, Plan: uses("o", "idx_status_created", "range")},
-		{Name: "lock order rows", Query: lit(s.LockOrders, f.ids), Units: n, Plan: pk("t_order")},
-		{Name: "payment-step read", Query: lit(s.ReadOrders, f.ids), Units: n, Plan: pk("t_order")},
+		{Name: "lock order rows", Query: plantest.Lit(s.LockOrders, f.ids), Units: n, Plan: plantest.PK("t_order")},
+		{Name: "payment-step read", Query: plantest.Lit(s.ReadOrders, f.ids), Units: n, Plan: plantest.PK("t_order")},
 		// Two lines an order here: an entry and a row each, and the probe.
 		{Name: "order items by id", Query: in(s.OrderItems, f.ids), Units: n, PerUnit: 5, Plan: uses("t_order_item", "idx_order_id", "range")},
-		{Name: "lock stock (locked)", Query: lit(s.Stock.Lock, skus), Units: n, Plan: uses("t_sku_stock", "uk_sku", "range")},
+		{Name: "lock stock (locked)", Query: plantest.Lit(s.Stock.Lock, skus), Units: n, Plan: uses("t_sku_stock", "uk_sku", "range")},
 		{Name: "release stock (locked)", Query: deltas(s.Stock.Release, s.Stock.Key, f.deltas), Units: n, Plan: uses("t_sku_stock", "uk_sku", "range")},
-		{Name: "lock stock (goods)", Query: lit(goods.Stock.Lock, skus), Units: n, Plan: pk("t_goods")},
-		{Name: "add back stock (goods)", Query: deltas(goods.Stock.Release, goods.Stock.Key, f.deltas), Units: n, Plan: pk("t_goods")},
-		{Name: "status CAS", Query: named(fmt.Sprintf(s.CloseOrders, sqlexec.IntList(f.ids)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: pk("t_order")},
-		{Name: "lock matched coupons", Query: lit(s.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: matched},
+		{Name: "lock stock (goods)", Query: plantest.Lit(goods.Stock.Lock, skus), Units: n, Plan: plantest.PK("t_goods")},
+		{Name: "add back stock (goods)", Query: deltas(goods.Stock.Release, goods.Stock.Key, f.deltas), Units: n, Plan: plantest.PK("t_goods")},
+		{Name: "status CAS", Query: named(fmt.Sprintf(s.CloseOrders, sqlexec.IntList(f.ids)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: plantest.PK("t_order")},
+		{Name: "lock matched coupons", Query: plantest.Lit(s.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: matched},
 		// Per order: its row, the coupon's index entry and row, and the write.
-		{Name: "restore matched coupons", Query: lit(s.Coupon.Restore, f.couponIDs), Units: len(f.couponIDs), PerUnit: 6, Plan: matched},
-		{Name: "lock coupons by id", Query: lit(goods.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
-		{Name: "restore coupons by id", Query: named(fmt.Sprintf(goods.Coupon.Restore, sqlexec.IntList(f.couponIDs)), map[string]any{"order_nos": f.nos}), Units: len(f.couponIDs), Plan: pk("t_user_coupon")},
-		{Name: "read givebacks", Query: lit(s.Extra.Read, f.ids), Units: n, Plan: pk("t_order")},
-		{Name: "give back points", Query: deltas(s.Extra.Add[0], s.Extra.Key[0], f.points), Units: n, Plan: pk("t_member")},
+		{Name: "restore matched coupons", Query: plantest.Lit(s.Coupon.Restore, f.couponIDs), Units: len(f.couponIDs), PerUnit: 6, Plan: matched},
+		{Name: "lock coupons by id", Query: plantest.Lit(goods.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: plantest.PK("t_user_coupon")},
+		{Name: "restore coupons by id", Query: named(fmt.Sprintf(goods.Coupon.Restore, sqlexec.IntList(f.couponIDs)), map[string]any{"order_nos": f.nos}), Units: len(f.couponIDs), Plan: plantest.PK("t_user_coupon")},
+		{Name: "read givebacks", Query: plantest.Lit(s.Extra.Read, f.ids), Units: n, Plan: plantest.PK("t_order")},
+		{Name: "give back points", Query: deltas(s.Extra.Add[0], s.Extra.Key[0], f.points), Units: n, Plan: plantest.PK("t_member")},
 		{Name: "CloseOrder: order", Query: plantest.Q(s.OrderByNo, f.nos[0]), Units: 1, Plan: uses("t_order", "uk_order_sn", "const", "ref")},
 		{Name: "CloseOrders: batch read", Query: in(s.OrdersForClose, f.nos), Units: n, Plan: uses("o", "uk_order_sn", "range", "ref", "eq_ref").And("d", "uk_order_stage", "eq_ref")},
 		{Name: "gauge: overdue", Query: named(s.Overdue, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_created", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},

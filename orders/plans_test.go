@@ -32,12 +32,7 @@ func TestHotStatementPlans(t *testing.T) {
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
 	q := plantest.Q
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
-	lit := func(q string, ids []int64, args ...any) plantest.Query {
-		return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids)), args...)
-	}
 	uses := plantest.Uses
-	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
-	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
 	n := len(f.page)
 	closeLog, closeLogArgs := closeLogsInsert(f.pageNos, f.now, DefaultReason)
 	one := f.pageNos[0]
@@ -50,35 +45,35 @@ func TestHotStatementPlans(t *testing.T) {
 		// three are neither read nor counted against the budget.
 		{Name: "close: scan page, shard 2 of 4", Query: named(sq.ScanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 4, ShardIndex: 2, Limit: n}), Units: n, Plan: uses("o", "idx_status_create_time", "range")},
 		{Name: "close: open dead letters", Query: q(closesql.OpenLetters, n+1), Units: n, Plan: uses("order_dead_letter", "idx_status_retry", "range")},
-		{Name: "close: dead-letter probe", Query: in(closesql.LetterStates, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "close: lock order rows", Query: lit(sq.LockOrders, f.pageIDs), Units: n, Plan: pk("order_info")},
+		{Name: "close: dead-letter probe", Query: in(closesql.LetterStates, f.pageNos), Units: n, Plan: plantest.ByKey("order_dead_letter", "uk_order_stage")},
+		{Name: "close: lock order rows", Query: plantest.Lit(sq.LockOrders, f.pageIDs), Units: n, Plan: plantest.PK("order_info")},
 		{Name: "close: order items", Query: in(sq.OrderItems, f.pageNos), Units: n, Plan: uses("order_item", "idx_order_no", "range")},
-		{Name: "close: lock stock", Query: lit(sq.Stock.Lock, f.skus), Units: n, Plan: pk("inventory")},
-		{Name: "close: lock coupons", Query: lit(sq.Coupon.Lock, f.coupons), Units: n, Plan: pk("user_coupon")},
-		{Name: "close: status CAS", Query: named(fmt.Sprintf(sq.CloseOrders, sqlexec.IntList(f.pageIDs)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: pk("order_info")},
-		{Name: "close: release stock", Query: q(fmt.Sprintf(sq.Stock.Release, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: pk("inventory")},
-		{Name: "close: restore coupons", Query: named(fmt.Sprintf(sq.Coupon.Restore, sqlexec.IntList(f.coupons)), map[string]any{"order_nos": f.couponNos}), Units: n, Plan: pk("user_coupon")},
+		{Name: "close: lock stock", Query: plantest.Lit(sq.Stock.Lock, f.skus), Units: n, Plan: plantest.PK("inventory")},
+		{Name: "close: lock coupons", Query: plantest.Lit(sq.Coupon.Lock, f.coupons), Units: n, Plan: plantest.PK("user_coupon")},
+		{Name: "close: status CAS", Query: named(fmt.Sprintf(sq.CloseOrders, sqlexec.IntList(f.pageIDs)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: plantest.PK("order_info")},
+		{Name: "close: release stock", Query: q(fmt.Sprintf(sq.Stock.Release, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: plantest.PK("inventory")},
+		{Name: "close: restore coupons", Query: named(fmt.Sprintf(sq.Coupon.Restore, sqlexec.IntList(f.coupons)), map[string]any{"order_nos": f.couponNos}), Units: n, Plan: plantest.PK("user_coupon")},
 		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
-		{Name: "close: resolve dead letters", Query: in(closesql.ResolveDeadLetters, f.pageNos), Units: n, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "close: resolve dead letters", Query: in(closesql.ResolveDeadLetters, f.pageNos), Units: n, Plan: plantest.ByKey("order_dead_letter", "uk_order_stage")},
 		{Name: "close: dead-letter one order", Query: named(closesql.UpsertDeadLetter, deadLetterParams{OrderNo: one, OrderTable: "order_info", LastError: "boom", Now: f.now, FirstStatus: "waiting", FirstDelayUS: 60e6, ParkAfter: 8, BaseUS: 60e6, MaxUS: 3600e6}), Units: 1},
-		{Name: "close: payment-step read", Query: lit(sq.ReadOrders, f.pageIDs), Units: n, Plan: pk("order_info")},
-		{Name: "close: capped run resumes", Query: named(closesql.CloseCursor, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule}), Units: 1, Plan: pk("order_close_cursor")},
+		{Name: "close: payment-step read", Query: plantest.Lit(sq.ReadOrders, f.pageIDs), Units: n, Plan: plantest.PK("order_info")},
+		{Name: "close: capped run resumes", Query: named(closesql.CloseCursor, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule}), Units: 1, Plan: plantest.PK("order_close_cursor")},
 		{Name: "close: capped run stops", Query: named(closesql.SetCloseCursor, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 1, "shard_rule": cursorShardRule, "create_time": f.cursor.CreateTime, "order_id": f.cursor.ID}), Units: 1},
-		{Name: "close: capped run wrapped", Query: named(closesql.ClearCloseCursor, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 2}), Units: 1, Plan: pk("order_close_cursor")},
+		{Name: "close: capped run wrapped", Query: named(closesql.ClearCloseCursor, map[string]any{"order_table": "order_info", "shard_total": 4, "shard_index": 2}), Units: 1, Plan: plantest.PK("order_close_cursor")},
 		// CloseOrder and CloseOrders (the delayed-task side).
-		{Name: "CloseOrder: order", Query: q(sq.OrderByNo, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "CloseOrder: dead letter", Query: q(closesql.DeadLetterStatus, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "CloseOrders: batch read", Query: in(sq.OrdersForClose, f.pageNos), Units: n, Plan: byNo("o", "uk_order_no").And("d", "uk_order_stage", "eq_ref")},
+		{Name: "CloseOrder: order", Query: q(sq.OrderByNo, one), Units: 1, Plan: plantest.ByKey("order_info", "uk_order_no")},
+		{Name: "CloseOrder: dead letter", Query: q(closesql.DeadLetterStatus, f.letterNo), Units: 1, Plan: plantest.ByKey("order_dead_letter", "uk_order_stage")},
+		{Name: "CloseOrders: batch read", Query: in(sq.OrdersForClose, f.pageNos), Units: n, Plan: plantest.ByKey("o", "uk_order_no").And("d", "uk_order_stage", "eq_ref")},
 		// The dead-letter retry job.
 		{Name: "retry: due letters", Query: named(closesql.DueLetters, dueLetterParams{Now: f.now, AfterAt: firstCursor.CreateTime, AfterID: firstCursor.ID, ShardTotal: 1, Limit: 500}), Units: f.dueLetters, Plan: uses("order_dead_letter", "idx_table_status_retry", "range")},
-		{Name: "retry: claim letter", Query: named(closesql.ClaimLetter, map[string]any{"until": f.now, "id": f.letterID, "attempts": 1, "now": f.now}), Units: 1, Plan: pk("order_dead_letter")},
-		{Name: "retry: settle letter", Query: named(closesql.SettleLetter, map[string]any{"status": "resolved", "reason": "r", "id": f.letterID}), Units: 1, Plan: pk("order_dead_letter")},
-		{Name: "retry: note letter", Query: named(closesql.NoteLetter, map[string]any{"reason": "r", "id": f.letterID, "status": "waiting"}), Units: 1, Plan: pk("order_dead_letter")},
+		{Name: "retry: claim letter", Query: named(closesql.ClaimLetter, map[string]any{"until": f.now, "id": f.letterID, "attempts": 1, "now": f.now}), Units: 1, Plan: plantest.PK("order_dead_letter")},
+		{Name: "retry: settle letter", Query: named(closesql.SettleLetter, map[string]any{"status": "resolved", "reason": "r", "id": f.letterID}), Units: 1, Plan: plantest.PK("order_dead_letter")},
+		{Name: "retry: note letter", Query: named(closesql.NoteLetter, map[string]any{"reason": "r", "id": f.letterID, "status": "waiting"}), Units: 1, Plan: plantest.PK("order_dead_letter")},
 		// The close-run records a run writes and purges (package inspect
 		// reads them), and the console's outbox and refund pages.
 		{Name: "runs: record", Query: f.named(t, closesql.InsertCloseRun, RunRecord{StartedAt: f.now, Result: "r"}), Units: 1},
 		{Name: "runs: expired", Query: named(closesql.ExpiredCloseRuns, map[string]any{"retention_us": (7 * 24 * time.Hour).Microseconds(), "limit": runPurgeBatch}), Units: runPurgeBatch, Plan: uses("order_close_run", "idx_finished_at", "range")},
-		{Name: "runs: delete expired", Query: lit(closesql.DeleteCloseRuns, f.oldRuns), Units: len(f.oldRuns), Plan: pk("order_close_run")},
+		{Name: "runs: delete expired", Query: plantest.Lit(closesql.DeleteCloseRuns, f.oldRuns), Units: len(f.oldRuns), Plan: plantest.PK("order_close_run")},
 		// Gauges.
 		{Name: "gauge: overdue", Query: named(sq.Overdue, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_create_time", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
 		{Name: "gauge: dead-letter tallies", Query: q(closesql.DeadLetterTallies), Units: f.openLetters, Plan: uses("order_dead_letter", "idx_status_retry", "range")},

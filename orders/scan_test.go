@@ -20,16 +20,16 @@ import (
 func TestScanUsesIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.3, PaidFraction: 0.6})
+	b.Seed(t, orderdemo.Spec{Orders: 3000, DueFraction: 0.3, PaidFraction: 0.6})
 	// A dead-letter table with history (resolved and waiting letters).
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
+	_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO order_dead_letter (order_no, stage, status, next_retry_at)
 		SELECT order_no, 'close', IF(id % 3 = 0, 'waiting', 'resolved'), NOW(3) FROM order_info WHERE id % 2 = 0`)
 	require.NoError(t, err)
 	for _, table := range []string{"order_info", "order_dead_letter"} {
-		_, err = b.db.ExecContext(b.ctx, `ANALYZE TABLE `+table)
+		_, err = b.DB.ExecContext(b.Ctx, `ANALYZE TABLE `+table)
 		require.NoError(t, err)
 	}
-	now := b.db.Now(t)
+	now := b.DB.Now(t)
 	first := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
 	scan, scanArgs, err := orders.ScanPageQuery(first, -1, now, 2, 1, 500)
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestScanUsesIndex(t *testing.T) {
 	require.NotContains(t, plan[0]["Extra"], "filesort")
 
 	var nos []string
-	require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info ORDER BY id LIMIT 500`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &nos, `SELECT order_no FROM order_info ORDER BY id LIMIT 500`))
 	q, args, err := sqlx.In(closesql.LetterStates, nos)
 	require.NoError(t, err)
 	plan = explain(t, b, q, args...)
@@ -66,7 +66,7 @@ func explainNamed(t *testing.T, b *testBundle, query string, arg any) []map[stri
 
 func explain(t *testing.T, b *testBundle, query string, args ...any) []map[string]string {
 	t.Helper()
-	rows, err := b.db.QueryxContext(b.ctx, "EXPLAIN "+query, args...)
+	rows, err := b.DB.QueryxContext(b.Ctx, "EXPLAIN "+query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []map[string]string
@@ -105,18 +105,18 @@ func str(v any) string {
 func TestScanReadsOnlyCandidateRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, _ := b.seed(t, orderdemo.Spec{Orders: 20000, DueFraction: 0.01, NotDueFraction: 0.01, PaidFraction: 0.98, SKUs: 500})
+	res, _ := b.Seed(t, orderdemo.Spec{Orders: 20000, DueFraction: 0.01, NotDueFraction: 0.01, PaidFraction: 0.98, SKUs: 500})
 
-	one, err := sqlx.Open("mysql", b.db.DSN)
+	one, err := sqlx.Open("mysql", b.DB.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { one.Close() })
 	one.SetMaxOpenConns(1)
-	c, err := orders.NewCloser(one, b.locker, orders.CloserConfig{})
+	c, err := orders.NewCloser(one, b.Locker, orders.CloserConfig{})
 	require.NoError(t, err)
 
 	reads := func() int {
 		var n int
-		rows, err := one.QueryContext(b.ctx, `SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_key', 'Handler_read_next')`)
+		rows, err := one.QueryContext(b.Ctx, `SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_key', 'Handler_read_next')`)
 		require.NoError(t, err)
 		defer rows.Close()
 		for rows.Next() {
@@ -130,7 +130,7 @@ func TestScanReadsOnlyCandidateRows(t *testing.T) {
 	}
 	const pageSize = 50
 	before := reads()
-	st, err := c.Run(b.ctx, orders.RunOptions{DryRun: true, PageSize: pageSize})
+	st, err := c.Run(b.Ctx, orders.RunOptions{DryRun: true, PageSize: pageSize})
 	require.NoError(t, err)
 	read := reads() - before
 	require.Equal(t, res.Due, st.Scanned, "each due order returned once")

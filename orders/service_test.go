@@ -10,71 +10,62 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
-	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/payment"
 )
 
-// shop stocks SKUs 1-5 (paytest.Shop).
-func (b *testBundle) shop(t *testing.T) { paytest.Shop(t, b.svc) }
-
-// place places an order through the service (paytest.Place).
-func (b *testBundle) place(t *testing.T, no string, coupon bool, items ...payment.Item) {
-	paytest.Place(t, b.svc, no, coupon, items...)
-}
-
 func TestCloseOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.shop(t)
-	base := snapshot(t, b)
+	b.Shop(t)
+	base := b.Snapshot(t)
 	for _, no := range []string{"C1", "C2", "C3", "C4"} {
-		b.place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 4, Quantity: 2})
+		b.Place(t, no, true, payment.Item{SKUID: 2, Quantity: 1}, payment.Item{SKUID: 4, Quantity: 2})
 	}
 	// Poisoned: SKU 6 has no stock row.
-	ordertest.Order(t, b.db.DB, ordertest.OrderOpts{OrderNo: "C5", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
+	ordertest.Order(t, b.DB.DB, ordertest.OrderOpts{OrderNo: "C5", Items: []ordertest.Item{{SKU: 6, Qty: 1, MissingStock: true}}})
 
-	out, err := b.closer.CloseOrder(b.ctx, "C1")
+	out, err := b.Closer.CloseOrder(b.Ctx, "C1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeNotDue, out)
-	require.Zero(t, b.counts(t).Closed, "not due: nothing changed")
+	require.Zero(t, b.Counts(t).Closed, "not due: nothing changed")
 
 	late := b.shiftedCloser(t, 30*time.Minute, orders.CloserConfig{})
-	out, err = late.CloseOrder(b.ctx, "C1")
+	out, err = late.CloseOrder(b.Ctx, "C1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out, "due at exactly create_time + timeout")
-	out, err = late.CloseOrder(b.ctx, "C1")
+	out, err = late.CloseOrder(b.Ctx, "C1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedClosed, out)
 
-	_, err = b.svc.Pay(b.ctx, "C2")
+	_, err = b.Svc.Pay(b.Ctx, "C2")
 	require.NoError(t, err)
-	out, err = late.CloseOrder(b.ctx, "C2")
+	out, err = late.CloseOrder(b.Ctx, "C2")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedPaid, out)
 
-	out, err = late.CloseOrder(b.ctx, "NOPE")
+	out, err = late.CloseOrder(b.Ctx, "NOPE")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeNotFound, out)
 
-	m := b.locker.Redsync().NewMutex(b.locker.KeyFor("C3"))
-	require.NoError(t, m.LockContext(b.ctx))
-	out, err = late.CloseOrder(b.ctx, "C3")
+	m := b.Locker.Redsync().NewMutex(b.Locker.KeyFor("C3"))
+	require.NoError(t, m.LockContext(b.Ctx))
+	out, err = late.CloseOrder(b.Ctx, "C3")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedLocked, out)
-	_, err = m.UnlockContext(b.ctx)
+	_, err = m.UnlockContext(b.Ctx)
 	require.NoError(t, err)
-	b.check(t, base)
+	b.Check(t, base)
 
-	out, err = late.CloseOrder(b.ctx, "C5")
+	out, err = late.CloseOrder(b.Ctx, "C5")
 	require.ErrorContains(t, err, "inventory row of sku 6 is missing")
 	require.Equal(t, orders.OutcomeDeadLettered, out)
-	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = 'C5' AND status = 'waiting'`))
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = 'C5' AND status = 'waiting'`))
 
-	out, err = late.CloseOrder(b.ctx, "C3")
+	out, err = late.CloseOrder(b.Ctx, "C3")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // "Now" is the database's clock in the session time zone, the zone
@@ -85,36 +76,36 @@ func TestDueUsesDatabaseClockAndZone(t *testing.T) {
 		t.Run(zone, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			cfg, err := mysql.ParseDSN(b.db.DSN)
+			cfg, err := mysql.ParseDSN(b.DB.DSN)
 			require.NoError(t, err)
 			cfg.Params = map[string]string{"time_zone": "'" + zone + "'"}
 			zdb, err := sqlx.Open("mysql", cfg.FormatDSN())
 			require.NoError(t, err)
 			t.Cleanup(func() { zdb.Close() })
-			svc, err := payment.NewService(zdb, b.locker, payment.ServiceConfig{})
+			svc, err := payment.NewService(zdb, b.Locker, payment.ServiceConfig{})
 			require.NoError(t, err)
-			require.NoError(t, svc.AddStock(b.ctx, 1, 10))
+			require.NoError(t, svc.AddStock(b.Ctx, 1, 10))
 			for i := range 3 {
-				_, err := svc.PlaceOrder(b.ctx, payment.NewOrder{OrderNo: fmt.Sprintf("Z%d", i), TimeoutMinutes: 30,
+				_, err := svc.PlaceOrder(b.Ctx, payment.NewOrder{OrderNo: fmt.Sprintf("Z%d", i), TimeoutMinutes: 30,
 					Items: []payment.Item{{SKUID: 1, Quantity: 1}}})
 				require.NoError(t, err)
 			}
-			base := snapshot(t, b)
+			base := b.Snapshot(t)
 
-			early, err := orders.NewCloser(zdb, b.locker, orders.CloserConfig{})
+			early, err := orders.NewCloser(zdb, b.Locker, orders.CloserConfig{})
 			require.NoError(t, err)
 			orders.ShiftClock(early, 29*time.Minute)
-			st, err := early.Run(b.ctx, orders.RunOptions{})
+			st, err := early.Run(b.Ctx, orders.RunOptions{})
 			require.NoError(t, err)
 			require.Zero(t, st.Scanned, "29 minutes after placing, nothing is due")
 
-			due, err := orders.NewCloser(zdb, b.locker, orders.CloserConfig{})
+			due, err := orders.NewCloser(zdb, b.Locker, orders.CloserConfig{})
 			require.NoError(t, err)
 			orders.ShiftClock(due, 31*time.Minute)
-			st, err = due.Run(b.ctx, orders.RunOptions{})
+			st, err = due.Run(b.Ctx, orders.RunOptions{})
 			require.NoError(t, err)
 			require.Equal(t, 3, st.Closed, "31 minutes after placing, all are due")
-			b.check(t, base)
+			b.Check(t, base)
 		})
 	}
 }

@@ -24,13 +24,13 @@ func TestTiDBWriteConflictIsSkippedNotFatal(t *testing.T) {
 		t.Run(tc.server.String(), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			res, base := b.seed(t, orderdemo.Spec{Orders: 40, DueFraction: 1})
-			_, err := b.db.ExecContext(b.ctx, `CREATE TRIGGER tr_conflict BEFORE INSERT ON order_close_log FOR EACH ROW
+			res, base := b.Seed(t, orderdemo.Spec{Orders: 40, DueFraction: 1})
+			_, err := b.DB.ExecContext(b.Ctx, `CREATE TRIGGER tr_conflict BEFORE INSERT ON order_close_log FOR EACH ROW
 				SIGNAL SQLSTATE 'HY000' SET MYSQL_ERRNO = 9007, MESSAGE_TEXT = 'Write conflict, txnStartTS=1, conflictStartTS=2'`)
 			require.NoError(t, err)
-			c, err := orders.NewCloser(b.db.DB, b.locker, orders.CloserConfig{Server: tc.server, PageSize: 10})
+			c, err := orders.NewCloser(b.DB.DB, b.Locker, orders.CloserConfig{Server: tc.server, PageSize: 10})
 			require.NoError(t, err)
-			st, err := c.Run(b.ctx, orders.RunOptions{})
+			st, err := c.Run(b.Ctx, orders.RunOptions{})
 			if tc.stops {
 				require.Error(t, err)
 				require.Equal(t, dbserver.KindDatabase, tc.server.Kind(err))
@@ -40,14 +40,14 @@ func TestTiDBWriteConflictIsSkippedNotFatal(t *testing.T) {
 			}
 			require.Zero(t, st.Closed)
 			require.Zero(t, st.DeadLettered)
-			require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_dead_letter`))
+			require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter`))
 
-			_, err = b.db.ExecContext(b.ctx, `DROP TRIGGER tr_conflict`)
+			_, err = b.DB.ExecContext(b.Ctx, `DROP TRIGGER tr_conflict`)
 			require.NoError(t, err)
-			st, err = c.Run(b.ctx, orders.RunOptions{})
+			st, err = c.Run(b.Ctx, orders.RunOptions{})
 			require.NoError(t, err)
 			require.Equal(t, res.Due, st.Closed, "the next run closes them")
-			b.check(t, base)
+			b.Check(t, base)
 		})
 	}
 }

@@ -146,11 +146,7 @@ func TestLogBeforeTheFileExists(t *testing.T) {
 			t.Cleanup(g.open)
 
 			// The first run holds the job thread; the second waits in its queue.
-			running := xxljobtest.Trigger(1, "block", nextLogID())
-			queued := xxljobtest.Trigger(1, "block", nextLogID())
-			b.run(t, running)
-			g.waitStarted(t, running.LogID)
-			b.run(t, queued)
+			running, queued := b.holdThread(t, g)
 			for _, from := range []int{1, 7} {
 				env, lr, err := b.client.Log(t.Context(), queued.LogDateTime, queued.LogID, from)
 				require.NoError(t, err)

@@ -127,6 +127,19 @@ func (b *bundle) run(t *testing.T, p xxljobtest.TriggerParam) {
 }
 
 // callback waits for the callback of logID.
+// holdThread triggers job 1's "block" handler (g's) until that run holds
+// the job thread, then queues a second trigger behind it; g.open releases
+// both.
+func (b *bundle) holdThread(t *testing.T, g *gate) (running, queued xxljobtest.TriggerParam) {
+	t.Helper()
+	running = xxljobtest.Trigger(1, "block", nextLogID())
+	b.run(t, running)
+	g.waitStarted(t, running.LogID)
+	queued = xxljobtest.Trigger(1, "block", nextLogID())
+	b.run(t, queued)
+	return running, queued
+}
+
 func (b *bundle) callback(t *testing.T, logID int64) xxljobtest.Callback {
 	t.Helper()
 	return b.callbackWithin(t, logID, waitLong)

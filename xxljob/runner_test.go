@@ -253,11 +253,7 @@ func TestCoverEarly(t *testing.T) {
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
 	t.Cleanup(g.open)
 
-	running := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, running)
-	g.waitStarted(t, running.LogID)
-	queued := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, queued)
+	running, queued := b.holdThread(t, g)
 	cover := xxljobtest.Trigger(1, "block", nextLogID())
 	cover.ExecutorBlockStrategy = "COVER_EARLY"
 	b.run(t, cover)
@@ -295,11 +291,7 @@ func TestDuplicateLogID(t *testing.T) {
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
 	t.Cleanup(g.open)
-	running := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, running)
-	g.waitStarted(t, running.LogID)
-	queued := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, queued)
+	running, queued := b.holdThread(t, g)
 
 	for _, id := range []int64{running.LogID, queued.LogID} {
 		dup := xxljobtest.Trigger(1, "block", id)
@@ -351,11 +343,7 @@ func TestKill(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"code":200,"msg":"job thread already killed."}`, string(env.Raw))
 
-	running := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, running)
-	g.waitStarted(t, running.LogID)
-	queued := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, queued)
+	running, queued := b.holdThread(t, g)
 
 	env, err = b.client.Kill(t.Context(), 1)
 	require.NoError(t, err)

@@ -21,11 +21,7 @@ func TestShutdownWaitsForRunningJob(t *testing.T) {
 	g := newGate()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler(), "ok": okHandler("")}})
 	t.Cleanup(g.open)
-	p := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, p)
-	g.waitStarted(t, p.LogID)
-	queued := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, queued)
+	p, queued := b.holdThread(t, g)
 
 	done := make(chan error, 1)
 	go func() { done <- b.exec.Shutdown(context.Background()) }()
@@ -89,11 +85,7 @@ func TestShutdownCancelsAfterTimeout(t *testing.T) {
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()},
 		cfg: func(c *xxljob.Config) { c.ShutdownTimeout = 50 * time.Millisecond }})
 	t.Cleanup(g.open)
-	p := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, p)
-	g.waitStarted(t, p.LogID)
-	queued := xxljobtest.Trigger(1, "block", nextLogID())
-	b.run(t, queued)
+	p, queued := b.holdThread(t, g)
 
 	require.NoError(t, b.exec.Shutdown(t.Context()))
 	cb, ok := b.admin.Callback(p.LogID)

@@ -60,15 +60,7 @@ func TestServeJSONLogsTheConfiguration(t *testing.T) {
 func runDelayTask(t *testing.T, p *serveProcess, db *dbtest.DB, biz string) {
 	t.Helper()
 	require.Eventually(t, func() bool { code, _ := readyz(t, p, ""); return code == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
-	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks",
-		strings.NewReader(`{"bizUuid":"`+biz+`","handler":"orderTimeoutClose","delayMs":0,"payload":{"orderNo":"NOPE"}}`))
-	require.NoError(t, err)
-	req.Header.Set("X-Executor-Token", "api-token-0123456789")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	postTask(t, p, `{"bizUuid":"`+biz+`","handler":"orderTimeoutClose","delayMs":0,"payload":{"orderNo":"NOPE"}}`)
 	require.Eventually(t, func() bool {
 		var status string
 		_ = db.Get(&status, "SELECT status FROM job_delay_task WHERE biz_uuid = ?", biz)

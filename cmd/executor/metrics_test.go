@@ -19,83 +19,8 @@ import (
 	"github.com/orderjob/executor/internal/metricstest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders/orderlock"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
-
-// serveProcess is `executor serve` running in-process against a fake admin.
-type serveProcess struct {
-	admin   *xxljobtest.Admin
-	address string // the executor's advertised address
-	apiURL  string // http://127.0.0.1:{api port}
-	stdout  *syncbuf.Buffer
-	stderr  *syncbuf.Buffer
-	stop    context.CancelFunc
-	done    chan int
-}
-
-// startServe sets the environment (MySQL at dsn, Redis at redisAddr, lock
-// keys under prefix) and starts serve; it waits for the first registration
-// and stops serve when the test ends.
-func startServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string]string) *serveProcess {
-	t.Helper()
-	p := launchServe(t, dsn, redisAddr, prefix, extraEnv)
-	_, err := p.admin.WaitRegistrations(1, 30*time.Second)
-	require.NoError(t, err, "stderr: %s\nstdout: %s", p.stderr.String(), p.stdout.String())
-	return p
-}
-
-// launchServe is startServe without waiting for the registration.
-func launchServe(t *testing.T, dsn, redisAddr, prefix string, extraEnv map[string]string) *serveProcess {
-	t.Helper()
-	p := &serveProcess{admin: xxljobtest.New(t, xxljobtest.Options{Token: "tok-m-0123456789abcdef"}), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
-	port, apiPort := freePort(t), freePort(t)
-	p.address = fmt.Sprintf("http://127.0.0.1:%d/", port)
-	p.apiURL = fmt.Sprintf("http://127.0.0.1:%d", apiPort)
-	env := map[string]string{
-		"XXL_JOB_ADMIN_ADDRESSES":          p.admin.URL,
-		"XXL_JOB_ACCESS_TOKEN":             "tok-m-0123456789abcdef",
-		"XXL_JOB_EXECUTOR_PORT":            strconv.Itoa(port),
-		"XXL_JOB_EXECUTOR_BINDADDR":        fmt.Sprintf("127.0.0.1:%d", port),
-		"XXL_JOB_EXECUTOR_ADDRESS":         p.address,
-		"XXL_JOB_EXECUTOR_LOGPATH":         t.TempDir(),
-		"XXL_JOB_EXECUTOR_APPNAME":         "order-job-metrics",
-		"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT": "5s",
-		"MYSQL_DSN":                        dsn,
-		"REDIS_ADDR":                       redisAddr,
-		"ORDER_CLOSE_LOCK_KEY_PREFIX":      prefix,
-		"DELAY_KEY_PREFIX":                 prefix + "delay:",
-		"EXECUTOR_API_ADDR":                fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"EXECUTOR_API_TOKEN":               "api-token-0123456789",
-	}
-	for k, v := range extraEnv {
-		env[k] = v
-	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	p.stop, p.done = stop, make(chan int, 1)
-	go func() { p.done <- run(ctx, []string{"serve"}, p.stdout, p.stderr) }()
-	t.Cleanup(func() { p.shutdown(t) })
-	return p
-}
-
-// shutdown stops serve and requires a clean exit (once).
-func (p *serveProcess) shutdown(t *testing.T) {
-	if p.stop == nil {
-		return
-	}
-	p.stop()
-	p.stop = nil
-	select {
-	case code := <-p.done:
-		require.Equal(t, 0, code, "stderr: %s", p.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-}
 
 // logLines returns serve's JSON process-log records.
 func (p *serveProcess) logLines(t *testing.T) []map[string]any {
@@ -154,14 +79,7 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	defer func() { _, _ = mu.UnlockContext(ctx) }()
 
 	p := startServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{"LOG_LEVEL": "debug"})
-	client := xxljobtest.NewClient(p.address, "tok-m-0123456789abcdef", xxljobtest.V24)
-	defer client.Close()
-	trig := xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9001)
-	env, err := client.Run(ctx, trig)
-	require.NoError(t, err)
-	require.Equal(t, 200, env.Code, env.MsgString())
-	cb, err := p.admin.WaitCallback(9001, 30*time.Second)
-	require.NoError(t, err)
+	_, _, cb := p.closeRun(t, 9001)
 	require.Equal(t, 500, cb.HandleCode, "dead letters fail the run: %s", cb.HandleMsg)
 	m := summaryRe.FindStringSubmatch(cb.HandleMsg)
 	require.NotNil(t, m, cb.HandleMsg)

@@ -6,19 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
-	"github.com/orderjob/executor/internal/syncbuf"
-	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
 // `executor serve` with the payment step and outbox compensation: the close
@@ -26,14 +22,7 @@ import (
 // stock and coupons, and the relay serve started delivers them.
 func TestServeOutboxAndPayment(t *testing.T) {
 	ctx := context.Background()
-	db := dbtest.New(t)
-	_, prefix := redistest.Client(t)
-	_, err := orderdemo.Generate(ctx, db.DB, orderdemo.Spec{Orders: 200, SKUs: 30, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.5})
-	require.NoError(t, err)
-	base, err := ordertest.Snapshot(ctx, db.DB)
-	require.NoError(t, err)
-	before, err := ordertest.Counts(ctx, db.DB)
-	require.NoError(t, err)
+	db, prefix, base, before := seededDB(t, orderdemo.Spec{Orders: 200, SKUs: 30, DueFraction: 0.8, PaidFraction: 0.1, NotDueFraction: 0.1, CouponFraction: 0.5})
 
 	var mu sync.Mutex
 	tradeCalls := 0
@@ -64,22 +53,8 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	defer inv.Close()
 	defer cpn.Close()
 
-	admin := xxljobtest.New(t, xxljobtest.Options{Token: "tok-ob-0123456789abcdef"})
-	port := freePort(t)
-	address := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	for k, v := range map[string]string{
-		"XXL_JOB_ADMIN_ADDRESSES":          admin.URL,
-		"XXL_JOB_ACCESS_TOKEN":             "tok-ob-0123456789abcdef",
-		"XXL_JOB_EXECUTOR_PORT":            strconv.Itoa(port),
-		"XXL_JOB_EXECUTOR_BINDADDR":        fmt.Sprintf("127.0.0.1:%d", port),
-		"XXL_JOB_EXECUTOR_ADDRESS":         address,
-		"XXL_JOB_EXECUTOR_LOGPATH":         t.TempDir(),
-		"XXL_JOB_EXECUTOR_APPNAME":         "order-job-outbox",
-		"MYSQL_DSN":                        db.DSN,
-		"REDIS_ADDR":                       redistest.Addr(),
-		"ORDER_CLOSE_LOCK_KEY_PREFIX":      prefix,
+	sv := startServe(t, db.DSN, redistest.Addr(), prefix, map[string]string{
 		"EXECUTOR_API_ADDR":                "",
-		"XXL_JOB_EXECUTOR_SHUTDOWNTIMEOUT": "5s",
 		"DELAY_ENABLED":                    "false",
 		"ORDER_PAYMENT_CLOSE_URL":          pay.URL + "/trade/close",
 		"ORDER_PAYMENT_TOKEN":              "pay-secret",
@@ -87,24 +62,8 @@ func TestServeOutboxAndPayment(t *testing.T) {
 		"ORDER_COMPENSATION_INVENTORY_URL": inv.URL + "/stock/release",
 		"ORDER_COMPENSATION_COUPON_URL":    cpn.URL + "/coupons/restore",
 		"ORDER_COMPENSATION_TOKEN":         "svc-secret",
-	} {
-		t.Setenv(k, v)
-	}
-	var stdout, stderr syncbuf.Buffer
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan int, 1)
-	go func() { done <- run(sctx, []string{"serve"}, &stdout, &stderr) }()
-	_, err = admin.WaitRegistrations(1, 15*time.Second)
-	require.NoError(t, err, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
-
-	client := xxljobtest.NewClient(address, "tok-ob-0123456789abcdef", xxljobtest.V24)
-	defer client.Close()
-	env, err := client.Run(ctx, xxljobtest.Trigger(7, "orderTimeoutCloseJob", 9101))
-	require.NoError(t, err)
-	require.Equal(t, 200, env.Code, env.MsgString())
-	cb, err := admin.WaitCallback(9101, 30*time.Second)
-	require.NoError(t, err)
+	})
+	_, _, cb := sv.closeRun(t, 9101)
 	require.Equal(t, 200, cb.HandleCode, cb.HandleMsg)
 	require.Contains(t, cb.HandleMsg, fmt.Sprintf("closed=%d ", before.Due))
 
@@ -120,14 +79,8 @@ func TestServeOutboxAndPayment(t *testing.T) {
 	mu.Unlock()
 	require.NoError(t, ordertest.CheckOutbox(ctx, db.DB, base, ordertest.OutboxOptions{Delivered: true}))
 
-	stop()
-	select {
-	case code := <-done:
-		require.Equal(t, 0, code, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	sv.shutdown(t)
 	for _, secret := range []string{"pay-secret", "svc-secret"} {
-		require.NotContains(t, stdout.String()+stderr.String(), secret, "tokens are never logged")
+		require.NotContains(t, sv.stdout.String()+sv.stderr.String(), secret, "tokens are never logged")
 	}
 }

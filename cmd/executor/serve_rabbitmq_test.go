@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,19 +14,6 @@ import (
 	"github.com/orderjob/executor/internal/rabbittest"
 	"github.com/orderjob/executor/internal/redistest"
 )
-
-// postTask registers a delayed task over the API port.
-func postTask(t *testing.T, p *serveProcess, body string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, p.apiURL+"/api/delay-tasks", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("X-Executor-Token", "api-token-0123456789")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
-}
 
 // delay.timer rabbitmq: readiness includes the broker, a task registered
 // over the API port hops through a tier and runs, the metrics show the

@@ -38,6 +38,18 @@ type DB struct {
 	DSN  string // DSN that opens it, with parseTime, loc=UTC, interpolateParams
 }
 
+// Unconnected is a handle on a server nothing listens for, closed when the
+// test ends: constructors given it check their settings without connecting.
+func Unconnected(t testing.TB) *sqlx.DB {
+	t.Helper()
+	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
+	if err != nil {
+		t.Fatalf("dbtest: open an unconnected handle: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // New creates, migrates and returns a fresh database for t.
 func New(t testing.TB) *DB {
 	t.Helper()

@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -21,12 +19,9 @@ import (
 // delivers at once. Full: additionally the executor is already up again when
 // the admin returns, and the spool's 30 s retry delivers.
 func scenarioAdminDown(t *testing.T, h *harness, r *report) {
-	db := dbtest.New(t)
-	_, prefix := redistest.Client(t)
-	res := demo(t, db.DB, 1500, 4)
-	base := snapshot(t, db.DB)
+	db, res, base, e := seeded(t, 1500, 4)
 	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
-	e := serveEnv(baseEnv(t, db.DSN, redistest.Addr(), prefix), admin, freePort(t))
+	e = serveEnv(e, admin, freePort(t))
 	spoolDir := e["XXL_JOB_EXECUTOR_LOGPATH"] // the spool is under it
 
 	admin.SetMode(xxljobtest.DownClose)

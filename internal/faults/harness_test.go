@@ -24,8 +24,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
@@ -273,6 +275,17 @@ func parseSummary(s string) summary {
 
 // ---------------------------------------------------------------------------
 // Data and the ledger
+
+// seeded is a fresh database holding n demo orders (demo, from seed) with
+// the invariants' baseline, and the environment of an executor on it and
+// the shared Redis, under a key prefix of the test's own.
+func seeded(t *testing.T, n int, seed uint64) (*dbtest.DB, orderdemo.Result, *ordertest.Baseline, env) {
+	t.Helper()
+	db := dbtest.New(t)
+	_, prefix := redistest.Client(t)
+	res := demo(t, db.DB, n, seed)
+	return db, res, snapshot(t, db.DB), baseEnv(t, db.DSN, redistest.Addr(), prefix)
+}
 
 // demo generates orders in db (create times from the database clock).
 func demo(t *testing.T, db *sqlx.DB, n int, seed uint64) orderdemo.Result {

@@ -21,8 +21,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -36,14 +34,11 @@ const apiToken = "faults-api-token"
 // with the process's goroutines (pprof, on the API port) back to where they
 // were; nothing written outside the log path; and the orders closed once.
 func scenarioHostilePorts(t *testing.T, h *harness, r *report) {
-	db := dbtest.New(t)
-	_, prefix := redistest.Client(t)
-	res := demo(t, db.DB, 2000, 8)
-	base := snapshot(t, db.DB)
+	db, res, base, e := seeded(t, 2000, 8)
 	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
 	sandbox := t.TempDir()
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	e := serveEnv(baseEnv(t, db.DSN, redistest.Addr(), prefix), admin, freePort(t)).with(
+	e = serveEnv(e, admin, freePort(t)).with(
 		"XXL_JOB_EXECUTOR_LOGPATH", filepath.Join(sandbox, "logs"),
 		"EXECUTOR_API_ADDR", apiAddr, "EXECUTOR_API_TOKEN", apiToken, "EXECUTOR_API_PPROF", "true")
 	s := h.serve(t, "serve-hostile", e)

@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/redistest"
 )
 
 // Scenario 1: `kill -9` of an executor mid-run, many times at random points,
@@ -17,11 +14,7 @@ import (
 // transaction: a killed one leaves nothing behind); the rerun closes what is
 // left; every due order is closed and compensated once.
 func scenarioKill9(t *testing.T, h *harness, r *report) {
-	db := dbtest.New(t)
-	_, prefix := redistest.Client(t)
-	res := demo(t, db.DB, h.p.killOrders, 1)
-	base := snapshot(t, db.DB)
-	e := baseEnv(t, db.DSN, redistest.Addr(), prefix)
+	db, res, base, e := seeded(t, h.p.killOrders, 1)
 
 	// Pace the run so that the kills land while it works: each uninterrupted
 	// run would last about a second, and the due orders last for all kills.

@@ -9,8 +9,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/xxljob/xxljobtest"
 )
 
@@ -21,12 +19,9 @@ import (
 // run finished after the restart is reported as it ended and nothing twice
 // (also across a second restart), and a last run closes what was left.
 func scenarioKill9Report(t *testing.T, h *harness, r *report) {
-	db := dbtest.New(t)
-	_, prefix := redistest.Client(t)
-	res := demo(t, db.DB, 3000, 9)
-	base := snapshot(t, db.DB)
+	db, res, base, e := seeded(t, 3000, 9)
 	admin := xxljobtest.New(t, xxljobtest.Options{Token: adminToken})
-	e := serveEnv(baseEnv(t, db.DSN, redistest.Addr(), prefix), admin, freePort(t))
+	e = serveEnv(e, admin, freePort(t))
 
 	// Paced to last about 3 s, so the kill lands while it works.
 	a := h.serve(t, "serve-A", e)

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/orderjob/executor/internal/dbtest"
-	"github.com/orderjob/executor/internal/redistest"
 )
 
 // Scenario 5: two executors given the same shard (a misconfiguration), and
@@ -16,11 +13,7 @@ import (
 // (an executor joins, then two leave). Every order is closed once, and the
 // closes the processes report add up to the closes in the database.
 func scenarioShards(t *testing.T, h *harness, r *report) {
-	db := dbtest.New(t)
-	_, prefix := redistest.Client(t)
-	res := demo(t, db.DB, h.p.shardOrders, 5)
-	base := snapshot(t, db.DB)
-	e := baseEnv(t, db.DSN, redistest.Addr(), prefix)
+	db, res, base, e := seeded(t, h.p.shardOrders, 5)
 
 	// Paced so that rounds overlap; capped so that each round leaves work.
 	rate := max(200, res.Due/4)

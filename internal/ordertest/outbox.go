@@ -132,15 +132,7 @@ func checkPayloads(ctx context.Context, db sqlx.QueryerContext, add func(rule, f
 		want[it.OrderNo][it.SKUID] = it.Qty
 	}
 	for _, ev := range evs {
-		var p struct {
-			EventType string `json:"eventType"`
-			OrderNo   string `json:"orderNo"`
-			Items     []struct {
-				SKUID    int64 `json:"skuId"`
-				Quantity int64 `json:"quantity"`
-			} `json:"items"`
-			CouponID int64 `json:"couponId"`
-		}
+		var p EventBody
 		if err := json.Unmarshal(ev.Payload, &p); err != nil || p.OrderNo != ev.OrderNo || p.EventType != ev.EventType {
 			add("outbox_payload", "order %s %s: payload %q does not name its order and type", ev.OrderNo, ev.EventType, ev.Payload)
 			continue
@@ -223,4 +215,17 @@ LEFT JOIN order_info o ON o.order_no = c.order_no
 WHERE c.status = 1 AND (o.id IS NULL OR o.status NOT IN (0, 2))`},
 	{"outbox_undelivered", "outbox events not delivered", `
 SELECT order_no FROM order_outbox WHERE status <> 'done' OR delivered_at IS NULL`},
+}
+
+// EventBody is an outbox event's JSON body as the receiving services read
+// it. It is declared here, apart from package outbox's payload types, so
+// that tests hold the wire format and not the types that write it.
+type EventBody struct {
+	EventType string `json:"eventType"`
+	OrderNo   string `json:"orderNo"`
+	Items     []struct {
+		SKUID    int64 `json:"skuId"`
+		Quantity int64 `json:"quantity"`
+	} `json:"items"`
+	CouponID int64 `json:"couponId"`
 }

@@ -1,5 +1,6 @@
 // Package paytest holds what the tests of the close (package orders) and
-// of the order service's side (package payment) share about the latter:
+// of the order service's side (package payment) share: the Bundle they
+// start from (a database, Redis, a Locker, a Closer and a Service),
 // stocking a shop and placing orders through a payment.Service, and an
 // HTTPTradeCloser calling an ordertest.PaySide.
 package paytest

@@ -77,6 +77,14 @@ func Uses(table, key string, types ...string) Plan {
 	return Plan{{Table: table, Key: key, Types: types}}
 }
 
+// PK is a read of table by its primary key: a range of ids, one id, or a
+// join on it.
+func PK(table string) Plan { return Uses(table, "PRIMARY", "range", "const", "eq_ref") }
+
+// ByKey is a read of table through key, unique or not: a range, one value,
+// or a join on it.
+func ByKey(table, key string) Plan { return Uses(table, key, "range", "const", "ref", "eq_ref") }
+
 // Plan is a list of accesses built with Uses.
 type Plan []Access
 
@@ -109,6 +117,12 @@ func Named(t testing.TB, query string, arg any) Query {
 
 // Q is a Query without lists to expand.
 func Q(query string, args ...any) Query { return Query{SQL: query, Args: args} }
+
+// Lit is Q for a query whose %s takes ids as a literal list
+// (sqlexec.IntList), as the statement's caller renders it.
+func Lit(query string, ids []int64, args ...any) Query {
+	return Q(fmt.Sprintf(query, sqlexec.IntList(ids)), args...)
+}
 
 // Result is what one Check run saw.
 type Result struct {

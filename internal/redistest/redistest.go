@@ -62,6 +62,23 @@ type Server struct {
 	t    testing.TB
 }
 
+// StartNodes starts n private servers, the independent nodes of a
+// Redlock, and a client of each that neither retries nor waits long to
+// dial, so that a test stopping a node sees the quorum change at once. The
+// clients are closed when the test ends.
+func StartNodes(t testing.TB, n int) ([]*Server, []redis.UniversalClient) {
+	t.Helper()
+	servers := make([]*Server, n)
+	nodes := make([]redis.UniversalClient, n)
+	for i := range n {
+		servers[i] = StartServer(t)
+		c := redis.NewClient(&redis.Options{Addr: servers[i].Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { c.Close() })
+		nodes[i] = c
+	}
+	return servers, nodes
+}
+
 // StartServer starts a private redis-server on a free loopback port, with
 // nothing kept on disk, and stops it when the test ends.
 func StartServer(t testing.TB) *Server {

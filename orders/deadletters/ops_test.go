@@ -9,21 +9,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
 )
 
-// letterWorld plants letters in every status (ids ascending in this order).
+// letterWorld is the operators' view over ordertest.Letters' dead letters,
+// one in every status.
 func letterWorld(t *testing.T, b *testBundle) *deadletters.Ops {
 	t.Helper()
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_dead_letter
-		(order_no, stage, status, status_reason, last_error, attempts, next_retry_at) VALUES
-		('W-1', 'close', 'waiting', '', 'close order W-1: inventory row of sku 5 is missing', 2, NOW(3) + INTERVAL 1 HOUR),
-		('P-1', 'close', 'parked', 'parked after 8 failed attempts (maximum 8); see last_error', 'boom', 8, NOW(3) - INTERVAL 1 DAY),
-		('R-1', 'close', 'resolved', 'order is paid; nothing to close', 'old', 1, NOW(3) - INTERVAL 2 DAY),
-		('W-2', 'close', 'waiting', '', 'close order W-2: coupon 9 is status 2', 1, NOW(3) + INTERVAL 5 MINUTE),
-		('W-1', 'payment', 'waiting', '', 'trade close timed out', 1, NOW(3))`)
-	require.NoError(t, err)
+	ordertest.Letters(t, b.db.DB)
 	return deadletters.New(b.db.DB)
 }
 

@@ -26,23 +26,18 @@ func TestHotStatementPlans(t *testing.T) {
 	f := newPlanFixture(t)
 	q := plantest.Q
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
-	lit := func(q string, ids []int64, args ...any) plantest.Query {
-		return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids)), args...)
-	}
 	uses := plantest.Uses
-	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
-	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
 	plantest.Check(t, f.db.DB, []string{"order_dead_letter"}, []plantest.Statement{
-		{Name: "letter by id", Query: q(letterByIDSQL, f.letterID), Units: 1, Plan: pk("order_dead_letter")},
-		{Name: "operator: letter", Query: named(letterSQL, letterParams{OrderNo: f.letterNo, Stage: StageClose}), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
-		{Name: "operator: requeue letter", Query: named(requeueLetterSQL, letterParams{OrderNo: f.letterNo, Stage: StageClose}), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "letter by id", Query: q(letterByIDSQL, f.letterID), Units: 1, Plan: plantest.PK("order_dead_letter")},
+		{Name: "operator: letter", Query: named(letterSQL, letterParams{OrderNo: f.letterNo, Stage: StageClose}), Units: 1, Plan: plantest.ByKey("order_dead_letter", "uk_order_stage")},
+		{Name: "operator: requeue letter", Query: named(requeueLetterSQL, letterParams{OrderNo: f.letterNo, Stage: StageClose}), Units: 1, Plan: plantest.ByKey("order_dead_letter", "uk_order_stage")},
 		{Name: "operator: bulk requeue, find", Query: named(matchLettersSQL, letterParams{Status: "parked", Stage: StageClose, Since: sqlexec.Earliest, AfterAt: sqlexec.Earliest, AfterID: -1, Error: "boom", Limit: requeuePage}), Units: len(f.parkedLetters), Plan: uses("order_dead_letter", "idx_status_updated", "range")},
-		{Name: "operator: bulk requeue, move", Query: named(fmt.Sprintf(requeueLettersSQL, sqlexec.IntList(f.parkedLetters)), letterParams{Status: "parked", Stage: StageClose, Since: sqlexec.Earliest, Error: "boom"}), Units: len(f.parkedLetters), Plan: pk("order_dead_letter")},
-		{Name: "letters: newest page", Query: named(letterWindowByIDSQL, letterParams{BeforeID: math.MaxInt64, Limit: 51}), Units: 51, Plan: pk("order_dead_letter")},
-		{Name: "letters: stage and error window", Query: named(letterWindowByIDSQL, letterParams{Stage: "payment", Error: "boom", BeforeID: math.MaxInt64, Limit: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: pk("order_dead_letter")},
+		{Name: "operator: bulk requeue, move", Query: named(fmt.Sprintf(requeueLettersSQL, sqlexec.IntList(f.parkedLetters)), letterParams{Status: "parked", Stage: StageClose, Since: sqlexec.Earliest, Error: "boom"}), Units: len(f.parkedLetters), Plan: plantest.PK("order_dead_letter")},
+		{Name: "letters: newest page", Query: named(letterWindowByIDSQL, letterParams{BeforeID: math.MaxInt64, Limit: 51}), Units: 51, Plan: plantest.PK("order_dead_letter")},
+		{Name: "letters: stage and error window", Query: named(letterWindowByIDSQL, letterParams{Stage: "payment", Error: "boom", BeforeID: math.MaxInt64, Limit: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: plantest.PK("order_dead_letter")},
 		{Name: "letters: status and time window", Query: named(letterWindowByStatusSQL, letterParams{Error: "boom", Status: Resolved, Since: sqlexec.Earliest, Until: sqlexec.Latest, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Limit: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: uses("order_dead_letter", "idx_status_updated", "range")},
-		{Name: "letters: page rows", Query: lit(lettersByIDSQL, f.parkedLetters), Units: len(f.parkedLetters), Plan: pk("order_dead_letter")},
-		{Name: "letters: of one order", Query: q(lettersOfOrderSQL, f.letterNo), Units: 1, Plan: byNo("order_dead_letter", "uk_order_stage")},
+		{Name: "letters: page rows", Query: plantest.Lit(lettersByIDSQL, f.parkedLetters), Units: len(f.parkedLetters), Plan: plantest.PK("order_dead_letter")},
+		{Name: "letters: of one order", Query: q(lettersOfOrderSQL, f.letterNo), Units: 1, Plan: plantest.ByKey("order_dead_letter", "uk_order_stage")},
 		{Name: "letters: count resolved", Query: named(countLettersSQL, letterParams{Status: Resolved, Limit: countCap}), Units: min(f.resolvedLetters, countCap), Plan: uses("order_dead_letter", "idx_status_updated", "ref", "range").And("<derived2>", "", "ALL")},
 	})
 }

@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -26,22 +25,17 @@ func TestHotStatementPlans(t *testing.T) {
 	f := newPlanFixture(t)
 	q := plantest.Q
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
-	lit := func(q string, ids []int64, args ...any) plantest.Query {
-		return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids)), args...)
-	}
 	uses := plantest.Uses
-	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
-	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
 	plantest.Check(t, f.db.DB, []string{"order_info", "order_item", "inventory", "user_coupon", "order_close_log",
 		"order_fulfillment_overdue", "order_close_run"}, []plantest.Statement{
-		{Name: "runs: recent", Query: named(recentCloseRunsSQL, map[string]any{"before_id": int64(math.MaxInt64), "limit": 50}), Units: 50, Plan: pk("order_close_run")},
+		{Name: "runs: recent", Query: named(recentCloseRunsSQL, map[string]any{"before_id": int64(math.MaxInt64), "limit": 50}), Units: 50, Plan: plantest.PK("order_close_run")},
 		{Name: "runs: last hour", Query: named(summarizeCloseRunsSQL, map[string]any{"window_us": time.Hour.Microseconds(), "cap": summaryCap}), Units: max(f.lastHourRuns, 1), Plan: uses("order_close_run", "idx_finished_at", "range").And("<derived2>", "", "ALL")},
-		{Name: "order: row", Query: q(orderRecordSQL, f.orderNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "order: items", Query: q(itemsOfOrderSQL, f.orderNo), Units: 3, Plan: byNo("order_item", "idx_order_no")},
-		{Name: "order: stock", Query: lit(stockRowsSQL, f.skus), Units: 3, Plan: pk("inventory")},
-		{Name: "order: coupon", Query: q(couponRowSQL, f.coupon), Units: 1, Plan: pk("user_coupon")},
-		{Name: "order: close log", Query: q(closeLogRowSQL, f.closedNo), Units: 1, Plan: byNo("order_close_log", "uk_order_no")},
-		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: byNo("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
+		{Name: "order: row", Query: q(orderRecordSQL, f.orderNo), Units: 1, Plan: plantest.ByKey("order_info", "uk_order_no")},
+		{Name: "order: items", Query: q(itemsOfOrderSQL, f.orderNo), Units: 3, Plan: plantest.ByKey("order_item", "idx_order_no")},
+		{Name: "order: stock", Query: plantest.Lit(stockRowsSQL, f.skus), Units: 3, Plan: plantest.PK("inventory")},
+		{Name: "order: coupon", Query: q(couponRowSQL, f.coupon), Units: 1, Plan: plantest.PK("user_coupon")},
+		{Name: "order: close log", Query: q(closeLogRowSQL, f.closedNo), Units: 1, Plan: plantest.ByKey("order_close_log", "uk_order_no")},
+		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: plantest.ByKey("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
 		{Name: "flags: window", Query: named(flagWindowSQL, map[string]any{"since": sqlexec.Earliest, "before_at": sqlexec.Latest, "before_id": int64(math.MaxInt64), "window": oplist.SearchWindow}), Units: min(f.flags, oplist.SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
 		{Name: "flags: count", Query: named(countFlagsSQL, map[string]any{"since": sqlexec.Earliest, "cap": CountCap}), Units: min(f.flags, CountCap), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range", "index").And("<derived2>", "", "ALL")},
 	})

@@ -3,9 +3,9 @@ package lifecycle_test
 import (
 	"testing"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/orders/lifecycle"
 )
 
@@ -13,9 +13,7 @@ import (
 // value, without connecting (the handle points where nothing listens).
 func TestNewRefusals(t *testing.T) {
 	t.Parallel()
-	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
+	db := dbtest.Unconnected(t)
 	jobs := func(cfg lifecycle.Config) error { _, err := lifecycle.New(db, cfg); return err }
 	for _, tc := range []struct {
 		name string

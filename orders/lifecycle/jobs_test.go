@@ -18,7 +18,7 @@ import (
 
 func newJobs(t *testing.T, b *testBundle, cfg lifecycle.Config) *lifecycle.Jobs {
 	t.Helper()
-	l, err := lifecycle.New(b.db.DB, cfg)
+	l, err := lifecycle.New(b.DB.DB, cfg)
 	require.NoError(t, err)
 	return l
 }
@@ -26,7 +26,7 @@ func newJobs(t *testing.T, b *testBundle, cfg lifecycle.Config) *lifecycle.Jobs 
 // orderStates reads every order's state, by order number.
 func (b *testBundle) orderStates(t *testing.T) map[string]ordertest.OrderState {
 	t.Helper()
-	s, err := ordertest.States(b.ctx, b.db)
+	s, err := ordertest.States(b.Ctx, b.DB)
 	require.NoError(t, err)
 	return s
 }
@@ -47,7 +47,7 @@ func (b *testBundle) orderStates(t *testing.T) map[string]ordertest.OrderState {
 // plus unpaid and closed orders from the demo generator.
 func lifecycleWorld(t *testing.T, b *testBundle, paid int) {
 	t.Helper()
-	b.seed(t, orderdemo.Spec{Orders: paid * 5 / 4, PaidFraction: 0.8, DueFraction: 0.1, NotDueFraction: 0.1, SKUs: 50, CouponFraction: 0.3})
+	b.Seed(t, orderdemo.Spec{Orders: paid * 5 / 4, PaidFraction: 0.8, DueFraction: 0.1, NotDueFraction: 0.1, SKUs: 50, CouponFraction: 0.3})
 	for _, q := range []string{
 		`UPDATE order_info SET pay_time = NOW(3) - INTERVAL 20 DAY WHERE status = 1 AND id % 10 <= 5`,
 		`UPDATE order_info SET status = 3, ship_time = NOW(3) - INTERVAL 15 DAY WHERE status = 1 AND id % 10 IN (0, 1, 2)`,
@@ -57,7 +57,7 @@ func lifecycleWorld(t *testing.T, b *testBundle, paid int) {
 		`UPDATE order_info SET pay_time = NOW(3) - INTERVAL 8 DAY WHERE status = 1 AND id % 10 IN (6, 7)`,
 		`UPDATE order_info SET pay_time = NOW(3) - INTERVAL 5 DAY WHERE status = 1 AND id % 10 = 8`,
 	} {
-		_, err := b.db.ExecContext(b.ctx, q)
+		_, err := b.DB.ExecContext(b.Ctx, q)
 		require.NoError(t, err)
 	}
 	b.run(t, orders.RunOptions{}) // close the few due unpaid orders
@@ -65,7 +65,7 @@ func lifecycleWorld(t *testing.T, b *testBundle, paid int) {
 
 func (b *testBundle) countWhere(t *testing.T, where string) int {
 	t.Helper()
-	return b.db.Count(t, `SELECT COUNT(*) FROM order_info WHERE `+where)
+	return b.DB.Count(t, `SELECT COUNT(*) FROM order_info WHERE `+where)
 }
 
 // Due shipped orders are completed once, by the database clock; orders not
@@ -75,14 +75,14 @@ func TestAutoConfirmCompletesDueOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	lifecycleWorld(t, b, 1000)
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	due := b.countWhere(t, `status = 3 AND id % 10 IN (0, 1, 2)`)
 	require.Positive(t, due)
 	before := b.orderStates(t)
 	l := newJobs(t, b, lifecycle.Config{})
 
 	var pages []lifecycle.Page
-	st, err := l.AutoConfirm(b.ctx, lifecycle.Options{PageSize: 40, Progress: func(p lifecycle.Page) { pages = append(pages, p) }})
+	st, err := l.AutoConfirm(b.Ctx, lifecycle.Options{PageSize: 40, Progress: func(p lifecycle.Page) { pages = append(pages, p) }})
 	require.NoError(t, err)
 	require.Equal(t, due, st.Scanned)
 	require.Equal(t, due, st.Changed)
@@ -92,7 +92,7 @@ func TestAutoConfirmCompletesDueOnce(t *testing.T) {
 	require.Len(t, pages, (due+39)/40)
 	require.Regexp(t, `^scanned=\d+ completed=\d+ skipped=0 days=14 seconds=`, st.String())
 
-	now := b.db.Now(t)
+	now := b.DB.Now(t)
 	for no, o := range b.orderStates(t) {
 		was := before[no]
 		if was.Status == 3 && was.ID%10 <= 2 {
@@ -106,21 +106,21 @@ func TestAutoConfirmCompletesDueOnce(t *testing.T) {
 		require.Equal(t, was.CompleteTime, o.CompleteTime, no)
 		require.Equal(t, was.UpdateTime, o.UpdateTime, no)
 	}
-	b.check(t, base)
+	b.Check(t, base)
 
-	st, err = l.AutoConfirm(b.ctx, lifecycle.Options{})
+	st, err = l.AutoConfirm(b.Ctx, lifecycle.Options{})
 	require.NoError(t, err)
 	require.Zero(t, st.Scanned, "a rerun finds nothing")
 
 	// The job param's days override: 12 takes the orders shipped 12 days ago.
-	st, err = l.AutoConfirm(b.ctx, lifecycle.Options{Days: 12})
+	st, err = l.AutoConfirm(b.Ctx, lifecycle.Options{Days: 12})
 	require.NoError(t, err)
 	require.Equal(t, b.countWhere(t, `id % 10 = 3 AND status = 4`), st.Changed)
 	require.Positive(t, st.Changed)
 	require.Zero(t, b.countWhere(t, `status = 3 AND ship_time IS NOT NULL AND id % 10 <> 4`))
 	require.Equal(t, b.countWhere(t, `id % 10 = 5 AND status = 3 AND ship_time IS NULL`), b.countWhere(t, `id % 10 = 5 AND status = 3`),
 		"shipped without ship_time: never auto-confirmed")
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // Four runs at once on the same shard, then three shards: each order is
@@ -142,7 +142,7 @@ func TestAutoConfirmConcurrentAndSharded(t *testing.T) {
 			if i%2 == 1 {
 				lc = other
 			}
-			st, err := lc.AutoConfirm(b.ctx, lifecycle.Options{})
+			st, err := lc.AutoConfirm(b.Ctx, lifecycle.Options{})
 			require.NoError(t, err)
 			mu.Lock()
 			defer mu.Unlock()
@@ -160,10 +160,10 @@ func TestAutoConfirmConcurrentAndSharded(t *testing.T) {
 	want := b.countWhere(t, `status = 3 AND id % 10 = 3`)
 	got := 0
 	for i := range 3 {
-		st, err := l.AutoConfirm(b.ctx, lifecycle.Options{ShardIndex: i, ShardTotal: 3, Days: 12})
+		st, err := l.AutoConfirm(b.Ctx, lifecycle.Options{ShardIndex: i, ShardTotal: 3, Days: 12})
 		require.NoError(t, err)
 		var completed []int64
-		require.NoError(t, b.db.SelectContext(b.ctx, &completed, `SELECT id FROM order_info WHERE status = 4 AND id % 10 = 3`))
+		require.NoError(t, b.DB.SelectContext(b.Ctx, &completed, `SELECT id FROM order_info WHERE status = 4 AND id % 10 = 3`))
 		require.Equal(t, shard.Counts(completed, 3)[i], st.Changed, "shard %d completed its own orders", i)
 		got += st.Changed
 	}
@@ -179,13 +179,13 @@ func TestAutoConfirmDryRunAndOptions(t *testing.T) {
 	before := b.orderStates(t)
 	l := newJobs(t, b, lifecycle.Config{AutoConfirmDays: 14})
 
-	st, err := l.AutoConfirm(b.ctx, lifecycle.Options{DryRun: true})
+	st, err := l.AutoConfirm(b.Ctx, lifecycle.Options{DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, due, st.Changed)
 	require.True(t, st.DryRun)
 	require.Equal(t, before, b.orderStates(t), "a dry run changes nothing")
 
-	st, err = l.AutoConfirm(b.ctx, lifecycle.Options{MaxOrders: 7, PageSize: 3})
+	st, err = l.AutoConfirm(b.Ctx, lifecycle.Options{MaxOrders: 7, PageSize: 3})
 	require.NoError(t, err)
 	require.Equal(t, 7, st.Scanned)
 	require.Equal(t, 7, st.Changed)
@@ -194,13 +194,13 @@ func TestAutoConfirmDryRunAndOptions(t *testing.T) {
 	for _, opt := range []lifecycle.Options{
 		{Days: -1}, {Days: 3651}, {ShardIndex: 2, ShardTotal: 2}, {PageSize: 5001}, {MaxOrders: -1},
 	} {
-		_, err := l.AutoConfirm(b.ctx, opt)
+		_, err := l.AutoConfirm(b.Ctx, opt)
 		require.Error(t, err, "%+v", opt)
-		_, err = l.FlagOverdue(b.ctx, opt)
+		_, err = l.FlagOverdue(b.Ctx, opt)
 		require.Error(t, err, "%+v", opt)
 	}
 	for _, cfg := range []lifecycle.Config{{AutoConfirmDays: -3}, {FulfillmentTimeoutDays: 4000}, {PageSize: 9999}} {
-		_, err := lifecycle.New(b.db.DB, cfg)
+		_, err := lifecycle.New(b.DB.DB, cfg)
 		require.Error(t, err, "%+v", cfg)
 	}
 	_, err = lifecycle.New(nil, lifecycle.Config{})
@@ -218,7 +218,7 @@ type overdueRow struct {
 func (b *testBundle) overdue(t *testing.T) map[string]overdueRow {
 	t.Helper()
 	var rows []overdueRow
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT order_id, order_no, pay_time, deadline, flagged_at FROM order_fulfillment_overdue`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT order_id, order_no, pay_time, deadline, flagged_at FROM order_fulfillment_overdue`))
 	out := map[string]overdueRow{}
 	for _, r := range rows {
 		out[r.OrderNo] = r
@@ -234,13 +234,13 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	lifecycleWorld(t, b, 1000)
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	due := b.countWhere(t, `status = 1 AND id % 10 IN (6, 7)`)
 	require.Positive(t, due)
 	before := b.orderStates(t)
 	l := newJobs(t, b, lifecycle.Config{PageSize: 30})
 
-	st, err := l.FlagOverdue(b.ctx, lifecycle.Options{})
+	st, err := l.FlagOverdue(b.Ctx, lifecycle.Options{})
 	require.NoError(t, err)
 	require.Equal(t, due, st.Scanned)
 	require.Equal(t, due, st.Changed)
@@ -250,7 +250,7 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 
 	flags := b.overdue(t)
 	require.Len(t, flags, due)
-	now := b.db.Now(t)
+	now := b.DB.Now(t)
 	for no, f := range flags {
 		o := before[no]
 		require.Equal(t, 1, o.Status)
@@ -261,19 +261,19 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 		require.WithinDuration(t, now, f.FlaggedAt, time.Minute)
 	}
 
-	st, err = l.FlagOverdue(b.ctx, lifecycle.Options{})
+	st, err = l.FlagOverdue(b.Ctx, lifecycle.Options{})
 	require.NoError(t, err)
 	require.Zero(t, st.Scanned, "flagged orders are not returned again")
 	require.Equal(t, flags, b.overdue(t))
 
-	st, err = l.FlagOverdue(b.ctx, lifecycle.Options{Days: 5})
+	st, err = l.FlagOverdue(b.Ctx, lifecycle.Options{Days: 5})
 	require.NoError(t, err)
 	require.Equal(t, b.countWhere(t, `status = 1 AND id % 10 = 8`), st.Changed)
 	require.Len(t, b.overdue(t), due+st.Changed)
-	require.Zero(t, b.db.Count(t, `SELECT COUNT(*) FROM order_fulfillment_overdue f JOIN order_info o ON o.id = f.order_id
+	require.Zero(t, b.DB.Count(t, `SELECT COUNT(*) FROM order_fulfillment_overdue f JOIN order_info o ON o.id = f.order_id
 		WHERE o.status <> 1 OR o.pay_time IS NULL`), "only paid orders with a pay time")
 	require.Equal(t, before, b.orderStates(t))
-	b.check(t, base)
+	b.Check(t, base)
 }
 
 // Concurrent and sharded runs flag each order once.
@@ -289,7 +289,7 @@ func TestFlagOverdueConcurrentAndSharded(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			st, err := l.FlagOverdue(b.ctx, lifecycle.Options{})
+			st, err := l.FlagOverdue(b.Ctx, lifecycle.Options{})
 			require.NoError(t, err)
 			mu.Lock()
 			flagged += st.Changed
@@ -302,7 +302,7 @@ func TestFlagOverdueConcurrentAndSharded(t *testing.T) {
 
 	got := 0
 	for shard := range 4 {
-		st, err := l.FlagOverdue(b.ctx, lifecycle.Options{ShardIndex: shard, ShardTotal: 4, Days: 5})
+		st, err := l.FlagOverdue(b.Ctx, lifecycle.Options{ShardIndex: shard, ShardTotal: 4, Days: 5})
 		require.NoError(t, err)
 		got += st.Changed
 	}
@@ -317,28 +317,28 @@ func TestLifecyclePageStatementsRecheck(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	lifecycleWorld(t, b, 300)
-	now := b.db.Now(t)
+	now := b.DB.Now(t)
 
 	var overdue []int64
-	require.NoError(t, b.db.SelectContext(b.ctx, &overdue, `SELECT id FROM order_info WHERE status = 1 AND id % 10 IN (6, 7) ORDER BY id`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &overdue, `SELECT id FROM order_info WHERE status = 1 AND id % 10 IN (6, 7) ORDER BY id`))
 	require.Greater(t, len(overdue), 4)
-	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET status = 3, ship_time = NOW(3) WHERE id IN (?, ?)`, overdue[0], overdue[1])
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_info SET status = 3, ship_time = NOW(3) WHERE id IN (?, ?)`, overdue[0], overdue[1])
 	require.NoError(t, err)
-	n, err := lifecycle.FlagOverdueIDs(b.ctx, b.db.DB, overdue, 7, now.AddDate(0, 0, -7))
+	n, err := lifecycle.FlagOverdueIDs(b.Ctx, b.DB.DB, overdue, 7, now.AddDate(0, 0, -7))
 	require.NoError(t, err)
 	require.Equal(t, int64(len(overdue)-2), n, "shipped meanwhile: not flagged")
-	n, err = lifecycle.FlagOverdueIDs(b.ctx, b.db.DB, overdue, 7, now.AddDate(0, 0, -7))
+	n, err = lifecycle.FlagOverdueIDs(b.Ctx, b.DB.DB, overdue, 7, now.AddDate(0, 0, -7))
 	require.NoError(t, err)
 	require.Zero(t, n, "flagged once")
 
 	var shipped []int64
-	require.NoError(t, b.db.SelectContext(b.ctx, &shipped, `SELECT id FROM order_info WHERE status = 3 AND id % 10 IN (0, 1, 2) ORDER BY id`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &shipped, `SELECT id FROM order_info WHERE status = 3 AND id % 10 IN (0, 1, 2) ORDER BY id`))
 	require.Greater(t, len(shipped), 4)
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_info SET status = 4, complete_time = NOW(3) WHERE id = ?`, shipped[0])
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE order_info SET status = 4, complete_time = NOW(3) WHERE id = ?`, shipped[0])
 	require.NoError(t, err)
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_info SET ship_time = NOW(3) WHERE id = ?`, shipped[1]) // re-shipped
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE order_info SET ship_time = NOW(3) WHERE id = ?`, shipped[1]) // re-shipped
 	require.NoError(t, err)
-	n, err = lifecycle.CompleteOrderIDs(b.ctx, b.db.DB, shipped, now.AddDate(0, 0, -14))
+	n, err = lifecycle.CompleteOrderIDs(b.Ctx, b.DB.DB, shipped, now.AddDate(0, 0, -14))
 	require.NoError(t, err)
 	require.Equal(t, int64(len(shipped)-2), n)
 	require.Equal(t, 1, b.countWhere(t, fmt.Sprintf(`id = %d AND status = 3`, shipped[1])), "re-shipped: not due any more")
@@ -350,14 +350,14 @@ func TestLifecycleScansUseIndexes(t *testing.T) {
 	b := setup(t)
 	lifecycleWorld(t, b, 3000)
 	// A flag table with history (MariaDB plans NOT EXISTS as a scan of it).
-	_, err := b.db.ExecContext(b.ctx, `INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
+	_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
 		SELECT id, CONCAT('OLD-', order_no), user_id, NOW(), NOW(), NOW() FROM order_info`)
 	require.NoError(t, err)
 	for _, table := range []string{"order_info", "order_fulfillment_overdue"} {
-		_, err = b.db.ExecContext(b.ctx, `ANALYZE TABLE `+table)
+		_, err = b.DB.ExecContext(b.Ctx, `ANALYZE TABLE `+table)
 		require.NoError(t, err)
 	}
-	now := b.db.Now(t)
+	now := b.DB.Now(t)
 	first := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		query, key string
@@ -365,7 +365,7 @@ func TestLifecycleScansUseIndexes(t *testing.T) {
 		{lifecycle.ScanShippedSQL, "idx_status_ship_time"},
 		{lifecycle.ScanOverdueSQL, "idx_status_pay_time"},
 	} {
-		r, err := plantest.Run(b.ctx, b.db.DB, plantest.Named(t, tc.query, map[string]any{"cutoff": now.AddDate(0, 0, -7), "after_at": first, "after_id": -1,
+		r, err := plantest.Run(b.Ctx, b.DB.DB, plantest.Named(t, tc.query, map[string]any{"cutoff": now.AddDate(0, 0, -7), "after_at": first, "after_id": -1,
 			"shard_total": 2, "shard_index": 1, "limit": 500}))
 		require.NoError(t, err)
 		plan := r.Plan

@@ -99,13 +99,7 @@ func TestLockerReleaseAfterScriptFlush(t *testing.T) {
 // "Redis unreachable".
 func TestRedlockHeldElsewhereNeedsQuorumOfAnswers(t *testing.T) {
 	t.Parallel()
-	servers := []*redistest.Server{redistest.StartServer(t), redistest.StartServer(t), redistest.StartServer(t)}
-	var nodes []redis.UniversalClient
-	for _, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-		t.Cleanup(func() { c.Close() })
-		nodes = append(nodes, c)
-	}
+	servers, nodes := redistest.StartNodes(t, 3)
 	ctx := context.Background()
 	l, err := orderlock.New(orderlock.Config{Nodes: nodes, Timeout: 300 * time.Millisecond})
 	require.NoError(t, err)

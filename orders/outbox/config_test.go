@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/orders/outbox"
 )
 
@@ -14,9 +14,7 @@ import (
 // value, without connecting.
 func TestNewRelayRefusals(t *testing.T) {
 	t.Parallel()
-	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
+	db := dbtest.Unconnected(t)
 	ok := map[string]string{outbox.EventStockRelease: "http://inv.local/r", outbox.EventCouponRestore: "https://cpn.local/r"}
 	relay := func(cfg outbox.RelayConfig) error { _, err := outbox.NewRelay(db, cfg); return err }
 	for _, tc := range []struct {

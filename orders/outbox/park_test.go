@@ -36,7 +36,7 @@ func newStatusReceiver(t *testing.T, status int) *statusReceiver {
 
 func statusRelay(t *testing.T, b *testBundle, inv, cpn *statusReceiver, maxAttempts int) *outbox.Relay {
 	t.Helper()
-	r, err := outbox.NewRelay(b.db.DB, outbox.RelayConfig{
+	r, err := outbox.NewRelay(b.DB.DB, outbox.RelayConfig{
 		Endpoints:   map[string]string{outbox.EventStockRelease: inv.srv.URL, outbox.EventCouponRestore: cpn.srv.URL},
 		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: maxAttempts,
 	})
@@ -50,7 +50,7 @@ func runDue(t *testing.T, b *testBundle, r *outbox.Relay) outbox.RelayStats {
 	var total outbox.RelayStats
 	for range 100 {
 		time.Sleep(2 * time.Millisecond)
-		st, err := r.RunOnce(b.ctx)
+		st, err := r.RunOnce(b.Ctx)
 		require.NoError(t, err)
 		total.Claimed += st.Claimed
 		total.Delivered += st.Delivered
@@ -74,20 +74,20 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	inv := newStatusReceiver(t, http.StatusNotFound)
 	cpn := newStatusReceiver(t, http.StatusTooManyRequests)
 	r := statusRelay(t, b, inv, cpn, 3)
-	ob := outbox.NewOps(b.db.DB)
+	ob := outbox.NewOps(b.DB.DB)
 	count := func(status, typ string) int {
-		return b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE status = ? AND event_type = ?`, status, typ)
+		return b.Count(t, `SELECT COUNT(*) FROM order_outbox WHERE status = ? AND event_type = ?`, status, typ)
 	}
 	stock, coupons := count("pending", outbox.EventStockRelease), count("pending", outbox.EventCouponRestore)
 	require.Equal(t, 4, stock)
 	require.Positive(t, coupons)
 
-	st, err := r.RunOnce(b.ctx)
+	st, err := r.RunOnce(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, stock, st.Parked, "404: parked at the first answer")
 	require.Equal(t, coupons, st.Failed, "429: retried")
 	require.Equal(t, stock, count("parked", outbox.EventStockRelease))
-	l, err := ob.List(b.ctx, outbox.Filter{Status: outbox.Parked})
+	l, err := ob.List(b.Ctx, outbox.Filter{Status: outbox.Parked})
 	require.NoError(t, err)
 	require.Len(t, l.Events, stock)
 	for _, e := range l.Events {
@@ -100,7 +100,7 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 
 	cpn.status.Store(http.StatusRequestTimeout)
 	time.Sleep(2 * time.Millisecond)
-	st, err = r.RunOnce(b.ctx)
+	st, err = r.RunOnce(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, coupons, st.Failed, "408: retried")
 	require.Zero(t, st.Parked)
@@ -108,15 +108,15 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	st = runDue(t, b, r)
 	require.Equal(t, coupons, st.Parked, "the third failed attempt parks")
 	require.Equal(t, coupons, count("parked", outbox.EventCouponRestore))
-	ev, err := ob.List(b.ctx, outbox.Filter{Status: outbox.Parked, EventType: outbox.EventCouponRestore, Limit: 1})
+	ev, err := ob.List(b.Ctx, outbox.Filter{Status: outbox.Parked, EventType: outbox.EventCouponRestore, Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, "3 attempts failed (outbox.maxAttempts)", ev.Events[0].ParkReason)
 	require.Equal(t, 3, ev.Events[0].Attempts)
 
-	s, err := ob.Stats(b.ctx)
+	s, err := ob.Stats(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, outbox.Stats{Pending: 0, Parked: stock + coupons}, s)
-	backlog, err := r.Backlog(b.ctx)
+	backlog, err := r.Backlog(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, stock+coupons, backlog.Parked)
 	require.Zero(t, runDue(t, b, r).Claimed, "parked events are not claimed")
@@ -125,21 +125,21 @@ func TestPermanentRefusalParksOutboxEvent(t *testing.T) {
 	inv.status.Store(http.StatusOK)
 	cpn.status.Store(http.StatusNoContent)
 	one := l.Events[0]
-	got, err := ob.Requeue(b.ctx, one.ID)
+	got, err := ob.Requeue(b.Ctx, one.ID)
 	require.NoError(t, err)
 	require.Equal(t, outbox.Pending, got.Status)
 	require.Zero(t, got.Attempts)
 	require.Empty(t, got.ParkReason)
-	_, err = ob.Requeue(b.ctx, one.ID)
+	_, err = ob.Requeue(b.Ctx, one.ID)
 	require.ErrorIs(t, err, outbox.ErrNotParked)
-	_, err = ob.Requeue(b.ctx, 1<<40)
+	_, err = ob.Requeue(b.Ctx, 1<<40)
 	require.ErrorIs(t, err, outbox.ErrNotFound)
-	n, err := ob.RequeueParked(b.ctx, outbox.EventCouponRestore)
+	n, err := ob.RequeueParked(b.Ctx, outbox.EventCouponRestore)
 	require.NoError(t, err)
 	require.Equal(t, coupons, n)
-	n, err = ob.RequeueParked(b.ctx, "")
+	n, err = ob.RequeueParked(b.Ctx, "")
 	require.NoError(t, err)
 	require.Equal(t, stock-1, n)
 	require.Equal(t, stock+coupons, runDue(t, b, r).Delivered)
-	require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{Delivered: true}))
+	require.NoError(t, ordertest.CheckOutbox(b.Ctx, b.DB, base, ordertest.OutboxOptions{Delivered: true}))
 }

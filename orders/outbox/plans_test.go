@@ -23,12 +23,7 @@ func TestHotStatementPlans(t *testing.T) {
 	f := newPlanFixture(t)
 	q := plantest.Q
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
-	lit := func(q string, ids []int64, args ...any) plantest.Query {
-		return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids)), args...)
-	}
 	uses := plantest.Uses
-	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
-	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
 	insert, insertArgs := outboxInsert(f.newRows)
 
 	plantest.Check(t, f.db.DB, []string{"order_outbox"}, []plantest.Statement{
@@ -36,24 +31,24 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "close: outbox events", Query: q(insert, insertArgs...), Units: len(f.newRows)},
 		// The relay.
 		{Name: "relay: pick due events", Query: q(lockDueEventsSQL, 100), Units: 100, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "relay: claim events", Query: named(fmt.Sprintf(claimEventsSQL, sqlexec.IntList(f.events)), map[string]any{"claim_id": 7, "ttl_us": 30e6}), Units: len(f.events), Plan: pk("order_outbox")},
-		{Name: "relay: delivered", Query: named(markDeliveredSQL, eventParams{ID: f.events[0]}), Units: 1, Plan: pk("order_outbox")},
-		{Name: "relay: failed", Query: named(markFailedSQL, eventParams{ID: f.events[0], LastError: "boom", DelayUS: 1e6}), Units: 1, Plan: pk("order_outbox")},
-		{Name: "relay: parked", Query: named(markParkedSQL, eventParams{ID: f.events[0], LastError: "status 404", ParkReason: "permanent answer: status 404"}), Units: 1, Plan: pk("order_outbox")},
+		{Name: "relay: claim events", Query: named(fmt.Sprintf(claimEventsSQL, sqlexec.IntList(f.events)), map[string]any{"claim_id": 7, "ttl_us": 30e6}), Units: len(f.events), Plan: plantest.PK("order_outbox")},
+		{Name: "relay: delivered", Query: named(markDeliveredSQL, eventParams{ID: f.events[0]}), Units: 1, Plan: plantest.PK("order_outbox")},
+		{Name: "relay: failed", Query: named(markFailedSQL, eventParams{ID: f.events[0], LastError: "boom", DelayUS: 1e6}), Units: 1, Plan: plantest.PK("order_outbox")},
+		{Name: "relay: parked", Query: named(markParkedSQL, eventParams{ID: f.events[0], LastError: "status 404", ParkReason: "permanent answer: status 404"}), Units: 1, Plan: plantest.PK("order_outbox")},
 		{Name: "relay: parked count", Query: q(outboxParkedSQL), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
-		{Name: "relay: release", Query: named(fmt.Sprintf(releaseEventsSQL, sqlexec.IntList(f.events)), eventParams{ClaimID: 7}), Units: len(f.events), Plan: pk("order_outbox")},
+		{Name: "relay: release", Query: named(fmt.Sprintf(releaseEventsSQL, sqlexec.IntList(f.events)), eventParams{ClaimID: 7}), Units: len(f.events), Plan: plantest.PK("order_outbox")},
 		{Name: "relay: purge delivered", Query: named(purgeDeliveredSQL, map[string]any{"retention_us": 0, "limit": 1000}), Units: 1000, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "relay: backlog", Query: q(outboxBacklogSQL), Units: f.pendingEvents, Plan: uses("order_outbox", "idx_status_next", "range", "ref").And("o", "PRIMARY", "eq_ref", "const").And("<derived2>", "", "ALL", "system")},
 		// The operators' view and the console's page.
-		{Name: "operator: outbox event", Query: q(outboxEventSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
-		{Name: "operator: requeue event", Query: q(requeueOutboxSQL, f.events[0]), Units: 1, Plan: pk("order_outbox")},
+		{Name: "operator: outbox event", Query: q(outboxEventSQL, f.events[0]), Units: 1, Plan: plantest.PK("order_outbox")},
+		{Name: "operator: requeue event", Query: q(requeueOutboxSQL, f.events[0]), Units: 1, Plan: plantest.PK("order_outbox")},
 		{Name: "operator: requeue parked", Query: named(requeueParkedSQL, map[string]any{"event_type": "", "limit": 1000}), Units: max(f.parkedEvents, 1), Plan: uses("order_outbox", "idx_status_next", "range", "ref")},
-		{Name: "outbox: newest page", Query: named(outboxWindowByIDSQL, oplist.WindowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: pk("order_outbox")},
-		{Name: "outbox: event type window", Query: named(outboxWindowByIDSQL, oplist.WindowParams{Filter: "coupon.restore", BeforeID: math.MaxInt64, Window: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: pk("order_outbox")},
+		{Name: "outbox: newest page", Query: named(outboxWindowByIDSQL, oplist.WindowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: plantest.PK("order_outbox")},
+		{Name: "outbox: event type window", Query: named(outboxWindowByIDSQL, oplist.WindowParams{Filter: "coupon.restore", BeforeID: math.MaxInt64, Window: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: plantest.PK("order_outbox")},
 		{Name: "outbox: parked page", Query: named(outboxWindowByStatusSQL, oplist.WindowParams{Status: Parked, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: uses("order_outbox", "idx_status_next", "range")},
 		{Name: "outbox: done window", Query: named(outboxWindowByStatusSQL, oplist.WindowParams{Filter: "x", Status: Done, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Window: oplist.SearchWindow}), Units: oplist.SearchWindow, Plan: uses("order_outbox", "idx_status_next", "range")},
-		{Name: "outbox: page rows", Query: lit(outboxByIDSQL, f.events[:50]), Units: 50, Plan: pk("order_outbox")},
-		{Name: "outbox: of one order", Query: q(outboxOfOrderSQL, f.eventOrderNo), Units: 2, Plan: byNo("order_outbox", "uk_order_event")},
+		{Name: "outbox: page rows", Query: plantest.Lit(outboxByIDSQL, f.events[:50]), Units: 50, Plan: plantest.PK("order_outbox")},
+		{Name: "outbox: of one order", Query: q(outboxOfOrderSQL, f.eventOrderNo), Units: 2, Plan: plantest.ByKey("order_outbox", "uk_order_event")},
 	})
 }
 

@@ -46,12 +46,12 @@ func TestRelayOutlivesItsStartContext(t *testing.T) {
 	inv, cpn := newReceiver(t, ""), newReceiver(t, "")
 	logs := &ctxValues{}
 	r := newRelay(t, b, inv, cpn, outbox.RelayConfig{PollInterval: 10 * time.Millisecond, Logger: slog.New(logs)})
-	ctx, cancel := context.WithCancel(context.WithValue(b.ctx, startCtxKey{}, "from start"))
+	ctx, cancel := context.WithCancel(context.WithValue(b.Ctx, startCtxKey{}, "from start"))
 	require.NoError(t, r.Start(ctx))
 	cancel()
 	t.Cleanup(func() { require.NoError(t, r.Stop(context.Background())) })
 	require.Eventually(t, func() bool {
-		backlog, err := r.Backlog(b.ctx)
+		backlog, err := r.Backlog(b.Ctx)
 		require.NoError(t, err)
 		// The pass is logged after its deliveries are marked done.
 		return backlog.Pending == 0 && len(logs.seen()) > 0

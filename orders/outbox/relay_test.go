@@ -62,15 +62,7 @@ func (rc *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	key := req.Header.Get("Idempotency-Key")
 	typ := req.Header.Get("X-Event-Type")
 	attempt, _ := strconv.Atoi(req.Header.Get("X-Delivery-Attempt"))
-	var body struct {
-		EventType string `json:"eventType"`
-		OrderNo   string `json:"orderNo"`
-		Items     []struct {
-			SKUID    int64 `json:"skuId"`
-			Quantity int64 `json:"quantity"`
-		} `json:"items"`
-		CouponID int64 `json:"couponId"`
-	}
+	var body ordertest.EventBody
 	decodeErr := json.NewDecoder(req.Body).Decode(&body)
 
 	rc.mu.Lock()
@@ -158,7 +150,7 @@ func newRelay(t *testing.T, b *testBundle, inv, cpn *receiver, cfg outbox.RelayC
 		outbox.EventCouponRestore: cpn.srv.URL + "/coupons/restore",
 	}
 	cfg.Token = inv.token
-	r, err := outbox.NewRelay(b.db.DB, cfg)
+	r, err := outbox.NewRelay(b.DB.DB, cfg)
 	require.NoError(t, err)
 	return r
 }
@@ -179,25 +171,25 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 		ClaimTTL: 3 * time.Second, BackoffBase: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond}
 	relays := []*outbox.Relay{newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg), newRelay(t, b, inv, cpn, cfg)}
 	// The backlog gauge: every event pending, aged by its oldest.
-	_, err := b.db.ExecContext(b.ctx, `UPDATE order_outbox SET created_at = UTC_TIMESTAMP(3) - INTERVAL 90 SECOND ORDER BY id LIMIT 1`)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_outbox SET created_at = UTC_TIMESTAMP(3) - INTERVAL 90 SECOND ORDER BY id LIMIT 1`)
 	require.NoError(t, err)
-	backlog, err := relays[0].Backlog(b.ctx)
+	backlog, err := relays[0].Backlog(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, len(events), backlog.Pending)
 	require.GreaterOrEqual(t, backlog.OldestAge, 90*time.Second)
 	require.Less(t, backlog.OldestAge, 5*time.Minute)
 	for _, r := range relays {
-		require.NoError(t, r.Start(b.ctx))
+		require.NoError(t, r.Start(b.Ctx))
 	}
 	require.Eventually(t, func() bool {
-		backlog, err := relays[0].Backlog(b.ctx)
+		backlog, err := relays[0].Backlog(b.Ctx)
 		require.NoError(t, err)
 		return backlog.Pending == 0 && backlog.OldestAge == 0
 	}, 2*time.Minute, 20*time.Millisecond)
 	var total outbox.RelayStats
 	for _, r := range relays {
-		require.NoError(t, r.Stop(b.ctx))
-		require.NoError(t, r.Stop(b.ctx), "Stop twice")
+		require.NoError(t, r.Stop(b.Ctx))
+		require.NoError(t, r.Stop(b.Ctx), "Stop twice")
 		st := r.Stats()
 		require.Positive(t, st.Delivered, "every relay took a share")
 		total.Claimed += st.Claimed
@@ -253,7 +245,7 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 		SKUID int64 `db:"sku_id"`
 		Qty   int64 `db:"qty"`
 	}
-	require.NoError(t, b.db.SelectContext(b.ctx, &wantStock, `SELECT it.sku_id, SUM(it.quantity) AS qty
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &wantStock, `SELECT it.sku_id, SUM(it.quantity) AS qty
 		FROM order_item it JOIN order_info o ON o.order_no = it.order_no WHERE o.status = 2 GROUP BY it.sku_id`))
 	inv.mu.Lock()
 	require.Len(t, inv.stock, len(wantStock))
@@ -262,14 +254,14 @@ func TestRelayDeliversEveryEvent(t *testing.T) {
 	}
 	inv.mu.Unlock()
 	var coupons []int64
-	require.NoError(t, b.db.SelectContext(b.ctx, &coupons, `SELECT coupon_id FROM order_info WHERE status = 2 AND coupon_id IS NOT NULL`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &coupons, `SELECT coupon_id FROM order_info WHERE status = 2 AND coupon_id IS NOT NULL`))
 	cpn.mu.Lock()
 	require.Len(t, cpn.coupons, len(coupons))
 	for _, id := range coupons {
 		require.Equal(t, 1, cpn.coupons[id], "coupon %d restored once", id)
 	}
 	cpn.mu.Unlock()
-	require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{Delivered: true}))
+	require.NoError(t, ordertest.CheckOutbox(b.Ctx, b.DB, base, ordertest.OutboxOptions{Delivered: true}))
 }
 
 // A failed delivery is retried after an exponential backoff, and its error
@@ -284,8 +276,8 @@ func TestRelayBackoff(t *testing.T) {
 	n := len(b.events(t))
 
 	var dbNow time.Time
-	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT UTC_TIMESTAMP(3)`))
-	st, err := r.RunOnce(b.ctx)
+	require.NoError(t, b.DB.GetContext(b.Ctx, &dbNow, `SELECT UTC_TIMESTAMP(3)`))
+	st, err := r.RunOnce(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, outbox.RelayStats{Claimed: n, Failed: n}, st)
 	var rows []struct {
@@ -294,7 +286,7 @@ func TestRelayBackoff(t *testing.T) {
 		ClaimID   int64     `db:"claim_id"`
 		LastError string    `db:"last_error"`
 	}
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT attempts, next_attempt_at, claim_id, last_error FROM order_outbox`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT attempts, next_attempt_at, claim_id, last_error FROM order_outbox`))
 	for _, row := range rows {
 		require.Equal(t, 1, row.Attempts)
 		require.Zero(t, row.ClaimID, "claim given up")
@@ -302,17 +294,17 @@ func TestRelayBackoff(t *testing.T) {
 		wait := row.Next.Sub(dbNow)
 		require.True(t, wait >= 30*time.Minute && wait <= time.Hour+time.Minute, "first retry in half to all of the base: %v", wait)
 	}
-	st, err = r.RunOnce(b.ctx)
+	st, err = r.RunOnce(b.Ctx)
 	require.NoError(t, err)
 	require.Zero(t, st.Claimed, "not due before the backoff")
 
 	// The second failure waits twice as long.
-	_, err = b.db.ExecContext(b.ctx, `UPDATE order_outbox SET next_attempt_at = UTC_TIMESTAMP(3)`)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE order_outbox SET next_attempt_at = UTC_TIMESTAMP(3)`)
 	require.NoError(t, err)
-	require.NoError(t, b.db.GetContext(b.ctx, &dbNow, `SELECT UTC_TIMESTAMP(3)`))
-	_, err = r.RunOnce(b.ctx)
+	require.NoError(t, b.DB.GetContext(b.Ctx, &dbNow, `SELECT UTC_TIMESTAMP(3)`))
+	_, err = r.RunOnce(b.Ctx)
 	require.NoError(t, err)
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT attempts, next_attempt_at, claim_id, last_error FROM order_outbox`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT attempts, next_attempt_at, claim_id, last_error FROM order_outbox`))
 	for _, row := range rows {
 		require.Equal(t, 2, row.Attempts)
 		wait := row.Next.Sub(dbNow)
@@ -328,23 +320,23 @@ func TestRelayReclaimsExpiredClaim(t *testing.T) {
 	b, _ := closedInOutbox(t, 4)
 	n := len(b.events(t))
 	const deadClaim = 4242
-	_, err := b.db.ExecContext(b.ctx, `UPDATE order_outbox SET claim_id = ?, next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL 1 SECOND`, deadClaim)
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_outbox SET claim_id = ?, next_attempt_at = UTC_TIMESTAMP(3) + INTERVAL 1 SECOND`, deadClaim)
 	require.NoError(t, err)
 	inv, cpn := newReceiver(t, ""), newReceiver(t, "")
 	r := newRelay(t, b, inv, cpn, outbox.RelayConfig{})
 
-	st, err := r.RunOnce(b.ctx)
+	st, err := r.RunOnce(b.Ctx)
 	require.NoError(t, err)
 	require.Zero(t, st.Claimed, "claimed by the dead relay")
 	require.Eventually(t, func() bool {
-		st, err := r.RunOnce(b.ctx)
+		st, err := r.RunOnce(b.Ctx)
 		require.NoError(t, err)
 		return st.Delivered == n
 	}, 10*time.Second, 50*time.Millisecond)
 	var ids []int64
-	require.NoError(t, b.db.SelectContext(b.ctx, &ids, `SELECT id FROM order_outbox`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &ids, `SELECT id FROM order_outbox`))
 	for _, id := range ids {
-		changed, err := outbox.MarkDelivered(b.ctx, b.db.DB, id, deadClaim)
+		changed, err := outbox.MarkDelivered(b.Ctx, b.DB.DB, id, deadClaim)
 		require.NoError(t, err)
 		require.False(t, changed, "the dead relay's claim is fenced off")
 	}
@@ -362,11 +354,11 @@ func TestRelayStop(t *testing.T) {
 	blocking := func(rc *receiver) { rc.block, rc.started = block, started }
 	inv, cpn := newReceiver(t, "", blocking), newReceiver(t, "", blocking)
 	r := newRelay(t, b, inv, cpn, outbox.RelayConfig{Workers: 2, Timeout: 10 * time.Second})
-	require.NoError(t, r.Start(b.ctx))
+	require.NoError(t, r.Start(b.Ctx))
 	<-started // both workers' deliveries are in flight
 	<-started
 
-	ctx, cancel := context.WithTimeout(b.ctx, 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(b.Ctx, 100*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, r.Stop(ctx), context.DeadlineExceeded)
 	close(block)
@@ -374,18 +366,18 @@ func TestRelayStop(t *testing.T) {
 	require.Equal(t, n, st.Claimed)
 	require.Equal(t, 2, st.Failed, "the two deliveries in flight were cancelled")
 	require.Equal(t, n-2, st.Released)
-	require.Zero(t, b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE claim_id <> 0`), "no claim left behind")
-	require.Equal(t, n-2, b.count(t, `SELECT COUNT(*) FROM order_outbox WHERE next_attempt_at <= UTC_TIMESTAMP(3)`), "released: due at once")
+	require.Zero(t, b.Count(t, `SELECT COUNT(*) FROM order_outbox WHERE claim_id <> 0`), "no claim left behind")
+	require.Equal(t, n-2, b.Count(t, `SELECT COUNT(*) FROM order_outbox WHERE next_attempt_at <= UTC_TIMESTAMP(3)`), "released: due at once")
 
 	r2 := newRelay(t, b, inv, cpn, outbox.RelayConfig{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 	require.Eventually(t, func() bool {
-		_, err := r2.RunOnce(b.ctx)
+		_, err := r2.RunOnce(b.Ctx)
 		require.NoError(t, err)
-		backlog, err := r2.Backlog(b.ctx)
+		backlog, err := r2.Backlog(b.Ctx)
 		require.NoError(t, err)
 		return backlog.Pending == 0
 	}, 10*time.Second, 20*time.Millisecond)
-	require.NoError(t, r2.Stop(b.ctx), "Stop without Start")
+	require.NoError(t, r2.Stop(b.Ctx), "Stop without Start")
 }
 
 // A started relay whose database refuses its claims keeps polling and

@@ -4,11 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderjob/executor/orders/orderlock"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders/payment"
 )
 
@@ -16,13 +14,7 @@ import (
 // and its value, without connecting anywhere.
 func TestConstructorRefusals(t *testing.T) {
 	t.Parallel()
-	db, err := sqlx.Open("mysql", "nobody@tcp(127.0.0.1:1)/none")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	t.Cleanup(func() { rdb.Close() })
-	locker, err := orderlock.New(orderlock.Config{Client: rdb})
-	require.NoError(t, err)
+	db, locker := paytest.Unconnected(t)
 	service := func(cfg payment.ServiceConfig) error { _, err := payment.NewService(db, locker, cfg); return err }
 	trade := func(cfg payment.HTTPTradeCloserConfig) error { _, err := payment.NewHTTPTradeCloser(cfg); return err }
 	for _, tc := range []struct {

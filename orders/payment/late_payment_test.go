@@ -2,7 +2,6 @@ package payment_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/orderjob/executor/internal/orderdemo"
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/payment"
 )
@@ -19,19 +19,19 @@ import (
 func TestLatePaymentRecordedOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.shop(t)
-	b.place(t, "LP1", true, payment.Item{SKUID: 1, Quantity: 2})
-	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 129.90 WHERE order_no = 'LP1'`)
+	b.Shop(t)
+	b.Place(t, "LP1", true, payment.Item{SKUID: 1, Quantity: 2})
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_info SET pay_amount = 129.90 WHERE order_no = 'LP1'`)
 	require.NoError(t, err)
-	base := snapshot(t, b)
+	base := b.Snapshot(t)
 	late := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{})
-	out, err := late.CloseOrder(b.ctx, "LP1")
+	out, err := late.CloseOrder(b.Ctx, "LP1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
 
-	dbNow := b.db.Now(t)
+	dbNow := b.DB.Now(t)
 	for range 3 { // the payment side repeats its notification
-		pay, err := b.svc.Pay(b.ctx, "LP1")
+		pay, err := b.Svc.Pay(b.Ctx, "LP1")
 		require.NoError(t, err)
 		require.Equal(t, payment.AlreadyClosed, pay)
 	}
@@ -41,14 +41,14 @@ func TestLatePaymentRecordedOnce(t *testing.T) {
 		PaidAt    time.Time `db:"paid_at"`
 		CreatedAt time.Time `db:"created_at"`
 	}
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows, `SELECT order_no, pay_amount, paid_at, created_at FROM payment_conflict`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT order_no, pay_amount, paid_at, created_at FROM payment_conflict`))
 	require.Len(t, rows, 1, "one row however often the payment is reported")
 	require.Equal(t, "LP1", rows[0].OrderNo)
 	require.Equal(t, "129.90", rows[0].PayAmount)
 	require.WithinDuration(t, dbNow, rows[0].PaidAt, time.Minute, "database clock")
-	require.Equal(t, 2, b.count(t, `SELECT status FROM order_info WHERE order_no = 'LP1'`), "still closed")
-	b.check(t, base)
-	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+	require.Equal(t, 2, b.Count(t, `SELECT status FROM order_info WHERE order_no = 'LP1'`), "still closed")
+	b.Check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.Ctx, b.DB))
 }
 
 // Payments race the close job over thousands of orders, some reported two
@@ -60,13 +60,11 @@ func TestLatePaymentRacesClose(t *testing.T) {
 	for _, mode := range []orders.CompensationMode{orders.CompensateLocal, orders.CompensateOutbox} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, withCloser(orders.CloserConfig{Compensation: mode}))
-			res, base := b.seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1, CouponFraction: 0.5})
-			_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = (id % 997) + 0.25`)
+			b := setup(t, paytest.WithCloser(orders.CloserConfig{Compensation: mode}))
+			res, base := b.Seed(t, orderdemo.Spec{Orders: 2000, DueFraction: 1, CouponFraction: 0.5})
+			_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_info SET pay_amount = (id % 997) + 0.25`)
 			require.NoError(t, err)
-			var nos []string
-			require.NoError(t, b.db.SelectContext(b.ctx, &nos, `SELECT order_no FROM order_info`))
-			rand.Shuffle(len(nos), func(i, j int) { nos[i], nos[j] = nos[j], nos[i] })
+			nos := b.ShuffledOrderNos(t)
 
 			var mu sync.Mutex
 			first := map[string]payment.Outcome{} // outcome of each order's first notification
@@ -76,7 +74,7 @@ func TestLatePaymentRacesClose(t *testing.T) {
 				var err error
 				// Paced to last about as long as the payers, so both sides
 				// win a fair share.
-				st, err = b.closer.Run(b.ctx, orders.RunOptions{PageSize: 20, MaxPerSecond: 400})
+				st, err = b.Closer.Run(b.Ctx, orders.RunOptions{PageSize: 20, MaxPerSecond: 400})
 				return err
 			})
 			const payers = 4
@@ -85,7 +83,7 @@ func TestLatePaymentRacesClose(t *testing.T) {
 					for i := w; i < len(nos); i += payers {
 						no := nos[i]
 						for n := range 1 + i%3 { // 1, 2 or 3 notifications
-							out, err := b.svc.Pay(b.ctx, no)
+							out, err := b.Svc.Pay(b.Ctx, no)
 							if err != nil {
 								return err
 							}
@@ -118,7 +116,7 @@ func TestLatePaymentRacesClose(t *testing.T) {
 					lost = append(lost, no)
 				}
 			}
-			c := b.counts(t)
+			c := b.Counts(t)
 			require.Equal(t, res.Orders, c.Paid+c.Closed, "each order ends paid or closed")
 			require.Equal(t, len(paid), c.Paid)
 			require.Equal(t, len(lost), c.Closed)
@@ -127,13 +125,13 @@ func TestLatePaymentRacesClose(t *testing.T) {
 			require.Positive(t, len(paid))
 
 			var conflicts []string
-			require.NoError(t, b.db.SelectContext(b.ctx, &conflicts, `SELECT order_no FROM payment_conflict`))
+			require.NoError(t, b.DB.SelectContext(b.Ctx, &conflicts, `SELECT order_no FROM payment_conflict`))
 			require.ElementsMatch(t, lost, conflicts, "every lost payment recorded once, and only those")
-			require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+			require.NoError(t, ordertest.CheckPayments(b.Ctx, b.DB))
 			if mode == orders.CompensateOutbox {
-				require.NoError(t, ordertest.CheckOutbox(b.ctx, b.db, base, ordertest.OutboxOptions{}))
+				require.NoError(t, ordertest.CheckOutbox(b.Ctx, b.DB, base, ordertest.OutboxOptions{}))
 			} else {
-				b.check(t, base)
+				b.Check(t, base)
 			}
 			t.Logf("paid %d, closed %d (late payments recorded), close run skipped %d locked", c.Paid, c.Closed, st.SkippedLocked)
 		})

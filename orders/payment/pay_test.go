@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
@@ -28,7 +29,7 @@ type conflictRow struct {
 func (b *testBundle) conflicts(t *testing.T) []conflictRow {
 	t.Helper()
 	var rows []conflictRow
-	require.NoError(t, b.db.SelectContext(b.ctx, &rows,
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows,
 		`SELECT payment_id, order_no, pay_amount, reason, channel, refund_status FROM payment_conflict ORDER BY id`))
 	return rows
 }
@@ -39,20 +40,20 @@ func (b *testBundle) conflicts(t *testing.T) []conflictRow {
 func TestTwoLatePaymentsTwoConflictRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.shop(t)
-	b.place(t, "LATE-1", true, payment.Item{SKUID: 1, Quantity: 1})
-	_, err := b.db.ExecContext(b.ctx, `UPDATE order_info SET pay_amount = 59.90 WHERE order_no = 'LATE-1'`)
+	b.Shop(t)
+	b.Place(t, "LATE-1", true, payment.Item{SKUID: 1, Quantity: 1})
+	_, err := b.DB.ExecContext(b.Ctx, `UPDATE order_info SET pay_amount = 59.90 WHERE order_no = 'LATE-1'`)
 	require.NoError(t, err)
-	base := snapshot(t, b)
-	out, err := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{}).CloseOrder(b.ctx, "LATE-1")
+	base := b.Snapshot(t)
+	out, err := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{}).CloseOrder(b.Ctx, "LATE-1")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeClosed, out)
 
 	for range 2 {
-		pay, err := b.svc.PayWith(b.ctx, "LATE-1", payment.Notice{PaymentID: "wx-4200001", Amount: "59.90", Channel: "wechat"})
+		pay, err := b.Svc.PayWith(b.Ctx, "LATE-1", payment.Notice{PaymentID: "wx-4200001", Amount: "59.90", Channel: "wechat"})
 		require.NoError(t, err)
 		require.Equal(t, payment.AlreadyClosed, pay)
-		pay, err = b.svc.PayWith(b.ctx, "LATE-1", payment.Notice{PaymentID: "ali-2026113022", Amount: "59.9", Channel: "alipay"})
+		pay, err = b.Svc.PayWith(b.Ctx, "LATE-1", payment.Notice{PaymentID: "ali-2026113022", Amount: "59.9", Channel: "alipay"})
 		require.NoError(t, err)
 		require.Equal(t, payment.AlreadyClosed, pay)
 	}
@@ -60,9 +61,9 @@ func TestTwoLatePaymentsTwoConflictRows(t *testing.T) {
 		{PaymentID: "wx-4200001", OrderNo: "LATE-1", Amount: "59.90", Reason: "late", Channel: "wechat", Refund: "owed"},
 		{PaymentID: "ali-2026113022", OrderNo: "LATE-1", Amount: "59.90", Reason: "late", Channel: "alipay", Refund: "owed"},
 	}, b.conflicts(t))
-	require.Equal(t, 2, b.count(t, `SELECT status FROM order_info WHERE order_no = 'LATE-1'`), "still closed")
-	b.check(t, base)
-	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+	require.Equal(t, 2, b.Count(t, `SELECT status FROM order_info WHERE order_no = 'LATE-1'`), "still closed")
+	b.Check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.Ctx, b.DB))
 }
 
 // A second, distinct payment of an order already paid is a refund owed; a
@@ -71,9 +72,9 @@ func TestTwoLatePaymentsTwoConflictRows(t *testing.T) {
 func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.shop(t)
-	b.place(t, "DUP-1", false, payment.Item{SKUID: 2, Quantity: 3})
-	base := snapshot(t, b)
+	b.Shop(t)
+	b.Place(t, "DUP-1", false, payment.Item{SKUID: 2, Quantity: 3})
+	base := b.Snapshot(t)
 	steps := []struct {
 		n    payment.Notice
 		want payment.Outcome
@@ -84,23 +85,23 @@ func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
 		{payment.Notice{PaymentID: "ali-9", Amount: "10.00", Channel: "alipay"}, payment.Duplicate},
 	}
 	for i, s := range steps {
-		got, err := b.svc.PayWith(b.ctx, "DUP-1", s.n)
+		got, err := b.Svc.PayWith(b.Ctx, "DUP-1", s.n)
 		require.NoError(t, err, "step %d", i)
 		require.Equal(t, s.want, got, "step %d", i)
 	}
-	got, err := b.svc.Pay(b.ctx, "DUP-1")
+	got, err := b.Svc.Pay(b.Ctx, "DUP-1")
 	require.NoError(t, err)
 	require.Equal(t, payment.AlreadyPaid, got, "without an id of its own, a payment of a paid order is taken as a repeat")
 	require.Equal(t, []conflictRow{{PaymentID: "ali-9", OrderNo: "DUP-1", Amount: "10.00", Reason: "duplicate", Channel: "alipay", Refund: "owed"}},
 		b.conflicts(t))
 	var paid string
-	require.NoError(t, b.db.GetContext(b.ctx, &paid, `SELECT payment_id FROM order_payment WHERE order_no = 'DUP-1'`))
+	require.NoError(t, b.DB.GetContext(b.Ctx, &paid, `SELECT payment_id FROM order_payment WHERE order_no = 'DUP-1'`))
 	require.Equal(t, "wx-1", paid)
 	b.checkPaid(t, base, "DUP-1")
-	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+	require.NoError(t, ordertest.CheckPayments(b.Ctx, b.DB))
 
 	for _, bad := range []payment.Notice{{}, {PaymentID: "legacy:DUP-1"}, {PaymentID: "x", Amount: "1,50"}, {PaymentID: "has space"}} {
-		_, err := b.svc.PayWith(b.ctx, "DUP-1", bad)
+		_, err := b.Svc.PayWith(b.Ctx, "DUP-1", bad)
 		var inv *oplist.InvalidInputError
 		require.ErrorAs(t, err, &inv, "%+v", bad)
 	}
@@ -110,8 +111,8 @@ func TestDuplicatePaymentOfPaidOrder(t *testing.T) {
 // consumed, nothing else changed.
 func (b *testBundle) checkPaid(t *testing.T, base *ordertest.Baseline, no string) {
 	t.Helper()
-	require.Equal(t, 1, b.count(t, `SELECT status FROM order_info WHERE order_no = ?`, no))
-	b.check(t, base)
+	require.Equal(t, 1, b.Count(t, `SELECT status FROM order_info WHERE order_no = ?`, no))
+	b.Check(t, base)
 }
 
 // With Redis down, Pay goes on under the row lock and status CAS: an unpaid
@@ -122,27 +123,27 @@ func TestPayWithRedisStopped(t *testing.T) {
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	b := setup(t, withLocker(orderlock.Config{Client: rdb}))
-	b.shop(t)
-	b.place(t, "NOREDIS-1", true, payment.Item{SKUID: 3, Quantity: 2})
-	b.place(t, "NOREDIS-2", false, payment.Item{SKUID: 3, Quantity: 1})
-	base := snapshot(t, b)
+	b := setup(t, paytest.WithLocker(orderlock.Config{Client: rdb}))
+	b.Shop(t)
+	b.Place(t, "NOREDIS-1", true, payment.Item{SKUID: 3, Quantity: 2})
+	b.Place(t, "NOREDIS-2", false, payment.Item{SKUID: 3, Quantity: 1})
+	base := b.Snapshot(t)
 	srv.Stop()
 
 	start := time.Now()
-	out, err := b.svc.PayWith(b.ctx, "NOREDIS-1", payment.Notice{PaymentID: "wx-77"})
+	out, err := b.Svc.PayWith(b.Ctx, "NOREDIS-1", payment.Notice{PaymentID: "wx-77"})
 	require.NoError(t, err)
 	require.Equal(t, payment.Paid, out)
 	require.Less(t, time.Since(start), 2*time.Second, "no waiting through every lock try")
 
 	srv.Start()
-	st, err := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{}).Run(b.ctx, orders.RunOptions{})
+	st, err := b.lateCloser(t, 31*time.Minute, orders.CloserConfig{}).Run(b.Ctx, orders.RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Closed, "the other order, not the paid one: %s", st)
-	require.Equal(t, 1, b.count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-1'`), "paid, never closed")
-	require.Equal(t, 2, b.count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-2'`))
-	b.check(t, base)
-	require.NoError(t, ordertest.CheckPayments(b.ctx, b.db))
+	require.Equal(t, 1, b.Count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-1'`), "paid, never closed")
+	require.Equal(t, 2, b.Count(t, `SELECT status FROM order_info WHERE order_no = 'NOREDIS-2'`))
+	b.Check(t, base)
+	require.NoError(t, ordertest.CheckPayments(b.Ctx, b.DB))
 }
 
 // A lock held by someone else (a close in progress) is waited for, not
@@ -150,17 +151,17 @@ func TestPayWithRedisStopped(t *testing.T) {
 func TestPayWaitsForLockHeldElsewhere(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	svc, err := payment.NewService(b.db.DB, b.locker, payment.ServiceConfig{LockTries: 2})
+	svc, err := payment.NewService(b.DB.DB, b.Locker, payment.ServiceConfig{LockTries: 2})
 	require.NoError(t, err)
-	b.shop(t)
-	b.place(t, "HELD-P", false, payment.Item{SKUID: 4, Quantity: 1})
-	lease, err := b.locker.Acquire(b.ctx, []string{"HELD-P"})
+	b.Shop(t)
+	b.Place(t, "HELD-P", false, payment.Item{SKUID: 4, Quantity: 1})
+	lease, err := b.Locker.Acquire(b.Ctx, []string{"HELD-P"})
 	require.NoError(t, err)
-	_, err = svc.Pay(b.ctx, "HELD-P")
+	_, err = svc.Pay(b.Ctx, "HELD-P")
 	require.ErrorIs(t, err, payment.ErrOrderLocked)
-	require.Zero(t, b.count(t, `SELECT status FROM order_info WHERE order_no = 'HELD-P'`))
-	require.NoError(t, lease.Release(b.ctx))
-	out, err := svc.Pay(b.ctx, "HELD-P")
+	require.Zero(t, b.Count(t, `SELECT status FROM order_info WHERE order_no = 'HELD-P'`))
+	require.NoError(t, lease.Release(b.Ctx))
+	out, err := svc.Pay(b.Ctx, "HELD-P")
 	require.NoError(t, err)
 	require.Equal(t, payment.Paid, out)
 }

@@ -27,27 +27,25 @@ func TestHotStatementPlans(t *testing.T) {
 	q := plantest.Q
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
 	uses := plantest.Uses
-	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
-	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
 	one := f.unpaid.OrderNo
 	plantest.Check(t, f.db.DB, []string{"order_info", "order_item", "inventory", "user_coupon", "payment_conflict", "order_payment"}, []plantest.Statement{
 		// Ship and Confirm (the lifecycle jobs' statements are package lifecycle's).
-		{Name: "service: ship", Query: q(shipOrderSQL, f.paidNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "service: confirm", Query: q(confirmOrderSQL, f.shippedNo), Units: 1, Plan: byNo("order_info", "uk_order_no")},
-		{Name: "service: status", Query: q(orderStatusSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		{Name: "service: ship", Query: q(shipOrderSQL, f.paidNo), Units: 1, Plan: plantest.ByKey("order_info", "uk_order_no")},
+		{Name: "service: confirm", Query: q(confirmOrderSQL, f.shippedNo), Units: 1, Plan: plantest.ByKey("order_info", "uk_order_no")},
+		{Name: "service: status", Query: q(orderStatusSQL, one), Units: 1, Plan: plantest.ByKey("order_info", "uk_order_no")},
 		// Pay and PlaceOrder.
-		{Name: "pay: lock order", Query: q(lockOrderByNoSQL, one), Units: 1, Plan: byNo("order_info", "uk_order_no")},
+		{Name: "pay: lock order", Query: q(lockOrderByNoSQL, one), Units: 1, Plan: plantest.ByKey("order_info", "uk_order_no")},
 		{Name: "pay: items", Query: in(closesql.Default.OrderItems, []string{one}), Units: 1, Plan: uses("order_item", "idx_order_no", "range", "ref")},
-		{Name: "pay: status CAS", Query: q(payOrderSQL, f.unpaid.ID), Units: 1, Plan: pk("order_info")},
-		{Name: "pay: lock stock", Query: q(fmt.Sprintf(closesql.Default.Stock.Lock, skuList(f.qty))), Units: 1, Plan: pk("inventory")},
-		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, sqlexec.QtyCase("sku_id", f.qty), skuList(f.qty))), Units: 1, Plan: pk("inventory")},
-		{Name: "pay: use coupon", Query: named(useCouponSQL, map[string]any{"id": f.coupon, "order_no": f.couponNo}), Units: 1, Plan: pk("user_coupon")},
-		{Name: "pay: payment conflict", Query: named(recordPaymentConflictSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.unpaid.ID, Reason: conflictLate, Channel: "wechat"}), Units: 1, Plan: pk("order_info")},
-		{Name: "pay: conflict's order", Query: q(conflictOrderSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
-		{Name: "pay: order's payment", Query: q(orderPaymentSQL, f.paidNo), Units: 1, Plan: byNo("order_payment", "uk_order_no")},
-		{Name: "pay: record payment", Query: named(insertOrderPaymentSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.unpaid.ID, Amount: "12.30", Channel: "wechat"}), Units: 1, Plan: pk("order_info")},
-		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, sqlexec.QtyCase("sku_id", f.qty), skuList(f.qty))), Units: 1, Plan: pk("inventory")},
-		{Name: "place: lock coupon", Query: named(lockCouponForOrderSQL, map[string]any{"order_no": one, "id": f.coupon}), Units: 1, Plan: pk("user_coupon")},
+		{Name: "pay: status CAS", Query: q(payOrderSQL, f.unpaid.ID), Units: 1, Plan: plantest.PK("order_info")},
+		{Name: "pay: lock stock", Query: q(fmt.Sprintf(closesql.Default.Stock.Lock, skuList(f.qty))), Units: 1, Plan: plantest.PK("inventory")},
+		{Name: "pay: consume stock", Query: q(fmt.Sprintf(consumeStockSQL, sqlexec.QtyCase("sku_id", f.qty), skuList(f.qty))), Units: 1, Plan: plantest.PK("inventory")},
+		{Name: "pay: use coupon", Query: named(useCouponSQL, map[string]any{"id": f.coupon, "order_no": f.couponNo}), Units: 1, Plan: plantest.PK("user_coupon")},
+		{Name: "pay: payment conflict", Query: named(recordPaymentConflictSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.unpaid.ID, Reason: conflictLate, Channel: "wechat"}), Units: 1, Plan: plantest.PK("order_info")},
+		{Name: "pay: conflict's order", Query: q(conflictOrderSQL, f.conflictID), Units: 1, Plan: plantest.ByKey("payment_conflict", "uk_payment_id")},
+		{Name: "pay: order's payment", Query: q(orderPaymentSQL, f.paidNo), Units: 1, Plan: plantest.ByKey("order_payment", "uk_order_no")},
+		{Name: "pay: record payment", Query: named(insertOrderPaymentSQL, paymentParams{PaymentID: "wx-new", OrderNo: one, OrderID: f.unpaid.ID, Amount: "12.30", Channel: "wechat"}), Units: 1, Plan: plantest.PK("order_info")},
+		{Name: "place: reserve stock", Query: q(fmt.Sprintf(reserveStockSQL, sqlexec.QtyCase("sku_id", f.qty), skuList(f.qty))), Units: 1, Plan: plantest.PK("inventory")},
+		{Name: "place: lock coupon", Query: named(lockCouponForOrderSQL, map[string]any{"order_no": one, "id": f.coupon}), Units: 1, Plan: plantest.PK("user_coupon")},
 	})
 }
 

@@ -2,7 +2,6 @@ package refunds
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"testing"
 
@@ -24,19 +23,16 @@ func TestStatementPlans(t *testing.T) {
 	f := newPlanFixture(t)
 	q := plantest.Q
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
-	lit := func(q string, ids []int64) plantest.Query { return plantest.Q(fmt.Sprintf(q, sqlexec.IntList(ids))) }
 	uses := plantest.Uses
-	pk := func(table string) plantest.Plan { return uses(table, "PRIMARY", "range", "const", "eq_ref") }
-	byNo := func(table, key string) plantest.Plan { return uses(table, key, "range", "const", "ref", "eq_ref") }
 	plantest.Check(t, f.db.DB, []string{"order_info", "payment_conflict"}, []plantest.Statement{
-		{Name: "refunds: newest page", Query: named(conflictWindowByIDSQL, oplist.WindowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: pk("payment_conflict")},
+		{Name: "refunds: newest page", Query: named(conflictWindowByIDSQL, oplist.WindowParams{BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: plantest.PK("payment_conflict")},
 		{Name: "refunds: owed page", Query: named(conflictWindowByStatusSQL, oplist.WindowParams{Status: Done, BeforeAt: sqlexec.Latest, BeforeID: math.MaxInt64, Window: 51}), Units: 51, Plan: uses("payment_conflict", "idx_refund_status_created", "range")},
-		{Name: "refunds: page rows", Query: lit(conflictsByIDSQL, f.conflictIDs), Units: len(f.conflictIDs), Plan: pk("payment_conflict")},
-		{Name: "refunds: of one order", Query: q(conflictsOfOrderSQL, f.conflictOrderNo), Units: 1, Plan: byNo("payment_conflict", "idx_order_no")},
+		{Name: "refunds: page rows", Query: plantest.Lit(conflictsByIDSQL, f.conflictIDs), Units: len(f.conflictIDs), Plan: plantest.PK("payment_conflict")},
+		{Name: "refunds: of one order", Query: q(conflictsOfOrderSQL, f.conflictOrderNo), Units: 1, Plan: plantest.ByKey("payment_conflict", "idx_order_no")},
 		{Name: "gauge: payment conflicts", Query: q(conflictsTotalSQL), Units: max(f.conflicts, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "index")},
 		{Name: "gauge: refunds owed", Query: q(refundsOwedSQL), Units: max(f.owed, 1), Plan: uses("payment_conflict", "idx_refund_status_created", "range", "ref")},
-		{Name: "operator: refund", Query: q(conflictSQL, f.conflictID), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
-		{Name: "operator: record refund", Query: named(markRefundedSQL, map[string]any{"note": "r-1", "by": "alice", "payment_id": f.conflictID}), Units: 1, Plan: byNo("payment_conflict", "uk_payment_id")},
+		{Name: "operator: refund", Query: q(conflictSQL, f.conflictID), Units: 1, Plan: plantest.ByKey("payment_conflict", "uk_payment_id")},
+		{Name: "operator: record refund", Query: named(markRefundedSQL, map[string]any{"note": "r-1", "by": "alice", "payment_id": f.conflictID}), Units: 1, Plan: plantest.ByKey("payment_conflict", "uk_payment_id")},
 	})
 }
 
