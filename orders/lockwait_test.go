@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbserver"
+	"github.com/orderjob/executor/internal/paytest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/payment"
@@ -22,33 +23,33 @@ import (
 // waiter's 15 s run out.
 func TestCloseCutByItsLeaseLeavesNoRowLocked(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withLocker(orderlock.Config{TTL: time.Second}))
-	server, err := dbserver.DetectServer(b.ctx, b.db)
+	b := setup(t, paytest.WithLocker(orderlock.Config{TTL: time.Second}))
+	server, err := dbserver.DetectServer(b.Ctx, b.DB)
 	require.NoError(t, err)
 	require.NotEqual(t, dbserver.ServerUnknown, server)
 	late := b.shiftedCloser(t, 31*time.Minute, orders.CloserConfig{Server: server})
-	b.shop(t)
-	require.NoError(t, b.svc.AddStock(b.ctx, 9999, 10))
-	b.place(t, "STUCK", false, payment.Item{SKUID: 9999, Quantity: 1})
+	b.Shop(t)
+	require.NoError(t, b.Svc.AddStock(b.Ctx, 9999, 10))
+	b.Place(t, "STUCK", false, payment.Item{SKUID: 9999, Quantity: 1})
 
-	holder, err := b.db.BeginTxx(b.ctx, nil)
+	holder, err := b.DB.BeginTxx(b.Ctx, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = holder.Rollback() })
-	_, err = holder.ExecContext(b.ctx, `SELECT * FROM inventory WHERE sku_id = 9999 FOR UPDATE`)
+	_, err = holder.ExecContext(b.Ctx, `SELECT * FROM inventory WHERE sku_id = 9999 FOR UPDATE`)
 	require.NoError(t, err)
 
-	out, err := late.CloseOrder(b.ctx, "STUCK")
+	out, err := late.CloseOrder(b.Ctx, "STUCK")
 	require.NoError(t, err)
 	require.Equal(t, orders.OutcomeSkippedLocked, out)
 
 	// The holder still holds the stock row: only the cap ends the close's
 	// server-side wait, and with it the lock on the order row.
-	probe, err := b.db.Connx(b.ctx)
+	probe, err := b.DB.Connx(b.Ctx)
 	require.NoError(t, err)
 	defer probe.Close()
-	_, err = probe.ExecContext(b.ctx, `SET SESSION innodb_lock_wait_timeout = 15`)
+	_, err = probe.ExecContext(b.Ctx, `SET SESSION innodb_lock_wait_timeout = 15`)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
 	defer cancel()
 	tx, err := probe.BeginTxx(ctx, nil)
 	require.NoError(t, err)
