@@ -285,17 +285,40 @@ func (r *Relay) Stop(ctx context.Context) error {
 	return err
 }
 
+// passWarnEvery is how many failed passes in a row go by between two
+// warnings: a database that is down for an hour fails a pass every
+// PollInterval, and one line a minute says as much as sixty.
+const passWarnEvery = 60
+
+// notePass counts a failed pass and warns of the first of a run of
+// failures and of every passWarnEvery-th after it; the first pass that
+// succeeds again says how many failed.
+func (r *Relay) notePass(ctx context.Context, err error, failures *int) {
+	if err == nil {
+		if *failures > 0 {
+			r.log.InfoContext(ctx, "outbox relay passes succeed again", "failed_passes", *failures)
+		}
+		*failures = 0
+		return
+	}
+	r.mu.Lock()
+	r.stats.PassErrors++
+	r.mu.Unlock()
+	*failures++
+	if *failures == 1 || *failures%passWarnEvery == 0 {
+		r.log.WarnContext(ctx, "outbox relay pass failed", "failed_passes", *failures, "error", err.Error())
+	}
+}
+
 // loop claims and delivers batches until loopCtx ends: at once again after
 // a full batch, otherwise after PollInterval.
 func (r *Relay) loop(loopCtx, workCtx context.Context) {
 	defer close(r.done)
+	failures := 0 // passes failed in a row
 	for {
 		st, err := r.runOnce(loopCtx, workCtx)
-		if err != nil && loopCtx.Err() == nil {
-			r.mu.Lock()
-			r.stats.PassErrors++
-			r.mu.Unlock()
-			r.log.WarnContext(loopCtx, "outbox relay pass failed", "error", err.Error())
+		if loopCtx.Err() == nil {
+			r.notePass(loopCtx, err, &failures)
 		}
 		if st.Claimed > 0 {
 			r.log.DebugContext(loopCtx, "outbox relay pass", "num_claimed", st.Claimed, "num_delivered", st.Delivered,

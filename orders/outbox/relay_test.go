@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +18,9 @@ import (
 
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders/outbox"
+	"github.com/orderjob/executor/sql/migrations"
 )
 
 // receiver is an httptest inventory or coupon service that fails sometimes.
@@ -381,17 +385,29 @@ func TestRelayStop(t *testing.T) {
 }
 
 // A started relay whose database refuses its claims keeps polling and
-// counts each failed pass (the metric behind OutboxRelayFailing).
+// counts each failed pass (the metric behind OutboxRelayFailing). It warns
+// of the first failure and of every 60th after it, not of each, and says
+// when passes succeed again.
 func TestRelayCountsFailedPasses(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewEmpty(t) // no order_outbox: every claim fails
 	inv, cpn := newReceiver(t, ""), newReceiver(t, "")
-	r, err := outbox.NewRelay(db.DB, outbox.RelayConfig{PollInterval: 10 * time.Millisecond,
+	var logs syncbuf.Buffer
+	r, err := outbox.NewRelay(db.DB, outbox.RelayConfig{PollInterval: time.Millisecond,
+		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 		Endpoints: map[string]string{outbox.EventStockRelease: inv.srv.URL, outbox.EventCouponRestore: cpn.srv.URL}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, r.Start(ctx))
-	require.Eventually(t, func() bool { return r.Stats().PassErrors >= 3 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return r.Stats().PassErrors >= 61 }, 20*time.Second, 10*time.Millisecond)
+	_, err = migrations.Apply(ctx, db.DB.DB) // the database is back
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "outbox relay passes succeed again") },
+		10*time.Second, 10*time.Millisecond)
 	require.NoError(t, r.Stop(ctx))
+	failed := r.Stats().PassErrors
 	require.Zero(t, r.Stats().Claimed)
+	require.Equal(t, 1+failed/60, strings.Count(logs.String(), "outbox relay pass failed"),
+		"%d failed passes; log:\n%s", failed, logs.String())
+	require.Contains(t, logs.String(), fmt.Sprintf("failed_passes=%d", failed))
 }
