@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,9 +57,7 @@ type Node struct {
 	c                        *Cluster
 	gcommPort, istPort, sstP int
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	process
 }
 
 // StartGalera starts an n-node cluster (n >= 1) and waits until every node
@@ -184,31 +181,21 @@ func (c *Cluster) Size(i int) (int, error) {
 }
 
 func (nd *Node) args(bootstrap bool) []string {
-	args := []string{
-		"--no-defaults",
-		"--datadir=" + filepath.Join(nd.Dir, "data"),
-		"--port=" + strconv.Itoa(nd.Port),
-		"--bind-address=127.0.0.1",
-		"--socket=" + filepath.Join(nd.Dir, "mysqld.sock"),
-		"--pid-file=" + filepath.Join(nd.Dir, "mysqld.pid"),
-		"--log-error=" + filepath.Join(nd.Dir, "error.log"),
-		"--innodb-log-file-size=8M",
-		"--innodb-buffer-pool-size=64M",
-		"--max-connections=300",
+	args := append(serverArgs(nd.Dir, nd.Port),
 		// What Galera needs: row events and interleaved AUTO_INCREMENT locks.
 		"--binlog-format=ROW",
 		"--innodb-autoinc-lock-mode=2",
 		"--wsrep-on=ON",
-		"--wsrep-provider=" + GaleraProviderPath,
+		"--wsrep-provider="+GaleraProviderPath,
 		"--wsrep-cluster-name=mariadbtest",
-		"--wsrep-cluster-address=" + nd.c.gcommAddress(),
-		"--wsrep-node-name=" + nd.Name,
+		"--wsrep-cluster-address="+nd.c.gcommAddress(),
+		"--wsrep-node-name="+nd.Name,
 		"--wsrep-node-address=127.0.0.1",
 		fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d;base_port=%d",
 			nd.gcommPort, nd.istPort, nd.gcommPort),
 		fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", nd.sstP),
 		"--wsrep-sst-method=rsync",
-	}
+	)
 	if nd.c.cred == nil {
 		args = append(args, "--user="+currentUser())
 	}
@@ -235,20 +222,11 @@ func (nd *Node) start(bootstrap bool) {
 		nd.mu.Unlock()
 		return
 	}
-	cmd := exec.Command(MariadbdPath, nd.args(bootstrap)...)
-	// Its own process group, so Kill also ends the rsync transfer it runs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: nd.c.cred}
-	if err := cmd.Start(); err != nil {
-		nd.mu.Unlock()
+	exited, err := nd.launch(exec.Command(MariadbdPath, nd.args(bootstrap)...), nd.c.cred)
+	nd.mu.Unlock()
+	if err != nil {
 		t.Fatalf("mariadbtest: start %s: %v", nd.Name, err)
 	}
-	exited := make(chan struct{})
-	nd.cmd, nd.exited = cmd, exited
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	nd.mu.Unlock()
 	if err := waitUntil(exited, 90*time.Second, nd.synced); err != nil {
 		nd.Kill()
 		t.Fatalf("mariadbtest: %s on %s did not join: %v\nerror log (tail):\n%s", nd.Name, nd.Addr, err, tailLines(nd.ErrorLog(), 40))
@@ -279,16 +257,7 @@ func (nd *Node) synced() error {
 
 // Kill crashes the node (SIGKILL to its process group) and waits until it
 // is gone; the others go on as a smaller cluster while they keep a quorum.
-func (nd *Node) Kill() {
-	nd.mu.Lock()
-	cmd, exited := nd.cmd, nd.exited
-	nd.cmd, nd.exited = nil, nil
-	nd.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	signalGroup(cmd, exited, syscall.SIGKILL, 10*time.Second)
-}
+func (nd *Node) Kill() { nd.stop(syscall.SIGKILL, 10*time.Second) }
 
 // ErrorLog returns the node's error log.
 func (nd *Node) ErrorLog() string {

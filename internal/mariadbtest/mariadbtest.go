@@ -76,11 +76,9 @@ type Server struct {
 	Dir string
 
 	t    testing.TB
-	opts Options
+	opts Options // guarded by mu
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
+	process
 	starts int
 }
 
@@ -176,40 +174,21 @@ func (s *Server) Start() {
 		return
 	}
 	s.starts++
-	args := []string{
-		"--no-defaults",
-		"--datadir=" + filepath.Join(s.Dir, "data"),
+	args := append(serverArgs(s.Dir, s.Port),
 		"--user=root",
-		"--port=" + strconv.Itoa(s.Port),
-		"--bind-address=127.0.0.1",
-		"--socket=" + filepath.Join(s.Dir, "mysqld.sock"),
-		"--pid-file=" + filepath.Join(s.Dir, "mysqld.pid"),
-		"--log-error=" + filepath.Join(s.Dir, "error.log"),
-		"--innodb-log-file-size=8M",
-		"--innodb-buffer-pool-size=64M",
 		"--innodb-flush-log-at-trx-commit=1", // a crash keeps every commit
-		"--max-connections=300",
-	}
+	)
 	if !hasOption(s.opts.Args, "--log-bin") {
 		args = append(args, "--skip-log-bin")
 	}
 	args = append(args, s.opts.Args...)
 	cmd := exec.Command(MariadbdPath, args...)
 	cmd.Env = append(os.Environ(), s.opts.Env...)
-	// Its own process group (a ^C to the test is not a crash of the server)
-	// and killed with the test binary if that dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
+	exited, err := s.launch(cmd, nil)
+	s.mu.Unlock()
+	if err != nil {
 		s.t.Fatalf("mariadbtest: start mariadbd: %v", err)
 	}
-	exited := make(chan struct{})
-	s.cmd, s.exited = cmd, exited
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	s.mu.Unlock()
 
 	if err := s.waitReady(exited); err != nil {
 		s.Kill()
@@ -265,30 +244,6 @@ func (s *Server) Kill() { s.stop(syscall.SIGKILL, 10*time.Second) }
 
 // Stop shuts the server down cleanly (SIGTERM) and waits until it is gone.
 func (s *Server) Stop() { s.stop(syscall.SIGTERM, 60*time.Second) }
-
-func (s *Server) stop(sig syscall.Signal, wait time.Duration) {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd, s.exited = nil, nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	signalGroup(cmd, exited, sig, wait)
-}
-
-// signalGroup sends sig to cmd's process group (the server and whatever it
-// runs, such as a state transfer) and waits for cmd to exit, killing the
-// group after wait.
-func signalGroup(cmd *exec.Cmd, exited <-chan struct{}, sig syscall.Signal, wait time.Duration) {
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
-	select {
-	case <-exited:
-	case <-time.After(wait):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	}
-}
 
 // Restart stops the server (cleanly, or as a crash if crash is true) and
 // starts it again on the same data directory and port.
