@@ -126,8 +126,9 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 
 	// The gauges sampled from MySQL: the locked order is left overdue, the
 	// dead letters wait for their retry.
-	require.Equal(t, 1.0, get(metrics.OrdersOverdueUnpaid))
-	require.Positive(t, get(metrics.OrdersOverdueOldestAge))
+	unit := []string{"source", "default", "table", "order_info"}
+	require.Equal(t, 1.0, get(metrics.OrdersOverdueUnpaid, unit...))
+	require.Positive(t, get(metrics.OrdersOverdueOldestAge, unit...))
 	require.Equal(t, dead, get(metrics.OrdersDeadLetters, "stage", "close", "status", "waiting"))
 	require.Equal(t, 0.0, get(metrics.OrdersDeadLetters, "stage", "close", "status", "parked"))
 	require.Equal(t, 0.0, get(metrics.DelayTasks, "status", "PENDING"))

@@ -30,7 +30,7 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 	if exec != nil {
 		m.WatchExecutor(exec)
 	}
-	m.WatchCloser(d.closer, oncePerSource(d.retry)...)
+	m.WatchOrders(d.units, d.retry)
 	m.WatchRefunds(refunds.New(d.db))
 	for _, r := range d.relays {
 		m.WatchRelay(r.Source, r.Relay)
@@ -40,20 +40,6 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 		m.WatchRabbitMQTimer(d.rabbit)
 	}
 	m.WatchDB(d.db.DB)
-}
-
-// oncePerSource is the first of units of each source: the dead letters
-// of a source's database are sampled once, labelled with its name.
-func oncePerSource(units []*orders.Closer) []*orders.Closer {
-	var out []*orders.Closer
-	seen := map[string]bool{}
-	for _, u := range units {
-		if !seen[u.Source()] {
-			seen[u.Source()] = true
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // xxlObservers passes each event to every observer in turn (the registry

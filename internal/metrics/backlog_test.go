@@ -56,7 +56,7 @@ func TestBacklogGauges(t *testing.T) {
 	require.NoError(t, err)
 
 	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond})
-	m.WatchCloser(closer)
+	m.WatchOrders([]*orders.Closer{closer}, nil)
 	m.WatchRelay("default", relay)
 	refunds := refunds.New(db.DB)
 	m.WatchRefunds(refunds)

@@ -52,7 +52,7 @@ const BuildInfo = "executor_build_info"
 
 // Metrics owns a Prometheus registry with the executor's metrics. Build it
 // with New, hand its observers to the parts (XXLJob, Orders, Delay), attach
-// the sampled sources (WatchExecutor, WatchCloser, WatchDispatcher, WatchDB)
+// the sampled sources (WatchExecutor, WatchOrders, WatchDispatcher, WatchDB)
 // and serve Handler on the API port's /metrics.
 type Metrics struct {
 	cfg Config

@@ -2,7 +2,7 @@ package metrics
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -41,8 +41,6 @@ type orderMetrics struct {
 	lockAcquired            prometheus.Counter
 	lockTaken               prometheus.Counter
 	lockError               prometheus.Counter
-
-	overdue, overdueAge *prometheus.Desc
 }
 
 func newOrderMetrics(m *Metrics) orderMetrics {
@@ -65,10 +63,6 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 			[]float64{.1, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}, "handler"),
 		lockKeys: m.counterVec(OrdersLockKeysTotal,
 			"Order locks asked for, by result: acquired, taken (held by someone else: contention), error (Redis failed).", "result"),
-		overdue: prometheus.NewDesc(OrdersOverdueUnpaid,
-			"Unpaid orders past their deadline that the sweep would close (capped at 10000; sampled).", nil, nil),
-		overdueAge: prometheus.NewDesc(OrdersOverdueOldestAge,
-			"How long ago the earliest deadline among the overdue unpaid orders passed (0: none; sampled).", nil, nil),
 	}
 	o.lockDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    OrdersLockAcquireSeconds,
@@ -90,45 +84,88 @@ func newOrderMetrics(m *Metrics) orderMetrics {
 // orderlock.Config.Observer.
 func (m *Metrics) Orders() orders.Observer { return orderObserver{&m.orders} }
 
-// WatchCloser samples c's overdue orders, and the dead letters of each
-// of letters (a Closer of each order database, its source labelling the
-// gauge), at most every SampleInterval. The letters of c itself, when it
-// is among letters, are sampled with its overdue orders (sampler
-// "orders"); each other database's on a sampler of its own
-// ("orders:SOURCE", as a source's outbox is "outbox:SOURCE"), so one that
-// does not answer leaves the others' gauges fresh.
-func (m *Metrics) WatchCloser(c *orders.Closer, letters ...*orders.Closer) {
-	o := &m.orders
-	descs := []*prometheus.Desc{o.overdue, o.overdueAge}
-	var own *prometheus.Desc
-	if slices.Contains(letters, c) {
-		own = deadLettersDesc(c.Source())
-		descs = append(descs, own)
-	}
-	m.reg.MustRegister(m.newSampler("orders", m.cfg.SampleInterval, descs,
-		func(ctx context.Context) ([]prometheus.Metric, error) {
-			n, oldest, err := c.Overdue(ctx)
-			if err != nil {
-				return nil, err
+// WatchOrders samples, at most every SampleInterval, the overdue orders
+// of each of units (a Closer of each order table the close sweeps,
+// labelled with its source and table as the close counters are) and the
+// dead letters of each order database, read through the first of letters
+// of each source and labelled with it. Each source is read on a sampler
+// of its own, its units and its letters together: "orders" for the
+// default source (mysql.dsn's without order.sources), "orders:SOURCE"
+// for another (as a source's outbox is "outbox:SOURCE"), so one that does
+// not answer leaves the others' gauges fresh.
+func (m *Metrics) WatchOrders(units, letters []*orders.Closer) {
+	var sources []*sourceOrders
+	of := func(c *orders.Closer) *sourceOrders {
+		for _, s := range sources {
+			if s.name == c.Source() {
+				return s
 			}
-			out := []prometheus.Metric{
-				prometheus.MustNewConstMetric(o.overdue, prometheus.GaugeValue, float64(n)),
-				prometheus.MustNewConstMetric(o.overdueAge, prometheus.GaugeValue, oldest.Seconds()),
-			}
-			if own == nil {
-				return out, nil
-			}
-			dl, err := deadLetterGauges(ctx, own, c)
-			return append(out, dl...), err
-		}))
-	for _, l := range letters {
-		if l == c {
-			continue
 		}
-		d := deadLettersDesc(l.Source())
-		m.reg.MustRegister(m.newSampler("orders:"+l.Source(), m.cfg.SampleInterval, []*prometheus.Desc{d},
-			func(ctx context.Context) ([]prometheus.Metric, error) { return deadLetterGauges(ctx, d, l) }))
+		s := &sourceOrders{name: c.Source()}
+		sources = append(sources, s)
+		return s
 	}
+	for _, u := range units {
+		s := of(u)
+		s.units = append(s.units, u)
+	}
+	for _, l := range letters {
+		if s := of(l); s.letters == nil {
+			s.letters = l
+		}
+	}
+	for _, s := range sources {
+		m.reg.MustRegister(s.sampler(m))
+	}
+}
+
+// sourceOrders is what one order source's sampler reads: the overdue
+// orders of its units, and its database's dead letters through letters
+// (none when nil).
+type sourceOrders struct {
+	name    string
+	units   []*orders.Closer
+	letters *orders.Closer
+}
+
+// sampler reads s's gauges, "orders" or "orders:SOURCE" (WatchOrders).
+func (s *sourceOrders) sampler(m *Metrics) *sampler {
+	name := "orders"
+	if s.name != orders.DefaultSourceName {
+		name += ":" + s.name
+	}
+	source := prometheus.Labels{"source": s.name}
+	overdue := prometheus.NewDesc(OrdersOverdueUnpaid,
+		"Unpaid orders past their deadline that the sweep would close, by order source and table (capped at 10000 per table; sampled).",
+		[]string{"table"}, source)
+	age := prometheus.NewDesc(OrdersOverdueOldestAge,
+		"How long ago the earliest deadline among the overdue unpaid orders passed, by order source and table (0: none; sampled).",
+		[]string{"table"}, source)
+	var descs []*prometheus.Desc
+	if len(s.units) > 0 {
+		descs = append(descs, overdue, age)
+	}
+	var letters *prometheus.Desc
+	if s.letters != nil {
+		letters = deadLettersDesc(s.name)
+		descs = append(descs, letters)
+	}
+	return m.newSampler(name, m.cfg.SampleInterval, descs, func(ctx context.Context) ([]prometheus.Metric, error) {
+		var out []prometheus.Metric
+		for _, u := range s.units {
+			n, oldest, err := u.Overdue(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("order table %s: %w", u.Table(), err)
+			}
+			out = append(out, prometheus.MustNewConstMetric(overdue, prometheus.GaugeValue, float64(n), u.Table()),
+				prometheus.MustNewConstMetric(age, prometheus.GaugeValue, oldest.Seconds(), u.Table()))
+		}
+		if letters == nil {
+			return out, nil
+		}
+		dl, err := deadLetterGauges(ctx, letters, s.letters)
+		return append(out, dl...), err
+	})
 }
 
 // deadLettersDesc is orders_dead_letters of one order source's database.
