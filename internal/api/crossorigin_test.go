@@ -31,7 +31,7 @@ func TestCrossOriginStateChangesRefused(t *testing.T) {
 				VALUES ('wx-c', 'R-1', 20.00, NOW(3), 'late')`)
 			require.NoError(t, err)
 			s := New(Config{Token: token})
-			s.MountDeadLetters(letters)
+			s.MountDeadLetters(HomeOnly(letters))
 			s.MountRefunds(refunds.New(db.DB))
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)

@@ -27,7 +27,7 @@ func TestAPIBadFilterInput(t *testing.T) {
 	s.MountDelayTasks(w.tasks)
 	s.MountOutbox(HomeOnly(outbox.NewOps(w.db.DB)))
 	s.MountRefunds(refunds.New(w.db.DB))
-	s.MountDeadLetters(letterWorld(t))
+	s.MountDeadLetters(HomeOnly(letterWorld(t)))
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 

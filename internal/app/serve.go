@@ -163,7 +163,11 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		return nil, err
 	}
 	srv.MountSourcedDelayTasks(tasks)
-	srv.MountDeadLetters(deadletters.New(d.db))
+	letterViews, err := sourcedViews(cfg, d, deadletters.New)
+	if err != nil {
+		return nil, err
+	}
+	srv.MountDeadLetters(letterViews)
 	outboxViews, err := sourcedViews(cfg, d, outbox.NewOps)
 	if err != nil {
 		return nil, err
