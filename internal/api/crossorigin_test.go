@@ -32,7 +32,7 @@ func TestCrossOriginStateChangesRefused(t *testing.T) {
 			require.NoError(t, err)
 			s := New(Config{Token: token})
 			s.MountDeadLetters(HomeOnly(letters))
-			s.MountRefunds(refunds.New(db.DB))
+			s.MountRefunds(HomeOnly(refunds.New(db.DB)))
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
 

@@ -26,7 +26,7 @@ func TestAPIBadFilterInput(t *testing.T) {
 	s := New(Config{})
 	s.MountDelayTasks(w.tasks)
 	s.MountOutbox(HomeOnly(outbox.NewOps(w.db.DB)))
-	s.MountRefunds(refunds.New(w.db.DB))
+	s.MountRefunds(HomeOnly(refunds.New(w.db.DB)))
 	s.MountDeadLetters(HomeOnly(letterWorld(t)))
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)

@@ -74,9 +74,13 @@ func TestAPIReadsEverySource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, other := dbtest.New(t), dbtest.New(t)
-	_, err := other.ExecContext(ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at)
-		VALUES ('B-7', 'close', 'parked', 'boom', 8, NOW(3))`)
-	require.NoError(t, err)
+	for _, stmt := range []string{
+		`INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES ('B-7', 'close', 'parked', 'boom', 8, NOW(3))`,
+		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, reason) VALUES ('wx-b', 'B-7', 5.00, NOW(3), 'late')`,
+	} {
+		_, err := other.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
 	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
 		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: order_info}]`, home.DSN, other.DSN)))
 	require.NoError(t, err)
@@ -102,4 +106,7 @@ func TestAPIReadsEverySource(t *testing.T) {
 	require.Equal(t, 1, count("/api/dead-letters?source=b", "deadLetters"))
 	require.Zero(t, count("/api/dead-letters?source=a", "deadLetters"))
 	require.Zero(t, count("/api/dead-letters", "deadLetters"))
+	require.Equal(t, 1, count("/api/refunds?source=b", "conflicts"))
+	require.Zero(t, count("/api/refunds?source=a", "conflicts"))
+	require.Zero(t, count("/api/refunds", "conflicts"))
 }

@@ -173,7 +173,11 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		return nil, err
 	}
 	srv.MountOutbox(outboxViews)
-	srv.MountRefunds(refunds.New(d.db))
+	refundViews, err := sourcedViews(cfg, d, refunds.New)
+	if err != nil {
+		return nil, err
+	}
+	srv.MountRefunds(refundViews)
 	if err := mountConsole(srv, cfg, d, logger); err != nil {
 		return nil, err
 	}
