@@ -79,7 +79,6 @@ type Console struct {
 	home     *orderViews // mysql.dsn's database
 	views    Sourced[*orderViews]
 	sources  []string // the names of order.sources, in order
-	refunds  *refunds.Ops
 	runs     *inspect.CloseRuns
 	offWhy   string
 }
@@ -115,7 +114,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		refunds: refunds.New(cfg.DB), runs: inspect.NewCloseRuns(cfg.DB)}
+		runs: inspect.NewCloseRuns(cfg.DB)}
 	c.guard = newGuard(Config{}, "console", c.log)
 	var err error
 	if c.views, c.sources, err = consoleViews(cfg); err != nil {

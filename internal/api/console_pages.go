@@ -184,7 +184,7 @@ func (c *Console) deadLetterCard(ctx context.Context) (*card, error) {
 }
 
 func (c *Console) refundCard(ctx context.Context) (*card, error) {
-	o, err := c.refunds.Owed(ctx)
+	o, err := c.home.refunds.Owed(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -13,10 +13,11 @@ import (
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/outbox"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // The console's order databases: the pages that read order data (the
-// dead letters, the outbox, an order's view) take ?source=NAME, an order
+// dead letters, the outbox, the refunds, an order's view) take ?source=NAME, an order
 // source of order.sources, and read its database; without it they read
 // mysql.dsn's. Links and forms of such a page carry the source on.
 
@@ -38,11 +39,12 @@ type ConsoleSource struct {
 type orderViews struct {
 	letters *deadletters.Ops
 	outbox  *outbox.Ops
+	refunds *refunds.Ops
 	inspect *inspect.View
 }
 
 func newOrderViews(db *sqlx.DB, view *inspect.View) *orderViews {
-	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), inspect: view}
+	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), refunds: refunds.New(db), inspect: view}
 }
 
 // consoleViews builds the views of mysql.dsn's database (home) and of each
