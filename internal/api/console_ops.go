@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 )
@@ -17,11 +16,7 @@ import (
 // same views the CLI and the JSON API use (outbox.Ops, refunds.Ops).
 
 func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, v, err := c.sourcedQuery(r, "status", "eventType", "orderNo", "after")
-	var after oplist.Cursor
-	if err == nil {
-		after, err = oplist.ParseCursor(q.Get("after"))
-	}
+	q, v, after, err := c.sourcedListQuery(r, "status", "eventType", "orderNo", "after")
 	var p outbox.Page
 	if err == nil {
 		p, err = v.outbox.Page(r.Context(), outbox.Query{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"),
@@ -67,11 +62,7 @@ func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *sess
 }
 
 func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, v, err := c.sourcedQuery(r, "status", "orderNo", "after")
-	var after oplist.Cursor
-	if err == nil {
-		after, err = oplist.ParseCursor(q.Get("after"))
-	}
+	q, v, after, err := c.sourcedListQuery(r, "status", "orderNo", "after")
 	var p refunds.Page
 	if err == nil {
 		p, err = v.refunds.Page(r.Context(), refunds.Query{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo"), After: after})
