@@ -19,9 +19,9 @@ import (
 
 // The console's order databases: the pages that read order data (the
 // dead letters, the outbox, the refunds, the close runs, an order's view)
-// take ?source=NAME, an order
-// source of order.sources, and read its database; without it they read
-// mysql.dsn's. Links and forms of such a page carry the source on.
+// take ?source=NAME, an order source of order.sources, and read its
+// database; without it they read mysql.dsn's. Links and forms of such a
+// page carry the source on.
 
 // ConsoleSource is an order database the console's pages can read.
 type ConsoleSource struct {
