@@ -163,21 +163,13 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		return nil, err
 	}
 	srv.MountSourcedDelayTasks(tasks)
-	letterViews, err := sourcedViews(cfg, d, deadletters.New)
+	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
 	if err != nil {
 		return nil, err
 	}
-	srv.MountDeadLetters(letterViews)
-	outboxViews, err := sourcedViews(cfg, d, outbox.NewOps)
-	if err != nil {
-		return nil, err
-	}
-	srv.MountOutbox(outboxViews)
-	refundViews, err := sourcedViews(cfg, d, refunds.New)
-	if err != nil {
-		return nil, err
-	}
-	srv.MountRefunds(refundViews)
+	srv.MountDeadLetters(sourcedViews(d.db, sdbs, deadletters.New))
+	srv.MountOutbox(sourcedViews(d.db, sdbs, outbox.NewOps))
+	srv.MountRefunds(sourcedViews(d.db, sdbs, refunds.New))
 	if err := mountConsole(srv, cfg, d, logger); err != nil {
 		return nil, err
 	}
