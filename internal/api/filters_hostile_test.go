@@ -47,6 +47,9 @@ func TestAPIBadFilterInput(t *testing.T) {
 		{"POST", "/api/dead-letters/requeue?since=999999999d", "since", `since "999999999d" is more than 36524 days back`},
 		{"POST", "/api/dead-letters/requeue?since=2562047h", "since", `since "2562047h" is more than 36524 days back`},
 		{"POST", "/api/dead-letters/requeue?since=36525d", "since", `since "36525d" is more than 36524 days back`},
+		{"GET", "/api/dead-letters?source=" + e, "source", `source "é" is not an order source (the sources: default)`},
+		{"POST", "/api/dead-letters/P-1/requeue?source=%00", "source", `source "\x00" is not an order source`},
+		{"GET", "/api/refunds/summary?source=" + e, "source", `source "é" is not an order source (the sources: default)`},
 	} {
 		req, err := http.NewRequest(tc.method, hs.URL+tc.path, nil)
 		require.NoError(t, err)
