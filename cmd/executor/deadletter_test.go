@@ -136,7 +136,7 @@ func TestDeadLetterCLIBadInput(t *testing.T) {
 func TestDeadLetterAPIMounted(t *testing.T) {
 	db, _ := deadLetterWorld(t)
 	srv := api.New(api.Config{Addr: "127.0.0.1:0", Token: "s3cret"})
-	srv.MountDeadLetters(deadletters.New(db.DB))
+	srv.MountDeadLetters(api.HomeOnly(deadletters.New(db.DB)))
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	get := func(method, path, token string) (int, string) {

@@ -19,7 +19,6 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
-	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
@@ -79,8 +78,6 @@ type Console struct {
 	home     *orderViews // mysql.dsn's database
 	views    Sourced[*orderViews]
 	sources  []string // the names of order.sources, in order
-	refunds  *refunds.Ops
-	runs     *inspect.CloseRuns
 	offWhy   string
 }
 
@@ -114,8 +111,7 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{cfg: cfg, log: log.With("component", "api.console"),
-		refunds: refunds.New(cfg.DB), runs: inspect.NewCloseRuns(cfg.DB)}
+	c := &Console{cfg: cfg, log: log.With("component", "api.console")}
 	c.guard = newGuard(Config{}, "console", c.log)
 	var err error
 	if c.views, c.sources, err = consoleViews(cfg); err != nil {

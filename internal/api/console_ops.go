@@ -7,21 +7,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 )
 
 // The console's pages and actions over the outbox (parked events) and
-// the refunds owed (payment conflicts), through the same views the CLI and
-// the JSON API use (outbox.Ops, refunds.Ops).
+// the refunds owed (payment conflicts) of an order source, through the
+// same views the CLI and the JSON API use (outbox.Ops, refunds.Ops).
 
 func (c *Console) outboxList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, v, err := c.sourcedQuery(r, "status", "eventType", "orderNo", "after")
-	var after oplist.Cursor
-	if err == nil {
-		after, err = oplist.ParseCursor(q.Get("after"))
-	}
+	q, v, after, err := c.sourcedListQuery(r, "status", "eventType", "orderNo", "after")
 	var p outbox.Page
 	if err == nil {
 		p, err = v.outbox.Page(r.Context(), outbox.Query{Status: strings.ToLower(q.Get("status")), EventType: q.Get("eventType"),
@@ -67,45 +62,58 @@ func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *sess
 }
 
 func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, after, err := listQuery(r, "status", "orderNo", "after")
+	q, v, after, err := c.sourcedListQuery(r, "status", "orderNo", "after")
 	var p refunds.Page
 	if err == nil {
-		p, err = c.refunds.Page(r.Context(), refunds.Query{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo"), After: after})
+		p, err = v.refunds.Page(r.Context(), refunds.Query{Status: strings.ToLower(q.Get("status")), OrderNo: q.Get("orderNo"), After: after})
 	}
-	c.renderList(w, r, op, err, "refundlist", pageData{Title: "Refunds", Nav: "refunds"},
+	c.renderList(w, r, op, err, "refundlist", pageData{Title: "Refunds", Nav: "refunds", Sourced: true},
 		listData{Filter: q, Rows: p.Conflicts, Examined: len(p.Conflicts)}, p.Next)
 }
 
-func (c *Console) refundDetail(w http.ResponseWriter, r *http.Request, op *session) {
-	p, err := c.refunds.Get(r.Context(), r.PathValue("paymentId"))
+// payment reads the payment of the path's paymentId in the request's
+// source; false when it answered that it could not.
+func (c *Console) payment(w http.ResponseWriter, r *http.Request, op *session) (*orderViews, *refunds.Conflict, bool) {
+	v, err := c.viewsOf(r)
+	var p *refunds.Conflict
+	if err == nil {
+		p, err = v.refunds.Get(r.Context(), r.PathValue("paymentId"))
+	}
 	if err != nil {
-		c.failLookup(w, r, op, err, "payment "+r.PathValue("paymentId"))
+		c.failLookup(w, r, op, err, inSource(r, "payment "+r.PathValue("paymentId")))
+		return nil, nil, false
+	}
+	return v, p, true
+}
+
+func (c *Console) refundDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	_, p, ok := c.payment(w, r, op)
+	if !ok {
 		return
 	}
 	c.render(w, r, http.StatusOK, "refund", op, pageData{Title: "Payment " + p.PaymentID, Nav: "refunds", Data: p})
 }
 
 func (c *Console) refundMark(w http.ResponseWriter, r *http.Request, op *session) {
-	id := r.PathValue("paymentId")
-	before, err := c.refunds.Get(r.Context(), id)
-	if err != nil {
-		c.failLookup(w, r, op, err, "payment "+id)
+	v, before, ok := c.payment(w, r, op)
+	if !ok {
 		return
 	}
+	id := r.PathValue("paymentId")
 	note := strings.TrimSpace(r.PostFormValue("note"))
-	back := consolePath + "refunds/" + url.PathEscape(id)
+	back := withSource(r, consolePath+"refunds/"+url.PathEscape(id))
 	what := []string{fmt.Sprintf("payment %s of order %s (%s, %s): refund status %s → refunded", id, before.OrderNo,
 		before.Amount, before.Reason, before.RefundStatus),
 		fmt.Sprintf("recorded as done by %s, now", op.name)}
 	if note != "" {
 		what = append(what, "with the note: "+note)
 	}
-	if !c.confirmedOr(w, r, op, confirmData{Action: "record the refund of payment " + id, What: what, Post: r.URL.Path,
-		Fields: url.Values{"note": {note}}, Back: back}) {
+	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, "record the refund of payment "+id), What: what,
+		Post: withSource(r, r.URL.Path), Fields: url.Values{"note": {note}}, Back: back}) {
 		return
 	}
-	after, err := c.refunds.MarkRefunded(r.Context(), id, note, op.name)
-	c.audit(r, op, "record refund", id, err, "order_no", before.OrderNo, "amount", before.Amount)
+	after, err := v.refunds.MarkRefunded(r.Context(), id, note, op.name)
+	c.audit(r, op, "record refund", id, err, append([]any{"order_no", before.OrderNo, "amount", before.Amount}, logSource(r)...)...)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return

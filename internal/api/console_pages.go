@@ -151,7 +151,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 		}
 	}
 	var err error
-	d.Runs, err = c.runs.Recent(ctx, 0, 10)
+	d.Runs, err = c.home.runs.Recent(ctx, 0, 10)
 	note("recent close runs", err)
 	c.render(w, r, http.StatusOK, "overview", op, pageData{Title: "Overview", Nav: "overview", Data: d})
 }
@@ -184,7 +184,7 @@ func (c *Console) deadLetterCard(ctx context.Context) (*card, error) {
 }
 
 func (c *Console) refundCard(ctx context.Context) (*card, error) {
-	o, err := c.refunds.Owed(ctx)
+	o, err := c.home.refunds.Owed(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (c *Console) fulfilmentCard(ctx context.Context) (*card, error) {
 }
 
 func (c *Console) closeRunCard(ctx context.Context) (*card, error) {
-	s, err := c.runs.Summary(ctx, time.Hour)
+	s, err := c.home.runs.Summary(ctx, time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -465,17 +465,17 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 }
 
 func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, cur, err := listQuery(r, "after")
+	q, v, cur, err := c.sourcedListQuery(r, "after")
 	var runs []inspect.CloseRun
 	if err == nil {
-		runs, err = c.runs.Recent(r.Context(), cur.ID, oplist.DefaultPageLimit+1)
+		runs, err = v.runs.Recent(r.Context(), cur.ID, oplist.DefaultPageLimit+1)
 	}
 	var next keyset.Cursor
 	if len(runs) > oplist.DefaultPageLimit {
 		runs = runs[:oplist.DefaultPageLimit]
 		next = keyset.Cursor{ID: runs[len(runs)-1].ID}
 	}
-	c.renderList(w, r, op, err, "runs", pageData{Title: "Close runs", Nav: "runs"},
+	c.renderList(w, r, op, err, "runs", pageData{Title: "Close runs", Nav: "runs", Sourced: true},
 		listData{Filter: q, Rows: runs, Examined: len(runs)}, next)
 }
 

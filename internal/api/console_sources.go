@@ -12,13 +12,16 @@ import (
 
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/inspect"
+	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
 // The console's order databases: the pages that read order data (the
-// dead letters, the outbox, an order's view) take ?source=NAME, an order
-// source of order.sources, and read its database; without it they read
-// mysql.dsn's. Links and forms of such a page carry the source on.
+// dead letters, the outbox, the refunds, the close runs, an order's view)
+// take ?source=NAME, an order source of order.sources, and read its
+// database; without it they read mysql.dsn's. Links and forms of such a
+// page carry the source on.
 
 // ConsoleSource is an order database the console's pages can read.
 type ConsoleSource struct {
@@ -38,11 +41,14 @@ type ConsoleSource struct {
 type orderViews struct {
 	letters *deadletters.Ops
 	outbox  *outbox.Ops
+	refunds *refunds.Ops
+	runs    *inspect.CloseRuns
 	inspect *inspect.View
 }
 
 func newOrderViews(db *sqlx.DB, view *inspect.View) *orderViews {
-	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), inspect: view}
+	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), refunds: refunds.New(db),
+		runs: inspect.NewCloseRuns(db), inspect: view}
 }
 
 // consoleViews builds the views of mysql.dsn's database (home) and of each
@@ -90,6 +96,17 @@ func (c *Console) sourcedQuery(r *http.Request, allowed ...string) (url.Values, 
 	}
 	v, err := c.viewsOf(r)
 	return q, v, err
+}
+
+// sourcedListQuery is sourcedQuery for a list page, with the cursor of
+// its page (after, which allowed names).
+func (c *Console) sourcedListQuery(r *http.Request, allowed ...string) (url.Values, *orderViews, oplist.Cursor, error) {
+	q, v, err := c.sourcedQuery(r, allowed...)
+	if err != nil {
+		return nil, nil, oplist.Cursor{}, err
+	}
+	after, err := oplist.ParseCursor(q.Get("after"))
+	return q, v, after, err
 }
 
 // requestSource is the request's ?source=, "" for mysql.dsn's database.

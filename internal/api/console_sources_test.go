@@ -21,8 +21,9 @@ import (
 
 // sourcesWorld is a console over two order databases: db0 on mysql.dsn's
 // (order H-1 in order_info), db1 another (order S-1 in order_info_1, its
-// second table), each with a parked dead letter and a parked outbox event
-// of its order.
+// second table), each with a parked dead letter, a parked outbox event, a
+// refund owed (payment pay-H-1, pay-S-1) of its order and a close run
+// whose result names it (run of H-1, run of S-1).
 type sourcesWorld struct {
 	home, other *dbtest.DB
 	b           *browser
@@ -41,7 +42,9 @@ func newSourcesWorld(t *testing.T) *sourcesWorld {
 			`INSERT INTO order_dead_letter (order_no, order_table, stage, status, status_reason, last_error, attempts, next_retry_at)
 				VALUES ('`+no+`', '`+table+`', 'close', 'parked', 'parked after 8 failed attempts', 'boom', 8, NOW(3))`,
 			`INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at)
-				VALUES ('stock.release', '`+no+`', '{}', 't', 'parked', 3, UTC_TIMESTAMP(3), 'status 410', 'permanent answer: status 410', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`) {
+				VALUES ('stock.release', '`+no+`', '{}', 't', 'parked', 3, UTC_TIMESTAMP(3), 'status 410', 'permanent answer: status 410', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+			`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, reason) VALUES ('pay-`+no+`', '`+no+`', 5.00, NOW(3), 'late')`,
+			`INSERT INTO order_close_run (started_at, finished_at, closed, result, order_table) VALUES (NOW(3), NOW(3), 1, 'run of `+no+`', '`+table+`')`) {
 			_, err := db.ExecContext(ctx, stmt)
 			require.NoError(t, err, stmt)
 		}
@@ -188,18 +191,84 @@ func TestConsoleOutboxOfSource(t *testing.T) {
 	require.Contains(t, p.body, ">H-1</a>")
 }
 
+// The refunds pages read and record the refunds owed of the chosen
+// source, in its database only.
+func TestConsoleRefundsOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	p := w.b.get("/console/refunds?status=owed&source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/refunds/pay-S-1?source=db1">pay-S-1</a>`)
+	require.Contains(t, p.body, `<a href="/console/orders/S-1?source=db1">S-1</a>`)
+	require.NotContains(t, p.body, "H-1")
+	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
+	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`, "the filter form keeps the source")
+	p = w.b.get("/console/refunds?status=owed")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, ">pay-H-1</a>")
+	require.NotContains(t, p.body, "S-1")
+
+	p = w.b.get("/console/refunds/pay-S-1")
+	require.Equal(t, http.StatusNotFound, p.status, "pay-S-1 is not in mysql.dsn's database")
+	p = w.b.get("/console/refunds/pay-S-1?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `action="/console/refunds/pay-S-1/refunded?source=db1"`)
+
+	p = w.b.post("/console/refunds/pay-S-1/refunded?source=db1", url.Values{"csrf": {w.csrf}, "note": {"r-1"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "record the refund of payment pay-S-1 in source db1")
+	require.Contains(t, p.body, `action="/console/refunds/pay-S-1/refunded?source=db1"`)
+	p = w.b.post("/console/refunds/pay-S-1/refunded?source=db1", url.Values{"csrf": {w.csrf}, "note": {"r-1"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `href="/console/refunds/pay-S-1?source=db1"`)
+	refundStatus := func(db *dbtest.DB, paymentID string) string {
+		var st string
+		require.NoError(t, db.GetContext(context.Background(), &st, `SELECT refund_status FROM payment_conflict WHERE payment_id = ?`, paymentID))
+		return st
+	}
+	require.Equal(t, "refunded", refundStatus(w.other, "pay-S-1"))
+	require.Equal(t, "owed", refundStatus(w.home, "pay-H-1"))
+	require.Contains(t, w.log.String(), `"action":"record refund","target":"pay-S-1","order_no":"S-1"`)
+	require.Regexp(t, `"target":"pay-S-1",[^\n]*"source":"db1"`, w.log.String())
+}
+
+// The close runs page lists the runs recorded in the chosen source's
+// database; the overview keeps mysql.dsn's.
+func TestConsoleRunsOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	for _, tc := range []struct{ path, has, hasNot string }{
+		{"/console/runs?source=db1", "run of S-1", "run of H-1"},
+		{"/console/runs", "run of H-1", "run of S-1"},
+		{"/console/", "run of H-1", "run of S-1"},
+	} {
+		p := w.b.get(tc.path)
+		require.Equal(t, http.StatusOK, p.status, p.body)
+		require.Contains(t, p.body, tc.has, tc.path)
+		require.NotContains(t, p.body, tc.hasNot, tc.path)
+	}
+	p := w.b.get("/console/runs?source=db1")
+	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
+	require.Contains(t, p.body, `href="/console/runs?source=db1"`, "the navigation stays in the source")
+}
+
 // An unknown source is a 400 page naming the sources; without
 // order.sources the pages offer no choice.
 func TestConsoleUnknownSource(t *testing.T) {
 	t.Parallel()
 	w := newSourcesWorld(t)
 	for _, path := range []string{"/console/dead-letters?source=nope", "/console/outbox?source=nope",
-		"/console/orders/S-1?source=nope", "/console/orders?source=nope", "/console/dead-letters/1?source=nope"} {
+		"/console/orders/S-1?source=nope", "/console/orders?source=nope", "/console/dead-letters/1?source=nope",
+		"/console/refunds?source=nope", "/console/refunds/pay-S-1?source=nope", "/console/runs?source=nope"} {
 		p := w.b.get(path)
 		require.Equal(t, http.StatusBadRequest, p.status, path)
 		require.Contains(t, p.body, `source: source &#34;nope&#34; is not an order source (the sources: db0, db1)`, path)
 	}
 	p := w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
+	require.Equal(t, http.StatusBadRequest, p.status)
+	p = w.b.post("/console/refunds/pay-S-1/refunded?source=nope", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusBadRequest, p.status)
 	p = w.b.get("/console/dead-letters?source=" + url.QueryEscape(hostileNo))
 	require.Equal(t, http.StatusBadRequest, p.status)

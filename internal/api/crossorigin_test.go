@@ -31,8 +31,8 @@ func TestCrossOriginStateChangesRefused(t *testing.T) {
 				VALUES ('wx-c', 'R-1', 20.00, NOW(3), 'late')`)
 			require.NoError(t, err)
 			s := New(Config{Token: token})
-			s.MountDeadLetters(letters)
-			s.MountRefunds(refunds.New(db.DB))
+			s.MountDeadLetters(HomeOnly(letters))
+			s.MountRefunds(HomeOnly(refunds.New(db.DB)))
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
 

@@ -108,7 +108,7 @@ func callJSON(t *testing.T, method, url string) (int, map[string]any) {
 func letterServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	s := New(Config{})
-	s.MountDeadLetters(letterWorld(t))
+	s.MountDeadLetters(HomeOnly(letterWorld(t)))
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv
@@ -137,4 +137,75 @@ func TestDeadLetterAPIBulkRequeue(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, code, query)
 		require.Equal(t, field, m["field"], query)
 	}
+}
+
+// ?source= picks the order database a dead-letter route reads and changes:
+// without it mysql.dsn's, an unknown name is a 400 listing the sources.
+func TestDeadLetterAPISource(t *testing.T) {
+	t.Parallel()
+	home, other := dbtest.New(t), dbtest.New(t)
+	ordertest.Letters(t, home.DB) // P-1 parked, among others
+	_, err := other.ExecContext(context.Background(), `INSERT INTO order_dead_letter
+		(order_no, order_table, stage, status, status_reason, last_error, attempts, next_retry_at) VALUES
+		('B-1', 'order_info_1', 'close', 'parked', 'parked after 8 failed attempts', 'boom', 8, NOW(3)),
+		('B-2', 'order_info_1', 'close', 'parked', 'parked after 8 failed attempts', 'boom', 8, NOW(3))`)
+	require.NoError(t, err)
+	s := New(Config{})
+	homeView := deadletters.New(home.DB)
+	s.MountDeadLetters(Sourced[*deadletters.Ops]{Home: homeView,
+		By: map[string]*deadletters.Ops{"a": homeView, "b": deadletters.New(other.DB)}})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	call := func(method, path string) (int, map[string]any) {
+		t.Helper()
+		return callJSON(t, method, srv.URL+path)
+	}
+	orderNos := func(m map[string]any) []string {
+		var nos []string
+		for _, dl := range m["deadLetters"].([]any) {
+			nos = append(nos, dl.(map[string]any)["orderNo"].(string))
+		}
+		return nos
+	}
+
+	code, m := call("GET", "/api/dead-letters?status=parked&source=b")
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, []string{"B-2", "B-1"}, orderNos(m))
+	code, m = call("GET", "/api/dead-letters?status=parked")
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, []string{"P-1"}, orderNos(m))
+	_, m = call("GET", "/api/dead-letters?status=parked&source=a")
+	require.Equal(t, []string{"P-1"}, orderNos(m), "a is on mysql.dsn's database")
+
+	code, _ = call("GET", "/api/dead-letters/B-1")
+	require.Equal(t, http.StatusNotFound, code, "B-1 is not in mysql.dsn's database")
+	code, m = call("GET", "/api/dead-letters/B-1?source=b&stage=close")
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, "order_info_1", m["orderTable"])
+
+	code, m = call("POST", "/api/dead-letters/B-1/requeue?source=b")
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, "waiting", m["status"])
+	require.Equal(t, "waiting", statusOf(t, other, "order_dead_letter", "B-1"))
+	require.Equal(t, "parked", statusOf(t, home, "order_dead_letter", "P-1"))
+
+	code, m = call("POST", "/api/dead-letters/requeue?status=parked&source=b")
+	require.Equal(t, http.StatusOK, code, m)
+	require.EqualValues(t, 1, m["requeued"], "B-2 alone")
+	require.Equal(t, "waiting", statusOf(t, other, "order_dead_letter", "B-2"))
+	require.Equal(t, "parked", statusOf(t, home, "order_dead_letter", "P-1"))
+
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/api/dead-letters?source=c"},
+		{"GET", "/api/dead-letters/B-1?source=c"},
+		{"POST", "/api/dead-letters/B-1/requeue?source=c"},
+		{"POST", "/api/dead-letters/requeue?status=parked&source=c"},
+	} {
+		code, m := call(tc.method, tc.path)
+		require.Equal(t, http.StatusBadRequest, code, tc.path)
+		require.Equal(t, "source", m["field"], tc.path)
+		require.Equal(t, `source "c" is not an order source (the sources: a, b)`, m["error"], tc.path)
+	}
+	require.Equal(t, "waiting", statusOf(t, other, "order_dead_letter", "B-1"))
+	require.Equal(t, "parked", statusOf(t, home, "order_dead_letter", "P-1"))
 }

@@ -26,8 +26,8 @@ func TestAPIBadFilterInput(t *testing.T) {
 	s := New(Config{})
 	s.MountDelayTasks(w.tasks)
 	s.MountOutbox(HomeOnly(outbox.NewOps(w.db.DB)))
-	s.MountRefunds(refunds.New(w.db.DB))
-	s.MountDeadLetters(letterWorld(t))
+	s.MountRefunds(HomeOnly(refunds.New(w.db.DB)))
+	s.MountDeadLetters(HomeOnly(letterWorld(t)))
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 
@@ -47,6 +47,9 @@ func TestAPIBadFilterInput(t *testing.T) {
 		{"POST", "/api/dead-letters/requeue?since=999999999d", "since", `since "999999999d" is more than 36524 days back`},
 		{"POST", "/api/dead-letters/requeue?since=2562047h", "since", `since "2562047h" is more than 36524 days back`},
 		{"POST", "/api/dead-letters/requeue?since=36525d", "since", `since "36525d" is more than 36524 days back`},
+		{"GET", "/api/dead-letters?source=" + e, "source", `source "é" is not an order source (the sources: default)`},
+		{"POST", "/api/dead-letters/P-1/requeue?source=%00", "source", `source "\x00" is not an order source`},
+		{"GET", "/api/refunds/summary?source=" + e, "source", `source "é" is not an order source (the sources: default)`},
 	} {
 		req, err := http.NewRequest(tc.method, hs.URL+tc.path, nil)
 		require.NoError(t, err)

@@ -35,10 +35,29 @@ func opsServer(t *testing.T) (*httptest.Server, *dbtest.DB) {
 	}
 	s := New(Config{})
 	s.MountOutbox(HomeOnly(outbox.NewOps(db.DB)))
-	s.MountRefunds(refunds.New(db.DB))
+	s.MountRefunds(HomeOnly(refunds.New(db.DB)))
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv, db
+}
+
+// sourcedOpsServer serves the outbox and refund APIs over two order
+// databases: source a on mysql.dsn's, with opsServer's rows (2 parked
+// events, 1 pending; 3 refunds owed), and source b another, seeded with
+// stmt.
+func sourcedOpsServer(t *testing.T, stmt string) (srv *httptest.Server, home, other *dbtest.DB) {
+	t.Helper()
+	_, home = opsServer(t)
+	other = dbtest.New(t)
+	_, err := other.ExecContext(context.Background(), stmt)
+	require.NoError(t, err)
+	s := New(Config{})
+	homeOutbox, homeRefunds := outbox.NewOps(home.DB), refunds.New(home.DB)
+	s.MountOutbox(Sourced[*outbox.Ops]{Home: homeOutbox, By: map[string]*outbox.Ops{"a": homeOutbox, "b": outbox.NewOps(other.DB)}})
+	s.MountRefunds(Sourced[*refunds.Ops]{Home: homeRefunds, By: map[string]*refunds.Ops{"a": homeRefunds, "b": refunds.New(other.DB)}})
+	srv = httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv, home, other
 }
 
 func callOps(t *testing.T, srv *httptest.Server, method, path, body string, want int, v any) {
@@ -91,6 +110,19 @@ func TestOutboxAPI(t *testing.T) {
 	require.Equal(t, 1, res.Requeued)
 }
 
+// refundSummary and refundList are what the refund tests read of
+// /api/refunds/summary and /api/refunds.
+type refundSummary struct {
+	Count  int    `json:"count"`
+	Amount string `json:"amount"`
+}
+
+type refundList struct {
+	Conflicts []struct {
+		PaymentID string `json:"paymentId"`
+	} `json:"conflicts"`
+}
+
 // The refunds view over HTTP: the summary, the list, one, and recording a
 // refund (with who: "api" unless the body says).
 func TestRefundAPI(t *testing.T) {
@@ -100,18 +132,11 @@ func TestRefundAPI(t *testing.T) {
 		t.Helper()
 		callOps(t, srv, method, path, body, want, v)
 	}
-	var summary struct {
-		Count  int    `json:"count"`
-		Amount string `json:"amount"`
-	}
+	var summary refundSummary
 	call("GET", "/api/refunds/summary", "", 200, &summary)
 	require.Equal(t, 3, summary.Count)
 	require.Equal(t, "59.50", summary.Amount)
-	var list struct {
-		Conflicts []struct {
-			PaymentID string `json:"paymentId"`
-		} `json:"conflicts"`
-	}
+	var list refundList
 	call("GET", "/api/refunds?status=owed", "", 200, &list)
 	require.Len(t, list.Conflicts, 3)
 	var p struct {
@@ -135,16 +160,8 @@ func TestRefundAPI(t *testing.T) {
 // without it mysql.dsn's, an unknown name is a 400 listing the sources.
 func TestOutboxAPISource(t *testing.T) {
 	t.Parallel()
-	_, home := opsServer(t) // 2 parked, 1 pending
-	other := dbtest.New(t)
-	_, err := other.ExecContext(context.Background(), `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at) VALUES
+	srv, _, _ := sourcedOpsServer(t, `INSERT INTO order_outbox (event_type, order_no, payload, trace_id, status, attempts, next_attempt_at, last_error, park_reason, parked_at, created_at) VALUES
 		('stock.release', 'B-1', '{}', 't9', 'parked', 3, UTC_TIMESTAMP(3), 'status 404', 'permanent answer: status 404', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`)
-	require.NoError(t, err)
-	s := New(Config{})
-	homeView := outbox.NewOps(home.DB)
-	s.MountOutbox(Sourced[*outbox.Ops]{Home: homeView, By: map[string]*outbox.Ops{"a": homeView, "b": outbox.NewOps(other.DB)}})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
 	call := func(method, path string, want int, v any) { t.Helper(); callOps(t, srv, method, path, "", want, v) }
 
 	var st outbox.Stats
@@ -179,4 +196,62 @@ func TestOutboxAPISource(t *testing.T) {
 	require.Equal(t, `source "c" is not an order source (the sources: a, b)`, bad.Error)
 	call("POST", "/api/outbox/requeue?source=c", 400, nil)
 	call("GET", "/api/outbox/events/"+id+"?source=c", 400, nil)
+}
+
+// ?source= picks the order database a refund route reads and changes:
+// without it mysql.dsn's, an unknown name is a 400 listing the sources.
+func TestRefundAPISource(t *testing.T) {
+	t.Parallel()
+	srv, home, other := sourcedOpsServer(t, `INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, reason)
+		VALUES ('ali-z', 'B-1', 5.00, NOW(3), 'late')`)
+	call := func(method, path, body string, want int, v any) {
+		t.Helper()
+		callOps(t, srv, method, path, body, want, v)
+	}
+	refundStatus := func(db *dbtest.DB, paymentID string) string {
+		t.Helper()
+		var st string
+		require.NoError(t, db.GetContext(context.Background(), &st, `SELECT refund_status FROM payment_conflict WHERE payment_id = ?`, paymentID))
+		return st
+	}
+
+	var summary refundSummary
+	call("GET", "/api/refunds/summary?source=b", "", 200, &summary)
+	require.Equal(t, 1, summary.Count)
+	require.Equal(t, "5.00", summary.Amount)
+	call("GET", "/api/refunds/summary?source=a", "", 200, &summary)
+	require.Equal(t, 3, summary.Count, "a is on mysql.dsn's database")
+	var list refundList
+	call("GET", "/api/refunds?status=owed&source=b", "", 200, &list)
+	require.Len(t, list.Conflicts, 1)
+	require.Equal(t, "ali-z", list.Conflicts[0].PaymentID)
+
+	call("GET", "/api/refunds/ali-z", "", 404, nil)
+	call("GET", "/api/refunds/ali-z?source=b", "", 200, nil)
+	call("POST", "/api/refunds/wx-c/refunded?source=b", `{"note":"refund 9004"}`, 404, nil)
+	var p struct {
+		RefundStatus string `json:"refundStatus"`
+	}
+	call("POST", "/api/refunds/ali-z/refunded?source=b", `{"note":"refund 9005"}`, 200, &p)
+	require.Equal(t, "refunded", p.RefundStatus)
+	require.Equal(t, "refunded", refundStatus(other, "ali-z"))
+	for _, id := range []string{"wx-c", "unp-d", "ali-b"} {
+		require.Equal(t, "owed", refundStatus(home, id), id)
+	}
+
+	var bad struct {
+		Error string `json:"error"`
+		Field string `json:"field"`
+	}
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/api/refunds?source=c"},
+		{"GET", "/api/refunds/summary?source=c"},
+		{"GET", "/api/refunds/ali-z?source=c"},
+		{"POST", "/api/refunds/wx-c/refunded?source=c"},
+	} {
+		call(tc.method, tc.path, "", 400, &bad)
+		require.Equal(t, "source", bad.Field, tc.path)
+		require.Equal(t, `source "c" is not an order source (the sources: a, b)`, bad.Error, tc.path)
+	}
+	require.Equal(t, "owed", refundStatus(home, "wx-c"))
 }

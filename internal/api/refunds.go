@@ -6,19 +6,21 @@ import (
 	"github.com/orderjob/executor/orders/refunds"
 )
 
-// refundAPI serves the refunds view (refunds.Ops) as JSON.
+// refundAPI serves the refunds view (refunds.Ops) of each order database
+// as JSON.
 type refundAPI struct {
-	r *refunds.Ops
+	r Sourced[*refunds.Ops]
 	errorAnswers
 }
 
-// MountRefunds mounts the refund routes behind the token check:
+// MountRefunds mounts the refund routes behind the token check, each on the
+// database of ?source= (an order source's name; without it mysql.dsn's):
 //
 //	GET  /api/refunds?status=owed|refunded&orderNo=&before=&limit=   payment conflicts, newest first
 //	GET  /api/refunds/summary                                        refunds owed: count, amount, oldest
 //	GET  /api/refunds/{paymentId}                                    one
 //	POST /api/refunds/{paymentId}/refunded   {"note": "..."}   record the refund, by the caller ("api")
-func (s *Server) MountRefunds(r *refunds.Ops) {
+func (s *Server) MountRefunds(r Sourced[*refunds.Ops]) {
 	a := &refundAPI{r: r, errorAnswers: errorAnswers{log: s.base.With("component", "api.refunds"), api: "operator API",
 		notFound: refunds.ErrNotFound, conflict: refunds.ErrDone}}
 	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
@@ -28,25 +30,32 @@ func (s *Server) MountRefunds(r *refunds.Ops) {
 }
 
 func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {
-	if !onlyQueryParams(w, r, "status", "orderNo", "before", "limit") {
+	if !onlyQueryParams(w, r, "status", "orderNo", "before", "limit", "source") {
 		return
 	}
 	q := r.URL.Query()
-	before, limit, err := pageParams(q)
+	f := refunds.Filter{Status: q.Get("status"), OrderNo: q.Get("orderNo")}
+	rf, err := a.r.pick(r)
+	if err == nil {
+		f.BeforeID, f.Limit, err = pageParams(q)
+	}
 	var l refunds.Listing
 	if err == nil {
-		l, err = a.r.List(r.Context(), refunds.Filter{Status: q.Get("status"), OrderNo: q.Get("orderNo"), BeforeID: before, Limit: limit})
+		l, err = rf.List(r.Context(), f)
 	}
 	a.reply(w, r, l, err, apiError{})
 }
 
 func (a *refundAPI) summary(w http.ResponseWriter, r *http.Request) {
-	s, err := a.r.Owed(r.Context())
-	a.reply(w, r, s, err, apiError{})
+	replyOn(w, r, a.errorAnswers, a.r, (*refunds.Ops).Owed)
 }
 
 func (a *refundAPI) get(w http.ResponseWriter, r *http.Request) {
-	p, err := a.r.Get(r.Context(), r.PathValue("paymentId"))
+	rf, err := a.r.pick(r)
+	var p *refunds.Conflict
+	if err == nil {
+		p, err = rf.Get(r.Context(), r.PathValue("paymentId"))
+	}
 	a.reply(w, r, p, err, apiError{})
 }
 
@@ -59,8 +68,12 @@ type refundNote struct {
 }
 
 func (a *refundAPI) refunded(w http.ResponseWriter, r *http.Request) {
+	rf, err := a.r.pick(r)
 	var body refundNote
-	if err := readBody(r, &body); err != nil {
+	if err == nil {
+		err = readBody(r, &body)
+	}
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -69,9 +82,10 @@ func (a *refundAPI) refunded(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, invalidInput("by", "by %q: the refund is recorded as the authenticated caller (%q); leave by out", body.By, by))
 		return
 	}
-	p, err := a.r.MarkRefunded(r.Context(), r.PathValue("paymentId"), body.Note, by)
+	p, err := rf.MarkRefunded(r.Context(), r.PathValue("paymentId"), body.Note, by)
 	if err == nil {
-		a.log.InfoContext(r.Context(), "refund recorded", "payment_id", p.PaymentID, "order_no", p.OrderNo, "amount", p.Amount, "by", p.RefundedBy)
+		a.log.InfoContext(r.Context(), "refund recorded", append([]any{"payment_id", p.PaymentID, "order_no", p.OrderNo,
+			"amount", p.Amount, "by", p.RefundedBy}, logSource(r)...)...)
 	}
 	a.reply(w, r, p, err, apiError{Subject: p})
 }

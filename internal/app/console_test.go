@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,12 +11,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/metrics"
 )
 
 // serve's console offers the order sources: ?source=b reads b's database
@@ -63,4 +66,47 @@ func TestConsoleReadsEverySource(t *testing.T) {
 	code, body = get("/console/dead-letters?source=c")
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, body, "(the sources: a, b)")
+}
+
+// serve's JSON API reads every order source's database: ?source=b the
+// rows in b's, a (on mysql.dsn's database) and no ?source= the home's.
+func TestAPIReadsEverySource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home, other := dbtest.New(t), dbtest.New(t)
+	for _, stmt := range []string{
+		`INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES ('B-7', 'close', 'parked', 'boom', 8, NOW(3))`,
+		`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, reason) VALUES ('wx-b', 'B-7', 5.00, NOW(3), 'late')`,
+	} {
+		_, err := other.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
+		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: order_info}]`, home.DSN, other.DSN)))
+	require.NoError(t, err)
+	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+	srv, err := newAPIServer(cfg, slog.New(slog.DiscardHandler), metrics.New(metrics.Config{SampleInterval: time.Millisecond}), d, nil, nil)
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	count := func(path, key string) int {
+		t.Helper()
+		res, err := http.Get(hs.URL + path)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, path)
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&m))
+		rows, _ := m[key].([]any)
+		return len(rows)
+	}
+	require.Equal(t, 1, count("/api/dead-letters?source=b", "deadLetters"))
+	require.Zero(t, count("/api/dead-letters?source=a", "deadLetters"))
+	require.Zero(t, count("/api/dead-letters", "deadLetters"))
+	require.Equal(t, 1, count("/api/refunds?source=b", "conflicts"))
+	require.Zero(t, count("/api/refunds?source=a", "conflicts"))
+	require.Zero(t, count("/api/refunds", "conflicts"))
 }

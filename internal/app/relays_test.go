@@ -80,8 +80,9 @@ func TestRelayPerSource(t *testing.T) {
 		cancel()
 	}
 
-	views, err := sourcedViews(cfg, d, outbox.NewOps)
+	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
 	require.NoError(t, err)
+	views := sourcedViews(d.db, sdbs, outbox.NewOps)
 	require.Equal(t, []string{"a", "b"}, slices.Sorted(maps.Keys(views.By)), "?source= names every order source")
 	bst, err := views.By["b"].Stats(ctx)
 	require.NoError(t, err)

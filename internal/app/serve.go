@@ -163,13 +163,13 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		return nil, err
 	}
 	srv.MountSourcedDelayTasks(tasks)
-	srv.MountDeadLetters(deadletters.New(d.db))
-	outboxViews, err := sourcedViews(cfg, d, outbox.NewOps)
+	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
 	if err != nil {
 		return nil, err
 	}
-	srv.MountOutbox(outboxViews)
-	srv.MountRefunds(refunds.New(d.db))
+	srv.MountDeadLetters(sourcedViews(d.db, sdbs, deadletters.New))
+	srv.MountOutbox(sourcedViews(d.db, sdbs, outbox.NewOps))
+	srv.MountRefunds(sourcedViews(d.db, sdbs, refunds.New))
 	if err := mountConsole(srv, cfg, d, logger); err != nil {
 		return nil, err
 	}

@@ -44,14 +44,11 @@ func sourceDBs(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB) ([]sourceDB, e
 }
 
 // sourcedViews builds an operator view on the database of every order
-// source, for the API routes that take ?source=: mysql.dsn's serves a
-// request without it and every source on that database.
-func sourcedViews[V any](cfg *config.Config, d *Deps, newView func(*sqlx.DB) V) (api.Sourced[V], error) {
-	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
-	if err != nil {
-		return api.Sourced[V]{}, err
-	}
-	views := api.Sourced[V]{Home: newView(d.db), By: map[string]V{}}
+// source (sdbs, from sourceDBs), for the API routes that take ?source=:
+// home's (mysql.dsn's) serves a request without it and every source on
+// that database.
+func sourcedViews[V any](home *sqlx.DB, sdbs []sourceDB, newView func(*sqlx.DB) V) api.Sourced[V] {
+	views := api.Sourced[V]{Home: newView(home), By: map[string]V{}}
 	for _, s := range sdbs {
 		if s.home {
 			views.By[s.name] = views.Home
@@ -59,7 +56,7 @@ func sourcedViews[V any](cfg *config.Config, d *Deps, newView func(*sqlx.DB) V) 
 			views.By[s.name] = newView(s.db)
 		}
 	}
-	return views, nil
+	return views
 }
 
 // consoleSources are the order sources the console offers by name (none
