@@ -35,7 +35,10 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 	for _, r := range d.relays {
 		m.WatchRelay(r.Source, r.Relay)
 	}
-	m.WatchDispatcher(d.delay)
+	m.WatchDispatcher(homeName(d.sources), d.delay)
+	for _, s := range d.delaySources {
+		m.WatchDispatcher(s.name, s.delay)
+	}
 	if d.rabbit != nil {
 		m.WatchRabbitMQTimer(d.rabbit)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/metricstest"
@@ -35,27 +36,74 @@ func TestOverdueGaugesPerUnit(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 
-	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond})
-	watchServe(m, nil, d)
-	srv := httptest.NewServer(m.Handler())
-	defer srv.Close()
-	s := metricstest.Scrape(t, srv.URL)
-	get := func(name string, labels ...string) float64 {
-		t.Helper()
-		v, ok := s.Value(name, labels...)
-		require.True(t, ok, "no series %s%v", name, labels)
-		return v
-	}
-	require.Equal(t, 1.0, get(metrics.OrdersOverdueUnpaid, "source", "b", "table", "order_info"))
-	require.InDelta(t, 30*60, get(metrics.OrdersOverdueOldestAge, "source", "b", "table", "order_info"), 60)
-	require.Equal(t, 0.0, get(metrics.OrdersOverdueUnpaid, "source", "b", "table", "order_info_1"))
-	require.Equal(t, 0.0, get(metrics.OrdersDeadLetters, "source", "default", "stage", "close", "status", "waiting"))
+	scrape := serveMetrics(t, d)
+	s := scrape()
+	require.Equal(t, 1.0, seriesValue(t, s, metrics.OrdersOverdueUnpaid, "source", "b", "table", "order_info"))
+	require.InDelta(t, 30*60, seriesValue(t, s, metrics.OrdersOverdueOldestAge, "source", "b", "table", "order_info"), 60)
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.OrdersOverdueUnpaid, "source", "b", "table", "order_info_1"))
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.OrdersDeadLetters, "source", "default", "stage", "close", "status", "waiting"))
 	for _, src := range []string{"a", "default"} {
 		_, ok := s.Value(metrics.OrdersOverdueUnpaid, "source", src)
 		require.False(t, ok, "no overdue gauge of source %s", src)
 	}
-	s = metricstest.Scrape(t, srv.URL) // the error counters are collected beside the samplers: counted by the next scrape
-	require.Positive(t, get(metrics.SamplerErrorsTotal, "sampler", "orders:a"))
-	require.Zero(t, get(metrics.SamplerErrorsTotal, "sampler", "orders:b"))
-	require.Equal(t, 1.0, get(metrics.OrdersOverdueUnpaid, "source", "b", "table", "order_info"), "b's gauges stay while a fails")
+	s = scrape() // the error counters are collected beside the samplers: counted by the next scrape
+	require.Positive(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "orders:a"))
+	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "orders:b"))
+	require.Equal(t, 1.0, seriesValue(t, s, metrics.OrdersOverdueUnpaid, "source", "b", "table", "order_info"), "b's gauges stay while a fails")
+}
+
+// With order.sources the gauges read per order database (delayed tasks)
+// are exported for mysql.dsn's ("default": no source is on it) and each
+// other source's, labelled with its source and read on a sampler of its
+// own: a source that does not answer fails its own sampler alone.
+func TestDatabaseGaugesPerSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home, other := dbtest.New(t), dbtest.New(t)
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
+		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: order_info}]`, deadDSN(t), other.DSN)))
+	require.NoError(t, err)
+	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+	tasks, err := delay.NewClient(other.DB, nil, delay.ClientConfig{})
+	require.NoError(t, err)
+	for _, id := range []string{"b-1", "b-2"} {
+		_, _, err := tasks.Register(ctx, delay.Registration{BizUUID: id, Handler: "x", ExecuteTime: time.Now().Add(-time.Minute)})
+		require.NoError(t, err)
+	}
+
+	scrape := serveMetrics(t, d)
+	s := scrape()
+	require.Equal(t, 2.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "b"))
+	require.Equal(t, 2.0, seriesValue(t, s, metrics.DelayTasks, "source", "b", "status", "PENDING"))
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "default"))
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.DelayClaimsTotal, "source", "a"))
+	_, ok := s.Value(metrics.DelayTasksDue, "source", "a")
+	require.False(t, ok, "no delayed-task gauges of a source never read")
+
+	s = scrape() // the error counters are collected beside the samplers: counted by the next scrape
+	require.Positive(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "delay:a"))
+	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "delay:b"))
+	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "delay"))
+	require.Equal(t, 2.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "b"), "b's gauges stay while a fails")
+}
+
+// serveMetrics serves the metrics serve watches of d (watchServe), read
+// from the database at every scrape, and returns a scrape of them.
+func serveMetrics(t *testing.T, d *Deps) func() metricstest.Samples {
+	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond, DelaySampleInterval: time.Millisecond})
+	watchServe(m, nil, d)
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	return func() metricstest.Samples { return metricstest.Scrape(t, srv.URL) }
+}
+
+// seriesValue is the value of the series of name with labels in s, which
+// must have it.
+func seriesValue(t *testing.T, s metricstest.Samples, name string, labels ...string) float64 {
+	t.Helper()
+	v, ok := s.Value(name, labels...)
+	require.True(t, ok, "no series %s%v", name, labels)
+	return v
 }

@@ -43,6 +43,19 @@ func sourceDBs(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB) ([]sourceDB, e
 	return out, nil
 }
 
+// homeName names mysql.dsn's database where what is kept per order
+// database is told apart by source (the outbox relays, the delayed-task,
+// refunds and pool metrics): the first order source on it, else
+// "default".
+func homeName(sdbs []sourceDB) string {
+	for _, s := range sdbs {
+		if s.home {
+			return s.name
+		}
+	}
+	return config.DefaultSourceName
+}
+
 // sourcedViews builds an operator view on the database of every order
 // source, for the API routes that take ?source=: mysql.dsn's serves a
 // request without it and every source on that database.
