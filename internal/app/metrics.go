@@ -31,11 +31,15 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 		m.WatchExecutor(exec)
 	}
 	m.WatchOrders(d.units, d.retry)
-	m.WatchRefunds(refunds.New(d.db))
+	home := homeName(d.sources)
+	m.WatchRefunds(home, refunds.New(d.db))
+	for _, s := range otherDatabases(d.sources) {
+		m.WatchRefunds(s.name, refunds.New(s.db))
+	}
 	for _, r := range d.relays {
 		m.WatchRelay(r.Source, r.Relay)
 	}
-	m.WatchDispatcher(homeName(d.sources), d.delay)
+	m.WatchDispatcher(home, d.delay)
 	for _, s := range d.delaySources {
 		m.WatchDispatcher(s.name, s.delay)
 	}

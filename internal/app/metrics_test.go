@@ -52,8 +52,8 @@ func TestOverdueGaugesPerUnit(t *testing.T) {
 	require.Equal(t, 1.0, seriesValue(t, s, metrics.OrdersOverdueUnpaid, "source", "b", "table", "order_info"), "b's gauges stay while a fails")
 }
 
-// With order.sources the gauges read per order database (delayed tasks)
-// are exported for mysql.dsn's ("default": no source is on it) and each
+// With order.sources the gauges read per order database (delayed tasks,
+// refunds owed) are exported for mysql.dsn's ("default": no source is on it) and each
 // other source's, labelled with its source and read on a sampler of its
 // own: a source that does not answer fails its own sampler alone.
 func TestDatabaseGaugesPerSource(t *testing.T) {
@@ -72,6 +72,8 @@ func TestDatabaseGaugesPerSource(t *testing.T) {
 		_, _, err := tasks.Register(ctx, delay.Registration{BizUUID: id, Handler: "x", ExecuteTime: time.Now().Add(-time.Minute)})
 		require.NoError(t, err)
 	}
+	_, err = other.ExecContext(ctx, `INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at) VALUES ('wx-1', 'B-1', 9.90, NOW(3))`)
+	require.NoError(t, err)
 
 	scrape := serveMetrics(t, d)
 	s := scrape()
@@ -79,14 +81,23 @@ func TestDatabaseGaugesPerSource(t *testing.T) {
 	require.Equal(t, 2.0, seriesValue(t, s, metrics.DelayTasks, "source", "b", "status", "PENDING"))
 	require.Equal(t, 0.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "default"))
 	require.Equal(t, 0.0, seriesValue(t, s, metrics.DelayClaimsTotal, "source", "a"))
-	_, ok := s.Value(metrics.DelayTasksDue, "source", "a")
-	require.False(t, ok, "no delayed-task gauges of a source never read")
+	require.Equal(t, 1.0, seriesValue(t, s, metrics.OrdersRefundsOwed, "source", "b"))
+	require.InDelta(t, 9.90, seriesValue(t, s, metrics.OrdersRefundsOwedAmount, "source", "b"), 1e-9)
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.OrdersRefundsOwed, "source", "default"))
+	for _, n := range []string{metrics.DelayTasksDue, metrics.OrdersRefundsOwed} {
+		_, ok := s.Value(n, "source", "a")
+		require.False(t, ok, "no %s of a source never read", n)
+	}
 
 	s = scrape() // the error counters are collected beside the samplers: counted by the next scrape
 	require.Positive(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "delay:a"))
 	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "delay:b"))
 	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "delay"))
+	require.Positive(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "refunds:a"))
+	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "refunds:b"))
+	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "refunds"))
 	require.Equal(t, 2.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "b"), "b's gauges stay while a fails")
+	require.Equal(t, 1.0, seriesValue(t, s, metrics.OrdersRefundsOwed, "source", "b"), "b's gauges stay while a fails")
 }
 
 // serveMetrics serves the metrics serve watches of d (watchServe), read

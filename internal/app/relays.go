@@ -41,12 +41,7 @@ func newRelays(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB, logger *slog.L
 		return nil, err
 	}
 	relays := []sourceRelay{{Source: name, Relay: r}}
-	served := map[string]bool{}
-	for _, s := range sdbs {
-		if s.home || served[s.dsn] {
-			continue
-		}
-		served[s.dsn] = true
+	for _, s := range otherDatabases(sdbs) {
 		r, err := newRelay(s.db, cfg, relayLogger(cfg, logger, s.name))
 		if err != nil {
 			return nil, fmt.Errorf("order source %s: %w", s.name, err)

@@ -56,6 +56,20 @@ func homeName(sdbs []sourceDB) string {
 	return config.DefaultSourceName
 }
 
+// otherDatabases are the order databases other than mysql.dsn's, each
+// once, named by the first source on it, in order.sources' order.
+func otherDatabases(sdbs []sourceDB) []sourceDB {
+	var out []sourceDB
+	seen := map[string]bool{}
+	for _, s := range sdbs {
+		if !s.home && !seen[s.dsn] {
+			seen[s.dsn] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // sourcedViews builds an operator view on the database of every order
 // source, for the API routes that take ?source=: mysql.dsn's serves a
 // request without it and every source on that database.

@@ -13,16 +13,19 @@ import (
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/internal/redistest"
+	"github.com/orderjob/executor/orders/refunds"
 )
 
-// The delayed-task gauges and totals are exported per dispatcher, each
-// labelled with the order database it serves: mysql.dsn's ("default") is
-// read on the sampler "delay", another's on a sampler of its own, which
-// keeps failing alone while its database does not answer.
-func TestDelayGaugesPerSource(t *testing.T) {
+// The gauges read per order database (the delayed tasks and the refunds
+// owed) are exported for each, labelled with its source: mysql.dsn's
+// ("default") on the samplers "delay" and "refunds", another's on
+// samplers of its own, which keep failing alone while its database does
+// not answer.
+func TestDatabaseGaugesPerSource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, s1 := dbtest.New(t), dbtest.New(t)
+	down := downDB(t)
 	rdb, prefix := redistest.Client(t)
 	dispatcherOn := func(db *sqlx.DB, name string) *delay.Dispatcher {
 		d, err := delay.NewDispatcher(db, rdb, delay.Config{KeyPrefix: prefix + name + ":",
@@ -40,13 +43,23 @@ func TestDelayGaugesPerSource(t *testing.T) {
 	}
 	register(homeD, 1, time.Minute)
 	register(s1D, 3, 10*time.Minute)
-	down := sqlx.MustOpen("mysql", "root@tcp(127.0.0.1:1)/down?parseTime=true&timeout=2s")
-	t.Cleanup(func() { down.Close() })
+	conflict := func(db *dbtest.DB, payment string, amount float64, ago time.Duration) {
+		_, err := db.ExecContext(ctx, `INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, created_at)
+			VALUES (?, 'C-1', ?, NOW(3), NOW(3) - INTERVAL ? SECOND)`, payment, amount, int(ago.Seconds()))
+		require.NoError(t, err)
+	}
+	conflict(home, "wx-1", 9.90, time.Hour)
+	conflict(s1, "wx-2", 5, 2*time.Hour)
+	conflict(s1, "wx-3", 1.5, time.Minute)
 
-	m := metrics.New(metrics.Config{DelaySampleInterval: time.Millisecond})
+	m := metrics.New(metrics.Config{SampleInterval: time.Millisecond, DelaySampleInterval: time.Millisecond})
 	m.WatchDispatcher("default", homeD)
 	m.WatchDispatcher("s1", s1D)
 	m.WatchDispatcher("down", dispatcherOn(down, "down"))
+	s1Refunds := refunds.New(s1.DB)
+	m.WatchRefunds("default", refunds.New(home.DB))
+	m.WatchRefunds("s1", s1Refunds)
+	m.WatchRefunds("down", refunds.New(down))
 	s := scrape(t, m)
 	require.Equal(t, 1.0, value(t, s, metrics.DelayTasks, "source", "default", "status", "PENDING"))
 	require.Equal(t, 3.0, value(t, s, metrics.DelayTasks, "source", "s1", "status", "PENDING"))
@@ -60,18 +73,30 @@ func TestDelayGaugesPerSource(t *testing.T) {
 		require.Equal(t, 0.0, value(t, s, metrics.DelayClaimsTotal, "source", src))
 		require.Equal(t, 0.0, value(t, s, metrics.DelayRecoveredTotal, "source", src))
 	}
-	for _, n := range []string{metrics.DelayTasks, metrics.DelayTasksDue, metrics.DelayTasksOldestDueAge, metrics.DelayTasksStuckRunning} {
+	require.Equal(t, 1.0, value(t, s, metrics.OrdersPaymentConflicts, "source", "default"))
+	require.Equal(t, 2.0, value(t, s, metrics.OrdersPaymentConflicts, "source", "s1"))
+	require.Equal(t, 2.0, value(t, s, metrics.OrdersRefundsOwed, "source", "s1"))
+	require.InDelta(t, 6.5, value(t, s, metrics.OrdersRefundsOwedAmount, "source", "s1"), 1e-9)
+	require.InDelta(t, 7200, value(t, s, metrics.OrdersRefundsOwedOldestAge, "source", "s1"), 60)
+	require.InDelta(t, 3600, value(t, s, metrics.OrdersRefundsOwedOldestAge, "source", "default"), 60)
+	for _, n := range []string{metrics.DelayTasks, metrics.DelayTasksDue, metrics.DelayTasksOldestDueAge, metrics.DelayTasksStuckRunning,
+		metrics.OrdersPaymentConflicts, metrics.OrdersRefundsOwed, metrics.OrdersRefundsOwedAmount, metrics.OrdersRefundsOwedOldestAge} {
 		_, ok := s.Value(n, "source", "down")
 		require.False(t, ok, "no %s of a database never read", n)
 	}
 
 	// s1 is read again while down keeps failing.
 	register(s1D, 1, time.Second)
+	_, err := s1Refunds.MarkRefunded(ctx, "wx-2", "refund 1", "test")
+	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return value(t, scrape(t, m), metrics.DelayTasksDue, "source", "s1") == 4
+		s := scrape(t, m)
+		return value(t, s, metrics.DelayTasksDue, "source", "s1") == 4 && value(t, s, metrics.OrdersRefundsOwed, "source", "s1") == 1
 	}, 5*time.Second, 5*time.Millisecond)
 	s = scrape(t, m)
-	require.Positive(t, value(t, s, metrics.SamplerErrorsTotal, "sampler", "delay:down"))
-	require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", "delay:s1"))
-	require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", "delay"))
+	for _, kind := range []string{"delay", "refunds"} {
+		require.Positive(t, value(t, s, metrics.SamplerErrorsTotal, "sampler", kind+":down"))
+		require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", kind+":s1"))
+		require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", kind))
+	}
 }
