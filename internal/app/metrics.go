@@ -46,7 +46,10 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 	if d.rabbit != nil {
 		m.WatchRabbitMQTimer(d.rabbit)
 	}
-	m.WatchDB(d.db.DB)
+	m.WatchDB(defaultName(d.sources), d.db.DB)
+	for i, db := range d.unitDBs {
+		m.WatchDB(d.sources[i].name, db.DB) // OpenUnits' pools, one per source in order
+	}
 }
 
 // xxlObservers passes each event to every observer in turn (the registry

@@ -53,15 +53,16 @@ func TestOverdueGaugesPerUnit(t *testing.T) {
 }
 
 // With order.sources the gauges read per order database (delayed tasks,
-// refunds owed) are exported for mysql.dsn's ("default": no source is on it) and each
-// other source's, labelled with its source and read on a sampler of its
-// own: a source that does not answer fails its own sampler alone.
+// refunds owed) are exported for mysql.dsn's ("default": no source is on
+// it) and each other source's, labelled with its source and read on a
+// sampler of its own: a source that does not answer fails its own
+// sampler alone. Every pool's statistics carry the source it serves.
 func TestDatabaseGaugesPerSource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, other := dbtest.New(t), dbtest.New(t)
 	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
-		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: order_info}]`, deadDSN(t), other.DSN)))
+		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, maxOpenConns: 3, tables: order_info}]`, deadDSN(t), other.DSN)))
 	require.NoError(t, err)
 	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
 	require.NoError(t, err)
@@ -88,6 +89,10 @@ func TestDatabaseGaugesPerSource(t *testing.T) {
 		_, ok := s.Value(n, "source", "a")
 		require.False(t, ok, "no %s of a source never read", n)
 	}
+	require.Equal(t, 3.0, seriesValue(t, s, "go_sql_max_open_connections", "source", "b", "db_name", "orders"))
+	require.Positive(t, seriesValue(t, s, "go_sql_open_connections", "source", "b"))
+	require.Equal(t, float64(cfg.MySQL.MaxOpenConns), seriesValue(t, s, "go_sql_max_open_connections", "source", "a"))
+	require.Equal(t, float64(cfg.MySQL.MaxOpenConns), seriesValue(t, s, "go_sql_max_open_connections", "source", "default"))
 
 	s = scrape() // the error counters are collected beside the samplers: counted by the next scrape
 	require.Positive(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "delay:a"))
@@ -98,6 +103,47 @@ func TestDatabaseGaugesPerSource(t *testing.T) {
 	require.Zero(t, seriesValue(t, s, metrics.SamplerErrorsTotal, "sampler", "refunds"))
 	require.Equal(t, 2.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "b"), "b's gauges stay while a fails")
 	require.Equal(t, 1.0, seriesValue(t, s, metrics.OrdersRefundsOwed, "source", "b"), "b's gauges stay while a fails")
+}
+
+// A source on mysql.dsn's database shares its delayed-task and refunds
+// series, labelled with the source's name as its relay is; mysql.dsn's
+// own pool is "default" beside the source's pool.
+func TestDatabaseGaugesOfASourceOnHome(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home, other := dbtest.New(t), dbtest.New(t)
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
+		fmt.Sprintf(`[{name: b, dsn: %q, tables: order_info}, {name: c, dsn: %q, tables: order_info}]`, other.DSN, home.DSN)))
+	require.NoError(t, err)
+	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+	_, err = home.ExecContext(ctx, `INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at) VALUES ('wx-1', 'H-1', 1, NOW(3))`)
+	require.NoError(t, err)
+
+	s := serveMetrics(t, d)()
+	require.Equal(t, 1.0, seriesValue(t, s, metrics.OrdersRefundsOwed, "source", "c"))
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.OrdersRefundsOwed, "source", "b"))
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "c"))
+	require.Equal(t, 0.0, seriesValue(t, s, metrics.DelayTasksDue, "source", "b"))
+	for _, n := range []string{metrics.DelayTasksDue, metrics.OrdersRefundsOwed} {
+		_, ok := s.Value(n, "source", "default")
+		require.False(t, ok, "mysql.dsn's %s is c's", n)
+	}
+	for _, src := range []string{"default", "b", "c"} {
+		seriesValue(t, s, "go_sql_max_open_connections", "source", src)
+	}
+}
+
+// What is mysql.dsn's alone is named "default" unless an order source is.
+func TestDefaultName(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "default", homeName(nil))
+	require.Equal(t, "default", defaultName([]sourceDB{{name: "a", home: true}}))
+	require.Equal(t, "a", homeName([]sourceDB{{name: "b"}, {name: "a", home: true}}))
+	named := []sourceDB{{name: "default"}, {name: "b"}}
+	require.Equal(t, "mysql.dsn", homeName(named))
+	require.Equal(t, "mysql.dsn", defaultName(named))
 }
 
 // serveMetrics serves the metrics serve watches of d (watchServe), read

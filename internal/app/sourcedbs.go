@@ -44,13 +44,25 @@ func sourceDBs(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB) ([]sourceDB, e
 }
 
 // homeName names mysql.dsn's database where what is kept per order
-// database is told apart by source (the outbox relays, the delayed-task,
-// refunds and pool metrics): the first order source on it, else
-// "default".
+// database is told apart by source (the outbox relays, the delayed-task
+// and refunds metrics): the first order source on it, else
+// defaultName's.
 func homeName(sdbs []sourceDB) string {
 	for _, s := range sdbs {
 		if s.home {
 			return s.name
+		}
+	}
+	return defaultName(sdbs)
+}
+
+// defaultName names what is mysql.dsn's alone, its database or its own
+// pool, beside the order sources sdbs: "default", or "mysql.dsn" when an
+// order source is named so (its series would collide).
+func defaultName(sdbs []sourceDB) string {
+	for _, s := range sdbs {
+		if s.name == config.DefaultSourceName {
+			return "mysql.dsn"
 		}
 	}
 	return config.DefaultSourceName

@@ -20,7 +20,7 @@ import (
 // owed) are exported for each, labelled with its source: mysql.dsn's
 // ("default") on the samplers "delay" and "refunds", another's on
 // samplers of its own, which keep failing alone while its database does
-// not answer.
+// not answer. Each pool's statistics carry the source too.
 func TestDatabaseGaugesPerSource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -60,6 +60,10 @@ func TestDatabaseGaugesPerSource(t *testing.T) {
 	m.WatchRefunds("default", refunds.New(home.DB))
 	m.WatchRefunds("s1", s1Refunds)
 	m.WatchRefunds("down", refunds.New(down))
+	s1.SetMaxOpenConns(3)
+	m.WatchDB("default", home.DB.DB)
+	m.WatchDB("s1", s1.DB.DB)
+	m.WatchDB("down", down.DB)
 	s := scrape(t, m)
 	require.Equal(t, 1.0, value(t, s, metrics.DelayTasks, "source", "default", "status", "PENDING"))
 	require.Equal(t, 3.0, value(t, s, metrics.DelayTasks, "source", "s1", "status", "PENDING"))
@@ -94,6 +98,10 @@ func TestDatabaseGaugesPerSource(t *testing.T) {
 		return value(t, s, metrics.DelayTasksDue, "source", "s1") == 4 && value(t, s, metrics.OrdersRefundsOwed, "source", "s1") == 1
 	}, 5*time.Second, 5*time.Millisecond)
 	s = scrape(t, m)
+	require.Equal(t, 3.0, value(t, s, "go_sql_max_open_connections", "source", "s1", "db_name", "orders"))
+	require.Positive(t, value(t, s, "go_sql_open_connections", "source", "s1"), "s1's samplers used its pool")
+	require.Positive(t, value(t, s, "go_sql_open_connections", "source", "default"))
+	require.Zero(t, value(t, s, "go_sql_max_open_connections", "source", "down"), "down's pool, unlimited")
 	for _, kind := range []string{"delay", "refunds"} {
 		require.Positive(t, value(t, s, metrics.SamplerErrorsTotal, "sampler", kind+":down"))
 		require.Equal(t, 0.0, value(t, s, metrics.SamplerErrorsTotal, "sampler", kind+":s1"))
