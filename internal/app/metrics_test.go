@@ -135,15 +135,30 @@ func TestDatabaseGaugesOfASourceOnHome(t *testing.T) {
 	}
 }
 
-// What is mysql.dsn's alone is named "default" unless an order source is.
+// What is mysql.dsn's alone is named "default" unless an order source
+// is: then "mysql.dsn", and both are exported side by side, in outbox
+// mode too.
 func TestDefaultName(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "default", homeName(nil))
 	require.Equal(t, "default", defaultName([]sourceDB{{name: "a", home: true}}))
 	require.Equal(t, "a", homeName([]sourceDB{{name: "b"}, {name: "a", home: true}}))
-	named := []sourceDB{{name: "default"}, {name: "b"}}
-	require.Equal(t, "mysql.dsn", homeName(named))
-	require.Equal(t, "mysql.dsn", defaultName(named))
+
+	home, other := dbtest.New(t), dbtest.New(t)
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, map[string]string{"ORDER_COMPENSATION_MODE": "outbox",
+		"ORDER_COMPENSATION_INVENTORY_URL": "http://127.0.0.1:1/stock", "ORDER_COMPENSATION_COUPON_URL": "http://127.0.0.1:1/coupon"},
+		fmt.Sprintf(`[{name: default, dsn: %q, tables: order_info}]`, other.DSN)))
+	require.NoError(t, err)
+	d, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+	s := serveMetrics(t, d)()
+	for _, src := range []string{"mysql.dsn", "default"} {
+		seriesValue(t, s, metrics.DelayTasksDue, "source", src)
+		seriesValue(t, s, metrics.OrdersRefundsOwed, "source", src)
+		seriesValue(t, s, metrics.OutboxPending, "source", src)
+		seriesValue(t, s, "go_sql_max_open_connections", "source", src)
+	}
 }
 
 // serveMetrics serves the metrics serve watches of d (watchServe), read
