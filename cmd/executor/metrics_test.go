@@ -131,8 +131,8 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	require.Positive(t, get(metrics.OrdersOverdueOldestAge, unit...))
 	require.Equal(t, dead, get(metrics.OrdersDeadLetters, "stage", "close", "status", "waiting"))
 	require.Equal(t, 0.0, get(metrics.OrdersDeadLetters, "stage", "close", "status", "parked"))
-	require.Equal(t, 0.0, get(metrics.DelayTasks, "status", "PENDING"))
-	require.Positive(t, get("go_sql_open_connections", "db_name", "orders"))
+	require.Equal(t, 0.0, get(metrics.DelayTasks, "source", "default", "status", "PENDING"))
+	require.Positive(t, get("go_sql_open_connections", "source", "default", "db_name", "orders"))
 
 	// Nothing served that alerts and dashboards could not know of.
 	names := map[string]bool{}

@@ -31,15 +31,25 @@ func watchServe(m *metrics.Metrics, exec *xxljob.Executor, d *Deps) {
 		m.WatchExecutor(exec)
 	}
 	m.WatchOrders(d.units, d.retry)
-	m.WatchRefunds(refunds.New(d.db))
+	home := homeName(d.sources)
+	m.WatchRefunds(home, refunds.New(d.db))
+	for _, s := range otherDatabases(d.sources) {
+		m.WatchRefunds(s.name, refunds.New(s.db))
+	}
 	for _, r := range d.relays {
 		m.WatchRelay(r.Source, r.Relay)
 	}
-	m.WatchDispatcher(d.delay)
+	m.WatchDispatcher(home, d.delay)
+	for _, s := range d.delaySources {
+		m.WatchDispatcher(s.name, s.delay)
+	}
 	if d.rabbit != nil {
 		m.WatchRabbitMQTimer(d.rabbit)
 	}
-	m.WatchDB(d.db.DB)
+	m.WatchDB(defaultName(d.sources), d.db.DB)
+	for i, db := range d.unitDBs {
+		m.WatchDB(d.sources[i].name, db.DB) // OpenUnits' pools, one per source in order
+	}
 }
 
 // xxlObservers passes each event to every observer in turn (the registry

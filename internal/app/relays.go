@@ -35,24 +35,13 @@ func newRelays(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	homeName := config.DefaultSourceName
-	for _, s := range sdbs {
-		if s.home {
-			homeName = s.name
-			break
-		}
-	}
-	r, err := newRelay(home, cfg, relayLogger(cfg, logger, homeName))
+	name := homeName(sdbs)
+	r, err := newRelay(home, cfg, relayLogger(cfg, logger, name))
 	if err != nil {
 		return nil, err
 	}
-	relays := []sourceRelay{{Source: homeName, Relay: r}}
-	served := map[string]bool{}
-	for _, s := range sdbs {
-		if s.home || served[s.dsn] {
-			continue
-		}
-		served[s.dsn] = true
+	relays := []sourceRelay{{Source: name, Relay: r}}
+	for _, s := range otherDatabases(sdbs) {
 		r, err := newRelay(s.db, cfg, relayLogger(cfg, logger, s.name))
 		if err != nil {
 			return nil, fmt.Errorf("order source %s: %w", s.name, err)

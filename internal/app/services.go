@@ -30,6 +30,7 @@ type Deps struct {
 	units     []*orders.Closer     // orderTimeoutCloseJob's: closer, or one per table of order.sources
 	retry     []*orders.Closer     // deadLetterRetryJob's (RetryUnits)
 	unitDBs   []*sqlx.DB           // the databases of order.sources
+	sources   []sourceDB           // the order sources with their pools (sourceDBs); none without order.sources
 	delay     *delay.Dispatcher    // mysql.dsn's database's; built, not started: serve starts it
 	rabbit    *delay.RabbitMQTimer // delay.timer rabbitmq: started by Open (it connects in the background), stopped by Close
 	// delaySources are the delayed tasks of the other order databases
@@ -91,6 +92,11 @@ func (d *Deps) build(ctx context.Context, cfg *config.Config, logger *slog.Logge
 	d.units, d.lifeUnits, d.unitDBs = units.Closers, units.Lifecycle, units.DBs
 	if err != nil {
 		return err
+	}
+	if len(cfg.Order.Sources) > 0 {
+		if d.sources, err = sourceDBs(cfg, d.db, d.unitDBs); err != nil {
+			return err
+		}
 	}
 	if d.retry, err = RetryUnits(cfg, d.closer, d.units); err != nil {
 		return err

@@ -43,6 +43,45 @@ func sourceDBs(cfg *config.Config, home *sqlx.DB, dbs []*sqlx.DB) ([]sourceDB, e
 	return out, nil
 }
 
+// homeName names mysql.dsn's database where what is kept per order
+// database is told apart by source (the outbox relays, the delayed-task
+// and refunds metrics): the first order source on it, else
+// defaultName's.
+func homeName(sdbs []sourceDB) string {
+	for _, s := range sdbs {
+		if s.home {
+			return s.name
+		}
+	}
+	return defaultName(sdbs)
+}
+
+// defaultName names what is mysql.dsn's alone, its database or its own
+// pool, beside the order sources sdbs: "default", or "mysql.dsn" when an
+// order source is named so (its series would collide).
+func defaultName(sdbs []sourceDB) string {
+	for _, s := range sdbs {
+		if s.name == config.DefaultSourceName {
+			return "mysql.dsn"
+		}
+	}
+	return config.DefaultSourceName
+}
+
+// otherDatabases are the order databases other than mysql.dsn's, each
+// once, named by the first source on it, in order.sources' order.
+func otherDatabases(sdbs []sourceDB) []sourceDB {
+	var out []sourceDB
+	seen := map[string]bool{}
+	for _, s := range sdbs {
+		if !s.home && !seen[s.dsn] {
+			seen[s.dsn] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // sourcedViews builds an operator view on the database of every order
 // source (sdbs, from sourceDBs), for the API routes that take ?source=:
 // home's (mysql.dsn's) serves a request without it and every source on

@@ -59,7 +59,7 @@ func TestBacklogGauges(t *testing.T) {
 	m.WatchOrders([]*orders.Closer{closer}, nil)
 	m.WatchRelay("default", relay)
 	refunds := refunds.New(db.DB)
-	m.WatchRefunds(refunds)
+	m.WatchRefunds("default", refunds)
 
 	s := scrape(t, m)
 	require.Equal(t, 2.0, value(t, s, metrics.OutboxPending))

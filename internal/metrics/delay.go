@@ -26,8 +26,6 @@ const (
 type delayMetrics struct {
 	attempts *prometheus.CounterVec
 	lateness *prometheus.HistogramVec
-
-	tasks, due, oldestAge, stuck *prometheus.Desc
 }
 
 func newDelayMetrics(m *Metrics) delayMetrics {
@@ -37,13 +35,6 @@ func newDelayMetrics(m *Metrics) delayMetrics {
 		lateness: m.histogramVec(DelayLatenessSeconds,
 			"Time from a delayed task's due time to the start of its attempt, on the database clock, by handler.",
 			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900}, "handler"),
-		tasks: prometheus.NewDesc(DelayTasks, "Delayed tasks in job_delay_task, by status (sampled).", []string{"status"}, nil),
-		due: prometheus.NewDesc(DelayTasksDue,
-			"PENDING delayed tasks already due: the backlog (sampled).", nil, nil),
-		oldestAge: prometheus.NewDesc(DelayTasksOldestDueAge,
-			"How long the oldest due PENDING task has been due (0: none; sampled).", nil, nil),
-		stuck: prometheus.NewDesc(DelayTasksStuckRunning,
-			"Tasks RUNNING longer than the running timeout, waiting to be recovered (sampled).", nil, nil),
 	}
 	for _, n := range []string{DelayTasks, DelayTasksDue, DelayTasksOldestDueAge, DelayTasksStuckRunning, DelayClaimsTotal, DelayRecoveredTotal} {
 		k := kindGauge
@@ -59,36 +50,46 @@ func newDelayMetrics(m *Metrics) delayMetrics {
 // Delay returns the observer for delay.Config.Observer.
 func (m *Metrics) Delay() delay.Observer { return delayObserver{&m.delay} }
 
-// WatchDispatcher exports d's claim and recovery totals, and samples its
-// table (counts by status, backlog, stuck claims) at most every
-// DelaySampleInterval.
-func (m *Metrics) WatchDispatcher(d *delay.Dispatcher) {
+// WatchDispatcher exports the claim and recovery totals of d, the
+// dispatcher of the order database named source ("default" for
+// mysql.dsn's when no order source is on it), and samples its table
+// (counts by status, backlog, stuck claims) at most every
+// DelaySampleInterval. Every series carries source; each dispatcher's
+// table is read on a sampler of its own ("delay", or "delay:SOURCE"), so
+// a database that does not answer leaves the others' gauges fresh. Call
+// it once per dispatcher.
+func (m *Metrics) WatchDispatcher(source string, d *delay.Dispatcher) {
+	src := prometheus.Labels{"source": source}
 	m.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: DelayClaimsTotal, Help: "Delayed tasks claimed by this dispatcher (timer and sweep).",
+			Name: DelayClaimsTotal, Help: "Delayed tasks claimed by this dispatcher (timer and sweep), by order database.", ConstLabels: src,
 		}, func() float64 { return float64(d.Counters().Claimed) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: DelayRecoveredTotal, Help: "Stuck RUNNING tasks this dispatcher recovered (to PENDING or FAILED).",
+			Name: DelayRecoveredTotal, Help: "Stuck RUNNING tasks this dispatcher recovered (to PENDING or FAILED), by order database.", ConstLabels: src,
 		}, func() float64 { return float64(d.Counters().Recovered) }),
 	)
-	dm := &m.delay
+	tasks := prometheus.NewDesc(DelayTasks, "Delayed tasks in job_delay_task, by order database and status (sampled).", []string{"status"}, src)
+	gauges := descs(src, []gaugeDef{
+		{DelayTasksDue, "PENDING delayed tasks already due: the backlog, by order database (sampled)."},
+		{DelayTasksOldestDueAge, "How long the oldest due PENDING task has been due, by order database (0: none; sampled)."},
+		{DelayTasksStuckRunning, "Tasks RUNNING longer than the running timeout, waiting to be recovered, by order database (sampled)."},
+	})
 	c := d.Client()
-	m.reg.MustRegister(m.newSampler("delay", m.cfg.DelaySampleInterval,
-		[]*prometheus.Desc{dm.tasks, dm.due, dm.oldestAge, dm.stuck},
+	m.reg.MustRegister(m.newSampler(samplerName("delay", source), m.cfg.DelaySampleInterval, append(gauges, tasks),
 		func(ctx context.Context) ([]prometheus.Metric, error) {
 			s, err := c.Stats(ctx)
 			if err != nil {
 				return nil, err
 			}
-			out := make([]prometheus.Metric, 0, len(delay.Statuses)+3)
+			out := make([]prometheus.Metric, 0, len(delay.Statuses)+len(gauges))
 			for _, st := range delay.Statuses {
-				out = append(out, prometheus.MustNewConstMetric(dm.tasks, prometheus.GaugeValue, float64(s.Counts[st]), string(st)))
+				out = append(out, prometheus.MustNewConstMetric(tasks, prometheus.GaugeValue, float64(s.Counts[st]), string(st)))
 			}
-			return append(out,
-				prometheus.MustNewConstMetric(dm.due, prometheus.GaugeValue, float64(s.DueNow)),
-				prometheus.MustNewConstMetric(dm.oldestAge, prometheus.GaugeValue, max(time.Duration(s.OldestDueAge), 0).Seconds()),
-				prometheus.MustNewConstMetric(dm.stuck, prometheus.GaugeValue, float64(s.StuckRunning)),
-			), nil
+			values := [...]float64{float64(s.DueNow), max(time.Duration(s.OldestDueAge), 0).Seconds(), float64(s.StuckRunning)}
+			for i, g := range gauges {
+				out = append(out, prometheus.MustNewConstMetric(g, prometheus.GaugeValue, values[i]))
+			}
+			return out, nil
 		}))
 }
 

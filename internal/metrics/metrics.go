@@ -221,9 +221,12 @@ func result(err error) string {
 	return "ok"
 }
 
-// WatchDB exports the MySQL connection pool's statistics (go_sql_*).
-func (m *Metrics) WatchDB(db *sql.DB) {
-	m.reg.MustRegister(collectors.NewDBStatsCollector(db, "orders"))
+// WatchDB exports the statistics (go_sql_*, db_name "orders") of db, the
+// MySQL connection pool of the order source named source ("default":
+// mysql.dsn's own), labelled with it. Call it once per pool.
+func (m *Metrics) WatchDB(source string, db *sql.DB) {
+	src := prometheus.WrapRegistererWith(prometheus.Labels{"source": source}, m.reg)
+	src.MustRegister(collectors.NewDBStatsCollector(db, "orders"))
 }
 
 // noConnector is a driver.Connector that never connects: Names builds a

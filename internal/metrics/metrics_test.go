@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/metrics"
@@ -22,6 +23,13 @@ func scrape(t *testing.T, m *metrics.Metrics) metricstest.Samples {
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	return metricstest.Scrape(t, srv.URL)
+}
+
+// downDB is a pool on a database that never answers.
+func downDB(t *testing.T) *sqlx.DB {
+	db := sqlx.MustOpen("mysql", "root@tcp(127.0.0.1:1)/down?parseTime=true&timeout=2s")
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 func value(t *testing.T, s metricstest.Samples, name string, labels ...string) float64 {

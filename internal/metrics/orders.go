@@ -130,10 +130,6 @@ type sourceOrders struct {
 
 // sampler reads s's gauges, "orders" or "orders:SOURCE" (WatchOrders).
 func (s *sourceOrders) sampler(m *Metrics) *sampler {
-	name := "orders"
-	if s.name != orders.DefaultSourceName {
-		name += ":" + s.name
-	}
 	source := prometheus.Labels{"source": s.name}
 	overdue := prometheus.NewDesc(OrdersOverdueUnpaid,
 		"Unpaid orders past their deadline that the sweep would close, by order source and table (capped at 10000 per table; sampled).",
@@ -150,7 +146,7 @@ func (s *sourceOrders) sampler(m *Metrics) *sampler {
 		letters = deadLettersDesc(s.name)
 		descs = append(descs, letters)
 	}
-	return m.newSampler(name, m.cfg.SampleInterval, descs, func(ctx context.Context) ([]prometheus.Metric, error) {
+	return m.newSampler(samplerName("orders", s.name), m.cfg.SampleInterval, descs, func(ctx context.Context) ([]prometheus.Metric, error) {
 		var out []prometheus.Metric
 		for _, u := range s.units {
 			n, oldest, err := u.Overdue(ctx)

@@ -46,8 +46,7 @@ func TestOrderGaugesPerSource(t *testing.T) {
 		require.NoError(t, err)
 		return c
 	}
-	down := sqlx.MustOpen("mysql", "root@tcp(127.0.0.1:1)/down?parseTime=true&timeout=2s")
-	t.Cleanup(func() { down.Close() })
+	down := downDB(t)
 	homeUnit := closerOn(home.DB, orders.DefaultSourceName, "order_info")
 	s1Units := []*orders.Closer{closerOn(s1.DB, "s1", "order_info"), closerOn(s1.DB, "s1", "order_info_1")}
 	downUnit := closerOn(down, "down", "order_info")

@@ -42,23 +42,13 @@ func (m *Metrics) WatchRelay(source string, r *outbox.Relay) {
 		ch <- prometheus.MustNewConstMetric(claimsLost, prometheus.CounterValue, float64(s.ClaimsLost))
 		ch <- prometheus.MustNewConstMetric(passErrors, prometheus.CounterValue, float64(s.PassErrors))
 	}})
-	m.reg.MustRegister(gaugeSampler(m, outboxSampler(source), src, []gaugeDef{
+	m.reg.MustRegister(gaugeSampler(m, samplerName("outbox", source), src, []gaugeDef{
 		{OutboxPending, "Outbox events not yet delivered to the inventory and coupon services, all relays' (sampled)."},
 		{OutboxOldestPendingAge, "How long ago the oldest undelivered outbox event was written (0: none; sampled)."},
 		{OutboxParked, "Outbox events the relays stopped trying (a permanent answer, or outbox.maxAttempts failures): an operator must look and requeue (sampled)."},
 	}, r.Backlog, func(b outbox.Backlog) []float64 {
 		return []float64{float64(b.Pending), b.OldestAge.Seconds(), float64(b.Parked)}
 	}))
-}
-
-// outboxSampler names the backlog sampler of source's relay in
-// executor_metrics_sample_errors_total: "outbox" as before for mysql.dsn's
-// database alone, "outbox:NAME" for an order source's.
-func outboxSampler(source string) string {
-	if source == "default" {
-		return "outbox"
-	}
-	return "outbox:" + source
 }
 
 // labelled is a count with the label value it is exported under.

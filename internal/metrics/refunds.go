@@ -3,6 +3,8 @@ package metrics
 import (
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/orderjob/executor/orders/refunds"
 )
 
@@ -15,13 +17,18 @@ const (
 )
 
 // WatchRefunds samples the refunds owed (the same figures executor refunds
-// owed prints) at most every SampleInterval.
-func (m *Metrics) WatchRefunds(r *refunds.Ops) {
-	m.reg.MustRegister(gaugeSampler(m, "refunds", nil, []gaugeDef{
-		{OrdersPaymentConflicts, "Payments recorded in payment_conflict, refunded or not: late payments of closed orders and second payments of paid ones, one per payment id (sampled)."},
-		{OrdersRefundsOwed, "Payments in payment_conflict not yet recorded as refunded (sampled)."},
-		{OrdersRefundsOwedAmount, "Sum of the payments owed back, in the currency's main unit (sampled)."},
-		{OrdersRefundsOwedOldestAge, "How long ago the oldest payment still owed back was recorded (0: none; sampled)."},
+// owed prints) in r, the payment_conflict table of the order database
+// named source ("default" for mysql.dsn's when no order source is on it),
+// at most every SampleInterval. Every series carries source; each
+// database is read on a sampler of its own ("refunds", or
+// "refunds:SOURCE"), so one that does not answer leaves the others'
+// gauges fresh. Call it once per order database.
+func (m *Metrics) WatchRefunds(source string, r *refunds.Ops) {
+	m.reg.MustRegister(gaugeSampler(m, samplerName("refunds", source), prometheus.Labels{"source": source}, []gaugeDef{
+		{OrdersPaymentConflicts, "Payments recorded in payment_conflict, refunded or not: late payments of closed orders and second payments of paid ones, one per payment id, by order database (sampled)."},
+		{OrdersRefundsOwed, "Payments in payment_conflict not yet recorded as refunded, by order database (sampled)."},
+		{OrdersRefundsOwedAmount, "Sum of the payments owed back, in the currency's main unit, by order database (sampled)."},
+		{OrdersRefundsOwedOldestAge, "How long ago the oldest payment still owed back was recorded, by order database (0: none; sampled)."},
 	}, r.Owed, func(o refunds.Summary) []float64 {
 		sum, err := strconv.ParseFloat(o.Amount, 64)
 		if err != nil {

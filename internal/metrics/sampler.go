@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/orderjob/executor/orders"
 )
 
 // Metric names of the samplers themselves.
@@ -79,6 +81,18 @@ func (s *sampler) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range s.last {
 		ch <- m
 	}
+}
+
+// samplerName names, in executor_sampler_errors_total, the sampler of kind
+// ("orders", "delay", "outbox", "refunds") reading the database of the
+// order source named source: kind alone, as before order.sources, for
+// the default one (mysql.dsn's when no source is on it), "kind:SOURCE"
+// for another.
+func samplerName(kind, source string) string {
+	if source == orders.DefaultSourceName {
+		return kind
+	}
+	return kind + ":" + source
 }
 
 // gaugeDef names and explains one sampled series.
