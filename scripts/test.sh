@@ -78,10 +78,13 @@ check_tools() {
     fatal "missing ${cmds// /, } and no apt-get here: install the Debian packages $pkgs (or their equivalents), then make test again"
   echo "installing the Debian packages $pkgs (for ${cmds// /, })"
   log=$(mktemp)
+  # Another apt (an unattended upgrade, a second install) holding dpkg's
+  # lock is waited for, up to 10 min, instead of failing at once.
+  local apt="apt-get -o DPkg::Lock::Timeout=600"
   # shellcheck disable=SC2086 # the packages are words
-  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $pkgs >"$log" 2>&1; then
+  if ! DEBIAN_FRONTEND=noninteractive $apt install -y -q --no-install-recommends $pkgs >"$log" 2>&1; then
     # shellcheck disable=SC2086
-    { DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $pkgs; } >>"$log" 2>&1 ||
+    { DEBIAN_FRONTEND=noninteractive $apt update -q && DEBIAN_FRONTEND=noninteractive $apt install -y -q --no-install-recommends $pkgs; } >>"$log" 2>&1 ||
       fatal "$install failed (its output: $log): run it yourself and mend what it says, then make test again"
   fi
   rm -f "$log"
