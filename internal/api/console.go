@@ -53,7 +53,8 @@ type ConsoleConfig struct {
 	// reading order data offer by name (?source=); none: DB alone, and no
 	// choice is shown.
 	Sources []ConsoleSource
-	// Tasks reads and acts on delayed tasks; nil leaves them out.
+	// Tasks reads and acts on the delayed tasks of mysql.dsn's database;
+	// nil leaves the task pages out (each ConsoleSource's Tasks too).
 	Tasks *delay.Client
 	// Mode is the close path's compensation mode (the order page shows
 	// stock and coupons in local mode, outbox events in outbox mode).

@@ -283,17 +283,6 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 	return q, nil
 }
 
-// listQuery reads a list's query parameters (query) and the cursor of its
-// page (after).
-func listQuery(r *http.Request, allowed ...string) (url.Values, oplist.Cursor, error) {
-	q, err := query(r, allowed...)
-	if err != nil {
-		return nil, oplist.Cursor{}, err
-	}
-	after, err := oplist.ParseCursor(q.Get("after"))
-	return q, after, err
-}
-
 // sinceParam reads a time-range bound: a database wall-clock time or a
 // duration back from now.
 func sinceParam(q url.Values, field string, now time.Time) (time.Time, error) {
@@ -480,20 +469,34 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {
 }
 
 func (c *Console) taskList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, after, err := listQuery(r, "status", "handler", "bizUuid", "traceId", "after")
+	q, v, after, err := c.sourcedListQuery(r, "status", "handler", "bizUuid", "traceId", "after")
 	var p delay.TaskPage
 	if err == nil {
-		p, err = c.cfg.Tasks.Page(r.Context(), delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))),
+		p, err = v.tasks.Page(r.Context(), delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))),
 			Handler: q.Get("handler"), BizUUID: q.Get("bizUuid"), TraceID: q.Get("traceId"), After: after})
 	}
-	c.renderList(w, r, op, err, "tasks", pageData{Title: "Delayed tasks", Nav: "tasks"},
+	c.renderList(w, r, op, err, "tasks", pageData{Title: "Delayed tasks", Nav: "tasks", Sourced: true},
 		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Tasks}, p.Next)
 }
 
-func (c *Console) taskDetail(w http.ResponseWriter, r *http.Request, op *session) {
-	t, err := c.cfg.Tasks.Get(r.Context(), r.PathValue("bizUuid"))
+// task reads the task of the path's bizUuid in the request's source;
+// false when it answered that it could not.
+func (c *Console) task(w http.ResponseWriter, r *http.Request, op *session) (*delay.Client, *delay.Task, bool) {
+	v, err := c.viewsOf(r)
+	var t *delay.Task
+	if err == nil {
+		t, err = v.tasks.Get(r.Context(), r.PathValue("bizUuid"))
+	}
 	if err != nil {
-		c.failLookup(w, r, op, err, "delayed task with bizUuid "+r.PathValue("bizUuid"))
+		c.failLookup(w, r, op, err, inSource(r, "delayed task with bizUuid "+r.PathValue("bizUuid")))
+		return nil, nil, false
+	}
+	return v.tasks, t, true
+}
+
+func (c *Console) taskDetail(w http.ResponseWriter, r *http.Request, op *session) {
+	_, t, ok := c.task(w, r, op)
+	if !ok {
 		return
 	}
 	c.render(w, r, http.StatusOK, "task", op, pageData{Title: "Task " + t.BizUUID, Nav: "tasks", Data: t})
