@@ -76,7 +76,6 @@ type Console struct {
 	pristine map[string]*template.Template // never executed: cloned for a page of a source
 	sessions *sessions                     // nil when the console is off
 	guard    *authguard.Guard
-	home     *orderViews // mysql.dsn's database
 	views    Sourced[*orderViews]
 	sources  []string // the names of order.sources, in order
 	offWhy   string
@@ -118,7 +117,6 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 	if c.views, c.sources, err = consoleViews(cfg); err != nil {
 		return nil, err
 	}
-	c.home = c.views.Home
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
 	}

@@ -265,8 +265,8 @@ func TestConsoleRefundsOfSource(t *testing.T) {
 	require.Regexp(t, `"target":"pay-S-1",[^\n]*"source":"db1"`, w.log.String())
 }
 
-// The close runs page lists the runs recorded in the chosen source's
-// database; the overview keeps mysql.dsn's.
+// The close runs page and the overview list the runs recorded in the
+// chosen source's database.
 func TestConsoleRunsOfSource(t *testing.T) {
 	t.Parallel()
 	w := newSourcesWorld(t)
@@ -275,6 +275,7 @@ func TestConsoleRunsOfSource(t *testing.T) {
 		{"/console/runs?source=db1", "run of S-1", "run of H-1"},
 		{"/console/runs", "run of H-1", "run of S-1"},
 		{"/console/", "run of H-1", "run of S-1"},
+		{"/console/?source=db1", "run of S-1", "run of H-1"},
 	} {
 		p := w.b.get(tc.path)
 		require.Equal(t, http.StatusOK, p.status, p.body)
@@ -324,6 +325,48 @@ func TestConsoleTasksOfSource(t *testing.T) {
 	require.Equal(t, "FAILED", taskStatusOf(t, w.home, "task-H-1"))
 }
 
+// The overview's cards count the chosen source's database and link into
+// its lists; the fulfilment flags list its flags.
+func TestConsoleOverviewOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+	ctx := context.Background()
+	for _, stmt := range []string{
+		`INSERT INTO order_dead_letter (order_no, order_table, stage, status, last_error, attempts, next_retry_at)
+			VALUES ('S-2', 'order_info_1', 'close', 'parked', 'boom', 8, NOW(3)), ('S-3', 'order_info_1', 'close', 'parked', 'boom', 8, NOW(3))`,
+		`INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
+			VALUES (1, 'S-1', 9, NOW(3) - INTERVAL 8 DAY, NOW(3) - INTERVAL 1 DAY, NOW(3))`,
+	} {
+		_, err := w.other.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+
+	p := w.b.get("/console/?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/dead-letters?status=parked&amp;source=db1">3</a>`, "db1's 3 parked letters")
+	require.Contains(t, p.body, `<a href="/console/refunds?status=owed&amp;source=db1">1</a>`)
+	require.Contains(t, p.body, `<a href="/console/tasks?status=FAILED&amp;source=db1">1</a>`)
+	require.Contains(t, p.body, `<a href="/console/fulfilment?source=db1">1</a>`, "db1's flag")
+	require.Contains(t, p.body, `href="/console/runs?source=db1"`)
+	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
+	require.NotContains(t, p.body, "Could not read")
+	p = w.b.get("/console/")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/dead-letters?status=parked">1</a>`, "mysql.dsn's 1 parked letter")
+	require.Contains(t, p.body, `<a href="/console/fulfilment">0</a>`)
+	require.NotContains(t, p.body, "source=db1")
+
+	p = w.b.get("/console/fulfilment?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/orders/S-1?source=db1">S-1</a>`)
+	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`, "the filter form keeps the source")
+	require.Contains(t, p.body, `href="/console/fulfilment?open=true&amp;source=db1"`, "the navigation stays in the source")
+	p = w.b.get("/console/fulfilment")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.NotContains(t, p.body, "S-1")
+	require.Contains(t, p.body, "No flag matches")
+}
+
 // An unknown source is a 400 page naming the sources; without
 // order.sources the pages offer no choice.
 func TestConsoleUnknownSource(t *testing.T) {
@@ -332,7 +375,8 @@ func TestConsoleUnknownSource(t *testing.T) {
 	for _, path := range []string{"/console/dead-letters?source=nope", "/console/outbox?source=nope",
 		"/console/orders/S-1?source=nope", "/console/orders?source=nope", "/console/dead-letters/1?source=nope",
 		"/console/refunds?source=nope", "/console/refunds/pay-S-1?source=nope", "/console/runs?source=nope",
-		"/console/tasks?source=nope", "/console/tasks/task-S-1?source=nope"} {
+		"/console/tasks?source=nope", "/console/tasks/task-S-1?source=nope", "/console/?source=nope",
+		"/console/fulfilment?source=nope"} {
 		p := w.b.get(path)
 		require.Equal(t, http.StatusBadRequest, p.status, path)
 		require.Contains(t, p.body, `source: source &#34;nope&#34; is not an order source (the sources: db0, db1)`, path)

@@ -23,7 +23,7 @@ import (
 )
 
 // serve's console offers the order sources: ?source=b reads b's database,
-// its delayed tasks among them, and looks an order up in b's order tables,
+// its delayed tasks and the overview's figures among them, and looks an order up in b's order tables,
 // a is mysql.dsn's.
 func TestConsoleReadsEverySource(t *testing.T) {
 	t.Parallel()
@@ -75,6 +75,10 @@ func TestConsoleReadsEverySource(t *testing.T) {
 	code, body = get("/console/tasks?source=a")
 	require.Equal(t, http.StatusOK, code, body)
 	require.NotContains(t, body, "task-b")
+	code, body = get("/console/?source=b")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<a href="/console/tasks?status=PENDING&amp;source=b">1</a>`, "b's pending task-b")
+	require.NotContains(t, body, "Could not read")
 	code, body = get("/console/dead-letters?source=c")
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, body, "(the sources: a, b)")
