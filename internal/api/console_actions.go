@@ -190,7 +190,7 @@ func (c *Console) taskCancel(w http.ResponseWriter, r *http.Request, op *session
 // source.
 func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session, verb, what string,
 	act func(tasks *delay.Client, ctx context.Context, bizUUID string) (*delay.Task, error)) {
-	tasks, before, ok := c.task(w, r, op)
+	v, before, ok := c.task(w, r, op)
 	if !ok {
 		return
 	}
@@ -200,7 +200,7 @@ func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session
 		What: []string{what}, Post: withSource(r, r.URL.Path), Back: back}) {
 		return
 	}
-	after, err := act(tasks, r.Context(), biz)
+	after, err := act(v.tasks, r.Context(), biz)
 	c.audit(r, op, verb+" delayed task", biz, err, append([]any{"trace_id", before.TraceID}, logSource(r)...)...)
 	if err != nil {
 		c.failErr(w, r, op, err)

@@ -490,17 +490,11 @@ func (c *Console) taskList(w http.ResponseWriter, r *http.Request, op *session) 
 
 // task reads the task of the path's bizUuid in the request's source;
 // false when it answered that it could not.
-func (c *Console) task(w http.ResponseWriter, r *http.Request, op *session) (*delay.Client, *delay.Task, bool) {
-	v, err := c.viewsOf(r)
-	var t *delay.Task
-	if err == nil {
-		t, err = v.tasks.Get(r.Context(), r.PathValue("bizUuid"))
-	}
-	if err != nil {
-		c.failLookup(w, r, op, err, inSource(r, "delayed task with bizUuid "+r.PathValue("bizUuid")))
-		return nil, nil, false
-	}
-	return v.tasks, t, true
+func (c *Console) task(w http.ResponseWriter, r *http.Request, op *session) (*orderViews, *delay.Task, bool) {
+	biz := r.PathValue("bizUuid")
+	return lookupIn(c, w, r, op, "delayed task with bizUuid "+biz, func(v *orderViews, ctx context.Context) (*delay.Task, error) {
+		return v.tasks.Get(ctx, biz)
+	})
 }
 
 func (c *Console) taskDetail(w http.ResponseWriter, r *http.Request, op *session) {
