@@ -53,7 +53,8 @@ type ConsoleConfig struct {
 	// reading order data offer by name (?source=); none: DB alone, and no
 	// choice is shown.
 	Sources []ConsoleSource
-	// Tasks reads and acts on delayed tasks; nil leaves them out.
+	// Tasks reads and acts on the delayed tasks of mysql.dsn's database;
+	// nil leaves the task pages out (each ConsoleSource's Tasks too).
 	Tasks *delay.Client
 	// Mode is the close path's compensation mode (the order page shows
 	// stock and coupons in local mode, outbox events in outbox mode).
@@ -75,7 +76,6 @@ type Console struct {
 	pristine map[string]*template.Template // never executed: cloned for a page of a source
 	sessions *sessions                     // nil when the console is off
 	guard    *authguard.Guard
-	home     *orderViews // mysql.dsn's database
 	views    Sourced[*orderViews]
 	sources  []string // the names of order.sources, in order
 	offWhy   string
@@ -117,7 +117,6 @@ func NewConsole(cfg ConsoleConfig, log *slog.Logger) (*Console, error) {
 	if c.views, c.sources, err = consoleViews(cfg); err != nil {
 		return nil, err
 	}
-	c.home = c.views.Home
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
 	}

@@ -179,29 +179,29 @@ func taskChanges(before, after *delay.Task) []change {
 }
 
 func (c *Console) taskRequeue(w http.ResponseWriter, r *http.Request, op *session) {
-	c.taskAction(w, r, op, "requeue", "status FAILED → PENDING with a fresh set of retries, due now", c.cfg.Tasks.Requeue)
+	c.taskAction(w, r, op, "requeue", "status FAILED → PENDING with a fresh set of retries, due now", (*delay.Client).Requeue)
 }
 
 func (c *Console) taskCancel(w http.ResponseWriter, r *http.Request, op *session) {
-	c.taskAction(w, r, op, "cancel", "status → CANCELLED: the task never runs", c.cfg.Tasks.Cancel)
+	c.taskAction(w, r, op, "cancel", "status → CANCELLED: the task never runs", (*delay.Client).Cancel)
 }
 
-// taskAction confirms and runs one action on a task.
+// taskAction confirms and runs one action on a task of the request's
+// source.
 func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session, verb, what string,
-	act func(ctx context.Context, bizUUID string) (*delay.Task, error)) {
+	act func(tasks *delay.Client, ctx context.Context, bizUUID string) (*delay.Task, error)) {
+	v, before, ok := c.task(w, r, op)
+	if !ok {
+		return
+	}
 	biz := r.PathValue("bizUuid")
-	before, err := c.cfg.Tasks.Get(r.Context(), biz)
-	if err != nil {
-		c.failLookup(w, r, op, err, "delayed task with bizUuid "+biz)
+	back := withSource(r, consolePath+"tasks/"+url.PathEscape(biz))
+	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("%s task %s (%s, now %s)", verb, biz, before.Handler, before.Status)),
+		What: []string{what}, Post: withSource(r, r.URL.Path), Back: back}) {
 		return
 	}
-	back := consolePath + "tasks/" + url.PathEscape(biz)
-	if !c.confirmedOr(w, r, op, confirmData{Action: fmt.Sprintf("%s task %s (%s, now %s)", verb, biz, before.Handler, before.Status),
-		What: []string{what}, Post: r.URL.Path, Back: back}) {
-		return
-	}
-	after, err := act(r.Context(), biz)
-	c.audit(r, op, verb+" delayed task", biz, err, "trace_id", before.TraceID)
+	after, err := act(v.tasks, r.Context(), biz)
+	c.audit(r, op, verb+" delayed task", biz, err, append([]any{"trace_id", before.TraceID}, logSource(r)...)...)
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -74,16 +75,10 @@ func (c *Console) refundList(w http.ResponseWriter, r *http.Request, op *session
 // payment reads the payment of the path's paymentId in the request's
 // source; false when it answered that it could not.
 func (c *Console) payment(w http.ResponseWriter, r *http.Request, op *session) (*orderViews, *refunds.Conflict, bool) {
-	v, err := c.viewsOf(r)
-	var p *refunds.Conflict
-	if err == nil {
-		p, err = v.refunds.Get(r.Context(), r.PathValue("paymentId"))
-	}
-	if err != nil {
-		c.failLookup(w, r, op, err, inSource(r, "payment "+r.PathValue("paymentId")))
-		return nil, nil, false
-	}
-	return v, p, true
+	id := r.PathValue("paymentId")
+	return lookupIn(c, w, r, op, "payment "+id, func(v *orderViews, ctx context.Context) (*refunds.Conflict, error) {
+		return v.refunds.Get(ctx, id)
+	})
 }
 
 func (c *Console) refundDetail(w http.ResponseWriter, r *http.Request, op *session) {

@@ -126,17 +126,22 @@ func attention(n int, class string) string {
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) {
 	ctx := r.Context()
+	v, err := c.viewsOf(r)
+	if err != nil {
+		c.failErr(w, r, op, err)
+		return
+	}
 	var d overviewData
 	note := func(what string, err error) bool {
 		if err != nil {
-			c.log.WarnContext(ctx, "console overview", "figure", what, "err", err)
+			c.log.WarnContext(ctx, "console overview", append([]any{"figure", what, "err", err}, logSource(r)...)...)
 			d.Problems = append(d.Problems, what+": "+err.Error())
 		}
 		return err == nil
 	}
 	for _, f := range []struct {
 		what string
-		card func(context.Context) (*card, error)
+		card func(context.Context, *orderViews) (*card, error)
 	}{
 		{"due orders", c.dueCard},
 		{"dead letters", c.deadLetterCard},
@@ -146,21 +151,25 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, op *session) 
 		{"fulfilment flags", c.fulfilmentCard},
 		{"close runs of the last hour", c.closeRunCard},
 	} {
-		if k, err := f.card(ctx); note(f.what, err) && k != nil {
+		if k, err := f.card(ctx, v); note(f.what, err) && k != nil {
+			for i := range k.Figures {
+				k.Figures[i].Link = withSource(r, k.Figures[i].Link)
+			}
 			d.Cards = append(d.Cards, *k)
 		}
 	}
-	var err error
-	d.Runs, err = c.home.runs.Recent(ctx, 0, 10)
+	d.Runs, err = v.runs.Recent(ctx, 0, 10)
 	note("recent close runs", err)
-	c.render(w, r, http.StatusOK, "overview", op, pageData{Title: "Overview", Nav: "overview", Data: d})
+	c.render(w, r, http.StatusOK, "overview", op, pageData{Title: "Overview", Nav: "overview", Sourced: true, Data: d})
 }
 
-// The overview's cards, in their order on the page. A card that is not
-// shown is nil; an error is listed among the page's problems.
+// The overview's cards, in their order on the page, each of the views of
+// the request's source (the overview carries the source on their links).
+// A card that is not shown is nil; an error is listed among the page's
+// problems.
 
-func (c *Console) dueCard(ctx context.Context) (*card, error) {
-	due, err := c.home.inspect.DueOrders(ctx)
+func (c *Console) dueCard(ctx context.Context, v *orderViews) (*card, error) {
+	due, err := v.inspect.DueOrders(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +179,8 @@ func (c *Console) dueCard(ctx context.Context) (*card, error) {
 	}}, nil
 }
 
-func (c *Console) deadLetterCard(ctx context.Context) (*card, error) {
-	n, err := c.home.inspect.DeadLetterCounts(ctx)
+func (c *Console) deadLetterCard(ctx context.Context, v *orderViews) (*card, error) {
+	n, err := v.inspect.DeadLetterCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +192,8 @@ func (c *Console) deadLetterCard(ctx context.Context) (*card, error) {
 	}}, nil
 }
 
-func (c *Console) refundCard(ctx context.Context) (*card, error) {
-	o, err := c.home.refunds.Owed(ctx)
+func (c *Console) refundCard(ctx context.Context, v *orderViews) (*card, error) {
+	o, err := v.refunds.Owed(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +207,8 @@ func (c *Console) refundCard(ctx context.Context) (*card, error) {
 
 // outboxCard is shown in outbox mode, or when events are left from a time
 // the executor ran in it; outside outbox mode an error reading it hides it.
-func (c *Console) outboxCard(ctx context.Context) (*card, error) {
-	s, err := c.home.outbox.Stats(ctx)
+func (c *Console) outboxCard(ctx context.Context, v *orderViews) (*card, error) {
+	s, err := v.outbox.Stats(ctx)
 	if shown := c.cfg.Mode == orders.CompensateOutbox || err == nil && s.Pending+s.Parked > 0; !shown {
 		return nil, nil
 	}
@@ -214,11 +223,11 @@ func (c *Console) outboxCard(ctx context.Context) (*card, error) {
 }
 
 // taskCard is shown when the executor has delayed tasks.
-func (c *Console) taskCard(ctx context.Context) (*card, error) {
-	if c.cfg.Tasks == nil {
+func (c *Console) taskCard(ctx context.Context, v *orderViews) (*card, error) {
+	if v.tasks == nil {
 		return nil, nil
 	}
-	t, err := c.cfg.Tasks.Tallies(ctx)
+	t, err := v.tasks.Tallies(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +247,8 @@ func (c *Console) taskCard(ctx context.Context) (*card, error) {
 	return &card{"Delayed tasks", f}, nil
 }
 
-func (c *Console) fulfilmentCard(ctx context.Context) (*card, error) {
-	n, err := c.home.inspect.FulfilmentCounts(ctx)
+func (c *Console) fulfilmentCard(ctx context.Context, v *orderViews) (*card, error) {
+	n, err := v.inspect.FulfilmentCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -249,8 +258,8 @@ func (c *Console) fulfilmentCard(ctx context.Context) (*card, error) {
 	}}, nil
 }
 
-func (c *Console) closeRunCard(ctx context.Context) (*card, error) {
-	s, err := c.home.runs.Summary(ctx, time.Hour)
+func (c *Console) closeRunCard(ctx context.Context, v *orderViews) (*card, error) {
+	s, err := v.runs.Summary(ctx, time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -281,17 +290,6 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 		}
 	}
 	return q, nil
-}
-
-// listQuery reads a list's query parameters (query) and the cursor of its
-// page (after).
-func listQuery(r *http.Request, allowed ...string) (url.Values, oplist.Cursor, error) {
-	q, err := query(r, allowed...)
-	if err != nil {
-		return nil, oplist.Cursor{}, err
-	}
-	after, err := oplist.ParseCursor(q.Get("after"))
-	return q, after, err
 }
 
 // sinceParam reads a time-range bound: a database wall-clock time or a
@@ -435,7 +433,7 @@ func (c *Console) orderDetail(w http.ResponseWriter, r *http.Request, op *sessio
 }
 
 func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, err := query(r, "since", "open", "after")
+	q, v, err := c.sourcedQuery(r, "since", "open", "after")
 	if err != nil {
 		c.failErr(w, r, op, err)
 		return
@@ -449,7 +447,7 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 		c.failErr(w, r, op, invalidInput("open", "open %q is not true or false", q.Get("open")))
 		return
 	}
-	now, err := c.home.inspect.Now(r.Context())
+	now, err := v.inspect.Now(r.Context())
 	if err == nil {
 		f.Since, err = sinceParam(q, "since", now)
 	}
@@ -458,9 +456,9 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 	}
 	var p inspect.FlagPage
 	if err == nil {
-		p, err = c.home.inspect.FulfilmentFlags(r.Context(), f)
+		p, err = v.inspect.FulfilmentFlags(r.Context(), f)
 	}
-	c.renderList(w, r, op, err, "flags", pageData{Title: "Fulfilment flags", Nav: "fulfilment"},
+	c.renderList(w, r, op, err, "flags", pageData{Title: "Fulfilment flags", Nav: "fulfilment", Sourced: true},
 		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Flags}, p.Next)
 }
 
@@ -480,20 +478,28 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {
 }
 
 func (c *Console) taskList(w http.ResponseWriter, r *http.Request, op *session) {
-	q, after, err := listQuery(r, "status", "handler", "bizUuid", "traceId", "after")
+	q, v, after, err := c.sourcedListQuery(r, "status", "handler", "bizUuid", "traceId", "after")
 	var p delay.TaskPage
 	if err == nil {
-		p, err = c.cfg.Tasks.Page(r.Context(), delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))),
+		p, err = v.tasks.Page(r.Context(), delay.TaskQuery{Status: delay.Status(strings.ToUpper(q.Get("status"))),
 			Handler: q.Get("handler"), BizUUID: q.Get("bizUuid"), TraceID: q.Get("traceId"), After: after})
 	}
-	c.renderList(w, r, op, err, "tasks", pageData{Title: "Delayed tasks", Nav: "tasks"},
+	c.renderList(w, r, op, err, "tasks", pageData{Title: "Delayed tasks", Nav: "tasks", Sourced: true},
 		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Tasks}, p.Next)
 }
 
+// task reads the task of the path's bizUuid in the request's source;
+// false when it answered that it could not.
+func (c *Console) task(w http.ResponseWriter, r *http.Request, op *session) (*orderViews, *delay.Task, bool) {
+	biz := r.PathValue("bizUuid")
+	return lookupIn(c, w, r, op, "delayed task with bizUuid "+biz, func(v *orderViews, ctx context.Context) (*delay.Task, error) {
+		return v.tasks.Get(ctx, biz)
+	})
+}
+
 func (c *Console) taskDetail(w http.ResponseWriter, r *http.Request, op *session) {
-	t, err := c.cfg.Tasks.Get(r.Context(), r.PathValue("bizUuid"))
-	if err != nil {
-		c.failLookup(w, r, op, err, "delayed task with bizUuid "+r.PathValue("bizUuid"))
+	_, t, ok := c.task(w, r, op)
+	if !ok {
 		return
 	}
 	c.render(w, r, http.StatusOK, "task", op, pageData{Title: "Task " + t.BizUUID, Nav: "tasks", Data: t})

@@ -32,19 +32,30 @@ var (
 // when it answered that it could not.
 func (k rowKind[T]) lookup(c *Console, w http.ResponseWriter, r *http.Request, op *session) (*orderViews, int64, *T, bool) {
 	id, err := pathID(r, "id")
-	var v *orderViews
-	if err == nil {
-		v, err = c.viewsOf(r)
-	}
-	var row *T
-	if err == nil {
-		row, err = k.read(v, r.Context(), id)
-	}
 	if err != nil {
-		c.failLookup(w, r, op, err, inSource(r, fmt.Sprintf("%s %d", k.what, id)))
+		c.failErr(w, r, op, err)
 		return nil, 0, nil, false
 	}
-	return v, id, row, true
+	v, row, ok := lookupIn(c, w, r, op, fmt.Sprintf("%s %d", k.what, id), func(v *orderViews, ctx context.Context) (*T, error) {
+		return k.read(v, ctx, id)
+	})
+	return v, id, row, ok
+}
+
+// lookupIn reads what (e.g. "payment p-1") with read in the views of the
+// request's source; false when it answered that it could not.
+func lookupIn[T any](c *Console, w http.ResponseWriter, r *http.Request, op *session, what string,
+	read func(v *orderViews, ctx context.Context) (*T, error)) (*orderViews, *T, bool) {
+	v, err := c.viewsOf(r)
+	var row *T
+	if err == nil {
+		row, err = read(v, r.Context())
+	}
+	if err != nil {
+		c.failLookup(w, r, op, err, inSource(r, what))
+		return nil, nil, false
+	}
+	return v, row, true
 }
 
 // page is the console page of row id, in the request's source.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/oplist"
@@ -18,8 +19,8 @@ import (
 )
 
 // The console's order databases: the pages that read order data (the
-// dead letters, the outbox, the refunds, the close runs, an order's view)
-// take ?source=NAME, an order source of order.sources, and read its
+// overview, the dead letters, the outbox, the refunds, the close runs, the
+// fulfilment flags, an order's view, the delayed tasks) take ?source=NAME, an order source of order.sources, and read its
 // database; without it they read mysql.dsn's. Links and forms of such a
 // page carry the source on.
 
@@ -35,6 +36,9 @@ type ConsoleSource struct {
 	// Home says the source is on mysql.dsn's database (ConsoleConfig.DB):
 	// a page without ?source= looks orders up with its View.
 	Home bool
+	// Tasks reads and acts on the delayed tasks of its database; required
+	// with ConsoleConfig.Tasks unless Home (ConsoleConfig.Tasks serves it).
+	Tasks *delay.Client
 }
 
 // orderViews are the console's views of one order database.
@@ -44,11 +48,12 @@ type orderViews struct {
 	refunds *refunds.Ops
 	runs    *inspect.CloseRuns
 	inspect *inspect.View
+	tasks   *delay.Client // nil without delayed tasks
 }
 
-func newOrderViews(db *sqlx.DB, view *inspect.View) *orderViews {
+func newOrderViews(db *sqlx.DB, view *inspect.View, tasks *delay.Client) *orderViews {
 	return &orderViews{letters: deadletters.New(db), outbox: outbox.NewOps(db), refunds: refunds.New(db),
-		runs: inspect.NewCloseRuns(db), inspect: view}
+		runs: inspect.NewCloseRuns(db), inspect: view, tasks: tasks}
 }
 
 // consoleViews builds the views of mysql.dsn's database (home) and of each
@@ -61,21 +66,27 @@ func consoleViews(cfg ConsoleConfig) (views Sourced[*orderViews], names []string
 		}
 	}
 	if len(cfg.Sources) == 0 {
-		return HomeOnly(newOrderViews(cfg.DB, home)), nil, nil
+		return HomeOnly(newOrderViews(cfg.DB, home, cfg.Tasks)), nil, nil
 	}
-	views = Sourced[*orderViews]{Home: newOrderViews(cfg.DB, home), By: map[string]*orderViews{}}
+	views = Sourced[*orderViews]{Home: newOrderViews(cfg.DB, home, cfg.Tasks), By: map[string]*orderViews{}}
 	for _, s := range cfg.Sources {
 		switch {
 		case s.Name == "" || s.DB == nil:
 			return views, nil, errors.New("api: a ConsoleSource needs a Name and a DB")
 		case views.By[s.Name] != nil:
 			return views, nil, fmt.Errorf("api: console source %s is listed twice", s.Name)
+		case cfg.Tasks != nil && !s.Home && s.Tasks == nil:
+			return views, nil, fmt.Errorf("api: console source %s needs the Tasks of its database", s.Name)
 		}
 		si := s.View
 		if si == nil {
 			si = inspect.New(s.DB, cfg.Mode)
 		}
-		views.By[s.Name] = newOrderViews(s.DB, si)
+		tasks := s.Tasks
+		if s.Home || cfg.Tasks == nil {
+			tasks = cfg.Tasks
+		}
+		views.By[s.Name] = newOrderViews(s.DB, si, tasks)
 		names = append(names, s.Name)
 	}
 	return views, names, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders"
@@ -22,8 +23,9 @@ import (
 // sourcesWorld is a console over two order databases: db0 on mysql.dsn's
 // (order H-1 in order_info), db1 another (order S-1 in order_info_1, its
 // second table), each with a parked dead letter, a parked outbox event, a
-// refund owed (payment pay-H-1, pay-S-1) of its order and a close run
-// whose result names it (run of H-1, run of S-1).
+// refund owed (payment pay-H-1, pay-S-1) of its order, a close run whose
+// result names it (run of H-1, run of S-1) and a FAILED delayed task
+// (task-H-1, task-S-1).
 type sourcesWorld struct {
 	home, other *dbtest.DB
 	b           *browser
@@ -53,6 +55,17 @@ func newSourcesWorld(t *testing.T) *sourcesWorld {
 	seed(w.other, "order_info_1", "S-1", `CREATE TABLE order_info_1 LIKE order_info`, `CREATE TABLE order_item_1 LIKE order_item`,
 		`INSERT INTO order_item_1 (order_no, sku_id, quantity) VALUES ('S-1', 77, 3)`)
 
+	tasks := func(db *dbtest.DB, biz string) *delay.Client {
+		t.Helper()
+		c, err := delay.NewClient(db.DB, nil, delay.ClientConfig{})
+		require.NoError(t, err)
+		_, _, err = c.Register(ctx, delay.Registration{BizUUID: biz, Handler: "orderTimeoutClose", Delay: time.Hour,
+			Payload: map[string]string{"orderNo": "O-1"}})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE job_delay_task SET status = 'FAILED', retry_count = 4 WHERE biz_uuid = ?`, biz)
+		require.NoError(t, err)
+		return c
+	}
 	in := func(db *dbtest.DB, tables ...string) *inspect.View {
 		i, err := inspect.New(db.DB, orders.CompensateOutbox).InTables(schema.Default(), tables)
 		require.NoError(t, err)
@@ -60,9 +73,9 @@ func newSourcesWorld(t *testing.T) *sourcesWorld {
 	}
 	srv := New(Config{Token: "api-token", Logger: slog.New(slog.NewJSONHandler(w.log, nil))})
 	require.NoError(t, srv.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}}, Session: time.Hour,
-		DB: w.home.DB, Mode: orders.CompensateOutbox, Sources: []ConsoleSource{
+		DB: w.home.DB, Mode: orders.CompensateOutbox, Tasks: tasks(w.home, "task-H-1"), Sources: []ConsoleSource{
 			{Name: "db0", DB: w.home.DB, View: in(w.home, "order_info"), Home: true},
-			{Name: "db1", DB: w.other.DB, View: in(w.other, "order_info", "order_info_1")}}}))
+			{Name: "db1", DB: w.other.DB, View: in(w.other, "order_info", "order_info_1"), Tasks: tasks(w.other, "task-S-1")}}}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	w.b = (&consoleWorld{srv: hs}).browser(t)
@@ -76,6 +89,33 @@ func statusOf(t *testing.T, db *dbtest.DB, table, orderNo string) string {
 	t.Helper()
 	var s string
 	require.NoError(t, db.GetContext(context.Background(), &s, `SELECT status FROM `+table+` WHERE order_no = ?`, orderNo))
+	return s
+}
+
+// listOfDB1 gets the list page path (with its filters, without ?source=)
+// of db1 and of mysql.dsn's database: db1's links row db1Row, not homeRow,
+// selects db1 and keeps it in its filter form; the home's the other way
+// round. It returns db1's page.
+func (w *sourcesWorld) listOfDB1(t *testing.T, path, db1Row, homeRow string) page {
+	t.Helper()
+	home := w.b.get(path)
+	require.Equal(t, http.StatusOK, home.status, home.body)
+	require.Contains(t, home.body, ">"+homeRow+"</a>")
+	require.NotContains(t, home.body, db1Row)
+	p := w.b.get(path + "&source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, ">"+db1Row+"</a>")
+	require.NotContains(t, p.body, homeRow)
+	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
+	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`, "the filter form keeps the source")
+	return p
+}
+
+// taskStatusOf reads a delayed task's status straight from a database.
+func taskStatusOf(t *testing.T, db *dbtest.DB, biz string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, db.GetContext(context.Background(), &s, `SELECT status FROM job_delay_task WHERE biz_uuid = ?`, biz))
 	return s
 }
 
@@ -197,17 +237,9 @@ func TestConsoleRefundsOfSource(t *testing.T) {
 	t.Parallel()
 	w := newSourcesWorld(t)
 
-	p := w.b.get("/console/refunds?status=owed&source=db1")
-	require.Equal(t, http.StatusOK, p.status, p.body)
+	p := w.listOfDB1(t, "/console/refunds?status=owed", "S-1", "H-1")
 	require.Contains(t, p.body, `<a href="/console/refunds/pay-S-1?source=db1">pay-S-1</a>`)
 	require.Contains(t, p.body, `<a href="/console/orders/S-1?source=db1">S-1</a>`)
-	require.NotContains(t, p.body, "H-1")
-	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
-	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`, "the filter form keeps the source")
-	p = w.b.get("/console/refunds?status=owed")
-	require.Equal(t, http.StatusOK, p.status, p.body)
-	require.Contains(t, p.body, ">pay-H-1</a>")
-	require.NotContains(t, p.body, "S-1")
 
 	p = w.b.get("/console/refunds/pay-S-1")
 	require.Equal(t, http.StatusNotFound, p.status, "pay-S-1 is not in mysql.dsn's database")
@@ -233,8 +265,8 @@ func TestConsoleRefundsOfSource(t *testing.T) {
 	require.Regexp(t, `"target":"pay-S-1",[^\n]*"source":"db1"`, w.log.String())
 }
 
-// The close runs page lists the runs recorded in the chosen source's
-// database; the overview keeps mysql.dsn's.
+// The close runs page and the overview list the runs recorded in the
+// chosen source's database.
 func TestConsoleRunsOfSource(t *testing.T) {
 	t.Parallel()
 	w := newSourcesWorld(t)
@@ -243,6 +275,7 @@ func TestConsoleRunsOfSource(t *testing.T) {
 		{"/console/runs?source=db1", "run of S-1", "run of H-1"},
 		{"/console/runs", "run of H-1", "run of S-1"},
 		{"/console/", "run of H-1", "run of S-1"},
+		{"/console/?source=db1", "run of S-1", "run of H-1"},
 	} {
 		p := w.b.get(tc.path)
 		require.Equal(t, http.StatusOK, p.status, p.body)
@@ -254,6 +287,86 @@ func TestConsoleRunsOfSource(t *testing.T) {
 	require.Contains(t, p.body, `href="/console/runs?source=db1"`, "the navigation stays in the source")
 }
 
+// The delayed-task pages read, requeue and cancel the tasks of the chosen
+// source's database, in that database only.
+func TestConsoleTasksOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	p := w.listOfDB1(t, "/console/tasks?status=FAILED", "task-S-1", "task-H-1")
+	require.Contains(t, p.body, `<a href="/console/tasks/task-S-1?source=db1">task-S-1</a>`)
+	require.Contains(t, p.body, `href="/console/tasks?status=FAILED&amp;source=db1"`, "the navigation stays in the source")
+
+	p = w.b.get("/console/tasks/task-S-1")
+	require.Equal(t, http.StatusNotFound, p.status, "task-S-1 is not in mysql.dsn's database")
+	p = w.b.get("/console/tasks/task-H-1?source=db1")
+	require.Equal(t, http.StatusNotFound, p.status)
+	require.Contains(t, p.body, "No delayed task with bizUuid task-H-1 in source db1")
+	p = w.b.get("/console/tasks/task-S-1?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `action="/console/tasks/task-S-1/requeue?source=db1"`)
+	require.Contains(t, p.body, `action="/console/tasks/task-S-1/cancel?source=db1"`)
+
+	p = w.b.post("/console/tasks/task-S-1/requeue?source=db1", url.Values{"csrf": {w.csrf}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "requeue task task-S-1 (orderTimeoutClose, now FAILED) in source db1")
+	require.Contains(t, p.body, `action="/console/tasks/task-S-1/requeue?source=db1"`)
+	require.Contains(t, p.body, `href="/console/tasks/task-S-1?source=db1"`)
+	p = w.b.post("/console/tasks/task-S-1/requeue?source=db1", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `href="/console/tasks/task-S-1?source=db1"`)
+	require.Equal(t, "PENDING", taskStatusOf(t, w.other, "task-S-1"))
+	require.Equal(t, "FAILED", taskStatusOf(t, w.home, "task-H-1"))
+	require.Regexp(t, `"action":"requeue delayed task","target":"task-S-1",[^\n]*"source":"db1"`, w.log.String())
+
+	p = w.b.post("/console/tasks/task-S-1/cancel?source=db1", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Equal(t, "CANCELLED", taskStatusOf(t, w.other, "task-S-1"))
+	require.Equal(t, "FAILED", taskStatusOf(t, w.home, "task-H-1"))
+}
+
+// The overview's cards count the chosen source's database and link into
+// its lists; the fulfilment flags list its flags.
+func TestConsoleOverviewOfSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+	ctx := context.Background()
+	for _, stmt := range []string{
+		`INSERT INTO order_dead_letter (order_no, order_table, stage, status, last_error, attempts, next_retry_at)
+			VALUES ('S-2', 'order_info_1', 'close', 'parked', 'boom', 8, NOW(3)), ('S-3', 'order_info_1', 'close', 'parked', 'boom', 8, NOW(3))`,
+		`INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
+			VALUES (1, 'S-1', 9, NOW(3) - INTERVAL 8 DAY, NOW(3) - INTERVAL 1 DAY, NOW(3))`,
+	} {
+		_, err := w.other.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+
+	p := w.b.get("/console/?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/dead-letters?status=parked&amp;source=db1">3</a>`, "db1's 3 parked letters")
+	require.Contains(t, p.body, `<a href="/console/refunds?status=owed&amp;source=db1">1</a>`)
+	require.Contains(t, p.body, `<a href="/console/tasks?status=FAILED&amp;source=db1">1</a>`)
+	require.Contains(t, p.body, `<a href="/console/fulfilment?source=db1">1</a>`, "db1's flag")
+	require.Contains(t, p.body, `href="/console/runs?source=db1"`)
+	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
+	require.NotContains(t, p.body, "Could not read")
+	p = w.b.get("/console/")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/dead-letters?status=parked">1</a>`, "mysql.dsn's 1 parked letter")
+	require.Contains(t, p.body, `<a href="/console/fulfilment">0</a>`)
+	require.NotContains(t, p.body, "source=db1")
+
+	p = w.b.get("/console/fulfilment?source=db1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<a href="/console/orders/S-1?source=db1">S-1</a>`)
+	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`, "the filter form keeps the source")
+	require.Contains(t, p.body, `href="/console/fulfilment?open=true&amp;source=db1"`, "the navigation stays in the source")
+	p = w.b.get("/console/fulfilment")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.NotContains(t, p.body, "S-1")
+	require.Contains(t, p.body, "No flag matches")
+}
+
 // An unknown source is a 400 page naming the sources; without
 // order.sources the pages offer no choice.
 func TestConsoleUnknownSource(t *testing.T) {
@@ -261,7 +374,9 @@ func TestConsoleUnknownSource(t *testing.T) {
 	w := newSourcesWorld(t)
 	for _, path := range []string{"/console/dead-letters?source=nope", "/console/outbox?source=nope",
 		"/console/orders/S-1?source=nope", "/console/orders?source=nope", "/console/dead-letters/1?source=nope",
-		"/console/refunds?source=nope", "/console/refunds/pay-S-1?source=nope", "/console/runs?source=nope"} {
+		"/console/refunds?source=nope", "/console/refunds/pay-S-1?source=nope", "/console/runs?source=nope",
+		"/console/tasks?source=nope", "/console/tasks/task-S-1?source=nope", "/console/?source=nope",
+		"/console/fulfilment?source=nope"} {
 		p := w.b.get(path)
 		require.Equal(t, http.StatusBadRequest, p.status, path)
 		require.Contains(t, p.body, `source: source &#34;nope&#34; is not an order source (the sources: db0, db1)`, path)
@@ -270,6 +385,9 @@ func TestConsoleUnknownSource(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, p.status)
 	p = w.b.post("/console/refunds/pay-S-1/refunded?source=nope", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusBadRequest, p.status)
+	p = w.b.post("/console/tasks/task-S-1/cancel?source=nope", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusBadRequest, p.status)
+	require.Equal(t, "FAILED", taskStatusOf(t, w.other, "task-S-1"))
 	p = w.b.get("/console/dead-letters?source=" + url.QueryEscape(hostileNo))
 	require.Equal(t, http.StatusBadRequest, p.status)
 	require.NotContains(t, p.body, "<script>")

@@ -16,13 +16,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/metrics"
 )
 
-// serve's console offers the order sources: ?source=b reads b's database
-// and looks an order up in b's order tables, a is mysql.dsn's.
+// serve's console offers the order sources: ?source=b reads b's database,
+// its delayed tasks and the overview's figures among them, and looks an order up in b's order tables,
+// a is mysql.dsn's.
 func TestConsoleReadsEverySource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -32,6 +34,10 @@ func TestConsoleReadsEverySource(t *testing.T) {
 		_, err := other.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
+	bTasks, err := delay.NewClient(other.DB, nil, delay.ClientConfig{})
+	require.NoError(t, err)
+	_, _, err = bTasks.Register(ctx, delay.Registration{BizUUID: "task-b", Handler: "orderTimeoutClose", Delay: time.Hour})
+	require.NoError(t, err)
 	const token = "alice-token-0123456789"
 	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, map[string]string{"EXECUTOR_API_CONSOLE_TOKENS": "alice:" + token},
 		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: "order_info, order_info_1"}]`, home.DSN, other.DSN)))
@@ -63,6 +69,16 @@ func TestConsoleReadsEverySource(t *testing.T) {
 	require.Contains(t, body, "Found in the order table order_info_1 of order source b.")
 	code, _ = get("/console/orders/B-7?source=a")
 	require.Equal(t, http.StatusNotFound, code)
+	code, body = get("/console/tasks?source=b")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<a href="/console/tasks/task-b?source=b">task-b</a>`)
+	code, body = get("/console/tasks?source=a")
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotContains(t, body, "task-b")
+	code, body = get("/console/?source=b")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<a href="/console/tasks?status=PENDING&amp;source=b">1</a>`, "b's pending task-b")
+	require.NotContains(t, body, "Could not read")
 	code, body = get("/console/dead-letters?source=c")
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, body, "(the sources: a, b)")

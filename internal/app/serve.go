@@ -205,12 +205,16 @@ func mountConsole(srv *api.Server, cfg *config.Config, d *Deps, logger *slog.Log
 	if len(ops) == 0 {
 		logger.Warn("api.console is on but api.consoleTokens is empty: /console/ says it is off; set EXECUTOR_API_CONSOLE_TOKENS=name:token,...")
 	}
-	sources, err := consoleSources(cfg, d)
+	tasks, err := d.sourcedTasks(cfg)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	sources, err := consoleSources(cfg, d, tasks)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	err = srv.MountConsole(api.ConsoleConfig{Operators: ops, Session: cfg.API.ConsoleSession, DB: d.db,
-		Sources: sources, Tasks: d.delay.Client(), Mode: d.compensation})
+		Sources: sources, Tasks: tasks.Home, Mode: d.compensation})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

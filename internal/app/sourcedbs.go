@@ -6,6 +6,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/orders/inspect"
 )
@@ -99,8 +100,10 @@ func sourcedViews[V any](home *sqlx.DB, sdbs []sourceDB, newView func(*sqlx.DB) 
 }
 
 // consoleSources are the order sources the console offers by name (none
-// without order.sources), each looking orders up in its own order tables.
-func consoleSources(cfg *config.Config, d *Deps) ([]api.ConsoleSource, error) {
+// without order.sources), each looking orders up in its own order tables
+// and reading the delayed tasks of its database (tasks, from
+// sourcedTasks).
+func consoleSources(cfg *config.Config, d *Deps, tasks api.Sourced[*delay.Client]) ([]api.ConsoleSource, error) {
 	if len(cfg.Order.Sources) == 0 {
 		return nil, nil
 	}
@@ -118,7 +121,7 @@ func consoleSources(cfg *config.Config, d *Deps) ([]api.ConsoleSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("order source %s: %w", s.name, err)
 		}
-		out = append(out, api.ConsoleSource{Name: s.name, DB: s.db, View: in, Home: s.home})
+		out = append(out, api.ConsoleSource{Name: s.name, DB: s.db, View: in, Home: s.home, Tasks: tasks.By[s.name]})
 	}
 	return out, nil
 }
