@@ -47,16 +47,6 @@ func (c *Closer) Overdue(ctx context.Context) (count int, oldest time.Duration, 
 	return c.store.overdueAt(ctx, c.db, now.Add(c.shift))
 }
 
-// Overdue is Closer.Overdue on the executor's own order_info, for a view
-// that has no Closer (the console's home page).
-func Overdue(ctx context.Context, db sqlx.QueryerContext) (count int, oldest time.Duration, err error) {
-	now, err := sqlexec.Now(ctx, db)
-	if err != nil {
-		return 0, 0, err
-	}
-	return store{}.overdueAt(ctx, db, now)
-}
-
 // overdueAt is overdue up to overdueCap with the age of the earliest
 // deadline at now (0 when there is none).
 func (s store) overdueAt(ctx context.Context, q sqlx.QueryerContext, now time.Time) (int, time.Duration, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
@@ -49,6 +50,10 @@ type ConsoleConfig struct {
 	Session time.Duration
 	// DB is mysql.dsn's database. Required.
 	DB *sqlx.DB
+	// Due are the close's units whose due orders the overview of
+	// mysql.dsn's database counts (the units on its order table) unless a
+	// source is Home (its View counts them); none: the card says so.
+	Due []inspect.Unit
 	// Sources are the order databases of order.sources, which the pages
 	// reading order data offer by name (?source=); none: DB alone, and no
 	// choice is shown.

@@ -31,10 +31,12 @@ type ConsoleSource struct {
 	// DB is its database. Required.
 	DB *sqlx.DB
 	// View looks its orders up (inspect.View.InTables: in its order
-	// tables); nil reads DB's order_info.
+	// tables) and counts the due orders of the close's units of them
+	// (inspect.View.CountingDue). Required.
 	View *inspect.View
 	// Home says the source is on mysql.dsn's database (ConsoleConfig.DB):
-	// a page without ?source= looks orders up with its View.
+	// a page without ?source= looks orders up and counts due orders with
+	// its View (the last such source's).
 	Home bool
 	// Tasks reads and acts on the delayed tasks of its database; required
 	// with ConsoleConfig.Tasks unless Home (ConsoleConfig.Tasks serves it).
@@ -59,7 +61,7 @@ func newOrderViews(db *sqlx.DB, view *inspect.View, tasks *delay.Client) *orderV
 // consoleViews builds the views of mysql.dsn's database (home) and of each
 // source, by name; names lists the sources in order, nil without any.
 func consoleViews(cfg ConsoleConfig) (views Sourced[*orderViews], names []string, err error) {
-	home := inspect.New(cfg.DB, cfg.Mode)
+	home := inspect.New(cfg.DB, cfg.Mode).CountingDue(cfg.Due...)
 	for _, s := range cfg.Sources {
 		if s.Home && s.View != nil {
 			home = s.View
@@ -71,22 +73,18 @@ func consoleViews(cfg ConsoleConfig) (views Sourced[*orderViews], names []string
 	views = Sourced[*orderViews]{Home: newOrderViews(cfg.DB, home, cfg.Tasks), By: map[string]*orderViews{}}
 	for _, s := range cfg.Sources {
 		switch {
-		case s.Name == "" || s.DB == nil:
-			return views, nil, errors.New("api: a ConsoleSource needs a Name and a DB")
+		case s.Name == "" || s.DB == nil || s.View == nil:
+			return views, nil, errors.New("api: a ConsoleSource needs a Name, a DB and a View")
 		case views.By[s.Name] != nil:
 			return views, nil, fmt.Errorf("api: console source %s is listed twice", s.Name)
 		case cfg.Tasks != nil && !s.Home && s.Tasks == nil:
 			return views, nil, fmt.Errorf("api: console source %s needs the Tasks of its database", s.Name)
 		}
-		si := s.View
-		if si == nil {
-			si = inspect.New(s.DB, cfg.Mode)
-		}
 		tasks := s.Tasks
 		if s.Home || cfg.Tasks == nil {
 			tasks = cfg.Tasks
 		}
-		views.By[s.Name] = newOrderViews(s.DB, si, tasks)
+		views.By[s.Name] = newOrderViews(s.DB, s.View, tasks)
 		names = append(names, s.Name)
 	}
 	return views, names, nil

@@ -14,9 +14,11 @@ import (
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/internal/syncbuf"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/inspect"
+	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/schema"
 )
 
@@ -69,7 +71,7 @@ func newSourcesWorld(t *testing.T) *sourcesWorld {
 	in := func(db *dbtest.DB, tables ...string) *inspect.View {
 		i, err := inspect.New(db.DB, orders.CompensateOutbox).InTables(schema.Default(), tables)
 		require.NoError(t, err)
-		return i
+		return i.CountingDue(closeUnits(t, db, tables...)...)
 	}
 	srv := New(Config{Token: "api-token", Logger: slog.New(slog.NewJSONHandler(w.log, nil))})
 	require.NoError(t, srv.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}}, Session: time.Hour,
@@ -400,4 +402,22 @@ func TestConsoleUnknownSource(t *testing.T) {
 	require.NotContains(t, p.body, "<th>Table</th>")
 	require.Equal(t, http.StatusOK, b.get("/console/dead-letters?source=default").status)
 	require.Equal(t, http.StatusBadRequest, b.get("/console/dead-letters?source=db1").status)
+}
+
+// closeUnits are Closers of the close on db's order tables, the units
+// whose due orders the overview counts.
+func closeUnits(t *testing.T, db *dbtest.DB, tables ...string) []inspect.Unit {
+	t.Helper()
+	rdb, _ := redistest.Client(t)
+	locker, err := orderlock.New(orderlock.Config{Client: rdb})
+	require.NoError(t, err)
+	var units []inspect.Unit
+	for _, table := range tables {
+		sch, err := schema.Default().ForTable(table)
+		require.NoError(t, err)
+		c, err := orders.NewCloser(db.DB, locker, orders.CloserConfig{Schema: sch})
+		require.NoError(t, err)
+		units = append(units, c)
+	}
+	return units
 }

@@ -117,7 +117,7 @@ func newConsoleWorld(t *testing.T) *consoleWorld {
 
 	srv := New(Config{Token: "api-token"})
 	require.NoError(t, srv.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}, {"bob", bobToken}},
-		Session: time.Hour, DB: w.db.DB, Tasks: w.tasks, Now: w.clock.now}))
+		Session: time.Hour, DB: w.db.DB, Due: closeUnits(t, w.db, "order_info"), Tasks: w.tasks, Now: w.clock.now}))
 	w.srv = httptest.NewServer(srv)
 	t.Cleanup(w.srv.Close)
 	return w

@@ -20,20 +20,26 @@ import (
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/metrics"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/internal/redistest"
 )
 
 // serve's console offers the order sources: ?source=b reads b's database,
-// its delayed tasks and the overview's figures among them, and looks an order up in b's order tables,
+// its delayed tasks and the overview's figures among them (the due orders of
+// b's order tables), and looks an order up in b's order tables,
 // a is mysql.dsn's.
 func TestConsoleReadsEverySource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home, other := dbtest.New(t), dbtest.New(t)
 	for _, stmt := range []string{`CREATE TABLE order_info_1 LIKE order_info`, `CREATE TABLE order_item_1 LIKE order_item`,
-		`INSERT INTO order_info_1 (order_no, user_id, status, create_time, timeout_minutes) VALUES ('B-7', 1, 2, NOW(), 30)`} {
+		`INSERT INTO order_info_1 (order_no, user_id, status, create_time, timeout_minutes) VALUES ('B-7', 1, 2, NOW(), 30),
+			('B-8', 1, 0, NOW() - INTERVAL 2 HOUR, 30), ('B-9', 1, 0, NOW() - INTERVAL 1 HOUR, 30)`} {
 		_, err := other.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
+	ordertest.Order(t, other.DB, ordertest.OrderOpts{OrderNo: "B-1", Age: time.Hour})
+	ordertest.Order(t, home.DB, ordertest.OrderOpts{OrderNo: "A-1", Age: time.Hour})
 	bTasks, err := delay.NewClient(other.DB, nil, delay.ClientConfig{})
 	require.NoError(t, err)
 	_, _, err = bTasks.Register(ctx, delay.Registration{BizUUID: "task-b", Handler: "orderTimeoutClose", Delay: time.Hour})
@@ -45,25 +51,7 @@ func TestConsoleReadsEverySource(t *testing.T) {
 	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
 	require.NoError(t, err)
 	defer d.Close()
-	srv := api.New(api.Config{})
-	require.NoError(t, mountConsole(srv, cfg, d, slog.New(slog.DiscardHandler)))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	hc := &http.Client{Jar: jar}
-	res, err := hc.PostForm(hs.URL+"/console/signin", url.Values{"token": {token}})
-	require.NoError(t, err)
-	res.Body.Close()
-	get := func(path string) (int, string) {
-		res, err := hc.Get(hs.URL + path)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		return res.StatusCode, string(b)
-	}
+	get := consoleOf(t, cfg, d, token)
 	code, body := get("/console/orders/B-7?source=b")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "Found in the order table order_info_1 of order source b.")
@@ -78,10 +66,69 @@ func TestConsoleReadsEverySource(t *testing.T) {
 	code, body = get("/console/?source=b")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `<a href="/console/tasks?status=PENDING&amp;source=b">1</a>`, "b's pending task-b")
+	require.Contains(t, body, `<dt>due now</dt><dd class="warn"><a href="/console/runs?source=b">3</a>`, "b's due orders of both its tables")
+	require.Contains(t, body, `<dt>oldest due for</dt><dd><a href="/console/runs?source=b">1h30m</a>`, "B-8's")
 	require.NotContains(t, body, "Could not read")
+	for _, path := range []string{"/console/", "/console/?source=a"} {
+		code, body = get(path)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Regexp(t, `<dt>due now</dt><dd class="warn"><a href="/console/runs[^"]*">1</a>`, body, "%s: a's A-1", path)
+	}
 	code, body = get("/console/dead-letters?source=c")
 	require.Equal(t, http.StatusBadRequest, code)
 	require.Contains(t, body, "(the sources: a, b)")
+}
+
+// The console's overview counts the due orders of the close's units: on
+// a declared schema (order.schema.table) the shop's own order table, not
+// the executor's order_info.
+func TestConsoleCountsDueOrdersOfDeclaredTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	for _, sn := range []string{"SN-1", "SN-2"} {
+		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: time.Hour, Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
+	}
+	ordertest.Order(t, db.DB, ordertest.OrderOpts{OrderNo: "O-1"}) // in order_info, not due
+	const token = "alice-token-0123456789"
+	_, prefix := redistest.Client(t)
+	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:", "EXECUTOR_API_CONSOLE_TOKENS": "alice:" + token}
+	cfg, err := config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+
+	code, body := consoleOf(t, cfg, d, token)("/console/")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<dt>due now</dt><dd class="warn"><a href="/console/runs">2</a>`, "SN-1 and SN-2")
+	require.NotContains(t, body, "Could not read")
+}
+
+// consoleOf serves d's console and returns a GET of a path of it, signed
+// in with token: its status and body.
+func consoleOf(t *testing.T, cfg *config.Config, d *Deps, token string) func(path string) (int, string) {
+	t.Helper()
+	srv := api.New(api.Config{})
+	require.NoError(t, mountConsole(srv, cfg, d, slog.New(slog.DiscardHandler)))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := &http.Client{Jar: jar}
+	res, err := hc.PostForm(hs.URL+"/console/signin", url.Values{"token": {token}})
+	require.NoError(t, err)
+	res.Body.Close()
+	return func(path string) (int, string) {
+		res, err := hc.Get(hs.URL + path)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b)
+	}
 }
 
 // serve's JSON API reads every order source's database: ?source=b the

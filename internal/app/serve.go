@@ -12,6 +12,7 @@ import (
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/metrics"
 	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
 	"github.com/orderjob/executor/xxljob"
@@ -213,8 +214,10 @@ func mountConsole(srv *api.Server, cfg *config.Config, d *Deps, logger *slog.Log
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
+	// mysql.dsn's own order table: the one unit without order.sources, and
+	// the table of the delayed-task closes there with them.
 	err = srv.MountConsole(api.ConsoleConfig{Operators: ops, Session: cfg.API.ConsoleSession, DB: d.db,
-		Sources: sources, Tasks: tasks.Home, Mode: d.compensation})
+		Due: []inspect.Unit{d.closer}, Sources: sources, Tasks: tasks.Home, Mode: d.compensation})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

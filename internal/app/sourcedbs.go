@@ -100,9 +100,9 @@ func sourcedViews[V any](home *sqlx.DB, sdbs []sourceDB, newView func(*sqlx.DB) 
 }
 
 // consoleSources are the order sources the console offers by name (none
-// without order.sources), each looking orders up in its own order tables
-// and reading the delayed tasks of its database (tasks, from
-// sourcedTasks).
+// without order.sources), each looking orders up in its own order tables,
+// counting the due orders of its units of the close, and reading the
+// delayed tasks of its database (tasks, from sourcedTasks).
 func consoleSources(cfg *config.Config, d *Deps, tasks api.Sourced[*delay.Client]) ([]api.ConsoleSource, error) {
 	if len(cfg.Order.Sources) == 0 {
 		return nil, nil
@@ -121,7 +121,13 @@ func consoleSources(cfg *config.Config, d *Deps, tasks api.Sourced[*delay.Client
 		if err != nil {
 			return nil, fmt.Errorf("order source %s: %w", s.name, err)
 		}
-		out = append(out, api.ConsoleSource{Name: s.name, DB: s.db, View: in, Home: s.home, Tasks: tasks.By[s.name]})
+		var units []inspect.Unit
+		for _, u := range d.units {
+			if u.Source() == s.name {
+				units = append(units, u)
+			}
+		}
+		out = append(out, api.ConsoleSource{Name: s.name, DB: s.db, View: in.CountingDue(units...), Home: s.home, Tasks: tasks.By[s.name]})
 	}
 	return out, nil
 }

@@ -32,13 +32,15 @@ import (
 // figures an operator looks at first: due orders, dead letters by status,
 // fulfilment flags. Every statement behind it reads a bounded number of
 // rows through a named index; counts that could grow without bound stop at
-// CountCap. It needs only the database and is safe for concurrent use.
+// CountCap. It needs only the database (its due orders, the close's units:
+// CountingDue) and is safe for concurrent use.
 type View struct {
 	db      *sqlx.DB
 	mode    orders.CompensationMode
 	store   store
 	letters *deadletters.Ops
 	tables  []table // where Order looks an order up, in turn
+	units   []Unit  // whose due orders DueOrders counts
 }
 
 // New returns the view over db; mode says whether closes give stock and
@@ -287,19 +289,46 @@ func (i *View) find(ctx context.Context, orderNo, first string) (*OrderRecord, t
 	return nil, table{}, err
 }
 
+// Unit is one unit of the close sweep, an order table of one database,
+// as DueOrders counts its due orders: an *orders.Closer.
+type Unit interface {
+	Overdue(ctx context.Context) (count int, oldest time.Duration, err error)
+}
+
+// CountingDue returns the view whose DueOrders counts the due orders of
+// units (the close's units of the view's order tables).
+func (i *View) CountingDue(units ...Unit) *View {
+	out := *i
+	out.units = units
+	return &out
+}
+
 // Due is what the close sweep has in front of it: unpaid orders past their
 // deadline by the database clock and not held back by a dead letter.
 type Due struct {
-	Count int // bounded as orders.Overdue's count
+	Count int // the sum of the units' counts, up to CountCap
 	// Oldest is how long ago the earliest deadline among them passed.
 	Oldest time.Duration
 }
 
-// DueOrders counts the due orders of order_info (as the overdue gauge
-// does).
+// DueOrders counts the due orders of the view's units (CountingDue), as
+// the overdue gauges do per unit: the sum of their counts up to CountCap
+// (each unit counts up to as many), and the oldest among them. A unit's
+// error is DueOrders'; a view without units has no count.
 func (i *View) DueOrders(ctx context.Context) (Due, error) {
-	n, oldest, err := orders.Overdue(ctx, i.db)
-	return Due{Count: n, Oldest: oldest}, err
+	if len(i.units) == 0 {
+		return Due{}, errors.New("inspect: no unit of the close counts these due orders")
+	}
+	var d Due
+	for _, u := range i.units {
+		n, oldest, err := u.Overdue(ctx)
+		if err != nil {
+			return Due{}, err
+		}
+		d.Count = min(d.Count+n, CountCap)
+		d.Oldest = max(d.Oldest, oldest)
+	}
+	return d, nil
 }
 
 // DeadLetterCounts counts the letters of each status, each up to CountCap.
