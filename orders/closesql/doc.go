@@ -2,9 +2,10 @@
 // on the shop's tables, rendered once per order schema (Render, Default),
 // and the constant statements on the executor's own tables (close log,
 // dead letters, capped runs' cursors, close-run records, the dead-letter
-// gauge). It is text only: package orders runs every statement, each in
-// the one store method that binds its parameters, and this package makes
-// no database call.
+// gauge), and the operators' order view's reads of a declared schema
+// (RenderView). It is text only: package orders runs every statement of the
+// close, each in the one store method that binds its parameters, orders/inspect
+// the view's, and this package makes no database call.
 //
 // Each statement's comment says what it reads and locks and why, and the
 // rows its caller expects: the statement and the reason for its shape stay

@@ -393,15 +393,7 @@ func (r renderer) coupon() *Coupon {
 	c, o := r.s.Coupon, r.s.Orders
 	out := &Coupon{ByMatch: c.ByMatch(), Used: c.Used.String(), OrderNo: c.OrderNo != ""}
 	if c.ByMatch() {
-		var on []string
-		for _, m := range c.Match {
-			on = append(on, "h."+r.n(m.Column)+" = o."+r.n(m.OrderColumn))
-		}
-		hint := ""
-		if c.Index != "" {
-			hint = " FORCE INDEX (" + r.n(c.Index) + ")"
-		}
-		join := r.n(o.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h" + hint + " ON " + strings.Join(on, " AND ")
+		join := r.couponJoin()
 		where := "WHERE o." + r.n(o.ID) + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL()
 		out.Lock = "\nSELECT o." + r.n(o.ID) + " AS id FROM " + join + "\n" + where + " ORDER BY o." + r.n(o.ID) + " FOR UPDATE"
 		out.Restore = "\nUPDATE " + join + " SET h." + r.n(c.Status) + " = " + c.Unused.SQL() + "\n" + where
@@ -419,6 +411,20 @@ func (r renderer) coupon() *Coupon {
 	out.Restore = "\nUPDATE " + r.n(c.Table) + " SET " + set + "\n" +
 		"WHERE " + id + " IN (%s) AND " + st + " = " + c.Used.SQL() + check
 	return out
+}
+
+// couponJoin joins the order (o) to its matched coupon rows (h).
+func (r renderer) couponJoin() string {
+	c := r.s.Coupon
+	var on []string
+	for _, m := range c.Match {
+		on = append(on, "h."+r.n(m.Column)+" = o."+r.n(m.OrderColumn))
+	}
+	hint := ""
+	if c.Index != "" {
+		hint = " FORCE INDEX (" + r.n(c.Index) + ")"
+	}
+	return r.n(r.s.Orders.Table) + " o FORCE INDEX (PRIMARY) JOIN " + r.n(c.Table) + " h" + hint + " ON " + strings.Join(on, " AND ")
 }
 
 func (r renderer) givebacks() *Givebacks {
