@@ -23,6 +23,7 @@ import (
 	"github.com/orderjob/executor/orders/oplist"
 	"github.com/orderjob/executor/orders/outbox"
 	"github.com/orderjob/executor/orders/refunds"
+	"github.com/orderjob/executor/orders/schema"
 	"github.com/orderjob/executor/xxljob/authguard"
 )
 
@@ -61,6 +62,11 @@ type ConsoleConfig struct {
 	// Tasks reads and acts on the delayed tasks of mysql.dsn's database;
 	// nil leaves the task pages out (each ConsoleSource's Tasks too).
 	Tasks *delay.Client
+	// Schema is the shop's declared order schema (order.schema.table):
+	// without a source on DB (Sources' Home), the order view looks orders
+	// up in its order table by the names it gives the columns. Zero (or
+	// not Declared): the executor's own order_info.
+	Schema schema.Schema
 	// Mode is the close path's compensation mode (the order page shows
 	// stock and coupons in local mode, outbox events in outbox mode).
 	Mode orders.CompensationMode

@@ -429,7 +429,7 @@ func (c *Console) orderDetail(w http.ResponseWriter, r *http.Request, op *sessio
 		c.failLookup(w, r, op, err, inSource(r, "order "+r.PathValue("orderNo")))
 		return
 	}
-	c.render(w, r, http.StatusOK, "order", op, pageData{Title: "Order " + d.Order.OrderNo, Nav: "orders", Sourced: true, Data: d})
+	c.render(w, r, http.StatusOK, "order", op, pageData{Title: "Order " + d.OrderNo, Nav: "orders", Sourced: true, Data: d})
 }
 
 func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) {

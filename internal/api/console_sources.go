@@ -61,7 +61,13 @@ func newOrderViews(db *sqlx.DB, view *inspect.View, tasks *delay.Client) *orderV
 // consoleViews builds the views of mysql.dsn's database (home) and of each
 // source, by name; names lists the sources in order, nil without any.
 func consoleViews(cfg ConsoleConfig) (views Sourced[*orderViews], names []string, err error) {
-	home := inspect.New(cfg.DB, cfg.Mode).CountingDue(cfg.Due...)
+	home := inspect.New(cfg.DB, cfg.Mode)
+	if cfg.Schema.Declared {
+		if home, err = home.InTables(cfg.Schema, []string{cfg.Schema.Orders.Table}); err != nil {
+			return views, nil, err
+		}
+	}
+	home = home.CountingDue(cfg.Due...)
 	for _, s := range cfg.Sources {
 		if s.Home && s.View != nil {
 			home = s.View

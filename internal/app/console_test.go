@@ -79,10 +79,10 @@ func TestConsoleReadsEverySource(t *testing.T) {
 	require.Contains(t, body, "(the sources: a, b)")
 }
 
-// The console's overview counts the due orders of the close's units: on
-// a declared schema (order.schema.table) the shop's own order table, not
-// the executor's order_info.
-func TestConsoleCountsDueOrdersOfDeclaredTable(t *testing.T) {
+// The console reads a declared schema's (order.schema.table) own order
+// table, not the executor's order_info: the overview counts the due orders
+// of the close's units on it, and the order view looks its orders up there.
+func TestConsoleReadsDeclaredTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := dbtest.New(t)
@@ -101,10 +101,18 @@ func TestConsoleCountsDueOrdersOfDeclaredTable(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 
-	code, body := consoleOf(t, cfg, d, token)("/console/")
+	get := consoleOf(t, cfg, d, token)
+	code, body := get("/console/")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `<dt>due now</dt><dd class="warn"><a href="/console/runs">2</a>`, "SN-1 and SN-2")
 	require.NotContains(t, body, "Could not read")
+	code, body = get("/console/orders/SN-1")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "Found in the order table t_order.")
+	require.Contains(t, body, "<dt>Status</dt><dd>unpaid (0)</dd>")
+	require.Contains(t, body, `<tr><td>5</td><td class="num">1</td>`, "SN-1's line")
+	code, _ = get("/console/orders/O-1")
+	require.Equal(t, http.StatusNotFound, code, "order_info is not the shop's order table")
 }
 
 // consoleOf serves d's console and returns a GET of a path of it, signed

@@ -214,10 +214,14 @@ func mountConsole(srv *api.Server, cfg *config.Config, d *Deps, logger *slog.Log
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
+	sch, err := cfg.Order.Schema.Schema()
+	if err != nil {
+		return fmt.Errorf("console: order.schema: %w", err)
+	}
 	// mysql.dsn's own order table: the one unit without order.sources, and
 	// the table of the delayed-task closes there with them.
 	err = srv.MountConsole(api.ConsoleConfig{Operators: ops, Session: cfg.API.ConsoleSession, DB: d.db,
-		Due: []inspect.Unit{d.closer}, Sources: sources, Tasks: tasks.Home, Mode: d.compensation})
+		Due: []inspect.Unit{d.closer}, Sources: sources, Tasks: tasks.Home, Schema: sch, Mode: d.compensation})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/closesql"
 	"github.com/orderjob/executor/orders/schema"
 )
 
@@ -30,8 +31,10 @@ FROM %s FORCE INDEX (uk_order_no) WHERE order_no = ?`
 // orderRecordSQL reads one order_info row.
 var orderRecordSQL = fmt.Sprintf(orderRecordFromSQL, "order_info")
 
-func (store) orderRecord(ctx context.Context, q sqlx.QueryerContext, t table, orderNo string) (*OrderRecord, error) {
-	o, err := sqlexec.GetOne[OrderRecord](ctx, q, t.order, orderNo)
+// orderRow reads one order row by its number with query (a table's
+// order or shop.Order statement), or orders.ErrOrderNotFound.
+func orderRow[T any](ctx context.Context, q sqlx.QueryerContext, query, orderNo string) (*T, error) {
+	o, err := sqlexec.GetOne[T](ctx, q, query, orderNo)
 	if err != nil {
 		return nil, fmt.Errorf("read order %s: %w", orderNo, err)
 	}
@@ -110,10 +113,13 @@ WHERE f.order_no = ?`
 var flagOfOrderSQL = fmt.Sprintf(flagOfOrderFromSQL, "order_info")
 
 // table is an order table the View looks orders up in, with the
-// statements rendered for it and its item table.
+// statements rendered for it and its item table: the executor's own
+// columns (order, items, flag), or a declared shop schema's (shop).
 type table struct {
 	name               string
 	order, items, flag string
+	shop               *closesql.ViewStatements // nil on the executor's own columns
+	schema             schema.Schema            // the declared schema shop follows
 }
 
 // defaultTable is the executor's own order_info and order_item.

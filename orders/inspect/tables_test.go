@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/schema"
@@ -61,4 +62,40 @@ func TestViewInTables(t *testing.T) {
 
 	_, err = home.InTables(schema.Default(), []string{"t_order_1"})
 	require.ErrorContains(t, err, "does not start with the order table's name order_info")
+}
+
+// A View in a declared schema's tables (order.schema.table) reads each by
+// the schema's names: the order by its order number column, its lines
+// from the item table of the same suffix, its status as stored.
+func TestViewInDeclaredTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	for _, stmt := range []string{
+		`CREATE TABLE t_order_1 LIKE t_order`,
+		`CREATE TABLE t_order_item_1 LIKE t_order_item`,
+		`INSERT INTO t_order_1 (id, order_sn, member_id, order_status, created_at) VALUES (70, 'S1-1', 4, 4, NOW())`,
+		`INSERT INTO t_order_item_1 (order_id, goods_sku, num) VALUES (70, 5, 2)`,
+		`INSERT INTO t_order_item (order_id, goods_sku, num) VALUES (70, 99, 9)`,
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	sch := ordertest.ForeignSchema(ordertest.LockedOnly)
+	in, err := inspect.New(db.DB, orders.CompensateLocal).InTables(sch, []string{"t_order", "t_order_1"})
+	require.NoError(t, err)
+	d, err := in.Order(ctx, "S1-1")
+	require.NoError(t, err)
+	require.Equal(t, "t_order_1", d.Table)
+	require.Equal(t, "S1-1", d.OrderNo)
+	require.NotNil(t, d.Shop)
+	require.Equal(t, "closed", d.Shop.StatusName())
+	require.Equal(t, "4", d.Shop.Row.User.String)
+	require.Equal(t, []inspect.ShopItem{{SKU: "5", Quantity: "2"}}, d.Shop.Items)
+	require.Empty(t, d.Shop.Stock, "no t_sku_stock row for SKU 5")
+	require.Empty(t, d.Items)
+
+	_, err = in.Order(ctx, "NOSUCH")
+	require.ErrorIs(t, err, orders.ErrOrderNotFound)
 }

@@ -53,7 +53,9 @@ func New(db *sqlx.DB, mode orders.CompensationMode) *View {
 // InTables returns the view that looks an order up in each of tables in
 // turn (the order tables of one order source), each with its item table
 // following sch's suffix (schema.ForTable). The tables are read with the
-// executor's own columns and indexes (order_info's and order_item's).
+// executor's own columns and indexes (order_info's and order_item's), or
+// with a declared schema's (sch.Declared: order.schema.table) by the names
+// it gives them.
 func (i *View) InTables(sch schema.Schema, tables []string) (*View, error) {
 	if len(tables) == 0 {
 		return nil, fmt.Errorf("inspect: a View in tables needs at least one")
@@ -65,7 +67,15 @@ func (i *View) InTables(sch schema.Schema, tables []string) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.tables = append(out.tables, renderTable(t, s.Items.Table))
+		if !sch.Declared {
+			out.tables = append(out.tables, renderTable(t, s.Items.Table))
+			continue
+		}
+		st, err := renderShopTable(s)
+		if err != nil {
+			return nil, err
+		}
+		out.tables = append(out.tables, st)
 	}
 	return &out, nil
 }
@@ -120,8 +130,11 @@ type OrderRecord struct {
 }
 
 // Deadline is when the order falls due: create_time + timeout_minutes.
-func (o OrderRecord) Deadline() time.Time {
-	return o.CreateTime.Add(time.Duration(o.TimeoutMinutes) * time.Minute)
+func (o OrderRecord) Deadline() time.Time { return deadline(o.CreateTime, o.TimeoutMinutes) }
+
+// deadline is when an order created at created falls due, timeout minutes on.
+func deadline(created time.Time, timeout int) time.Time {
+	return created.Add(time.Duration(timeout) * time.Minute)
 }
 
 // StatusName names the status.
@@ -191,8 +204,13 @@ func (f FulfilmentFlag) Open() bool { return f.OrderStatus == orderstatus.Paid }
 // OrderDetail is everything the executor's tables hold about one order.
 type OrderDetail struct {
 	// Table is the order table the order was found in.
-	Table string
+	Table   string
+	OrderNo string
+	// Order is the order's row, items its lines, Stock and Coupon their
+	// rows in the executor's own tables; in a declared shop schema's
+	// tables, Shop holds them all instead and these stay empty.
 	Order OrderRecord
+	Shop  *ShopOrder
 	Items []OrderItem
 	// Stock holds the inventory rows of the order's SKUs and Coupon its
 	// coupon's row, in local compensation mode; in outbox mode stock and
@@ -224,27 +242,18 @@ func (i *View) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail
 	if orderNo == "" || len(orderNo) > oplist.MaxOrderNoLen {
 		return nil, oplist.Invalid("orderNo", "order number must be 1-%d bytes", oplist.MaxOrderNoLen)
 	}
-	o, t, err := i.find(ctx, orderNo, table)
+	o, shop, t, err := i.find(ctx, orderNo, table)
 	if err != nil {
 		return nil, err
 	}
-	d := &OrderDetail{Table: t.name, Order: *o, Mode: i.mode}
-	if d.Items, err = i.store.itemsOfOrder(ctx, i.db, t, orderNo); err != nil {
-		return nil, err
-	}
-	if i.mode == orders.CompensateLocal {
-		skus := map[int64]bool{}
-		for _, it := range d.Items {
-			skus[it.SKUID] = true
-		}
-		if d.Stock, err = i.store.stockRows(ctx, i.db, slices.Sorted(maps.Keys(skus))); err != nil {
+	d := &OrderDetail{Table: t.name, OrderNo: orderNo, Mode: i.mode}
+	if shop != nil {
+		d.OrderNo = shop.OrderNo
+		if d.Shop, err = i.shopOrder(ctx, t, shop); err != nil {
 			return nil, err
 		}
-		if o.CouponID.Valid {
-			if d.Coupon, err = i.store.couponRow(ctx, i.db, o.CouponID.Int64); err != nil {
-				return nil, err
-			}
-		}
+	} else if err = i.ownRows(ctx, d, t, o, orderNo); err != nil {
+		return nil, err
 	}
 	if d.CloseLog, err = i.store.closeLogRow(ctx, i.db, orderNo); err != nil {
 		return nil, err
@@ -252,8 +261,10 @@ func (i *View) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail
 	if d.DeadLetters, err = i.letters.OfOrder(ctx, orderNo); err != nil {
 		return nil, err
 	}
-	if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, t, orderNo); err != nil {
-		return nil, err
+	if shop == nil { // a shop's orders have no fulfilment flags
+		if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, t, orderNo); err != nil {
+			return nil, err
+		}
 	}
 	if i.mode == orders.CompensateOutbox {
 		if d.Outbox, err = outbox.OfOrder(ctx, i.db, orderNo); err != nil {
@@ -266,27 +277,61 @@ func (i *View) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail
 	return d, nil
 }
 
+// ownRows fills d with the order's row o and its lines, stock and coupon
+// rows in the executor's own tables.
+func (i *View) ownRows(ctx context.Context, d *OrderDetail, t table, o *OrderRecord, orderNo string) error {
+	d.Order, d.OrderNo = *o, o.OrderNo
+	var err error
+	if d.Items, err = i.store.itemsOfOrder(ctx, i.db, t, orderNo); err != nil {
+		return err
+	}
+	if i.mode == orders.CompensateLocal {
+		skus := map[int64]bool{}
+		for _, it := range d.Items {
+			skus[it.SKUID] = true
+		}
+		if d.Stock, err = i.store.stockRows(ctx, i.db, slices.Sorted(maps.Keys(skus))); err != nil {
+			return err
+		}
+		if o.CouponID.Valid {
+			if d.Coupon, err = i.store.couponRow(ctx, i.db, o.CouponID.Int64); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // find looks orderNo up in the View's tables in turn, first (a
 // table's name) before the others: order numbers
 // are unique across the tables of a database, so the first that holds it
 // is its table. orders.ErrOrderNotFound names the tables when there are several.
-func (i *View) find(ctx context.Context, orderNo, first string) (*OrderRecord, table, error) {
+// It returns the order's row in the executor's own columns, or in a
+// declared schema's (shop).
+func (i *View) find(ctx context.Context, orderNo, first string) (*OrderRecord, *ShopRow, table, error) {
 	tables := i.tables
 	if k := slices.IndexFunc(tables, func(t table) bool { return t.name == first }); k > 0 {
 		tables = append([]table{tables[k]}, slices.Delete(slices.Clone(tables), k, k+1)...)
 	}
 	var err error
 	for _, t := range tables {
+		if t.shop != nil {
+			var s *ShopRow
+			if s, err = orderRow[ShopRow](ctx, i.db, t.shop.Order, orderNo); !errors.Is(err, orders.ErrOrderNotFound) {
+				return nil, s, t, err
+			}
+			continue
+		}
 		var o *OrderRecord
-		if o, err = i.store.orderRecord(ctx, i.db, t, orderNo); !errors.Is(err, orders.ErrOrderNotFound) {
-			return o, t, err
+		if o, err = orderRow[OrderRecord](ctx, i.db, t.order, orderNo); !errors.Is(err, orders.ErrOrderNotFound) {
+			return o, nil, t, err
 		}
 	}
 	if len(i.tables) > 1 {
 		err = fmt.Errorf("order %s in %d order tables (%s ... %s): %w", orderNo, len(i.tables),
 			i.tables[0].name, i.tables[len(i.tables)-1].name, orders.ErrOrderNotFound)
 	}
-	return nil, table{}, err
+	return nil, nil, table{}, err
 }
 
 // Unit is one unit of the close sweep, an order table of one database,

@@ -1,0 +1,91 @@
+package api
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/ordertest"
+	"github.com/orderjob/executor/orders/schema"
+)
+
+// shopConsole serves a console over a database holding the foreign shop's
+// tables (ordertest.ForeignTables), declared as sch, and signs in.
+func shopConsole(t *testing.T, sch schema.Schema, fill func(db *dbtest.DB)) *browser {
+	t.Helper()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	fill(db)
+	srv := New(Config{Token: "api-token"})
+	require.NoError(t, srv.MountConsole(ConsoleConfig{Operators: []Operator{{"alice", aliceToken}}, Session: time.Hour,
+		DB: db.DB, Schema: sch}))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	w := &consoleWorld{srv: hs}
+	b := w.browser(t)
+	require.Equal(t, http.StatusOK, b.signIn(aliceToken).status)
+	return b
+}
+
+// The order view of a declared shop schema (order.schema.table) looks the
+// order up by the shop's order number in its own table and shows what the
+// schema names: the row by the shop's column names, the status by its
+// unpaid and closed values, the lines of its item table, the stock rows of
+// its stock table and its coupon; what the schema does not name (a close
+// reason, fulfilment) is left out.
+func TestConsoleOrderOfDeclaredSchema(t *testing.T) {
+	t.Parallel()
+	b := shopConsole(t, ordertest.ForeignSchema(ordertest.LockedOnly), func(db *dbtest.DB) {
+		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: "SN-1", MemberID: 42, Age: time.Hour, Coupon: 3,
+			Items: []ordertest.Item{{SKU: 5, Qty: 2}, {SKU: 6, Qty: 1}}})
+		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: "SN-2", Status: ordertest.ForeignPaid,
+			Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
+		_, err := db.Exec(`UPDATE t_order SET order_status = 4, cancel_time = NOW(3) WHERE order_sn = 'SN-2'`)
+		require.NoError(t, err)
+	})
+	p := b.get("/console/orders/SN-1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	for _, want := range []string{"<h1>Order SN-1</h1>", "Found in the order table t_order.", "<dt>User</dt><dd>42</dd>",
+		"<dt>Status</dt><dd>unpaid (0)</dd>", "<dt>Payment timeout</dt><dd>15 min", "<th>Stock locked</th>",
+		`<tr><td>5</td><td class="num">2</td><td class="num">2</td></tr>`,
+		`<tr><td>6</td><td class="num">1</td><td class="num">1</td></tr>`,
+		"<h2>Coupon</h2>", "<dt>State</dt><dd>used (1)</dd>", "<dt>Closed</dt><dd>—</dd>"} {
+		require.Contains(t, p.body, want)
+	}
+	for _, absent := range []string{"Amount", "Shipped", "Close reason", "Line", "Fulfilment flag"} {
+		require.NotContains(t, p.body, absent)
+	}
+	p = b.get("/console/orders/SN-2")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "<dt>Status</dt><dd>closed (4)</dd>")
+	require.Contains(t, p.body, "The order uses no coupon.")
+	require.NotContains(t, p.body, "<dt>Closed</dt><dd>—</dd>", "SN-2's cancel time")
+
+	p = b.get("/console/orders/NOPE")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "order NOPE")
+	p = b.get("/console/orders")
+	require.Contains(t, p.body, "the order table t_order")
+}
+
+// A shop's coupon kept by id shows its row by the schema's id and text
+// states; an order status the schema does not name shows as it is.
+func TestConsoleOrderOfDeclaredSchemaCouponByID(t *testing.T) {
+	t.Parallel()
+	sch := ordertest.ForeignSchema(ordertest.LockedOnly)
+	sch.Coupon = ordertest.ForeignCouponByID()
+	b := shopConsole(t, sch, func(db *dbtest.DB) {
+		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: "SN-3", UserCoupon: true, Items: []ordertest.Item{{SKU: 7, Qty: 1}}})
+		_, err := db.Exec(`UPDATE t_order SET order_status = 1 WHERE order_sn = 'SN-3'`)
+		require.NoError(t, err)
+	})
+	p := b.get("/console/orders/SN-3")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	for _, want := range []string{"<dt>Status</dt><dd>1</dd>", "<dt>Coupon</dt><dd>1</dd>", "<dt>State</dt><dd>used (USED)</dd>"} {
+		require.Contains(t, p.body, want)
+	}
+}
