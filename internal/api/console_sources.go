@@ -20,9 +20,10 @@ import (
 
 // The console's order databases: the pages that read order data (the
 // overview, the dead letters, the outbox, the refunds, the close runs, the
-// fulfilment flags, an order's view, the delayed tasks) take ?source=NAME, an order source of order.sources, and read its
-// database; without it they read mysql.dsn's. Links and forms of such a
-// page carry the source on.
+// fulfilment flags, an order's view, the delayed tasks) take ?source=NAME,
+// an order source of order.sources, and read its database; without it
+// they read mysql.dsn's. Links and forms of such a page carry the source
+// on.
 
 // ConsoleSource is an order database the console's pages can read.
 type ConsoleSource struct {

@@ -164,13 +164,9 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 		return nil, err
 	}
 	srv.MountSourcedDelayTasks(tasks)
-	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
-	if err != nil {
-		return nil, err
-	}
-	srv.MountDeadLetters(sourcedViews(d.db, sdbs, deadletters.New))
-	srv.MountOutbox(sourcedViews(d.db, sdbs, outbox.NewOps))
-	srv.MountRefunds(sourcedViews(d.db, sdbs, refunds.New))
+	srv.MountDeadLetters(sourcedViews(d.db, d.sources, deadletters.New))
+	srv.MountOutbox(sourcedViews(d.db, d.sources, outbox.NewOps))
+	srv.MountRefunds(sourcedViews(d.db, d.sources, refunds.New))
 	if err := mountConsole(srv, cfg, d, logger); err != nil {
 		return nil, err
 	}
@@ -210,13 +206,13 @@ func mountConsole(srv *api.Server, cfg *config.Config, d *Deps, logger *slog.Log
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
-	sources, err := consoleSources(cfg, d, tasks)
-	if err != nil {
-		return fmt.Errorf("console: %w", err)
-	}
 	sch, err := cfg.Order.Schema.Schema()
 	if err != nil {
 		return fmt.Errorf("console: order.schema: %w", err)
+	}
+	sources, err := consoleSources(sch, d, tasks)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
 	}
 	// mysql.dsn's own order table: the one unit without order.sources, and
 	// the table of the delayed-task closes there with them.

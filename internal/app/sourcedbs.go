@@ -9,6 +9,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/orders/inspect"
+	"github.com/orderjob/executor/orders/schema"
 )
 
 // sourceDB is the pool of one order source's database.
@@ -84,10 +85,13 @@ func otherDatabases(sdbs []sourceDB) []sourceDB {
 }
 
 // sourcedViews builds an operator view on the database of every order
-// source (sdbs, from sourceDBs), for the API routes that take ?source=:
+// source (sdbs: Deps.sources), for the API routes that take ?source=:
 // home's (mysql.dsn's) serves a request without it and every source on
-// that database.
+// that database; without order.sources it is "default".
 func sourcedViews[V any](home *sqlx.DB, sdbs []sourceDB, newView func(*sqlx.DB) V) api.Sourced[V] {
+	if len(sdbs) == 0 {
+		return api.HomeOnly(newView(home))
+	}
 	views := api.Sourced[V]{Home: newView(home), By: map[string]V{}}
 	for _, s := range sdbs {
 		if s.home {
@@ -100,23 +104,13 @@ func sourcedViews[V any](home *sqlx.DB, sdbs []sourceDB, newView func(*sqlx.DB) 
 }
 
 // consoleSources are the order sources the console offers by name (none
-// without order.sources), each looking orders up in its own order tables,
-// counting the due orders of its units of the close, and reading the
-// delayed tasks of its database (tasks, from sourcedTasks).
-func consoleSources(cfg *config.Config, d *Deps, tasks api.Sourced[*delay.Client]) ([]api.ConsoleSource, error) {
-	if len(cfg.Order.Sources) == 0 {
-		return nil, nil
-	}
-	sch, err := cfg.Order.Schema.Schema()
-	if err != nil {
-		return nil, fmt.Errorf("order.schema: %w", err)
-	}
-	sdbs, err := sourceDBs(cfg, d.db, d.unitDBs)
-	if err != nil {
-		return nil, err
-	}
+// without order.sources: d.sources), each looking orders up in its own
+// order tables (sch's layout), counting the due orders of its units of the
+// close, and reading the delayed tasks of its database (tasks, from
+// sourcedTasks).
+func consoleSources(sch schema.Schema, d *Deps, tasks api.Sourced[*delay.Client]) ([]api.ConsoleSource, error) {
 	var out []api.ConsoleSource
-	for _, s := range sdbs {
+	for _, s := range d.sources {
 		in, err := inspect.New(s.db, d.compensation).InTables(sch, s.tables)
 		if err != nil {
 			return nil, fmt.Errorf("order source %s: %w", s.name, err)

@@ -246,7 +246,7 @@ func (i *View) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail
 	if err != nil {
 		return nil, err
 	}
-	d := &OrderDetail{Table: t.name, OrderNo: orderNo, Mode: i.mode}
+	d := &OrderDetail{Table: t.name, Mode: i.mode}
 	if shop != nil {
 		d.OrderNo = shop.OrderNo
 		if d.Shop, err = i.shopOrder(ctx, t, shop); err != nil {
