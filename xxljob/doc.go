@@ -31,6 +31,10 @@
 //	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end;
 //	           "not ended" and empty for a run queued or starting here whose file is not written yet
 //
+// Body members are matched by their exact names, as the Java executor's
+// Gson does: "LogId" is not logId but an unknown member, ignored; a name
+// repeated exactly keeps its last value.
+//
 // Called (executor → admin), on each admin base URL in order until one
 // accepts: {admin}/api/registry, {admin}/api/registryRemove and
 // {admin}/api/callback, with Content-Type application/json;charset=UTF-8 and

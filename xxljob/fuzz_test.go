@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -24,6 +25,36 @@ var fuzzSeeds = []string{
 func addSeeds(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
+	}
+}
+
+// withCaseVariants appends to a JSON object members named like the wire
+// fields but spelled otherwise, which must change nothing: the Java
+// executor's Gson matches names exactly. nil if body does not end an object.
+func withCaseVariants(body []byte) []byte {
+	b := bytes.TrimRight(body, " \t\r\n")
+	if len(b) == 0 || b[len(b)-1] != '}' {
+		return nil
+	}
+	inner := bytes.TrimRight(b[:len(b)-1], " \t\r\n")
+	out := append([]byte{}, inner...)
+	if len(inner) > 0 && inner[len(inner)-1] != '{' {
+		out = append(out, ',')
+	}
+	return append(out, `"LogId":77,"JOBID":5,"ExecutorHandler":"x","glueTYPE":"GLUE_SHELL","logdatetim":9,"LogDateTime":9,"FromLineNum":3}`...)
+}
+
+// requireSameDecoding checks that body and body withCaseVariants decode
+// alike.
+func requireSameDecoding[T any](t *testing.T, decode func([]byte) (T, error), body []byte, want T) {
+	t.Helper()
+	variant := withCaseVariants(body)
+	if variant == nil {
+		return
+	}
+	got, err := decode(variant)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("case variants changed the decoding of %q: %+v, %v; want %+v", body, got, err, want)
 	}
 }
 
@@ -44,6 +75,7 @@ func FuzzDecodeTrigger(f *testing.F) {
 		if p.LogID <= 0 || p.BroadcastTotal < 1 || p.LogDateTime < 0 {
 			t.Fatalf("accepted invalid trigger %+v", p)
 		}
+		requireSameDecoding(t, decodeTrigger, body, p)
 		path, err := store.path(p.LogID, p.LogDateTime)
 		if err != nil {
 			t.Fatalf("valid trigger without log path: %v", err)
@@ -70,6 +102,7 @@ func FuzzDecodeLogParam(f *testing.F) {
 		if err != nil {
 			return
 		}
+		requireSameDecoding(t, decodeLogParam, body, lp)
 		path, err := store.path(lp.LogID, lp.LogDateTim)
 		if err != nil {
 			t.Fatalf("valid log param without a path: %v", err)
@@ -110,6 +143,9 @@ func FuzzDecodeKill(f *testing.F) {
 		p, err := decodeJobID(body)
 		if err == nil && !json.Valid(body) {
 			t.Fatalf("accepted invalid JSON %q as %+v", body, p)
+		}
+		if err == nil {
+			requireSameDecoding(t, decodeJobID, body, p)
 		}
 	})
 }

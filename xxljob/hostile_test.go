@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -558,4 +559,63 @@ func TestHostileStringsCutInLogs(t *testing.T) {
 	for line := range strings.Lines(b.logs.String()) {
 		require.Less(t, len(line), limit, "process log line: %.300s", line)
 	}
+}
+
+// Members are matched by their exact names, as the Java executor's Gson
+// does: encoding/json alone also takes "LogId" or "LOGID" for logId, so a
+// body naming logId twice in two spellings ran, logged and reported
+// whichever came last, and a case variant could change the glue type or
+// the job an answer is about. Case variants are ignored like any unknown
+// member; a name repeated exactly keeps its last value (Gson's rule too).
+func TestHostileMembersMatchExactNames(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	now := time.Now().UnixMilli()
+	first, second, third := nextLogID(), nextLogID(), nextLogID()
+	env, err := h.client.Post(t.Context(), "run", fmt.Appendf(nil,
+		`{"jobId":1,"executorHandler":"count","glueType":"BEAN","logDateTime":%d,"logId":%d,"LogId":%d,"LOGID":%d,"GlueType":"GLUE_SHELL","EXECUTORPARAMS":"x"}`,
+		now, first, second, third))
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw))
+	require.Equal(t, 200, h.callback(t, first).HandleCode)
+	// logId repeated exactly: the last one counts.
+	repeated := nextLogID()
+	env, err = h.client.Post(t.Context(), "run", fmt.Appendf(nil,
+		`{"jobId":1,"executorHandler":"count","glueType":"BEAN","logDateTime":%d,"logId":%d,"logId":%d}`, now, second, repeated))
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw))
+	require.Equal(t, 200, h.callback(t, repeated).HandleCode)
+	require.Equal(t, int64(2), h.ran.Load())
+	for _, id := range []int64{second, third} {
+		_, ok := h.admin.Callback(id)
+		require.False(t, ok, "a run reported as logId %d, a case variant's value", id)
+	}
+	require.Len(t, h.admin.Callbacks(), 2)
+
+	// The other bodies: a case variant is not the member.
+	for _, tc := range []struct{ path, body, want string }{
+		{"run", `{"jobId":1,"ExecutorHandler":"count","glueType":"BEAN","logId":` + strconv.FormatInt(nextLogID(), 10) + `}`,
+			"500 job handler [] not found."},
+		{"run", `{"jobId":1,"executorHandler":"count","GLUETYPE":"BEAN","logId":` + strconv.FormatInt(nextLogID(), 10) + `}`,
+			"500 glueType[null] is not valid."},
+		{"run", `{"jobId":1,"executorHandler":"count","glueType":"BEAN","logid":5}`,
+			"500 request error:logId must be > 0, got 0"},
+		{"kill", `{"JobId":1}`, "200 job thread already killed."}, // job 0's thread, which never existed
+		{"log", fmt.Sprintf(`{"logDateTim":%d,"logId":%d,"LogId":%d,"fromLineNum":1,"FromLineNum":3}`, now, first, repeated),
+			`"fromLineNum":1,`},
+		{"log", fmt.Sprintf(`{"LogDateTim":%d,"logId":%d,"fromLineNum":1}`, now, first),
+			`"logContent":"readLog fail, logFile not exists"`}, // no trigger time: 1970's folder
+	} {
+		env, err := h.client.Post(t.Context(), tc.path, []byte(tc.body))
+		require.NoError(t, err)
+		if tc.path == "log" {
+			require.Contains(t, string(env.Raw), tc.want, tc.body)
+			continue
+		}
+		require.Equal(t, tc.want, fmt.Sprintf("%d %s", env.Code, env.MsgString()), tc.body)
+	}
+	_, lr, err := h.client.Log(t.Context(), now, first, 1)
+	require.NoError(t, err)
+	require.Contains(t, lr.LogContent, "----------- Param:\n", "EXECUTORPARAMS is not executorParams")
+	h.stillServing(t)
 }

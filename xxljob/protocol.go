@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -301,8 +303,13 @@ var (
 	errNotObject = errors.New("request body is not a JSON object")
 )
 
-// decodeObject decodes a request body that must be one JSON object. An empty
-// body or null is an error, as on the Java executor (it parses to null).
+// decodeObject decodes a request body that must be one JSON object into the
+// struct v points to. An empty body or null is an error, as on the Java
+// executor (it parses to null). Members match v's fields by their exact
+// names, as Gson's do: encoding/json alone also takes "LogId" or "LOGID"
+// for logId, so a body naming a field in two spellings would act on
+// another value than the Java executor does. A case variant is ignored
+// like any unknown member; a name repeated exactly keeps its last value.
 func decodeObject(body []byte, v any) error {
 	b := bytes.Trim(body, " \t\r\n") // JSON whitespace only
 	if len(b) == 0 {
@@ -311,10 +318,52 @@ func decodeObject(body []byte, v any) error {
 	if b[0] != '{' {
 		return errNotObject
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := json.Unmarshal(b, &struct{}{}); err != nil { // the syntax, with encoding/json's messages
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	exact, err := exactMembers(b, fieldNames(v))
+	if err == nil {
+		err = json.Unmarshal(exact, v) // the types, naming the struct field
+	}
+	if err != nil {
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	return nil
+}
+
+// exactMembers returns the valid JSON object obj with only the members
+// named in names, each once with its last value.
+func exactMembers(obj []byte, names map[string]bool) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // '{'
+		return nil, err
+	}
+	kept := make(map[string]json.RawMessage, len(names))
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		if name, _ := key.(string); names[name] {
+			kept[name] = val
+		}
+	}
+	return json.Marshal(kept)
+}
+
+// fieldNames returns the JSON names of the fields of the struct v points to.
+func fieldNames(v any) map[string]bool {
+	t := reflect.TypeOf(v).Elem()
+	names := make(map[string]bool, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names[name] = true
+	}
+	return names
 }
 
 func decodeTrigger(body []byte) (triggerParam, error) {
