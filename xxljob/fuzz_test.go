@@ -176,3 +176,50 @@ func FuzzServeHTTP(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExactMembers holds exactMembers' walk over the bytes to
+// encoding/json's own reading of an object into a map, which matches names
+// exactly and keeps a repeated name's last value.
+func FuzzExactMembers(f *testing.F) {
+	addSeeds(f)
+	for _, s := range []string{
+		`{"logId":1,"LogId":2,"logId":3}`, `{ "logId" : [1,{"a":"}"}] , "x":"\"" , "jobId":-1e3 }`,
+		`{"log\u0049d":5,"jobId":null,"glueType":"a\\\"b"}`, `{"a":{"logId":9},"logId":{"b":[]}}`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	names := fieldNames(&triggerParam{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var want map[string]json.RawMessage
+		b := bytes.Trim(body, " \t\r\n")
+		if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &want) != nil {
+			return
+		}
+		var got map[string]json.RawMessage
+		out := exactMembers(b, names)
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%q gave %q: %v", b, out, err)
+		}
+		for name := range names {
+			w, inWant := want[name]
+			g, inGot := got[name]
+			if inWant != inGot || !bytes.Equal(compact(t, w), compact(t, g)) {
+				t.Fatalf("%q: member %s is %q, want %q", b, name, g, w)
+			}
+		}
+		if len(got) > len(names) {
+			t.Fatalf("%q gave %q: members not asked for", b, out)
+		}
+	})
+}
+
+func compact(t *testing.T, raw []byte) []byte {
+	if raw == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
