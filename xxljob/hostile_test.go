@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -618,4 +619,85 @@ func TestHostileMembersMatchExactNames(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, lr.LogContent, "----------- Param:\n", "EXECUTORPARAMS is not executorParams")
 	h.stillServing(t)
+}
+
+// Concurrent triggers of the same few jobs, each with a random block
+// strategy (the three, none and an unknown one), handler (one that honours
+// cancellation, one that does not) and sometimes a timeout, mixed with
+// /kill and /idleBeat: every accepted trigger is called back exactly once,
+// with a result that names why it ended; a refused one (Discard Later)
+// never; and every job thread exits once idle.
+func TestHostileSameJobStorm(t *testing.T) {
+	t.Parallel()
+	pause := func() <-chan time.Time { return time.After(time.Duration(rand.IntN(3)) * time.Millisecond) }
+	polite := xxljob.HandlerFunc(func(ctx context.Context, _ *xxljob.Request) error {
+		select {
+		case <-pause():
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	stubborn := xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error {
+		<-pause()
+		return nil
+	})
+	b := setup(t, opts{token: hostileToken, handlers: map[string]xxljob.Handler{"polite": polite, "stubborn": stubborn},
+		before: func(e *xxljob.Executor) { xxljob.SetIdleTimeout(e, 50*time.Millisecond) }})
+	strategies := []string{"SERIAL_EXECUTION", "DISCARD_LATER", "COVER_EARLY", "", "NO_SUCH_STRATEGY"}
+	const calls, jobs = 600, 3
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := map[int64]bool{}
+	refused := map[int64]string{}
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			job := 1 + i%jobs
+			p := xxljobtest.Trigger(job, []string{"polite", "stubborn"}[rand.IntN(2)], nextLogID())
+			p.ExecutorBlockStrategy = strategies[rand.IntN(len(strategies))]
+			if rand.IntN(10) == 0 {
+				p.ExecutorTimeout = 1
+			}
+			env, err := b.client.Run(context.Background(), p)
+			switch rand.IntN(20) {
+			case 0:
+				_, _ = b.client.Kill(context.Background(), job)
+			case 1:
+				_, _ = b.client.IdleBeat(context.Background(), job)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				refused[p.LogID] = err.Error()
+			case env.Code == 200:
+				accepted[p.LogID] = true
+			default:
+				refused[p.LogID] = env.MsgString()
+			}
+		}()
+	}
+	wg.Wait()
+	ended := regexp.MustCompile(`^(|(block strategy effect：Cover Early|change jobhandler or glue type, and terminate the old job thread\.|scheduling center kill job\.) \[job (running, killed|not executed, in the job queue, killed\.)\])$`)
+	for id := range accepted {
+		cb := b.callbackWithin(t, id, 20*time.Second)
+		if cb.HandleCode == 200 {
+			require.Empty(t, cb.HandleMsg)
+		} else {
+			require.Equal(t, 500, cb.HandleCode, "log %d: %s", id, cb.HandleMsg)
+			require.NotEmpty(t, cb.HandleMsg, "log %d", id)
+		}
+		require.Regexp(t, ended, cb.HandleMsg, "log %d", id)
+	}
+	for id, msg := range refused {
+		require.Equal(t, "block strategy effect：Discard Later", msg, "log %d", id)
+	}
+	waitFor(t, func() bool { return xxljob.ThreadCount(b.exec) == 0 }, "job threads did not exit")
+	require.Len(t, b.admin.Callbacks(), len(accepted), "a refused trigger was called back")
+	for id := range accepted {
+		require.Zero(t, b.admin.Repeats(id), "log %d called back twice", id)
+	}
+	t.Logf("%d accepted, %d discarded", len(accepted), len(refused))
 }
