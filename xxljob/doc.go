@@ -30,6 +30,11 @@
 //	/kill      {"jobId"}: stop the job's running and queued triggers
 //	/log       {"logId","logDateTim" or "logDateTime","fromLineNum"}: the run's log from that line to the end;
 //	           "not ended" and empty for a run queued or starting here whose file is not written yet
+//	           (its logId, and a trigger time on its day)
+//
+// Body members are matched by their exact names, as the Java executor's
+// Gson does: "LogId" is not logId but an unknown member, ignored; a name
+// repeated exactly keeps its last value.
 //
 // Called (executor → admin), on each admin base URL in order until one
 // accepts: {admin}/api/registry, {admin}/api/registryRemove and

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -24,6 +25,36 @@ var fuzzSeeds = []string{
 func addSeeds(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
+	}
+}
+
+// withCaseVariants appends to a JSON object members named like the wire
+// fields but spelled otherwise, which must change nothing: the Java
+// executor's Gson matches names exactly. nil if body does not end an object.
+func withCaseVariants(body []byte) []byte {
+	b := bytes.TrimRight(body, " \t\r\n")
+	if len(b) == 0 || b[len(b)-1] != '}' {
+		return nil
+	}
+	inner := bytes.TrimRight(b[:len(b)-1], " \t\r\n")
+	out := append([]byte{}, inner...)
+	if len(inner) > 0 && inner[len(inner)-1] != '{' {
+		out = append(out, ',')
+	}
+	return append(out, `"LogId":77,"JOBID":5,"ExecutorHandler":"x","glueTYPE":"GLUE_SHELL","logdatetim":9,"LogDateTime":9,"FromLineNum":3}`...)
+}
+
+// requireSameDecoding checks that body and body withCaseVariants decode
+// alike.
+func requireSameDecoding[T any](t *testing.T, decode func([]byte) (T, error), body []byte, want T) {
+	t.Helper()
+	variant := withCaseVariants(body)
+	if variant == nil {
+		return
+	}
+	got, err := decode(variant)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("case variants changed the decoding of %q: %+v, %v; want %+v", body, got, err, want)
 	}
 }
 
@@ -44,6 +75,7 @@ func FuzzDecodeTrigger(f *testing.F) {
 		if p.LogID <= 0 || p.BroadcastTotal < 1 || p.LogDateTime < 0 {
 			t.Fatalf("accepted invalid trigger %+v", p)
 		}
+		requireSameDecoding(t, decodeTrigger, body, p)
 		path, err := store.path(p.LogID, p.LogDateTime)
 		if err != nil {
 			t.Fatalf("valid trigger without log path: %v", err)
@@ -70,6 +102,7 @@ func FuzzDecodeLogParam(f *testing.F) {
 		if err != nil {
 			return
 		}
+		requireSameDecoding(t, decodeLogParam, body, lp)
 		path, err := store.path(lp.LogID, lp.LogDateTim)
 		if err != nil {
 			t.Fatalf("valid log param without a path: %v", err)
@@ -111,6 +144,9 @@ func FuzzDecodeKill(f *testing.F) {
 		if err == nil && !json.Valid(body) {
 			t.Fatalf("accepted invalid JSON %q as %+v", body, p)
 		}
+		if err == nil {
+			requireSameDecoding(t, decodeJobID, body, p)
+		}
 	})
 }
 
@@ -139,4 +175,51 @@ func FuzzServeHTTP(f *testing.F) {
 			t.Fatalf("%s %q: answer %d %q", path, body, rec.Code, rec.Body.String())
 		}
 	})
+}
+
+// FuzzExactMembers holds exactMembers' walk over the bytes to
+// encoding/json's own reading of an object into a map, which matches names
+// exactly and keeps a repeated name's last value.
+func FuzzExactMembers(f *testing.F) {
+	addSeeds(f)
+	for _, s := range []string{
+		`{"logId":1,"LogId":2,"logId":3}`, `{ "logId" : [1,{"a":"}"}] , "x":"\"" , "jobId":-1e3 }`,
+		`{"log\u0049d":5,"jobId":null,"glueType":"a\\\"b"}`, `{"a":{"logId":9},"logId":{"b":[]}}`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	names := fieldNames(&triggerParam{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var want map[string]json.RawMessage
+		b := bytes.Trim(body, " \t\r\n")
+		if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &want) != nil {
+			return
+		}
+		var got map[string]json.RawMessage
+		out := exactMembers(b, names)
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%q gave %q: %v", b, out, err)
+		}
+		for name := range names {
+			w, inWant := want[name]
+			g, inGot := got[name]
+			if inWant != inGot || !bytes.Equal(compact(t, w), compact(t, g)) {
+				t.Fatalf("%q: member %s is %q, want %q", b, name, g, w)
+			}
+		}
+		if len(got) > len(names) {
+			t.Fatalf("%q gave %q: members not asked for", b, out)
+		}
+	})
+}
+
+func compact(t *testing.T, raw []byte) []byte {
+	if raw == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -13,12 +13,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -558,4 +560,144 @@ func TestHostileStringsCutInLogs(t *testing.T) {
 	for line := range strings.Lines(b.logs.String()) {
 		require.Less(t, len(line), limit, "process log line: %.300s", line)
 	}
+}
+
+// Members are matched by their exact names, as the Java executor's Gson
+// does: encoding/json alone also takes "LogId" or "LOGID" for logId, so a
+// body naming logId twice in two spellings ran, logged and reported
+// whichever came last, and a case variant could change the glue type or
+// the job an answer is about. Case variants are ignored like any unknown
+// member; a name repeated exactly keeps its last value (Gson's rule too).
+func TestHostileMembersMatchExactNames(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	now := time.Now().UnixMilli()
+	first, second, third := nextLogID(), nextLogID(), nextLogID()
+	env, err := h.client.Post(t.Context(), "run", fmt.Appendf(nil,
+		`{"jobId":1,"executorHandler":"count","glueType":"BEAN","logDateTime":%d,"logId":%d,"LogId":%d,"LOGID":%d,"GlueType":"GLUE_SHELL","EXECUTORPARAMS":"x"}`,
+		now, first, second, third))
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw))
+	require.Equal(t, 200, h.callback(t, first).HandleCode)
+	// logId repeated exactly: the last one counts.
+	repeated := nextLogID()
+	env, err = h.client.Post(t.Context(), "run", fmt.Appendf(nil,
+		`{"jobId":1,"executorHandler":"count","glueType":"BEAN","logDateTime":%d,"logId":%d,"logId":%d}`, now, second, repeated))
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw))
+	require.Equal(t, 200, h.callback(t, repeated).HandleCode)
+	require.Equal(t, int64(2), h.ran.Load())
+	for _, id := range []int64{second, third} {
+		_, ok := h.admin.Callback(id)
+		require.False(t, ok, "a run reported as logId %d, a case variant's value", id)
+	}
+	require.Len(t, h.admin.Callbacks(), 2)
+
+	// The other bodies: a case variant is not the member.
+	for _, tc := range []struct{ path, body, want string }{
+		{"run", `{"jobId":1,"ExecutorHandler":"count","glueType":"BEAN","logId":` + strconv.FormatInt(nextLogID(), 10) + `}`,
+			"500 job handler [] not found."},
+		{"run", `{"jobId":1,"executorHandler":"count","GLUETYPE":"BEAN","logId":` + strconv.FormatInt(nextLogID(), 10) + `}`,
+			"500 glueType[null] is not valid."},
+		{"run", `{"jobId":1,"executorHandler":"count","glueType":"BEAN","logid":5}`,
+			"500 request error:logId must be > 0, got 0"},
+		{"kill", `{"JobId":1}`, "200 job thread already killed."}, // job 0's thread, which never existed
+		{"log", fmt.Sprintf(`{"logDateTim":%d,"logId":%d,"LogId":%d,"fromLineNum":1,"FromLineNum":3}`, now, first, repeated),
+			`"fromLineNum":1,`},
+		{"log", fmt.Sprintf(`{"LogDateTim":%d,"logId":%d,"fromLineNum":1}`, now, first),
+			`"logContent":"readLog fail, logFile not exists"`}, // no trigger time: 1970's folder
+	} {
+		env, err := h.client.Post(t.Context(), tc.path, []byte(tc.body))
+		require.NoError(t, err)
+		if tc.path == "log" {
+			require.Contains(t, string(env.Raw), tc.want, tc.body)
+			continue
+		}
+		require.Equal(t, tc.want, fmt.Sprintf("%d %s", env.Code, env.MsgString()), tc.body)
+	}
+	_, lr, err := h.client.Log(t.Context(), now, first, 1)
+	require.NoError(t, err)
+	require.Contains(t, lr.LogContent, "----------- Param:\n", "EXECUTORPARAMS is not executorParams")
+	h.stillServing(t)
+}
+
+// Concurrent triggers of the same few jobs, each with a random block
+// strategy (the three, none and an unknown one), handler (one that honours
+// cancellation, one that does not) and sometimes a timeout, mixed with
+// /kill and /idleBeat: every accepted trigger is called back exactly once,
+// with a result that names why it ended; a refused one (Discard Later)
+// never; and every job thread exits once idle.
+func TestHostileSameJobStorm(t *testing.T) {
+	t.Parallel()
+	pause := func() <-chan time.Time { return time.After(time.Duration(rand.IntN(3)) * time.Millisecond) }
+	polite := xxljob.HandlerFunc(func(ctx context.Context, _ *xxljob.Request) error {
+		select {
+		case <-pause():
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	stubborn := xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error {
+		<-pause()
+		return nil
+	})
+	b := setup(t, opts{token: hostileToken, handlers: map[string]xxljob.Handler{"polite": polite, "stubborn": stubborn},
+		before: func(e *xxljob.Executor) { xxljob.SetIdleTimeout(e, 50*time.Millisecond) }})
+	strategies := []string{"SERIAL_EXECUTION", "DISCARD_LATER", "COVER_EARLY", "", "NO_SUCH_STRATEGY"}
+	const calls, jobs = 600, 3
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := map[int64]bool{}
+	refused := map[int64]string{}
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			job := 1 + i%jobs
+			p := xxljobtest.Trigger(job, []string{"polite", "stubborn"}[rand.IntN(2)], nextLogID())
+			p.ExecutorBlockStrategy = strategies[rand.IntN(len(strategies))]
+			if rand.IntN(10) == 0 {
+				p.ExecutorTimeout = 1
+			}
+			env, err := b.client.Run(context.Background(), p)
+			switch rand.IntN(20) {
+			case 0:
+				_, _ = b.client.Kill(context.Background(), job)
+			case 1:
+				_, _ = b.client.IdleBeat(context.Background(), job)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				refused[p.LogID] = err.Error()
+			case env.Code == 200:
+				accepted[p.LogID] = true
+			default:
+				refused[p.LogID] = env.MsgString()
+			}
+		}()
+	}
+	wg.Wait()
+	ended := regexp.MustCompile(`^(|(block strategy effect：Cover Early|change jobhandler or glue type, and terminate the old job thread\.|scheduling center kill job\.) \[job (running, killed|not executed, in the job queue, killed\.)\])$`)
+	for id := range accepted {
+		cb := b.callbackWithin(t, id, 20*time.Second)
+		if cb.HandleCode == 200 {
+			require.Empty(t, cb.HandleMsg)
+		} else {
+			require.Equal(t, 500, cb.HandleCode, "log %d: %s", id, cb.HandleMsg)
+			require.NotEmpty(t, cb.HandleMsg, "log %d", id)
+		}
+		require.Regexp(t, ended, cb.HandleMsg, "log %d", id)
+	}
+	for id, msg := range refused {
+		require.Equal(t, "block strategy effect：Discard Later", msg, "log %d", id)
+	}
+	waitFor(t, func() bool { return xxljob.ThreadCount(b.exec) == 0 }, "job threads did not exit")
+	require.Len(t, b.admin.Callbacks(), len(accepted), "a refused trigger was called back")
+	for id := range accepted {
+		require.Zero(t, b.admin.Repeats(id), "log %d called back twice", id)
+	}
+	t.Logf("%d accepted, %d discarded", len(accepted), len(refused))
 }

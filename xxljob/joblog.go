@@ -42,13 +42,15 @@ func (s *logStore) path(logID, logDateMilli int64) (string, error) {
 	if err := checkLogRef(logID, logDateMilli, "logDateTime"); err != nil {
 		return "", err
 	}
-	day := logTime(logDateMilli).Format(logDateLayout)
-	p := filepath.Join(s.root, day, strconv.FormatInt(logID, 10)+".log")
+	p := filepath.Join(s.root, logDay(logDateMilli), strconv.FormatInt(logID, 10)+".log")
 	if !strings.HasPrefix(p, s.root+string(filepath.Separator)) {
 		return "", fmt.Errorf("log file path escapes the log directory: %s", p)
 	}
 	return p, nil
 }
+
+// logDay names the date folder of a trigger time (epoch ms).
+func logDay(logDateMilli int64) string { return logTime(logDateMilli).Format(logDateLayout) }
 
 // runLog appends entries to one run's log file. The file is opened for each
 // entry (as Java does), so a late line from a handler that outlived its run,

@@ -130,7 +130,7 @@ func (e *Executor) serveLog(w http.ResponseWriter, body []byte) {
 		// started, is "not ended, nothing yet" instead: the admin keeps
 		// polling until its file exists.
 		res := &logResult{FromLineNum: p.FromLineNum, LogContent: msgLogNotFound, IsEnd: true}
-		if e.runner.accepted(p.LogID) {
+		if e.runner.accepted(p.LogID, p.LogDateTim) {
 			res = &logResult{FromLineNum: p.FromLineNum, ToLineNum: d.toLineNumPastEnd(0)}
 		}
 		rt := d.ok()

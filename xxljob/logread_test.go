@@ -147,8 +147,11 @@ func TestLogBeforeTheFileExists(t *testing.T) {
 
 			// The first run holds the job thread; the second waits in its queue.
 			running, queued := b.holdThread(t, g)
-			for _, from := range []int{1, 7} {
-				env, lr, err := b.client.Log(t.Context(), queued.LogDateTime, queued.LogID, from)
+			// The admin's /log sends the trigger time to the second (it
+			// stored a DATETIME), /run sent its milliseconds.
+			for i, from := range []int{1, 7} {
+				at := queued.LogDateTime - int64(i)*(queued.LogDateTime%1000)
+				env, lr, err := b.client.Log(t.Context(), at, queued.LogID, from)
 				require.NoError(t, err)
 				require.Equal(t, 200, env.Code, "%s", env.Raw)
 				require.NotNil(t, lr, "%s", env.Raw)
@@ -163,6 +166,11 @@ func TestLogBeforeTheFileExists(t *testing.T) {
 			_, lr, err = b.client.Log(t.Context(), queued.LogDateTime, unknown, 3)
 			require.NoError(t, err)
 			require.Equal(t, xxljobtest.LogResult{FromLineNum: 3, LogContent: "readLog fail, logFile not exists", IsEnd: true}, *lr)
+			// The queued run's logId on another day is not that run: the
+			// trigger time names the run as much as the logId does.
+			_, lr, err = b.client.Log(t.Context(), queued.LogDateTime-86400000, queued.LogID, 1)
+			require.NoError(t, err)
+			require.Equal(t, xxljobtest.LogResult{FromLineNum: 1, LogContent: "readLog fail, logFile not exists", IsEnd: true}, *lr)
 
 			// Once the queued run began, its file answers as any other.
 			g.open()

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -301,8 +303,13 @@ var (
 	errNotObject = errors.New("request body is not a JSON object")
 )
 
-// decodeObject decodes a request body that must be one JSON object. An empty
-// body or null is an error, as on the Java executor (it parses to null).
+// decodeObject decodes a request body that must be one JSON object into the
+// struct v points to. An empty body or null is an error, as on the Java
+// executor (it parses to null). Members match v's fields by their exact
+// names, as Gson's do: encoding/json alone also takes "LogId" or "LOGID"
+// for logId, so a body naming a field in two spellings would act on
+// another value than the Java executor does. A case variant is ignored
+// like any unknown member; a name repeated exactly keeps its last value.
 func decodeObject(body []byte, v any) error {
 	b := bytes.Trim(body, " \t\r\n") // JSON whitespace only
 	if len(b) == 0 {
@@ -311,10 +318,115 @@ func decodeObject(body []byte, v any) error {
 	if b[0] != '{' {
 		return errNotObject
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := json.Unmarshal(b, &struct{}{}); err != nil { // the syntax, with encoding/json's messages
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if err := json.Unmarshal(exactMembers(b, fieldNames(v)), v); err != nil { // the types, naming the struct field
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	return nil
+}
+
+// exactMembers returns the valid JSON object obj with only the members
+// named in names, each once with its last value, in the order the names
+// first appear (so the first type error is the body's first). It walks
+// obj's bytes: a decoder's tokens would cost an allocation per member,
+// ten times the body's size for one of 200,000 small members.
+func exactMembers(obj []byte, names map[string]bool) []byte {
+	var order []string
+	last := make(map[string][]byte, len(names))
+	for i := skipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
+		nameEnd := skipValue(obj, i)
+		vStart := skipSpace(obj, skipSpace(obj, nameEnd)+1) // past the ':'
+		vEnd := skipValue(obj, vStart)
+		if name, ok := memberName(obj[i:nameEnd], names); ok {
+			if _, seen := last[name]; !seen {
+				order = append(order, name)
+			}
+			last[name] = obj[vStart:vEnd]
+		}
+		i = skipSpace(obj, vEnd)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	out := []byte{'{'}
+	for _, name := range order {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, name)
+		out = append(out, ':')
+		out = append(out, last[name]...)
+	}
+	return append(out, '}')
+}
+
+// memberName returns the name of a quoted member name if it is in names.
+func memberName(quoted []byte, names map[string]bool) (string, bool) {
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		if names[string(inner)] { // no allocation for a name not kept
+			return string(inner), true
+		}
+		return "", false
+	}
+	var name string
+	if json.Unmarshal(quoted, &name) != nil || !names[name] {
+		return "", false
+	}
+	return name, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the value starting at b[i], in valid JSON.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 { // the end of a number or literal
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// fieldNames returns the JSON names of the fields of the struct v points to.
+func fieldNames(v any) map[string]bool {
+	t := reflect.TypeOf(v).Elem()
+	names := make(map[string]bool, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names[name] = true
+	}
+	return names
 }
 
 func decodeTrigger(body []byte) (triggerParam, error) {

@@ -20,10 +20,10 @@ type runner struct {
 	base     context.Context // parent of every run's context; set by start
 	handlers map[string]Handler
 	threads  map[int32]*jobThread
-	refuse   string             // non-empty: /run answers this failure
-	active   map[int64]struct{} // logIds queued or running
-	recent   recentIDs          // logIds that finished lately
-	live     tracker            // job thread goroutines
+	refuse   string          // non-empty: /run answers this failure
+	active   map[int64]int64 // logIds queued or running: their logDateTime
+	recent   recentIDs       // logIds that finished lately
+	live     tracker         // job thread goroutines
 }
 
 // jobThread is the state of one job's goroutine.
@@ -62,7 +62,7 @@ func newRunner() *runner {
 	return &runner{
 		handlers:    make(map[string]Handler),
 		threads:     make(map[int32]*jobThread),
-		active:      make(map[int64]struct{}),
+		active:      make(map[int64]int64),
 		refuse:      msgRefuseNotStarted,
 		idleTimeout: 90 * time.Second,
 		recent:      recentIDs{set: make(map[int64]struct{})},
@@ -125,7 +125,7 @@ func (r *runner) trigger(p triggerParam, d dialect) returnT {
 	}
 	t.queue = append(t.queue, p)
 	t.dialect = d
-	r.active[p.LogID] = struct{}{}
+	r.active[p.LogID] = p.LogDateTime
 	t.signal()
 	return success()
 }
@@ -239,12 +239,16 @@ func (r *runner) kill(jobID int32) bool {
 	return true
 }
 
-// accepted reports whether logID is a trigger queued or running here.
-func (r *runner) accepted(logID int64) bool {
+// accepted reports whether the trigger of logID is queued or running here
+// with its log in the date folder of logDateTime: a /log naming another day
+// is about another run's file (or none), even with the same logId. The day
+// is compared, not the time: the admin's /log sends the trigger time it
+// stored, to the second (a DATETIME column), while /run sent milliseconds.
+func (r *runner) accepted(logID, logDateTime int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.active[logID]
-	return ok
+	at, ok := r.active[logID]
+	return ok && logDay(at) == logDay(logDateTime)
 }
 
 // busy handles /idleBeat.
