@@ -328,7 +328,8 @@ func TestConsoleTasksOfSource(t *testing.T) {
 }
 
 // The overview's cards count the chosen source's database and link into
-// its lists; the fulfilment flags list its flags.
+// its lists; the fulfilment flags list its flags, each with its order's
+// status from the order table the flag names.
 func TestConsoleOverviewOfSource(t *testing.T) {
 	t.Parallel()
 	w := newSourcesWorld(t)
@@ -336,8 +337,8 @@ func TestConsoleOverviewOfSource(t *testing.T) {
 	for _, stmt := range []string{
 		`INSERT INTO order_dead_letter (order_no, order_table, stage, status, last_error, attempts, next_retry_at)
 			VALUES ('S-2', 'order_info_1', 'close', 'parked', 'boom', 8, NOW(3)), ('S-3', 'order_info_1', 'close', 'parked', 'boom', 8, NOW(3))`,
-		`INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
-			VALUES (1, 'S-1', 9, NOW(3) - INTERVAL 8 DAY, NOW(3) - INTERVAL 1 DAY, NOW(3))`,
+		`INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at, order_table)
+			SELECT id, order_no, 9, NOW(3) - INTERVAL 8 DAY, NOW(3) - INTERVAL 1 DAY, NOW(3), 'order_info_1' FROM order_info_1 WHERE order_no = 'S-1'`,
 	} {
 		_, err := w.other.ExecContext(ctx, stmt)
 		require.NoError(t, err, stmt)
@@ -361,6 +362,7 @@ func TestConsoleOverviewOfSource(t *testing.T) {
 	p = w.b.get("/console/fulfilment?source=db1")
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	require.Contains(t, p.body, `<a href="/console/orders/S-1?source=db1">S-1</a>`)
+	require.Contains(t, p.body, "<td>status 2</td>", "S-1's status, closed, from its own table order_info_1")
 	require.Contains(t, p.body, `<input type="hidden" name="source" value="db1">`, "the filter form keeps the source")
 	require.Contains(t, p.body, `href="/console/fulfilment?open=true&amp;source=db1"`, "the navigation stays in the source")
 	p = w.b.get("/console/fulfilment")

@@ -35,8 +35,9 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "order: stock", Query: plantest.Lit(stockRowsSQL, f.skus), Units: 3, Plan: plantest.PK("inventory")},
 		{Name: "order: coupon", Query: q(couponRowSQL, f.coupon), Units: 1, Plan: plantest.PK("user_coupon")},
 		{Name: "order: close log", Query: q(closeLogRowSQL, f.closedNo), Units: 1, Plan: plantest.ByKey("order_close_log", "uk_order_no")},
-		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.paidNo), Units: 1, Plan: plantest.ByKey("f", "uk_order_no").And("o", "PRIMARY", "eq_ref", "const")},
-		{Name: "flags: window", Query: named(flagWindowSQL, map[string]any{"since": sqlexec.Earliest, "before_at": sqlexec.Latest, "before_id": int64(math.MaxInt64), "window": oplist.SearchWindow}), Units: min(f.flags, oplist.SearchWindow), Plan: uses("f", "idx_flagged_at", "range").And("o", "PRIMARY", "eq_ref")},
+		{Name: "order: fulfilment flag", Query: q(flagOfOrderSQL, f.flaggedNo), Units: 1, Plan: plantest.ByKey("order_fulfillment_overdue", "uk_order_no")},
+		{Name: "flags: window", Query: named(flagWindowSQL, map[string]any{"since": sqlexec.Earliest, "before_at": sqlexec.Latest, "before_id": int64(math.MaxInt64), "window": oplist.SearchWindow}), Units: min(f.flags, oplist.SearchWindow), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range")},
+		{Name: "flags: their orders", Query: plantest.Lit(flaggedOrdersSQL, f.flaggedIDs), Units: len(f.flaggedIDs), Plan: plantest.PK("order_info")},
 		{Name: "flags: count", Query: named(countFlagsSQL, map[string]any{"since": sqlexec.Earliest, "cap": CountCap}), Units: min(f.flags, CountCap), Plan: uses("order_fulfillment_overdue", "idx_flagged_at", "range", "index").And("<derived2>", "", "ALL")},
 	})
 }
@@ -50,7 +51,8 @@ type planFixture struct {
 	skus         []int64 // three SKUs
 	coupon       int64   // an order's coupon
 	closedNo     string  // an order with a close record
-	paidNo       string  // a paid order
+	flaggedNo    string  // a flagged order
+	flaggedIDs   []int64 // the ids of a window of flagged orders
 	flags        int     // fulfilment flags
 	lastHourRuns int
 }
@@ -77,7 +79,8 @@ func newPlanFixture(t *testing.T) *planFixture {
 	require.NoError(t, db.SelectContext(ctx, &f.skus, `SELECT sku_id FROM inventory ORDER BY sku_id LIMIT 3`))
 	get(&f.coupon, `SELECT MIN(coupon_id) FROM order_info`)
 	get(&f.closedNo, `SELECT order_no FROM order_close_log ORDER BY id LIMIT 1`)
-	get(&f.paidNo, `SELECT order_no FROM order_info WHERE status = 1 ORDER BY id LIMIT 1`)
+	get(&f.flaggedNo, `SELECT order_no FROM order_fulfillment_overdue ORDER BY id LIMIT 1`)
+	require.NoError(t, db.SelectContext(ctx, &f.flaggedIDs, `SELECT order_id FROM order_fulfillment_overdue ORDER BY id LIMIT ?`, oplist.SearchWindow))
 	get(&f.flags, `SELECT COUNT(*) FROM order_fulfillment_overdue`)
 	get(&f.lastHourRuns, `SELECT COUNT(*) FROM order_close_run WHERE finished_at >= NOW(3) - INTERVAL 1 HOUR`)
 	return f

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -98,60 +99,77 @@ func (store) closeLogRow(ctx context.Context, q sqlx.QueryerContext, orderNo str
 	return r, nil
 }
 
-const flagColumns = `f.id, f.order_id, f.order_no, f.user_id, f.pay_time, f.deadline, f.flagged_at,
-       COALESCE(o.status, -1) AS order_status, o.ship_time`
+// flagColumns are an order_fulfillment_overdue row's: the flag, and the
+// order table it names (migration 0139; empty on flags written before).
+const flagColumns = `id, order_id, order_no, user_id, pay_time, deadline, flagged_at, order_table`
 
-// flagOfOrderFromSQL reads an order's fulfilment flag, by order number,
-// through uk_order_no, with the order's current status (primary key of its
-// order table, %s).
-const flagOfOrderFromSQL = `SELECT ` + flagColumns + `
-FROM order_fulfillment_overdue f FORCE INDEX (uk_order_no)
-LEFT JOIN %s o FORCE INDEX (PRIMARY) ON o.id = f.order_id
-WHERE f.order_no = ?`
+// flagOfOrderSQL reads an order's fulfilment flag, by order number,
+// through uk_order_no.
+const flagOfOrderSQL = `SELECT ` + flagColumns + ` FROM order_fulfillment_overdue FORCE INDEX (uk_order_no) WHERE order_no = ?`
 
-// flagOfOrderSQL reads a flag with its order_info row.
-var flagOfOrderSQL = fmt.Sprintf(flagOfOrderFromSQL, "order_info")
+// flaggedOrdersFromSQL reads the current status and ship time of flagged
+// orders, by their ids (a literal list, the second %s), from the order
+// table the flags name (%s: order_info, or a table of an order source)
+// through its primary key.
+const flaggedOrdersFromSQL = `SELECT id, status, ship_time FROM %s FORCE INDEX (PRIMARY) WHERE id IN (%%s)`
+
+// flaggedOrdersSQL reads flagged orders' rows of order_info.
+var flaggedOrdersSQL = fmt.Sprintf(flaggedOrdersFromSQL, "order_info")
 
 // table is an order table the View looks orders up in, with the
 // statements rendered for it and its item table: the executor's own
-// columns (order, items, flag), or a declared shop schema's (shop).
+// columns (order, items, flagged), or a declared shop schema's (shop).
 type table struct {
-	name               string
-	order, items, flag string
-	shop               *closesql.ViewStatements // nil on the executor's own columns
-	schema             schema.Schema            // the declared schema shop follows
+	name                  string
+	order, items, flagged string
+	shop                  *closesql.ViewStatements // nil on the executor's own columns
+	schema                schema.Schema            // the declared schema shop follows
 }
 
 // defaultTable is the executor's own order_info and order_item.
-var defaultTable = table{name: "order_info", order: orderRecordSQL, items: itemsOfOrderSQL, flag: flagOfOrderSQL}
+var defaultTable = table{name: "order_info", order: orderRecordSQL, items: itemsOfOrderSQL, flagged: flaggedOrdersSQL}
 
 // renderTable renders the statements for an order table and its item
 // table, both checked identifiers of the configuration.
 func renderTable(orderTable, itemTable string) table {
 	o, it := schema.Quote(orderTable), schema.Quote(itemTable)
 	return table{name: orderTable, order: fmt.Sprintf(orderRecordFromSQL, o),
-		items: fmt.Sprintf(itemsOfOrderFromSQL, it), flag: fmt.Sprintf(flagOfOrderFromSQL, o)}
+		items: fmt.Sprintf(itemsOfOrderFromSQL, it), flagged: fmt.Sprintf(flaggedOrdersFromSQL, o)}
 }
 
-func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, t table, orderNo string) (*FulfilmentFlag, error) {
-	f, err := sqlexec.GetOne[FulfilmentFlag](ctx, q, t.flag, orderNo)
+func (store) flagOfOrder(ctx context.Context, q sqlx.QueryerContext, orderNo string) (*FulfilmentFlag, error) {
+	f, err := sqlexec.GetOne[FulfilmentFlag](ctx, q, flagOfOrderSQL, orderNo)
 	if err != nil {
 		return nil, fmt.Errorf("read fulfilment flag of %s: %w", orderNo, err)
 	}
 	return f, nil
 }
 
+// flaggedOrder is a flagged order's current state in its order table.
+type flaggedOrder struct {
+	ID       int64        `db:"id"`
+	Status   int          `db:"status"`
+	ShipTime sql.NullTime `db:"ship_time"`
+}
+
+func (store) flaggedOrders(ctx context.Context, q sqlx.QueryerContext, t table, ids []int64) ([]flaggedOrder, error) {
+	rows, err := sqlexec.SelectIDs[flaggedOrder](ctx, q, t.flagged, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d flagged orders of %s: %w", len(ids), t.name, err)
+	}
+	return rows, nil
+}
+
 // flagWindowSQL is the fulfilment-flag list's window: most recently
-// flagged first from the cursor, with each order's status.
+// flagged first from the cursor (each order's status is read from its own
+// table afterwards, flaggedOrdersFromSQL).
 //
 // Flags since a time, before the cursor (before_at, before_id). A
-// backwards range of idx_flagged_at (flagged_at, id) and one primary-key
-// lookup of order_info per flag; no locks.
+// backwards range of idx_flagged_at (flagged_at, id); no locks.
 const flagWindowSQL = `SELECT ` + flagColumns + `
-FROM order_fulfillment_overdue f FORCE INDEX (idx_flagged_at)
-LEFT JOIN order_info o FORCE INDEX (PRIMARY) ON o.id = f.order_id
-WHERE f.flagged_at >= :since AND (f.flagged_at < :before_at OR (f.flagged_at = :before_at AND f.id < :before_id))
-ORDER BY f.flagged_at DESC, f.id DESC
+FROM order_fulfillment_overdue FORCE INDEX (idx_flagged_at)
+WHERE flagged_at >= :since AND (flagged_at < :before_at OR (flagged_at = :before_at AND id < :before_id))
+ORDER BY flagged_at DESC, id DESC
 LIMIT :window`
 
 func (store) flagWindow(ctx context.Context, q sqlx.QueryerContext, f FlagQuery, window int) ([]FulfilmentFlag, error) {

@@ -8,6 +8,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -187,15 +188,22 @@ type CloseLogRow struct {
 // FulfilmentFlag is an order_fulfillment_overdue row: a paid order not
 // shipped in time, with the order's current status and ship time.
 type FulfilmentFlag struct {
-	ID          int64        `db:"id"`
-	OrderID     int64        `db:"order_id"`
-	OrderNo     string       `db:"order_no"`
-	UserID      int64        `db:"user_id"`
-	PayTime     time.Time    `db:"pay_time"`
-	Deadline    time.Time    `db:"deadline"`
-	FlaggedAt   time.Time    `db:"flagged_at"`
-	OrderStatus int          `db:"order_status"`
-	ShipTime    sql.NullTime `db:"ship_time"`
+	ID        int64     `db:"id"`
+	OrderID   int64     `db:"order_id"`
+	OrderNo   string    `db:"order_no"`
+	UserID    int64     `db:"user_id"`
+	PayTime   time.Time `db:"pay_time"`
+	Deadline  time.Time `db:"deadline"`
+	FlaggedAt time.Time `db:"flagged_at"`
+	// OrderTable is the order table the flag was written from, where
+	// OrderID is the order's id (migration 0139); "" on flags written
+	// before.
+	OrderTable string `db:"order_table"`
+	// OrderStatus and ShipTime are the order's, read by OrderID from
+	// OrderTable (see View.readFlagged); OrderStatus is -1 when the order
+	// is not there, or the table is not one the View reads.
+	OrderStatus int          `db:"-"`
+	ShipTime    sql.NullTime `db:"-"`
 }
 
 // Open reports whether the flagged order is still waiting to be shipped.
@@ -262,7 +270,7 @@ func (i *View) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail
 		return nil, err
 	}
 	if shop == nil { // a shop's orders have no fulfilment flags
-		if d.Fulfilment, err = i.store.flagOfOrder(ctx, i.db, t, orderNo); err != nil {
+		if d.Fulfilment, err = i.flagOfOrder(ctx, orderNo, t); err != nil {
 			return nil, err
 		}
 	}
@@ -275,6 +283,77 @@ func (i *View) OrderIn(ctx context.Context, orderNo, table string) (*OrderDetail
 		return nil, err
 	}
 	return d, nil
+}
+
+// flagOfOrder reads the fulfilment flag of orderNo, found in the order
+// table t, with the order's state from the table the flag names (from t
+// when it names none).
+func (i *View) flagOfOrder(ctx context.Context, orderNo string, t table) (*FulfilmentFlag, error) {
+	f, err := i.store.flagOfOrder(ctx, i.db, orderNo)
+	if f == nil || err != nil {
+		return f, err
+	}
+	flags := []FulfilmentFlag{*f}
+	if err := i.readFlagged(ctx, flags, t); err != nil {
+		return nil, err
+	}
+	return &flags[0], nil
+}
+
+// readFlagged sets each flag's OrderStatus and ShipTime from its order's
+// row in the order table the flag names (order_table, migration 0139), by
+// its id, one statement per table; a flag naming none (written before
+// 0139) from unnamed. The names read from the flags are never put in a
+// statement: only those of the View's tables in the executor's own
+// columns, and order_info, are looked up (flagTable), each with the
+// statement rendered for it from the configuration. A flag naming another
+// table, or whose order is not in it, keeps OrderStatus -1.
+func (i *View) readFlagged(ctx context.Context, flags []FulfilmentFlag, unnamed table) error {
+	byTable := map[string][]int{}
+	for k := range flags {
+		flags[k].OrderStatus = -1
+		name := cmp.Or(flags[k].OrderTable, unnamed.name)
+		byTable[name] = append(byTable[name], k)
+	}
+	for _, name := range slices.Sorted(maps.Keys(byTable)) {
+		t, ok := i.flagTable(name, unnamed)
+		if !ok {
+			continue
+		}
+		ids := make([]int64, len(byTable[name]))
+		for n, k := range byTable[name] {
+			ids[n] = flags[k].OrderID
+		}
+		rows, err := i.store.flaggedOrders(ctx, i.db, t, ids)
+		if err != nil {
+			return err
+		}
+		byID := make(map[int64]flaggedOrder, len(rows))
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		for _, k := range byTable[name] {
+			if r, ok := byID[flags[k].OrderID]; ok {
+				flags[k].OrderStatus, flags[k].ShipTime = r.Status, r.ShipTime
+			}
+		}
+	}
+	return nil
+}
+
+// flagTable is the table called name whose orders a flag's state is read
+// from: unnamed, one of the View's tables in the executor's own columns
+// (a declared schema's orders are never flagged), or order_info.
+func (i *View) flagTable(name string, unnamed table) (table, bool) {
+	if name == unnamed.name && unnamed.shop == nil {
+		return unnamed, true
+	}
+	for _, t := range i.tables {
+		if t.name == name && t.shop == nil {
+			return t, true
+		}
+	}
+	return defaultTable, name == defaultTable.name
 }
 
 // ownRows fills d with the order's row o and its lines, stock and coupon
@@ -446,6 +525,11 @@ func (i *View) FulfilmentFlags(ctx context.Context, q FlagQuery) (FlagPage, erro
 	}
 	rows, err := i.store.flagWindow(ctx, i.db, q, window)
 	if err != nil {
+		return p, err
+	}
+	// Flags written before migration 0139 name no table: their orders are
+	// read in order_info, as the list always did.
+	if err := i.readFlagged(ctx, rows, defaultTable); err != nil {
 		return p, err
 	}
 	p.Flags, p.Next, p.Examined, p.WindowFull = oplist.PickRows(rows, q.Limit, window, true, func(f FulfilmentFlag) oplist.WindowKey {

@@ -15,10 +15,10 @@ var (
 
 // FlagOverdueIDs runs the fulfillment job's page statement on ids.
 func FlagOverdueIDs(ctx context.Context, db *sqlx.DB, ids []int64, days int, cutoff time.Time) (int64, error) {
-	return store{render(defaultTable)}.flagOverdue(ctx, db, ids, days, cutoff)
+	return newStore(defaultTable).flagOverdue(ctx, db, ids, days, cutoff)
 }
 
 // CompleteOrderIDs runs the auto-confirm job's page statement on ids.
 func CompleteOrderIDs(ctx context.Context, db *sqlx.DB, ids []int64, cutoff time.Time) (int64, error) {
-	return store{render(defaultTable)}.completeOrders(ctx, db, ids, cutoff)
+	return newStore(defaultTable).completeOrders(ctx, db, ids, cutoff)
 }

@@ -140,7 +140,7 @@ func New(db *sqlx.DB, cfg Config) (*Jobs, error) {
 	if cfg.Observer != nil {
 		cfg.Observer.LifecycleUnit(cfg.Source, cfg.Table)
 	}
-	return &Jobs{db: db, cfg: cfg, store: store{render(cfg.Table)},
+	return &Jobs{db: db, cfg: cfg, store: newStore(cfg.Table),
 		log: log.With("component", "orders.lifecycle", "source", cfg.Source, "table", cfg.Table)}, nil
 }
 
@@ -222,8 +222,9 @@ func (l *Jobs) AutoConfirm(ctx context.Context, opt Options) (Stats, error) {
 
 // FlagOverdue flags paid orders (status 1) not shipped within the
 // configured (or opt.Days) number of days after pay_time: one row per order
-// in order_fulfillment_overdue (unique order_no), written once, for the
-// merchant side to act on. It never changes an order. Orders paid before
+// in order_fulfillment_overdue (unique order_no), naming the Jobs' table
+// (order_table), written once, for the merchant side to act on. It never
+// changes an order. Orders paid before
 // pay_time existed (NULL) are never flagged. Cancellation is checked
 // between pages.
 func (l *Jobs) FlagOverdue(ctx context.Context, opt Options) (Stats, error) {

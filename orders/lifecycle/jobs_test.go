@@ -213,12 +213,13 @@ type overdueRow struct {
 	PayTime   time.Time `db:"pay_time"`
 	Deadline  time.Time `db:"deadline"`
 	FlaggedAt time.Time `db:"flagged_at"`
+	Table     string    `db:"order_table"`
 }
 
 func (b *testBundle) overdue(t *testing.T) map[string]overdueRow {
 	t.Helper()
 	var rows []overdueRow
-	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT order_id, order_no, pay_time, deadline, flagged_at FROM order_fulfillment_overdue`))
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT order_id, order_no, pay_time, deadline, flagged_at, order_table FROM order_fulfillment_overdue`))
 	out := map[string]overdueRow{}
 	for _, r := range rows {
 		out[r.OrderNo] = r
@@ -227,7 +228,7 @@ func (b *testBundle) overdue(t *testing.T) map[string]overdueRow {
 }
 
 // Paid orders not shipped within the timeout are flagged once, with their
-// pay time and deadline; no order changes in any way; orders paid recently,
+// pay time, deadline and order table; no order changes in any way; orders paid recently,
 // without pay_time, shipped or in other states are not flagged; a rerun adds
 // nothing; the days override widens the net.
 func TestFlagOverdueFlagsOnce(t *testing.T) {
@@ -259,6 +260,7 @@ func TestFlagOverdueFlagsOnce(t *testing.T) {
 		require.Equal(t, *o.PayTime, f.PayTime)
 		require.Equal(t, o.PayTime.AddDate(0, 0, 7), f.Deadline)
 		require.WithinDuration(t, now, f.FlaggedAt, time.Minute)
+		require.Equal(t, "order_info", f.Table, "the order table the flag's order_id is an id of")
 	}
 
 	st, err = l.FlagOverdue(b.Ctx, lifecycle.Options{})

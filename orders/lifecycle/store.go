@@ -33,9 +33,15 @@ func render(table string) statements {
 		scanOverdue: r.Replace(scanOverdueSQL), flagOverdue: r.Replace(flagOverdueSQL)}
 }
 
-// store runs the package's statements, rendered for its order table, on a
-// *sqlx.DB or *sqlx.Tx.
-type store struct{ sql statements }
+// store runs the package's statements, rendered for its order table
+// (table), on a *sqlx.DB or *sqlx.Tx.
+type store struct {
+	sql   statements
+	table string
+}
+
+// newStore returns the store of table (a plain name, checked by New).
+func newStore(table string) store { return store{sql: render(table), table: table} }
 
 // row is one order found by a lifecycle scan page; At is its
 // ship_time (auto-confirm) or pay_time (fulfillment timeout).
@@ -153,17 +159,19 @@ func (s store) scanOverdue(ctx context.Context, q sqlx.QueryerContext, cur curso
 // shipped since the scan is not flagged; the order rows are only read (a
 // shared lock on each while the statement runs), never changed.
 // uk_order_no makes a second flag of an order a no-op (the ON DUPLICATE
-// KEY assignment changes nothing, so it counts 0 rows). Rows affected: the
-// orders flagged now.
+// KEY assignment changes nothing, so it counts 0 rows). order_table is the
+// table the flag is read from (migration 0139): order_id is the id in that
+// table. Rows affected: the orders flagged now.
 const flagOverdueSQL = `
-INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
-SELECT o.id, o.order_no, o.user_id, o.pay_time, o.pay_time + INTERVAL :days DAY, NOW(3)
+INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at, order_table)
+SELECT o.id, o.order_no, o.user_id, o.pay_time, o.pay_time + INTERVAL :days DAY, NOW(3), :order_table
 FROM {order_table} o FORCE INDEX (PRIMARY)
 WHERE o.id IN (%s) AND o.status = 1 AND o.pay_time <= :cutoff
 ON DUPLICATE KEY UPDATE flagged_at = order_fulfillment_overdue.flagged_at`
 
 func (s store) flagOverdue(ctx context.Context, e sqlx.ExecerContext, ids []int64, days int, cutoff time.Time) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql.flagOverdue, sqlexec.IntList(ids)), map[string]any{"days": days, "cutoff": cutoff})
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql.flagOverdue, sqlexec.IntList(ids)),
+		map[string]any{"days": days, "cutoff": cutoff, "order_table": s.table})
 	if err != nil {
 		return 0, fmt.Errorf("flag %d overdue orders: %w", len(ids), err)
 	}

@@ -547,20 +547,7 @@ func TestMigrateStopsAtDuplicateOrderNumbers(t *testing.T) {
 func TestPaymentConflictsKeyedByPaymentID(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	old := fstest.MapFS{}
-	names, err := fs.Glob(os.DirFS("."), "*.up.sql")
-	require.NoError(t, err)
-	for _, n := range names {
-		if n < "0061" {
-			body, err := os.ReadFile(n)
-			require.NoError(t, err)
-			old[n] = &fstest.MapFile{Data: body}
-		}
-	}
-	m, err := migrations.NewFromFS(b.db.DB.DB, migrations.Config{}, old)
-	require.NoError(t, err)
-	_, err = m.Migrate(b.ctx)
-	require.NoError(t, err)
+	b.migrateBefore(t, "0061")
 	b.exec(t, `INSERT INTO payment_conflict (order_no, pay_amount, paid_at) VALUES ('A-1', 12.50, NOW(3)), ('B-2', 3.00, NOW(3))`)
 
 	res, err := b.migrator(t, migrations.Config{}).Migrate(b.ctx)
@@ -582,20 +569,7 @@ func TestPaymentConflictsKeyedByPaymentID(t *testing.T) {
 func TestTaskIndexChangeRunsOnlineOnATableWithRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	before := fstest.MapFS{}
-	files, err := os.ReadDir(".")
-	require.NoError(t, err)
-	for _, f := range files {
-		if strings.HasSuffix(f.Name(), ".up.sql") && f.Name() < "0090" {
-			data, err := os.ReadFile(f.Name())
-			require.NoError(t, err)
-			before[f.Name()] = &fstest.MapFile{Data: data}
-		}
-	}
-	m, err := migrations.NewFromFS(b.db.DB.DB, migrations.Config{}, before)
-	require.NoError(t, err)
-	_, err = m.Migrate(b.ctx)
-	require.NoError(t, err)
+	b.migrateBefore(t, "0090")
 	b.exec(t, `INSERT INTO job_delay_task (trace_id, biz_uuid, handler, execute_time, next_attempt_time, payload_json,
 		status, created_at, updated_at, published_at)
 		SELECT CONCAT('t', seq), CONCAT('b', seq), 'h', NOW(3), NOW(3) + INTERVAL seq SECOND, '{}',
@@ -620,6 +594,51 @@ func TestTaskIndexChangeRunsOnlineOnATableWithRows(t *testing.T) {
 	require.Equal(t, rows, b.fingerprintIdx(t, "job_delay_task", cols, "PRIMARY"), "rows unchanged")
 	require.ElementsMatch(t, []string{"PRIMARY", "uk_trace_id", "uk_biz_uuid", "idx_status_next_attempt", "idx_published_next"},
 		b.indexNames(t, "job_delay_task"))
+	require.NoError(t, b.migrator(t, migrations.Config{}).Check(b.ctx))
+}
+
+// migrateBefore migrates the database with the steps whose files sort
+// before the version prefix ("0090"): an installation migrated by an
+// older executor.
+func (b *bundle) migrateBefore(t *testing.T, version string) {
+	t.Helper()
+	before := fstest.MapFS{}
+	names, err := fs.Glob(os.DirFS("."), "*.up.sql")
+	require.NoError(t, err)
+	for _, n := range names {
+		if n < version {
+			body, err := os.ReadFile(n)
+			require.NoError(t, err)
+			before[n] = &fstest.MapFile{Data: body}
+		}
+	}
+	m, err := migrations.NewFromFS(b.db.DB.DB, migrations.Config{}, before)
+	require.NoError(t, err)
+	_, err = m.Migrate(b.ctx)
+	require.NoError(t, err)
+}
+
+// Fulfilment flags written before 0139 keep their rows and name no order
+// table (the console reads their orders in order_info); the column is
+// added instantly, and flags written afterwards name theirs.
+func TestFulfilmentFlagsNameTheirTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateBefore(t, "0139")
+	b.exec(t, `INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at)
+		VALUES (7, 'OLD-7', 3, NOW(3) - INTERVAL 8 DAY, NOW(3) - INTERVAL 1 DAY, NOW(3))`)
+	const cols = "id, order_id, order_no, user_id, pay_time, deadline, flagged_at"
+	rows := b.fingerprint(t, "order_fulfillment_overdue", cols)
+
+	var out bytes.Buffer
+	res, err := b.migrator(t, migrations.Config{Out: &out}).Migrate(b.ctx)
+	require.NoError(t, err, out.String())
+	require.Contains(t, res.Applied, 139)
+	require.Contains(t, out.String(), "ALTER TABLE order_fulfillment_overdue ADD COLUMN order_table VARCHAR(64) NOT NULL DEFAULT ''\n  ok (ALGORITHM=INSTANT")
+	require.Equal(t, rows, b.fingerprint(t, "order_fulfillment_overdue", cols), "rows unchanged")
+	require.Equal(t, 1, b.count(t, `SELECT COUNT(*) FROM order_fulfillment_overdue WHERE order_no = 'OLD-7' AND order_table = ''`))
+	b.exec(t, `INSERT INTO order_fulfillment_overdue (order_id, order_no, user_id, pay_time, deadline, flagged_at, order_table)
+		VALUES (7, 'NEW-7', 3, NOW(3) - INTERVAL 8 DAY, NOW(3) - INTERVAL 1 DAY, NOW(3), 't_order_7')`)
 	require.NoError(t, b.migrator(t, migrations.Config{}).Check(b.ctx))
 }
 

@@ -1,0 +1,12 @@
+-- Many order tables per database (order.sources): a fulfilment flag names
+-- the order table its order is in, so the console reads the order's status
+-- and ship time from that table (t_order_0 ... t_order_15 share one
+-- order_fulfillment_overdue per database, and order_id is the id in the
+-- order's own table).
+--   order_table   the unit's table, written by orderFulfillmentTimeoutJob;
+--       '' on flags written before: the console's flag list reads their
+--       orders in order_info, as it always did (a flagged order is never
+--       scanned again, so an old flag keeps '').
+-- No index: the flags are read by flagged_at and order_no. The column is
+-- added instantly.
+ALTER TABLE order_fulfillment_overdue ADD COLUMN order_table VARCHAR(64) NOT NULL DEFAULT '';
