@@ -28,6 +28,9 @@ type need struct {
 	// add is the definition an ADD COLUMN would give a column the shop can
 	// add (a stamp of the close); "" for columns that must exist.
 	add string
+	// optional: the setting may be '' (none) instead, as user may, which
+	// only the order view reads.
+	optional bool
 }
 
 // tableCheck collects the problems of one declared table.
@@ -62,6 +65,9 @@ func (c *tableCheck) column(n need) *column {
 	col := c.t.column(strings.ToLower(n.name))
 	if col == nil {
 		fix := fmt.Sprintf("name the column in order.schema.%s (%s has %s)", n.key, c.name, c.columnNames())
+		if n.optional {
+			fix += fmt.Sprintf("; or set order.schema.%s to '' (none)", n.key)
+		}
 		if n.add != "" {
 			fix = fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s, ALGORITHM=INSTANT; or set order.schema.%s to '' (none)",
 				orderschema.Quote(c.name), orderschema.Quote(n.name), n.add, n.key)
@@ -253,6 +259,7 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	oc := newTableCheck(live, "table", o.Table)
 	id := oc.column(need{key: "id", name: o.ID, kinds: kindInteger})
 	orderNo := oc.column(need{key: "orderNo", name: o.OrderNo})
+	oc.column(need{key: "user", name: o.User, optional: true})
 	oc.column(need{key: "status", name: o.Status, kinds: statusKinds(o.Unpaid)})
 	oc.column(need{key: "createTime", name: o.CreateTime, kinds: kindTime})
 	oc.column(need{key: "timeoutColumn", name: o.TimeoutColumn, kinds: kindInteger})

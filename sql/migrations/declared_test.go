@@ -273,6 +273,27 @@ func TestCheckNamesMissingColumnsTypesAndTables(t *testing.T) {
 	require.Len(t, probs, 6, "%v", probs)
 }
 
+// TestCheckNamesAMisnamedUserColumn: order.schema.user is optional, but a
+// name the table lacks made the console's order view fail with Error 1054
+// while the check passed; it is reported like the other columns, with
+// user: "" (none) as the way out.
+func TestCheckNamesAMisnamedUserColumn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	s := foreignSchema(t)
+	s.Orders.User = "userid"
+	probs := problemsOf(t, b, s)
+	user := probs["order_info column userid"]
+	require.Equal(t, "is missing", user.Detail)
+	require.Contains(t, user.Fix, "name the column in order.schema.user (order_info has id, order_sn, member_id")
+	require.True(t, strings.HasSuffix(user.Fix, "; or set order.schema.user to '' (none)"), user.Fix)
+	require.Len(t, probs, 1, "%v", probs)
+
+	s.Orders.User = ""
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: s}).Check(b.ctx))
+}
+
 // Steps skipped for a declaration that is gone stop a plain migrate, which
 // would otherwise create and change the order tables; -run-skipped runs
 // them, and status shows each state.
