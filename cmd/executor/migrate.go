@@ -38,13 +38,14 @@ func migrateFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 }
 
 // withConfig fills in what mcfg takes from the configuration: the history
-// table and the declared schema.
+// table, the declared schema and, with order.sources, the order table
+// that stands for it in mysql.dsn's database.
 func withConfig(cfg *config.Config, mcfg migrations.Config) (migrations.Config, error) {
 	from, err := app.MigrationsConfig(cfg)
 	if err != nil {
 		return mcfg, err
 	}
-	mcfg.Table, mcfg.Shop, mcfg.GivebacksByEvents = from.Table, from.Shop, from.GivebacksByEvents
+	mcfg.Table, mcfg.Shop, mcfg.GivebacksByEvents, mcfg.OrderTables = from.Table, from.Shop, from.GivebacksByEvents, from.OrderTables
 	return mcfg, nil
 }
 

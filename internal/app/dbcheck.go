@@ -21,8 +21,9 @@ import (
 // tables are not this database's business when the outbox gives them
 // back. When an order source (order.sources) is on mysql.dsn's database,
 // as sharded-orders.md advises, the shop's tables checked there are that
-// source's first order table's: a sharded shop has t_order_0 ..., no
-// table named order.schema.table itself.
+// source's first order table's (Config.OrderTables names it alone; the
+// source's own check covers the rest): a sharded shop has t_order_0 ...,
+// no table named order.schema.table itself.
 func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
 	mcfg, err := migrationsConfig(cfg)
 	if err != nil || !mcfg.Shop.Declared || len(cfg.Order.Sources) == 0 {
@@ -35,7 +36,8 @@ func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
 	home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 	for _, src := range sources {
 		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == home {
-			return SourceMigrationsConfig(cfg, src, false)
+			mcfg.OrderTables = src.Tables[:1]
+			return mcfg, nil
 		}
 	}
 	return mcfg, nil

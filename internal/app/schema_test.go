@@ -101,9 +101,21 @@ func TestDeclaredShardedHomeIsChecked(t *testing.T) {
 
 	mcfg, err := MigrationsConfig(cfg)
 	require.NoError(t, err)
-	require.Equal(t, "t_order_0", mcfg.Shop.Orders.Table)
-	require.Equal(t, "t_order_item_0", mcfg.Shop.Items.Table)
+	require.Equal(t, []string{"t_order_0"}, mcfg.OrderTables)
 	require.NoError(t, checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler)))
+
+	// A list naming no table of the database: the fix is in that list.
+	env["ORDER_SOURCES"] = `[{name: s0, dsn: "` + db.DSN + `", tables: "t_orders_{0..1}"}]`
+	cfg, err = config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	err = checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "table t_orders_0 is missing; fix: create it, or correct the order tables order.sources lists")
+	require.ErrorContains(t, err, "table t_order_items_0 is missing; fix: create it, or correct the order tables order.sources lists")
+	srcs, err := cfg.Sources()
+	require.NoError(t, err)
+	err = checkSource(ctx, cfg, srcs[0], db.DB, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "table t_orders_1 is missing; fix: create it, or correct the order tables order.sources lists",
+		"not CREATE TABLE t_orders_1 LIKE t_orders_0, which is missing too")
 
 	// mysql.dsn on no source's database holds order.schema.table itself.
 	env["ORDER_SOURCES"] = `[{name: s0, dsn: "` + db.DSN + `&timeout=3s", tables: "t_order_0"}]`
