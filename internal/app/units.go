@@ -109,8 +109,9 @@ func RetryUnits(cfg *config.Config, home *orders.Closer, units []*orders.Closer)
 	if err != nil {
 		return nil, err
 	}
+	homeDSN, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 	for _, src := range sources {
-		if src.MySQL.DSN == cfg.MySQL.DSN {
+		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == homeDSN {
 			return units, nil
 		}
 	}

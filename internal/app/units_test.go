@@ -134,6 +134,11 @@ func TestRetryUnits(t *testing.T) {
 		return c
 	}
 	homeCloser, unit := closer(home, ""), closer(other, "s")
+	// home's DSN written without what the executor adds anyway: the
+	// same database, so no unit of its own.
+	mc, err := mysql.ParseDSN(home.DSN)
+	require.NoError(t, err)
+	mc.ParseTime = false
 	for _, c := range []struct {
 		sources string
 		want    []*orders.Closer
@@ -141,6 +146,7 @@ func TestRetryUnits(t *testing.T) {
 		{"", []*orders.Closer{homeCloser}},
 		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, other.DSN), []*orders.Closer{unit, homeCloser}},
 		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, home.DSN), []*orders.Closer{unit}},
+		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, mc.FormatDSN()), []*orders.Closer{unit}},
 	} {
 		env := map[string]string{"MYSQL_DSN": home.DSN, "ORDER_SOURCES": c.sources}
 		cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok && v != "" })
