@@ -3,16 +3,20 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/orderjob/executor/internal/suggest"
 )
 
 // Default returns the configuration with every default applied.
@@ -198,9 +202,35 @@ func (l *loader) applyMapping(path string, n *yaml.Node) {
 		case l.sections[norm]:
 			l.bad(k.Line, "%s is a section: it holds keys, not a value", full)
 		default:
-			l.bad(k.Line, "unknown key %s", full)
+			l.bad(k.Line, "unknown key %s%s", full, l.didYouMean(path, k.Value))
 		}
 	}
+}
+
+// didYouMean is "; did you mean order.schema.items?" when key, under
+// section path ("" at the top), is a near miss of a key that section
+// holds, else "". Keys compare as the relaxed binding folds them, so
+// scanindex is no miss of scanIndex (it is accepted as it is).
+func (l *loader) didYouMean(path, key string) string {
+	depth := 0
+	if path != "" {
+		depth = strings.Count(path, ".") + 1
+	}
+	byNorm := map[string]string{} // normalised name → as documented
+	for np, f := range l.fields {
+		if np != normKey(f.path) {
+			continue // an alias: suggest the documented name
+		}
+		parts := strings.Split(f.path, ".")
+		if len(parts) > depth && normKey(strings.Join(parts[:depth], ".")) == normKey(path) {
+			byNorm[normKey(parts[depth])] = parts[depth]
+		}
+	}
+	names := slices.Sorted(maps.Keys(byNorm))
+	if guess := suggest.Closest(normKey(key), names); guess != "" {
+		return "; did you mean " + joinPath(path, byNorm[guess]) + "?"
+	}
+	return ""
 }
 
 // ignore records the leaves of a Spring Boot section for the notice.

@@ -23,6 +23,10 @@ func TestLoadRefusals(t *testing.T) {
 		{"file and environment", "xxl:\n  job:\n    executor:\n      port: 70000\n      appname: ab\n      colour: blue\n",
 			map[string]string{"LOG_LEVEL": "loud", "XXL_JOB_ADMIN_TIMEOUT": "soon", "REDIS_MODE": "ring"},
 			"config: 6 problem(s):\nline 6: unknown key xxl.job.executor.colour\nxxl.job.admin.timeout (from XXL_JOB_ADMIN_TIMEOUT): \"soon\" is not a duration (e.g. 30s, 2m)\nxxl.job.executor.appname: \"ab\" must be 4-64 characters (the admin's rule)\nxxl.job.executor.port: 70000 is not a port (1-65535)\nredis.mode: \"ring\" is not auto, single, sentinel or cluster\nlog.level: \"loud\" is not debug, info, warn or error"},
+		{"typos of keys", "order:\n  close:\n    lockKeyPrefx: x\n  schema:\n    table: t\n    item: {table: t_item}\nredis:\n  adr: r:6379\nmysq:\n  dsn: x\n", nil,
+			"config: 4 problem(s):\nline 3: unknown key order.close.lockKeyPrefx; did you mean order.close.lockKeyPrefix?\n" +
+				"line 6: unknown key order.schema.item; did you mean order.schema.items?\nline 8: unknown key redis.adr; did you mean redis.addr?\n" +
+				"line 9: unknown key mysq; did you mean mysql?"},
 		{"timer shards", "", map[string]string{"DELAY_TIMER_SHARDS": "65"},
 			"config: 1 problem(s):\ndelay.timerShards: 65 is outside 1..64"},
 		{"timer shards under a hash tag", "delay:\n  keyPrefix: '{shop}:delay:'\n  timerShards: 4\n", nil,

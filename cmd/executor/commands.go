@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orderjob/executor/internal/suggest"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -268,7 +269,7 @@ func flagError(w io.Writer, path []*command, fs *flag.FlagSet, err error) int {
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-		if guess := closest(strings.TrimLeft(name, "-"), names); guess != "" {
+		if guess := suggest.Closest(strings.TrimLeft(name, "-"), names); guess != "" {
 			msg += fmt.Sprintf("; did you mean -%s?", guess)
 		}
 	}

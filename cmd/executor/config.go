@@ -45,6 +45,11 @@ func loadSourceDB(ctx context.Context, env *cliEnv, name string) (*config.Config
 	if err != nil {
 		return nil, config.Source{}, nil, err
 	}
+	if name == "" {
+		if note := otherDatabasesNote(cfg, src); note != "" {
+			fmt.Fprintln(env.stderr, note)
+		}
+	}
 	scfg := *cfg
 	scfg.MySQL = src.MySQL
 	db, err := app.OpenDB(ctx, &scfg)
@@ -62,8 +67,9 @@ func sourceNamed(cfg *config.Config, name string) (config.Source, error) {
 		return config.Source{}, err
 	}
 	if name == "" {
+		home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 		for _, s := range srcs {
-			if s.MySQL.DSN == cfg.MySQL.DSN {
+			if dsn, _ := s.MySQL.NormalizedDSN(); dsn == home {
 				return s, nil
 			}
 		}
@@ -81,6 +87,36 @@ func sourceNamed(cfg *config.Config, name string) (config.Source, error) {
 		return sourceNamed(cfg, "")
 	}
 	return config.Source{}, usagef("-source %q is not an order source (the sources: %s)", name, strings.Join(names, ", "))
+}
+
+// otherDatabasesNote says, for a command reading mysql.dsn's database
+// (src, without -source), which order sources keep their rows in other
+// databases: a list that is empty here may not be empty there. It is ""
+// without order.sources or when every source is on mysql.dsn's database.
+func otherDatabasesNote(cfg *config.Config, src config.Source) string {
+	if len(cfg.Order.Sources) == 0 {
+		return ""
+	}
+	srcs, err := cfg.Sources()
+	if err != nil {
+		return ""
+	}
+	home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
+	var others []string
+	for _, s := range srcs {
+		if dsn, _ := s.MySQL.NormalizedDSN(); dsn != home {
+			others = append(others, s.Name)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	which := ""
+	if src.Name != config.DefaultSourceName {
+		which = " (order source " + src.Name + ")"
+	}
+	return fmt.Sprintf("reading mysql.dsn's database%s; the order sources in other databases: %s (add -source NAME)",
+		which, strings.Join(others, ", "))
 }
 
 // addSourceFlag adds -source to a command that reads one order database.

@@ -118,10 +118,6 @@ func TestDidYouMean(t *testing.T) {
 		require.Contains(t, errOut, tc.want, tc.args)
 		require.LessOrEqual(t, strings.Count(errOut, "\n"), 3, "a short answer: %q", errOut)
 	}
-	require.Equal(t, 1, editDistance("deadletters", "deadletter"))
-	require.Equal(t, 1, editDistance("lsit", "list"))
-	require.Equal(t, 3, editDistance("kitten", "sitting"))
-	require.Empty(t, closest("ab", []string{"run", "tasks"}))
 }
 
 // `executor completion bash` completes commands, verbs and each command's

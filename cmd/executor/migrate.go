@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -38,13 +39,14 @@ func migrateFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 }
 
 // withConfig fills in what mcfg takes from the configuration: the history
-// table and the declared schema.
+// table, the declared schema and, with order.sources, the order table
+// that stands for it in mysql.dsn's database.
 func withConfig(cfg *config.Config, mcfg migrations.Config) (migrations.Config, error) {
 	from, err := app.MigrationsConfig(cfg)
 	if err != nil {
 		return mcfg, err
 	}
-	mcfg.Table, mcfg.Shop, mcfg.GivebacksByEvents = from.Table, from.Shop, from.GivebacksByEvents
+	mcfg.Table, mcfg.Shop, mcfg.GivebacksByEvents, mcfg.OrderTables = from.Table, from.Shop, from.GivebacksByEvents, from.OrderTables
 	return mcfg, nil
 }
 
@@ -82,7 +84,7 @@ func migrateDB(ctx context.Context, env *cliEnv, db *sqlx.DB, mcfg migrations.Co
 	}
 	res, err := m.Migrate(ctx)
 	if err != nil {
-		return err
+		return migratePrivileges(err)
 	}
 	if len(res.Applied) == 0 && res.Added == 0 && len(res.Carried) == 0 && len(res.Skipped) == 0 {
 		fmt.Fprintln(env.stdout, "schema is up to date")
@@ -95,6 +97,26 @@ func migrateDB(ctx context.Context, env *cliEnv, db *sqlx.DB, mcfg migrations.Co
 	fmt.Fprintf(env.stdout, "schema is up to date: %d steps applied, %d carried over, %d statements for what was missing%s\n",
 		len(res.Applied), len(res.Carried), res.Added, skipped)
 	return nil
+}
+
+// MySQL error numbers of a user lacking a privilege on a table
+// (ER_TABLEACCESS_DENIED_ERROR) or a column (ER_COLUMNACCESS_DENIED_ERROR).
+const (
+	erTableAccessDenied  = 1142
+	erColumnAccessDenied = 1143
+)
+
+// migratePrivileges adds to an error of a database user that may not
+// change the schema what migrate needs: it runs DDL, which serve and run
+// never do, so a user made for them stops migrate at its first CREATE.
+func migratePrivileges(err error) error {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || (me.Number != erTableAccessDenied && me.Number != erColumnAccessDenied) {
+		return err
+	}
+	return fmt.Errorf("%w; fix: migrate needs SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER and INDEX on the DSN's "+
+		"database (GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX ON db.* TO user); serve and run need "+
+		"only the first four (docs/configuration.md#the-database-user)", err)
 }
 
 // createDatabase creates the database the DSN names, connecting to the

@@ -162,6 +162,25 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 	require.Equal(t, 1, n)
 }
 
+// A user made for serve and run (rows only) stops migrate at its first
+// CREATE: the error names what migrate needs besides, and the same user
+// runs the job once another has migrated.
+func TestMigrateNamesThePrivilegesItNeeds(t *testing.T) {
+	db := dbtest.NewEmpty(t)
+	dsn := db.NewUser(t, "SELECT, INSERT, UPDATE, DELETE ON *")
+	code, _, errOut := runCLI(t, map[string]string{"MYSQL_DSN": dsn}, "migrate")
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "CREATE command denied")
+	require.Contains(t, errOut, "; fix: migrate needs SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER and INDEX on the DSN's database")
+
+	code, _, errOut = runCLI(t, map[string]string{"MYSQL_DSN": db.NewUser(t, "SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX ON *")}, "migrate")
+	require.Equal(t, 0, code, errOut)
+	_, prefix := redistest.Client(t)
+	code, out, errOut := runCLI(t, map[string]string{"MYSQL_DSN": dsn, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:", "XXL_JOB_EXECUTOR_LOGPATH": t.TempDir()}, "run", "orderTimeoutCloseJob")
+	require.Equal(t, 0, code, out+errOut)
+}
+
 // A DSN naming a database that does not exist: migrate and migrate status
 // say to create it; -dry-run -create-database creates nothing and prints
 // the script migrate -create-database would run, CREATE DATABASE first,

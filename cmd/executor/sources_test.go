@@ -159,4 +159,12 @@ func TestDeadLetterRetryAndListOverSources(t *testing.T) {
 		require.Equal(t, 0, code)
 		require.NotContains(t, out, letters[0], "mysql.dsn's database has no letter")
 	}
+	// Without -source, stderr says whose letters these are and where the
+	// others are: an empty list of mysql.dsn's is no empty list of s1's.
+	code, out, errOut = runCLI(t, env, "deadletter", "list")
+	require.Equal(t, 0, code)
+	require.Equal(t, "no dead letters match\n", out)
+	require.Equal(t, "reading mysql.dsn's database; the order sources in other databases: s0, s1 (add -source NAME)\n", errOut)
+	_, _, errOut = runCLI(t, env, "deadletter", "list", "-source", "s1")
+	require.Empty(t, errOut)
 }

@@ -16,10 +16,36 @@ import (
 )
 
 // MigrationsConfig is what migrate, its status and the start-up check
-// share of the configuration: the history table and the shop's declared
-// schema (order.schema), whose stock and coupon tables are not this
-// database's business when the outbox gives them back.
+// share of the configuration for mysql.dsn's database: the history table
+// and the shop's declared schema (order.schema), whose stock and coupon
+// tables are not this database's business when the outbox gives them
+// back. When an order source (order.sources) is on mysql.dsn's database,
+// as sharded-orders.md advises, the shop's tables checked there are that
+// source's first order table's (Config.OrderTables names it alone; the
+// source's own check covers the rest): a sharded shop has t_order_0 ...,
+// no table named order.schema.table itself.
 func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
+	mcfg, err := migrationsConfig(cfg)
+	if err != nil || !mcfg.Shop.Declared || len(cfg.Order.Sources) == 0 {
+		return mcfg, err
+	}
+	sources, err := cfg.Sources()
+	if err != nil {
+		return mcfg, err
+	}
+	home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
+	for _, src := range sources {
+		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == home {
+			mcfg.OrderTables = src.Tables[:1]
+			return mcfg, nil
+		}
+	}
+	return mcfg, nil
+}
+
+// migrationsConfig is MigrationsConfig of a database holding
+// order.schema's tables under their declared names.
+func migrationsConfig(cfg *config.Config) (migrations.Config, error) {
 	sch, err := cfg.Order.Schema.Schema()
 	if err != nil {
 		return migrations.Config{}, fmt.Errorf("order.schema: %w", err)
@@ -37,7 +63,7 @@ func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
 // verify every order table the source lists (Config.OrderTables, which
 // the migrator turns the first one's way itself).
 func SourceMigrationsConfig(cfg *config.Config, src config.Source, tables bool) (migrations.Config, error) {
-	mcfg, err := MigrationsConfig(cfg)
+	mcfg, err := migrationsConfig(cfg)
 	if err != nil {
 		return mcfg, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
@@ -69,9 +70,26 @@ func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
 		return nil, err
 	}
 	if err := PingOrClose(ctx, db); err != nil {
-		return nil, fmt.Errorf("mysql: ping: %w", err)
+		return nil, fmt.Errorf("mysql: ping: %w", zoneHint(err, cfg.MySQL.TimeZone))
 	}
 	return db, nil
+}
+
+// erUnknownTimeZone is ER_UNKNOWN_TIME_ZONE: the session's time_zone,
+// mysql.timeZone, names a zone the server does not know.
+const erUnknownTimeZone = 1298
+
+// zoneHint says what to do when the server refuses mysql.timeZone, zone:
+// every connection sets it, so the first one fails with the server's bare
+// "Unknown or incorrect time zone". Other errors are returned as they are.
+func zoneHint(err error, zone string) error {
+	var me *mysql.MySQLError
+	if zone == "" || !errors.As(err, &me) || me.Number != erUnknownTimeZone {
+		return err
+	}
+	return fmt.Errorf("mysql.timeZone %s: the server knows no zone of that name (it has no time-zone tables, "+
+		"or the name is wrong): set an offset such as '+08:00', or load the server's zone tables "+
+		"(mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql); see docs/time-zones.md: %w", zone, err)
 }
 
 // PingOrClose checks that db answers within 10 s, and closes it when it

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -84,4 +85,26 @@ func TestCheckRedisDB(t *testing.T) {
 	require.NoError(t, err)
 	defer rdb.Close()
 	require.NoError(t, CheckRedisDB(ctx, cfg, rdb))
+}
+
+// TestOpenDBNamesAnUnknownTimeZone: a zone name the server does not know
+// fails every connection with a bare "Unknown or incorrect time zone";
+// OpenDB names the setting and the two ways out.
+func TestOpenDBNamesAnUnknownTimeZone(t *testing.T) {
+	t.Parallel()
+	db := dbtest.New(t)
+	env := map[string]string{"MYSQL_DSN": db.DSN, "MYSQL_TIME_ZONE": "Fh/Nowhere"}
+	cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	_, err = OpenDB(context.Background(), cfg)
+	require.ErrorContains(t, err, "mysql: ping: mysql.timeZone Fh/Nowhere: the server knows no zone of that name")
+	require.ErrorContains(t, err, "set an offset such as '+08:00'")
+	require.ErrorContains(t, err, "Error 1298")
+
+	env["MYSQL_TIME_ZONE"] = "+08:00"
+	cfg, err = config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	got, err := OpenDB(context.Background(), cfg)
+	require.NoError(t, err)
+	require.NoError(t, got.Close())
 }

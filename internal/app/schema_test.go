@@ -81,3 +81,45 @@ func TestDeclaredSchemaTakesEffect(t *testing.T) {
 	_, err = Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
 	require.ErrorContains(t, err, "orders: outbox compensation cannot give back a coupon found by matching columns")
 }
+
+// TestDeclaredShardedHomeIsChecked: with the declared shop's orders split
+// into t_order_0 ... and mysql.dsn on an order source's database, as
+// sharded-orders.md advises, migrate and the start-up check look at that
+// source's first order table in mysql.dsn's database, not at a table
+// named order.schema.table, which a sharded shop does not have.
+func TestDeclaredShardedHomeIsChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	_, err := db.ExecContext(ctx, `RENAME TABLE t_order TO t_order_0, t_order_item TO t_order_item_0`)
+	require.NoError(t, err)
+	env := map[string]string{"MYSQL_DSN": db.DSN,
+		"ORDER_SOURCES": `[{name: s0, dsn: "` + db.DSN + `", tables: "t_order_0"}]`}
+	cfg, err := config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+
+	mcfg, err := MigrationsConfig(cfg)
+	require.NoError(t, err)
+	require.Equal(t, []string{"t_order_0"}, mcfg.OrderTables)
+	require.NoError(t, checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler)))
+
+	// A list naming no table of the database: the fix is in that list.
+	env["ORDER_SOURCES"] = `[{name: s0, dsn: "` + db.DSN + `", tables: "t_orders_{0..1}"}]`
+	cfg, err = config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	err = checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "table t_orders_0 is missing; fix: create it, or correct the order tables order.sources lists")
+	require.ErrorContains(t, err, "table t_order_items_0 is missing; fix: create it, or correct the order tables order.sources lists")
+	srcs, err := cfg.Sources()
+	require.NoError(t, err)
+	err = checkSource(ctx, cfg, srcs[0], db.DB, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "table t_orders_1 is missing; fix: create it, or correct the order tables order.sources lists",
+		"not CREATE TABLE t_orders_1 LIKE t_orders_0, which is missing too")
+
+	// mysql.dsn on no source's database holds order.schema.table itself.
+	env["ORDER_SOURCES"] = `[{name: s0, dsn: "` + db.DSN + `&timeout=3s", tables: "t_order_0"}]`
+	cfg, err = config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	require.ErrorContains(t, checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler)), "table t_order is missing")
+}

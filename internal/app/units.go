@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/config"
@@ -107,8 +109,9 @@ func RetryUnits(cfg *config.Config, home *orders.Closer, units []*orders.Closer)
 	if err != nil {
 		return nil, err
 	}
+	homeDSN, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 	for _, src := range sources {
-		if src.MySQL.DSN == cfg.MySQL.DSN {
+		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == homeDSN {
 			return units, nil
 		}
 	}
@@ -134,7 +137,15 @@ func openSource(ctx context.Context, cfg *config.Config, src config.Source, logg
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	server, err := dbserver.DetectServer(dctx, db)
-	if err != nil {
+	var refused *mysql.MySQLError
+	switch {
+	case errors.As(err, &refused):
+		// It answered, with a no (a wrong password, no grant on the
+		// database): what fixes it is the DSN or a GRANT, not waiting.
+		logger.Warn("order source refuses the executor's user; its units fail until it lets it in", "source", src.Name,
+			"err", err, "hint", dbserver.Hint(err))
+		return db, dbserver.ServerUnknown, nil
+	case err != nil:
 		logger.Warn("order source does not answer; its units fail until it does", "source", src.Name, "err", err)
 		return db, dbserver.ServerUnknown, nil
 	}

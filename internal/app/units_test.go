@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/config"
@@ -47,6 +48,31 @@ func TestOpenBuildsEveryUnit(t *testing.T) {
 	}
 	require.Equal(t, []string{"a/order_info", "a/order_info_1", "a/order_info_2", "b/order_info", "gone/order_info"}, names,
 		"the lifecycle jobs have the same units")
+}
+
+// A source whose server answers with a refusal (a wrong password) is
+// logged as refusing, with the hint of what to check, not as a database
+// that does not answer: waiting will not fix it. The executor starts, and
+// the other sources close.
+func TestOpenLogsARefusedSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home, other := dbtest.New(t), dbtest.New(t)
+	mc, err := mysql.ParseDSN(other.NewUser(t, "SELECT ON *"))
+	require.NoError(t, err)
+	mc.Passwd = "wrong"
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
+		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: denied, dsn: %q, tables: order_info}]`, home.DSN, mc.FormatDSN())))
+	require.NoError(t, err)
+	var logged syncbuf.Buffer
+	d, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil)), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+	require.Len(t, d.HandlerDeps().Units, 2)
+	require.Contains(t, logged.String(), `msg="order source refuses the executor's user; its units fail until it lets it in" source=denied`)
+	require.Contains(t, logged.String(), "Error 1045 (28000): Access denied for user")
+	require.Contains(t, logged.String(), `hint="the database user may not use this database: check the DSN's user, password and grants"`)
+	require.NotContains(t, logged.String(), "does not answer")
 }
 
 // createTables runs DDL in db.
@@ -108,6 +134,11 @@ func TestRetryUnits(t *testing.T) {
 		return c
 	}
 	homeCloser, unit := closer(home, ""), closer(other, "s")
+	// home's DSN written without what the executor adds anyway: the
+	// same database, so no unit of its own.
+	mc, err := mysql.ParseDSN(home.DSN)
+	require.NoError(t, err)
+	mc.ParseTime = false
 	for _, c := range []struct {
 		sources string
 		want    []*orders.Closer
@@ -115,6 +146,7 @@ func TestRetryUnits(t *testing.T) {
 		{"", []*orders.Closer{homeCloser}},
 		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, other.DSN), []*orders.Closer{unit, homeCloser}},
 		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, home.DSN), []*orders.Closer{unit}},
+		{fmt.Sprintf(`[{name: s, dsn: %q, tables: order_info}]`, mc.FormatDSN()), []*orders.Closer{unit}},
 	} {
 		env := map[string]string{"MYSQL_DSN": home.DSN, "ORDER_SOURCES": c.sources}
 		cfg, err := config.LoadWith(nil, func(k string) (string, bool) { v, ok := env[k]; return v, ok && v != "" })

@@ -28,6 +28,9 @@ type need struct {
 	// add is the definition an ADD COLUMN would give a column the shop can
 	// add (a stamp of the close); "" for columns that must exist.
 	add string
+	// optional: the setting may be '' (none) instead, as user may, which
+	// only the order view reads.
+	optional bool
 }
 
 // tableCheck collects the problems of one declared table.
@@ -62,6 +65,9 @@ func (c *tableCheck) column(n need) *column {
 	col := c.t.column(strings.ToLower(n.name))
 	if col == nil {
 		fix := fmt.Sprintf("name the column in order.schema.%s (%s has %s)", n.key, c.name, c.columnNames())
+		if n.optional {
+			fix += fmt.Sprintf("; or set order.schema.%s to '' (none)", n.key)
+		}
 		if n.add != "" {
 			fix = fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s, ALGORITHM=INSTANT; or set order.schema.%s to '' (none)",
 				orderschema.Quote(c.name), orderschema.Quote(n.name), n.add, n.key)
@@ -224,6 +230,53 @@ func statusKinds(v orderschema.Value) []string {
 	return kindInteger
 }
 
+// statusValue is a status value and the order.schema setting declaring it.
+type statusValue struct {
+	key string
+	v   orderschema.Value
+}
+
+// enumHolds checks that an ENUM column col has each declared status
+// value among its members: the scan would find no order in a state the
+// column cannot hold, silently, every run, and a close setting one would
+// fail (or, without a strict sql_mode, write an empty string). The server
+// compares an ENUM's members without regard to case, and so does this
+// check.
+func (c *tableCheck) enumHolds(col *column, values ...statusValue) {
+	if col == nil || family(col.Type) != "enum" {
+		return
+	}
+	members := enumMembers(col.Type)
+	var missing, keys []string
+	for _, sv := range values {
+		if !slices.ContainsFunc(members, func(m string) bool { return strings.EqualFold(m, sv.v.String()) }) {
+			missing = append(missing, sv.v.SQL()+" (order.schema."+sv.key+")")
+			keys = append(keys, "order.schema."+sv.key)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	c.problem("column "+col.Name, fmt.Sprintf("is an ENUM of %s, without %s: no row can hold it",
+		strings.Join(members, ", "), strings.Join(missing, " nor ")),
+		fmt.Sprintf("set %s to members of the ENUM", strings.Join(keys, " and ")))
+}
+
+// enumMembers are the members of a normalized ENUM column type,
+// "enum('wait_pay','paid')", without their quotes.
+func enumMembers(typ string) []string {
+	list, ok := strings.CutPrefix(typ, "enum(")
+	if !ok {
+		return nil
+	}
+	list = strings.TrimSuffix(list, ")")
+	var out []string
+	for m := range strings.SplitSeq(strings.Trim(list, "'"), "','") {
+		out = append(out, strings.ReplaceAll(m, "''", "'"))
+	}
+	return out
+}
+
 // declaredProblems checks the declared tables in live: each table, the
 // columns the close reads and writes and their kinds of type, the unique
 // keys it relies on (order id and number, stock key, coupon id, giveback
@@ -253,7 +306,9 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	oc := newTableCheck(live, "table", o.Table)
 	id := oc.column(need{key: "id", name: o.ID, kinds: kindInteger})
 	orderNo := oc.column(need{key: "orderNo", name: o.OrderNo})
-	oc.column(need{key: "status", name: o.Status, kinds: statusKinds(o.Unpaid)})
+	oc.column(need{key: "user", name: o.User, optional: true})
+	status := oc.column(need{key: "status", name: o.Status, kinds: statusKinds(o.Unpaid)})
+	oc.enumHolds(status, statusValue{"unpaid", o.Unpaid}, statusValue{"closed", o.Closed})
 	oc.column(need{key: "createTime", name: o.CreateTime, kinds: kindTime})
 	oc.column(need{key: "timeoutColumn", name: o.TimeoutColumn, kinds: kindInteger})
 	oc.column(need{key: "closeTime", name: o.CloseTime, kinds: kindTime, add: "DATETIME(3) NULL"})
@@ -319,7 +374,8 @@ func couponProblems(c *orderschema.Coupon, oc *tableCheck, live schema, byEvents
 		return oc.probs
 	}
 	cc := newTableCheck(live, "coupon.table", c.Table)
-	cc.column(need{key: "coupon.status", name: c.Status, kinds: statusKinds(c.Used)})
+	status := cc.column(need{key: "coupon.status", name: c.Status, kinds: statusKinds(c.Used)})
+	cc.enumHolds(status, statusValue{"coupon.used", c.Used}, statusValue{"coupon.unused", c.Unused})
 	if !c.ByMatch() {
 		if id := cc.column(need{key: "coupon.id", name: c.ID}); id != nil {
 			cc.unique("coupon.id", c.ID, "the close gives back exactly one coupon row per order")

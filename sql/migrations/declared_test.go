@@ -273,6 +273,57 @@ func TestCheckNamesMissingColumnsTypesAndTables(t *testing.T) {
 	require.Len(t, probs, 6, "%v", probs)
 }
 
+// TestCheckNamesAMisnamedUserColumn: order.schema.user is optional, but a
+// name the table lacks made the console's order view fail with Error 1054
+// while the check passed; it is reported like the other columns, with
+// user: "" (none) as the way out.
+func TestCheckNamesAMisnamedUserColumn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	s := foreignSchema(t)
+	s.Orders.User = "userid"
+	probs := problemsOf(t, b, s)
+	user := probs["order_info column userid"]
+	require.Equal(t, "is missing", user.Detail)
+	require.Contains(t, user.Fix, "name the column in order.schema.user (order_info has id, order_sn, member_id")
+	require.True(t, strings.HasSuffix(user.Fix, "; or set order.schema.user to '' (none)"), user.Fix)
+	require.Len(t, probs, 1, "%v", probs)
+
+	s.Orders.User = ""
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: s}).Check(b.ctx))
+}
+
+// TestCheckNamesAStatusTheEnumLacks: a declared status value an ENUM
+// column cannot hold made every scan find nothing, silently; the check
+// names the value and the members, ignoring case as the server does.
+func TestCheckNamesAStatusTheEnumLacks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	b.exec(t, "ALTER TABLE order_info ADD COLUMN state ENUM('WAIT_PAY','PAID','CANCELLED') NOT NULL DEFAULT 'WAIT_PAY'",
+		"ALTER TABLE coupon_history MODIFY COLUMN use_status ENUM('UNUSED','USED') NOT NULL DEFAULT 'UNUSED'")
+	value := func(v string) schema.Value {
+		val, err := schema.ParseValue(v)
+		require.NoError(t, err)
+		return val
+	}
+	s := foreignSchema(t)
+	s.Orders.Status, s.Orders.Unpaid, s.Orders.Closed = "state", value("WAIT_PAYY"), value("CANCELED")
+	s.Coupon.Used, s.Coupon.Unused = value("USED"), value("unused")
+
+	probs := problemsOf(t, b, s)
+	state := probs["order_info column state"]
+	require.Equal(t, "is an ENUM of wait_pay, paid, cancelled, without 'WAIT_PAYY' (order.schema.unpaid) nor 'CANCELED' (order.schema.closed): no row can hold it", state.Detail)
+	require.Equal(t, "set order.schema.unpaid and order.schema.closed to members of the ENUM", state.Fix)
+	require.NotContains(t, probs, "coupon_history column use_status", "USED and unused are members")
+
+	s.Orders.Unpaid, s.Orders.Closed = value("wait_pay"), value("CANCELLED")
+	probs = problemsOf(t, b, s) // the scan index is over order_status, not state
+	require.NotContains(t, probs, "order_info column state")
+	require.Contains(t, probs, "order_info index idx_status_created")
+}
+
 // Steps skipped for a declaration that is gone stop a plain migrate, which
 // would otherwise create and change the order tables; -run-skipped runs
 // them, and status shows each state.

@@ -435,7 +435,7 @@ func (m *Migrator) check(ctx context.Context, q querier) error {
 	}
 	probs := diffSchema(m.needed(), live)
 	if m.cfg.Shop.Declared {
-		probs = append(probs, declaredProblems(m.cfg.Shop, live, m.cfg.GivebacksByEvents)...)
+		probs = append(probs, m.shopProblems(live)...)
 	}
 	probs = append(probs, m.unitProblems(live)...)
 	if len(probs) > 0 {

@@ -146,7 +146,7 @@ func (m *Migrator) writeDeclared(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	probs := declaredProblems(m.cfg.Shop, live, m.cfg.GivebacksByEvents)
+	probs := m.shopProblems(live)
 	if len(probs) == 0 {
 		fmt.Fprintln(w, "\n-- the shop's tables (order.schema) have what the close needs; migrate never changes them")
 		return nil

@@ -11,6 +11,30 @@ import (
 // the fix is the DBA's.
 const SourcesSetting = "order.sources"
 
+// fixListedTables is the fix of a missing order or item table that
+// order.sources lists (its item table follows the order table's suffix)
+// when there is no table of the kind to copy.
+const fixListedTables = "create it, or correct the order tables order.sources lists for this database " +
+	"(each is order.schema.table with a suffix; its item table is order.schema.items.table with the same suffix)"
+
+// shopProblems are declaredProblems of the configured shop. With
+// Config.OrderTables the shop's order and item tables are the first
+// unit's, named by order.sources, not by order.schema: a missing one is
+// fixed in that list, so its fix says so.
+func (m *Migrator) shopProblems(live schema) []Problem {
+	probs := declaredProblems(m.cfg.Shop, live, m.cfg.GivebacksByEvents)
+	if len(m.cfg.OrderTables) == 0 {
+		return probs
+	}
+	for i, p := range probs {
+		listed := p.Table == m.cfg.Shop.Orders.Table || p.Table == m.cfg.Shop.Items.Table
+		if listed && p.Object == "table "+p.Table && p.Detail == "is missing" {
+			probs[i].Fix = fixListedTables
+		}
+	}
+	return probs
+}
+
 // unitTables lists the order and item tables of Config.OrderTables other
 // than the schema's own (checked as the executor's or the declared ones).
 func (m *Migrator) unitTables() [][2]string {
@@ -45,6 +69,9 @@ func (m *Migrator) unitProblems(live schema) []Problem {
 				}
 				if p.Object == "table "+p.Table && p.Detail == "is missing" {
 					p.Fix = "CREATE TABLE " + p.Table + " LIKE " + like[p.Table]
+					if live[strings.ToLower(like[p.Table])] == nil {
+						p.Fix = fixListedTables // nothing to copy: a wrong list more likely
+					}
 				}
 				probs = append(probs, p)
 			}
