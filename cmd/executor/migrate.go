@@ -37,10 +37,11 @@ func migrateFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	}
 }
 
-// withConfig fills in what mcfg takes from the configuration: the history
-// table and the declared schema.
+// withConfig fills in what mcfg takes from the configuration for
+// mysql.dsn's database: the history table and the declared schema (with
+// order.sources, the shop's tables of the source on that database).
 func withConfig(cfg *config.Config, mcfg migrations.Config) (migrations.Config, error) {
-	from, err := app.MigrationsConfig(cfg)
+	from, err := app.HomeMigrationsConfig(cfg)
 	if err != nil {
 		return mcfg, err
 	}
@@ -182,7 +183,7 @@ func migrateStatus(ctx context.Context, env *cliEnv, jsonOut bool) error {
 		return err
 	}
 	defer db.Close()
-	mcfg, err := app.MigrationsConfig(cfg)
+	mcfg, err := app.HomeMigrationsConfig(cfg)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,27 @@ func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
 	return migrations.Config{Table: cfg.MySQL.MigrationsTable, Shop: sch, GivebacksByEvents: mode == orders.CompensateOutbox}, nil
 }
 
+// HomeMigrationsConfig is MigrationsConfig for mysql.dsn's database. With
+// a declared schema and order.sources, a sharded shop has no table named
+// order.schema.table: when a source is on that database (the docs'
+// advice), the shop's tables checked there are that source's, as
+// SourceMigrationsConfig has them (the first such source's).
+func HomeMigrationsConfig(cfg *config.Config) (migrations.Config, error) {
+	if cfg.Order.Schema.Table != "" && len(cfg.Order.Sources) > 0 {
+		sources, err := cfg.Sources()
+		if err != nil {
+			return migrations.Config{}, err
+		}
+		home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
+		for _, src := range sources {
+			if dsn, _ := src.MySQL.NormalizedDSN(); dsn == home {
+				return SourceMigrationsConfig(cfg, src, false)
+			}
+		}
+	}
+	return MigrationsConfig(cfg)
+}
+
 // SourceMigrationsConfig is MigrationsConfig for the database of order
 // source src: with a declared schema the shop's tables checked there are
 // those of its first order table, and, with tables, Check and Status also
@@ -87,7 +108,7 @@ func checkSource(ctx context.Context, cfg *config.Config, src config.Source, db 
 // or index they use, or a session time zone with daylight saving (unless
 // mysql.allowDSTZone accepts it, with a loud warning).
 func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) error {
-	mcfg, err := MigrationsConfig(cfg)
+	mcfg, err := HomeMigrationsConfig(cfg)
 	if err != nil {
 		return err
 	}

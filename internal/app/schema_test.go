@@ -15,34 +15,6 @@ import (
 	"github.com/orderjob/executor/orders"
 )
 
-// foreignYAML declares ordertest's foreign shop (ForeignSchema(LockedOnly))
-// as an operator would.
-const foreignYAML = `
-order:
-  schema:
-    table: t_order
-    scanIndex: idx_status_created
-    orderNo: order_sn
-    user: member_id
-    status: order_status
-    createTime: created_at
-    unpaid: 0
-    closed: 4
-    timeoutColumn: ""
-    timeoutMinutes: 15
-    closeTime: cancel_time
-    updateTime: updated_at
-    closeReason: ""
-    givebacks: ["t_member.points += use_points by t_member.id = member_id"]
-    items: {table: t_order_item, index: idx_order_id, orderKey: id, orderColumn: order_id, sku: goods_sku, quantity: num}
-    stock: {table: t_sku_stock, key: sku, index: uk_sku, columns: ["locked -= quantity"]}
-    coupon:
-      table: t_coupon_history
-      status: use_status
-      match: ["member_id = member_id", "coupon_id = coupon_id"]
-      index: idx_member_coupon
-`
-
 // TestDeclaredSchemaTakesEffect: order.schema reaches the closer serve and
 // run build (Open), which closes the shop's own orders with every
 // giveback, and the lifecycle jobs, which cannot work on it, are not built
@@ -59,7 +31,7 @@ func TestDeclaredSchemaTakesEffect(t *testing.T) {
 	_, prefix := redistest.Client(t)
 	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
 		"DELAY_KEY_PREFIX": prefix + "delay:"}
-	cfg, err := config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 
 	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
