@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -167,4 +169,47 @@ func TestDeadLetterRetryAndListOverSources(t *testing.T) {
 	require.Equal(t, "reading mysql.dsn's database; the order sources in other databases: s0, s1 (add -source NAME)\n", errOut)
 	_, _, errOut = runCLI(t, env, "deadletter", "list", "-source", "s1")
 	require.Empty(t, errOut)
+}
+
+// A declared schema over order.sources with mysql.dsn on the first
+// source's database, as sharded-orders.md advises: that database holds
+// t_order_0 and t_order_1 (and their item tables), no t_order. migrate,
+// migrate status and the start-up check look for the shop's tables there
+// as the source names them, not as order.schema.table does; before, migrate
+// and every start were refused, asking for t_order and t_order_item.
+func TestDeclaredSchemaOverSourcesOnHome(t *testing.T) {
+	ctx := context.Background()
+	dbs := []*dbtest.DB{dbtest.NewEmpty(t), dbtest.NewEmpty(t)}
+	for i, db := range dbs {
+		require.NoError(t, ordertest.CreateForeignTables(ctx, db.DB))
+		for _, stmt := range []string{
+			"CREATE TABLE t_order_0 LIKE t_order", "CREATE TABLE t_order_1 LIKE t_order",
+			"CREATE TABLE t_order_item_0 LIKE t_order_item", "CREATE TABLE t_order_item_1 LIKE t_order_item",
+			"DROP TABLE t_order, t_order_item",
+			fmt.Sprintf(`INSERT INTO t_order_1 (order_sn, member_id, order_status, created_at)
+				VALUES ('S%d-1', 7, 0, NOW(3) - INTERVAL 1 HOUR), ('S%d-2', 7, 0, NOW(3))`, i, i),
+			"INSERT INTO t_order_item_1 (order_id, goods_sku, num) SELECT id, 3, 2 FROM t_order_1",
+			"INSERT INTO t_sku_stock (sku, stock, locked) VALUES (3, 100, 4)",
+		} {
+			_, err := db.ExecContext(ctx, stmt)
+			require.NoError(t, err, stmt)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "shop.yml")
+	require.NoError(t, os.WriteFile(file, []byte(ordertest.ForeignYAML), 0o600))
+	env := sourcesEnv(t, dbs[0], dbs)
+	env["ORDER_SOURCES"] = strings.ReplaceAll(env["ORDER_SOURCES"], "order_info_{0..2}", "t_order_{0..1}")
+
+	code, out, errOut := runCLI(t, env, "-config", file, "migrate")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "order source s0: mysql.dsn's database, migrated above\n")
+	code, out, errOut = runCLI(t, env, "-config", file, "migrate", "status")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = runCLI(t, env, "-config", file, "run", "orderTimeoutCloseJob")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "scanned=2 closed=2 skipped_paid=0 skipped_locked=0 dead_lettered=0")
+	for _, db := range dbs {
+		require.Equal(t, 1, db.Count(t, "SELECT COUNT(*) FROM t_order_1 WHERE order_status = 4"))
+		require.Equal(t, 2, db.Count(t, "SELECT locked FROM t_sku_stock WHERE sku = 3"))
+	}
 }

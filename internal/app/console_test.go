@@ -95,7 +95,7 @@ func TestConsoleReadsDeclaredTable(t *testing.T) {
 	_, prefix := redistest.Client(t)
 	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
 		"DELAY_KEY_PREFIX": prefix + "delay:", "EXECUTOR_API_CONSOLE_TOKENS": "alice:" + token}
-	cfg, err := config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
 	require.NoError(t, err)

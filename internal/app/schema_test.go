@@ -15,34 +15,6 @@ import (
 	"github.com/orderjob/executor/orders"
 )
 
-// foreignYAML declares ordertest's foreign shop (ForeignSchema(LockedOnly))
-// as an operator would.
-const foreignYAML = `
-order:
-  schema:
-    table: t_order
-    scanIndex: idx_status_created
-    orderNo: order_sn
-    user: member_id
-    status: order_status
-    createTime: created_at
-    unpaid: 0
-    closed: 4
-    timeoutColumn: ""
-    timeoutMinutes: 15
-    closeTime: cancel_time
-    updateTime: updated_at
-    closeReason: ""
-    givebacks: ["t_member.points += use_points by t_member.id = member_id"]
-    items: {table: t_order_item, index: idx_order_id, orderKey: id, orderColumn: order_id, sku: goods_sku, quantity: num}
-    stock: {table: t_sku_stock, key: sku, index: uk_sku, columns: ["locked -= quantity"]}
-    coupon:
-      table: t_coupon_history
-      status: use_status
-      match: ["member_id = member_id", "coupon_id = coupon_id"]
-      index: idx_member_coupon
-`
-
 // TestDeclaredSchemaTakesEffect: order.schema reaches the closer serve and
 // run build (Open), which closes the shop's own orders with every
 // giveback, and the lifecycle jobs, which cannot work on it, are not built
@@ -59,7 +31,7 @@ func TestDeclaredSchemaTakesEffect(t *testing.T) {
 	_, prefix := redistest.Client(t)
 	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
 		"DELAY_KEY_PREFIX": prefix + "delay:"}
-	cfg, err := config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 
 	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
@@ -96,7 +68,7 @@ func TestDeclaredShardedHomeIsChecked(t *testing.T) {
 	require.NoError(t, err)
 	env := map[string]string{"MYSQL_DSN": db.DSN,
 		"ORDER_SOURCES": `[{name: s0, dsn: "` + db.DSN + `", tables: "t_order_0"}]`}
-	cfg, err := config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 
 	mcfg, err := MigrationsConfig(cfg)
@@ -106,7 +78,7 @@ func TestDeclaredShardedHomeIsChecked(t *testing.T) {
 
 	// A list naming no table of the database: the fix is in that list.
 	env["ORDER_SOURCES"] = `[{name: s0, dsn: "` + db.DSN + `", tables: "t_orders_{0..1}"}]`
-	cfg, err = config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err = config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 	err = checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "table t_orders_0 is missing; fix: create it, or correct the order tables order.sources lists")
@@ -119,7 +91,7 @@ func TestDeclaredShardedHomeIsChecked(t *testing.T) {
 
 	// mysql.dsn on no source's database holds order.schema.table itself.
 	env["ORDER_SOURCES"] = `[{name: s0, dsn: "` + db.DSN + `&timeout=3s", tables: "t_order_0"}]`
-	cfg, err = config.LoadWith([]byte(foreignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err = config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 	require.ErrorContains(t, checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler)), "table t_order is missing")
 }

@@ -3,8 +3,9 @@
 // injected from outside — kill -9, server crashes and restarts, a Redis
 // outage and flush, an unreachable admin, misconfigured shards, slow
 // transactions past the lock expiry, a database clock days away from the
-// executor's, hostile clients on both ports, and a Redis master failed over
-// by its Sentinels. After each scenario the
+// executor's, hostile clients on both ports, a Redis master failed over
+// by its Sentinels, and a shop's own schema over two databases with
+// payments racing the close. After each scenario the
 // order invariants are checked (internal/ordertest) and one line per
 // scenario says what was checked: orders due, closed, compensated, doubled,
 // lost. The last line is "N passed, M failed".

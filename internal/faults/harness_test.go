@@ -61,15 +61,16 @@ type profile struct {
 	clockOffsets  []string      // scenario 7: FAKETIME offsets of the database server
 	galeraOrders  int           // scenarios 10 and 13: orders closed through a three-node Galera cluster
 	switchOrders  int           // scenario 12: orders closed across a primary switch
+	shopOrders    int           // scenario 16: orders of the declared shop, over 2 databases of 4 tables
 }
 
 var (
 	bounded = profile{name: "bounded", kills: 8, killOrders: 2500, restarts: 2, redisOutage: 5 * time.Second,
 		adminRuns: 6, shardOrders: 3000, slowOrders: 200, slowRounds: 2, clockOffsets: []string{"+3d", "-3d"},
-		galeraOrders: 3000, switchOrders: 3000}
+		galeraOrders: 3000, switchOrders: 3000, shopOrders: 2400}
 	full = profile{name: "full", kills: 20, killOrders: 6000, restarts: 6, redisOutage: 30 * time.Second,
 		adminRuns: 20, adminRetryWay: true, shardOrders: 10000, slowOrders: 600, slowRounds: 6, clockOffsets: []string{"+3d", "-3d", "+400d", "-400d"},
-		galeraOrders: 10000, switchOrders: 10000}
+		galeraOrders: 10000, switchOrders: 10000, shopOrders: 8000}
 )
 
 // harness is what every scenario shares: the executor binary built from this

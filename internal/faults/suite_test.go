@@ -71,6 +71,7 @@ var scenarios = []scenario{
 	{"13-galera-multi", scenarioGaleraMulti},
 	{"14-redis-cluster", scenarioRedisCluster},
 	{"15-sentinel-delay", scenarioSentinelDelay},
+	{"16-shop-shards", scenarioShopShards},
 }
 
 // TestFaultSuite runs every scenario in order and prints one line per

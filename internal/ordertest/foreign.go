@@ -108,6 +108,34 @@ func CreateForeignTables(ctx context.Context, db sqlx.ExecerContext) error {
 	return nil
 }
 
+// ForeignYAML declares the foreign shop (ForeignSchema(LockedOnly)) as an
+// operator would, in the configuration file.
+const ForeignYAML = `
+order:
+  schema:
+    table: t_order
+    scanIndex: idx_status_created
+    orderNo: order_sn
+    user: member_id
+    status: order_status
+    createTime: created_at
+    unpaid: 0
+    closed: 4
+    timeoutColumn: ""
+    timeoutMinutes: 15
+    closeTime: cancel_time
+    updateTime: updated_at
+    closeReason: ""
+    givebacks: ["t_member.points += use_points by t_member.id = member_id"]
+    items: {table: t_order_item, index: idx_order_id, orderKey: id, orderColumn: order_id, sku: goods_sku, quantity: num}
+    stock: {table: t_sku_stock, key: sku, index: uk_sku, columns: ["locked -= quantity"]}
+    coupon:
+      table: t_coupon_history
+      status: use_status
+      match: ["member_id = member_id", "coupon_id = coupon_id"]
+      index: idx_member_coupon
+`
+
 // ForeignStock says which of the foreign shop's stock tables a schema gives
 // stock back to.
 type ForeignStock int
