@@ -228,7 +228,7 @@ type OrderSchema struct {
 	CreateTime     string   `yaml:"createTime" env:"ORDER_SCHEMA_CREATE_TIME" doc:"when the order was placed (DATETIME or TIMESTAMP, session time zone)"`
 	Unpaid         string   `yaml:"unpaid" env:"ORDER_SCHEMA_UNPAID" doc:"status value of an order waiting for payment: an integer or a text"`
 	Closed         string   `yaml:"closed" env:"ORDER_SCHEMA_CLOSED" doc:"status value a close sets"`
-	TimeoutColumn  string   `yaml:"timeoutColumn" env:"ORDER_SCHEMA_TIMEOUT_COLUMN" doc:"column holding each order's payment timeout in minutes; empty: timeoutMinutes for every order"`
+	TimeoutColumn  string   `yaml:"timeoutColumn" env:"ORDER_SCHEMA_TIMEOUT_COLUMN" doc:"column holding each order's payment timeout in minutes; empty, or left out while timeoutMinutes is given: timeoutMinutes for every order"`
 	TimeoutMinutes int      `yaml:"timeoutMinutes" env:"ORDER_SCHEMA_TIMEOUT_MINUTES" default:"0" doc:"one payment timeout for all orders, when timeoutColumn is empty"`
 	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`

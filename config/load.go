@@ -76,6 +76,7 @@ func LoadFileWith(name string, data []byte, lookupEnv func(string) (string, bool
 		l.fileConflicts()
 	}
 	l.environment(lookupEnv)
+	l.impliedDefaults()
 	l.problems = append(l.problems, c.validate()...)
 	if len(l.problems) > 0 {
 		return nil, fmt.Errorf("config: %d problem(s):\n%w", len(l.problems), errors.Join(l.problems...))
@@ -97,6 +98,7 @@ type loader struct {
 	sections map[string]bool      // normalised paths that hold keys
 	set      map[string][]setting // canonical path of an aliased key → the keys of the file that set it
 	leaves   map[string]setting   // normalised path of each key the file set, as written → its first setting
+	given    map[string]bool      // canonical path of each key the file or the environment set
 }
 
 // setting is one key of the file that set an aliased value.
@@ -108,7 +110,7 @@ type setting struct {
 
 func newLoader(file string, c *Config) *loader {
 	l := &loader{file: file, c: c, fields: map[string]field{}, sections: map[string]bool{}, set: map[string][]setting{},
-		leaves: map[string]setting{}}
+		leaves: map[string]setting{}, given: map[string]bool{}}
 	walk(reflect.ValueOf(c).Elem(), "", func(f field) {
 		for _, p := range append([]string{f.path}, f.aliases...) {
 			np := normKey(p)
@@ -255,6 +257,7 @@ func (l *loader) setField(f field, key string, line int, val *yaml.Node) {
 		return
 	}
 	l.leaves[normKey(key)] = setting{key: key, line: line}
+	l.given[f.path] = true
 	if len(f.aliases) > 0 {
 		if val.Tag == "!!null" || (val.Kind == yaml.ScalarNode && strings.TrimSpace(val.Value) == "") {
 			return
@@ -314,12 +317,24 @@ func (l *loader) environment(lookupEnv func(string) (string, bool)) {
 		if len(names) == 0 {
 			return
 		}
+		l.given[f.path] = true
 		if err := setText(f.v, value); err != nil {
 			for _, e := range flatten(err) {
 				l.problems = append(l.problems, fmt.Errorf("%s (from %s): %w", f.path, names[0], e))
 			}
 		}
 	})
+}
+
+// impliedDefaults drops a default that another given key replaces. A
+// declared schema's order.schema.timeoutMinutes says every order has the
+// same timeout, so the per-order column's default (the executor's own
+// timeout_minutes, which the shop's table rarely has) gives way to it;
+// given both, validate asks for one of them.
+func (l *loader) impliedDefaults() {
+	if l.given["order.schema.timeoutMinutes"] && !l.given["order.schema.timeoutColumn"] {
+		l.c.Order.Schema.TimeoutColumn = ""
+	}
 }
 
 func orRoot(p string) string {

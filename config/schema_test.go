@@ -79,3 +79,31 @@ func TestSchemaRefusesWhatCannotBeSQL(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, tc.env)
 	}
 }
+
+// A declared schema giving only timeoutMinutes means one timeout for every
+// order: the per-order column's default (timeout_minutes, the executor's
+// own) gives way, from the file or the environment. Given both, the
+// configuration still asks for one of them.
+func TestSchemaTimeoutMinutesAloneNeedsNoColumn(t *testing.T) {
+	t.Parallel()
+	yml := "order:\n  schema:\n    table: t_order\n    timeoutMinutes: 20\n"
+	for _, tc := range []struct {
+		name string
+		yml  string
+		env  map[string]string
+	}{
+		{"file", yml, nil},
+		{"environment", "", map[string]string{"ORDER_SCHEMA_TABLE": "t_order", "ORDER_SCHEMA_TIMEOUT_MINUTES": "20"}},
+	} {
+		cfg, err := config.LoadWith([]byte(tc.yml), envOf(tc.env))
+		require.NoError(t, err, tc.name)
+		s, err := cfg.Order.Schema.Schema()
+		require.NoError(t, err, tc.name)
+		require.Empty(t, s.Orders.TimeoutColumn, tc.name)
+		require.Equal(t, 20, s.Orders.TimeoutMinutes, tc.name)
+	}
+	_, err := config.LoadWith([]byte(yml+"    timeoutColumn: timeout_minutes\n"), envOf(nil))
+	require.ErrorContains(t, err, "order.schema.timeoutColumn, timeoutMinutes: give one of them, not both")
+	_, err = config.LoadWith([]byte(yml), envOf(map[string]string{"ORDER_SCHEMA_TIMEOUT_COLUMN": "ttl"}))
+	require.ErrorContains(t, err, "give one of them, not both")
+}

@@ -40,11 +40,23 @@ type tableCheck struct {
 	probs []Problem
 }
 
+// tableNone is what leaving out each table that may be left out means.
+// Their keys default to the executor's own tables (inventory,
+// user_coupon), which a shop declaring its schema rarely has.
+var tableNone = map[string]string{
+	"stock.table":  "a close gives no stock back",
+	"coupon.table": "orders carry no coupon",
+}
+
 func newTableCheck(live schema, key, name string) *tableCheck {
 	c := &tableCheck{name: name, t: live[strings.ToLower(name)]}
 	switch {
 	case c.t == nil:
-		c.problem("table "+name, "is missing", fmt.Sprintf("create it, or name the shop's table in order.schema.%s", key))
+		fix := fmt.Sprintf("create it, or name the shop's table in order.schema.%s", key)
+		if none, ok := tableNone[key]; ok {
+			fix += fmt.Sprintf("; or set order.schema.%s to '' (%s)", key, none)
+		}
+		c.problem("table "+name, "is missing", fix)
 	case c.t.Engine != "" && !strings.EqualFold(c.t.Engine, "InnoDB"):
 		c.problem("table "+name, fmt.Sprintf("is %s; the close changes it in one transaction with the others", c.t.Engine),
 			fmt.Sprintf("ALTER TABLE %s ENGINE=InnoDB", orderschema.Quote(name)))

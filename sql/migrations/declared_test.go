@@ -294,6 +294,28 @@ func TestCheckNamesAMisnamedUserColumn(t *testing.T) {
 	require.NoError(t, b.migrator(t, migrations.Config{Shop: s}).Check(b.ctx))
 }
 
+// TestCheckOffersNoStockOrCoupon: stock.table and coupon.table default to
+// the executor's own inventory and user_coupon, which a shop declaring its
+// schema rarely has; their "is missing" fix names ” (none) as the way
+// out, as the optional columns' fixes do.
+func TestCheckOffersNoStockOrCoupon(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	s := foreignSchema(t)
+	s.Stock.Table, s.Coupon.Table = "inventory_x", "user_coupon_x"
+	probs := problemsOf(t, b, s)
+	stock := probs["inventory_x table inventory_x"]
+	require.Equal(t, "is missing", stock.Detail)
+	require.True(t, strings.HasSuffix(stock.Fix, "; or set order.schema.stock.table to '' (a close gives no stock back)"), stock.Fix)
+	coupon := probs["user_coupon_x table user_coupon_x"]
+	require.Equal(t, "is missing", coupon.Detail)
+	require.True(t, strings.HasSuffix(coupon.Fix, "; or set order.schema.coupon.table to '' (orders carry no coupon)"), coupon.Fix)
+
+	s.Stock, s.Coupon = nil, nil
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: s}).Check(b.ctx))
+}
+
 // TestCheckNamesAStatusTheEnumLacks: a declared status value an ENUM
 // column cannot hold made every scan find nothing, silently; the check
 // names the value and the members, ignoring case as the server does.
