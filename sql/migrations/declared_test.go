@@ -296,7 +296,7 @@ func TestCheckNamesAMisnamedUserColumn(t *testing.T) {
 
 // TestCheckOffersNoStockOrCoupon: stock.table and coupon.table default to
 // the executor's own inventory and user_coupon, which a shop declaring its
-// schema rarely has; their "is missing" fix names ” (none) as the way
+// schema rarely has; their "is missing" fix offers none ("") as the way
 // out, as the optional columns' fixes do.
 func TestCheckOffersNoStockOrCoupon(t *testing.T) {
 	t.Parallel()
