@@ -100,7 +100,7 @@ func sweepSources(ctx context.Context, req *xxljob.Request, opt delay.SweepOptio
 		}
 		total.Add(results[i])
 		if errs[i] != nil {
-			req.Logf("%s: FAILED after %s: %v", name, results[i], errs[i])
+			logFailure(req, "%s: FAILED after %s: %v", name, results[i], errs[i])
 			failed = append(failed, fmt.Errorf("%s: %w", name, errs[i]))
 			continue
 		}

@@ -75,6 +75,16 @@ func shareOf(s shard.Share) string {
 	return fmt.Sprintf(" (rows of shard %d/%d)", s.RowIndex, s.RowTotal)
 }
 
+// logFailure writes a line about a failure into the run log at ERROR, so
+// that the admin UI's log sets it apart from the progress lines at INFO.
+func logFailure(req *xxljob.Request, format string, args ...any) {
+	if req.Log == nil { // a Request built by hand
+		req.Logf(format, args...)
+		return
+	}
+	req.Log.Error(fmt.Sprintf(format, args...))
+}
+
 // logUnit writes a unit's end into the run log: its summary line, or what
 // stopped it and, when dbserver.Hint knows, what to do about it (an error
 // about the database, not an order: nothing was dead-lettered for it).
@@ -85,10 +95,10 @@ func logUnit[S fmt.Stringer](req *xxljob.Request, u unitrun.Run[S]) {
 		return
 	}
 	if !u.Started {
-		req.Logf("%s%s FAILED: %v", u.Name(), shareOf(u.Share), u.Err)
+		logFailure(req, "%s%s FAILED: %v", u.Name(), shareOf(u.Share), u.Err)
 		return
 	}
-	req.Logf("%s%s FAILED after %s: %v", u.Name(), shareOf(u.Share), u.Stats, u.Err)
+	logFailure(req, "%s%s FAILED after %s: %v", u.Name(), shareOf(u.Share), u.Stats, u.Err)
 	if hint := dbserver.Hint(u.Err); hint != "" {
 		req.Logf("%s hint: %s", u.Name(), hint)
 	}

@@ -26,6 +26,7 @@ import (
 type runLog struct {
 	mu     sync.Mutex
 	lines  []string
+	errors []string // the lines written at ERROR
 	onLine func(string)
 }
 
@@ -35,6 +36,9 @@ func (l *runLog) WithGroup(string) slog.Handler            { return l }
 func (l *runLog) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	l.lines = append(l.lines, r.Message)
+	if r.Level == slog.LevelError {
+		l.errors = append(l.errors, r.Message)
+	}
 	hook := l.onLine
 	l.mu.Unlock()
 	if hook != nil {
@@ -102,6 +106,10 @@ func TestOrderCloseUnitsSourceDownMidRun(t *testing.T) {
 	require.Contains(t, out, "orderTimeoutCloseJob executor 0/1 over 6 units pageSize=10")
 	require.Regexp(t, `down/order_info_0 FAILED after scanned=\d+ closed=\d+ .*: `, out)
 	require.Contains(t, out, "down/order_info_0 hint: ")
+	require.Len(t, log.errors, 3, "the FAILED lines, at ERROR: %q", log.errors)
+	for _, line := range log.errors {
+		require.Regexp(t, `^down/order_info_\d FAILED`, line)
+	}
 	for _, table := range []string{"order_info_1", "order_info_2"} {
 		require.Contains(t, out, fmt.Sprintf("down/%s FAILED: not started: source down cannot be reached: ", table))
 	}
