@@ -236,7 +236,7 @@ func (s *lateStart) Start(ctx context.Context) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	s.log.WarnContext(ctx, s.name+" does not start; trying again in the background", "every", s.every.String(), "err", err)
+	s.log.WarnContext(ctx, s.name+" could not start; trying again in the background", "every", s.every.String(), "err", err)
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel, s.done = cancel, make(chan struct{})
 	go s.retry(rctx, s.done)
@@ -263,7 +263,7 @@ func (s *lateStart) retry(ctx context.Context, done chan struct{}) {
 			s.log.InfoContext(ctx, s.name+" started")
 			return
 		} else if ctx.Err() == nil {
-			s.log.DebugContext(ctx, s.name+" does not start yet", "err", err)
+			s.log.DebugContext(ctx, s.name+" could not start yet", "err", err)
 		}
 	}
 }

@@ -118,7 +118,7 @@ func TestDelayedTasksOfEverySource(t *testing.T) {
 	}
 	require.NoError(t, cs.Start(ctx), "a source down does not stop serve")
 	defer func() { require.NoError(t, cs.Stop(ctx)) }()
-	require.Contains(t, logged.String(), "delayed tasks of order source gone does not start; trying again in the background")
+	require.Contains(t, logged.String(), "delayed tasks of order source gone could not start; trying again in the background")
 
 	// Registered in the order's transaction, in the order's database.
 	tx, err := other.Beginx()
@@ -255,7 +255,7 @@ func TestLateStartStartsOnceItCan(t *testing.T) {
 	require.Eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.started }, delaytest.WaitLong, time.Millisecond)
 	require.Eventually(t, func() bool { return strings.Contains(logged.String(), `msg="delayed tasks of order source b started"`) },
 		delaytest.WaitLong, time.Millisecond)
-	require.Contains(t, logged.String(), `msg="delayed tasks of order source b does not start; trying again in the background"`)
+	require.Contains(t, logged.String(), `msg="delayed tasks of order source b could not start; trying again in the background"`)
 	require.NoError(t, s.Stop(t.Context()))
 	require.Equal(t, 4, f.starts)
 	require.True(t, f.stopped)
