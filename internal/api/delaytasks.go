@@ -48,13 +48,13 @@ func (s *Server) MountSourcedDelayTasks(c Sourced[*delay.Client]) {
 		notFoundAnswer: func(r *http.Request) apiError {
 			return apiError{Field: "bizUuid", Error: "no task with bizUuid " + strconv.Quote(r.PathValue("bizUuid"))}
 		}}}
-	s.Handle("POST /api/delay-tasks", http.HandlerFunc(a.register))
+	s.Handle("POST /api/delay-tasks", sourceOnly(a.register))
 	s.Handle("GET /api/delay-tasks", http.HandlerFunc(a.list))
-	s.Handle("GET /api/delay-tasks/stats", http.HandlerFunc(a.stats))
-	s.Handle("GET /api/delay-tasks/check", http.HandlerFunc(a.check))
-	s.Handle("GET /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.get))
-	s.Handle("DELETE /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.cancel))
-	s.Handle("POST /api/delay-tasks/{bizUuid}/requeue", http.HandlerFunc(a.requeue))
+	s.Handle("GET /api/delay-tasks/stats", sourceOnly(a.stats))
+	s.Handle("GET /api/delay-tasks/check", sourceOnly(a.check))
+	s.Handle("GET /api/delay-tasks/{bizUuid}", sourceOnly(a.get))
+	s.Handle("DELETE /api/delay-tasks/{bizUuid}", sourceOnly(a.cancel))
+	s.Handle("POST /api/delay-tasks/{bizUuid}/requeue", sourceOnly(a.requeue))
 }
 
 // RegisterRequest is the body of POST /api/delay-tasks.

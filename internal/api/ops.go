@@ -110,6 +110,17 @@ func onlyQueryParams(w http.ResponseWriter, r *http.Request, allowed ...string) 
 	return true
 }
 
+// sourceOnly serves h on a route whose one query parameter is source:
+// any other is refused like a list's unknown filter, so a misspelt
+// ?source= is an error rather than an action on mysql.dsn's database.
+func sourceOnly(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if onlyQueryParams(w, r, "source") {
+			h(w, r)
+		}
+	})
+}
+
 // invalidInput is an operator input error naming its field, as the domain
 // packages report theirs.
 func invalidInput(field, format string, args ...any) error {

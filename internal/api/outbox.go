@@ -26,9 +26,9 @@ func (s *Server) MountOutbox(o Sourced[*outbox.Ops]) {
 	a := &outboxAPI{o: o, errorAnswers: errorAnswers{log: s.base.With("component", "api.outbox"), api: "operator API",
 		notFound: outbox.ErrNotFound, conflict: outbox.ErrNotParked}}
 	s.Handle("GET /api/outbox/events", http.HandlerFunc(a.list))
-	s.Handle("GET /api/outbox/events/{id}", http.HandlerFunc(a.get))
-	s.Handle("GET /api/outbox/stats", http.HandlerFunc(a.stats))
-	s.Handle("POST /api/outbox/events/{id}/requeue", http.HandlerFunc(a.requeue))
+	s.Handle("GET /api/outbox/events/{id}", sourceOnly(a.get))
+	s.Handle("GET /api/outbox/stats", sourceOnly(a.stats))
+	s.Handle("POST /api/outbox/events/{id}/requeue", sourceOnly(a.requeue))
 	s.Handle("POST /api/outbox/requeue", http.HandlerFunc(a.requeueAll))
 }
 

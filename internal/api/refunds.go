@@ -24,9 +24,9 @@ func (s *Server) MountRefunds(r Sourced[*refunds.Ops]) {
 	a := &refundAPI{r: r, errorAnswers: errorAnswers{log: s.base.With("component", "api.refunds"), api: "operator API",
 		notFound: refunds.ErrNotFound, conflict: refunds.ErrDone}}
 	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
-	s.Handle("GET /api/refunds/summary", http.HandlerFunc(a.summary))
-	s.Handle("GET /api/refunds/{paymentId}", http.HandlerFunc(a.get))
-	s.Handle("POST /api/refunds/{paymentId}/refunded", http.HandlerFunc(a.refunded))
+	s.Handle("GET /api/refunds/summary", sourceOnly(a.summary))
+	s.Handle("GET /api/refunds/{paymentId}", sourceOnly(a.get))
+	s.Handle("POST /api/refunds/{paymentId}/refunded", sourceOnly(a.refunded))
 }
 
 func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/orders/deadletters"
+	"github.com/orderjob/executor/orders/outbox"
+	"github.com/orderjob/executor/orders/refunds"
+)
+
+// operatorAPI serves every JSON operator API over the console world's
+// database, behind the token call sends.
+func operatorAPI(t *testing.T, w *consoleWorld) *httptest.Server {
+	t.Helper()
+	s := New(Config{Token: "tok"})
+	s.MountDelayTasks(w.tasks)
+	s.MountOutbox(HomeOnly(outbox.NewOps(w.db.DB)))
+	s.MountRefunds(HomeOnly(refunds.New(w.db.DB)))
+	s.MountDeadLetters(HomeOnly(deadletters.New(w.db.DB)))
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// A route that reads or changes one thing took any query parameter and
+// ignored it: POST /api/delay-tasks?sorce=db1 registered the task in
+// mysql.dsn's database, and a refund recorded with ?Source=db1 was
+// recorded there too. Every route now refuses a parameter it does not
+// know, as the lists always did, and changes nothing.
+func TestAPIRefusesUnknownQueryParams(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	hs := operatorAPI(t, w)
+	var outboxID int64
+	require.NoError(t, w.db.Get(&outboxID, `SELECT id FROM order_outbox WHERE status = 'parked'`))
+	event := "/api/outbox/events/" + itoa(outboxID)
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/api/delay-tasks", `{"bizUuid":"typo-1","handler":"orderTimeoutClose","delayMs":1,"payload":{"orderNo":"O-1"}}`},
+		{"GET", "/api/delay-tasks/stats", ""},
+		{"GET", "/api/delay-tasks/check", ""},
+		{"GET", "/api/delay-tasks/task-pending", ""},
+		{"DELETE", "/api/delay-tasks/task-pending", ""},
+		{"POST", "/api/delay-tasks/task-failed/requeue", ""},
+		{"GET", event, ""},
+		{"POST", event + "/requeue", ""},
+		{"GET", "/api/outbox/stats", ""},
+		{"GET", "/api/refunds/summary", ""},
+		{"GET", "/api/refunds/wx-late-1", ""},
+		{"POST", "/api/refunds/wx-late-1/refunded", `{"note":"paid back"}`},
+	} {
+		before := operatorState(t, w)
+		a := call(t, hs, tc.method, tc.path+"?sorce=db1", tc.body)
+		require.Equal(t, http.StatusBadRequest, a.status, "%s %s: %s", tc.method, tc.path, a.raw)
+		require.Equal(t, "sorce", a.body["field"], "%s %s", tc.method, tc.path)
+		require.Equal(t, `unknown query parameter "sorce" (allowed: [source])`, a.body["error"], "%s %s", tc.method, tc.path)
+		require.Equal(t, before, operatorState(t, w), "%s %s changed something", tc.method, tc.path)
+		// With ?source= alone the route answers as before.
+		a = call(t, hs, tc.method, tc.path+"?source=default", tc.body)
+		require.Less(t, a.status, 300, "%s %s: %s", tc.method, tc.path, a.raw)
+	}
+}
+
+// operatorState is what the operator APIs can change in the console
+// world: the tasks' statuses, the outbox events' and the refunds'.
+func operatorState(t *testing.T, w *consoleWorld) string {
+	t.Helper()
+	var s string
+	require.NoError(t, w.db.Get(&s, `SELECT CONCAT_WS(' | ',
+		(SELECT GROUP_CONCAT(biz_uuid, '=', status ORDER BY id) FROM job_delay_task),
+		(SELECT GROUP_CONCAT(id, '=', status ORDER BY id) FROM order_outbox),
+		(SELECT GROUP_CONCAT(payment_id, '=', refund_status ORDER BY id) FROM payment_conflict))`))
+	return s
+}
