@@ -138,7 +138,7 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 			return reg, "", fmt.Errorf("body: %w", err)
 		}
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // More() misses a "]" or "}" after the object
 		return reg, "", errors.New("body has data after the JSON object")
 	}
 	reg.BizUUID, reg.Handler = req.BizUUID, req.Handler

@@ -94,6 +94,8 @@ func TestAPIHostileInput(t *testing.T) {
 		{"maxRetry negative", `{"bizUuid":"m2","handler":"noop","delayMs":1,"maxRetry":-1}`, want{400, "maxRetry", ""}},
 		{"unknown field", `{"bizUuid":"u1","handler":"noop","delayMs":1,"glueSource":"rm -rf /"}`, want{400, "", "unknown field"}},
 		{"two objects", `{"bizUuid":"o1","handler":"noop","delayMs":1}{"bizUuid":"o2"}`, want{400, "", "after the JSON object"}},
+		{"a bracket after", `{"bizUuid":"o3","handler":"noop","delayMs":1}]`, want{400, "", "after the JSON object"}},
+		{"a brace after", `{"bizUuid":"o4","handler":"noop","delayMs":1}}`, want{400, "", "after the JSON object"}},
 	}
 	for _, tc := range cases {
 		start := time.Now()

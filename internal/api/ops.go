@@ -42,13 +42,17 @@ type errorAnswers struct {
 	notFoundAnswer func(r *http.Request) apiError
 }
 
-// write answers err: 400 for bad input, 404 for notFound, 409 for conflict
-// (conflictAnswer naming the row, with the error's text), nothing when the
-// client went away, 500 otherwise (logged).
+// write answers err: 400 for bad input, 413 for a body over the limit,
+// 404 for notFound, 409 for conflict (conflictAnswer naming the row, with
+// the error's text), nothing when the client went away, 500 otherwise
+// (logged).
 func (e errorAnswers) write(w http.ResponseWriter, r *http.Request, err error, conflictAnswer apiError) {
 	var dinv *delay.InvalidError
 	var inv *oplist.InvalidInputError
+	var tooBig *http.MaxBytesError
 	switch {
+	case errors.As(err, &tooBig):
+		WriteJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("body is larger than %d bytes", tooBig.Limit)})
 	case errors.As(err, &dinv):
 		WriteJSON(w, http.StatusBadRequest, apiError{Error: dinv.Error(), Field: dinv.Field})
 	case errors.As(err, &inv):
@@ -156,12 +160,23 @@ func nextBefore[T any](rows []T, limit int, id func(T) int64) int64 {
 }
 
 // readBody decodes an optional JSON body into v: empty is fine, unknown
-// fields are not.
+// fields and anything after the value are not. A body over Handle's limit
+// is the *http.MaxBytesError, which write answers 413.
 func readBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	err := dec.Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case errors.As(err, &tooBig):
+		return err
+	case err != nil:
 		return invalidInput("body", "body is not the expected JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalidInput("body", "body has data after the JSON value")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,4 +75,29 @@ func operatorState(t *testing.T, w *consoleWorld) string {
 		(SELECT GROUP_CONCAT(id, '=', status ORDER BY id) FROM order_outbox),
 		(SELECT GROUP_CONCAT(payment_id, '=', refund_status ORDER BY id) FROM payment_conflict))`))
 	return s
+}
+
+// A refund's body over the port's 1 MiB answered 400 "body is not the
+// expected JSON: http: request body too large", and a second JSON value
+// after the note was ignored: {"note":"x"}{"by":"mallory"} recorded the
+// refund. Now 413, and 400 for anything after the value, recording
+// nothing.
+func TestAPIRefundBodyLimits(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	hs := operatorAPI(t, w)
+	const path = "/api/refunds/wx-late-1/refunded"
+	before := operatorState(t, w)
+	a := call(t, hs, "POST", path, `{"note":"`+strings.Repeat("x", MaxBodyBytes)+`"}`)
+	require.Equal(t, http.StatusRequestEntityTooLarge, a.status, a.raw)
+	require.JSONEq(t, `{"error":"body is larger than 1048576 bytes"}`, a.raw)
+	for _, body := range []string{`{"note":"x"}{"by":"mallory"}`, `{"note":"x"}]`, `{"note":"x"} x`, `{"note":"x"},`} {
+		a = call(t, hs, "POST", path, body)
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", body, a.raw)
+		require.JSONEq(t, `{"error":"body has data after the JSON value","field":"body"}`, a.raw, body)
+	}
+	require.Equal(t, before, operatorState(t, w), "a refused body recorded the refund")
+	a = call(t, hs, "POST", path, "{\"note\":\"paid back\"}\n")
+	require.Equal(t, http.StatusOK, a.status, a.raw)
+	require.Equal(t, "paid back", a.body["refundNote"])
 }
