@@ -23,6 +23,7 @@ import (
 	"net/http/pprof"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,9 +102,32 @@ func New(cfg Config) *Server {
 		if !s.authorized(w, r) {
 			return
 		}
+		if allow := allowedMethods(s.mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s: use %s", r.Method, r.URL.Path, allow))
+			return
+		}
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s
+}
+
+// allowedMethods is the Allow header of a request that reached mux's
+// catch-all: the methods of the patterns that match its path ("GET, HEAD,
+// POST"), "" when none does (a 404). A catch-all answers every method, so
+// ServeMux's own 405 never comes.
+func allowedMethods(mux *http.ServeMux, r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		// A method's own pattern, not the catch-all or a redirect to
+		// the path with a slash ("GET /x" also serves HEAD).
+		if _, pattern := mux.Handler(probe); strings.HasPrefix(pattern, m+" ") ||
+			(m == http.MethodHead && strings.HasPrefix(pattern, http.MethodGet+" ")) {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
 }
 
 // Handle mounts h behind the token check and the body limit. Patterns are

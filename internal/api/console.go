@@ -220,6 +220,12 @@ func (c *Console) routes(op *session) *http.ServeMux {
 		on("POST /console/tasks/{bizUuid}/cancel", c.taskCancel)
 	}
 	on("/console/", func(w http.ResponseWriter, r *http.Request, op *session) {
+		if allow := allowedMethods(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			c.fail(w, r, op, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s: use %s (an action is a button on its page)",
+				r.Method, r.URL.Path, allow))
+			return
+		}
 		c.fail(w, r, op, http.StatusNotFound, fmt.Sprintf("no console page at %s %s", r.Method, r.URL.Path))
 	})
 	return mux

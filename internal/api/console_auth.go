@@ -261,7 +261,12 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		c.sessionUnchecked(w, r, err)
 		return
 	}
-	if r.Method != http.MethodPost || err != nil || !c.sessions.validCSRF(op, r.PostFormValue("csrf")) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		c.fail(w, r, op, http.StatusMethodNotAllowed, "sign out with the button on a console page")
+		return
+	}
+	if err != nil || !c.sessions.validCSRF(op, r.PostFormValue("csrf")) {
 		c.fail(w, r, op, http.StatusForbidden, "sign out with the button on a console page")
 		return
 	}

@@ -65,15 +65,17 @@ func TestAPIRefusesUnknownQueryParams(t *testing.T) {
 	}
 }
 
-// operatorState is what the operator APIs can change in the console
-// world: the tasks' statuses, the outbox events' and the refunds'.
+// operatorState is what the operator APIs and the console's actions can
+// change in the console world: the statuses of the tasks, the outbox
+// events, the refunds and the dead letters.
 func operatorState(t *testing.T, w *consoleWorld) string {
 	t.Helper()
 	var s string
 	require.NoError(t, w.db.Get(&s, `SELECT CONCAT_WS(' | ',
 		(SELECT GROUP_CONCAT(biz_uuid, '=', status ORDER BY id) FROM job_delay_task),
 		(SELECT GROUP_CONCAT(id, '=', status ORDER BY id) FROM order_outbox),
-		(SELECT GROUP_CONCAT(payment_id, '=', refund_status ORDER BY id) FROM payment_conflict))`))
+		(SELECT GROUP_CONCAT(payment_id, '=', refund_status ORDER BY id) FROM payment_conflict),
+		(SELECT GROUP_CONCAT(id, '=', status, '@', next_retry_at ORDER BY id) FROM order_dead_letter))`))
 	return s
 }
 
