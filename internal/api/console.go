@@ -166,7 +166,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, http.StatusForbidden, "this form was not sent from the console's own pages")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if r.Method == http.MethodPost && !c.formRead(w, r) {
+		return
+	}
 	switch r.URL.Path {
 	case consolePath + "signin":
 		c.signIn(w, r)
@@ -190,6 +193,27 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	mux := c.routes(op)
 	mux.ServeHTTP(w, r)
+}
+
+// maxFormBytes bounds a console form's body.
+const maxFormBytes = 64 << 10
+
+// formRead parses a POST's form, or answers why it cannot: 413 over
+// maxFormBytes, 400 for a body that is not a form's encoding. Read later,
+// such a body was an empty form: a 403 for its missing CSRF token, or a
+// failed sign-in.
+func (c *Console) formRead(w http.ResponseWriter, r *http.Request) bool {
+	err := r.ParseForm()
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		c.fail(w, r, nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is larger than %d bytes", tooBig.Limit))
+	default:
+		c.fail(w, r, nil, http.StatusBadRequest, "the form's body is not URL-encoded form data: send it from the console's pages")
+	}
+	return false
 }
 
 // routes maps the console's paths for one signed-in operator.

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,4 +46,40 @@ func TestConsoleWrongMethods(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, p.status, path)
 		require.Empty(t, p.header.Get("Allow"), path)
 	}
+}
+
+// A form over 64 KiB, or one whose body is not URL-encoded, was read as an
+// empty form: 403 "CSRF token missing" for an action, a failed sign-in
+// (counted against the address) for the sign-in. Now 413 and 400, and
+// nothing runs.
+func TestConsoleFormBody(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	b := w.browser(t)
+	b.signIn(aliceToken)
+	csrf := b.csrf()
+	before := operatorState(t, w)
+	pad := strings.Repeat("x", maxFormBytes)
+	for _, tc := range []struct {
+		path   string
+		form   url.Values
+		status int
+	}{
+		{"/console/tasks/task-failed/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}, "pad": {pad}}, http.StatusRequestEntityTooLarge},
+		{"/console/signin", url.Values{"token": {aliceToken}, "pad": {pad}}, http.StatusRequestEntityTooLarge},
+		{"/console/signout", url.Values{"csrf": {csrf}, "pad": {pad}}, http.StatusRequestEntityTooLarge},
+	} {
+		p := b.post(tc.path, tc.form)
+		require.Equal(t, tc.status, p.status, "%s: %.300s", tc.path, p.body)
+		require.Contains(t, p.body, "the form is larger than 65536 bytes", tc.path)
+	}
+	req, err := http.NewRequest(http.MethodPost, b.base+"/console/tasks/task-failed/requeue", strings.NewReader("csrf="+csrf+"&confirm=yes&x=%zz"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := b.hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Equal(t, before, operatorState(t, w))
+	require.Equal(t, http.StatusOK, b.get("/console/").status, "still signed in")
 }
