@@ -162,6 +162,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusServiceUnavailable, "off", nil, pageData{Title: "Console off", Message: c.offWhy})
 		return
 	}
+	if err := validQuery(r); err != nil {
+		c.fail(w, r, nil, http.StatusBadRequest, err.Error())
+		return
+	}
 	if r.Method == http.MethodPost && !sameOrigin(r) {
 		c.fail(w, r, nil, http.StatusForbidden, "this form was not sent from the console's own pages")
 		return

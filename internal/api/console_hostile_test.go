@@ -9,15 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// aliceSignedIn is a console world with alice signed in: her browser and
+// her CSRF token.
+func aliceSignedIn(t *testing.T) (*consoleWorld, *browser, string) {
+	t.Helper()
+	w := newConsoleWorld(t)
+	b := w.browser(t)
+	b.signIn(aliceToken)
+	return w, b, b.csrf()
+}
+
 // A console path with a method it does not take was 404 "no console page"
 // (its catch-all took every method) and a GET of sign-out a 403: now 405
 // with Allow, and nothing runs. Unknown paths stay 404.
 func TestConsoleWrongMethods(t *testing.T) {
 	t.Parallel()
-	w := newConsoleWorld(t)
-	b := w.browser(t)
-	b.signIn(aliceToken)
-	csrf := url.Values{"csrf": {b.csrf()}}
+	w, b, token := aliceSignedIn(t)
+	csrf := url.Values{"csrf": {token}}
 	letter := "/console/dead-letters/" + itoa(w.ids["O-1"])
 	before := operatorState(t, w)
 	for _, tc := range []struct {
@@ -54,10 +62,7 @@ func TestConsoleWrongMethods(t *testing.T) {
 // nothing runs.
 func TestConsoleFormBody(t *testing.T) {
 	t.Parallel()
-	w := newConsoleWorld(t)
-	b := w.browser(t)
-	b.signIn(aliceToken)
-	csrf := b.csrf()
+	w, b, csrf := aliceSignedIn(t)
 	before := operatorState(t, w)
 	pad := strings.Repeat("x", maxFormBytes)
 	for _, tc := range []struct {
@@ -82,4 +87,21 @@ func TestConsoleFormBody(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	require.Equal(t, before, operatorState(t, w))
 	require.Equal(t, http.StatusOK, b.get("/console/").status, "still signed in")
+}
+
+// The console read a query string it could not parse as what was left of
+// it: /console/dead-letters?status=parked;x showed every letter. Now 400.
+func TestConsoleRefusesQueryItCannotRead(t *testing.T) {
+	t.Parallel()
+	w, b, csrf := aliceSignedIn(t)
+	before := operatorState(t, w)
+	for _, path := range []string{"/console/dead-letters?status=parked;x=1", "/console/orders?orderNo=%zz",
+		"/console/refunds?source=nosuch" + strings.Repeat("&", 10000)} {
+		p := b.get(path)
+		require.Equal(t, http.StatusBadRequest, p.status, "%.80s: %.300s", path, p.body)
+		require.Contains(t, p.body, "the query string is not valid", path)
+	}
+	p := b.post("/console/tasks/task-pending/cancel?source=nosuch;", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusBadRequest, p.status, p.body)
+	require.Equal(t, before, operatorState(t, w))
 }

@@ -103,3 +103,27 @@ func TestAPIRefundBodyLimits(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, a.raw)
 	require.Equal(t, "paid back", a.body["refundNote"])
 }
+
+// URL.Query drops, without a word, a pair with a bad escape or a
+// semicolon, and every pair when there are more than 10,000: the routes
+// ran without the filter or the ?source= they were given. A query string
+// that does not parse whole is now a 400 and nothing runs.
+func TestAPIRefusesQueryItCannotRead(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	hs := operatorAPI(t, w)
+	before := operatorState(t, w)
+	for _, tc := range []struct{ method, path, msg string }{
+		// Read before as ?status=owed: every refund owed, not none.
+		{"GET", "/api/refunds?status=owed&orderNo=%zz", `invalid URL escape "%zz"`},
+		// Cancelled in mysql.dsn's database before, the source unread.
+		{"DELETE", "/api/delay-tasks/task-pending?source=nosuch;x=1", "invalid semicolon separator in query"},
+		{"POST", "/api/refunds/wx-late-1/refunded?source=nosuch" + strings.Repeat("&", 10000), "number of URL query parameters exceeded limit"},
+		{"POST", "/api/dead-letters/O-1/requeue?source=nosuch&stage=%", `invalid URL escape "%"`},
+	} {
+		a := call(t, hs, tc.method, tc.path, "")
+		require.Equal(t, http.StatusBadRequest, a.status, "%s %.80s: %s", tc.method, tc.path, a.raw)
+		require.Equal(t, "the query string is not valid: "+tc.msg, a.body["error"], "%s %.80s", tc.method, tc.path)
+	}
+	require.Equal(t, before, operatorState(t, w), "a refused request changed something")
+}
