@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orderjob/executor/internal/sqlexec"
 )
@@ -242,6 +243,11 @@ func marshalPayload(p any) ([]byte, error) {
 	}
 	if !json.Valid(b) {
 		return nil, invalid("payload", "is not valid JSON")
+	}
+	// json.Valid takes any bytes inside a string; payload_json is utf8mb4
+	// and refuses them (Error 1366), as JSON itself does (RFC 8259 §8.1).
+	if !utf8.Valid(b) {
+		return nil, invalid("payload", "is not valid JSON: a string holds bytes that are not UTF-8")
 	}
 	if len(b) > MaxPayloadBytes {
 		return nil, invalid("payload", "is %d bytes, at most %d allowed", len(b), MaxPayloadBytes)

@@ -124,3 +124,19 @@ func TestConsoleSignInNextControlCharacters(t *testing.T) {
 	p := b.post("/console/signin", url.Values{"token": {aliceToken}, "next": {"/console/orders/%09x"}})
 	require.Equal(t, "/console/orders/%09x", p.header.Get("Location"), "an escaped tab is a path's text")
 }
+
+// A form's note holding bytes that are not UTF-8 failed the refund's
+// UPDATE (Error 1366 on the utf8mb4 column): a 500. Now a 400 naming the
+// note, and the refund stays owed. (Through the JSON API such bytes arrive
+// as U+FFFD.)
+func TestConsoleRefundNoteNotUTF8(t *testing.T) {
+	t.Parallel()
+	w, b, csrf := aliceSignedIn(t)
+	before := operatorState(t, w)
+	p := b.post("/console/refunds/wx-late-1/refunded", url.Values{"csrf": {csrf}, "note": {"refund \xff\xfe"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusBadRequest, p.status, p.body)
+	require.Contains(t, p.body, `note: note &#34;refund \xff\xfe&#34; is not UTF-8 text`)
+	require.Equal(t, before, operatorState(t, w))
+	p = b.post("/console/refunds/wx-late-1/refunded", url.Values{"csrf": {csrf}, "note": {"退款 😀 \x00"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+}

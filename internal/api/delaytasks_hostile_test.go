@@ -78,6 +78,7 @@ func TestAPIHostileInput(t *testing.T) {
 	}{
 		{"nested payload", nested, want{400, "", "not valid JSON"}},
 		{"body over 128 KiB", `{"bizUuid":"big","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", MaxRegistrationBytes) + `"}`, want{413, "", "larger than"}},
+		{"payload not UTF-8", "{\"bizUuid\":\"u8\",\"handler\":\"noop\",\"delayMs\":1,\"payload\":{\"orderNo\":\"\xff\"}}", want{400, "payload", "not UTF-8"}},
 		{"payload over 60 KiB", `{"bizUuid":"p","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", delay.MaxPayloadBytes) + `"}`, want{400, "payload", "at most"}},
 		{"SQL in bizUuid", `{"bizUuid":"x'; DROP TABLE job_delay_task; --","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
 		{"path in bizUuid", `{"bizUuid":"../../etc/passwd","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
