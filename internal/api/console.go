@@ -301,7 +301,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		d.Operator, d.CSRF = op.name, c.sessions.csrf(op)
 	}
 	d.Tasks = c.cfg.Tasks != nil
-	d.Source, d.Path = requestSource(r), r.URL.Path
+	d.Source, d.Path = requestSource(r), r.URL.EscapedPath()
 	if d.Sourced {
 		d.Sources, d.Keep = c.sources, r.URL.Query()
 		d.Keep.Del("source")

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -139,4 +141,43 @@ func TestConsoleRefundNoteNotUTF8(t *testing.T) {
 	require.Equal(t, before, operatorState(t, w))
 	p = b.post("/console/refunds/wx-late-1/refunded", url.Values{"csrf": {csrf}, "note": {"退款 😀 \x00"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusOK, p.status, p.body)
+}
+
+var formAction = regexp.MustCompile(`<form method="post" action="([^"]*)"`)
+
+// The confirmation's form went to the request's decoded path: for the
+// payment "p#1" to /console/refunds/p#1/refunded (a 405 on
+// /console/refunds/p), for "p/1" to a path with one segment more (404),
+// and for "p%2F1" to /console/refunds/p%2F1/refunded, which records the
+// refund of "p/1" instead. It now goes where the request came, escaped.
+func TestConsoleRefundOfAnyPaymentID(t *testing.T) {
+	t.Parallel()
+	w, b, csrf := aliceSignedIn(t)
+	ids := []string{"p%2F1", "p/1", "p#1", "p?1", "p 1"}
+	for _, id := range ids {
+		_, err := w.db.Exec(`INSERT INTO payment_conflict (payment_id, order_no, pay_amount, paid_at, reason) VALUES (?, 'O-2', 1, NOW(3), 'late')`, id)
+		require.NoError(t, err)
+	}
+	refunded := func() []string {
+		var got []string
+		require.NoError(t, w.db.Select(&got, `SELECT payment_id FROM payment_conflict WHERE refund_status = 'refunded' ORDER BY id`))
+		return got
+	}
+	for i, id := range ids {
+		p := b.post("/console/refunds/"+url.PathEscape(id)+"/refunded", url.Values{"csrf": {csrf}, "note": {"n"}})
+		require.Equal(t, http.StatusOK, p.status, "%s: %.300s", id, p.body)
+		m := formAction.FindStringSubmatch(p.body)
+		require.NotNil(t, m, "%s: no confirmation form", id)
+		p = b.post(html.UnescapeString(m[1]), url.Values{"csrf": {csrf}, "note": {"n"}, "confirm": {"yes"}})
+		require.Equal(t, http.StatusOK, p.status, "%s: %.300s", id, p.body)
+		require.Equal(t, ids[:i+1], refunded(), "confirming %q", id)
+	}
+	// The choice of order database stays on the page too: an order's page
+	// of "H/1" offered H/1's page of the other database at /console/orders/H/1.
+	sw := newSourcesWorld(t)
+	_, err := sw.home.Exec(`INSERT INTO order_info (order_no, user_id, status, create_time, timeout_minutes) VALUES ('H/1', 9, 0, NOW(), 30)`)
+	require.NoError(t, err)
+	p := sw.b.get("/console/orders/H%2F1")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<form class="filters source" method="get" action="/console/orders/H%2F1">`)
 }
