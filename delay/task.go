@@ -258,8 +258,11 @@ func marshalPayload(p any) ([]byte, error) {
 // retryAllowed reports whether a task that has failed n times may run again.
 func retryAllowed(failures, maxRetry int) bool { return failures <= maxRetry }
 
-// truncate keeps s within n bytes, dropping a rune cut in half.
+// truncate keeps s within n bytes, dropping a rune cut in half, as text
+// the utf8mb4 columns take: runs of bytes that are not UTF-8 (a service's
+// reply in GBK) become U+FFFD.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}
