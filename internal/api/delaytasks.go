@@ -120,23 +120,11 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 	dec.DisallowUnknownFields()
 	var req RegisterRequest
 	if err := dec.Decode(&req); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.Is(err, io.EOF):
+		if errors.Is(err, io.EOF) {
 			return reg, "", errors.New("body is empty; send a JSON object")
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return reg, "", errors.New("body is not valid JSON: it ends too early")
-		case errors.As(err, &se):
-			return reg, "", fmt.Errorf("body is not valid JSON at byte %d: %w", se.Offset, err)
-		case errors.As(err, &te):
-			return reg, te.Field, fmt.Errorf("%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return reg, "", fmt.Errorf("%s (fields: bizUuid, handler, executeTime, delayMs, payload, maxRetry)",
-				strings.TrimPrefix(err.Error(), "json: "))
-		default:
-			return reg, "", fmt.Errorf("body: %w", err)
 		}
+		field, err := bodyError(err, "bizUuid, handler, executeTime, delayMs, payload, maxRetry")
+		return reg, field, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // More() misses a "]" or "}" after the object
 		return reg, "", errors.New("body has data after the JSON object")

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders/deadletters"
@@ -173,12 +175,36 @@ func readBody(r *http.Request, v any) error {
 	case errors.As(err, &tooBig):
 		return err
 	case err != nil:
-		return invalidInput("body", "body is not the expected JSON: %v", err)
+		field, err := bodyError(err, "note")
+		return invalidInput(cmp.Or(field, "body"), "%v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalidInput("body", "body has data after the JSON value")
 	}
 	return nil
+}
+
+// bodyError says what is wrong with a JSON body that a Decoder with
+// DisallowUnknownFields refused (not an empty one), in the API's words
+// rather than Go's, and which field is at fault when one is; fields lists
+// the body's fields for an unknown one.
+func bodyError(err error, fields string) (string, error) {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "", errors.New("body is not valid JSON: it ends too early")
+	case errors.As(err, &se):
+		return "", fmt.Errorf("body is not valid JSON at byte %d: %w", se.Offset, err)
+	case errors.As(err, &te) && te.Field != "":
+		return te.Field, fmt.Errorf("%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+	case errors.As(err, &te):
+		return "", fmt.Errorf("body: expected a JSON object, got JSON %s", te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "", fmt.Errorf("%s (fields: %s)", strings.TrimPrefix(err.Error(), "json: "), fields)
+	default:
+		return "", fmt.Errorf("body: %w", err)
+	}
 }
 
 // pathID reads the positive integer path value name.

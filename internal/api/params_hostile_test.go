@@ -98,6 +98,20 @@ func TestAPIRefundBodyLimits(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", body, a.raw)
 		require.JSONEq(t, `{"error":"body has data after the JSON value","field":"body"}`, a.raw, body)
 	}
+	// Wrong types and fields are named in the API's words, not Go's
+	// ("Go struct field refundNote.note of type string").
+	for _, tc := range []struct{ body, want string }{
+		{`{"note":1}`, `{"error":"note: expected string, got JSON number","field":"note"}`},
+		{`["x"]`, `{"error":"body: expected a JSON object, got JSON array","field":"body"}`},
+		{`{"nope":1}`, `{"error":"unknown field \"nope\" (fields: note)","field":"body"}`},
+		{`{"note":"x"`, `{"error":"body is not valid JSON: it ends too early","field":"body"}`},
+	} {
+		a = call(t, hs, "POST", path, tc.body)
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", tc.body, a.raw)
+		require.JSONEq(t, tc.want, a.raw, tc.body)
+	}
+	a = call(t, hs, "POST", "/api/delay-tasks", `[]`)
+	require.JSONEq(t, `{"error":"body: expected a JSON object, got JSON array"}`, a.raw)
 	require.Equal(t, before, operatorState(t, w), "a refused body recorded the refund")
 	a = call(t, hs, "POST", path, "{\"note\":\"paid back\"}\n")
 	require.Equal(t, http.StatusOK, a.status, a.raw)
