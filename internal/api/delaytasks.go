@@ -57,6 +57,9 @@ func (s *Server) MountSourcedDelayTasks(c Sourced[*delay.Client]) {
 	s.Handle("POST /api/delay-tasks/{bizUuid}/requeue", sourceOnly(a.requeue))
 }
 
+// registrationFields are RegisterRequest's members, by their exact names.
+var registrationFields = []string{"bizUuid", "handler", "executeTime", "delayMs", "payload", "maxRetry"}
+
 // RegisterRequest is the body of POST /api/delay-tasks.
 type RegisterRequest struct {
 	BizUUID     string          `json:"bizUuid"`
@@ -123,11 +126,14 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 		if errors.Is(err, io.EOF) {
 			return reg, "", errors.New("body is empty; send a JSON object")
 		}
-		field, err := bodyError(err, "bizUuid, handler, executeTime, delayMs, payload, maxRetry")
+		field, err := bodyError(err, strings.Join(registrationFields, ", "))
 		return reg, field, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // More() misses a "]" or "}" after the object
 		return reg, "", errors.New("body has data after the JSON object")
+	}
+	if field, err := exactMembers(body, registrationFields...); err != nil {
+		return reg, field, err
 	}
 	reg.BizUUID, reg.Handler = req.BizUUID, req.Handler
 	if req.BizUUID == "" {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -161,27 +162,65 @@ func nextBefore[T any](rows []T, limit int, id func(T) int64) int64 {
 	return 0
 }
 
-// readBody decodes an optional JSON body into v: empty is fine, unknown
-// fields and anything after the value are not. A body over Handle's limit
-// is the *http.MaxBytesError, which write answers 413.
-func readBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+// readBody decodes an optional JSON body into v, whose members are
+// fields: empty is fine; other members (also the same names in another
+// case), a member given twice and anything after the value are not. A
+// body over Handle's limit is the *http.MaxBytesError, which write
+// answers 413.
+func readBody(r *http.Request, v any, fields ...string) error {
+	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
-	case errors.Is(err, io.EOF):
-		return nil
 	case errors.As(err, &tooBig):
 		return err
 	case err != nil:
-		field, err := bodyError(err, "note")
+		return invalidInput("body", "body could not be read: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		field, err := bodyError(err, strings.Join(fields, ", "))
 		return invalidInput(cmp.Or(field, "body"), "%v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalidInput("body", "body has data after the JSON value")
 	}
+	if field, err := exactMembers(body, fields...); err != nil {
+		return invalidInput(cmp.Or(field, "body"), "%v", err)
+	}
 	return nil
+}
+
+// exactMembers refuses a JSON object whose members are not named exactly
+// as one of fields, or name one twice: encoding/json matches names
+// without regard to case, so "BizUuid" or "NOTE" would fill a field that
+// DisallowUnknownFields lets through, and the last of two would win. It
+// names the member given twice. body has decoded already: a value that
+// is not an object is the decoder's to refuse.
+func exactMembers(body []byte, fields ...string) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, _ := dec.Token(); t != json.Delim('{') {
+		return "", nil
+	}
+	seen := make(map[string]bool, len(fields))
+	for dec.More() {
+		t, _ := dec.Token()
+		name, _ := t.(string)
+		switch {
+		case !slices.Contains(fields, name):
+			return "", fmt.Errorf("unknown field %q (fields: %s)", name, strings.Join(fields, ", "))
+		case seen[name]:
+			return name, fmt.Errorf("%s is given twice", name)
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		_ = dec.Decode(&skip) // the body decoded already; on an error More reports false
+	}
+	return "", nil
 }
 
 // bodyError says what is wrong with a JSON body that a Decoder with

@@ -103,8 +103,12 @@ func TestAPIRefundBodyLimits(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{"note":1}`, `{"error":"note: expected string, got JSON number","field":"note"}`},
 		{`["x"]`, `{"error":"body: expected a JSON object, got JSON array","field":"body"}`},
-		{`{"nope":1}`, `{"error":"unknown field \"nope\" (fields: note)","field":"body"}`},
+		{`{"nope":1}`, `{"error":"unknown field \"nope\" (fields: note, by)","field":"body"}`},
 		{`{"note":"x"`, `{"error":"body is not valid JSON: it ends too early","field":"body"}`},
+		// encoding/json matched these case-insensitively, or took the last.
+		{`{"NOTE":"x"}`, `{"error":"unknown field \"NOTE\" (fields: note, by)","field":"body"}`},
+		{`{"note":"x","By":"api"}`, `{"error":"unknown field \"By\" (fields: note, by)","field":"body"}`},
+		{`{"note":"x","note":"y"}`, `{"error":"note is given twice","field":"note"}`},
 	} {
 		a = call(t, hs, "POST", path, tc.body)
 		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", tc.body, a.raw)

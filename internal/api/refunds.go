@@ -71,7 +71,7 @@ func (a *refundAPI) refunded(w http.ResponseWriter, r *http.Request) {
 	rf, err := a.r.pick(r)
 	var body refundNote
 	if err == nil {
-		err = readBody(r, &body)
+		err = readBody(r, &body, "note", "by")
 	}
 	if err != nil {
 		a.fail(w, r, err)
