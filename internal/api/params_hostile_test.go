@@ -145,3 +145,25 @@ func TestAPIRefusesQueryItCannotRead(t *testing.T) {
 	}
 	require.Equal(t, before, operatorState(t, w), "a refused request changed something")
 }
+
+// Every 404 of the operator APIs names the path's field and what was
+// asked for, as the delayed tasks' and dead letters' did: the outbox's
+// and the refunds' were their package's error ("orders: outbox event not
+// found") without a field.
+func TestAPINotFoundNamesTheField(t *testing.T) {
+	t.Parallel()
+	w := newConsoleWorld(t)
+	hs := operatorAPI(t, w)
+	for _, tc := range []struct{ method, path, body, want string }{
+		{"GET", "/api/outbox/events/99999999", "", `{"error":"no outbox event 99999999","field":"id"}`},
+		{"POST", "/api/outbox/events/99999999/requeue", "", `{"error":"no outbox event 99999999","field":"id"}`},
+		{"GET", "/api/refunds/nope%3Cb%3E", "", `{"error":"no payment conflict with payment id \"nope<b>\"","field":"paymentId"}`},
+		{"POST", "/api/refunds/nope/refunded", `{"note":"x"}`, `{"error":"no payment conflict with payment id \"nope\"","field":"paymentId"}`},
+		{"GET", "/api/delay-tasks/nope", "", `{"error":"no task with bizUuid \"nope\"","field":"bizUuid"}`},
+		{"GET", "/api/dead-letters/nope", "", `{"error":"no close dead letter for order \"nope\"","field":"orderNo"}`},
+	} {
+		a := call(t, hs, tc.method, tc.path, tc.body)
+		require.Equal(t, http.StatusNotFound, a.status, "%s %s: %s", tc.method, tc.path, a.raw)
+		require.JSONEq(t, tc.want, a.raw, "%s %s", tc.method, tc.path)
+	}
+}

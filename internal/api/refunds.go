@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/orderjob/executor/orders/refunds"
 )
@@ -22,7 +23,10 @@ type refundAPI struct {
 //	POST /api/refunds/{paymentId}/refunded   {"note": "..."}   record the refund, by the caller ("api")
 func (s *Server) MountRefunds(r Sourced[*refunds.Ops]) {
 	a := &refundAPI{r: r, errorAnswers: errorAnswers{log: s.base.With("component", "api.refunds"), api: "operator API",
-		notFound: refunds.ErrNotFound, conflict: refunds.ErrDone}}
+		notFound: refunds.ErrNotFound, conflict: refunds.ErrDone,
+		notFoundAnswer: func(r *http.Request) apiError {
+			return apiError{Field: "paymentId", Error: "no payment conflict with payment id " + strconv.Quote(r.PathValue("paymentId"))}
+		}}}
 	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
 	s.Handle("GET /api/refunds/summary", sourceOnly(a.summary))
 	s.Handle("GET /api/refunds/{paymentId}", sourceOnly(a.get))
