@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -456,6 +457,33 @@ func TestHTTPHandlerPostsWithTraceID(t *testing.T) {
 		require.Equal(t, fmt.Sprint(i+1), c.attempt)
 		require.JSONEq(t, `{"orderNo":"H1"}`, c.body)
 	}
+}
+
+// A service answering with a body that is not UTF-8 (an error page in GBK)
+// had its reply written into last_error as it was: the utf8mb4 column
+// refused the UPDATE (Error 1366), so the failure was never recorded and
+// the task stayed RUNNING until recovered. The reply's bytes are now
+// made text first, and the task fails with it.
+func TestHTTPHandlerReplyNotUTF8(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=gbk")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("\xb6\xa9\xb5\xa5 O-1 \xb2\xbb\xb4\xe6\xd4\xda")) // 订单 O-1 不存在
+	}))
+	t.Cleanup(svc.Close)
+	cfg := b.fastConfig(nil)
+	cfg.Services = map[string]string{"orders": svc.URL}
+	d := newDispatcher(t, cfg)
+	start(t, d)
+	t.Cleanup(d.http.CloseIdleConnections)
+	_, _, err := d.Client().Register(context.Background(), Registration{BizUUID: "gbk-1", Handler: "http:orders/close", MaxRetry: -1})
+	require.NoError(t, err)
+	tk := b.waitStatus(t, "gbk-1", StatusFailed)
+	require.Contains(t, tk.LastError, "status 500: \uFFFD O-1 \uFFFD")
+	require.True(t, utf8.ValidString(tk.LastError), "%q", tk.LastError)
+	require.Zero(t, d.Counters().Recovered, "failed by its attempt, not recovered")
 }
 
 // The sweep claims what the timer missed, shard by shard, without Start.

@@ -113,3 +113,29 @@ func TestRegisterPayloadValidator(t *testing.T) {
 		require.Equal(t, tc.msg, inv.Msg, tc.biz)
 	}
 }
+
+// json.Valid takes a string holding bytes that are not UTF-8, which
+// payload_json (utf8mb4) refuses: the INSERT failed with Error 1366, a 500
+// on the API. Such a payload is now an invalid registration, in a
+// transaction or not, and nothing is stored.
+func TestRegisterPayloadNotUTF8(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	noop := func(context.Context, *Task) error { return nil }
+	d := newDispatcher(t, b.fastConfig(map[string]HandlerFunc{"noop": noop}))
+	for i, p := range []any{json.RawMessage("{\"orderNo\":\"\xff\xfe\"}"), []byte("\"a\xc3\""), json.RawMessage("[\"\xed\xa0\x80\"]")} {
+		_, _, err := d.Client().Register(context.Background(), Registration{BizUUID: "utf8-" + strconv.Itoa(i), Handler: "noop", Delay: time.Minute, Payload: p})
+		var inv *InvalidError
+		require.True(t, errors.As(err, &inv), "payload %q: %v", p, err)
+		require.Equal(t, "payload", inv.Field)
+		require.Equal(t, "delay: payload: is not valid JSON: a string holds bytes that are not UTF-8", inv.Error())
+	}
+	var n int
+	require.NoError(t, b.db.Get(&n, `SELECT COUNT(*) FROM job_delay_task`))
+	require.Zero(t, n)
+	// Escapes are text: a lone surrogate written \ud800, a NUL, an emoji.
+	_, created, err := d.Client().Register(context.Background(), Registration{BizUUID: "utf8-ok", Handler: "noop", Delay: time.Minute,
+		Payload: json.RawMessage(`{"x":"\ud800\u0000😀"}`)})
+	require.NoError(t, err)
+	require.True(t, created)
+}

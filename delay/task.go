@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orderjob/executor/internal/sqlexec"
 )
@@ -243,6 +244,11 @@ func marshalPayload(p any) ([]byte, error) {
 	if !json.Valid(b) {
 		return nil, invalid("payload", "is not valid JSON")
 	}
+	// json.Valid takes any bytes inside a string; payload_json is utf8mb4
+	// and refuses them (Error 1366), as JSON itself does (RFC 8259 §8.1).
+	if !utf8.Valid(b) {
+		return nil, invalid("payload", "is not valid JSON: a string holds bytes that are not UTF-8")
+	}
 	if len(b) > MaxPayloadBytes {
 		return nil, invalid("payload", "is %d bytes, at most %d allowed", len(b), MaxPayloadBytes)
 	}
@@ -252,8 +258,11 @@ func marshalPayload(p any) ([]byte, error) {
 // retryAllowed reports whether a task that has failed n times may run again.
 func retryAllowed(failures, maxRetry int) bool { return failures <= maxRetry }
 
-// truncate keeps s within n bytes, dropping a rune cut in half.
+// truncate keeps s within n bytes, dropping a rune cut in half, as text
+// the utf8mb4 columns take: runs of bytes that are not UTF-8 (a service's
+// reply in GBK) become U+FFFD.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

@@ -21,8 +21,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,9 +103,32 @@ func New(cfg Config) *Server {
 		if !s.authorized(w, r) {
 			return
 		}
+		if allow := allowedMethods(s.mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s: use %s", r.Method, r.URL.Path, allow))
+			return
+		}
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s
+}
+
+// allowedMethods is the Allow header of a request that reached mux's
+// catch-all: the methods of the patterns that match its path ("GET, HEAD,
+// POST"), "" when none does (a 404). A catch-all answers every method, so
+// ServeMux's own 405 never comes.
+func allowedMethods(mux *http.ServeMux, r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		// A method's own pattern, not the catch-all or a redirect to
+		// the path with a slash ("GET /x" also serves HEAD).
+		if _, pattern := mux.Handler(probe); strings.HasPrefix(pattern, m+" ") ||
+			(m == http.MethodHead && strings.HasPrefix(pattern, http.MethodGet+" ")) {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
 }
 
 // Handle mounts h behind the token check and the body limit. Patterns are
@@ -113,6 +138,10 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 		if !s.authorized(w, r) {
 			return
 		}
+		if err := validQuery(r); err != nil {
+			WriteError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		if !jsonBody(r) {
 			WriteError(w, http.StatusUnsupportedMediaType, "the request body must be JSON: send Content-Type: application/json")
 			return
@@ -120,6 +149,18 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, apiCaller)))
 	}))
+}
+
+// validQuery refuses a query string that does not parse whole. URL.Query
+// drops what it cannot read and says nothing: a pair with a bad escape
+// (orderNo=%zz) or a semicolon (source=db1;x=1), or every pair past the
+// 10,000th, so the route would run without the filter or the ?source= it
+// was given, on the wrong rows or mysql.dsn's database.
+func validQuery(r *http.Request) error {
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		return fmt.Errorf("the query string is not valid: %w", err)
+	}
+	return nil
 }
 
 // jsonBody reports whether a request's body, if it has one, is declared

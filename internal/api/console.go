@@ -162,11 +162,18 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusServiceUnavailable, "off", nil, pageData{Title: "Console off", Message: c.offWhy})
 		return
 	}
+	if err := validQuery(r); err != nil {
+		c.fail(w, r, nil, http.StatusBadRequest, err.Error())
+		return
+	}
 	if r.Method == http.MethodPost && !sameOrigin(r) {
 		c.fail(w, r, nil, http.StatusForbidden, "this form was not sent from the console's own pages")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if r.Method == http.MethodPost && !c.formRead(w, r) {
+		return
+	}
 	switch r.URL.Path {
 	case consolePath + "signin":
 		c.signIn(w, r)
@@ -190,6 +197,27 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	mux := c.routes(op)
 	mux.ServeHTTP(w, r)
+}
+
+// maxFormBytes bounds a console form's body.
+const maxFormBytes = 64 << 10
+
+// formRead parses a POST's form, or answers why it cannot: 413 over
+// maxFormBytes, 400 for a body that is not a form's encoding. Read later,
+// such a body was an empty form: a 403 for its missing CSRF token, or a
+// failed sign-in.
+func (c *Console) formRead(w http.ResponseWriter, r *http.Request) bool {
+	err := r.ParseForm()
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		c.fail(w, r, nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is larger than %d bytes", tooBig.Limit))
+	default:
+		c.fail(w, r, nil, http.StatusBadRequest, "the form's body is not URL-encoded form data: send it from the console's pages")
+	}
+	return false
 }
 
 // routes maps the console's paths for one signed-in operator.
@@ -220,6 +248,12 @@ func (c *Console) routes(op *session) *http.ServeMux {
 		on("POST /console/tasks/{bizUuid}/cancel", c.taskCancel)
 	}
 	on("/console/", func(w http.ResponseWriter, r *http.Request, op *session) {
+		if allow := allowedMethods(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			c.fail(w, r, op, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s: use %s (an action is a button on its page)",
+				r.Method, r.URL.Path, allow))
+			return
+		}
 		c.fail(w, r, op, http.StatusNotFound, fmt.Sprintf("no console page at %s %s", r.Method, r.URL.Path))
 	})
 	return mux
@@ -267,7 +301,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		d.Operator, d.CSRF = op.name, c.sessions.csrf(op)
 	}
 	d.Tasks = c.cfg.Tasks != nil
-	d.Source, d.Path = requestSource(r), r.URL.Path
+	d.Source, d.Path = requestSource(r), r.URL.EscapedPath()
 	if d.Sourced {
 		d.Sources, d.Keep = c.sources, r.URL.Query()
 		d.Keep.Del("source")

@@ -84,7 +84,7 @@ func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *
 	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo)),
 		What: []string{move + ": the next deadLetterRetryJob run (and the close sweep) tries the order again",
 			fmt.Sprintf("attempts stay %d; a letter that fails again is parked again", before.Attempts)},
-		Post: withSource(r, r.URL.Path), Back: back}) {
+		Post: withSource(r, r.URL.EscapedPath()), Back: back}) {
 		return
 	}
 	after, err := v.letters.Requeue(r.Context(), before.OrderNo, before.Stage)
@@ -135,7 +135,7 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 		}
 		c.confirm(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue %d %s dead letter(s)", res.Matched, f.Status)),
 			What: []string{describeRequeue(f, res), move + "; attempts and last errors are kept"},
-			Post: withSource(r, r.URL.Path), Fields: fields, Back: back})
+			Post: withSource(r, r.URL.EscapedPath()), Fields: fields, Back: back})
 		return
 	}
 	res, err := v.letters.RequeueMatching(r.Context(), f)
@@ -197,7 +197,7 @@ func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session
 	biz := r.PathValue("bizUuid")
 	back := withSource(r, consolePath+"tasks/"+url.PathEscape(biz))
 	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("%s task %s (%s, now %s)", verb, biz, before.Handler, before.Status)),
-		What: []string{what}, Post: withSource(r, r.URL.Path), Back: back}) {
+		What: []string{what}, Post: withSource(r, r.URL.EscapedPath()), Back: back}) {
 		return
 	}
 	after, err := act(v.tasks, r.Context(), biz)

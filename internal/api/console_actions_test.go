@@ -101,8 +101,8 @@ func TestConsoleActions(t *testing.T) {
 	p = b.post("/console/tasks/nope/requeue", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusNotFound, p.status)
 	require.Equal(t, "DONE", taskStatus("task-done"))
-	// GET does not act.
-	require.Equal(t, http.StatusNotFound, b.get("/console/tasks/task-done/cancel").status)
+	// GET does not act (TestConsoleWrongMethods).
+	require.Equal(t, http.StatusMethodNotAllowed, b.get("/console/tasks/task-done/cancel").status)
 }
 
 // Order numbers and errors holding markup, quotes and non-ASCII are shown

@@ -196,9 +196,13 @@ func (c *Console) toSignIn(w http.ResponseWriter, r *http.Request, why error) {
 	http.Redirect(w, r, consolePath+"signin?"+q.Encode(), http.StatusSeeOther)
 }
 
-// safeNext keeps a sign-in's way back inside the console.
+// safeNext keeps a sign-in's way back inside the console. A control
+// character is refused as well: url.Parse fails on one, so http.Redirect
+// would send the text unchanged and uncleaned in Location, and browsers
+// drop tabs and newlines from a URL before they read it.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, consolePath) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, consolePath) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return consolePath
 	}
 	return next
@@ -261,7 +265,12 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		c.sessionUnchecked(w, r, err)
 		return
 	}
-	if r.Method != http.MethodPost || err != nil || !c.sessions.validCSRF(op, r.PostFormValue("csrf")) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		c.fail(w, r, op, http.StatusMethodNotAllowed, "sign out with the button on a console page")
+		return
+	}
+	if err != nil || !c.sessions.validCSRF(op, r.PostFormValue("csrf")) {
 		c.fail(w, r, op, http.StatusForbidden, "sign out with the button on a console page")
 		return
 	}

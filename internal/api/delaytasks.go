@@ -48,14 +48,17 @@ func (s *Server) MountSourcedDelayTasks(c Sourced[*delay.Client]) {
 		notFoundAnswer: func(r *http.Request) apiError {
 			return apiError{Field: "bizUuid", Error: "no task with bizUuid " + strconv.Quote(r.PathValue("bizUuid"))}
 		}}}
-	s.Handle("POST /api/delay-tasks", http.HandlerFunc(a.register))
+	s.Handle("POST /api/delay-tasks", sourceOnly(a.register))
 	s.Handle("GET /api/delay-tasks", http.HandlerFunc(a.list))
-	s.Handle("GET /api/delay-tasks/stats", http.HandlerFunc(a.stats))
-	s.Handle("GET /api/delay-tasks/check", http.HandlerFunc(a.check))
-	s.Handle("GET /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.get))
-	s.Handle("DELETE /api/delay-tasks/{bizUuid}", http.HandlerFunc(a.cancel))
-	s.Handle("POST /api/delay-tasks/{bizUuid}/requeue", http.HandlerFunc(a.requeue))
+	s.Handle("GET /api/delay-tasks/stats", sourceOnly(a.stats))
+	s.Handle("GET /api/delay-tasks/check", sourceOnly(a.check))
+	s.Handle("GET /api/delay-tasks/{bizUuid}", sourceOnly(a.get))
+	s.Handle("DELETE /api/delay-tasks/{bizUuid}", sourceOnly(a.cancel))
+	s.Handle("POST /api/delay-tasks/{bizUuid}/requeue", sourceOnly(a.requeue))
 }
+
+// registrationFields are RegisterRequest's members, by their exact names.
+var registrationFields = []string{"bizUuid", "handler", "executeTime", "delayMs", "payload", "maxRetry"}
 
 // RegisterRequest is the body of POST /api/delay-tasks.
 type RegisterRequest struct {
@@ -120,26 +123,17 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 	dec.DisallowUnknownFields()
 	var req RegisterRequest
 	if err := dec.Decode(&req); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.Is(err, io.EOF):
+		if errors.Is(err, io.EOF) {
 			return reg, "", errors.New("body is empty; send a JSON object")
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return reg, "", errors.New("body is not valid JSON: it ends too early")
-		case errors.As(err, &se):
-			return reg, "", fmt.Errorf("body is not valid JSON at byte %d: %w", se.Offset, err)
-		case errors.As(err, &te):
-			return reg, te.Field, fmt.Errorf("%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return reg, "", fmt.Errorf("%s (fields: bizUuid, handler, executeTime, delayMs, payload, maxRetry)",
-				strings.TrimPrefix(err.Error(), "json: "))
-		default:
-			return reg, "", fmt.Errorf("body: %w", err)
 		}
+		field, err := bodyError(err, strings.Join(registrationFields, ", "))
+		return reg, field, err
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // More() misses a "]" or "}" after the object
 		return reg, "", errors.New("body has data after the JSON object")
+	}
+	if field, err := exactMembers(body, registrationFields...); err != nil {
+		return reg, field, err
 	}
 	reg.BizUUID, reg.Handler = req.BizUUID, req.Handler
 	if req.BizUUID == "" {

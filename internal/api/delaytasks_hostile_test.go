@@ -78,6 +78,7 @@ func TestAPIHostileInput(t *testing.T) {
 	}{
 		{"nested payload", nested, want{400, "", "not valid JSON"}},
 		{"body over 128 KiB", `{"bizUuid":"big","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", MaxRegistrationBytes) + `"}`, want{413, "", "larger than"}},
+		{"payload not UTF-8", "{\"bizUuid\":\"u8\",\"handler\":\"noop\",\"delayMs\":1,\"payload\":{\"orderNo\":\"\xff\"}}", want{400, "payload", "not UTF-8"}},
 		{"payload over 60 KiB", `{"bizUuid":"p","handler":"noop","delayMs":1,"payload":"` + strings.Repeat("x", delay.MaxPayloadBytes) + `"}`, want{400, "payload", "at most"}},
 		{"SQL in bizUuid", `{"bizUuid":"x'; DROP TABLE job_delay_task; --","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
 		{"path in bizUuid", `{"bizUuid":"../../etc/passwd","handler":"noop","delayMs":1}`, want{400, "bizUuid", ""}},
@@ -92,8 +93,12 @@ func TestAPIHostileInput(t *testing.T) {
 		{"year 9999", `{"bizUuid":"t2","handler":"noop","executeTime":"9999-12-31T23:59:59Z"}`, want{400, "executeTime", "ahead"}},
 		{"maxRetry huge", `{"bizUuid":"m1","handler":"noop","delayMs":1,"maxRetry":2147483648}`, want{400, "maxRetry", ""}},
 		{"maxRetry negative", `{"bizUuid":"m2","handler":"noop","delayMs":1,"maxRetry":-1}`, want{400, "maxRetry", ""}},
+		{"a field in another case", `{"bizUuid":"c1","handler":"noop","delayMs":1,"BizUuid":"c2"}`, want{400, "", `unknown field "BizUuid"`}},
+		{"a field twice", `{"bizUuid":"c3","handler":"noop","delayMs":1,"handler":"http:svc/x"}`, want{400, "handler", "handler is given twice"}},
 		{"unknown field", `{"bizUuid":"u1","handler":"noop","delayMs":1,"glueSource":"rm -rf /"}`, want{400, "", "unknown field"}},
 		{"two objects", `{"bizUuid":"o1","handler":"noop","delayMs":1}{"bizUuid":"o2"}`, want{400, "", "after the JSON object"}},
+		{"a bracket after", `{"bizUuid":"o3","handler":"noop","delayMs":1}]`, want{400, "", "after the JSON object"}},
+		{"a brace after", `{"bizUuid":"o4","handler":"noop","delayMs":1}}`, want{400, "", "after the JSON object"}},
 	}
 	for _, tc := range cases {
 		start := time.Now()

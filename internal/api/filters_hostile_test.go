@@ -43,6 +43,8 @@ func TestAPIBadFilterInput(t *testing.T) {
 		{"GET", "/api/outbox/events?eventType=" + e, "eventType", `eventType "é" is not printable ASCII`},
 		{"GET", "/api/outbox/events?eventType=stock.release%00", "eventType", `eventType "stock.release\x00" is not printable ASCII`},
 		{"POST", "/api/outbox/requeue?eventType=" + e, "eventType", `eventType "é" is not printable ASCII`},
+		{"GET", "/api/outbox/events?orderNo=" + strings.Repeat("9", 65), "orderNo", "order number must be at most 64 bytes"},
+		{"GET", "/api/outbox/events?eventType=" + strings.Repeat("x", 33), "eventType", "event type must be at most 32 bytes"},
 		{"POST", "/api/dead-letters/requeue?since=0000-01-01", "since", "since 0000-01-01 is outside the years 1000-9999"},
 		{"POST", "/api/dead-letters/requeue?since=999999999d", "since", `since "999999999d" is more than 36524 days back`},
 		{"POST", "/api/dead-letters/requeue?since=2562047h", "since", `since "2562047h" is more than 36524 days back`},

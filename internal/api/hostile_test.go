@@ -150,14 +150,34 @@ func TestHostileAPIPathsAndMethods(t *testing.T) {
 		}
 	}
 	require.Zero(t, h.calls.Load(), "a protected handler ran without the token")
-	// With the token: unknown routes and wrong methods are 404 with a
-	// message naming them.
+	// With the token: unknown routes are 404 with a message naming them;
+	// a route's path with another method is 405 with the methods it takes
+	// (it was 404: the catch-all that answers 401 took every method).
 	for _, tc := range []struct{ method, path string }{
-		{http.MethodGet, "/api/echo"}, {http.MethodPut, "/api/thing/1"}, {http.MethodPost, "/nowhere"}, {"PROPFIND", "/api/echo"},
+		{http.MethodPost, "/nowhere"}, {http.MethodGet, "/api/echo/"}, {http.MethodDelete, "/api/thing/1/x"},
 	} {
 		status, body := h.do(t, tc.method, tc.path, withToken(token), nil)
 		require.Equal(t, http.StatusNotFound, status, "%s %s", tc.method, tc.path)
 		require.JSONEq(t, fmt.Sprintf(`{"error":"no route for %s %s"}`, tc.method, tc.path), body)
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodGet, "/api/echo", "POST"}, {http.MethodHead, "/api/echo", "POST"}, {"PROPFIND", "/api/echo", "POST"},
+		{http.MethodPut, "/api/thing/1", "GET, HEAD"}, {http.MethodPost, "/api/thing/%27%3B", "GET, HEAD"},
+		{http.MethodDelete, "/healthz", "GET, HEAD"}, {http.MethodPost, "/readyz", "GET, HEAD"},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), tc.method, h.base+tc.path, nil)
+		require.NoError(t, err)
+		req.Header = withToken(token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s", tc.method, tc.path)
+		require.Equal(t, tc.allow, resp.Header.Get("Allow"), "%s %s", tc.method, tc.path)
+		if tc.method != http.MethodHead {
+			require.JSONEq(t, fmt.Sprintf(`{"error":"%s is not allowed on %s: use %s"}`, tc.method, req.URL.Path, tc.allow), string(b))
+		}
 	}
 	// Path values are data, not paths.
 	status, body := h.do(t, http.MethodGet, "/api/thing/%27%3B%20DROP%20TABLE%20x%3B--", withToken(token), nil)

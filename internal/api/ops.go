@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders/deadletters"
@@ -42,13 +45,17 @@ type errorAnswers struct {
 	notFoundAnswer func(r *http.Request) apiError
 }
 
-// write answers err: 400 for bad input, 404 for notFound, 409 for conflict
-// (conflictAnswer naming the row, with the error's text), nothing when the
-// client went away, 500 otherwise (logged).
+// write answers err: 400 for bad input, 413 for a body over the limit,
+// 404 for notFound, 409 for conflict (conflictAnswer naming the row, with
+// the error's text), nothing when the client went away, 500 otherwise
+// (logged).
 func (e errorAnswers) write(w http.ResponseWriter, r *http.Request, err error, conflictAnswer apiError) {
 	var dinv *delay.InvalidError
 	var inv *oplist.InvalidInputError
+	var tooBig *http.MaxBytesError
 	switch {
+	case errors.As(err, &tooBig):
+		WriteJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("body is larger than %d bytes", tooBig.Limit)})
 	case errors.As(err, &dinv):
 		WriteJSON(w, http.StatusBadRequest, apiError{Error: dinv.Error(), Field: dinv.Field})
 	case errors.As(err, &inv):
@@ -110,6 +117,17 @@ func onlyQueryParams(w http.ResponseWriter, r *http.Request, allowed ...string) 
 	return true
 }
 
+// sourceOnly serves h on a route whose one query parameter is source:
+// any other is refused like a list's unknown filter, so a misspelt
+// ?source= is an error rather than an action on mysql.dsn's database.
+func sourceOnly(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if onlyQueryParams(w, r, "source") {
+			h(w, r)
+		}
+	})
+}
+
 // invalidInput is an operator input error naming its field, as the domain
 // packages report theirs.
 func invalidInput(field, format string, args ...any) error {
@@ -144,15 +162,88 @@ func nextBefore[T any](rows []T, limit int, id func(T) int64) int64 {
 	return 0
 }
 
-// readBody decodes an optional JSON body into v: empty is fine, unknown
-// fields are not.
-func readBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+// readBody decodes an optional JSON body into v, whose members are
+// fields: empty is fine; other members (also the same names in another
+// case), a member given twice and anything after the value are not. A
+// body over Handle's limit is the *http.MaxBytesError, which write
+// answers 413.
+func readBody(r *http.Request, v any, fields ...string) error {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return err
+	case err != nil:
+		return invalidInput("body", "body could not be read: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return invalidInput("body", "body is not the expected JSON: %v", err)
+	err = dec.Decode(v)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		field, err := bodyError(err, strings.Join(fields, ", "))
+		return invalidInput(cmp.Or(field, "body"), "%v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalidInput("body", "body has data after the JSON value")
+	}
+	if field, err := exactMembers(body, fields...); err != nil {
+		return invalidInput(cmp.Or(field, "body"), "%v", err)
 	}
 	return nil
+}
+
+// exactMembers refuses a JSON object whose members are not named exactly
+// as one of fields, or name one twice: encoding/json matches names
+// without regard to case, so "BizUuid" or "NOTE" would fill a field that
+// DisallowUnknownFields lets through, and the last of two would win. It
+// names the member given twice. body has decoded already: a value that
+// is not an object is the decoder's to refuse.
+func exactMembers(body []byte, fields ...string) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, _ := dec.Token(); t != json.Delim('{') {
+		return "", nil
+	}
+	seen := make(map[string]bool, len(fields))
+	for dec.More() {
+		t, _ := dec.Token()
+		name, _ := t.(string)
+		switch {
+		case !slices.Contains(fields, name):
+			return "", fmt.Errorf("unknown field %q (fields: %s)", name, strings.Join(fields, ", "))
+		case seen[name]:
+			return name, fmt.Errorf("%s is given twice", name)
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		_ = dec.Decode(&skip) // the body decoded already; on an error More reports false
+	}
+	return "", nil
+}
+
+// bodyError says what is wrong with a JSON body that a Decoder with
+// DisallowUnknownFields refused (not an empty one), in the API's words
+// rather than Go's, and which field is at fault when one is; fields lists
+// the body's fields for an unknown one.
+func bodyError(err error, fields string) (string, error) {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "", errors.New("body is not valid JSON: it ends too early")
+	case errors.As(err, &se):
+		return "", fmt.Errorf("body is not valid JSON at byte %d: %w", se.Offset, err)
+	case errors.As(err, &te) && te.Field != "":
+		return te.Field, fmt.Errorf("%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+	case errors.As(err, &te):
+		return "", fmt.Errorf("body: expected a JSON object, got JSON %s", te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "", fmt.Errorf("%s (fields: %s)", strings.TrimPrefix(err.Error(), "json: "), fields)
+	default:
+		return "", fmt.Errorf("body: %w", err)
+	}
 }
 
 // pathID reads the positive integer path value name.

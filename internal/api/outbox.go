@@ -24,11 +24,14 @@ type outboxAPI struct {
 //	POST /api/outbox/requeue?eventType=                                  every parked event → pending
 func (s *Server) MountOutbox(o Sourced[*outbox.Ops]) {
 	a := &outboxAPI{o: o, errorAnswers: errorAnswers{log: s.base.With("component", "api.outbox"), api: "operator API",
-		notFound: outbox.ErrNotFound, conflict: outbox.ErrNotParked}}
+		notFound: outbox.ErrNotFound, conflict: outbox.ErrNotParked,
+		notFoundAnswer: func(r *http.Request) apiError {
+			return apiError{Field: "id", Error: "no outbox event " + r.PathValue("id")}
+		}}}
 	s.Handle("GET /api/outbox/events", http.HandlerFunc(a.list))
-	s.Handle("GET /api/outbox/events/{id}", http.HandlerFunc(a.get))
-	s.Handle("GET /api/outbox/stats", http.HandlerFunc(a.stats))
-	s.Handle("POST /api/outbox/events/{id}/requeue", http.HandlerFunc(a.requeue))
+	s.Handle("GET /api/outbox/events/{id}", sourceOnly(a.get))
+	s.Handle("GET /api/outbox/stats", sourceOnly(a.stats))
+	s.Handle("POST /api/outbox/events/{id}/requeue", sourceOnly(a.requeue))
 	s.Handle("POST /api/outbox/requeue", http.HandlerFunc(a.requeueAll))
 }
 

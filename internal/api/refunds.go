@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/orderjob/executor/orders/refunds"
 )
@@ -22,11 +23,14 @@ type refundAPI struct {
 //	POST /api/refunds/{paymentId}/refunded   {"note": "..."}   record the refund, by the caller ("api")
 func (s *Server) MountRefunds(r Sourced[*refunds.Ops]) {
 	a := &refundAPI{r: r, errorAnswers: errorAnswers{log: s.base.With("component", "api.refunds"), api: "operator API",
-		notFound: refunds.ErrNotFound, conflict: refunds.ErrDone}}
+		notFound: refunds.ErrNotFound, conflict: refunds.ErrDone,
+		notFoundAnswer: func(r *http.Request) apiError {
+			return apiError{Field: "paymentId", Error: "no payment conflict with payment id " + strconv.Quote(r.PathValue("paymentId"))}
+		}}}
 	s.Handle("GET /api/refunds", http.HandlerFunc(a.list))
-	s.Handle("GET /api/refunds/summary", http.HandlerFunc(a.summary))
-	s.Handle("GET /api/refunds/{paymentId}", http.HandlerFunc(a.get))
-	s.Handle("POST /api/refunds/{paymentId}/refunded", http.HandlerFunc(a.refunded))
+	s.Handle("GET /api/refunds/summary", sourceOnly(a.summary))
+	s.Handle("GET /api/refunds/{paymentId}", sourceOnly(a.get))
+	s.Handle("POST /api/refunds/{paymentId}/refunded", sourceOnly(a.refunded))
 }
 
 func (a *refundAPI) list(w http.ResponseWriter, r *http.Request) {
@@ -71,7 +75,7 @@ func (a *refundAPI) refunded(w http.ResponseWriter, r *http.Request) {
 	rf, err := a.r.pick(r)
 	var body refundNote
 	if err == nil {
-		err = readBody(r, &body)
+		err = readBody(r, &body, "note", "by")
 	}
 	if err != nil {
 		a.fail(w, r, err)

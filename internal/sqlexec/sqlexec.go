@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -125,8 +126,11 @@ func PrintableASCII(s string) bool {
 }
 
 // Truncate cuts s to at most n characters (runes: the columns are utf8mb4),
-// ending a cut text with "...".
+// ending a cut text with "...". Runs of bytes that are not UTF-8 (a
+// service's reply in GBK, quoted in an error) become U+FFFD: the columns
+// refuse them (Error 1366), and the row would not be written at all.
 func Truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

@@ -22,6 +22,8 @@ func TestTruncate(t *testing.T) {
 	require.Equal(t, "abc", sqlexec.Truncate("abc", 5))
 	require.Equal(t, "ab...", sqlexec.Truncate("abcdefgh", 5))
 	require.Equal(t, "订单...", sqlexec.Truncate("订单关闭失败原因", 5))
+	require.Equal(t, "status 500: \uFFFD O-1", sqlexec.Truncate("status 500: \xb6\xa9\xb5\xa5 O-1", 50))
+	require.Equal(t, "\uFFFDa...", sqlexec.Truncate("\xffabcdef", 5))
 }
 
 // A server that is not a Galera node (the shared one) says so, and a

@@ -96,8 +96,11 @@ func (o *Ops) List(ctx context.Context, f Filter) (List, error) {
 	if err := oplist.CheckStatus(f.Status, Pending, Parked, Done); err != nil {
 		return List{}, err
 	}
-	if len(f.EventType) > 32 || len(f.OrderNo) > oplist.MaxOrderNoLen {
-		return List{}, oplist.Invalid("eventType", "event type or order number too long")
+	if len(f.EventType) > 32 {
+		return List{}, oplist.Invalid("eventType", "event type must be at most 32 bytes")
+	}
+	if err := oplist.CheckOrderNo(f.OrderNo); err != nil {
+		return List{}, err
 	}
 	if err := oplist.CheckASCII("eventType", f.EventType); err != nil {
 		return List{}, err

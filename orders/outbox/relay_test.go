@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -33,6 +34,7 @@ type receiver struct {
 	// applying and then answering 500 (the acknowledgement is lost),
 	// slowRate answering after the relay gave up; the rest 200.
 	failRate, lostAckRate, slowRate float64
+	failBody                        string        // the body of a failRate 500 ("" a plain text one)
 	block                           chan struct{} // if set, every request waits for it to close
 
 	mu        sync.Mutex
@@ -118,6 +120,9 @@ func (rc *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	switch {
+	case roll < rc.failRate && rc.failBody != "":
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, rc.failBody)
 	case roll < rc.failRate:
 		http.Error(w, "inventory database busy", http.StatusInternalServerError)
 	case roll < rc.failRate+rc.lostAckRate:
@@ -313,6 +318,33 @@ func TestRelayBackoff(t *testing.T) {
 		require.Equal(t, 2, row.Attempts)
 		wait := row.Next.Sub(dbNow)
 		require.True(t, wait >= time.Hour && wait <= 2*time.Hour+time.Minute, "second retry: %v", wait)
+	}
+}
+
+// A receiver's error page that is not UTF-8 (GBK) went into last_error as
+// it was: the utf8mb4 column refused the UPDATE (Error 1366), so the
+// failure was never recorded and the event stayed claimed until its claim
+// ran out. Its bytes are now made text first.
+func TestRelayRecordsReplyNotUTF8(t *testing.T) {
+	t.Parallel()
+	b, _ := closedInOutbox(t, 2)
+	gbk := func(rc *receiver) { rc.failRate, rc.failBody = 1, "\xbf\xe2\xb4\xe6\xb2\xbb\xd7\xe3" } // 库存不足
+	r := newRelay(t, b, newReceiver(t, "", gbk), newReceiver(t, "", gbk), outbox.RelayConfig{BackoffBase: time.Hour, BackoffMax: 4 * time.Hour})
+	n := len(b.events(t))
+	st, err := r.RunOnce(b.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.RelayStats{Claimed: n, Failed: n}, st)
+	var rows []struct {
+		Attempts  int    `db:"attempts"`
+		ClaimID   int64  `db:"claim_id"`
+		LastError string `db:"last_error"`
+	}
+	require.NoError(t, b.DB.SelectContext(b.Ctx, &rows, `SELECT attempts, claim_id, last_error FROM order_outbox`))
+	require.Len(t, rows, n)
+	for _, row := range rows {
+		require.Equal(t, 1, row.Attempts)
+		require.Zero(t, row.ClaimID)
+		require.Contains(t, row.LastError, "status 500: \uFFFD")
 	}
 }
 
