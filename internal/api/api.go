@@ -247,6 +247,16 @@ func tooManyFailures(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 }
 
+// showsDetail reports whether /readyz may say why a check failed: the
+// errors name internal addresses and the database user, and the route
+// needs no token, so they go only to a caller sending the API token (or
+// to anyone when no token is configured). A wrong token is not counted
+// against the address: probes send none, and the answer is the same.
+func (s *Server) showsDetail(r *http.Request) bool {
+	return s.cfg.Token == "" ||
+		subtle.ConstantTimeCompare([]byte(r.Header.Get(s.cfg.TokenHeader)), []byte(s.cfg.Token)) == 1
+}
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	checks := make(map[string]ReadyCheck, len(s.checks)+len(s.optional))
@@ -280,6 +290,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Strings(names)
 
+	detail := s.showsDetail(r)
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	results := make(map[string]string, len(names))
@@ -289,7 +300,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() {
 			msg := "ok"
 			if err := checks[n](ctx); err != nil {
-				msg = err.Error()
+				msg = "failed"
+				if detail {
+					msg = err.Error()
+				}
 			}
 			mu.Lock()
 			results[n] = msg

@@ -103,6 +103,33 @@ func TestReadyz(t *testing.T) {
 	require.Equal(t, "ok", body["checks"].(map[string]any)["mysql"])
 }
 
+// /readyz needs no token, and a failed check's error names internal
+// addresses and the database user: only a caller sending the API token
+// reads them; others read "failed". A wrong token is not an
+// authentication failure there (probes send none): no 401, no slowdown.
+func TestReadyzDetailNeedsTheToken(t *testing.T) {
+	t.Parallel()
+	s := api.New(api.Config{Token: "s3cret-token-16ch"})
+	s.AddReadyCheck("mysql", func(context.Context) error {
+		return errors.New("dial tcp 10.0.3.7:3306: Access denied for user 'app'@'10.0.3.9'")
+	})
+	s.Handle("GET /api/thing", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, "ok") }))
+
+	for range 30 {
+		rec, body := do(t, s, "GET", "/readyz", "wrong", "")
+		require.Equal(t, 503, rec.Code)
+		require.Equal(t, map[string]any{"mysql": "failed"}, body["checks"])
+	}
+	rec, body := do(t, s, "GET", "/readyz", "", "")
+	require.Equal(t, 503, rec.Code)
+	require.Equal(t, map[string]any{"mysql": "failed"}, body["checks"])
+	rec, body = do(t, s, "GET", "/readyz", "s3cret-token-16ch", "")
+	require.Equal(t, 503, rec.Code)
+	require.Equal(t, map[string]any{"mysql": "dial tcp 10.0.3.7:3306: Access denied for user 'app'@'10.0.3.9'"}, body["checks"])
+	rec, _ = do(t, s, "GET", "/api/thing", "s3cret-token-16ch", "")
+	require.Equal(t, 200, rec.Code, "the wrong tokens at /readyz did not slow this address down")
+}
+
 // An optional check (the admin registration) runs only when the probe asks
 // for it, so its failure never fails the plain probe.
 func TestReadyzOptionalCheck(t *testing.T) {
