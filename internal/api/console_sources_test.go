@@ -211,6 +211,33 @@ func TestConsoleOrderOfSource(t *testing.T) {
 	require.Equal(t, "/console/orders/S-1?source=db1", p.header.Get("Location"))
 }
 
+// An order number not in the chosen database is looked up in the other
+// order sources: the page links to the one holding it, keeps the choice of
+// source and leads back to the overview of the source it was asked in.
+func TestConsoleOrderInAnotherSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	p := w.b.get("/console/orders/S-1")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "<h1>No order S-1</h1>")
+	require.Contains(t, p.body, "Looked in the order table order_info.")
+	require.Contains(t, p.body, `It is in <a href="/console/orders/S-1?source=db1">the order table order_info_1 of order source db1</a>.`)
+	require.Contains(t, p.body, `<select name="source">`, "the choice of source stays on the page")
+
+	p = w.b.get("/console/orders/H-1?source=db1")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "Looked in the 2 order tables order_info … order_info_1 of order source db1.")
+	require.Contains(t, p.body, `It is in <a href="/console/orders/H-1?source=db0">the order table order_info of order source db0</a>.`)
+	require.Contains(t, p.body, `<a href="/console/?source=db1">Back to the overview</a>`)
+	require.Contains(t, p.body, `<a class="brand" href="/console/?source=db1">`)
+
+	p = w.b.get("/console/orders/NOSUCH?source=db1")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "No other order source holds it either (looked in db0).")
+	require.NotContains(t, p.body, "It is in")
+}
+
 // The outbox pages read and requeue the events of the chosen source.
 func TestConsoleOutboxOfSource(t *testing.T) {
 	t.Parallel()
@@ -385,7 +412,12 @@ func TestConsoleUnknownSource(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, p.status, path)
 		require.Contains(t, p.body, `source: source &#34;nope&#34; is not an order source (the sources: db0, db1)`, path)
 	}
-	p := w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
+	// The refusal's page links nowhere with the unknown name: every such
+	// link would be refused again.
+	p := w.b.get("/console/?source=nope")
+	require.NotContains(t, p.body, "source=nope")
+	require.Contains(t, p.body, `<a href="/console/">Back to the overview</a>`)
+	p = w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
 	require.Equal(t, http.StatusBadRequest, p.status)
 	p = w.b.post("/console/refunds/pay-S-1/refunded?source=nope", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusBadRequest, p.status)
