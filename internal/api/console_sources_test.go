@@ -314,6 +314,12 @@ func TestConsoleRunsOfSource(t *testing.T) {
 	p := w.b.get("/console/runs?source=db1")
 	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
 	require.Contains(t, p.body, `href="/console/runs?source=db1"`, "the navigation stays in the source")
+	// A source's run records are one per order table and run: each names
+	// the table it swept.
+	require.Contains(t, p.body, "<th>Table</th>")
+	require.Contains(t, p.body, "<td>order_info_1</td>")
+	p = w.b.get("/console/")
+	require.Contains(t, p.body, "<td>order_info</td>")
 }
 
 // The delayed-task pages read, requeue and cancel the tasks of the chosen
