@@ -174,7 +174,10 @@ func (c *Console) dueCard(ctx context.Context, v *orderViews) (*card, error) {
 		return nil, err
 	}
 	return &card{"Orders due to close", []figure{
-		{"due now", capped(due.Count), consolePath + "runs", attention(due.Count, "warn")},
+		// An order a dead letter holds back (parked, or waiting for its
+		// retry) is due too, but the sweep leaves it to the letter: it is
+		// counted under Dead letters, and the label says so.
+		{"due now, not held back by a dead letter", capped(due.Count), consolePath + "runs", attention(due.Count, "warn")},
 		{"oldest due for", roundDuration(due.Oldest), consolePath + "runs", ""},
 	}}, nil
 }
