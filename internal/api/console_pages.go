@@ -318,6 +318,9 @@ type listData struct {
 	WindowFull bool
 	Rows       any
 	Bulk       bool // a bulk action is offered for these filters
+	// Declared says the order tables are a declared shop schema
+	// (order.schema.table), which some jobs do not work on.
+	Declared bool
 }
 
 // renderList renders a list page, or the error reading its rows: d around
@@ -505,7 +508,7 @@ func (c *Console) flagList(w http.ResponseWriter, r *http.Request, op *session) 
 		p, err = v.inspect.FulfilmentFlags(r.Context(), f)
 	}
 	c.renderList(w, r, op, err, "flags", pageData{Title: "Fulfilment flags", Nav: "fulfilment", Sourced: true},
-		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Flags}, p.Next)
+		listData{Filter: q, Examined: p.Examined, WindowFull: p.WindowFull, Rows: p.Flags, Declared: c.cfg.Schema.Declared}, p.Next)
 }
 
 func (c *Console) runList(w http.ResponseWriter, r *http.Request, op *session) {

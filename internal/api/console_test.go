@@ -299,6 +299,7 @@ func TestConsolePages(t *testing.T) {
 	b := w.browser(t)
 	ov := b.signIn(aliceToken)
 	require.Equal(t, http.StatusOK, ov.status, ov.body)
+	require.NotContains(t, b.get("/console/fulfilment").body, "does not run on a declared shop schema")
 	// O-1 is unpaid and overdue, but its parked letter holds it back.
 	require.Contains(t, ov.body, `<dt>due now, not held back by a dead letter</dt><dd><a href="/console/runs">0</a></dd>`)
 	for _, want := range []string{"Orders due to close", `href="/console/dead-letters?status=parked">2</a>`,
