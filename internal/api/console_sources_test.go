@@ -238,6 +238,28 @@ func TestConsoleOrderInAnotherSource(t *testing.T) {
 	require.NotContains(t, p.body, "It is in")
 }
 
+// A session that ended before an action on a source was confirmed goes
+// to sign-in and from there back to that source's overview, not to
+// mysql.dsn's.
+func TestConsoleSignInAfterActionKeepsSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+	require.Equal(t, http.StatusSeeOther, w.b.post("/console/signout", url.Values{"csrf": {w.csrf}}).status)
+
+	p := w.b.post("/console/dead-letters/requeue?source=db1", url.Values{"csrf": {w.csrf}, "status": {"parked"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
+	loc, err := url.Parse(p.header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "/console/signin", loc.Path)
+	require.Equal(t, "/console/?source=db1", loc.Query().Get("next"))
+	require.Equal(t, "parked", statusOf(t, w.other, "order_dead_letter", "S-1"), "nothing was done")
+
+	p = w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
+	loc, err = url.Parse(p.header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "/console/", loc.Query().Get("next"), "a source that is none is not carried on")
+}
+
 // The outbox pages read and requeue the events of the chosen source.
 func TestConsoleOutboxOfSource(t *testing.T) {
 	t.Parallel()
