@@ -302,6 +302,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	}
 	d.Tasks = c.cfg.Tasks != nil
 	d.Source, d.Path = requestSource(r), r.URL.EscapedPath()
+	if _, err := c.viewsOf(r); err != nil {
+		d.Source = "" // links carrying a source that is none would all answer 400
+	}
 	if d.Sourced {
 		d.Sources, d.Keep = c.sources, r.URL.Query()
 		d.Keep.Del("source")

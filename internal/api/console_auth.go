@@ -185,7 +185,13 @@ func (c *Console) toSignIn(w http.ResponseWriter, r *http.Request, why error) {
 	}
 	next := r.URL.RequestURI()
 	if r.Method != http.MethodGet {
+		// An action is not repeated after sign-in: back to the overview,
+		// of the order database the action was on, so that what the
+		// operator does next does not land in mysql.dsn's.
 		next = consolePath
+		if _, err := c.viewsOf(r); err == nil {
+			next = withSource(r, consolePath)
+		}
 	}
 	q := url.Values{"next": {next}}
 	for code, reason := range signInReasons {

@@ -89,3 +89,14 @@ func TestConsoleOrderOfDeclaredSchemaCouponByID(t *testing.T) {
 		require.Contains(t, p.body, want)
 	}
 }
+
+// On a declared shop schema the fulfilment flags' page says why it stays
+// empty: the job that writes flags does not run there.
+func TestConsoleFlagsOfDeclaredSchemaSayWhyEmpty(t *testing.T) {
+	t.Parallel()
+	b := shopConsole(t, ordertest.ForeignSchema(ordertest.LockedOnly), func(*dbtest.DB) {})
+	p := b.get("/console/fulfilment?open=true")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "orderFulfillmentTimeoutJob does not run on a declared shop schema (<code>order.schema.table</code>)")
+	require.Contains(t, p.body, "No flag matches.")
+}

@@ -211,6 +211,55 @@ func TestConsoleOrderOfSource(t *testing.T) {
 	require.Equal(t, "/console/orders/S-1?source=db1", p.header.Get("Location"))
 }
 
+// An order number not in the chosen database is looked up in the other
+// order sources: the page links to the one holding it, keeps the choice of
+// source and leads back to the overview of the source it was asked in.
+func TestConsoleOrderInAnotherSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+
+	p := w.b.get("/console/orders/S-1")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "<h1>No order S-1</h1>")
+	require.Contains(t, p.body, "Looked in the order table order_info.")
+	require.Contains(t, p.body, `It is in <a href="/console/orders/S-1?source=db1">the order table order_info_1 of order source db1</a>.`)
+	require.Contains(t, p.body, `<select name="source">`, "the choice of source stays on the page")
+
+	p = w.b.get("/console/orders/H-1?source=db1")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "Looked in the 2 order tables order_info … order_info_1 of order source db1.")
+	require.Contains(t, p.body, `It is in <a href="/console/orders/H-1?source=db0">the order table order_info of order source db0</a>.`)
+	require.Contains(t, p.body, `<a href="/console/?source=db1">Back to the overview</a>`)
+	require.Contains(t, p.body, `<a class="brand" href="/console/?source=db1">`)
+
+	p = w.b.get("/console/orders/NOSUCH?source=db1")
+	require.Equal(t, http.StatusNotFound, p.status, p.body)
+	require.Contains(t, p.body, "No other order source holds it either (looked in db0).")
+	require.NotContains(t, p.body, "It is in")
+}
+
+// A session that ended before an action on a source was confirmed goes
+// to sign-in and from there back to that source's overview, not to
+// mysql.dsn's.
+func TestConsoleSignInAfterActionKeepsSource(t *testing.T) {
+	t.Parallel()
+	w := newSourcesWorld(t)
+	require.Equal(t, http.StatusSeeOther, w.b.post("/console/signout", url.Values{"csrf": {w.csrf}}).status)
+
+	p := w.b.post("/console/dead-letters/requeue?source=db1", url.Values{"csrf": {w.csrf}, "status": {"parked"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
+	loc, err := url.Parse(p.header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "/console/signin", loc.Path)
+	require.Equal(t, "/console/?source=db1", loc.Query().Get("next"))
+	require.Equal(t, "parked", statusOf(t, w.other, "order_dead_letter", "S-1"), "nothing was done")
+
+	p = w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
+	loc, err = url.Parse(p.header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "/console/", loc.Query().Get("next"), "a source that is none is not carried on")
+}
+
 // The outbox pages read and requeue the events of the chosen source.
 func TestConsoleOutboxOfSource(t *testing.T) {
 	t.Parallel()
@@ -287,6 +336,12 @@ func TestConsoleRunsOfSource(t *testing.T) {
 	p := w.b.get("/console/runs?source=db1")
 	require.Contains(t, p.body, `<option value="db1" selected>db1</option>`)
 	require.Contains(t, p.body, `href="/console/runs?source=db1"`, "the navigation stays in the source")
+	// A source's run records are one per order table and run: each names
+	// the table it swept.
+	require.Contains(t, p.body, "<th>Table</th>")
+	require.Contains(t, p.body, "<td>order_info_1</td>")
+	p = w.b.get("/console/")
+	require.Contains(t, p.body, "<td>order_info</td>")
 }
 
 // The delayed-task pages read, requeue and cancel the tasks of the chosen
@@ -385,7 +440,12 @@ func TestConsoleUnknownSource(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, p.status, path)
 		require.Contains(t, p.body, `source: source &#34;nope&#34; is not an order source (the sources: db0, db1)`, path)
 	}
-	p := w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
+	// The refusal's page links nowhere with the unknown name: every such
+	// link would be refused again.
+	p := w.b.get("/console/?source=nope")
+	require.NotContains(t, p.body, "source=nope")
+	require.Contains(t, p.body, `<a href="/console/">Back to the overview</a>`)
+	p = w.b.post("/console/dead-letters/requeue?source=nope", url.Values{"csrf": {w.csrf}, "status": {"parked"}})
 	require.Equal(t, http.StatusBadRequest, p.status)
 	p = w.b.post("/console/refunds/pay-S-1/refunded?source=nope", url.Values{"csrf": {w.csrf}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusBadRequest, p.status)

@@ -299,6 +299,9 @@ func TestConsolePages(t *testing.T) {
 	b := w.browser(t)
 	ov := b.signIn(aliceToken)
 	require.Equal(t, http.StatusOK, ov.status, ov.body)
+	require.NotContains(t, b.get("/console/fulfilment").body, "does not run on a declared shop schema")
+	// O-1 is unpaid and overdue, but its parked letter holds it back.
+	require.Contains(t, ov.body, `<dt>due now, not held back by a dead letter</dt><dd><a href="/console/runs">0</a></dd>`)
 	for _, want := range []string{"Orders due to close", `href="/console/dead-letters?status=parked">2</a>`,
 		`href="/console/tasks?status=FAILED">1</a>`, "Fulfilment overdue", "xxl-job log 41", "1.5s", "scanned=5 closed=5"} {
 		require.Contains(t, ov.body, want)
