@@ -49,7 +49,9 @@ func migrateSource(ctx context.Context, env *cliEnv, cfg *config.Config, src con
 	if err != nil {
 		return err
 	}
-	mcfg.Shop = from.Shop
+	// The shop's tables of this source, not mysql.dsn's: home's config
+	// names its own source's first order table in OrderTables.
+	mcfg.Shop, mcfg.OrderTables = from.Shop, from.OrderTables
 	db, err := openSourceDB(ctx, cfg, src)
 	if err != nil {
 		return err

@@ -213,3 +213,45 @@ func TestDeclaredSchemaOverSourcesOnHome(t *testing.T) {
 		require.Equal(t, 2, db.Count(t, "SELECT locked FROM t_sku_stock WHERE sku = 3"))
 	}
 }
+
+// The layout sharded-orders.md shows: the order tables numbered across the
+// databases, t_order_0 and t_order_1 in the first, t_order_2 and t_order_3
+// in the second, each beside its item tables. Every command takes each
+// source's tables as that source lists them.
+func TestDeclaredSchemaOverTablesNumberedAcrossSources(t *testing.T) {
+	ctx := context.Background()
+	dbs := []*dbtest.DB{dbtest.NewEmpty(t), dbtest.NewEmpty(t)}
+	for i, db := range dbs {
+		require.NoError(t, ordertest.CreateForeignTables(ctx, db.DB))
+		a, b := 2*i, 2*i+1
+		for _, stmt := range []string{
+			fmt.Sprintf("CREATE TABLE t_order_%d LIKE t_order", a), fmt.Sprintf("CREATE TABLE t_order_%d LIKE t_order", b),
+			fmt.Sprintf("CREATE TABLE t_order_item_%d LIKE t_order_item", a), fmt.Sprintf("CREATE TABLE t_order_item_%d LIKE t_order_item", b),
+			"DROP TABLE t_order, t_order_item",
+			fmt.Sprintf(`INSERT INTO t_order_%d (order_sn, member_id, order_status, created_at)
+				VALUES ('S%d-1', 7, 0, NOW(3) - INTERVAL 1 HOUR), ('S%d-2', 7, 0, NOW(3))`, b, i, i),
+			fmt.Sprintf("INSERT INTO t_order_item_%d (order_id, goods_sku, num) SELECT id, 3, 2 FROM t_order_%d", b, b),
+			"INSERT INTO t_sku_stock (sku, stock, locked) VALUES (3, 100, 4)",
+		} {
+			_, err := db.ExecContext(ctx, stmt)
+			require.NoError(t, err, stmt)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "shop.yml")
+	require.NoError(t, os.WriteFile(file, []byte(ordertest.ForeignYAML), 0o600))
+	env := sourcesEnv(t, dbs[0], dbs)
+	env["ORDER_SOURCES"] = fmt.Sprintf(`[{name: s0, dsn: %q, tables: "t_order_{0..1}"}, {name: s1, dsn: %q, tables: "t_order_{2..3}"}]`,
+		dbs[0].DSN, dbs[1].DSN)
+
+	code, out, errOut := runCLI(t, env, "-config", file, "migrate")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = runCLI(t, env, "-config", file, "migrate", "status")
+	require.Equal(t, 0, code, out+errOut)
+	code, out, errOut = runCLI(t, env, "-config", file, "run", "orderTimeoutCloseJob")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "scanned=2 closed=2 skipped_paid=0 skipped_locked=0 dead_lettered=0")
+	for i, db := range dbs {
+		require.Equal(t, 1, db.Count(t, fmt.Sprintf("SELECT COUNT(*) FROM t_order_%d WHERE order_status = 4", 2*i+1)))
+		require.Equal(t, 2, db.Count(t, "SELECT locked FROM t_sku_stock WHERE sku = 3"))
+	}
+}
