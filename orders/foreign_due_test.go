@@ -189,3 +189,28 @@ func TestForeignDueTimeGuardRechecksTheDeadline(t *testing.T) {
 	}
 	require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, ordertest.LockedOnly))
 }
+
+// TestForeignDueTimeNullIsNeverDue: an order whose deadline is NULL is
+// never due: the sweep leaves it, CloseOrder says it is not due, and the
+// order view reads it.
+func TestForeignDueTimeNullIsNeverDue(t *testing.T) {
+	t.Parallel()
+	b := foreignDueSetup(t, orders.CloserConfig{})
+	ordertest.ForeignOrder(t, b.DB.DB, ordertest.ForeignOpts{OrderSn: "N-1", Age: due, Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
+	st, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Zero(t, st.Closed+st.Scanned, st.String())
+	out, err := b.Closer.CloseOrder(b.Ctx, "N-1")
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeNotDue, out)
+	outs, err := b.Closer.CloseOrders(b.Ctx, []string{"N-1"})
+	require.NoError(t, err)
+	require.Equal(t, orders.OutcomeNotDue, outs[0].Outcome)
+	require.Equal(t, ordertest.ForeignUnpaid, b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = 'N-1'`))
+
+	in, err := inspect.New(b.DB.DB, orders.CompensateLocal).InTables(foreignDueSchema(), []string{"t_order"})
+	require.NoError(t, err)
+	d, err := in.Order(b.Ctx, "N-1")
+	require.NoError(t, err)
+	require.Equal(t, 9999, d.Shop.Deadline().Year(), "never due: the latest time")
+}

@@ -254,21 +254,36 @@ func (r renderer) orderCols(p string) string {
 			o.Unpaid.SQL(), orderstatus.Unpaid, o.Closed.SQL(), orderstatus.Closed, orderstatus.Paid)
 	}
 	return strings.Join([]string{r.sel(p, o.ID, "id"), r.sel(p, o.OrderNo, "order_no"), status,
-		r.sel(p, o.ScanTime(), "create_time"), r.timeoutCol(p), r.couponCol(p)}, ", ")
+		r.timeCol(p), r.timeoutCol(p), r.couponCol(p)}, ", ")
 }
 
 // scanCols are orderCols without the status (a scan reads only unpaid ones).
 func (r renderer) scanCols(p string) string {
 	o := r.s.Orders
 	return strings.Join([]string{r.sel(p, o.ID, "id"), r.sel(p, o.OrderNo, "order_no"),
-		r.sel(p, o.ScanTime(), "create_time"), r.timeoutCol(p), r.couponCol(p)}, ", ")
+		r.timeCol(p), r.timeoutCol(p), r.couponCol(p)}, ", ")
 }
 
-// A declared dueTime comes back as create_time with a timeout of 0, so
+// timeCol is the order's create time, as create_time. A declared
+// dueTime comes back there instead, with a timeout of 0 (timeoutCol), so
 // that everything reading a row (the cursor, the deadline create_time +
 // timeout_minutes, the order view's due card) works on the deadline
 // unchanged: the scan's keyset, the lock and the close's guard all walk
 // (status, dueTime, id) as they otherwise walk (status, createTime, id).
+// A NULL deadline, never due (no comparison with it holds), comes back
+// as 9999-12-31, so that a read by id or number (CloseOrder, the order
+// view) still scans it into a time and finds it not due.
+func (r renderer) timeCol(p string) string {
+	if o := r.s.Orders; o.DueTime != "" {
+		return "COALESCE(" + p + r.n(o.DueTime) + ", " + neverDue + ") AS create_time"
+	}
+	return r.sel(p, r.s.Orders.CreateTime, "create_time")
+}
+
+// neverDue is the deadline a NULL dueTime reads as: typed, so that the
+// row's create_time stays a date-time, and without a ':', which named
+// statements would take for a parameter.
+const neverDue = "CAST('9999-12-31' AS DATETIME)"
 
 // timeoutCol is the order's timeout in minutes, as timeout_minutes.
 func (r renderer) timeoutCol(p string) string {

@@ -125,7 +125,8 @@ func TestDueTimeIsTheDeadline(t *testing.T) {
 		Items: schema.Items{Table: "line", Index: "idx_sn", OrderColumn: "sn", SKU: "goods", Quantity: "num"}}
 	got, err := Render(s)
 	require.NoError(t, err)
-	require.Equal(t, "\nSELECT o.`id` AS id, o.`sn` AS order_no, o.`expire_at` AS create_time, 0 AS timeout_minutes, NULL AS coupon_id\n"+
+	require.Equal(t, "\nSELECT o.`id` AS id, o.`sn` AS order_no, COALESCE(o.`expire_at`, CAST('9999-12-31' AS DATETIME)) AS create_time, "+
+		"0 AS timeout_minutes, NULL AS coupon_id\n"+
 		"FROM `order` o FORCE INDEX (`idx_status_expire`)\n"+
 		"WHERE o.`state` = 0\n"+
 		"  AND (o.`expire_at` > :after_time OR (o.`expire_at` = :after_time AND o.`id` > :after_id))\n"+
@@ -134,7 +135,8 @@ func TestDueTimeIsTheDeadline(t *testing.T) {
 		"ORDER BY o.`expire_at`, o.`id`\nLIMIT :limit", got.ScanPage)
 	require.Equal(t, "\nUPDATE `order` FORCE INDEX (PRIMARY) SET `state` = 9\n"+
 		"WHERE `id` IN (%s) AND `state` = 0 AND `expire_at` <= :now", got.CloseOrders)
-	require.Contains(t, got.LockOrders, "`expire_at` AS create_time, 0 AS timeout_minutes")
+	require.Contains(t, got.LockOrders, "COALESCE(`expire_at`, CAST('9999-12-31' AS DATETIME)) AS create_time, 0 AS timeout_minutes",
+		"a NULL deadline, never due, reads as the latest time")
 	require.Contains(t, got.Overdue, "  SELECT o.`sn` AS order_no, o.`expire_at` AS deadline\n"+
 		"  FROM `order` o FORCE INDEX (`idx_status_expire`)\n"+
 		"  WHERE o.`state` = 0 AND o.`expire_at` <= :now\n"+
