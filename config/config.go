@@ -220,7 +220,7 @@ type OrderClose struct {
 // creates or alters the shop's tables. See docs/your-schema.md.
 type OrderSchema struct {
 	Table          string   `yaml:"table" env:"ORDER_SCHEMA_TABLE" doc:"the shop's order table; empty: the executor's own order_info, migrated by executor migrate"`
-	ScanIndex      string   `yaml:"scanIndex" env:"ORDER_SCHEMA_SCAN_INDEX" doc:"index of the order table led by (status, createTime) that the scan walks"`
+	ScanIndex      string   `yaml:"scanIndex" env:"ORDER_SCHEMA_SCAN_INDEX" doc:"index of the order table led by (status, createTime), or (status, dueTime), that the scan walks"`
 	ID             string   `yaml:"id" env:"ORDER_SCHEMA_ID" doc:"the order's numeric primary key"`
 	OrderNo        string   `yaml:"orderNo" env:"ORDER_SCHEMA_ORDER_NO" doc:"the order's unique number (any type; dead letters and the close log keep it as text)"`
 	User           string   `yaml:"user" env:"ORDER_SCHEMA_USER" doc:"the buyer; read only by coupon.match and givebacks that name it"`
@@ -230,6 +230,7 @@ type OrderSchema struct {
 	Closed         string   `yaml:"closed" env:"ORDER_SCHEMA_CLOSED" doc:"status value a close sets"`
 	TimeoutColumn  string   `yaml:"timeoutColumn" env:"ORDER_SCHEMA_TIMEOUT_COLUMN" doc:"column holding each order's payment timeout in minutes; empty, or left out while timeoutMinutes is given: timeoutMinutes for every order"`
 	TimeoutMinutes int      `yaml:"timeoutMinutes" env:"ORDER_SCHEMA_TIMEOUT_MINUTES" default:"0" doc:"one payment timeout for all orders, when timeoutColumn is empty"`
+	DueTime        string   `yaml:"dueTime" env:"ORDER_SCHEMA_DUE_TIME" doc:"column holding each order's payment deadline itself (DATETIME or TIMESTAMP, session time zone), instead of createTime and a timeout; the scanIndex is then led by (status, dueTime)"`
 	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
 	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" doc:"column a close writes its reason to; empty: none"`

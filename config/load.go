@@ -330,10 +330,21 @@ func (l *loader) environment(lookupEnv func(string) (string, bool)) {
 // declared schema's order.schema.timeoutMinutes says every order has the
 // same timeout, so the per-order column's default (the executor's own
 // timeout_minutes, which the shop's table rarely has) gives way to it;
-// given both, validate asks for one of them.
+// order.schema.dueTime names each order's deadline, so the defaults of
+// createTime and timeoutColumn give way to it too. Given both kinds,
+// validate asks for one of them.
 func (l *loader) impliedDefaults() {
+	s := &l.c.Order.Schema
 	if l.given["order.schema.timeoutMinutes"] && !l.given["order.schema.timeoutColumn"] {
-		l.c.Order.Schema.TimeoutColumn = ""
+		s.TimeoutColumn = ""
+	}
+	if l.given["order.schema.dueTime"] {
+		if !l.given["order.schema.timeoutColumn"] {
+			s.TimeoutColumn = ""
+		}
+		if !l.given["order.schema.createTime"] {
+			s.CreateTime = ""
+		}
 	}
 }
 

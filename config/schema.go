@@ -24,7 +24,7 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 	out := schema.Schema{Declared: true,
 		Orders: schema.Orders{Table: s.Table, ScanIndex: s.ScanIndex, ID: s.ID, OrderNo: s.OrderNo, User: s.User,
 			Status: s.Status, CreateTime: s.CreateTime, Unpaid: value("unpaid", s.Unpaid), Closed: value("closed", s.Closed),
-			TimeoutColumn: s.TimeoutColumn, TimeoutMinutes: s.TimeoutMinutes,
+			TimeoutColumn: s.TimeoutColumn, TimeoutMinutes: s.TimeoutMinutes, DueTime: s.DueTime,
 			CloseTime: s.CloseTime, UpdateTime: s.UpdateTime, CloseReason: s.CloseReason},
 		Items: schema.Items{Table: s.Items.Table, Index: s.Items.Index, OrderColumn: s.Items.OrderColumn,
 			SKU: s.Items.SKU, Quantity: s.Items.Quantity},

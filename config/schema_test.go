@@ -107,3 +107,40 @@ func TestSchemaTimeoutMinutesAloneNeedsNoColumn(t *testing.T) {
 	_, err = config.LoadWith([]byte(yml), envOf(map[string]string{"ORDER_SCHEMA_TIMEOUT_COLUMN": "ttl"}))
 	require.ErrorContains(t, err, "give one of them, not both")
 }
+
+// TestSchemaDueTimeNamesTheDeadline: a shop storing each order's deadline
+// names it in dueTime alone; the defaults of createTime and timeoutColumn
+// give way to it, and giving a creation time or a timeout beside it, in the
+// file or the environment, is refused.
+func TestSchemaDueTimeNamesTheDeadline(t *testing.T) {
+	t.Parallel()
+	yml := "order:\n  schema:\n    table: t_order\n    scanIndex: idx_status_expire\n    dueTime: expire_at\n"
+	for _, tc := range []struct {
+		name string
+		yml  string
+		env  map[string]string
+	}{
+		{"file", yml, nil},
+		{"environment", "", map[string]string{"ORDER_SCHEMA_TABLE": "t_order", "ORDER_SCHEMA_SCAN_INDEX": "idx_status_expire",
+			"ORDER_SCHEMA_DUE_TIME": "expire_at"}},
+	} {
+		cfg, err := config.LoadWith([]byte(tc.yml), envOf(tc.env))
+		require.NoError(t, err, tc.name)
+		s, err := cfg.Order.Schema.Schema()
+		require.NoError(t, err, tc.name)
+		require.Equal(t, "expire_at", s.Orders.DueTime, tc.name)
+		require.Empty(t, s.Orders.CreateTime, tc.name)
+		require.Empty(t, s.Orders.TimeoutColumn, tc.name)
+		require.Zero(t, s.Orders.TimeoutMinutes, tc.name)
+		require.Equal(t, "expire_at", s.Orders.ScanTime(), tc.name)
+	}
+	const both = "order.schema.dueTime: the order's deadline is its dueTime; give createTime, timeoutColumn and timeoutMinutes only without it"
+	for _, extra := range []string{"    createTime: created_at\n", "    timeoutMinutes: 15\n", "    timeoutColumn: timeout_minutes\n"} {
+		_, err := config.LoadWith([]byte(yml+extra), envOf(nil))
+		require.ErrorContains(t, err, both, extra)
+	}
+	_, err := config.LoadWith([]byte(yml), envOf(map[string]string{"ORDER_SCHEMA_CREATE_TIME": "created_at"}))
+	require.ErrorContains(t, err, both)
+	_, err = config.LoadWith([]byte(yml+"    createTime: \"\"\n    timeoutColumn: \"\"\n    timeoutMinutes: 0\n"), envOf(nil))
+	require.NoError(t, err, "set to none, they are not given")
+}

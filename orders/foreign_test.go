@@ -156,34 +156,7 @@ func TestForeignSchemaExactlyOnceWithPayments(t *testing.T) {
 	base, err := ordertest.SnapshotForeign(b.Ctx, b.DB)
 	require.NoError(t, err)
 
-	// Four payers against two shards held to about a second each, so
-	// that both sides win some orders.
-	var wg sync.WaitGroup
-	paid := make([]bool, n)
-	for part := range slices.Chunk(rand.Perm(n)[:n/2], n/8) {
-		wg.Go(func() {
-			for _, i := range part {
-				ok, err := ordertest.ForeignPay(b.Ctx, b.DB.DB, fmt.Sprintf("R-%d", i))
-				if err != nil {
-					t.Errorf("pay R-%d: %v", i, err)
-					return
-				}
-				paid[i] = ok
-			}
-		})
-	}
-	for shard := range 2 {
-		wg.Go(func() {
-			_, err := b.Closer.Run(b.Ctx, orders.RunOptions{ShardIndex: shard, ShardTotal: 2, PageSize: 20, MaxPerSecond: n / 2})
-			if err != nil {
-				t.Errorf("shard %d: %v", shard, err)
-			}
-		})
-	}
-	wg.Wait()
-	_, err = b.Closer.Run(b.Ctx, orders.RunOptions{})
-	require.NoError(t, err)
-
+	paid := b.payWhileClosing(t, "R-%d", n)
 	require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, ordertest.LockedOnly))
 	payments := 0
 	for i, p := range paid {
@@ -196,6 +169,40 @@ func TestForeignSchemaExactlyOnceWithPayments(t *testing.T) {
 	}
 	require.Equal(t, n-payments, b.DB.Count(t, `SELECT COUNT(*) FROM order_close_log`))
 	t.Logf("%d paid, %d cancelled", payments, n-payments)
+}
+
+// payWhileClosing pays half of the n foreign orders named by format
+// (with their index) while two shards close them, then closes what is
+// left, and returns which orders the shop paid. Four payers against two
+// shards held to about a second each, so that both sides win some orders.
+func (b *testBundle) payWhileClosing(t *testing.T, format string, n int) []bool {
+	t.Helper()
+	var wg sync.WaitGroup
+	paid := make([]bool, n)
+	for part := range slices.Chunk(rand.Perm(n)[:n/2], n/8) {
+		wg.Go(func() {
+			for _, i := range part {
+				ok, err := ordertest.ForeignPay(b.Ctx, b.DB.DB, fmt.Sprintf(format, i))
+				if err != nil {
+					t.Errorf("pay %s: %v", fmt.Sprintf(format, i), err)
+					return
+				}
+				paid[i] = ok
+			}
+		})
+	}
+	for shard := range 2 {
+		wg.Go(func() {
+			_, err := b.Closer.Run(b.Ctx, orders.RunOptions{ShardIndex: shard, ShardTotal: 2, PageSize: 20, MaxPerSecond: float64(n / 2)})
+			if err != nil {
+				t.Errorf("shard %d: %v", shard, err)
+			}
+		})
+	}
+	wg.Wait()
+	_, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	return paid
 }
 
 // TestForeignSchemaCouponByIDWithoutStock: a coupon kept by id with text

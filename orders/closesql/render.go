@@ -47,8 +47,9 @@ type Statements struct {
 	// returns the columns the close needs from that row. Not-yet-due
 	// unpaid orders are the only rows read and not returned. With one
 	// timeout for all orders the index range itself ends at now minus the
-	// timeout, so not even those are read. Returns up to limit rows in key
-	// order.
+	// timeout, so not even those are read; with a declared due time the
+	// scan walks (status, due time, id) and its range ends at now. Returns
+	// up to limit rows in key order.
 	ScanPage string
 	// LockOrders locks the given orders' rows (a literal id list) for a
 	// close transaction that must read them first: a page whose status CAS
@@ -253,15 +254,36 @@ func (r renderer) orderCols(p string) string {
 			o.Unpaid.SQL(), orderstatus.Unpaid, o.Closed.SQL(), orderstatus.Closed, orderstatus.Paid)
 	}
 	return strings.Join([]string{r.sel(p, o.ID, "id"), r.sel(p, o.OrderNo, "order_no"), status,
-		r.sel(p, o.CreateTime, "create_time"), r.timeoutCol(p), r.couponCol(p)}, ", ")
+		r.timeCol(p), r.timeoutCol(p), r.couponCol(p)}, ", ")
 }
 
 // scanCols are orderCols without the status (a scan reads only unpaid ones).
 func (r renderer) scanCols(p string) string {
 	o := r.s.Orders
 	return strings.Join([]string{r.sel(p, o.ID, "id"), r.sel(p, o.OrderNo, "order_no"),
-		r.sel(p, o.CreateTime, "create_time"), r.timeoutCol(p), r.couponCol(p)}, ", ")
+		r.timeCol(p), r.timeoutCol(p), r.couponCol(p)}, ", ")
 }
+
+// timeCol is the order's create time, as create_time. A declared
+// dueTime comes back there instead, with a timeout of 0 (timeoutCol), so
+// that everything reading a row (the cursor, the deadline create_time +
+// timeout_minutes, the order view's due card) works on the deadline
+// unchanged: the scan's keyset, the lock and the close's guard all walk
+// (status, dueTime, id) as they otherwise walk (status, createTime, id).
+// A NULL deadline, never due (no comparison with it holds), comes back
+// as 9999-12-31, so that a read by id or number (CloseOrder, the order
+// view) still scans it into a time and finds it not due.
+func (r renderer) timeCol(p string) string {
+	if o := r.s.Orders; o.DueTime != "" {
+		return "COALESCE(" + p + r.n(o.DueTime) + ", " + neverDue + ") AS create_time"
+	}
+	return r.sel(p, r.s.Orders.CreateTime, "create_time")
+}
+
+// neverDue is the deadline a NULL dueTime reads as: typed, so that the
+// row's create_time stays a date-time, and without a ':', which named
+// statements would take for a parameter.
+const neverDue = "CAST('9999-12-31' AS DATETIME)"
 
 // timeoutCol is the order's timeout in minutes, as timeout_minutes.
 func (r renderer) timeoutCol(p string) string {
@@ -277,6 +299,15 @@ func (r renderer) timeout(p string) string {
 		return strconv.Itoa(o.TimeoutMinutes)
 	}
 	return p + r.n(r.s.Orders.TimeoutColumn)
+}
+
+// due is when the order of the table aliased p ("" or "o.") falls due:
+// its create time plus its timeout, or its declared deadline itself.
+func (r renderer) due(p string) string {
+	if o := r.s.Orders; o.DueTime != "" {
+		return p + r.n(o.DueTime)
+	}
+	return p + r.n(r.s.Orders.CreateTime) + " + INTERVAL " + r.timeout(p) + " MINUTE"
 }
 
 // couponCol is what the close knows of the order's coupon, as coupon_id:
@@ -301,16 +332,22 @@ func (r renderer) couponCol(p string) string {
 func (r renderer) scanPage() string {
 	o := r.s.Orders
 	col := func(name string) string { return "o." + r.n(name) }
-	due := "  AND " + col(o.CreateTime) + " <= :now\n  AND " + col(o.CreateTime) + " + INTERVAL " + r.timeout("o.") + " MINUTE <= :now\n"
-	if o.TimeoutColumn == "" {
-		due = "  AND " + col(o.CreateTime) + " <= :now - INTERVAL " + strconv.Itoa(o.TimeoutMinutes) + " MINUTE\n"
+	at := col(o.ScanTime())
+	var due string
+	switch {
+	case o.DueTime != "": // the index range ends at now
+		due = "  AND " + at + " <= :now\n"
+	case o.TimeoutColumn == "": // the index range ends at now minus the one timeout
+		due = "  AND " + at + " <= :now - INTERVAL " + strconv.Itoa(o.TimeoutMinutes) + " MINUTE\n"
+	default:
+		due = "  AND " + at + " <= :now\n  AND " + r.due("o.") + " <= :now\n"
 	}
 	return "\nSELECT " + r.scanCols("o.") + "\nFROM " + r.n(o.Table) + " o FORCE INDEX (" + r.n(o.ScanIndex) + ")\n" +
 		"WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + "\n" +
-		"  AND (" + col(o.CreateTime) + " > :after_time OR (" + col(o.CreateTime) + " = :after_time AND " + col(o.ID) + " > :after_id))\n" +
+		"  AND (" + at + " > :after_time OR (" + at + " = :after_time AND " + col(o.ID) + " > :after_id))\n" +
 		due +
 		"  AND " + shard.Match(col(o.ID)) + "\n" +
-		"ORDER BY " + col(o.CreateTime) + ", " + col(o.ID) + "\nLIMIT :limit"
+		"ORDER BY " + at + ", " + col(o.ID) + "\nLIMIT :limit"
 }
 
 func (r renderer) ordersForClose() string {
@@ -341,18 +378,17 @@ func (r renderer) closeOrders() string {
 		set = append(set, r.n(o.CloseReason)+" = :close_reason")
 	}
 	return "\nUPDATE " + r.n(o.Table) + " FORCE INDEX (PRIMARY) SET " + strings.Join(set, ", ") + "\n" +
-		"WHERE " + r.n(o.ID) + " IN (%s) AND " + r.n(o.Status) + " = " + o.Unpaid.SQL() + " AND " +
-		r.n(o.CreateTime) + " + INTERVAL " + r.timeout("") + " MINUTE <= :now"
+		"WHERE " + r.n(o.ID) + " IN (%s) AND " + r.n(o.Status) + " = " + o.Unpaid.SQL() + " AND " + r.due("") + " <= :now"
 }
 
 func (r renderer) overdue() string {
 	o := r.s.Orders
 	col := func(name string) string { return "o." + r.n(name) }
 	return "\nSELECT COUNT(*) AS n, MIN(t.deadline) AS oldest\nFROM (\n" +
-		"  SELECT " + r.sel("o.", o.OrderNo, "order_no") + ", " + col(o.CreateTime) + " + INTERVAL " + r.timeout("o.") + " MINUTE AS deadline\n" +
+		"  SELECT " + r.sel("o.", o.OrderNo, "order_no") + ", " + r.due("o.") + " AS deadline\n" +
 		"  FROM " + r.n(o.Table) + " o FORCE INDEX (" + r.n(o.ScanIndex) + ")\n" +
-		"  WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + " AND " + col(o.CreateTime) + " <= :now\n" +
-		"  ORDER BY " + col(o.CreateTime) + ", " + col(o.ID) + "\n  LIMIT :cap\n) t\n" +
+		"  WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + " AND " + col(o.ScanTime()) + " <= :now\n" +
+		"  ORDER BY " + col(o.ScanTime()) + ", " + col(o.ID) + "\n  LIMIT :cap\n) t\n" +
 		"LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage)\n" +
 		"  ON d.order_no = t.order_no AND d.stage = 'close'\n" +
 		" AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > :now))\n" +

@@ -111,3 +111,38 @@ func TestDefaultSchemaRendersTodaysStatements(t *testing.T) {
 	// A Closer built without a schema renders the same.
 	require.Equal(t, Default, got)
 }
+
+// TestDueTimeIsTheDeadline: a schema naming each order's deadline
+// (schema.Orders.DueTime) renders it where the others render create time
+// plus timeout, with no interval: the scan's keyset and range, the close's
+// guard and the gauge's deadline; the rows carry it as create_time with a
+// timeout of 0.
+func TestDueTimeIsTheDeadline(t *testing.T) {
+	t.Parallel()
+	s := schema.Schema{Declared: true,
+		Orders: schema.Orders{Table: "order", ScanIndex: "idx_status_expire", ID: "id", OrderNo: "sn", Status: "state",
+			DueTime: "expire_at", Unpaid: schema.Int(0), Closed: schema.Int(9)},
+		Items: schema.Items{Table: "line", Index: "idx_sn", OrderColumn: "sn", SKU: "goods", Quantity: "num"}}
+	got, err := Render(s)
+	require.NoError(t, err)
+	require.Equal(t, "\nSELECT o.`id` AS id, o.`sn` AS order_no, COALESCE(o.`expire_at`, CAST('9999-12-31' AS DATETIME)) AS create_time, "+
+		"0 AS timeout_minutes, NULL AS coupon_id\n"+
+		"FROM `order` o FORCE INDEX (`idx_status_expire`)\n"+
+		"WHERE o.`state` = 0\n"+
+		"  AND (o.`expire_at` > :after_time OR (o.`expire_at` = :after_time AND o.`id` > :after_id))\n"+
+		"  AND o.`expire_at` <= :now\n"+
+		"  AND "+shard.Match("o.`id`")+"\n"+
+		"ORDER BY o.`expire_at`, o.`id`\nLIMIT :limit", got.ScanPage)
+	require.Equal(t, "\nUPDATE `order` FORCE INDEX (PRIMARY) SET `state` = 9\n"+
+		"WHERE `id` IN (%s) AND `state` = 0 AND `expire_at` <= :now", got.CloseOrders)
+	require.Contains(t, got.LockOrders, "COALESCE(`expire_at`, CAST('9999-12-31' AS DATETIME)) AS create_time, 0 AS timeout_minutes",
+		"a NULL deadline, never due, reads as the latest time")
+	require.Contains(t, got.Overdue, "  SELECT o.`sn` AS order_no, o.`expire_at` AS deadline\n"+
+		"  FROM `order` o FORCE INDEX (`idx_status_expire`)\n"+
+		"  WHERE o.`state` = 0 AND o.`expire_at` <= :now\n"+
+		"  ORDER BY o.`expire_at`, o.`id`\n")
+
+	s.Orders.TimeoutMinutes = 15
+	_, err = Render(s)
+	require.ErrorContains(t, err, "dueTime: the order's deadline is its dueTime")
+}

@@ -13,7 +13,8 @@ import (
 // None locks. A column the schema does not name comes back NULL.
 type ViewStatements struct {
 	// Order reads one order by its number (bound): id, order_no, user_id,
-	// the status as text, create_time, timeout_minutes, close_time,
+	// the status as text, create_time, timeout_minutes (a declared
+	// dueTime as create_time with timeout 0, see timeCol), close_time,
 	// close_reason, update_time, and coupon_id as the close knows it (see
 	// couponCol). Zero or one row.
 	Order string
@@ -45,7 +46,7 @@ func RenderView(s schema.Schema) (*ViewStatements, error) {
 	}
 	v := &ViewStatements{}
 	v.Order = "\nSELECT " + strings.Join([]string{r.sel("", o.ID, "id"), r.sel("", o.OrderNo, "order_no"),
-		opt(o.User, "user_id"), "CAST(" + r.n(o.Status) + " AS CHAR) AS status", r.sel("", o.CreateTime, "create_time"),
+		opt(o.User, "user_id"), "CAST(" + r.n(o.Status) + " AS CHAR) AS status", r.timeCol(""),
 		r.timeoutCol(""), opt(o.CloseTime, "close_time"), opt(o.CloseReason, "close_reason"),
 		opt(o.UpdateTime, "update_time"), r.couponCol("")}, ", ") +
 		"\nFROM " + r.n(o.Table) + " WHERE " + r.n(o.OrderNo) + " = ?"

@@ -35,7 +35,7 @@ type Schema struct {
 // Orders is the order table.
 type Orders struct {
 	Table      string
-	ScanIndex  string // index led by (Status, CreateTime) the scan walks
+	ScanIndex  string // index led by (Status, ScanTime()) the scan walks
 	ID         string // numeric primary key
 	OrderNo    string // the order's number (unique; any type, read as text)
 	User       string // the buyer (optional unless a coupon match or giveback names it)
@@ -47,6 +47,10 @@ type Orders struct {
 	// every order times out TimeoutMinutes after CreateTime.
 	TimeoutColumn  string
 	TimeoutMinutes int
+	// DueTime holds each order's payment deadline itself: set, an order
+	// is due when it has passed, and CreateTime, TimeoutColumn and
+	// TimeoutMinutes are not given.
+	DueTime string
 	// Optional columns a close stamps: the close time and the update
 	// time (both the run's close time) and the close reason.
 	CloseTime   string
@@ -124,6 +128,15 @@ type Giveback struct {
 	Amount   string // column of the order
 	Key      string // primary key of Table (the statement forces PRIMARY)
 	OrderKey string // column of the order
+}
+
+// ScanTime is the time column the scan walks after the status: DueTime
+// when the order table holds each order's deadline, else CreateTime.
+func (o Orders) ScanTime() string {
+	if o.DueTime != "" {
+		return o.DueTime
+	}
+	return o.CreateTime
 }
 
 // String is the giveback as it is written in the configuration.
@@ -249,8 +262,8 @@ func (s Schema) Validate() error {
 		key, v string
 		req    bool
 	}{{"table", o.Table, true}, {"scanIndex", o.ScanIndex, true}, {"id", o.ID, true}, {"orderNo", o.OrderNo, true},
-		{"user", o.User, false}, {"status", o.Status, true}, {"createTime", o.CreateTime, true},
-		{"timeoutColumn", o.TimeoutColumn, false}, {"closeTime", o.CloseTime, false},
+		{"user", o.User, false}, {"status", o.Status, true}, {"createTime", o.CreateTime, o.DueTime == ""},
+		{"timeoutColumn", o.TimeoutColumn, false}, {"dueTime", o.DueTime, false}, {"closeTime", o.CloseTime, false},
 		{"updateTime", o.UpdateTime, false}, {"closeReason", o.CloseReason, false}} {
 		name(f.key, f.v, f.req)
 	}
@@ -259,10 +272,14 @@ func (s Schema) Validate() error {
 	} else if o.Unpaid == o.Closed {
 		bad("unpaid, closed: the same value %q", o.Unpaid)
 	}
-	if o.TimeoutColumn == "" && o.TimeoutMinutes <= 0 {
-		bad("timeoutColumn, timeoutMinutes: name the column holding each order's timeout, or give one timeout in minutes for all orders")
-	}
-	if o.TimeoutColumn != "" && o.TimeoutMinutes != 0 {
+	switch {
+	case o.DueTime != "":
+		if o.CreateTime != "" || o.TimeoutColumn != "" || o.TimeoutMinutes != 0 {
+			bad("dueTime: the order's deadline is its dueTime; give createTime, timeoutColumn and timeoutMinutes only without it (leave them out or set them to '' and 0)")
+		}
+	case o.TimeoutColumn == "" && o.TimeoutMinutes <= 0:
+		bad("timeoutColumn, timeoutMinutes: name the column holding each order's timeout, give one timeout in minutes for all orders, or name the column holding each order's deadline in dueTime")
+	case o.TimeoutColumn != "" && o.TimeoutMinutes != 0:
 		bad("timeoutColumn, timeoutMinutes: give one of them, not both")
 	}
 	it := s.Items

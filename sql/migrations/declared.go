@@ -323,6 +323,7 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	oc.enumHolds(status, statusValue{"unpaid", o.Unpaid}, statusValue{"closed", o.Closed})
 	oc.column(need{key: "createTime", name: o.CreateTime, kinds: kindTime})
 	oc.column(need{key: "timeoutColumn", name: o.TimeoutColumn, kinds: kindInteger})
+	oc.column(need{key: "dueTime", name: o.DueTime, kinds: kindTime})
 	oc.column(need{key: "closeTime", name: o.CloseTime, kinds: kindTime, add: "DATETIME(3) NULL"})
 	oc.column(need{key: "updateTime", name: o.UpdateTime, kinds: kindTime, add: "DATETIME(3) NULL"})
 	oc.column(need{key: "closeReason", name: o.CloseReason, kinds: kindText, add: "VARCHAR(32) NULL"})
@@ -332,8 +333,12 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	if orderNo != nil {
 		oc.unique("orderNo", o.OrderNo, "locks, the close log and dead letters name one order by its number")
 	}
-	scan := []string{strings.ToLower(o.Status), strings.ToLower(o.CreateTime), strings.ToLower(o.ID)}
-	oc.leadingIndex("scanIndex", o.ScanIndex, scan, "the scan walks unpaid orders by creation time and id")
+	scan := []string{strings.ToLower(o.Status), strings.ToLower(o.ScanTime()), strings.ToLower(o.ID)}
+	by := "creation time"
+	if o.DueTime != "" {
+		by = "due time"
+	}
+	oc.leadingIndex("scanIndex", o.ScanIndex, scan, "the scan walks unpaid orders by "+by+" and id")
 	return oc, orderNo
 }
 

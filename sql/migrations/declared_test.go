@@ -498,3 +498,40 @@ func TestCheckNamesTheIndexesTheCloseForces(t *testing.T) {
 	b.exec(t, "ALTER TABLE member DROP PRIMARY KEY, DROP COLUMN mid, ADD PRIMARY KEY (id)")
 	require.NoError(t, b.migrator(t, migrations.Config{Shop: sch}).Check(b.ctx))
 }
+
+// A shop keeping each order's deadline names it in order.schema.dueTime:
+// the check then wants that column, a date-time, and the scan index led
+// by (status, dueTime), and no creation time at all.
+func TestCheckNamesTheDueTimesTypeAndIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	s := foreignSchema(t)
+	s.Orders.CreateTime, s.Orders.TimeoutMinutes = "", 0
+	s.Orders.DueTime, s.Orders.ScanIndex = "expire_at", "idx_status_expire"
+	require.NoError(t, s.Validate())
+
+	probs := problemsOf(t, b, s)
+	require.Len(t, probs, 1, "%v", probs)
+	missing := probs["order_info column expire_at"]
+	require.Equal(t, "is missing", missing.Detail)
+	require.Contains(t, missing.Fix, "name the column in order.schema.dueTime")
+
+	b.exec(t, "ALTER TABLE order_info ADD COLUMN expire_at varchar(20) NULL")
+	probs = problemsOf(t, b, s)
+	require.Len(t, probs, 2, "%v", probs)
+	require.Equal(t, "is VARCHAR(20); order.schema.dueTime needs DATETIME or TIMESTAMP", probs["order_info column expire_at"].Detail)
+	scan := probs["order_info index idx_status_expire"]
+	require.Equal(t, "is missing (the scan walks unpaid orders by due time and id)", scan.Detail)
+	require.Equal(t, "CREATE INDEX `idx_status_expire` ON `order_info` (`order_status`, `expire_at`, `id`) ALGORITHM=INPLACE LOCK=NONE", scan.Fix)
+
+	b.exec(t, "ALTER TABLE order_info MODIFY COLUMN expire_at datetime NULL", scan.Fix)
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: s}).Check(b.ctx))
+
+	// The creation time's index does not serve a scan by deadline; the
+	// deadline's does, and is named.
+	s.Orders.ScanIndex = "idx_status_created"
+	scan = problemsOf(t, b, s)["order_info index idx_status_created"]
+	require.Equal(t, "is missing or not over (order_status, expire_at, id) (the scan walks unpaid orders by due time and id)", scan.Detail)
+	require.True(t, strings.HasPrefix(scan.Fix, "set order.schema.scanIndex: idx_status_expire"), scan.Fix)
+}
