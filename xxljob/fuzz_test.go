@@ -3,6 +3,7 @@ package xxljob
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -222,4 +223,42 @@ func compact(t *testing.T, raw []byte) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// FuzzPlainMembers holds decodeObject, which hands a body plainMembers
+// passes to encoding/json as it is, to the same body with its syntax
+// checked first and only its exact members kept: the same error text, or
+// the same fields.
+func FuzzPlainMembers(f *testing.F) {
+	addSeeds(f)
+	for _, s := range []string{
+		`{"logId":1,"LogId":2}`, `{"logId":"x","logId":1}`, `{"logId":1,"LOG\u0049D":2}`, `{"logId":"x","jobId":"y"}`,
+		`{"jobId":1,"x":{"LogId":2},"JOBİD":3}`, `{"logId":1,"loglId":2,"LOGİD":3}`, `{"logId":1 "jobId":2}`, `{"a\`,
+		`{"jobId":1}x`, `{"glueType":"K","GLUETYPE":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got triggerParam
+		gotErr := decodeObject(body, &got)
+		var want triggerParam
+		wantErr := errNotObject
+		b := bytes.Trim(body, " \t\r\n")
+		switch {
+		case len(b) == 0:
+			wantErr = errEmptyBody
+		case b[0] != '{':
+		default:
+			if err := json.Unmarshal(b, &struct{}{}); err != nil {
+				wantErr = fmt.Errorf("invalid JSON: %w", err)
+			} else if err := json.Unmarshal(exactMembers(b, fieldNames(&want)), &want); err != nil {
+				wantErr = fmt.Errorf("invalid JSON: %w", err)
+			} else {
+				wantErr = nil
+			}
+		}
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || (wantErr == nil && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("%q: decoded %+v, %v; want %+v, %v", body, got, gotErr, want, wantErr)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -318,13 +319,64 @@ func decodeObject(body []byte, v any) error {
 	if b[0] != '{' {
 		return errNotObject
 	}
-	if err := json.Unmarshal(b, &struct{}{}); err != nil { // the syntax, with encoding/json's messages
-		return fmt.Errorf("invalid JSON: %w", err)
+	names := fieldNames(v)
+	if !plainMembers(b, names) {
+		if err := json.Unmarshal(b, &struct{}{}); err != nil { // the syntax, with encoding/json's messages
+			return fmt.Errorf("invalid JSON: %w", err)
+		}
+		b = exactMembers(b, names)
 	}
-	if err := json.Unmarshal(exactMembers(b, fieldNames(v)), v); err != nil { // the types, naming the struct field
+	// encoding/json checks the whole syntax before it sets a field, so a
+	// plain body's syntax error reads as it would above.
+	if err := json.Unmarshal(b, v); err != nil { // the types, naming the struct field
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	return nil
+}
+
+// plainMembers reports whether encoding/json reads obj's members as
+// exactMembers would, so obj needs no rewriting: no member name has an
+// escape, none is a case variant of a name in names, and none of those
+// names comes twice. It reads obj as exactMembers does, trusting nothing
+// (obj may not be JSON; false then, and the caller checks the syntax).
+// The admin's bodies are plain: they are decoded without being copied.
+func plainMembers(obj []byte, names map[string]int) bool {
+	var seen uint64 // bit k: the name of field k came
+	for i := skipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
+		nameEnd := skipValue(obj, i)
+		if nameEnd > len(obj) || nameEnd-i < 2 || obj[i] != '"' || obj[nameEnd-1] != '"' {
+			return false
+		}
+		inner := obj[i+1 : nameEnd-1]
+		if bytes.IndexByte(inner, '\\') >= 0 {
+			return false
+		}
+		if k, ok := names[string(inner)]; ok {
+			if k >= 64 || seen&(1<<k) != 0 {
+				return false
+			}
+			seen |= 1 << k
+		} else if foldsToAny(inner, names) {
+			return false
+		}
+		vStart := skipSpace(obj, skipSpace(obj, nameEnd)+1) // past the ':'
+		i = skipSpace(obj, skipValue(obj, vStart))
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return true
+}
+
+// foldsToAny reports whether encoding/json would take name for one of
+// names (its case-insensitive match is bytes.EqualFold's).
+func foldsToAny(name []byte, names map[string]int) bool {
+	for n := range names {
+		if bytes.EqualFold(name, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }
 
 // exactMembers returns the valid JSON object obj with only the members
@@ -332,7 +384,7 @@ func decodeObject(body []byte, v any) error {
 // first appear (so the first type error is the body's first). It walks
 // obj's bytes: a decoder's tokens would cost an allocation per member,
 // ten times the body's size for one of 200,000 small members.
-func exactMembers(obj []byte, names map[string]bool) []byte {
+func exactMembers(obj []byte, names map[string]int) []byte {
 	var order []string
 	last := make(map[string][]byte, len(names))
 	for i := skipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
@@ -363,16 +415,19 @@ func exactMembers(obj []byte, names map[string]bool) []byte {
 }
 
 // memberName returns the name of a quoted member name if it is in names.
-func memberName(quoted []byte, names map[string]bool) (string, bool) {
+func memberName(quoted []byte, names map[string]int) (string, bool) {
 	inner := quoted[1 : len(quoted)-1]
 	if bytes.IndexByte(inner, '\\') < 0 {
-		if names[string(inner)] { // no allocation for a name not kept
+		if _, ok := names[string(inner)]; ok { // no allocation for a name not kept
 			return string(inner), true
 		}
 		return "", false
 	}
 	var name string
-	if json.Unmarshal(quoted, &name) != nil || !names[name] {
+	if json.Unmarshal(quoted, &name) != nil {
+		return "", false
+	}
+	if _, ok := names[name]; !ok {
 		return "", false
 	}
 	return name, true
@@ -391,11 +446,7 @@ func skipValue(b []byte, i int) int {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
+			i = closingQuote(b, i+1)
 			if depth == 0 {
 				return i + 1
 			}
@@ -418,14 +469,44 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
-// fieldNames returns the JSON names of the fields of the struct v points to.
-func fieldNames(v any) map[string]bool {
+// closingQuote returns the index of the quote that ends the string whose
+// text starts at b[i], or len(b) if none does. It finds quotes with
+// bytes.IndexByte: a 1 MiB executorParams costs a fraction of its decode.
+func closingQuote(b []byte, i int) int {
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		q += i
+		escapes := 0 // the backslashes right before it: odd, it is escaped
+		for j := q - 1; j >= i && b[j] == '\\'; j-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
+// fieldNameSets holds fieldNames' answer per struct type (a few types,
+// each decoded on every request).
+var fieldNameSets sync.Map // reflect.Type -> map[string]int
+
+// fieldNames returns the JSON names of the fields of the struct v points
+// to, each with its field's index. The map is shared: read it only.
+func fieldNames(v any) map[string]int {
 	t := reflect.TypeOf(v).Elem()
-	names := make(map[string]bool, t.NumField())
+	if names, ok := fieldNameSets.Load(t); ok {
+		return names.(map[string]int)
+	}
+	names := make(map[string]int, t.NumField())
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		names[name] = true
+		names[name] = i
 	}
+	fieldNameSets.Store(t, names)
 	return names
 }
 

@@ -202,25 +202,112 @@ func readBody(r *http.Request, v any, fields ...string) error {
 // names the member given twice. body has decoded already: a value that
 // is not an object is the decoder's to refuse.
 func exactMembers(body []byte, fields ...string) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, _ := dec.Token(); t != json.Delim('{') {
+	// It walks body's bytes: a Decoder's tokens and values would copy the
+	// body and each value again, twice the cost of the decode itself.
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
 		return "", nil
 	}
-	seen := make(map[string]bool, len(fields))
-	for dec.More() {
-		t, _ := dec.Token()
-		name, _ := t.(string)
-		switch {
-		case !slices.Contains(fields, name):
-			return "", fmt.Errorf("unknown field %q (fields: %s)", name, strings.Join(fields, ", "))
-		case seen[name]:
-			return name, fmt.Errorf("%s is given twice", name)
+	seen := make([]bool, len(fields))
+	for i = skipSpace(body, i+1); i < len(body) && body[i] != '}'; {
+		nameEnd := skipValue(body, i)
+		if nameEnd > len(body) || nameEnd-i < 2 || body[i] != '"' { // not JSON: the decoder's to refuse
+			return "", nil
 		}
-		seen[name] = true
-		var skip json.RawMessage
-		_ = dec.Decode(&skip) // the body decoded already; on an error More reports false
+		k := fieldIndex(body[i:nameEnd], fields)
+		switch {
+		case k < 0:
+			return "", fmt.Errorf("unknown field %q (fields: %s)", memberName(body[i:nameEnd]), strings.Join(fields, ", "))
+		case seen[k]:
+			return fields[k], fmt.Errorf("%s is given twice", fields[k])
+		}
+		seen[k] = true
+		vStart := skipSpace(body, skipSpace(body, nameEnd)+1) // past the ':'
+		i = skipSpace(body, skipValue(body, vStart))
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
 	}
 	return "", nil
+}
+
+// fieldIndex returns the index in fields of the quoted member name, or -1.
+func fieldIndex(quoted []byte, fields []string) int {
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 { // bytes not UTF-8 match no field either way
+		return slices.Index(fields, memberName(quoted))
+	}
+	for k, f := range fields {
+		if f == string(inner) { // no allocation
+			return k
+		}
+	}
+	return -1
+}
+
+// memberName is a quoted member name as encoding/json reads it: escapes
+// undone, bytes that are not UTF-8 as U+FFFD.
+func memberName(quoted []byte) string {
+	var name string
+	_ = json.Unmarshal(quoted, &name) // quoted is a JSON string: it decodes
+	return name
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at b[i], in valid
+// JSON; the end of a member name too.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = closingQuote(b, i+1)
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 { // the end of a number or literal
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ':', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// closingQuote returns the index of the quote that ends the string whose
+// text starts at b[i], or len(b) if none does.
+func closingQuote(b []byte, i int) int {
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		q += i
+		escapes := 0 // the backslashes right before it: odd, it is escaped
+		for j := q - 1; j >= i && b[j] == '\\'; j-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
 }
 
 // bodyError says what is wrong with a JSON body that a Decoder with

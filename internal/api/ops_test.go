@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -254,4 +258,55 @@ func TestRefundAPISource(t *testing.T) {
 		require.Equal(t, `source "c" is not an order source (the sources: a, b)`, bad.Error, tc.path)
 	}
 	require.Equal(t, "owed", refundStatus(home, "wx-c"))
+}
+
+// FuzzExactMembers holds exactMembers' walk over the bytes to a Decoder's
+// reading of the same body member by member, for every body readBody and
+// decodeRegistration pass to it: one JSON value with nothing after it.
+func FuzzExactMembers(f *testing.F) {
+	for _, s := range []string{
+		`{"bizUuid":"a","handler":"h","delayMs":5,"payload":{"x":[1,"}",{"y":"\""}]},"maxRetry":3}`,
+		`{"bizUuid":"a","BizUuid":"b"}`, `{"handler":"h","handler":"h"}`, `{"biz\u0055uid":"a","bizUuid":"b"}`,
+		`{"payload":"\\","note":1}`, `{"payload":"\"","note":1}`, "{\"\xff\":1}", `{ "delayMs" : 1 , "payload" : [ ] }`, `null`, `[{"x":1}]`, `{}`, `"s"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return
+		}
+		field, err := exactMembers(body, registrationFields...)
+		wantField, wantErr := decoderMembers(body, registrationFields)
+		if field != wantField || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q: %q, %v; want %q, %v", body, field, err, wantField, wantErr)
+		}
+	})
+}
+
+// decoderMembers is exactMembers by a Decoder's tokens.
+func decoderMembers(body []byte, fields []string) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, _ := dec.Token(); t != json.Delim('{') {
+		return "", nil
+	}
+	seen := make(map[string]bool, len(fields))
+	for dec.More() {
+		t, _ := dec.Token()
+		name, _ := t.(string)
+		switch {
+		case !slices.Contains(fields, name):
+			return "", fmt.Errorf("unknown field %q (fields: %s)", name, strings.Join(fields, ", "))
+		case seen[name]:
+			return name, fmt.Errorf("%s is given twice", name)
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		_ = dec.Decode(&skip) // on an error More reports false
+	}
+	return "", nil
 }
