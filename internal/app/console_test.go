@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,13 +67,13 @@ func TestConsoleReadsEverySource(t *testing.T) {
 	code, body = get("/console/?source=b")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `<a href="/console/tasks?status=PENDING&amp;source=b">1</a>`, "b's pending task-b")
-	require.Contains(t, body, `<dt>due now</dt><dd class="warn"><a href="/console/runs?source=b">3</a>`, "b's due orders of both its tables")
+	require.Contains(t, body, `<dt>due now, not held back by a dead letter</dt><dd class="warn"><a href="/console/runs?source=b">3</a>`, "b's due orders of both its tables")
 	require.Contains(t, body, `<dt>oldest due for</dt><dd><a href="/console/runs?source=b">1h30m</a>`, "B-8's")
 	require.NotContains(t, body, "Could not read")
 	for _, path := range []string{"/console/", "/console/?source=a"} {
 		code, body = get(path)
 		require.Equal(t, http.StatusOK, code, body)
-		require.Regexp(t, `<dt>due now</dt><dd class="warn"><a href="/console/runs[^"]*">1</a>`, body, "%s: a's A-1", path)
+		require.Regexp(t, `<dt>due now, not held back by a dead letter</dt><dd class="warn"><a href="/console/runs[^"]*">1</a>`, body, "%s: a's A-1", path)
 	}
 	code, body = get("/console/dead-letters?source=c")
 	require.Equal(t, http.StatusBadRequest, code)
@@ -104,7 +105,7 @@ func TestConsoleReadsDeclaredTable(t *testing.T) {
 	get := consoleOf(t, cfg, d, token)
 	code, body := get("/console/")
 	require.Equal(t, http.StatusOK, code, body)
-	require.Contains(t, body, `<dt>due now</dt><dd class="warn"><a href="/console/runs">2</a>`, "SN-1 and SN-2")
+	require.Contains(t, body, `<dt>due now, not held back by a dead letter</dt><dd class="warn"><a href="/console/runs">2</a>`, "SN-1 and SN-2")
 	require.NotContains(t, body, "Could not read")
 	code, body = get("/console/orders/SN-1")
 	require.Equal(t, http.StatusOK, code, body)
@@ -113,6 +114,50 @@ func TestConsoleReadsDeclaredTable(t *testing.T) {
 	require.Contains(t, body, `<tr><td>5</td><td class="num">1</td>`, "SN-1's line")
 	code, _ = get("/console/orders/O-1")
 	require.Equal(t, http.StatusNotFound, code, "order_info is not the shop's order table")
+}
+
+// A shop that names its deadline column (order.schema.dueTime): the
+// order page shows when the order is due, from that column, not a
+// "Created" time that is the deadline and a timeout of 0; a NULL deadline
+// reads as never due, not as the year 9999.
+func TestConsoleShowsTheDueTimeColumn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	for _, sn := range []string{"SN-1", "SN-2"} {
+		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: time.Hour, Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
+	}
+	for _, stmt := range []string{
+		"ALTER TABLE t_order ADD COLUMN expire_at DATETIME(3) NULL, ADD KEY idx_status_expire (order_status, expire_at, id)",
+		"UPDATE t_order SET expire_at = '2026-03-01 10:20:30' WHERE order_sn = 'SN-1'",
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	yml := strings.NewReplacer("scanIndex: idx_status_created", "scanIndex: idx_status_expire",
+		"createTime: created_at", "dueTime: expire_at", "    timeoutColumn: \"\"\n", "", "    timeoutMinutes: 15\n", "").Replace(ordertest.ForeignYAML)
+	const token = "alice-token-0123456789"
+	_, prefix := redistest.Client(t)
+	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:", "EXECUTOR_API_CONSOLE_TOKENS": "alice:" + token}
+	cfg, err := config.LoadWith([]byte(yml), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	defer d.Close()
+
+	get := consoleOf(t, cfg, d, token)
+	code, body := get("/console/orders/SN-1")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "<dt>Due</dt><dd>2026-03-01 10:20:30")
+	require.Contains(t, body, "(expire_at)</dd>")
+	require.NotContains(t, body, "<dt>Created</dt>")
+	require.NotContains(t, body, "Payment timeout")
+	code, body = get("/console/orders/SN-2")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "<dt>Due</dt><dd>never (expire_at is NULL)</dd>")
+	require.NotContains(t, body, "9999")
 }
 
 // consoleOf serves d's console and returns a GET of a path of it, signed
