@@ -16,10 +16,22 @@ import (
 	"github.com/orderjob/executor/internal/redistest"
 )
 
-// readyz returns the status and checks of the API port's /readyz with query.
+// readyz returns the status and checks of the API port's /readyz with
+// query, asked with the API token, so that a failed check says why.
 func readyz(t *testing.T, p *serveProcess, query string) (int, map[string]string) {
 	t.Helper()
-	resp, err := http.Get(p.apiURL + "/readyz" + query)
+	return readyzAs(t, p, query, "api-token-0123456789")
+}
+
+// readyzAs is readyz asked with token ("" sends none).
+func readyzAs(t *testing.T, p *serveProcess, query, token string) (int, map[string]string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, p.apiURL+"/readyz"+query, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("X-Executor-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil
 	}
@@ -44,6 +56,9 @@ func TestServeReadyWithoutAdmin(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Contains(t, checks["registry"], "not registered with any admin yet")
 	require.Equal(t, "ok", checks["mysql"])
+	code, checks = readyzAs(t, p, "?registry=1", "")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, map[string]string{"mysql": "ok", "redis": "ok", "registry": "failed"}, checks, "why, only with the token")
 }
 
 // xxl.job.executor.enabled: false serves the API port and the dispatcher
