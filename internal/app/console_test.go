@@ -160,6 +160,20 @@ func TestConsoleShowsTheDueTimeColumn(t *testing.T) {
 	require.NotContains(t, body, "9999")
 }
 
+// apiServerOf opens cfg's dependencies and serves the API port of them
+// (without the XXL-JOB side), both closed when t ends.
+func apiServerOf(t *testing.T, cfg *config.Config) *httptest.Server {
+	t.Helper()
+	d, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	srv, err := newAPIServer(cfg, slog.New(slog.DiscardHandler), metrics.New(metrics.Config{SampleInterval: time.Millisecond}), d, nil, nil)
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
 // consoleOf serves d's console and returns a GET of a path of it, signed
 // in with token: its status and body.
 func consoleOf(t *testing.T, cfg *config.Config, d *Deps, token string) func(path string) (int, string) {
@@ -200,13 +214,7 @@ func TestAPIReadsEverySource(t *testing.T) {
 	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
 		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: b, dsn: %q, tables: order_info}]`, home.DSN, other.DSN)))
 	require.NoError(t, err)
-	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
-	require.NoError(t, err)
-	defer d.Close()
-	srv, err := newAPIServer(cfg, slog.New(slog.DiscardHandler), metrics.New(metrics.Config{SampleInterval: time.Millisecond}), d, nil, nil)
-	require.NoError(t, err)
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	hs := apiServerOf(t, cfg)
 
 	count := func(path, key string) int {
 		t.Helper()

@@ -158,6 +158,11 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 	if exec != nil {
 		srv.AddOptionalReadyCheck("registry", reg.check)
 	}
+	if others := otherDatabases(d.sources); len(others) > 0 {
+		// Optional: one source's database down stops only its units'
+		// closes, not the API port's routes.
+		srv.AddOptionalReadyCheck("sources", sourcesCheck(others))
+	}
 	srv.HandlePublic("GET /metrics", m.Handler())
 	tasks, err := d.sourcedTasks(cfg)
 	if err != nil {

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 
@@ -82,6 +85,26 @@ func otherDatabases(sdbs []sourceDB) []sourceDB {
 		}
 	}
 	return out
+}
+
+// sourcesCheck is /readyz?sources=1: every order source's database on
+// another server or schema than mysql.dsn's answers a ping (dbs:
+// otherDatabases), all at once, so one that hangs does not hide the rest;
+// the error names each source that does not answer.
+func sourcesCheck(dbs []sourceDB) func(context.Context) error {
+	return func(ctx context.Context) error {
+		errs := make([]error, len(dbs))
+		var wg sync.WaitGroup
+		for i, s := range dbs {
+			wg.Go(func() {
+				if err := s.db.PingContext(ctx); err != nil {
+					errs[i] = fmt.Errorf("order source %s: %w", s.name, err)
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 }
 
 // sourcedViews builds an operator view on the database of every order

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -176,4 +178,42 @@ func sourcesEnv(t *testing.T, home string, extra map[string]string, sources stri
 		env[k] = v
 	}
 	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+// /readyz?sources=1 pings every order source's database beside the API
+// port's own checks: a source refusing the executor's user fails it,
+// naming the source, while the plain probe stays ready (one database down
+// stops only its units' closes).
+func TestReadyzSourcesChecksEverySource(t *testing.T) {
+	t.Parallel()
+	home, other, third := dbtest.New(t), dbtest.New(t), dbtest.New(t)
+	mc, err := mysql.ParseDSN(other.NewUser(t, "SELECT ON *"))
+	require.NoError(t, err)
+	mc.Passwd = "wrong"
+	cfg, err := config.LoadWith(nil, sourcesEnv(t, home.DSN, nil,
+		fmt.Sprintf(`[{name: a, dsn: %q, tables: order_info}, {name: denied, dsn: %q, tables: order_info}, {name: c, dsn: %q, tables: order_info}]`,
+			home.DSN, mc.FormatDSN(), third.DSN)))
+	require.NoError(t, err)
+	hs := apiServerOf(t, cfg)
+
+	probe := func(query string) (int, map[string]string) {
+		t.Helper()
+		res, err := http.Get(hs.URL + "/readyz" + query)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		var r struct {
+			Checks map[string]string `json:"checks"`
+		}
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&r))
+		return res.StatusCode, r.Checks
+	}
+	code, checks := probe("")
+	require.Equal(t, http.StatusOK, code, checks)
+	require.NotContains(t, checks, "sources")
+	code, checks = probe("?sources=1")
+	require.Equal(t, http.StatusServiceUnavailable, code, checks)
+	require.Contains(t, checks["sources"], "order source denied: ")
+	require.Contains(t, checks["sources"], "Access denied for user")
+	require.NotContains(t, checks["sources"], "order source c")
+	require.NotContains(t, checks["sources"], "order source a")
 }
