@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/orderjob/executor/xxljob/jsonwalk"
 )
 
 // Result codes of a run, as the admin understands them (handleCode).
@@ -342,8 +344,8 @@ func decodeObject(body []byte, v any) error {
 // The admin's bodies are plain: they are decoded without being copied.
 func plainMembers(obj []byte, names map[string]int) bool {
 	var seen uint64 // bit k: the name of field k came
-	for i := skipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
-		nameEnd := skipValue(obj, i)
+	for i := jsonwalk.SkipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
+		nameEnd := jsonwalk.SkipValue(obj, i)
 		if nameEnd > len(obj) || nameEnd-i < 2 || obj[i] != '"' || obj[nameEnd-1] != '"' {
 			return false
 		}
@@ -359,10 +361,10 @@ func plainMembers(obj []byte, names map[string]int) bool {
 		} else if foldsToAny(inner, names) {
 			return false
 		}
-		vStart := skipSpace(obj, skipSpace(obj, nameEnd)+1) // past the ':'
-		i = skipSpace(obj, skipValue(obj, vStart))
+		vStart := jsonwalk.SkipSpace(obj, jsonwalk.SkipSpace(obj, nameEnd)+1) // past the ':'
+		i = jsonwalk.SkipSpace(obj, jsonwalk.SkipValue(obj, vStart))
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = jsonwalk.SkipSpace(obj, i+1)
 		}
 	}
 	return true
@@ -387,19 +389,19 @@ func foldsToAny(name []byte, names map[string]int) bool {
 func exactMembers(obj []byte, names map[string]int) []byte {
 	var order []string
 	last := make(map[string][]byte, len(names))
-	for i := skipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
-		nameEnd := skipValue(obj, i)
-		vStart := skipSpace(obj, skipSpace(obj, nameEnd)+1) // past the ':'
-		vEnd := skipValue(obj, vStart)
+	for i := jsonwalk.SkipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
+		nameEnd := jsonwalk.SkipValue(obj, i)
+		vStart := jsonwalk.SkipSpace(obj, jsonwalk.SkipSpace(obj, nameEnd)+1) // past the ':'
+		vEnd := jsonwalk.SkipValue(obj, vStart)
 		if name, ok := memberName(obj[i:nameEnd], names); ok {
 			if _, seen := last[name]; !seen {
 				order = append(order, name)
 			}
 			last[name] = obj[vStart:vEnd]
 		}
-		i = skipSpace(obj, vEnd)
+		i = jsonwalk.SkipSpace(obj, vEnd)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = jsonwalk.SkipSpace(obj, i+1)
 		}
 	}
 	out := []byte{'{'}
@@ -431,63 +433,6 @@ func memberName(quoted []byte, names map[string]int) (string, bool) {
 		return "", false
 	}
 	return name, true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the value starting at b[i], in valid JSON.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			i = closingQuote(b, i+1)
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 { // the end of a number or literal
-				return i
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
-}
-
-// closingQuote returns the index of the quote that ends the string whose
-// text starts at b[i], or len(b) if none does. It finds quotes with
-// bytes.IndexByte: a 1 MiB executorParams costs a fraction of its decode.
-func closingQuote(b []byte, i int) int {
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return len(b)
-		}
-		q += i
-		escapes := 0 // the backslashes right before it: odd, it is escaped
-		for j := q - 1; j >= i && b[j] == '\\'; j-- {
-			escapes++
-		}
-		if escapes%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
 }
 
 // fieldNameSets holds fieldNames' answer per struct type (a few types,

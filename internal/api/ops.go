@@ -18,6 +18,7 @@ import (
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/xxljob/jsonwalk"
 )
 
 // This file holds what the JSON operator APIs (dead letters, delayed
@@ -204,13 +205,13 @@ func readBody(r *http.Request, v any, fields ...string) error {
 func exactMembers(body []byte, fields ...string) (string, error) {
 	// It walks body's bytes: a Decoder's tokens and values would copy the
 	// body and each value again, twice the cost of the decode itself.
-	i := skipSpace(body, 0)
+	i := jsonwalk.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return "", nil
 	}
 	seen := make([]bool, len(fields))
-	for i = skipSpace(body, i+1); i < len(body) && body[i] != '}'; {
-		nameEnd := skipValue(body, i)
+	for i = jsonwalk.SkipSpace(body, i+1); i < len(body) && body[i] != '}'; {
+		nameEnd := jsonwalk.SkipValue(body, i)
 		if nameEnd > len(body) || nameEnd-i < 2 || body[i] != '"' { // not JSON: the decoder's to refuse
 			return "", nil
 		}
@@ -222,10 +223,10 @@ func exactMembers(body []byte, fields ...string) (string, error) {
 			return fields[k], fmt.Errorf("%s is given twice", fields[k])
 		}
 		seen[k] = true
-		vStart := skipSpace(body, skipSpace(body, nameEnd)+1) // past the ':'
-		i = skipSpace(body, skipValue(body, vStart))
+		vStart := jsonwalk.SkipSpace(body, jsonwalk.SkipSpace(body, nameEnd)+1) // past the ':'
+		i = jsonwalk.SkipSpace(body, jsonwalk.SkipValue(body, vStart))
 		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
+			i = jsonwalk.SkipSpace(body, i+1)
 		}
 	}
 	return "", nil
@@ -251,63 +252,6 @@ func memberName(quoted []byte) string {
 	var name string
 	_ = json.Unmarshal(quoted, &name) // quoted is a JSON string: it decodes
 	return name
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the JSON value starting at b[i], in valid
-// JSON; the end of a member name too.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			i = closingQuote(b, i+1)
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 { // the end of a number or literal
-				return i
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',', ':', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
-}
-
-// closingQuote returns the index of the quote that ends the string whose
-// text starts at b[i], or len(b) if none does.
-func closingQuote(b []byte, i int) int {
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return len(b)
-		}
-		q += i
-		escapes := 0 // the backslashes right before it: odd, it is escaped
-		for j := q - 1; j >= i && b[j] == '\\'; j-- {
-			escapes++
-		}
-		if escapes%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
 }
 
 // bodyError says what is wrong with a JSON body that a Decoder with
