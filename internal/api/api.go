@@ -221,9 +221,7 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from this address: slow down")
 		return false
 	}
-	got := r.Header.Get(s.cfg.TokenHeader)
-	// Constant time in the token's content; the length is not secret.
-	if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1 {
+	if s.sentToken(r) {
 		return true
 	}
 	s.guard.Failed(r.Context(), host)
@@ -253,8 +251,13 @@ func tooManyFailures(w http.ResponseWriter, wait time.Duration) {
 // to anyone when no token is configured). A wrong token is not counted
 // against the address: probes send none, and the answer is the same.
 func (s *Server) showsDetail(r *http.Request) bool {
-	return s.cfg.Token == "" ||
-		subtle.ConstantTimeCompare([]byte(r.Header.Get(s.cfg.TokenHeader)), []byte(s.cfg.Token)) == 1
+	return s.cfg.Token == "" || s.sentToken(r)
+}
+
+// sentToken reports whether r carries the API token in its header, in
+// constant time in the token's content (its length is not secret).
+func (s *Server) sentToken(r *http.Request) bool {
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get(s.cfg.TokenHeader)), []byte(s.cfg.Token)) == 1
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
