@@ -178,40 +178,7 @@ func TestDeadLetterRetryAndListOverSources(t *testing.T) {
 // as the source names them, not as order.schema.table does; before, migrate
 // and every start were refused, asking for t_order and t_order_item.
 func TestDeclaredSchemaOverSourcesOnHome(t *testing.T) {
-	ctx := context.Background()
-	dbs := []*dbtest.DB{dbtest.NewEmpty(t), dbtest.NewEmpty(t)}
-	for i, db := range dbs {
-		require.NoError(t, ordertest.CreateForeignTables(ctx, db.DB))
-		for _, stmt := range []string{
-			"CREATE TABLE t_order_0 LIKE t_order", "CREATE TABLE t_order_1 LIKE t_order",
-			"CREATE TABLE t_order_item_0 LIKE t_order_item", "CREATE TABLE t_order_item_1 LIKE t_order_item",
-			"DROP TABLE t_order, t_order_item",
-			fmt.Sprintf(`INSERT INTO t_order_1 (order_sn, member_id, order_status, created_at)
-				VALUES ('S%d-1', 7, 0, NOW(3) - INTERVAL 1 HOUR), ('S%d-2', 7, 0, NOW(3))`, i, i),
-			"INSERT INTO t_order_item_1 (order_id, goods_sku, num) SELECT id, 3, 2 FROM t_order_1",
-			"INSERT INTO t_sku_stock (sku, stock, locked) VALUES (3, 100, 4)",
-		} {
-			_, err := db.ExecContext(ctx, stmt)
-			require.NoError(t, err, stmt)
-		}
-	}
-	file := filepath.Join(t.TempDir(), "shop.yml")
-	require.NoError(t, os.WriteFile(file, []byte(ordertest.ForeignYAML), 0o600))
-	env := sourcesEnv(t, dbs[0], dbs)
-	env["ORDER_SOURCES"] = strings.ReplaceAll(env["ORDER_SOURCES"], "order_info_{0..2}", "t_order_{0..1}")
-
-	code, out, errOut := runCLI(t, env, "-config", file, "migrate")
-	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "order source s0: mysql.dsn's database, migrated above\n")
-	code, out, errOut = runCLI(t, env, "-config", file, "migrate", "status")
-	require.Equal(t, 0, code, out+errOut)
-	code, out, errOut = runCLI(t, env, "-config", file, "run", "orderTimeoutCloseJob")
-	require.Equal(t, 0, code, out+errOut)
-	require.Contains(t, out, "scanned=2 closed=2 skipped_paid=0 skipped_locked=0 dead_lettered=0")
-	for _, db := range dbs {
-		require.Equal(t, 1, db.Count(t, "SELECT COUNT(*) FROM t_order_1 WHERE order_status = 4"))
-		require.Equal(t, 2, db.Count(t, "SELECT locked FROM t_sku_stock WHERE sku = 3"))
-	}
+	closeDeclaredOverSources(t, [2][2]int{{0, 1}, {0, 1}})
 }
 
 // The layout sharded-orders.md shows: the order tables numbered across the
@@ -219,11 +186,21 @@ func TestDeclaredSchemaOverSourcesOnHome(t *testing.T) {
 // in the second, each beside its item tables. Every command takes each
 // source's tables as that source lists them.
 func TestDeclaredSchemaOverTablesNumberedAcrossSources(t *testing.T) {
+	closeDeclaredOverSources(t, [2][2]int{{0, 1}, {2, 3}})
+}
+
+// closeDeclaredOverSources gives each of two databases ordertest's foreign
+// shop with the order tables t_order_N numbered as tables says (and their
+// item tables, no t_order), two orders in the second table, one due; the
+// sources s0 (mysql.dsn's database) and s1 list them. migrate, migrate
+// status and one run of the close over the binary succeed, and the run
+// closes the due order of each database.
+func closeDeclaredOverSources(t *testing.T, tables [2][2]int) {
 	ctx := context.Background()
 	dbs := []*dbtest.DB{dbtest.NewEmpty(t), dbtest.NewEmpty(t)}
 	for i, db := range dbs {
 		require.NoError(t, ordertest.CreateForeignTables(ctx, db.DB))
-		a, b := 2*i, 2*i+1
+		a, b := tables[i][0], tables[i][1]
 		for _, stmt := range []string{
 			fmt.Sprintf("CREATE TABLE t_order_%d LIKE t_order", a), fmt.Sprintf("CREATE TABLE t_order_%d LIKE t_order", b),
 			fmt.Sprintf("CREATE TABLE t_order_item_%d LIKE t_order_item", a), fmt.Sprintf("CREATE TABLE t_order_item_%d LIKE t_order_item", b),
@@ -240,18 +217,19 @@ func TestDeclaredSchemaOverTablesNumberedAcrossSources(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "shop.yml")
 	require.NoError(t, os.WriteFile(file, []byte(ordertest.ForeignYAML), 0o600))
 	env := sourcesEnv(t, dbs[0], dbs)
-	env["ORDER_SOURCES"] = fmt.Sprintf(`[{name: s0, dsn: %q, tables: "t_order_{0..1}"}, {name: s1, dsn: %q, tables: "t_order_{2..3}"}]`,
-		dbs[0].DSN, dbs[1].DSN)
+	env["ORDER_SOURCES"] = fmt.Sprintf(`[{name: s0, dsn: %q, tables: "t_order_{%d..%d}"}, {name: s1, dsn: %q, tables: "t_order_{%d..%d}"}]`,
+		dbs[0].DSN, tables[0][0], tables[0][1], dbs[1].DSN, tables[1][0], tables[1][1])
 
 	code, out, errOut := runCLI(t, env, "-config", file, "migrate")
 	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "order source s0: mysql.dsn's database, migrated above\n")
 	code, out, errOut = runCLI(t, env, "-config", file, "migrate", "status")
 	require.Equal(t, 0, code, out+errOut)
 	code, out, errOut = runCLI(t, env, "-config", file, "run", "orderTimeoutCloseJob")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "scanned=2 closed=2 skipped_paid=0 skipped_locked=0 dead_lettered=0")
 	for i, db := range dbs {
-		require.Equal(t, 1, db.Count(t, fmt.Sprintf("SELECT COUNT(*) FROM t_order_%d WHERE order_status = 4", 2*i+1)))
+		require.Equal(t, 1, db.Count(t, fmt.Sprintf("SELECT COUNT(*) FROM t_order_%d WHERE order_status = 4", tables[i][1])))
 		require.Equal(t, 2, db.Count(t, "SELECT locked FROM t_sku_stock WHERE sku = 3"))
 	}
 }

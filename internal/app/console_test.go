@@ -85,24 +85,9 @@ func TestConsoleReadsEverySource(t *testing.T) {
 // of the close's units on it, and the order view looks its orders up there.
 func TestConsoleReadsDeclaredTable(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := dbtest.New(t)
-	ordertest.ForeignTables(t, db.DB)
-	for _, sn := range []string{"SN-1", "SN-2"} {
-		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: time.Hour, Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
-	}
+	db := foreignShop(t)
 	ordertest.Order(t, db.DB, ordertest.OrderOpts{OrderNo: "O-1"}) // in order_info, not due
-	const token = "alice-token-0123456789"
-	_, prefix := redistest.Client(t)
-	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
-		"DELAY_KEY_PREFIX": prefix + "delay:", "EXECUTOR_API_CONSOLE_TOKENS": "alice:" + token}
-	cfg, err := config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	require.NoError(t, err)
-	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
-	require.NoError(t, err)
-	defer d.Close()
-
-	get := consoleOf(t, cfg, d, token)
+	get := declaredConsole(t, db, ordertest.ForeignYAML)
 	code, body := get("/console/")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `<dt>due now, not held back by a dead letter</dt><dd class="warn"><a href="/console/runs">2</a>`, "SN-1 and SN-2")
@@ -122,32 +107,17 @@ func TestConsoleReadsDeclaredTable(t *testing.T) {
 // reads as never due, not as the year 9999.
 func TestConsoleShowsTheDueTimeColumn(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := dbtest.New(t)
-	ordertest.ForeignTables(t, db.DB)
-	for _, sn := range []string{"SN-1", "SN-2"} {
-		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: time.Hour, Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
-	}
+	db := foreignShop(t)
 	for _, stmt := range []string{
 		"ALTER TABLE t_order ADD COLUMN expire_at DATETIME(3) NULL, ADD KEY idx_status_expire (order_status, expire_at, id)",
 		"UPDATE t_order SET expire_at = '2026-03-01 10:20:30' WHERE order_sn = 'SN-1'",
 	} {
-		_, err := db.ExecContext(ctx, stmt)
+		_, err := db.ExecContext(context.Background(), stmt)
 		require.NoError(t, err, stmt)
 	}
 	yml := strings.NewReplacer("scanIndex: idx_status_created", "scanIndex: idx_status_expire",
 		"createTime: created_at", "dueTime: expire_at", "    timeoutColumn: \"\"\n", "", "    timeoutMinutes: 15\n", "").Replace(ordertest.ForeignYAML)
-	const token = "alice-token-0123456789"
-	_, prefix := redistest.Client(t)
-	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
-		"DELAY_KEY_PREFIX": prefix + "delay:", "EXECUTOR_API_CONSOLE_TOKENS": "alice:" + token}
-	cfg, err := config.LoadWith([]byte(yml), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	require.NoError(t, err)
-	d, err := Open(ctx, cfg, slog.New(slog.DiscardHandler), Observers{})
-	require.NoError(t, err)
-	defer d.Close()
-
-	get := consoleOf(t, cfg, d, token)
+	get := declaredConsole(t, db, yml)
 	code, body := get("/console/orders/SN-1")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "<dt>Due</dt><dd>2026-03-01 10:20:30")
@@ -158,6 +128,34 @@ func TestConsoleShowsTheDueTimeColumn(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "<dt>Due</dt><dd>never (expire_at is NULL)</dd>")
 	require.NotContains(t, body, "9999")
+}
+
+// foreignShop is a database with ordertest's foreign shop tables and two
+// of its orders due an hour ago, SN-1 and SN-2.
+func foreignShop(t *testing.T) *dbtest.DB {
+	t.Helper()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	for _, sn := range []string{"SN-1", "SN-2"} {
+		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: time.Hour, Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
+	}
+	return db
+}
+
+// declaredConsole serves the console of db with the configuration file
+// yml (a declared schema) and returns a signed-in GET of a path of it.
+func declaredConsole(t *testing.T, db *dbtest.DB, yml string) func(path string) (int, string) {
+	t.Helper()
+	const token = "alice-token-0123456789"
+	_, prefix := redistest.Client(t)
+	env := map[string]string{"MYSQL_DSN": db.DSN, "REDIS_ADDR": redistest.Addr(), "ORDER_CLOSE_LOCK_KEY_PREFIX": prefix,
+		"DELAY_KEY_PREFIX": prefix + "delay:", "EXECUTOR_API_CONSOLE_TOKENS": "alice:" + token}
+	cfg, err := config.LoadWith([]byte(yml), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	d, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler), Observers{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return consoleOf(t, cfg, d, token)
 }
 
 // apiServerOf opens cfg's dependencies and serves the API port of them
