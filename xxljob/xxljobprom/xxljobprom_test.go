@@ -42,7 +42,6 @@ func TestObserver(t *testing.T) {
 	res, err := e.RunOnce(t.Context(), "slow", "", 0, 1, nil)
 	require.NoError(t, err)
 	require.Equal(t, xxljob.CodeFail, res.Code)
-	require.NoError(t, e.Shutdown(t.Context()))
 
 	got := func(name string, labels ...string) float64 {
 		mfs, err := reg.Gather()
@@ -75,6 +74,11 @@ func TestObserver(t *testing.T) {
 		t.Fatalf("no %s %v", name, labels)
 		return 0
 	}
+	// The first heartbeat runs beside the triggers above; Shutdown cancels
+	// one still in flight, so wait for its answer before stopping.
+	require.Eventually(t, func() bool { return got("xxljob_registry_heartbeats_total", "result", "ok") == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, e.Shutdown(t.Context()))
+
 	require.Equal(t, 1.0, got("xxljob_runs_total", "handler", "ok", "result", "success", "app", "billing"))
 	require.Equal(t, 1.0, got("xxljob_runs_total", "handler", "slow", "result", "fail"))
 	require.Equal(t, 0.0, got("xxljob_runs_in_progress", "handler", "ok"))
