@@ -3,6 +3,7 @@ package xxljob
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,12 +18,22 @@ const msgTooManyFailures = "too many failed access token checks from this addres
 
 // ServeHTTP serves the admin's calls: POST /beat, /idleBeat, /run (also
 // /trigger, its name after 3.4), /kill and /log. Every answer is HTTP 200
-// with a JSON envelope, errors included, as the admin expects. The checks
-// run in the Java executor's order: method, empty path, access token (and,
-// in the main dialect, the XXL-JOB-APPNAME header), path. The path must
-// match exactly, so mount the executor at a server root (http.StripPrefix
-// works too).
+// with a JSON envelope, errors included, as the admin expects, but for a
+// body over 5 MiB (a bare 413, see tooLarge) and an address refused for
+// failed token checks (429). The checks run in the Java executor's order:
+// body size (a declared Content-Length at once, a chunked body when read),
+// method, empty path, access token (and, in the main dialect, the
+// XXL-JOB-APPNAME header), path. The path must match exactly, so mount
+// the executor at a server root (http.StripPrefix works too).
 func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > maxRequestBody {
+		// Read up to the limit as for any body, so that a client writing
+		// the whole body before reading (the admin's HttpURLConnection)
+		// meets the answer rather than a reset when only a little over.
+		_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxRequestBody))
+		tooLarge(w)
+		return
+	}
 	if r.Method != http.MethodPost {
 		writeReturn(w, failure(msgMethodNotSupported))
 		return
@@ -59,6 +70,10 @@ func (e *Executor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if uri != pathBeat { // the beat body ("" in 2.x, none in 3.3+) is ignored
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+		if tooLong := (*http.MaxBytesError)(nil); errors.As(err, &tooLong) {
+			tooLarge(w)
+			return
+		}
 		if err != nil {
 			writeReturn(w, failure(msgRequestError(err)))
 			return
@@ -189,4 +204,15 @@ func (e *Executor) kill(body []byte) returnT {
 	}
 	e.log.Info("job killed by the admin", "job_id", p.JobID)
 	return d.ok()
+}
+
+// tooLarge answers a body over maxRequestBody as the Java executor does:
+// Netty's HttpObjectAggregator, in front of its handler, sends a bare 413
+// with no body and closes the connection, so the admin logs "StatusCode(413)
+// invalid" for the trigger. Go's server closes the connection too once
+// MaxBytesReader stopped reading.
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
 }
