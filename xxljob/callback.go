@@ -50,6 +50,36 @@ func newCallbacker(client *adminClient, logs *logStore, obs Observer, log *slog.
 // push reports one result: persist, then queue at once.
 func (c *callbacker) push(p callbackParam) { c.persist(p, spoolRef{})() }
 
+// pushAll reports several results at once, as push does each, with one
+// fsync for all of them: the triggers a kill or a cover drops from a long
+// queue are reported before the admin's call is answered, and one fsync
+// each made that answer outlast the admin's 3 s timeout.
+func (c *callbacker) pushAll(ps []callbackParam) {
+	rooms := make([]bool, len(ps))
+	for i := range rooms {
+		rooms[i] = c.reserve()
+	}
+	refs, errs := c.spool.appendAll(ps)
+	for i, p := range ps {
+		if errs[i] == nil && !rooms[i] {
+			c.spool.release([]spoolRef{refs[i]})
+		}
+		c.enqueue(p, refs[i], rooms[i], errs[i])
+	}
+}
+
+// reserve takes a place in the memory queue for a result about to be
+// persisted, and says whether there was one.
+func (c *callbacker) reserve() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := !c.closed && len(c.queue)+c.reserved < c.size
+	if room {
+		c.reserved++
+	}
+	return room
+}
+
 // persist writes one result to the spool (or, if the disk fails, keeps it
 // for memory only) and returns the function that queues it for delivery. A
 // run's result is persisted before its log's last lines are written and
@@ -64,12 +94,7 @@ func (c *callbacker) push(p callbackParam) { c.persist(p, spoolRef{})() }
 // a delivered result's run as unfinished. A result the disk refused leaves
 // the start as it is, so a crash before delivery still reports the run.
 func (c *callbacker) persist(p callbackParam, start spoolRef) (queue func()) {
-	c.mu.Lock()
-	room := !c.closed && len(c.queue)+c.reserved < c.size
-	if room {
-		c.reserved++
-	}
-	c.mu.Unlock()
+	room := c.reserve()
 	ref, err := c.spool.append(p, true)
 	if err == nil && start.seg != nil {
 		if aerr := c.spool.ack([]spoolRef{start}); aerr != nil {

@@ -319,7 +319,7 @@ func New(cfg Config) (*Executor, error) {
 	}
 	e.callback = newCallbacker(e.client, logs, e.obs, cfg.Logger, cfg.CallbackRetryInterval, cfg.CallbackQueueSize)
 	e.runner.execFunc = e.runTrigger
-	e.runner.callbackFunc = e.callback.push
+	e.runner.reportFunc = e.callback.pushAll
 	return e, nil
 }
 

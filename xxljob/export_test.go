@@ -20,3 +20,6 @@ func Listening(e *Executor) (listen, address string) { return e.cfg.ListenAddr, 
 func SetAuthBurst(e *Executor, burst int) {
 	e.guard = authguard.New(authguard.Config{Surface: "executor", Burst: burst, Logger: e.log, OnFailure: e.authFailedFunc()})
 }
+
+// SpoolFsyncs is how many fsyncs the callback spool's appends made.
+func SpoolFsyncs(e *Executor) uint64 { return e.callback.spool.syncs.Load() }

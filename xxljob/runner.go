@@ -10,11 +10,11 @@ import (
 // triggers, applies the block strategies and kills. Different jobIds run in
 // parallel. All state is guarded by mu; nothing under mu blocks.
 type runner struct {
-	// execFunc runs a trigger and reports its result itself; callbackFunc
+	// execFunc runs a trigger and reports its result itself; reportFunc
 	// reports the results of triggers killed before they ran.
-	execFunc     func(ctx context.Context, t *jobThread, p triggerParam)
-	callbackFunc func(callbackParam)
-	idleTimeout  time.Duration // a job thread idle this long exits (Java ~90 s)
+	execFunc    func(ctx context.Context, t *jobThread, p triggerParam)
+	reportFunc  func([]callbackParam)
+	idleTimeout time.Duration // a job thread idle this long exits (Java ~90 s)
 
 	mu       sync.Mutex
 	base     context.Context // parent of every run's context; set by start
@@ -131,10 +131,10 @@ func (r *runner) trigger(p triggerParam, d dialect) returnT {
 }
 
 // report hands results to the callback sender, never under r.mu: the
-// sender writes each result to disk before anything else.
+// sender writes them to disk before anything else.
 func (r *runner) report(ps []callbackParam) {
-	for _, p := range ps {
-		r.callbackFunc(p)
+	if len(ps) > 0 {
+		r.reportFunc(ps)
 	}
 }
 

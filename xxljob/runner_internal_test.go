@@ -26,7 +26,7 @@ func TestIdleStopReasonPerDialect(t *testing.T) {
 			r := newRunner()
 			r.idleTimeout = 10 * time.Millisecond
 			r.execFunc = func(context.Context, *jobThread, triggerParam) {}
-			r.callbackFunc = func(callbackParam) {}
+			r.reportFunc = func([]callbackParam) {}
 			r.handlers["h"] = HandlerFunc(func(context.Context, *Request) error { return nil })
 			r.start(t.Context())
 			bean := glueTypeBean

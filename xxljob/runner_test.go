@@ -368,6 +368,35 @@ func TestKill(t *testing.T) {
 	require.Zero(t, b.admin.Repeats(running.LogID), "exactly one callback per trigger")
 }
 
+// A kill reports every queued trigger before it answers, durably, with
+// one fsync for the lot: one each made a kill of a long queue outlast the
+// admin's 3 s timeout on a disk with slow fsyncs.
+func TestKillOfALongQueueSyncsOnce(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	b := setup(t, opts{handlers: map[string]xxljob.Handler{"block": g.handler()}})
+	t.Cleanup(g.open)
+	running, first := b.holdThread(t, g)
+	queued := []int64{first.LogID}
+	for range 299 {
+		p := xxljobtest.Trigger(1, "block", nextLogID())
+		b.run(t, p)
+		queued = append(queued, p.LogID)
+	}
+	before := xxljob.SpoolFsyncs(b.exec)
+	env, err := b.client.Kill(t.Context(), 1)
+	require.NoError(t, err)
+	require.Equal(t, `{"code":200}`, string(env.Raw))
+	// The batch's fsync, and perhaps the killed running trigger's own.
+	require.LessOrEqual(t, xxljob.SpoolFsyncs(b.exec)-before, uint64(2), "fsyncs while killing %d queued triggers", len(queued))
+	for _, id := range queued {
+		cb := b.callback(t, id)
+		require.Equal(t, "scheduling center kill job. [job not executed, in the job queue, killed.]", cb.HandleMsg, "log %d", id)
+		require.Zero(t, b.admin.Repeats(id), "log %d called back twice", id)
+	}
+	require.Equal(t, "scheduling center kill job. [job running, killed]", b.callback(t, running.LogID).HandleMsg)
+}
+
 func TestIdleJobThreadExits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, opts{

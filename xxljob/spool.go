@@ -63,6 +63,7 @@ type spool struct {
 	// one caller syncs for everybody written before it.
 	syncMu sync.Mutex
 	synced atomic.Uint64
+	syncs  atomic.Uint64 // fsyncs the group commit made (tests count them)
 }
 
 // Result states.
@@ -254,22 +255,57 @@ func (s *spool) append(p callbackParam, queued bool) (spoolRef, error) {
 	return s.write(spoolRecord{callbackParam: p}, st)
 }
 
+// appendAll writes several results in memory state (as append with
+// queued), durable together: one fsync covers them all, where appending
+// them one after another waits for one each (a /kill of a job with a long
+// queue reports every queued trigger before it answers). errs[i] is the
+// error of ps[i], nil when it is durable.
+func (s *spool) appendAll(ps []callbackParam) (refs []spoolRef, errs []error) {
+	refs, errs = make([]spoolRef, len(ps)), make([]error, len(ps))
+	var last uint64
+	s.mu.Lock()
+	for i, p := range ps {
+		var w uint64
+		if refs[i], w, errs[i] = s.writeLocked(spoolRecord{callbackParam: p}, recMemory); errs[i] == nil {
+			last = w
+		}
+	}
+	s.mu.Unlock()
+	if err := s.waitDurable(last); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	return refs, errs
+}
+
 // write appends one record in state st (recDisk, recMemory or recRunning)
 // and returns once it is durable.
 func (s *spool) write(rec spoolRecord, st byte) (spoolRef, error) {
 	s.mu.Lock()
+	ref, w, err := s.writeLocked(rec, st)
+	s.mu.Unlock()
+	if err != nil {
+		return spoolRef{}, err
+	}
+	return ref, s.waitDurable(w)
+}
+
+// writeLocked appends one record in state st and returns its reference
+// and its append number, for waitDurable.
+func (s *spool) writeLocked(rec spoolRecord, st byte) (spoolRef, uint64, error) {
 	seg, err := s.activeLocked()
 	if err != nil {
-		s.mu.Unlock()
-		return spoolRef{}, err
+		return spoolRef{}, 0, err
 	}
 	seq := s.nextSeq
 	s.line = s.line[:0]
 	rec.Seq = seq
 	b, err := json.Marshal(rec)
 	if err != nil {
-		s.mu.Unlock()
-		return spoolRef{}, err
+		return spoolRef{}, 0, err
 	}
 	s.line = append(append(s.line, b...), '\n')
 	if _, err := s.active.Write(s.line); err != nil {
@@ -277,8 +313,7 @@ func (s *spool) write(rec spoolRecord, st byte) (spoolRef, error) {
 		// segment, so they never share a line with this one.
 		seg.sealed = true
 		s.closeActiveLocked()
-		s.mu.Unlock()
-		return spoolRef{}, err
+		return spoolRef{}, 0, err
 	}
 	s.nextSeq++
 	if st == recDisk {
@@ -288,12 +323,10 @@ func (s *spool) write(rec spoolRecord, st byte) (spoolRef, error) {
 	seg.state = append(seg.state, st)
 	seg.live++
 	s.written++
-	w := s.written
 	if len(seg.state) >= segmentRecords {
 		seg.sealed = true // the next append starts a new segment
 	}
-	s.mu.Unlock()
-	return spoolRef{seg: seg, seq: seq}, s.waitDurable(w)
+	return spoolRef{seg: seg, seq: seq}, s.written, nil
 }
 
 // activeLocked returns the segment appends go to, starting a new one when
@@ -355,6 +388,7 @@ func (s *spool) waitDurable(w uint64) error {
 	if f == nil { // closed meanwhile, which synced it
 		return nil
 	}
+	s.syncs.Add(1)
 	if err := f.Sync(); err != nil {
 		if s.synced.Load() >= w { // a segment switch closed f after syncing it
 			return nil

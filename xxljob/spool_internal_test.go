@@ -144,6 +144,40 @@ func TestSpoolSegments(t *testing.T) {
 	}
 }
 
+// appendAll makes several results durable with one fsync, where append
+// makes one each, and every result survives a crash right after it.
+func TestSpoolAppendAllOneFsync(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := mustOpenSpool(t, dir)
+	var ps []callbackParam
+	for i := range 300 {
+		ps = append(ps, callbackParam{LogID: int64(i + 1), LogDateTim: 5, HandleCode: 500, HandleMsg: "killed"})
+	}
+	if _, err := s.append(ps[0], true); err != nil { // the segment is open: its creation syncs nothing more below
+		t.Fatal(err)
+	}
+	before := s.syncs.Load()
+	refs, errs := s.appendAll(ps[1:])
+	if got := s.syncs.Load() - before; got != 1 {
+		t.Fatalf("appendAll of %d results made %d fsyncs, want 1", len(ps)-1, got)
+	}
+	for i, err := range errs {
+		if err != nil || refs[i].seg == nil {
+			t.Fatalf("result %d: ref %+v, error %v", i, refs[i], err)
+		}
+	}
+	// No close: a crash. Results queued in memory come back from disk.
+	s2 := mustOpenSpool(t, dir)
+	var want []int64
+	for _, p := range ps {
+		want = append(want, p.LogID)
+	}
+	if got := diskIDs(t, s2); !slices.Equal(got, want) {
+		t.Fatalf("after restart %d results, want %d", len(got), len(want))
+	}
+}
+
 // BenchmarkSpoolAppendAck is the cost of one result through the spool
 // (durable append, then acknowledgement) with n results already waiting on
 // disk: it does not grow with n, since nothing lists or rereads the folder.
