@@ -177,7 +177,9 @@ func apiServerOf(t *testing.T, cfg *config.Config) *httptest.Server {
 func consoleOf(t *testing.T, cfg *config.Config, d *Deps, token string) func(path string) (int, string) {
 	t.Helper()
 	srv := api.New(api.Config{})
-	require.NoError(t, mountConsole(srv, cfg, d, slog.New(slog.DiscardHandler)))
+	tasks, err := d.sourcedTasks(cfg)
+	require.NoError(t, err)
+	require.NoError(t, mountConsole(srv, cfg, d, tasks, slog.New(slog.DiscardHandler)))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	jar, err := cookiejar.New(nil)

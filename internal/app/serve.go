@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orderjob/executor/config"
+	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/api"
 	"github.com/orderjob/executor/internal/metrics"
@@ -172,7 +173,7 @@ func newAPIServer(cfg *config.Config, logger *slog.Logger, m *metrics.Metrics, d
 	srv.MountDeadLetters(sourcedViews(d.db, d.sources, deadletters.New))
 	srv.MountOutbox(sourcedViews(d.db, d.sources, outbox.NewOps))
 	srv.MountRefunds(sourcedViews(d.db, d.sources, refunds.New))
-	if err := mountConsole(srv, cfg, d, logger); err != nil {
+	if err := mountConsole(srv, cfg, d, tasks, logger); err != nil {
 		return nil, err
 	}
 	return srv, nil
@@ -196,7 +197,7 @@ func (x xxlExecutor) Start(ctx context.Context) error {
 // mountConsole mounts the operator console on the API port unless
 // api.console is false; without consoleTokens it is mounted to say why it
 // is off.
-func mountConsole(srv *api.Server, cfg *config.Config, d *Deps, logger *slog.Logger) error {
+func mountConsole(srv *api.Server, cfg *config.Config, d *Deps, tasks api.Sourced[*delay.Client], logger *slog.Logger) error {
 	if !cfg.API.Console {
 		return nil
 	}
@@ -206,10 +207,6 @@ func mountConsole(srv *api.Server, cfg *config.Config, d *Deps, logger *slog.Log
 	}
 	if len(ops) == 0 {
 		logger.Warn("api.console is on but api.consoleTokens is empty: /console/ says it is off; set EXECUTOR_API_CONSOLE_TOKENS=name:token,...")
-	}
-	tasks, err := d.sourcedTasks(cfg)
-	if err != nil {
-		return fmt.Errorf("console: %w", err)
 	}
 	sch, err := cfg.Order.Schema.Schema()
 	if err != nil {
