@@ -234,6 +234,7 @@ type OrderSchema struct {
 	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
 	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" doc:"column a close writes its reason to; empty: none"`
+	TimeUnit       string   `yaml:"timeUnit" env:"ORDER_SCHEMA_TIME_UNIT" doc:"how every time column above holds its times: datetime (DATETIME or TIMESTAMP), epochSeconds or epochMillis (integer Unix epoch seconds or milliseconds)"`
 	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'; table.key is the table's primary key"`
 
 	Items  OrderSchemaItems  `yaml:"items"`

@@ -440,6 +440,12 @@ HAVING n <> 1 OR used <> IF(o.order_status = 4, 0, 1)`
 // cancelled order has exactly one close-log row and its cancel time, and
 // no close-log row names an order not cancelled.
 func CheckForeign(ctx context.Context, db sqlx.QueryerContext, b *ForeignBaseline, st ForeignStock) error {
+	return CheckForeignStamped(ctx, db, b, st, "cancel_time", "updated_at")
+}
+
+// CheckForeignStamped is CheckForeign for a schema stamping the close in
+// columns closeTime and updateTime of t_order (plain names).
+func CheckForeignStamped(ctx context.Context, db sqlx.QueryerContext, b *ForeignBaseline, st ForeignStock, closeTime, updateTime string) error {
 	var v []Violation
 	add := func(rule, format string, args ...any) {
 		v = append(v, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
@@ -486,7 +492,7 @@ func CheckForeign(ctx context.Context, db sqlx.QueryerContext, b *ForeignBaselin
 	}
 	for rule, q := range map[string]string{
 		"foreign_close_log": `SELECT COUNT(*) FROM t_order o LEFT JOIN order_close_log l ON l.order_no = o.order_sn
-			WHERE o.order_status = 4 AND (l.id IS NULL OR o.cancel_time IS NULL OR o.updated_at IS NULL)`,
+			WHERE o.order_status = 4 AND (l.id IS NULL OR o.` + closeTime + ` IS NULL OR o.` + updateTime + ` IS NULL)`,
 		"foreign_log_not_closed": `SELECT COUNT(*) FROM order_close_log l JOIN t_order o ON o.order_sn = l.order_no WHERE o.order_status <> 4`,
 	} {
 		if err := sqlx.GetContext(ctx, db, &n, q); err != nil {
