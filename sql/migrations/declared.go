@@ -377,40 +377,35 @@ func (c *tableCheck) timeColumn(u orderschema.TimeUnit, n need) {
 	if i := strings.IndexAny(base, "( "); i >= 0 {
 		base = base[:i]
 	}
-	problem := func(needs, fix string) {
+	needs := kindWords(kindTime)
+	if u.Epoch() {
+		needs = strings.Join(epochTypes[u], " or ")
+	}
+	// problem says what the unit needs; with the unit named when the
+	// fix is another unit.
+	problem := func(withUnit bool, fix string) {
 		with := ""
-		if u.Epoch() {
+		if withUnit || u.Epoch() {
 			with = " with order.schema.timeUnit: " + u.String()
 		}
 		c.problem("column "+col.Name, fmt.Sprintf("is %s; order.schema.%s%s needs %s", typ, n.key, with, needs), fix)
 	}
-	fits := func() string { // the epoch units an integer column can hold
-		switch base {
-		case "BIGINT":
-			return "epochMillis (or epochSeconds)"
-		case "INT":
-			return "epochSeconds"
-		}
-		return ""
+	fits := "" // the epoch units an integer column can hold
+	switch base {
+	case "BIGINT":
+		fits = "epochMillis (or epochSeconds)"
+	case "INT":
+		fits = "epochSeconds"
 	}
 	switch {
-	case !u.Epoch() && slices.Contains(kindTime, fam):
+	case !u.Epoch() && slices.Contains(kindTime, fam), u.Epoch() && slices.Contains(epochTypes[u], base):
 		return
-	case !u.Epoch() && fam == "integer" && fits() != "":
-		c.problem("column "+col.Name, fmt.Sprintf("%s %s is %s: set order.schema.timeUnit: %s, if it holds Unix epoch times",
-			n.key, col.Name, typ, fits()), "set order.schema.timeUnit: "+fits())
-	case !u.Epoch():
-		problem(kindWords(kindTime), fmt.Sprintf("name a column of that kind in order.schema.%s", n.key))
-	case slices.Contains(epochTypes[u], base):
-		return
-	case slices.Contains(kindTime, fam):
-		c.problem("column "+col.Name, fmt.Sprintf("%s %s is %s: set order.schema.timeUnit: datetime (or leave it out), or name a column holding %s",
-			n.key, col.Name, typ, u), "set order.schema.timeUnit: datetime")
-	case fam == "integer" && fits() != "":
-		c.problem("column "+col.Name, fmt.Sprintf("%s %s is %s, too narrow for %s: set order.schema.timeUnit: %s",
-			n.key, col.Name, typ, u, fits()), "set order.schema.timeUnit: "+fits())
+	case fam == "integer" && fits != "":
+		problem(true, fmt.Sprintf("set order.schema.timeUnit: %s, if %s holds Unix epoch times", fits, col.Name))
+	case u.Epoch() && slices.Contains(kindTime, fam):
+		problem(true, "set order.schema.timeUnit: datetime (or leave it out)")
 	default:
-		problem(strings.Join(epochTypes[u], " or "), fmt.Sprintf("name a column of that kind in order.schema.%s", n.key))
+		problem(false, fmt.Sprintf("name a column of that kind in order.schema.%s", n.key))
 	}
 }
 

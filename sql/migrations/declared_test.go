@@ -562,10 +562,10 @@ func TestCheckTimeColumnsFollowTheTimeUnit(t *testing.T) {
 	probs := problemsOf(t, b, epoch(schema.DateTime, "created_ms", "cancel_time"))
 	require.Len(t, probs, 1, "%v", probs)
 	p := probs["order_info column created_ms"]
-	require.Equal(t, "createTime created_ms is BIGINT: set order.schema.timeUnit: epochMillis (or epochSeconds), if it holds Unix epoch times", p.Detail)
-	require.Equal(t, "set order.schema.timeUnit: epochMillis (or epochSeconds)", p.Fix)
+	require.Equal(t, "is BIGINT; order.schema.createTime with order.schema.timeUnit: datetime needs DATETIME or TIMESTAMP", p.Detail)
+	require.Equal(t, "set order.schema.timeUnit: epochMillis (or epochSeconds), if created_ms holds Unix epoch times", p.Fix)
 	probs = problemsOf(t, b, epoch(schema.DateTime, "created_s", "cancel_time"))
-	require.Equal(t, "set order.schema.timeUnit: epochSeconds", probs["order_info column created_s"].Fix)
+	require.Equal(t, "set order.schema.timeUnit: epochSeconds, if created_s holds Unix epoch times", probs["order_info column created_s"].Fix)
 	probs = problemsOf(t, b, epoch(schema.DateTime, "created_small", "cancel_time"))
 	require.Equal(t, "is SMALLINT; order.schema.createTime needs DATETIME or TIMESTAMP", probs["order_info column created_small"].Detail)
 
@@ -574,19 +574,22 @@ func TestCheckTimeColumnsFollowTheTimeUnit(t *testing.T) {
 	probs = problemsOf(t, b, millis)
 	require.Len(t, probs, 3, "%v", probs)
 	p = probs["order_info column created_at"]
-	require.Equal(t, "createTime created_at is DATETIME: set order.schema.timeUnit: datetime (or leave it out), or name a column holding epochMillis", p.Detail)
-	require.Equal(t, "set order.schema.timeUnit: datetime", p.Fix)
-	require.Contains(t, probs["order_info column cancel_time"].Detail, "closeTime cancel_time is DATETIME")
+	require.Equal(t, "is DATETIME; order.schema.createTime with order.schema.timeUnit: epochMillis needs BIGINT", p.Detail)
+	require.Equal(t, "set order.schema.timeUnit: datetime (or leave it out)", p.Fix)
+	require.Equal(t, "is DATETIME; order.schema.closeTime with order.schema.timeUnit: epochMillis needs BIGINT",
+		probs["order_info column cancel_time"].Detail)
 	add := probs["order_info column updated_ms"]
 	require.Equal(t, "ALTER TABLE `order_info` ADD COLUMN `updated_ms` BIGINT NULL, ALGORITHM=INSTANT; or set order.schema.updateTime to '' (none)", add.Fix)
 
 	probs = problemsOf(t, b, epoch(schema.EpochMillis, "created_s", "cancel_ms"))
 	require.Len(t, probs, 1, "%v", probs)
-	require.Equal(t, "createTime created_s is INT, too narrow for epochMillis: set order.schema.timeUnit: epochSeconds",
-		probs["order_info column created_s"].Detail)
+	p = probs["order_info column created_s"]
+	require.Equal(t, "is INT; order.schema.createTime with order.schema.timeUnit: epochMillis needs BIGINT", p.Detail)
+	require.Equal(t, "set order.schema.timeUnit: epochSeconds, if created_s holds Unix epoch times", p.Fix)
 	probs = problemsOf(t, b, epoch(schema.EpochSeconds, "created_small", "cancel_ms"))
 	require.Equal(t, "is SMALLINT; order.schema.createTime with order.schema.timeUnit: epochSeconds needs INT or BIGINT",
 		probs["order_info column created_small"].Detail)
+	require.Equal(t, "name a column of that kind in order.schema.createTime", probs["order_info column created_small"].Fix)
 
 	b.exec(t, add.Fix[:strings.Index(add.Fix, ";")])
 	require.NoError(t, b.migrator(t, migrations.Config{Shop: epoch(schema.EpochMillis, "created_ms", "cancel_ms")}).Check(b.ctx))
