@@ -219,19 +219,6 @@ func (s store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int
 	return rows, nil
 }
 
-// epochParams adds to p the epoch parameters of its times now and
-// close_time (closesql.NowEpoch, CloseEpoch), in the schema's unit (0
-// for date-time columns, whose statements do not name them).
-func (s store) epochParams(p map[string]any) map[string]any {
-	unit := s.sql().Schema.Orders.TimeUnit
-	for name, epoch := range map[string]string{"now": closesql.NowEpoch, "close_time": closesql.CloseEpoch} {
-		if t, ok := p[name].(time.Time); ok {
-			p[epoch] = unit.Of(t)
-		}
-	}
-	return p
-}
-
 // nowSQL reads the database clock once as the session's wall clock and
 // as UTC, the frame of an epoch schema's instants. No locks; one row.
 const nowSQL = `SELECT NOW(3) AS now, UTC_TIMESTAMP(3) AS utc`
@@ -255,8 +242,10 @@ func (s store) now(ctx context.Context, q sqlx.QueryerContext) (now, shop time.T
 
 // closeOrders runs closesql.Statements.CloseOrders.
 func (s store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
+	unit := s.sql().Schema.Orders.TimeUnit // an epoch schema's stamp and guard
 	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().CloseOrders, sqlexec.IntList(ids)),
-		s.epochParams(map[string]any{"close_time": closeTime, "close_reason": reason, "now": now}))
+		map[string]any{"close_time": closeTime, "close_reason": reason, "now": now,
+			closesql.CloseEpoch: unit.Of(closeTime), closesql.NowEpoch: unit.Of(now)})
 	if err != nil {
 		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
 	}

@@ -2,10 +2,12 @@ package ordertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
@@ -292,7 +294,23 @@ func placeForeign(ctx context.Context, tx *sqlx.Tx, o ForeignOpts) (int64, error
 // 0 → 1 and, when it changed the row, the reservation released and the real
 // stock taken. It reports whether the order was paid (false: it was no
 // longer unpaid, e.g. closed).
+//
+// The shop's stock update locks the order's stock rows in its join's
+// order, not the close's ascending keys, so it may meet a close in a
+// deadlock; InnoDB then rolls the payment back, and the shop pays again,
+// as a shop's payment does (a few times).
 func ForeignPay(ctx context.Context, db *sqlx.DB, orderSn string) (bool, error) {
+	for try := 1; ; try++ {
+		paid, err := foreignPayOnce(ctx, db, orderSn)
+		var me *mysql.MySQLError
+		if try < 5 && errors.As(err, &me) && me.Number == 1213 {
+			continue
+		}
+		return paid, err
+	}
+}
+
+func foreignPayOnce(ctx context.Context, db *sqlx.DB, orderSn string) (bool, error) {
 	paid := false
 	err := sqlexec.InTx(ctx, db, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE t_order SET order_status = 1, updated_at = NOW(3) WHERE order_sn = ? AND order_status = 0`, orderSn)

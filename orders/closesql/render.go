@@ -289,7 +289,7 @@ func (r renderer) timeCol(p string) string {
 // 1970-01-01 (no time zone takes part, so every instant maps to one value,
 // exactly, and comes back to Go as that instant, the DSN's loc being UTC).
 // Only ever in a select list: the scan's WHERE and ORDER BY compare the
-// shop's column itself, with parameters converted in Go (epochParam).
+// shop's column itself, with parameters converted in Go (NowEpoch, ...).
 func (r renderer) timeOut(expr string) string {
 	switch r.s.Orders.TimeUnit {
 	case schema.EpochSeconds:
