@@ -225,15 +225,16 @@ type OrderSchema struct {
 	OrderNo        string   `yaml:"orderNo" env:"ORDER_SCHEMA_ORDER_NO" doc:"the order's unique number (any type; dead letters and the close log keep it as text)"`
 	User           string   `yaml:"user" env:"ORDER_SCHEMA_USER" doc:"the buyer; read only by coupon.match and givebacks that name it"`
 	Status         string   `yaml:"status" env:"ORDER_SCHEMA_STATUS" doc:"the order's status column"`
-	CreateTime     string   `yaml:"createTime" env:"ORDER_SCHEMA_CREATE_TIME" doc:"when the order was placed (DATETIME or TIMESTAMP, session time zone)"`
+	CreateTime     string   `yaml:"createTime" env:"ORDER_SCHEMA_CREATE_TIME" doc:"when the order was placed (DATETIME or TIMESTAMP in the session time zone, or an integer as timeUnit says)"`
 	Unpaid         string   `yaml:"unpaid" env:"ORDER_SCHEMA_UNPAID" doc:"status value of an order waiting for payment: an integer or a text"`
 	Closed         string   `yaml:"closed" env:"ORDER_SCHEMA_CLOSED" doc:"status value a close sets"`
 	TimeoutColumn  string   `yaml:"timeoutColumn" env:"ORDER_SCHEMA_TIMEOUT_COLUMN" doc:"column holding each order's payment timeout in minutes; empty, or left out while timeoutMinutes is given: timeoutMinutes for every order"`
 	TimeoutMinutes int      `yaml:"timeoutMinutes" env:"ORDER_SCHEMA_TIMEOUT_MINUTES" default:"0" doc:"one payment timeout for all orders, when timeoutColumn is empty"`
-	DueTime        string   `yaml:"dueTime" env:"ORDER_SCHEMA_DUE_TIME" doc:"column holding each order's payment deadline itself (DATETIME or TIMESTAMP, session time zone), instead of createTime and a timeout; the scanIndex is then led by (status, dueTime)"`
+	DueTime        string   `yaml:"dueTime" env:"ORDER_SCHEMA_DUE_TIME" doc:"column holding each order's payment deadline itself (DATETIME or TIMESTAMP in the session time zone, or an integer as timeUnit says), instead of createTime and a timeout; the scanIndex is then led by (status, dueTime)"`
 	CloseTime      string   `yaml:"closeTime" env:"ORDER_SCHEMA_CLOSE_TIME" doc:"column a close stamps with its time; empty: none"`
 	UpdateTime     string   `yaml:"updateTime" env:"ORDER_SCHEMA_UPDATE_TIME" doc:"column a close stamps with its time as the last update; empty: none"`
 	CloseReason    string   `yaml:"closeReason" env:"ORDER_SCHEMA_CLOSE_REASON" doc:"column a close writes its reason to; empty: none"`
+	TimeUnit       string   `yaml:"timeUnit" env:"ORDER_SCHEMA_TIME_UNIT" doc:"how createTime, dueTime, closeTime and updateTime hold their times: datetime (DATETIME or TIMESTAMP), epochSeconds or epochMillis (integer Unix epoch seconds or milliseconds, compared with the database clock's instant)"`
 	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'; table.key is the table's primary key"`
 
 	Items  OrderSchemaItems  `yaml:"items"`

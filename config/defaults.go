@@ -61,6 +61,7 @@ var domainDefaults = func() map[string]string {
 		"order.schema.timeoutColumn":             o.TimeoutColumn,
 		"order.schema.closeTime":                 o.CloseTime,
 		"order.schema.closeReason":               o.CloseReason,
+		"order.schema.timeUnit":                  o.TimeUnit.String(),
 		"order.schema.items.table":               items.Table,
 		"order.schema.items.index":               items.Index,
 		"order.schema.items.orderKey":            itemsOrderKey(items),

@@ -64,6 +64,7 @@ func TestDomainDefaultsFormatAsTheTagsDid(t *testing.T) {
 		"order.schema.timeoutColumn":             "timeout_minutes",
 		"order.schema.closeTime":                 "close_time",
 		"order.schema.closeReason":               "close_reason",
+		"order.schema.timeUnit":                  "datetime",
 		"order.schema.items.table":               "order_item",
 		"order.schema.items.index":               "idx_order_no",
 		"order.schema.items.orderKey":            "orderNo",

@@ -3,6 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/orderjob/executor/internal/suggest"
 
 	"github.com/orderjob/executor/orders/schema"
 )
@@ -28,6 +31,12 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 			CloseTime: s.CloseTime, UpdateTime: s.UpdateTime, CloseReason: s.CloseReason},
 		Items: schema.Items{Table: s.Items.Table, Index: s.Items.Index, OrderColumn: s.Items.OrderColumn,
 			SKU: s.Items.SKU, Quantity: s.Items.Quantity},
+	}
+	if u, ok := schema.ParseTimeUnit(s.TimeUnit); ok || s.TimeUnit == "" {
+		out.Orders.TimeUnit = u
+	} else {
+		errs = append(errs, fmt.Errorf("timeUnit: %q is none of %s%s", s.TimeUnit, strings.Join(schema.TimeUnits, ", "),
+			didYouMeanValue(s.TimeUnit, schema.TimeUnits)))
 	}
 	switch s.Items.OrderKey {
 	case "orderNo":
@@ -72,4 +81,13 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 		return schema.Schema{}, err
 	}
 	return out, nil
+}
+
+// didYouMeanValue is "; did you mean epochMillis?" when v is a near miss
+// of one of names, else "".
+func didYouMeanValue(v string, names []string) string {
+	if guess := suggest.Closest(v, names); guess != "" {
+		return "; did you mean " + guess + "?"
+	}
+	return ""
 }

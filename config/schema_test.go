@@ -144,3 +144,34 @@ func TestSchemaDueTimeNamesTheDeadline(t *testing.T) {
 	_, err = config.LoadWith([]byte(yml+"    createTime: \"\"\n    timeoutColumn: \"\"\n    timeoutMinutes: 0\n"), envOf(nil))
 	require.NoError(t, err, "set to none, they are not given")
 }
+
+// TestSchemaTimeUnit: order.schema.timeUnit says how every time column of
+// a declared schema holds its times (datetime by default), from the file
+// or the environment; a unit it does not know is refused with the one
+// meant.
+func TestSchemaTimeUnit(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadWith([]byte("order:\n  schema:\n    table: t_order\n    timeoutMinutes: 15\n"), envOf(nil))
+	require.NoError(t, err)
+	s, err := cfg.Order.Schema.Schema()
+	require.NoError(t, err)
+	require.Equal(t, schema.DateTime, s.Orders.TimeUnit)
+	for unit, want := range map[string]schema.TimeUnit{"datetime": schema.DateTime, "epochSeconds": schema.EpochSeconds, "epochMillis": schema.EpochMillis} {
+		cfg, err := config.LoadWith([]byte("order:\n  schema:\n    table: t_order\n    timeoutMinutes: 15\n    timeUnit: "+unit+"\n"), envOf(nil))
+		require.NoError(t, err, unit)
+		s, err := cfg.Order.Schema.Schema()
+		require.NoError(t, err, unit)
+		require.Equal(t, want, s.Orders.TimeUnit, unit)
+		cfg, err = config.LoadWith(nil, envOf(map[string]string{"ORDER_SCHEMA_TABLE": "t_order", "ORDER_SCHEMA_TIMEOUT_MINUTES": "15",
+			"ORDER_SCHEMA_TIME_UNIT": unit}))
+		require.NoError(t, err, unit)
+		s, err = cfg.Order.Schema.Schema()
+		require.NoError(t, err, unit)
+		require.Equal(t, want, s.Orders.TimeUnit, unit)
+	}
+	_, err = config.LoadWith(nil, envOf(map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_TIME_UNIT": "epochMilis"}))
+	require.ErrorContains(t, err, `order.schema.timeUnit: "epochMilis" is none of datetime, epochSeconds, epochMillis; did you mean epochMillis?`)
+	_, err = config.LoadWith(nil, envOf(map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_TIME_UNIT": "unix"}))
+	require.ErrorContains(t, err, `order.schema.timeUnit: "unix" is none of datetime, epochSeconds, epochMillis`)
+	require.NotContains(t, err.Error(), "did you mean")
+}

@@ -3,11 +3,9 @@ package orders
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
@@ -132,11 +130,10 @@ func (d *pageDetail) setOne(no string, r oneResult) {
 // closeBatch closes one batch of distinct order numbers (at most a page) and
 // records every one's outcome in got.
 func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Result) error {
-	dbNow, err := sqlexec.Now(ctx, c.db)
+	clock, _, err := c.readClock(ctx)
 	if err != nil {
 		return err
 	}
-	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 	rows, err := c.store.ordersForClose(ctx, c.db, nos)
 	if err != nil {
 		return err
@@ -158,8 +155,8 @@ func (c *Closer) closeBatch(ctx context.Context, nos []string, got map[string]Re
 			got[no] = Result{Outcome: OutcomeSkippedPaid}
 		case o.Status != orderstatus.Unpaid:
 			got[no] = Result{Outcome: OutcomeSkippedClosed}
-		case !o.due(clock.now):
-			got[no] = Result{Outcome: OutcomeNotDue, DueIn: o.deadline().Sub(clock.now)}
+		case !o.due(clock.shop):
+			got[no] = Result{Outcome: OutcomeNotDue, DueIn: o.deadline().Sub(clock.shop)}
 		case o.LetterStatus == deadletters.Parked:
 			got[no] = Result{Outcome: OutcomeParked}
 		default:

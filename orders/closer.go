@@ -298,11 +298,10 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	if err != nil {
 		return st, err
 	}
-	dbNow, err := sqlexec.Now(ctx, c.db)
+	clock, dbNow, err := c.readClock(ctx)
 	if err != nil {
 		return st, err
 	}
-	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 	pace := pacer{rate: opt.MaxPerSecond, start: time.Now()}
 
 	// The scanner prepares the next page (scan, dead-letter filter, Redis
@@ -313,7 +312,7 @@ func (c *Closer) Run(ctx context.Context, opt RunOptions) (RunStats, error) {
 	sctx, stopScan := context.WithCancel(ctx)
 	pages := make(chan page)
 	var wg sync.WaitGroup
-	wg.Go(func() { c.scan(sctx, opt, clock.now, pages) })
+	wg.Go(func() { c.scan(sctx, opt, clock, pages) })
 	defer func() {
 		stopScan()
 		for p := range pages {
@@ -433,12 +432,34 @@ func (c *Closer) normalize(opt RunOptions) (RunOptions, error) {
 // runClock is a run's view of time: the database time read at its start
 // decides what is due; close timestamps advance from it by the
 // local monotonic clock, so they are on the database's clock too.
+//
+// now is the session's wall clock, which the executor's own tables (dead
+// letters, the close log, runs) keep. shop is the same moment as the
+// shop's time columns are compared with: now itself for date-time
+// columns; for an epoch schema the instant itself, as UTC (both from one
+// read of the database clock), which the statements convert to the unit
+// (closesql's epoch parameters) and the order rows come back in. The
+// order's times are compared with shop only.
 type runClock struct {
 	now  time.Time // database time at the start of the run
+	shop time.Time // the same, in the frame of the shop's time columns
 	read time.Time // local (monotonic) time when it was read
 }
 
 func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)) }
+
+// shopCloseTime is closeTime in the frame of the shop's time columns.
+func (rc runClock) shopCloseTime() time.Time { return rc.shop.Add(time.Since(rc.read)) }
+
+// readClock reads the database clock for a run (see runClock), shifted by
+// c.shift, and the unshifted session time (for the run's record).
+func (c *Closer) readClock(ctx context.Context) (runClock, time.Time, error) {
+	now, shop, err := c.store.now(ctx, c.db)
+	if err != nil {
+		return runClock{}, time.Time{}, err
+	}
+	return runClock{now: now.Add(c.shift), shop: shop.Add(c.shift), read: time.Now()}, now, nil
+}
 
 // CloseOrder closes exactly one order, with the same lock, status CAS,
 // compensation and dead-letter rules as Run (the delayed-task dispatcher's
@@ -459,11 +480,10 @@ func (rc runClock) closeTime() time.Time { return rc.now.Add(time.Since(rc.read)
 // writes no dead letter and changes nothing; dbserver.NotNow(err) is true for it.
 func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, err error) {
 	defer func() { c.observeOne(ctx, out, err) }()
-	dbNow, err := sqlexec.Now(ctx, c.db)
+	clock, _, err := c.readClock(ctx)
 	if err != nil {
 		return 0, err
 	}
-	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 	o, err := c.store.orderByNo(ctx, c.db, orderNo)
 	switch {
 	case err != nil:
@@ -474,7 +494,7 @@ func (c *Closer) CloseOrder(ctx context.Context, orderNo string) (out Outcome, e
 		return OutcomeSkippedPaid, nil
 	case o.Status != orderstatus.Unpaid:
 		return OutcomeSkippedClosed, nil
-	case !o.due(clock.now):
+	case !o.due(clock.shop):
 		return OutcomeNotDue, nil
 	}
 	dl, err := c.store.deadLetterStatus(ctx, c.db, orderNo)

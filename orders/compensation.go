@@ -373,7 +373,8 @@ func (c *Closer) writeClose(ctx context.Context, tx *sqlx.Tx, clock runClock, go
 	for i, cd := range good {
 		ids[i], nos[i] = cd.ID, cd.OrderNo
 	}
-	n, err := c.store.closeOrders(ctx, tx, ids, closeTime, c.cfg.Reason, clock.now)
+	shopClose := clock.shopCloseTime()
+	n, err := c.store.closeOrders(ctx, tx, ids, shopClose, c.cfg.Reason, clock.shop)
 	if err != nil {
 		return err
 	}
@@ -402,7 +403,7 @@ func (c *Closer) writeClose(ctx context.Context, tx *sqlx.Tx, clock runClock, go
 	if !lease.ValidFor(c.cfg.CommitMargin) {
 		return ErrLeaseExpired
 	}
-	tr.late = c.lateness(good, closeTime)
+	tr.late = c.lateness(good, shopClose)
 	for _, cd := range good {
 		tr.maxLate = max(tr.maxLate, closeTime.Sub(cd.deadline()))
 		tr.outcomes[cd.OrderNo] = OutcomeClosed
@@ -473,7 +474,7 @@ func (c *Closer) lockCandidates(ctx context.Context, tx *sqlx.Tx, clock runClock
 			outcomes[o.OrderNo] = OutcomeSkippedPaid
 		case o.Status != orderstatus.Unpaid:
 			outcomes[o.OrderNo] = OutcomeSkippedClosed
-		case !o.due(clock.now):
+		case !o.due(clock.shop):
 			outcomes[o.OrderNo] = OutcomeNotDue
 		default:
 			cands = append(cands, &candidate{orderRow: o})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/deadletters"
 )
 
@@ -114,11 +113,10 @@ func (c *Closer) retryDeadLetters(ctx context.Context, opt RetryOptions, tablele
 	if opt.MaxLetters < 0 {
 		return st, fmt.Errorf("orders: maxLetters %d is negative", opt.MaxLetters)
 	}
-	dbNow, err := sqlexec.Now(ctx, c.db)
+	clock, _, err := c.readClock(ctx)
 	if err != nil {
 		return st, err
 	}
-	clock := runClock{now: dbNow.Add(c.shift), read: time.Now()}
 
 	err = c.retryPages(ctx, opt, clock, c.Table(), nil, &st)
 	if err == nil && len(tableless) > 0 {

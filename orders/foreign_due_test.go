@@ -106,22 +106,7 @@ func TestForeignDueTimeExactlyOnceWithPayments(t *testing.T) {
 	paid := b.payWhileClosing(t, "E-%d", n)
 
 	require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, ordertest.LockedOnly))
-	cancelled := 0
-	for i, p := range paid {
-		sn := fmt.Sprintf("E-%d", i)
-		got := b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = ?`, sn)
-		switch {
-		case p:
-			require.Equal(t, ordertest.ForeignPaid, got, sn)
-		case notDue(i):
-			require.Equal(t, ordertest.ForeignUnpaid, got, "%s: its deadline is ahead", sn)
-		default:
-			require.Contains(t, []int{ordertest.ForeignCancelled, ordertest.ForeignPaid}, got, sn)
-		}
-		if got == ordertest.ForeignCancelled {
-			cancelled++
-		}
-	}
+	cancelled := b.paidOrCancelled(t, "E-%d", paid, notDue)
 	require.Equal(t, cancelled, b.DB.Count(t, `SELECT COUNT(*) FROM order_close_log`))
 	require.Zero(t, b.DB.Count(t, `SELECT COUNT(*) FROM t_order WHERE order_status = 0 AND expire_at <= NOW(3)`),
 		"every unpaid order past its deadline was closed")
@@ -146,30 +131,73 @@ func TestForeignDueTimeExactlyOnceWithPayments(t *testing.T) {
 func TestForeignDueTimeGuardRechecksTheDeadline(t *testing.T) {
 	t.Parallel()
 	var b *testBundle
-	trade := tradeFunc(func(ctx context.Context, sn string) (orders.TradeResult, error) {
-		switch sn {
-		case "LATER", "RUN-LATER":
-			_, err := b.DB.ExecContext(ctx, `UPDATE t_order SET expire_at = NOW(3) + INTERVAL 1 HOUR WHERE order_sn = ?`, sn)
-			return orders.TradeClosed, err
-		case "PAID", "RUN-PAID":
-			ok, err := ordertest.ForeignPay(ctx, b.DB.DB, sn)
-			if err == nil && !ok {
-				err = fmt.Errorf("pay %s: not unpaid", sn)
-			}
-			return orders.TradeClosed, err
-		}
-		return orders.TradeClosed, nil
-	})
+	trade := guardTrade(&b, `expire_at = NOW(3) + INTERVAL 1 HOUR`)
 	b = foreignDueSetup(t, orders.CloserConfig{TradeCloser: trade})
-	sns := []string{"RUN-PAID", "RUN-LATER", "RUN-OK", "PAID", "PAID-OK", "LATER", "LATER-OK"}
-	for i, sn := range sns {
+	for i, sn := range guardOrders {
 		ordertest.ForeignOrder(t, b.DB.DB, ordertest.ForeignOpts{OrderSn: sn, Age: time.Minute, Coupon: int64(100 + i), Points: 3,
 			Items: []ordertest.Item{{SKU: 2, Qty: 1}}})
 		b.expireIn(t, sn, -time.Second)
 	}
 	base, err := ordertest.SnapshotForeign(b.Ctx, b.DB)
 	require.NoError(t, err)
+	b.guardOutcomes(t)
+	require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, ordertest.LockedOnly))
+}
 
+// paidOrCancelled checks the orders named by format (with their index)
+// after payWhileClosing: the paid ones paid, the not due ones unpaid, the
+// others cancelled or paid; it returns how many were cancelled.
+func (b *testBundle) paidOrCancelled(t *testing.T, format string, paid []bool, notDue func(int) bool) int {
+	t.Helper()
+	cancelled := 0
+	for i, p := range paid {
+		sn := fmt.Sprintf(format, i)
+		got := b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = ?`, sn)
+		switch {
+		case p:
+			require.Equal(t, ordertest.ForeignPaid, got, sn)
+		case notDue(i):
+			require.Equal(t, ordertest.ForeignUnpaid, got, "%s is not due", sn)
+		default:
+			require.Contains(t, []int{ordertest.ForeignCancelled, ordertest.ForeignPaid}, got, sn)
+		}
+		if got == ordertest.ForeignCancelled {
+			cancelled++
+		}
+	}
+	return cancelled
+}
+
+// guardOrders are the orders of a guard test, all due: the trade step
+// (guardTrade) pays the PAID ones and moves the deadline of the LATER ones
+// ahead; the OK ones close.
+var guardOrders = []string{"RUN-PAID", "RUN-LATER", "RUN-OK", "PAID", "PAID-OK", "LATER", "LATER-OK"}
+
+// guardTrade is a payment step that, for guardOrders, pays PAID and
+// RUN-PAID as the shop does, and runs UPDATE t_order SET later on LATER
+// and RUN-LATER (their deadline an hour ahead), on *b's database.
+func guardTrade(b **testBundle, later string) tradeFunc {
+	return func(ctx context.Context, sn string) (orders.TradeResult, error) {
+		switch sn {
+		case "LATER", "RUN-LATER":
+			_, err := (*b).DB.ExecContext(ctx, `UPDATE t_order SET `+later+` WHERE order_sn = ?`, sn)
+			return orders.TradeClosed, err
+		case "PAID", "RUN-PAID":
+			ok, err := ordertest.ForeignPay(ctx, (*b).DB.DB, sn)
+			if err == nil && !ok {
+				err = fmt.Errorf("pay %s: not unpaid", sn)
+			}
+			return orders.TradeClosed, err
+		}
+		return orders.TradeClosed, nil
+	}
+}
+
+// guardOutcomes closes guardOrders by CloseOrders and by a run, the
+// payment step being guardTrade's, and checks that the paid and later
+// ones were skipped and the others closed.
+func (b *testBundle) guardOutcomes(t *testing.T) {
+	t.Helper()
 	for _, batch := range [][]string{{"PAID", "PAID-OK"}, {"LATER", "LATER-OK"}} {
 		outs, err := b.Closer.CloseOrders(b.Ctx, batch)
 		require.NoError(t, err)
@@ -187,7 +215,6 @@ func TestForeignDueTimeGuardRechecksTheDeadline(t *testing.T) {
 	for sn, want := range map[string]int{"RUN-PAID": 1, "RUN-LATER": 0, "RUN-OK": 4, "PAID": 1, "PAID-OK": 4, "LATER": 0, "LATER-OK": 4} {
 		require.Equal(t, want, b.DB.Count(t, `SELECT order_status FROM t_order WHERE order_sn = ?`, sn), sn)
 	}
-	require.NoError(t, ordertest.CheckForeign(b.Ctx, b.DB, base, ordertest.LockedOnly))
 }
 
 // TestForeignDueTimeNullIsNeverDue: an order whose deadline is NULL is

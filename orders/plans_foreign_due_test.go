@@ -15,6 +15,20 @@ import (
 	"github.com/orderjob/executor/orders/closesql"
 )
 
+// foreignShopWith is a database with the foreign shop after a while
+// (ordertest.ForeignShop), changed by stmts, then analyzed.
+func foreignShopWith(t *testing.T, stmts ...string) *dbtest.DB {
+	t.Helper()
+	db := dbtest.New(t)
+	ordertest.ForeignTables(t, db.DB)
+	ordertest.ForeignShop(t, db.DB, 20000, 1500)
+	for _, stmt := range append(stmts, `ANALYZE TABLE t_order`) {
+		_, err := db.ExecContext(context.Background(), stmt)
+		require.NoError(t, err, stmt)
+	}
+	return db
+}
+
 // TestForeignDueTimeStatementPlans is TestForeignSchemaStatementPlans for
 // the statements that read or guard the deadline when the foreign shop
 // keeps it in a column (order.schema.dueTime, t_order.expire_at indexed
@@ -23,19 +37,11 @@ import (
 func TestForeignDueTimeStatementPlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := dbtest.New(t)
-	ordertest.ForeignTables(t, db.DB)
-	ordertest.ForeignShop(t, db.DB, 20000, 1500)
-	for _, stmt := range []string{
+	db := foreignShopWith(t,
 		// Deadlines 15 to 45 minutes after creation: the order by
 		// deadline is not the order by creation.
 		`ALTER TABLE t_order ADD COLUMN expire_at DATETIME(3) NULL, ADD KEY idx_status_expire (order_status, expire_at)`,
-		`UPDATE t_order SET expire_at = created_at + INTERVAL 15 + id % 31 MINUTE`,
-		`ANALYZE TABLE t_order`,
-	} {
-		_, err := db.ExecContext(ctx, stmt)
-		require.NoError(t, err, stmt)
-	}
+		`UPDATE t_order SET expire_at = created_at + INTERVAL 15 + id % 31 MINUTE`)
 	now := db.Now(t)
 	var rows []scanRow
 	require.NoError(t, sqlx.SelectContext(ctx, db, &rows, `SELECT id, order_sn AS order_no, expire_at AS create_time FROM t_order

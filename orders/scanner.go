@@ -57,7 +57,7 @@ type pageData struct {
 // arrives) cannot hold the cap at the head, and every due order is tried at
 // least once every ceil(due / MaxOrders) runs. Without MaxOrders every run
 // walks the whole range from the head.
-func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out chan<- page) {
+func (c *Closer) scan(ctx context.Context, opt RunOptions, clock runClock, out chan<- page) {
 	defer close(out)
 	send := func(p page) bool {
 		select {
@@ -81,7 +81,7 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 			cur, resume = saved, &saved
 		}
 	}
-	letters := letterFilter{c: c, now: now}
+	letters := letterFilter{c: c, now: clock.now}
 	wrapped := false
 	scanned := 0
 	for ctx.Err() == nil {
@@ -92,7 +92,7 @@ func (c *Closer) scan(ctx context.Context, opt RunOptions, now time.Time, out ch
 				return
 			}
 		}
-		rows, err := c.store.scanPage(ctx, c.db, cur, now, opt.ShardIndex, opt.ShardTotal, limit)
+		rows, err := c.store.scanPage(ctx, c.db, cur, clock.shop, opt.ShardIndex, opt.ShardTotal, limit)
 		if err != nil {
 			send(page{err: err})
 			return

@@ -56,6 +56,8 @@ type scanParams struct {
 	AfterTime  time.Time `db:"after_time"`
 	AfterID    int64     `db:"after_id"`
 	Now        time.Time `db:"now"`
+	AfterEpoch int64     `db:"after_epoch"` // AfterTime in an epoch schema's unit
+	NowEpoch   int64     `db:"now_epoch"`   // Now in an epoch schema's unit
 	ShardTotal int       `db:"shard_total"`
 	ShardIndex int       `db:"shard_index"`
 	Limit      int       `db:"limit"`
@@ -73,8 +75,9 @@ var firstCursor = scanCursor{CreateTime: sqlexec.Earliest, ID: -1}
 // scanPage runs closesql.Statements.ScanPage.
 func (s store) scanPage(ctx context.Context, q sqlx.QueryerContext, cur scanCursor, now time.Time, shardIndex, shardTotal, limit int) ([]scanRow, error) {
 	var rows []scanRow
+	unit := s.sql().Schema.Orders.TimeUnit
 	err := sqlexec.SelectNamed(ctx, q, &rows, s.sql().ScanPage, scanParams{AfterTime: cur.CreateTime, AfterID: cur.ID,
-		Now: now, ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
+		Now: now, AfterEpoch: unit.Of(cur.CreateTime), NowEpoch: unit.Of(now), ShardTotal: shardTotal, ShardIndex: shardIndex, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("scan due orders after (%s, %d): %w", cur.CreateTime.Format(time.DateTime), cur.ID, err)
 	}
@@ -216,10 +219,33 @@ func (s store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int
 	return rows, nil
 }
 
+// nowSQL reads the database clock once as the session's wall clock and
+// as UTC, the frame of an epoch schema's instants. No locks; one row.
+const nowSQL = `SELECT NOW(3) AS now, UTC_TIMESTAMP(3) AS utc`
+
+// now reads the database clock: the session's wall clock, and the same
+// moment in the frame of the shop's time columns (see runClock).
+func (s store) now(ctx context.Context, q sqlx.QueryerContext) (now, shop time.Time, err error) {
+	if !s.sql().Schema.Orders.TimeUnit.Epoch() {
+		now, err = sqlexec.Now(ctx, q)
+		return now, now, err
+	}
+	var r struct {
+		Now time.Time `db:"now"`
+		UTC time.Time `db:"utc"`
+	}
+	if err := sqlx.GetContext(ctx, q, &r, nowSQL); err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return r.Now, r.UTC, nil
+}
+
 // closeOrders runs closesql.Statements.CloseOrders.
 func (s store) closeOrders(ctx context.Context, e sqlx.ExecerContext, ids []int64, closeTime time.Time, reason string, now time.Time) (int64, error) {
+	unit := s.sql().Schema.Orders.TimeUnit // an epoch schema's stamp and guard
 	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().CloseOrders, sqlexec.IntList(ids)),
-		map[string]any{"close_time": closeTime, "close_reason": reason, "now": now})
+		map[string]any{"close_time": closeTime, "close_reason": reason, "now": now,
+			closesql.CloseEpoch: unit.Of(closeTime), closesql.NowEpoch: unit.Of(now)})
 	if err != nil {
 		return 0, fmt.Errorf("close %d orders: %w", len(ids), err)
 	}

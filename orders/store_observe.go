@@ -22,13 +22,15 @@ const overdueCap = 10000
 
 // overdue runs closesql.Statements.Overdue: how many unpaid orders past
 // their deadline the sweep should have closed, up to limit, and the
-// earliest deadline among them.
-func (s store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time, limit int) (int, sql.NullTime, error) {
+// earliest deadline among them (in the frame of the shop's time columns:
+// see runClock for now and shop).
+func (s store) overdue(ctx context.Context, q sqlx.QueryerContext, now, shop time.Time, limit int) (int, sql.NullTime, error) {
 	var r struct {
 		N      int          `db:"n"`
 		Oldest sql.NullTime `db:"oldest"`
 	}
-	if err := sqlexec.GetNamed(ctx, q, &r, s.sql().Overdue, map[string]any{"now": now, "cap": limit}); err != nil {
+	if err := sqlexec.GetNamed(ctx, q, &r, s.sql().Overdue, map[string]any{"now": now, "cap": limit,
+		closesql.NowEpoch: s.sql().Schema.Orders.TimeUnit.Of(shop)}); err != nil {
 		return 0, sql.NullTime{}, fmt.Errorf("count overdue orders: %w", err)
 	}
 	return r.N, r.Oldest, nil
@@ -40,21 +42,21 @@ func (s store) overdue(ctx context.Context, q sqlx.QueryerContext, now time.Time
 // the earliest deadline among them passed (0 when there is none). It reads
 // two statements without locks, for a metrics gauge.
 func (c *Closer) Overdue(ctx context.Context) (count int, oldest time.Duration, err error) {
-	now, err := sqlexec.Now(ctx, c.db)
+	clock, _, err := c.readClock(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	return c.store.overdueAt(ctx, c.db, now.Add(c.shift))
+	return c.store.overdueAt(ctx, c.db, clock)
 }
 
 // overdueAt is overdue up to overdueCap with the age of the earliest
-// deadline at now (0 when there is none).
-func (s store) overdueAt(ctx context.Context, q sqlx.QueryerContext, now time.Time) (int, time.Duration, error) {
-	n, first, err := s.overdue(ctx, q, now, overdueCap)
+// deadline at the clock's time (0 when there is none).
+func (s store) overdueAt(ctx context.Context, q sqlx.QueryerContext, clock runClock) (int, time.Duration, error) {
+	n, first, err := s.overdue(ctx, q, clock.now, clock.shop, overdueCap)
 	if err != nil || n == 0 || !first.Valid {
 		return n, 0, err
 	}
-	return n, max(now.Sub(first.Time), 0), nil
+	return n, max(clock.shop.Sub(first.Time), 0), nil
 }
 
 // DeadLetterTally is the number of dead letters of one stage in one status.

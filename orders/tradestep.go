@@ -147,7 +147,7 @@ func (c *Closer) openTrades(ctx context.Context, clock runClock, rows []scanRow)
 	}
 	open := make(map[int64]bool, len(cur))
 	for _, o := range cur {
-		if o.Status == orderstatus.Unpaid && o.due(clock.now) {
+		if o.Status == orderstatus.Unpaid && o.due(clock.shop) {
 			open[o.ID] = true
 		}
 	}

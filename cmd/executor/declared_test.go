@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -74,4 +76,42 @@ func TestMigrateStatusAndRunWithADeclaredSchema(t *testing.T) {
 	code, _, errOut = runCLI(t, env, "demo-data", "-orders", "10")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "order.schema declares the shop's own tables (order table t_order): demo data is written only into the executor's own schema")
+}
+
+// Through the binary: a shop keeping its times as epoch milliseconds is
+// refused by the start-up check until order.schema.timeUnit says so (the
+// check names the unit); then run closes its due orders, stamping the
+// close time in milliseconds, and leaves the others.
+func TestRunWithAnEpochMillisSchema(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.NewEmpty(t)
+	for _, s := range declaredShop {
+		s = strings.NewReplacer("create_time datetime", "create_time bigint", "close_time datetime(3)", "close_time bigint").Replace(s)
+		_, err := db.ExecContext(ctx, s)
+		require.NoError(t, err)
+	}
+	now := time.Now()
+	for i, age := range []time.Duration{time.Hour, 40 * time.Minute, 10 * time.Minute} {
+		_, err := db.ExecContext(ctx, `INSERT INTO t_order (order_no, user_id, status, create_time, timeout_minutes)
+			VALUES (?, 1, 0, ?, 30)`, fmt.Sprintf("EP-%d", i), now.Add(-age).UnixMilli())
+		require.NoError(t, err)
+	}
+	env := declaredEnv(t, db.DSN)
+	code, out, errOut := runCLI(t, env, "migrate")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, errOut, "column t_order.create_time is BIGINT; order.schema.createTime with order.schema.timeUnit: datetime "+
+		"needs DATETIME or TIMESTAMP; fix: set order.schema.timeUnit: epochMillis (or epochSeconds), if create_time holds Unix epoch times")
+	require.Contains(t, errOut, "column t_order.close_time is BIGINT; order.schema.closeTime")
+	code, out, errOut = runCLI(t, env, "run", "orderTimeoutCloseJob")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, errOut, "fix: set order.schema.timeUnit: epochMillis (or epochSeconds), if create_time holds Unix epoch times")
+	require.Zero(t, db.Count(t, `SELECT COUNT(*) FROM t_order WHERE status <> 0`))
+
+	env["ORDER_SCHEMA_TIME_UNIT"] = "epochMillis"
+	code, out, errOut = runCLI(t, env, "run", "orderTimeoutCloseJob")
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "closed=2")
+	require.Equal(t, 0, db.Count(t, `SELECT status FROM t_order WHERE order_no = 'EP-2'`), "not due for 20 minutes")
+	require.Equal(t, 2, db.Count(t, `SELECT COUNT(*) FROM t_order WHERE status = 2 AND close_time BETWEEN ? AND ?`,
+		now.UnixMilli(), time.Now().UnixMilli()), "stamped in milliseconds")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/orderjob/executor/orders/deadletters"
 	"github.com/orderjob/executor/orders/inspect"
 	"github.com/orderjob/executor/orders/oplist"
+	"github.com/orderjob/executor/orders/schema"
 )
 
 // The console's read-only pages: the overview, the lists and the details.
@@ -27,8 +28,17 @@ var pageNames = []string{"off", "error", "signin", "overview", "deadletters", "d
 	"tasks", "task", "flags", "runs", "confirm", "done", "outboxlist", "outboxevent", "refundlist", "refund"}
 
 var consoleFuncs = template.FuncMap{
-	"wall":   wallText,
-	"utc":    utcText,
+	"wall": wallText,
+	"utc":  utcText,
+	// shopTime renders a time of a declared order table: a wall clock, or
+	// for an epoch schema the instant in UTC (the order view reads epoch
+	// times as UTC).
+	"shopTime": func(o schema.Orders, t time.Time) string {
+		if o.TimeUnit.Epoch() {
+			return utcText(t)
+		}
+		return wallText(t)
+	},
 	"dur":    roundDuration,
 	"path":   url.PathEscape,
 	"list":   func(s ...string) []string { return s },

@@ -100,3 +100,25 @@ func TestConsoleFlagsOfDeclaredSchemaSayWhyEmpty(t *testing.T) {
 	require.Contains(t, p.body, "orderFulfillmentTimeoutJob does not run on a declared shop schema (<code>order.schema.table</code>)")
 	require.Contains(t, p.body, "No flag matches.")
 }
+
+// An order table keeping epoch times (order.schema.timeUnit) shows them
+// as the instants they are, in UTC, and says so.
+func TestConsoleOrderOfEpochSchemaShowsUTC(t *testing.T) {
+	t.Parallel()
+	sch := ordertest.ForeignSchema(ordertest.LockedOnly)
+	sch.Orders.TimeUnit, sch.Orders.CreateTime, sch.Orders.CloseTime, sch.Orders.UpdateTime = schema.EpochMillis, "created_ms", "cancel_ms", ""
+	b := shopConsole(t, sch, func(db *dbtest.DB) {
+		ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: "SN-E", Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
+		_, err := db.Exec(`ALTER TABLE t_order ADD COLUMN created_ms BIGINT NOT NULL DEFAULT 0, ADD COLUMN cancel_ms BIGINT NULL`)
+		require.NoError(t, err)
+		// 2026-03-29 00:59:59.250 UTC, and closed at 01:00:00.5 UTC.
+		_, err = db.Exec(`UPDATE t_order SET created_ms = 1774745999250, cancel_ms = 1774746000500 WHERE order_sn = 'SN-E'`)
+		require.NoError(t, err)
+	})
+	p := b.get("/console/orders/SN-E")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	for _, want := range []string{"<dt>Created</dt><dd>2026-03-29 00:59:59.250 UTC</dd>", "due 2026-03-29 01:14:59.250 UTC",
+		"<dt>Closed</dt><dd>2026-03-29 01:00:00.500 UTC</dd>"} {
+		require.Contains(t, p.body, want)
+	}
+}

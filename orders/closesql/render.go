@@ -272,18 +272,66 @@ func (r renderer) scanCols(p string) string {
 // (status, dueTime, id) as they otherwise walk (status, createTime, id).
 // A NULL deadline, never due (no comparison with it holds), comes back
 // as 9999-12-31, so that a read by id or number (CloseOrder, the order
-// view) still scans it into a time and finds it not due.
+// view) still scans it into a time and finds it not due. An epoch time
+// comes back as the UTC date-time of its instant (see timeOut).
 func (r renderer) timeCol(p string) string {
 	if o := r.s.Orders; o.DueTime != "" {
-		return "COALESCE(" + p + r.n(o.DueTime) + ", " + neverDue + ") AS create_time"
+		return "COALESCE(" + r.timeOut(p+r.n(o.DueTime)) + ", " + neverDue + ") AS create_time"
+	}
+	if r.s.Orders.TimeUnit.Epoch() {
+		return r.timeOut(p+r.n(r.s.Orders.CreateTime)) + " AS create_time"
 	}
 	return r.sel(p, r.s.Orders.CreateTime, "create_time")
+}
+
+// timeOut is the time expr holds as a date-time: expr itself, or for an
+// epoch unit the UTC date-time of its instant, by plain arithmetic from
+// 1970-01-01 (no time zone takes part, so every instant maps to one value,
+// exactly, and comes back to Go as that instant, the DSN's loc being UTC).
+// Only ever in a select list: the scan's WHERE and ORDER BY compare the
+// shop's column itself, with parameters converted in Go (NowEpoch, ...).
+func (r renderer) timeOut(expr string) string {
+	switch r.s.Orders.TimeUnit {
+	case schema.EpochSeconds:
+		return "(CAST('1970-01-01' AS DATETIME) + INTERVAL " + expr + " SECOND)"
+	case schema.EpochMillis:
+		return "(CAST('1970-01-01' AS DATETIME(3)) + INTERVAL " + expr + " * 1000 MICROSECOND)"
+	}
+	return expr
 }
 
 // neverDue is the deadline a NULL dueTime reads as: typed, so that the
 // row's create_time stays a date-time, and without a ':', which named
 // statements would take for a parameter.
 const neverDue = "CAST('9999-12-31' AS DATETIME)"
+
+// Epoch parameters: the statements of an epoch schema compare the shop's
+// integer columns with these, which the Go side computes from the run's
+// instants (schema.TimeUnit.Of), in place of :now, :after_time and
+// :close_time.
+const (
+	NowEpoch   = "now_epoch"
+	AfterEpoch = "after_epoch"
+	CloseEpoch = "close_epoch"
+)
+
+// now is the parameter a shop's time column is compared with: :now, or
+// :now_epoch for an epoch unit.
+func (r renderer) now() string {
+	if r.s.Orders.TimeUnit.Epoch() {
+		return ":" + NowEpoch
+	}
+	return ":now"
+}
+
+// minutes is m minutes in the schema's unit: an INTERVAL's operand with
+// its unit (" MINUTE" follows it), or a product for an epoch unit.
+func (r renderer) minutes(m string) string {
+	if u := r.s.Orders.TimeUnit; u.Epoch() {
+		return m + " * " + strconv.FormatInt(60*u.PerSecond(), 10)
+	}
+	return "INTERVAL " + m + " MINUTE"
+}
 
 // timeoutCol is the order's timeout in minutes, as timeout_minutes.
 func (r renderer) timeoutCol(p string) string {
@@ -302,12 +350,13 @@ func (r renderer) timeout(p string) string {
 }
 
 // due is when the order of the table aliased p ("" or "o.") falls due:
-// its create time plus its timeout, or its declared deadline itself.
+// its create time plus its timeout, or its declared deadline itself (an
+// integer in the schema's unit for an epoch unit).
 func (r renderer) due(p string) string {
 	if o := r.s.Orders; o.DueTime != "" {
 		return p + r.n(o.DueTime)
 	}
-	return p + r.n(r.s.Orders.CreateTime) + " + INTERVAL " + r.timeout(p) + " MINUTE"
+	return p + r.n(r.s.Orders.CreateTime) + " + " + r.minutes(r.timeout(p))
 }
 
 // couponCol is what the close knows of the order's coupon, as coupon_id:
@@ -332,19 +381,24 @@ func (r renderer) couponCol(p string) string {
 func (r renderer) scanPage() string {
 	o := r.s.Orders
 	col := func(name string) string { return "o." + r.n(name) }
-	at := col(o.ScanTime())
+	at, now, after := col(o.ScanTime()), r.now(), ":after_time"
+	if o.TimeUnit.Epoch() {
+		after = ":" + AfterEpoch
+	}
 	var due string
 	switch {
 	case o.DueTime != "": // the index range ends at now
-		due = "  AND " + at + " <= :now\n"
+		due = "  AND " + at + " <= " + now + "\n"
+	case o.TimeoutColumn == "" && o.TimeUnit.Epoch(): // as below, the timeout in the unit
+		due = "  AND " + at + " <= " + now + " - " + strconv.FormatInt(int64(o.TimeoutMinutes)*60*o.TimeUnit.PerSecond(), 10) + "\n"
 	case o.TimeoutColumn == "": // the index range ends at now minus the one timeout
 		due = "  AND " + at + " <= :now - INTERVAL " + strconv.Itoa(o.TimeoutMinutes) + " MINUTE\n"
 	default:
-		due = "  AND " + at + " <= :now\n  AND " + r.due("o.") + " <= :now\n"
+		due = "  AND " + at + " <= " + now + "\n  AND " + r.due("o.") + " <= " + now + "\n"
 	}
 	return "\nSELECT " + r.scanCols("o.") + "\nFROM " + r.n(o.Table) + " o FORCE INDEX (" + r.n(o.ScanIndex) + ")\n" +
 		"WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + "\n" +
-		"  AND (" + at + " > :after_time OR (" + at + " = :after_time AND " + col(o.ID) + " > :after_id))\n" +
+		"  AND (" + at + " > " + after + " OR (" + at + " = " + after + " AND " + col(o.ID) + " > :after_id))\n" +
 		due +
 		"  AND " + shard.Match(col(o.ID)) + "\n" +
 		"ORDER BY " + at + ", " + col(o.ID) + "\nLIMIT :limit"
@@ -368,31 +422,35 @@ func (r renderer) ordersForClose() string {
 func (r renderer) closeOrders() string {
 	o := r.s.Orders
 	set := []string{r.n(o.Status) + " = " + o.Closed.SQL()}
+	stamp := ":close_time"
+	if o.TimeUnit.Epoch() {
+		stamp = ":" + CloseEpoch
+	}
 	if o.CloseTime != "" {
-		set = append(set, r.n(o.CloseTime)+" = :close_time")
+		set = append(set, r.n(o.CloseTime)+" = "+stamp)
 	}
 	if o.UpdateTime != "" {
-		set = append(set, r.n(o.UpdateTime)+" = :close_time")
+		set = append(set, r.n(o.UpdateTime)+" = "+stamp)
 	}
 	if o.CloseReason != "" {
 		set = append(set, r.n(o.CloseReason)+" = :close_reason")
 	}
 	return "\nUPDATE " + r.n(o.Table) + " FORCE INDEX (PRIMARY) SET " + strings.Join(set, ", ") + "\n" +
-		"WHERE " + r.n(o.ID) + " IN (%s) AND " + r.n(o.Status) + " = " + o.Unpaid.SQL() + " AND " + r.due("") + " <= :now"
+		"WHERE " + r.n(o.ID) + " IN (%s) AND " + r.n(o.Status) + " = " + o.Unpaid.SQL() + " AND " + r.due("") + " <= " + r.now()
 }
 
 func (r renderer) overdue() string {
 	o := r.s.Orders
 	col := func(name string) string { return "o." + r.n(name) }
-	return "\nSELECT COUNT(*) AS n, MIN(t.deadline) AS oldest\nFROM (\n" +
+	return "\nSELECT COUNT(*) AS n, " + r.timeOut("MIN(t.deadline)") + " AS oldest\nFROM (\n" +
 		"  SELECT " + r.sel("o.", o.OrderNo, "order_no") + ", " + r.due("o.") + " AS deadline\n" +
 		"  FROM " + r.n(o.Table) + " o FORCE INDEX (" + r.n(o.ScanIndex) + ")\n" +
-		"  WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + " AND " + col(o.ScanTime()) + " <= :now\n" +
+		"  WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + " AND " + col(o.ScanTime()) + " <= " + r.now() + "\n" +
 		"  ORDER BY " + col(o.ScanTime()) + ", " + col(o.ID) + "\n  LIMIT :cap\n) t\n" +
 		"LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage)\n" +
 		"  ON d.order_no = t.order_no AND d.stage = 'close'\n" +
 		" AND (d.status = 'parked' OR (d.status = 'waiting' AND d.next_retry_at > :now))\n" +
-		"WHERE t.deadline <= :now AND d.id IS NULL"
+		"WHERE t.deadline <= " + r.now() + " AND d.id IS NULL"
 }
 
 func (r renderer) stock() *Stock {

@@ -112,6 +112,35 @@ func TestDefaultSchemaRendersTodaysStatements(t *testing.T) {
 	require.Equal(t, Default, got)
 }
 
+// shopSchema is a declared schema of table `order` (id, sn, state 0
+// unpaid and 9 closed) and its lines, with o's scan index and times.
+func shopSchema(o schema.Orders) schema.Schema {
+	o.Table, o.ID, o.OrderNo, o.Status, o.Unpaid, o.Closed = "order", "id", "sn", "state", schema.Int(0), schema.Int(9)
+	return schema.Schema{Declared: true, Orders: o,
+		Items: schema.Items{Table: "line", Index: "idx_sn", OrderColumn: "sn", SKU: "goods", Quantity: "num"}}
+}
+
+// renderOK renders s, which must render.
+func renderOK(t *testing.T, s schema.Schema) *Statements {
+	t.Helper()
+	got, err := Render(s)
+	require.NoError(t, err)
+	return got
+}
+
+// wantScan is shopSchema's scan page selecting times (create_time and
+// timeout_minutes), walking index by at from the cursor time after, with
+// the range's end due.
+func wantScan(times, index, at, after, due string) string {
+	return "\nSELECT o.`id` AS id, o.`sn` AS order_no, " + times + ", NULL AS coupon_id\n" +
+		"FROM `order` o FORCE INDEX (`" + index + "`)\n" +
+		"WHERE o.`state` = 0\n" +
+		"  AND (" + at + " > " + after + " OR (" + at + " = " + after + " AND o.`id` > :after_id))\n" +
+		"  AND " + due + "\n" +
+		"  AND " + shard.Match("o.`id`") + "\n" +
+		"ORDER BY " + at + ", o.`id`\nLIMIT :limit"
+}
+
 // TestDueTimeIsTheDeadline: a schema naming each order's deadline
 // (schema.Orders.DueTime) renders it where the others render create time
 // plus timeout, with no interval: the scan's keyset and range, the close's
@@ -119,20 +148,10 @@ func TestDefaultSchemaRendersTodaysStatements(t *testing.T) {
 // timeout of 0.
 func TestDueTimeIsTheDeadline(t *testing.T) {
 	t.Parallel()
-	s := schema.Schema{Declared: true,
-		Orders: schema.Orders{Table: "order", ScanIndex: "idx_status_expire", ID: "id", OrderNo: "sn", Status: "state",
-			DueTime: "expire_at", Unpaid: schema.Int(0), Closed: schema.Int(9)},
-		Items: schema.Items{Table: "line", Index: "idx_sn", OrderColumn: "sn", SKU: "goods", Quantity: "num"}}
-	got, err := Render(s)
-	require.NoError(t, err)
-	require.Equal(t, "\nSELECT o.`id` AS id, o.`sn` AS order_no, COALESCE(o.`expire_at`, CAST('9999-12-31' AS DATETIME)) AS create_time, "+
-		"0 AS timeout_minutes, NULL AS coupon_id\n"+
-		"FROM `order` o FORCE INDEX (`idx_status_expire`)\n"+
-		"WHERE o.`state` = 0\n"+
-		"  AND (o.`expire_at` > :after_time OR (o.`expire_at` = :after_time AND o.`id` > :after_id))\n"+
-		"  AND o.`expire_at` <= :now\n"+
-		"  AND "+shard.Match("o.`id`")+"\n"+
-		"ORDER BY o.`expire_at`, o.`id`\nLIMIT :limit", got.ScanPage)
+	s := shopSchema(schema.Orders{ScanIndex: "idx_status_expire", DueTime: "expire_at"})
+	got := renderOK(t, s)
+	require.Equal(t, wantScan("COALESCE(o.`expire_at`, CAST('9999-12-31' AS DATETIME)) AS create_time, 0 AS timeout_minutes",
+		"idx_status_expire", "o.`expire_at`", ":after_time", "o.`expire_at` <= :now"), got.ScanPage)
 	require.Equal(t, "\nUPDATE `order` FORCE INDEX (PRIMARY) SET `state` = 9\n"+
 		"WHERE `id` IN (%s) AND `state` = 0 AND `expire_at` <= :now", got.CloseOrders)
 	require.Contains(t, got.LockOrders, "COALESCE(`expire_at`, CAST('9999-12-31' AS DATETIME)) AS create_time, 0 AS timeout_minutes",
@@ -143,6 +162,47 @@ func TestDueTimeIsTheDeadline(t *testing.T) {
 		"  ORDER BY o.`expire_at`, o.`id`\n")
 
 	s.Orders.TimeoutMinutes = 15
-	_, err = Render(s)
+	_, err := Render(s)
 	require.ErrorContains(t, err, "dueTime: the order's deadline is its dueTime")
+}
+
+// TestEpochTimesCompareTheColumnItself: a schema keeping its times as
+// epoch integers (schema.Orders.TimeUnit) compares the shop's columns
+// themselves, never wrapped in a function, with parameters converted in
+// Go (now_epoch, after_epoch) and timeouts as products in the unit; the
+// close stamps close_epoch; and the rows read the times back as the UTC
+// date-time of their instant, by arithmetic from 1970-01-01.
+func TestEpochTimesCompareTheColumnItself(t *testing.T) {
+	t.Parallel()
+	s := shopSchema(schema.Orders{ScanIndex: "idx_status_created", CreateTime: "created", TimeoutMinutes: 15,
+		CloseTime: "closed_at", UpdateTime: "updated_at", TimeUnit: schema.EpochSeconds})
+	got := renderOK(t, s)
+	require.Equal(t, wantScan("(CAST('1970-01-01' AS DATETIME) + INTERVAL o.`created` SECOND) AS create_time, 15 AS timeout_minutes",
+		"idx_status_created", "o.`created`", ":after_epoch", "o.`created` <= :now_epoch - 900"), got.ScanPage)
+	require.Equal(t, "\nUPDATE `order` FORCE INDEX (PRIMARY) SET `state` = 9, `closed_at` = :close_epoch, `updated_at` = :close_epoch\n"+
+		"WHERE `id` IN (%s) AND `state` = 0 AND `created` + 15 * 60 <= :now_epoch", got.CloseOrders)
+	require.Contains(t, got.Overdue, "SELECT COUNT(*) AS n, (CAST('1970-01-01' AS DATETIME) + INTERVAL MIN(t.deadline) SECOND) AS oldest\n")
+	require.Contains(t, got.Overdue, "WHERE o.`state` = 0 AND o.`created` <= :now_epoch\n")
+	require.Contains(t, got.Overdue, "d.next_retry_at > :now))\nWHERE t.deadline <= :now_epoch AND d.id IS NULL",
+		"dead letters keep the session's wall clock")
+
+	s.Orders.TimeUnit, s.Orders.TimeoutMinutes, s.Orders.TimeoutColumn = schema.EpochMillis, 0, "timeout"
+	got = renderOK(t, s)
+	require.Contains(t, got.ScanPage, "(CAST('1970-01-01' AS DATETIME(3)) + INTERVAL o.`created` * 1000 MICROSECOND) AS create_time, o.`timeout` AS timeout_minutes")
+	require.Contains(t, got.ScanPage, "  AND o.`created` <= :now_epoch\n  AND o.`created` + o.`timeout` * 60000 <= :now_epoch\n")
+	require.Contains(t, got.CloseOrders, "AND `created` + `timeout` * 60000 <= :now_epoch")
+	v, err := RenderView(s)
+	require.NoError(t, err)
+	require.Contains(t, v.Order, "(CAST('1970-01-01' AS DATETIME(3)) + INTERVAL `closed_at` * 1000 MICROSECOND) AS close_time")
+
+	s.Orders.CreateTime, s.Orders.TimeoutColumn, s.Orders.DueTime = "", "", "expire"
+	got = renderOK(t, s)
+	require.Contains(t, got.LockOrders, "COALESCE((CAST('1970-01-01' AS DATETIME(3)) + INTERVAL `expire` * 1000 MICROSECOND), "+
+		"CAST('9999-12-31' AS DATETIME)) AS create_time, 0 AS timeout_minutes", "a NULL deadline, never due, reads as the latest time")
+	require.Contains(t, got.ScanPage, "  AND o.`expire` <= :now_epoch\n")
+	require.Contains(t, got.CloseOrders, "AND `expire` <= :now_epoch")
+
+	s.Orders.TimeUnit = schema.TimeUnit(7)
+	_, err = Render(s)
+	require.ErrorContains(t, err, "timeUnit: TimeUnit(7) is not one of datetime, epochSeconds, epochMillis")
 }

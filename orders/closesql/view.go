@@ -44,11 +44,17 @@ func RenderView(s schema.Schema) (*ViewStatements, error) {
 		}
 		return r.sel("", name, alias)
 	}
+	optTime := func(name, alias string) string {
+		if name == "" || !o.TimeUnit.Epoch() {
+			return opt(name, alias)
+		}
+		return r.timeOut(r.n(name)) + " AS " + alias
+	}
 	v := &ViewStatements{}
 	v.Order = "\nSELECT " + strings.Join([]string{r.sel("", o.ID, "id"), r.sel("", o.OrderNo, "order_no"),
 		opt(o.User, "user_id"), "CAST(" + r.n(o.Status) + " AS CHAR) AS status", r.timeCol(""),
-		r.timeoutCol(""), opt(o.CloseTime, "close_time"), opt(o.CloseReason, "close_reason"),
-		opt(o.UpdateTime, "update_time"), r.couponCol("")}, ", ") +
+		r.timeoutCol(""), optTime(o.CloseTime, "close_time"), opt(o.CloseReason, "close_reason"),
+		optTime(o.UpdateTime, "update_time"), r.couponCol("")}, ", ") +
 		"\nFROM " + r.n(o.Table) + " WHERE " + r.n(o.OrderNo) + " = ?"
 	v.Items = "SELECT " + r.sel("", it.SKU, "sku_id") + ", " + r.sel("", it.Quantity, "quantity") + " FROM " + r.n(it.Table) +
 		" FORCE INDEX (" + r.n(it.Index) + ") WHERE " + r.n(it.OrderColumn) + " = ? ORDER BY " + r.n(it.SKU)

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Schema is a shop's order data, as the close path reads and changes it.
@@ -56,6 +57,72 @@ type Orders struct {
 	CloseTime   string
 	UpdateTime  string
 	CloseReason string
+	// TimeUnit is how every time column named above holds its times:
+	// DATETIME or TIMESTAMP values (the zero value), or integer Unix
+	// epoch seconds or milliseconds.
+	TimeUnit TimeUnit
+}
+
+// TimeUnit is how an order table holds its times.
+type TimeUnit int
+
+// The time units, as order.schema.timeUnit names them.
+const (
+	// DateTime: DATETIME or TIMESTAMP values, wall clocks of the session
+	// time zone.
+	DateTime TimeUnit = iota
+	// EpochSeconds: integer seconds since 1970-01-01 00:00:00 UTC.
+	EpochSeconds
+	// EpochMillis: integer milliseconds since 1970-01-01 00:00:00 UTC.
+	EpochMillis
+)
+
+// TimeUnits are the units' names, in order.
+var TimeUnits = []string{"datetime", "epochSeconds", "epochMillis"}
+
+// ParseTimeUnit reads a unit by its name (TimeUnits).
+func ParseTimeUnit(s string) (TimeUnit, bool) {
+	for i, n := range TimeUnits {
+		if s == n {
+			return TimeUnit(i), true
+		}
+	}
+	return DateTime, false
+}
+
+// String is the unit's name.
+func (u TimeUnit) String() string {
+	if u < 0 || int(u) >= len(TimeUnits) {
+		return fmt.Sprintf("TimeUnit(%d)", int(u))
+	}
+	return TimeUnits[u]
+}
+
+// Epoch reports whether times are integers since the Unix epoch.
+func (u TimeUnit) Epoch() bool { return u == EpochSeconds || u == EpochMillis }
+
+// PerSecond is how many units make a second (1 or 1000; 0 for DateTime).
+func (u TimeUnit) PerSecond() int64 {
+	switch u {
+	case EpochSeconds:
+		return 1
+	case EpochMillis:
+		return 1000
+	}
+	return 0
+}
+
+// Of is the instant t in the unit: whole seconds or milliseconds since
+// the epoch, rounded down (an integer column holds a time at or before
+// t exactly when it holds at most Of(t)). 0 for DateTime.
+func (u TimeUnit) Of(t time.Time) int64 {
+	switch u {
+	case EpochSeconds:
+		return t.Unix()
+	case EpochMillis:
+		return t.UnixMilli()
+	}
+	return 0
 }
 
 // Items is the order-line table.
@@ -266,6 +333,9 @@ func (s Schema) Validate() error {
 		{"timeoutColumn", o.TimeoutColumn, false}, {"dueTime", o.DueTime, false}, {"closeTime", o.CloseTime, false},
 		{"updateTime", o.UpdateTime, false}, {"closeReason", o.CloseReason, false}} {
 		name(f.key, f.v, f.req)
+	}
+	if o.TimeUnit != DateTime && !o.TimeUnit.Epoch() {
+		bad("timeUnit: %s is not one of %s", o.TimeUnit, strings.Join(TimeUnits, ", "))
 	}
 	if o.Unpaid.IsZero() || o.Closed.IsZero() {
 		bad("unpaid, closed: both status values are required")

@@ -321,11 +321,11 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	oc.column(need{key: "user", name: o.User, optional: true})
 	status := oc.column(need{key: "status", name: o.Status, kinds: statusKinds(o.Unpaid)})
 	oc.enumHolds(status, statusValue{"unpaid", o.Unpaid}, statusValue{"closed", o.Closed})
-	oc.column(need{key: "createTime", name: o.CreateTime, kinds: kindTime})
+	oc.timeColumn(o.TimeUnit, need{key: "createTime", name: o.CreateTime})
 	oc.column(need{key: "timeoutColumn", name: o.TimeoutColumn, kinds: kindInteger})
-	oc.column(need{key: "dueTime", name: o.DueTime, kinds: kindTime})
-	oc.column(need{key: "closeTime", name: o.CloseTime, kinds: kindTime, add: "DATETIME(3) NULL"})
-	oc.column(need{key: "updateTime", name: o.UpdateTime, kinds: kindTime, add: "DATETIME(3) NULL"})
+	oc.timeColumn(o.TimeUnit, need{key: "dueTime", name: o.DueTime})
+	oc.timeColumn(o.TimeUnit, need{key: "closeTime", name: o.CloseTime, add: stampDef(o.TimeUnit)})
+	oc.timeColumn(o.TimeUnit, need{key: "updateTime", name: o.UpdateTime, add: stampDef(o.TimeUnit)})
 	oc.column(need{key: "closeReason", name: o.CloseReason, kinds: kindText, add: "VARCHAR(32) NULL"})
 	if id != nil {
 		oc.unique("id", o.ID, "the close changes one order by its id")
@@ -340,6 +340,73 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	}
 	oc.leadingIndex("scanIndex", o.ScanIndex, scan, "the scan walks unpaid orders by "+by+" and id")
 	return oc, orderNo
+}
+
+// stampDef is the definition of a close stamp column the shop may add,
+// in the declared time unit.
+func stampDef(u orderschema.TimeUnit) string {
+	switch u {
+	case orderschema.EpochSeconds:
+		return "INT UNSIGNED NULL"
+	case orderschema.EpochMillis:
+		return "BIGINT NULL"
+	}
+	return "DATETIME(3) NULL"
+}
+
+// epochTypes are the integer types that hold a time in each epoch unit:
+// seconds need 32 bits (INT UNSIGNED lasts until 2106, INT until 2038),
+// milliseconds 64.
+var epochTypes = map[orderschema.TimeUnit][]string{
+	orderschema.EpochSeconds: {"INT", "BIGINT"},
+	orderschema.EpochMillis:  {"BIGINT"},
+}
+
+// timeColumn checks a time column the schema names (n.key is createTime,
+// dueTime, closeTime or updateTime) against order.schema.timeUnit, which
+// applies to all of them: DATETIME or TIMESTAMP for datetime, an integer
+// type wide enough for the epoch units. A column of the other kind
+// suggests the unit it fits.
+func (c *tableCheck) timeColumn(u orderschema.TimeUnit, n need) {
+	col := c.column(n)
+	if col == nil {
+		return
+	}
+	typ, fam := strings.ToUpper(col.Type), family(col.Type)
+	base := typ // INT, BIGINT, ... without a width or UNSIGNED
+	if i := strings.IndexAny(base, "( "); i >= 0 {
+		base = base[:i]
+	}
+	needs := kindWords(kindTime)
+	if u.Epoch() {
+		needs = strings.Join(epochTypes[u], " or ")
+	}
+	// problem says what the unit needs; with the unit named when the
+	// fix is another unit.
+	problem := func(withUnit bool, fix string) {
+		with := ""
+		if withUnit || u.Epoch() {
+			with = " with order.schema.timeUnit: " + u.String()
+		}
+		c.problem("column "+col.Name, fmt.Sprintf("is %s; order.schema.%s%s needs %s", typ, n.key, with, needs), fix)
+	}
+	fits := "" // the epoch units an integer column can hold
+	switch base {
+	case "BIGINT":
+		fits = "epochMillis (or epochSeconds)"
+	case "INT":
+		fits = "epochSeconds"
+	}
+	switch {
+	case !u.Epoch() && slices.Contains(kindTime, fam), u.Epoch() && slices.Contains(epochTypes[u], base):
+		return
+	case fam == "integer" && fits != "":
+		problem(true, fmt.Sprintf("set order.schema.timeUnit: %s, if %s holds Unix epoch times", fits, col.Name))
+	case u.Epoch() && slices.Contains(kindTime, fam):
+		problem(true, "set order.schema.timeUnit: datetime (or leave it out)")
+	default:
+		problem(false, fmt.Sprintf("name a column of that kind in order.schema.%s", n.key))
+	}
 }
 
 // itemsProblems checks the item table and, unless stock goes back by

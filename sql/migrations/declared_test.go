@@ -535,3 +535,65 @@ func TestCheckNamesTheDueTimesTypeAndIndex(t *testing.T) {
 	require.Equal(t, "is missing or not over (order_status, expire_at, id) (the scan walks unpaid orders by due time and id)", scan.Detail)
 	require.True(t, strings.HasPrefix(scan.Fix, "set order.schema.scanIndex: idx_status_expire"), scan.Fix)
 }
+
+// order.schema.timeUnit applies to every time column the schema names:
+// DATETIME or TIMESTAMP for datetime, INT or BIGINT for epochSeconds,
+// BIGINT for epochMillis. A column of the other kind is refused with the
+// unit it fits; a close stamp the shop may add is added in the unit.
+func TestCheckTimeColumnsFollowTheTimeUnit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	b.exec(t, "ALTER TABLE order_info ADD COLUMN created_ms BIGINT NOT NULL DEFAULT 0, ADD COLUMN created_s INT UNSIGNED NOT NULL DEFAULT 0, "+
+		"ADD COLUMN cancel_ms BIGINT NULL, ADD COLUMN created_small SMALLINT NOT NULL DEFAULT 0, "+
+		"ADD KEY idx_status_created_ms (order_status, created_ms), ADD KEY idx_status_created_s (order_status, created_s), "+
+		"ADD KEY idx_status_created_small (order_status, created_small)")
+	epoch := func(unit schema.TimeUnit, create, closeTime string) schema.Schema {
+		s := foreignSchema(t)
+		s.Orders.TimeUnit, s.Orders.CreateTime, s.Orders.CloseTime = unit, create, closeTime
+		if create == "created_at" {
+			s.Orders.ScanIndex = "idx_status_created"
+		} else {
+			s.Orders.ScanIndex = "idx_status_" + create
+		}
+		return s
+	}
+
+	probs := problemsOf(t, b, epoch(schema.DateTime, "created_ms", "cancel_time"))
+	require.Len(t, probs, 1, "%v", probs)
+	p := probs["order_info column created_ms"]
+	require.Equal(t, "is BIGINT; order.schema.createTime with order.schema.timeUnit: datetime needs DATETIME or TIMESTAMP", p.Detail)
+	require.Equal(t, "set order.schema.timeUnit: epochMillis (or epochSeconds), if created_ms holds Unix epoch times", p.Fix)
+	probs = problemsOf(t, b, epoch(schema.DateTime, "created_s", "cancel_time"))
+	require.Equal(t, "set order.schema.timeUnit: epochSeconds, if created_s holds Unix epoch times", probs["order_info column created_s"].Fix)
+	probs = problemsOf(t, b, epoch(schema.DateTime, "created_small", "cancel_time"))
+	require.Equal(t, "is SMALLINT; order.schema.createTime needs DATETIME or TIMESTAMP", probs["order_info column created_small"].Detail)
+
+	millis := epoch(schema.EpochMillis, "created_at", "cancel_time")
+	millis.Orders.UpdateTime = "updated_ms"
+	probs = problemsOf(t, b, millis)
+	require.Len(t, probs, 3, "%v", probs)
+	p = probs["order_info column created_at"]
+	require.Equal(t, "is DATETIME; order.schema.createTime with order.schema.timeUnit: epochMillis needs BIGINT", p.Detail)
+	require.Equal(t, "set order.schema.timeUnit: datetime (or leave it out)", p.Fix)
+	require.Equal(t, "is DATETIME; order.schema.closeTime with order.schema.timeUnit: epochMillis needs BIGINT",
+		probs["order_info column cancel_time"].Detail)
+	add := probs["order_info column updated_ms"]
+	require.Equal(t, "ALTER TABLE `order_info` ADD COLUMN `updated_ms` BIGINT NULL, ALGORITHM=INSTANT; or set order.schema.updateTime to '' (none)", add.Fix)
+
+	probs = problemsOf(t, b, epoch(schema.EpochMillis, "created_s", "cancel_ms"))
+	require.Len(t, probs, 1, "%v", probs)
+	p = probs["order_info column created_s"]
+	require.Equal(t, "is INT; order.schema.createTime with order.schema.timeUnit: epochMillis needs BIGINT", p.Detail)
+	require.Equal(t, "set order.schema.timeUnit: epochSeconds, if created_s holds Unix epoch times", p.Fix)
+	probs = problemsOf(t, b, epoch(schema.EpochSeconds, "created_small", "cancel_ms"))
+	require.Equal(t, "is SMALLINT; order.schema.createTime with order.schema.timeUnit: epochSeconds needs INT or BIGINT",
+		probs["order_info column created_small"].Detail)
+	require.Equal(t, "name a column of that kind in order.schema.createTime", probs["order_info column created_small"].Fix)
+
+	b.exec(t, add.Fix[:strings.Index(add.Fix, ";")])
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: epoch(schema.EpochMillis, "created_ms", "cancel_ms")}).Check(b.ctx))
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: epoch(schema.EpochSeconds, "created_s", "cancel_ms")}).Check(b.ctx))
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: epoch(schema.EpochSeconds, "created_ms", "cancel_ms")}).Check(b.ctx),
+		"seconds fit a BIGINT too")
+}
