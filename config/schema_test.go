@@ -175,3 +175,25 @@ func TestSchemaTimeUnit(t *testing.T) {
 	require.ErrorContains(t, err, `order.schema.timeUnit: "unix" is none of datetime, epochSeconds, epochMillis`)
 	require.NotContains(t, err.Error(), "did you mean")
 }
+
+// An epoch schema's times are instants the driver reads as UTC date-times:
+// a DSN whose loc is another zone would shift every deadline by its
+// offset, so it is refused, for mysql.dsn and for each order source.
+func TestSchemaEpochRefusesADSNLoc(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"ORDER_SCHEMA_TABLE": "t_order", "ORDER_SCHEMA_TIMEOUT_MINUTES": "15", "ORDER_SCHEMA_TIME_UNIT": "epochMillis",
+		"MYSQL_DSN": "app:pw@tcp(db:3306)/shop?parseTime=true&loc=America%2FNew_York"}
+	_, err := config.LoadWith(nil, envOf(env))
+	require.ErrorContains(t, err, "mysql.dsn: loc=America/New_York cannot go with order.schema.timeUnit: epochMillis")
+	env["MYSQL_DSN"] = "app:pw@tcp(db:3306)/shop?loc=UTC"
+	_, err = config.LoadWith(nil, envOf(env))
+	require.NoError(t, err, "loc=UTC is what the executor sets anyway")
+	env["ORDER_SCHEMA_TIME_UNIT"], env["MYSQL_DSN"] = "datetime", "app:pw@tcp(db:3306)/shop?loc=Local"
+	_, err = config.LoadWith(nil, envOf(env))
+	require.NoError(t, err, "date-times round-trip in any loc")
+
+	yml := "mysql:\n  dsn: app:pw@tcp(db:3306)/shop\norder:\n  schema:\n    table: t_order\n    timeoutMinutes: 15\n    timeUnit: epochSeconds\n" +
+		"  sources:\n    - name: db1\n      dsn: app:pw@tcp(db1:3306)/shop?loc=Asia%2FShanghai\n      tables: [t_order]\n"
+	_, err = config.LoadWith([]byte(yml), envOf(nil))
+	require.ErrorContains(t, err, "order.sources item 1 (db1): dsn: loc=Asia/Shanghai cannot go with order.schema.timeUnit: epochSeconds")
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/orderjob/executor/internal/redact"
+	"github.com/orderjob/executor/orders/schema"
 	"github.com/orderjob/executor/xxljob"
 )
 
@@ -217,11 +218,15 @@ func (c *Config) orderProblems(bad badFunc) {
 	default:
 		bad.f("order.compensation.mode: %q is not local or outbox", cm.Mode)
 	}
-	if _, err := c.Order.Schema.Schema(); err != nil {
+	sch, err := c.Order.Schema.Schema()
+	if err != nil {
 		for _, e := range flatten(err) {
 			bad.f("order.schema.%v", e)
 		}
-	} else if len(c.Order.Sources) > 0 {
+	} else if sch.Orders.TimeUnit.Epoch() {
+		c.epochLocProblems(bad, sch.Orders.TimeUnit)
+	}
+	if err == nil && len(c.Order.Sources) > 0 {
 		if _, err := c.Sources(); err != nil {
 			for _, e := range flatten(err) {
 				bad.f("%v", e)
@@ -441,4 +446,23 @@ func flatten(err error) []error {
 		out = append(out, flatten(e)...)
 	}
 	return out
+}
+
+// epochLocProblems refuses a DSN setting loc to anything but UTC with an
+// epoch schema. The close reads the database clock and the shop's times as
+// UTC date-times, which the driver takes for times of loc: under
+// loc=America/New_York every instant would be five hours late, and orders
+// would close five hours before their deadline (under loc=Asia/Shanghai,
+// eight hours after it). Unset, loc is UTC (NormalizedDSN).
+func (c *Config) epochLocProblems(bad badFunc, unit schema.TimeUnit) {
+	check := func(key, dsn string) {
+		if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Loc != nil && cfg.Loc != time.UTC {
+			bad.f("%s: loc=%s cannot go with order.schema.timeUnit: %s, whose times are instants read as UTC; remove loc from the DSN (the executor reads date-times as UTC by default)",
+				key, cfg.Loc, unit)
+		}
+	}
+	check("mysql.dsn", c.MySQL.DSN)
+	for i, src := range c.Order.Sources {
+		check(fmt.Sprintf("order.sources item %d (%s): dsn", i+1, orUnnamed(src.Name)), src.DSN)
+	}
 }
