@@ -235,13 +235,7 @@ func TestHostileBodies(t *testing.T) {
 		{"duplicate keys, last wins", "/run", `{"jobId":1,"executorHandler":"count","executorHandler":"rm","glueType":"BEAN","logId":9}`, `{"code":500,"msg":"job handler [rm] not found."}`},
 		{"5 MiB + 1 of whitespace", "/run", strings.Repeat(" ", 5<<20+1), ""}, // a bare 413
 	}
-	// The admin gives up after 3 s. The race detector makes decoding about
-	// five times slower (the 4.6 MB body took up to 0.9 s without it and
-	// 4.9 s with it on a loaded 2-core machine): the bound widens with it.
-	limit := 3 * time.Second
-	if raceDetector {
-		limit *= 5
-	}
+	limit := adminWait() // the admin gives up after 3 s (more under -race)
 	for _, tc := range cases {
 		start := time.Now()
 		status, got := h.post(t, http.MethodPost, tc.path, hdr, strings.NewReader(tc.body))
@@ -542,6 +536,8 @@ func TestHostileStringsCutInLogs(t *testing.T) {
 	t.Parallel()
 	quiet := xxljob.HandlerFunc(func(context.Context, *xxljob.Request) error { return nil })
 	b := setup(t, opts{token: hostileToken, handlers: map[string]xxljob.Handler{"quiet": quiet}})
+	b.client.SetTimeout(adminWait()) // for the 4 MiB bodies below
+
 	const limit = 2 << 10 // no process log line comes near this
 	for _, tc := range []struct {
 		name, handler, glue, answer, logged string
