@@ -312,9 +312,14 @@ func TestRunOptionsValidation(t *testing.T) {
 }
 
 // A lease that cannot stay valid until commit makes every page roll back.
+// The commit margin outlasts the TTL, so no lease is ever valid long enough
+// to commit, however fast the machine; a TTL shorter than the acquisition
+// itself (a 20 ms one on a loaded machine) would leave pages unlocked
+// instead, lock errors rather than leases lost.
 func TestLeaseExpiredRollsBack(t *testing.T) {
 	t.Parallel()
-	b := setup(t, paytest.WithLocker(orderlock.Config{TTL: 20 * time.Millisecond}))
+	b := setup(t, paytest.WithLocker(orderlock.Config{TTL: time.Second}),
+		paytest.WithCloser(orders.CloserConfig{CommitMargin: 2 * time.Second}))
 	res, base := b.Seed(t, orderdemo.Spec{Orders: 300, DueFraction: 1, CouponFraction: 0.5})
 	st := b.run(t, orders.RunOptions{PageSize: 100})
 	require.Zero(t, st.Closed)

@@ -209,6 +209,10 @@ func TestRunKilledMidRunReportedOnce(t *testing.T) {
 	require.Equal(t, 200, env.Code)
 	_, err = admin.WaitCallback(done.LogID, waitLong)
 	require.NoError(t, err)
+	// The admin has it before the child marks it delivered in its spool; a
+	// kill in between sends it again after the restart (at least once).
+	waitFor(t, func() bool { _, waiting := spooled(t, root)[done.LogID]; return !waiting },
+		"the finished run marked delivered in the child's spool")
 	mid := xxljobtest.Trigger(2, "block", nextLogID())
 	mid.ExecutorParams, mid.BroadcastIndex, mid.BroadcastTotal = "p=1", 1, 2
 	env, err = client.Run(t.Context(), mid)

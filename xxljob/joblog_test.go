@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,6 +83,15 @@ func TestLogPageLikeAdminUI(t *testing.T) {
 	b.run(t, p)
 
 	finished := func() bool { _, ok := b.admin.Callback(p.LogID); return ok }
+	// The page opens while the run is going on: its first look at the
+	// result comes before the gate opens.
+	opened := make(chan struct{})
+	var openOnce sync.Once
+	pageFinished := func() bool {
+		done := finished()
+		openOnce.Do(func() { close(opened) })
+		return done
+	}
 	type page struct {
 		res xxljobtest.PageResult
 		err error
@@ -89,13 +99,18 @@ func TestLogPageLikeAdminUI(t *testing.T) {
 	pages := make(chan page, 1)
 	go func() {
 		res, err := b.client.PageLog(t.Context(), p.LogDateTime, p.LogID,
-			xxljobtest.PageOptions{Interval: 5 * time.Millisecond, MaxIdlePolls: 10000, Finished: finished})
+			xxljobtest.PageOptions{Interval: 5 * time.Millisecond, MaxIdlePolls: 10000, Finished: pageFinished})
 		pages <- page{res, err}
 	}()
 	waitFor(t, func() bool {
 		_, lr, err := b.client.Log(t.Context(), p.LogDateTime, p.LogID, 1)
 		return err == nil && strings.Contains(lr.LogContent, "tick 2")
 	}, "running log visible")
+	select {
+	case <-opened:
+	case <-time.After(waitLong):
+		t.Fatal("the log page did not open")
+	}
 	g.open()
 	pg := <-pages
 	require.NoError(t, pg.err)

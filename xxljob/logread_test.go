@@ -31,6 +31,7 @@ func bigLog(size int) xxljob.Handler {
 func TestLogWholeFinishedLogInOneAnswer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, opts{handlers: map[string]xxljob.Handler{"big": bigLog(5 << 20)}})
+	b.client.SetTimeout(adminWait()) // 5 MiB answers
 	p := xxljobtest.Trigger(1, "big", nextLogID())
 	b.run(t, p)
 	// Writing 5 MiB of log lines took 5.9 s with -race in CI (the run

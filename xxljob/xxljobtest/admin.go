@@ -116,6 +116,7 @@ type Admin struct {
 	repeats       map[int64]int
 	batches       int
 	requests      []Request
+	hanging       int           // requests held unanswered now (Hang)
 	changed       chan struct{} // closed and replaced on every recorded change
 }
 
@@ -210,6 +211,8 @@ func (a *Admin) serveFault(w http.ResponseWriter, r *http.Request) bool {
 	switch mode {
 	case Hang:
 		_, _ = io.Copy(io.Discard, r.Body)
+		a.held(1)
+		defer a.held(-1)
 		select { // then the client's timeout ends it, or the mode changes
 		case <-unhang:
 		case <-a.closed:
@@ -392,6 +395,14 @@ func (a *Admin) addCallbacks(items []json.RawMessage) error {
 	}
 	a.notifyLocked()
 	return nil
+}
+
+// held counts a request held unanswered in Hang mode (+1) or let go (-1).
+func (a *Admin) held(d int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hanging += d
+	a.notifyLocked()
 }
 
 func (a *Admin) notifyLocked() {

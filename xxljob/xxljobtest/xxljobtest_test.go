@@ -115,6 +115,8 @@ func TestAdminHang(t *testing.T) {
 		code, _ := post(t, a.URL+"/api/registry", "", reg)
 		done <- code
 	}()
+	// Held before the mode changes: a request arriving after it is served.
+	require.NoError(t, xxljobtest.WaitHanging(a, 1, 5*time.Second))
 	select {
 	case <-done:
 		t.Fatal("a hanging admin answered")
