@@ -91,10 +91,11 @@ func TestServeMetricsMatchTheRun(t *testing.T) {
 	require.Equal(t, scanned-dead-locked-paid, closed)
 
 	var s metricstest.Samples
-	require.Eventually(t, func() bool { // the callback is counted just after the admin answered
+	require.Eventually(t, func() bool { // the callback and the first heartbeat are counted just after the admin answered
 		s = metricstest.Scrape(t, p.apiURL+"/metrics")
 		v, _ := s.Value(metrics.XXLCallbackResultsTotal, "result", "ok")
-		return v == 1
+		beats, _ := s.Value(metrics.XXLRegistryHeartbeatsTotal, "result", "ok")
+		return v == 1 && beats > 0
 	}, 10*time.Second, 20*time.Millisecond)
 	get := func(name string, labels ...string) float64 {
 		t.Helper()
