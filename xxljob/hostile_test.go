@@ -8,9 +8,7 @@ package xxljob_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -670,27 +668,9 @@ func TestHostileSameJobStorm(t *testing.T) {
 	// The storm is about outcomes, not latency: a /run answered after the
 	// admin's 3 s (the race detector on a loaded machine) is still an
 	// answer, where b.client would give up and leave the outcome unknown.
-	hc := &http.Client{Timeout: 30 * time.Second}
-	t.Cleanup(hc.CloseIdleConnections)
-	trigger := func(p xxljobtest.TriggerParam) (xxljobtest.Envelope, error) {
-		body, err := json.Marshal(p)
-		if err != nil {
-			return xxljobtest.Envelope{}, err
-		}
-		req, err := http.NewRequest(http.MethodPost, "http://"+b.exec.Addr().String()+"/run", bytes.NewReader(body))
-		if err != nil {
-			return xxljobtest.Envelope{}, err
-		}
-		req.Header = tokenHeader(hostileToken)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return xxljobtest.Envelope{}, err
-		}
-		defer resp.Body.Close()
-		var env xxljobtest.Envelope
-		err = json.NewDecoder(resp.Body).Decode(&env)
-		return env, err
-	}
+	runs := xxljobtest.NewClient("http://"+b.exec.Addr().String(), hostileToken, xxljobtest.V24)
+	runs.SetTimeout(30 * time.Second)
+	t.Cleanup(runs.Close)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var slowest time.Duration
@@ -707,7 +687,7 @@ func TestHostileSameJobStorm(t *testing.T) {
 				p.ExecutorTimeout = 1
 			}
 			start := time.Now()
-			env, err := trigger(p)
+			env, err := runs.Run(context.Background(), p)
 			took := time.Since(start)
 			switch rand.IntN(20) {
 			case 0:

@@ -344,12 +344,11 @@ func decodeObject(body []byte, v any) error {
 // The admin's bodies are plain: they are decoded without being copied.
 func plainMembers(obj []byte, names map[string]int) bool {
 	var seen uint64 // bit k: the name of field k came
-	for i := jsonwalk.SkipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
-		nameEnd := jsonwalk.SkipValue(obj, i)
-		if nameEnd > len(obj) || nameEnd-i < 2 || obj[i] != '"' || obj[nameEnd-1] != '"' {
+	for m := range jsonwalk.Members(obj) {
+		if m.NameEnd > len(obj) || m.NameEnd-m.Name < 2 || obj[m.Name] != '"' || obj[m.NameEnd-1] != '"' {
 			return false
 		}
-		inner := obj[i+1 : nameEnd-1]
+		inner := obj[m.Name+1 : m.NameEnd-1]
 		if bytes.IndexByte(inner, '\\') >= 0 {
 			return false
 		}
@@ -360,11 +359,6 @@ func plainMembers(obj []byte, names map[string]int) bool {
 			seen |= 1 << k
 		} else if foldsToAny(inner, names) {
 			return false
-		}
-		vStart := jsonwalk.SkipSpace(obj, jsonwalk.SkipSpace(obj, nameEnd)+1) // past the ':'
-		i = jsonwalk.SkipSpace(obj, jsonwalk.SkipValue(obj, vStart))
-		if i < len(obj) && obj[i] == ',' {
-			i = jsonwalk.SkipSpace(obj, i+1)
 		}
 	}
 	return true
@@ -389,19 +383,12 @@ func foldsToAny(name []byte, names map[string]int) bool {
 func exactMembers(obj []byte, names map[string]int) []byte {
 	var order []string
 	last := make(map[string][]byte, len(names))
-	for i := jsonwalk.SkipSpace(obj, 1); i < len(obj) && obj[i] != '}'; {
-		nameEnd := jsonwalk.SkipValue(obj, i)
-		vStart := jsonwalk.SkipSpace(obj, jsonwalk.SkipSpace(obj, nameEnd)+1) // past the ':'
-		vEnd := jsonwalk.SkipValue(obj, vStart)
-		if name, ok := memberName(obj[i:nameEnd], names); ok {
+	for m := range jsonwalk.Members(obj) {
+		if name, ok := memberName(obj[m.Name:m.NameEnd], names); ok {
 			if _, seen := last[name]; !seen {
 				order = append(order, name)
 			}
-			last[name] = obj[vStart:vEnd]
-		}
-		i = jsonwalk.SkipSpace(obj, vEnd)
-		if i < len(obj) && obj[i] == ',' {
-			i = jsonwalk.SkipSpace(obj, i+1)
+			last[name] = obj[m.Value:m.ValueEnd]
 		}
 	}
 	out := []byte{'{'}

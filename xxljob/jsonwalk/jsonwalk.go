@@ -7,7 +7,10 @@
 // library.
 package jsonwalk
 
-import "bytes"
+import (
+	"bytes"
+	"iter"
+)
 
 // SkipSpace returns the index of the first byte at or after i that is not
 // JSON white space (len(b) if none).
@@ -49,6 +52,33 @@ func SkipValue(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// Member locates one member of an object in its bytes b: the name (quoted,
+// if b is valid JSON) is b[Name:NameEnd] and the value b[Value:ValueEnd].
+// On bytes that are not JSON, NameEnd may be past len(b) (see SkipValue):
+// check it before slicing.
+type Member struct{ Name, NameEnd, Value, ValueEnd int }
+
+// Members yields the members of the object that starts at b[0] ('{'), in
+// order, up to its closing '}' or the end of b. It trusts b as SkipValue
+// does: on bytes that are not JSON it yields some spans and stops, without
+// reading past b.
+func Members(b []byte) iter.Seq[Member] {
+	return func(yield func(Member) bool) {
+		for i := SkipSpace(b, 1); i < len(b) && b[i] != '}'; {
+			m := Member{Name: i, NameEnd: SkipValue(b, i)}
+			m.Value = SkipSpace(b, SkipSpace(b, m.NameEnd)+1) // past the ':'
+			m.ValueEnd = SkipValue(b, m.Value)
+			if !yield(m) {
+				return
+			}
+			i = SkipSpace(b, m.ValueEnd)
+			if i < len(b) && b[i] == ',' {
+				i = SkipSpace(b, i+1)
+			}
+		}
+	}
 }
 
 // closingQuote returns the index of the quote that ends the string whose

@@ -1,6 +1,7 @@
 package jsonwalk_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/orderjob/executor/xxljob/jsonwalk"
@@ -33,5 +34,19 @@ func TestSkipSpace(t *testing.T) {
 	}
 	if got := jsonwalk.SkipSpace([]byte("{  "), 1); got != 3 {
 		t.Errorf("SkipSpace at the end = %d, want 3", got)
+	}
+}
+
+func TestMembers(t *testing.T) {
+	b := []byte(`{ "a" : 1 ,"b":{"c":[2]},"d":"x"}`)
+	var got []string
+	for m := range jsonwalk.Members(b) {
+		got = append(got, string(b[m.Name:m.NameEnd])+"="+string(b[m.Value:m.ValueEnd]))
+	}
+	if want := []string{`"a"=1`, `"b"={"c":[2]}`, `"d"="x"`}; !slices.Equal(got, want) {
+		t.Errorf("Members = %q, want %q", got, want)
+	}
+	for range jsonwalk.Members([]byte(`{}`)) {
+		t.Error("a member in {}")
 	}
 }
