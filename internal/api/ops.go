@@ -209,25 +209,21 @@ func exactMembers(body []byte, fields ...string) (string, error) {
 	if i >= len(body) || body[i] != '{' {
 		return "", nil
 	}
+	obj := body[i:]
 	seen := make([]bool, len(fields))
-	for i = jsonwalk.SkipSpace(body, i+1); i < len(body) && body[i] != '}'; {
-		nameEnd := jsonwalk.SkipValue(body, i)
-		if nameEnd > len(body) || nameEnd-i < 2 || body[i] != '"' { // not JSON: the decoder's to refuse
+	for m := range jsonwalk.Members(obj) {
+		if m.NameEnd > len(obj) || m.NameEnd-m.Name < 2 || obj[m.Name] != '"' { // not JSON: the decoder's to refuse
 			return "", nil
 		}
-		k := fieldIndex(body[i:nameEnd], fields)
+		name := obj[m.Name:m.NameEnd]
+		k := fieldIndex(name, fields)
 		switch {
 		case k < 0:
-			return "", fmt.Errorf("unknown field %q (fields: %s)", memberName(body[i:nameEnd]), strings.Join(fields, ", "))
+			return "", fmt.Errorf("unknown field %q (fields: %s)", memberName(name), strings.Join(fields, ", "))
 		case seen[k]:
 			return fields[k], fmt.Errorf("%s is given twice", fields[k])
 		}
 		seen[k] = true
-		vStart := jsonwalk.SkipSpace(body, jsonwalk.SkipSpace(body, nameEnd)+1) // past the ':'
-		i = jsonwalk.SkipSpace(body, jsonwalk.SkipValue(body, vStart))
-		if i < len(body) && body[i] == ',' {
-			i = jsonwalk.SkipSpace(body, i+1)
-		}
 	}
 	return "", nil
 }
