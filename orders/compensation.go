@@ -405,7 +405,7 @@ func (c *Closer) writeClose(ctx context.Context, tx *sqlx.Tx, clock runClock, go
 	}
 	tr.late = c.lateness(good, shopClose)
 	for _, cd := range good {
-		tr.maxLate = max(tr.maxLate, closeTime.Sub(cd.deadline()))
+		tr.maxLate = max(tr.maxLate, shopClose.Sub(cd.deadline()))
 		tr.outcomes[cd.OrderNo] = OutcomeClosed
 	}
 	return nil

@@ -250,6 +250,7 @@ func epochExactlyOnce(t *testing.T, b *testBundle, e epochShop) {
 		st, err := b.Closer.Run(b.Ctx, orders.RunOptions{PageSize: 10, MaxOrders: 25})
 		require.NoError(t, err)
 		require.Equal(t, 25, st.Closed, "run %d: %s", run, st)
+		require.Less(t, st.MaxLateness, 10*time.Minute, "run %d: lateness not an hour off", run)
 		var want []string
 		for _, p := range due[:25*run] {
 			want = append(want, p.sn)

@@ -315,17 +315,22 @@ const (
 	CloseEpoch = "close_epoch"
 )
 
-// now is the parameter a shop's time column is compared with: :now, or
-// :now_epoch for an epoch unit.
-func (r renderer) now() string {
+// param is the time parameter name a shop's time column is compared
+// with or set to: :name, or :epoch (its value in the unit) for an epoch
+// unit.
+func (r renderer) param(name, epoch string) string {
 	if r.s.Orders.TimeUnit.Epoch() {
-		return ":" + NowEpoch
+		return ":" + epoch
 	}
-	return ":now"
+	return ":" + name
 }
 
-// minutes is m minutes in the schema's unit: an INTERVAL's operand with
-// its unit (" MINUTE" follows it), or a product for an epoch unit.
+// now is the parameter a shop's time column is compared with: :now, or
+// :now_epoch for an epoch unit.
+func (r renderer) now() string { return r.param("now", NowEpoch) }
+
+// minutes is m minutes in the schema's unit, to add to a time column:
+// INTERVAL m MINUTE, or a product for an epoch unit.
 func (r renderer) minutes(m string) string {
 	if u := r.s.Orders.TimeUnit; u.Epoch() {
 		return m + " * " + strconv.FormatInt(60*u.PerSecond(), 10)
@@ -381,10 +386,7 @@ func (r renderer) couponCol(p string) string {
 func (r renderer) scanPage() string {
 	o := r.s.Orders
 	col := func(name string) string { return "o." + r.n(name) }
-	at, now, after := col(o.ScanTime()), r.now(), ":after_time"
-	if o.TimeUnit.Epoch() {
-		after = ":" + AfterEpoch
-	}
+	at, now, after := col(o.ScanTime()), r.now(), r.param("after_time", AfterEpoch)
 	var due string
 	switch {
 	case o.DueTime != "": // the index range ends at now
@@ -422,10 +424,7 @@ func (r renderer) ordersForClose() string {
 func (r renderer) closeOrders() string {
 	o := r.s.Orders
 	set := []string{r.n(o.Status) + " = " + o.Closed.SQL()}
-	stamp := ":close_time"
-	if o.TimeUnit.Epoch() {
-		stamp = ":" + CloseEpoch
-	}
+	stamp := r.param("close_time", CloseEpoch)
 	if o.CloseTime != "" {
 		set = append(set, r.n(o.CloseTime)+" = "+stamp)
 	}

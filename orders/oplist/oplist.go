@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 
@@ -53,6 +54,15 @@ func CheckWallTime(field string, t time.Time) error {
 func CheckASCII(field, v string) error {
 	if !sqlexec.PrintableASCII(v) {
 		return Invalid(field, "%s %q is not printable ASCII", field, v)
+	}
+	return nil
+}
+
+// CheckUTF8 refuses a value for a utf8mb4 column that is not UTF-8 text:
+// the server would fail the write (Error 1366).
+func CheckUTF8(field, v string) error {
+	if !utf8.ValidString(v) {
+		return Invalid(field, "%s %q is not UTF-8 text", field, v)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 
@@ -191,12 +190,11 @@ func (r *Ops) MarkRefunded(ctx context.Context, paymentID, note, by string) (*Co
 	if by == "" || len(by) > 64 {
 		return nil, oplist.Invalid("by", "who recorded the refund must be 1-64 bytes")
 	}
-	// The columns are utf8mb4: other bytes fail the UPDATE (Error 1366).
-	if !utf8.ValidString(note) {
-		return nil, oplist.Invalid("note", "note %q is not UTF-8 text", note)
+	if err := oplist.CheckUTF8("note", note); err != nil {
+		return nil, err
 	}
-	if !utf8.ValidString(by) {
-		return nil, oplist.Invalid("by", "by %q is not UTF-8 text", by)
+	if err := oplist.CheckUTF8("by", by); err != nil {
+		return nil, err
 	}
 	if _, err := r.Get(ctx, paymentID); err != nil {
 		return nil, err

@@ -373,10 +373,7 @@ func (c *tableCheck) timeColumn(u orderschema.TimeUnit, n need) {
 		return
 	}
 	typ, fam := strings.ToUpper(col.Type), family(col.Type)
-	base := typ // INT, BIGINT, ... without a width or UNSIGNED
-	if i := strings.IndexAny(base, "( "); i >= 0 {
-		base = base[:i]
-	}
+	base := baseType(typ) // INT, BIGINT, ... without a width or UNSIGNED
 	needs := kindWords(kindTime)
 	if u.Epoch() {
 		needs = strings.Join(epochTypes[u], " or ")

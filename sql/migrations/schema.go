@@ -121,13 +121,19 @@ func normalizeType(t string) string {
 	return t
 }
 
+// baseType is a column type without its width, values or attributes:
+// "int" of "int(11) unsigned", "enum" of "enum('a','b')".
+func baseType(t string) string {
+	if i := strings.IndexAny(t, "( "); i >= 0 {
+		return t[:i]
+	}
+	return t
+}
+
 // family groups types the executor can use interchangeably: an INT id where
 // we write BIGINT, a VARCHAR(32) order_no where we write VARCHAR(64).
 func family(t string) string {
-	base := t
-	if i := strings.IndexAny(base, "( "); i >= 0 {
-		base = base[:i]
-	}
+	base := baseType(t)
 	switch base {
 	case "tinyint", "smallint", "mediumint", "int", "bigint", "bool", "boolean":
 		return "integer"

@@ -28,12 +28,16 @@ func (m *Migrator) shopProblems(live schema) []Problem {
 	}
 	for i, p := range probs {
 		listed := p.Table == m.cfg.Shop.Orders.Table || p.Table == m.cfg.Shop.Items.Table
-		if listed && p.Object == "table "+p.Table && p.Detail == "is missing" {
+		if listed && p.tableMissing() {
 			probs[i].Fix = fixListedTables
 		}
 	}
 	return probs
 }
+
+// tableMissing reports whether p is a missing table (newTableCheck's
+// problem), whose fix the order sources' checks rewrite.
+func (p Problem) tableMissing() bool { return p.Object == "table "+p.Table && p.Detail == "is missing" }
 
 // unitTables lists the order and item tables of Config.OrderTables other
 // than the schema's own (checked as the executor's or the declared ones).
@@ -67,7 +71,7 @@ func (m *Migrator) unitProblems(live schema) []Problem {
 				if like[p.Table] == "" {
 					continue // a table the units share, checked with the declared ones
 				}
-				if p.Object == "table "+p.Table && p.Detail == "is missing" {
+				if p.tableMissing() {
 					p.Fix = "CREATE TABLE " + p.Table + " LIKE " + like[p.Table]
 					if live[strings.ToLower(like[p.Table])] == nil {
 						p.Fix = fixListedTables // nothing to copy: a wrong list more likely
