@@ -87,13 +87,11 @@ func (a *delayAPI) register(w http.ResponseWriter, r *http.Request) {
 	}
 	reg, field, err := decodeRegistration(w, r)
 	if err != nil {
-		status := http.StatusBadRequest
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			status = http.StatusRequestEntityTooLarge
-			err = fmt.Errorf("body is larger than %d bytes", tooBig.Limit)
+		if !errors.As(err, &tooBig) {
+			err = invalidInput(field, "%v", err)
 		}
-		WriteJSON(w, status, apiError{Error: err.Error(), Field: field})
+		a.fail(w, r, err) // 413 for a body over MaxRegistrationBytes, else 400
 		return
 	}
 	t, created, err := c.Register(r.Context(), reg)
