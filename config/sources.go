@@ -159,6 +159,14 @@ type Source struct {
 	Tables []string
 }
 
+// OnHomeDatabase reports whether src keeps its rows in mysql.dsn's
+// database: the same DSN once normalised, however it is spelled.
+func (c *Config) OnHomeDatabase(src Source) bool {
+	home, _ := c.MySQL.NormalizedDSN() // checked by the loader
+	dsn, _ := src.MySQL.NormalizedDSN()
+	return dsn == home
+}
+
 // DefaultSourceName names the one source of a configuration without
 // order.sources (mysql.dsn).
 const DefaultSourceName = "default"

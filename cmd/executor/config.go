@@ -67,9 +67,8 @@ func sourceNamed(cfg *config.Config, name string) (config.Source, error) {
 		return config.Source{}, err
 	}
 	if name == "" {
-		home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 		for _, s := range srcs {
-			if dsn, _ := s.MySQL.NormalizedDSN(); dsn == home {
+			if cfg.OnHomeDatabase(s) {
 				return s, nil
 			}
 		}
@@ -101,10 +100,9 @@ func otherDatabasesNote(cfg *config.Config, src config.Source) string {
 	if err != nil {
 		return ""
 	}
-	home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 	var others []string
 	for _, s := range srcs {
-		if dsn, _ := s.MySQL.NormalizedDSN(); dsn != home {
+		if !cfg.OnHomeDatabase(s) {
 			others = append(others, s.Name)
 		}
 	}

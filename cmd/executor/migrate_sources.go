@@ -28,10 +28,9 @@ func migrateSources(ctx context.Context, env *cliEnv, cfg *config.Config, mcfg m
 	if err != nil {
 		return err
 	}
-	home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 	var errs []error
 	for _, src := range sources {
-		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == home {
+		if cfg.OnHomeDatabase(src) {
 			fmt.Fprintf(env.stdout, "order source %s: mysql.dsn's database, migrated above\n", src.Name)
 			continue
 		}

@@ -22,7 +22,7 @@ import (
 type confirmData struct {
 	Action string   // what is about to happen, as a heading
 	What   []string // what it will change
-	Post   string   // where the confirmed form goes
+	Post   string   // where the confirmed form goes; confirm sets it: the request's own path, with its source
 	Fields url.Values
 	Back   string
 }
@@ -44,6 +44,7 @@ type doneData struct {
 func confirmed(r *http.Request) bool { return r.PostFormValue("confirm") == "yes" }
 
 func (c *Console) confirm(w http.ResponseWriter, r *http.Request, op *session, d confirmData) {
+	d.Post = withSource(r, r.URL.EscapedPath())
 	c.render(w, r, http.StatusOK, "confirm", op, pageData{Title: "Confirm: " + d.Action, Data: d})
 }
 
@@ -84,7 +85,7 @@ func (c *Console) deadLetterRequeue(w http.ResponseWriter, r *http.Request, op *
 	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s dead letter of order %s", before.Stage, before.OrderNo)),
 		What: []string{move + ": the next deadLetterRetryJob run (and the close sweep) tries the order again",
 			fmt.Sprintf("attempts stay %d; a letter that fails again is parked again", before.Attempts)},
-		Post: withSource(r, r.URL.EscapedPath()), Back: back}) {
+		Back: back}) {
 		return
 	}
 	after, err := v.letters.Requeue(r.Context(), before.OrderNo, before.Stage)
@@ -134,8 +135,8 @@ func (c *Console) deadLetterRequeueMatching(w http.ResponseWriter, r *http.Reque
 			move = "each is already waiting and stays so; its next retry moves to now"
 		}
 		c.confirm(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue %d %s dead letter(s)", res.Matched, f.Status)),
-			What: []string{describeRequeue(f, res), move + "; attempts and last errors are kept"},
-			Post: withSource(r, r.URL.EscapedPath()), Fields: fields, Back: back})
+			What:   []string{describeRequeue(f, res), move + "; attempts and last errors are kept"},
+			Fields: fields, Back: back})
 		return
 	}
 	res, err := v.letters.RequeueMatching(r.Context(), f)
@@ -197,7 +198,7 @@ func (c *Console) taskAction(w http.ResponseWriter, r *http.Request, op *session
 	biz := r.PathValue("bizUuid")
 	back := withSource(r, consolePath+"tasks/"+url.PathEscape(biz))
 	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("%s task %s (%s, now %s)", verb, biz, before.Handler, before.Status)),
-		What: []string{what}, Post: withSource(r, r.URL.EscapedPath()), Back: back}) {
+		What: []string{what}, Back: back}) {
 		return
 	}
 	after, err := act(v.tasks, r.Context(), biz)

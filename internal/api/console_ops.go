@@ -44,7 +44,7 @@ func (c *Console) outboxRequeue(w http.ResponseWriter, r *http.Request, op *sess
 	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, fmt.Sprintf("requeue the %s event of order %s", before.EventType, before.OrderNo)),
 		What: []string{fmt.Sprintf("status %s → pending, due now: the relays deliver it again", before.Status),
 			fmt.Sprintf("attempts %d → 0; the last error is kept", before.Attempts)},
-		Post: withSource(r, r.URL.EscapedPath()), Back: back}) {
+		Back: back}) {
 		return
 	}
 	after, err := v.outbox.Requeue(r.Context(), id)
@@ -104,7 +104,7 @@ func (c *Console) refundMark(w http.ResponseWriter, r *http.Request, op *session
 		what = append(what, "with the note: "+note)
 	}
 	if !c.confirmedOr(w, r, op, confirmData{Action: inSource(r, "record the refund of payment "+id), What: what,
-		Post: withSource(r, r.URL.EscapedPath()), Fields: url.Values{"note": {note}}, Back: back}) {
+		Fields: url.Values{"note": {note}}, Back: back}) {
 		return
 	}
 	after, err := v.refunds.MarkRefunded(r.Context(), id, note, op.name)

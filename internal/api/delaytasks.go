@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,13 +87,11 @@ func (a *delayAPI) register(w http.ResponseWriter, r *http.Request) {
 	}
 	reg, field, err := decodeRegistration(w, r)
 	if err != nil {
-		status := http.StatusBadRequest
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			status = http.StatusRequestEntityTooLarge
-			err = fmt.Errorf("body is larger than %d bytes", tooBig.Limit)
+		if !errors.As(err, &tooBig) {
+			err = invalidInput(field, "%v", err)
 		}
-		WriteJSON(w, status, apiError{Error: err.Error(), Field: field})
+		a.fail(w, r, err) // 413 for a body over MaxRegistrationBytes, else 400
 		return
 	}
 	t, created, err := c.Register(r.Context(), reg)
@@ -119,20 +116,10 @@ func decodeRegistration(w http.ResponseWriter, r *http.Request) (delay.Registrat
 	if err != nil {
 		return reg, "", err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var req RegisterRequest
-	if err := dec.Decode(&req); err != nil {
-		if errors.Is(err, io.EOF) {
-			return reg, "", errors.New("body is empty; send a JSON object")
-		}
-		field, err := bodyError(err, strings.Join(registrationFields, ", "))
-		return reg, field, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // More() misses a "]" or "}" after the object
-		return reg, "", errors.New("body has data after the JSON object")
-	}
-	if field, err := exactMembers(body, registrationFields...); err != nil {
+	if field, err := decodeExact(body, &req, registrationFields, "object"); errors.Is(err, io.EOF) {
+		return reg, "", errors.New("body is empty; send a JSON object")
+	} else if err != nil {
 		return reg, field, err
 	}
 	reg.BizUUID, reg.Handler = req.BizUUID, req.Handler

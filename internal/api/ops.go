@@ -177,23 +177,30 @@ func readBody(r *http.Request, v any, fields ...string) error {
 	case err != nil:
 		return invalidInput("body", "body could not be read: %v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
-	switch {
-	case errors.Is(err, io.EOF):
-		return nil
-	case err != nil:
-		field, err := bodyError(err, strings.Join(fields, ", "))
-		return invalidInput(cmp.Or(field, "body"), "%v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalidInput("body", "body has data after the JSON value")
-	}
-	if field, err := exactMembers(body, fields...); err != nil {
+	field, err := decodeExact(body, v, fields, "value")
+	if err != nil && !errors.Is(err, io.EOF) {
 		return invalidInput(cmp.Or(field, "body"), "%v", err)
 	}
 	return nil
+}
+
+// decodeExact decodes body, one JSON value, into v, whose members are
+// fields by their exact names: io.EOF when body is empty, else what is
+// wrong with it in the API's words (bodyError, exactMembers) and the
+// member at fault when one is. noun names the value in the refusal of
+// data after it.
+func decodeExact(body []byte, v any, fields []string, noun string) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); errors.Is(err, io.EOF) {
+		return "", io.EOF
+	} else if err != nil {
+		return bodyError(err, strings.Join(fields, ", "))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // More() misses a "]" or "}" after the value
+		return "", errors.New("body has data after the JSON " + noun)
+	}
+	return exactMembers(body, fields...)
 }
 
 // exactMembers refuses a JSON object whose members are not named exactly

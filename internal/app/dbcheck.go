@@ -33,9 +33,8 @@ func MigrationsConfig(cfg *config.Config) (migrations.Config, error) {
 	if err != nil {
 		return mcfg, err
 	}
-	home, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
 	for _, src := range sources {
-		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == home {
+		if cfg.OnHomeDatabase(src) {
 			mcfg.OrderTables = src.Tables[:1]
 			return mcfg, nil
 		}

@@ -36,10 +36,10 @@ type DelayKeys struct {
 // the first source on that database when several share it, as the
 // dispatchers are built.
 func DelayKeysOf(cfg *config.Config, src config.Source) DelayKeys {
-	dsn, _ := src.MySQL.NormalizedDSN()
-	if home, _ := cfg.MySQL.NormalizedDSN(); dsn == home {
+	if cfg.OnHomeDatabase(src) {
 		return sourceKeys(cfg, "")
 	}
+	dsn, _ := src.MySQL.NormalizedDSN()
 	sources, _ := cfg.Sources() // checked by the loader
 	for _, s := range sources {
 		if d, _ := s.MySQL.NormalizedDSN(); d == dsn {

@@ -109,11 +109,8 @@ func RetryUnits(cfg *config.Config, home *orders.Closer, units []*orders.Closer)
 	if err != nil {
 		return nil, err
 	}
-	homeDSN, _ := cfg.MySQL.NormalizedDSN() // checked by the loader
-	for _, src := range sources {
-		if dsn, _ := src.MySQL.NormalizedDSN(); dsn == homeDSN {
-			return units, nil
-		}
+	if slices.ContainsFunc(sources, cfg.OnHomeDatabase) {
+		return units, nil
 	}
 	for _, u := range units {
 		if u.Source() == home.Source() && u.Table() == home.Table() {
