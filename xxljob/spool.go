@@ -47,8 +47,8 @@ type spool struct {
 	dir string
 
 	mu      sync.Mutex
-	segs    []*segment // oldest first; the last may be active
-	active  *os.File   // appends go here; nil until the first append
+	segs    []*segment  // oldest first; the last may be active
+	active  segmentFile // appends go here; nil until the first append
 	nextSeq uint64
 	onDisk  int    // results in recDisk across segments
 	written uint64 // appends made, counted for the group commit below
@@ -64,6 +64,21 @@ type spool struct {
 	syncMu sync.Mutex
 	synced atomic.Uint64
 	syncs  atomic.Uint64 // fsyncs the group commit made (tests count them)
+
+	// create makes a new segment's results file: createSegment, or in
+	// tests one whose fsync fails as a failing disk's does.
+	create func(name string) (segmentFile, error)
+}
+
+// segmentFile is what the spool does with the results file it appends to.
+type segmentFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+func createSegment(name string) (segmentFile, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // Result states.
@@ -129,7 +144,7 @@ func openSpool(dir string) (s *spool, torn int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s = &spool{dir: dir, results: map[runID]byte{}}
+	s = &spool{dir: dir, results: map[runID]byte{}, create: createSegment}
 	var firsts []uint64
 	acks := map[uint64]bool{}
 	for _, e := range entries {
@@ -337,7 +352,7 @@ func (s *spool) activeLocked() (*segment, error) {
 	}
 	s.closeActiveLocked()
 	name := filepath.Join(s.dir, segmentName(s.nextSeq)+segmentSuffix)
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := s.create(name)
 	if err != nil {
 		return nil, err
 	}
