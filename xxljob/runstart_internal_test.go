@@ -1,7 +1,10 @@
 package xxljob
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -117,5 +120,67 @@ func TestSpoolStartParamBounded(t *testing.T) {
 				t.Fatalf("param of %d bytes, want %d bytes", len(got), len(tc.want))
 			}
 		})
+	}
+}
+
+// A run whose start record's segment was closed by a switch with a failed
+// fsync is not run, as when the start cannot be written at all: it fails
+// at once with msgStartNotRecorded, and that failure is made durable in
+// the next segment and queued for the admin.
+func TestRunNotStartedWhenStartNotDurable(t *testing.T) {
+	t.Parallel()
+	logPath := t.TempDir()
+	e, err := New(Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/a"}, AppName: "t", LogPath: logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, d := faultySpool(t, filepath.Join(logPath, spoolDirName))
+	defer s.close()
+	e.callback.spool = s
+	fillSegment(t, s, 1)
+	var called atomic.Bool
+	th := &jobThread{jobID: 7, name: "h", handler: HandlerFunc(func(context.Context, *Request) error {
+		called.Store(true)
+		return nil
+	})}
+	p := triggerParam{JobID: 7, LogID: 42, LogDateTime: 1700000000000}
+
+	resume := pauseSyncs(s)
+	ran := make(chan struct{})
+	go func() { // its start record is the segment's last, its fsync not yet made
+		e.runTrigger(t.Context(), th, p)
+		close(ran)
+	}()
+	waitWritten(t, s, segmentRecords)
+	d.file(t, 0).failSyncs.Store(1 << 30) // the segment's disk fails from now on
+	other := make(chan error, 1)
+	go func() { // switches to a new segment, whose fsync succeeds
+		_, err := s.append(callbackParam{LogID: 2, LogDateTim: 5, HandleCode: 200}, true)
+		other <- err
+	}()
+	waitWritten(t, s, segmentRecords+1)
+	resume()
+	<-ran
+	if err := <-other; err != nil {
+		t.Fatal(err)
+	}
+	if called.Load() {
+		t.Error("handler called though its start record is not durable")
+	}
+	e.callback.mu.Lock()
+	queue := e.callback.queue
+	e.callback.mu.Unlock()
+	if len(queue) != 1 {
+		t.Fatalf("queued %d results, want the run's failure", len(queue))
+	}
+	got := queue[0]
+	if got.p.LogID != 42 || got.p.HandleCode != CodeFail || !strings.HasPrefix(got.p.HandleMsg, msgStartNotRecorded) {
+		t.Errorf("queued %+v, want the run's failure %q...", got.p, msgStartNotRecorded)
+	}
+	if got.ref.seg == nil || got.ref.seg.first == 1 {
+		t.Errorf("the failure not written to the new segment: ref %+v", got.ref)
+	}
+	if !strings.Contains(got.p.HandleMsg, errDiskSync.Error()) {
+		t.Errorf("failure message %q does not say why", got.p.HandleMsg)
 	}
 }

@@ -47,8 +47,8 @@ type spool struct {
 	dir string
 
 	mu      sync.Mutex
-	segs    []*segment // oldest first; the last may be active
-	active  *os.File   // appends go here; nil until the first append
+	segs    []*segment  // oldest first; the last may be active
+	active  segmentFile // appends go here; nil until the first append
 	nextSeq uint64
 	onDisk  int    // results in recDisk across segments
 	written uint64 // appends made, counted for the group commit below
@@ -60,10 +60,39 @@ type spool struct {
 	results map[runID]byte // resultWritten or resultInterrupted
 
 	// Group commit: an append returns once an fsync covering it is done;
-	// one caller syncs for everybody written before it.
-	syncMu sync.Mutex
-	synced atomic.Uint64
-	syncs  atomic.Uint64 // fsyncs the group commit made (tests count them)
+	// one caller syncs for everybody written before it (syncRound). synced
+	// is the last append number fsyncs have covered, successful or not: a
+	// segment whose fsync failed says which of its records that leaves not
+	// durable (segment.notDurable). Every fsync of a results file is made
+	// under syncMu, one at a time: of two fsyncs of one file at once, Linux
+	// may report a writeback error to one only, and the other's success
+	// would then vouch for pages that never reached the disk.
+	syncMu  sync.Mutex
+	synced  atomic.Uint64
+	syncs   atomic.Uint64 // fsyncs the group commit made (tests count them)
+	retired []retiredFile // files of segments switched away from, not synced yet
+
+	// create makes a new segment's results file: createSegment, or in
+	// tests one whose fsync fails as a failing disk's does.
+	create func(name string) (segmentFile, error)
+}
+
+// retiredFile is a results file no longer appended to, left for the
+// next syncRound to sync and close.
+type retiredFile struct {
+	f   segmentFile
+	seg *segment
+}
+
+// segmentFile is what the spool does with the results file it appends to.
+type segmentFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+func createSegment(name string) (segmentFile, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // Result states.
@@ -81,6 +110,12 @@ type segment struct {
 	onDisk int // results in recDisk
 	sealed bool
 	ack    *os.File // opened at the first acknowledgement
+
+	// syncErr is the first failed fsync of the segment's file; its records
+	// after append number durableTo (those no earlier fsync covered) are
+	// not durable. See fail.
+	syncErr   error
+	durableTo uint64
 }
 
 // spoolRef names one result in the spool.
@@ -129,7 +164,7 @@ func openSpool(dir string) (s *spool, torn int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s = &spool{dir: dir, results: map[runID]byte{}}
+	s = &spool{dir: dir, results: map[runID]byte{}, create: createSegment}
 	var firsts []uint64
 	acks := map[uint64]bool{}
 	for _, e := range entries {
@@ -259,30 +294,34 @@ func (s *spool) append(p callbackParam, queued bool) (spoolRef, error) {
 // queued), durable together: one fsync covers them all, where appending
 // them one after another waits for one each (a /kill of a job with a long
 // queue reports every queued trigger before it answers). errs[i] is the
-// error of ps[i], nil when it is durable.
+// error of ps[i], nil when it is durable: results on both sides of a
+// segment switch may differ.
 func (s *spool) appendAll(ps []callbackParam) (refs []spoolRef, errs []error) {
 	refs, errs = make([]spoolRef, len(ps)), make([]error, len(ps))
+	ws := make([]uint64, len(ps))
 	var last uint64
 	s.mu.Lock()
 	for i, p := range ps {
-		var w uint64
-		if refs[i], w, errs[i] = s.writeLocked(spoolRecord{callbackParam: p}, recMemory); errs[i] == nil {
-			last = w
+		if refs[i], ws[i], errs[i] = s.writeLocked(spoolRecord{callbackParam: p}, recMemory); errs[i] == nil {
+			last = ws[i]
 		}
 	}
 	s.mu.Unlock()
-	if err := s.waitDurable(last); err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = err
-			}
+	s.waitSynced(last)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = refs[i].seg.notDurable(ws[i])
 		}
 	}
 	return refs, errs
 }
 
 // write appends one record in state st (recDisk, recMemory or recRunning)
-// and returns once it is durable.
+// and returns once it is durable, or with the error of the fsync that
+// failed to make it so (the record is then in the spool but may not
+// survive a crash: the caller treats it as not written).
 func (s *spool) write(rec spoolRecord, st byte) (spoolRef, error) {
 	s.mu.Lock()
 	ref, w, err := s.writeLocked(rec, st)
@@ -290,11 +329,14 @@ func (s *spool) write(rec spoolRecord, st byte) (spoolRef, error) {
 	if err != nil {
 		return spoolRef{}, err
 	}
-	return ref, s.waitDurable(w)
+	s.waitSynced(w)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ref, ref.seg.notDurable(w)
 }
 
 // writeLocked appends one record in state st and returns its reference
-// and its append number, for waitDurable.
+// and its append number, for waitSynced.
 func (s *spool) writeLocked(rec spoolRecord, st byte) (spoolRef, uint64, error) {
 	seg, err := s.activeLocked()
 	if err != nil {
@@ -311,8 +353,7 @@ func (s *spool) writeLocked(rec spoolRecord, st byte) (spoolRef, uint64, error) 
 	if _, err := s.active.Write(s.line); err != nil {
 		// Part of the line may be in the file: later results go to a new
 		// segment, so they never share a line with this one.
-		seg.sealed = true
-		s.closeActiveLocked()
+		s.retireActiveLocked()
 		return spoolRef{}, 0, err
 	}
 	s.nextSeq++
@@ -335,9 +376,9 @@ func (s *spool) activeLocked() (*segment, error) {
 	if n := len(s.segs); s.active != nil && n > 0 && !s.segs[n-1].sealed {
 		return s.segs[n-1], nil
 	}
-	s.closeActiveLocked()
+	s.retireActiveLocked()
 	name := filepath.Join(s.dir, segmentName(s.nextSeq)+segmentSuffix)
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := s.create(name)
 	if err != nil {
 		return nil, err
 	}
@@ -352,50 +393,106 @@ func (s *spool) activeLocked() (*segment, error) {
 	return seg, nil
 }
 
-// closeActiveLocked syncs and closes the active file; a segment left with
-// nothing to deliver is removed.
-func (s *spool) closeActiveLocked() {
+// retireActiveLocked seals the active segment and leaves its file to the
+// next syncRound, which syncs and closes it: not here, under s.mu, where
+// appends would wait for the fsync and it could run beside syncRound's
+// fsync of the same file. A segment left with nothing to deliver is
+// removed.
+func (s *spool) retireActiveLocked() {
 	if s.active == nil {
 		return
 	}
-	if s.active.Sync() == nil {
-		s.bumpSynced(s.written)
-	}
-	_ = s.active.Close()
+	// The active file is always the last segment's: ack and this function
+	// drop a segment only once it is no longer active.
+	last := s.segs[len(s.segs)-1]
+	s.retired = append(s.retired, retiredFile{f: s.active, seg: last})
 	s.active = nil
-	if n := len(s.segs); n > 0 {
-		last := s.segs[n-1]
-		last.sealed = true
-		if last.live == 0 {
-			s.dropLocked(last)
-		}
+	last.sealed = true
+	if last.live == 0 {
+		s.dropLocked(last)
 	}
 }
 
-// waitDurable returns once an fsync covers append number w.
-func (s *spool) waitDurable(w uint64) error {
+// waitSynced returns once an fsync covers append number w, successful or
+// not: segment.notDurable then says which.
+func (s *spool) waitSynced(w uint64) {
 	if s.synced.Load() >= w {
-		return nil
+		return
 	}
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	if s.synced.Load() >= w {
-		return nil
+	if s.synced.Load() < w {
+		s.syncRound()
+	}
+}
+
+// syncRound syncs every file holding appends not covered yet: the retired
+// ones (then closed) and the active one. Called with s.syncMu held.
+func (s *spool) syncRound() {
+	before := s.synced.Load()
+	s.mu.Lock()
+	retired, f, target := s.retired, s.active, s.written
+	var seg *segment
+	if f != nil {
+		seg = s.segs[len(s.segs)-1]
+	}
+	s.retired = nil
+	s.mu.Unlock()
+	// Files are retired only under s.mu and synced only here, under
+	// s.syncMu: f is not synced or closed elsewhere meanwhile.
+	type failure struct {
+		seg *segment
+		err error
+	}
+	var failed []failure
+	for _, r := range retired {
+		s.syncs.Add(1)
+		if err := r.f.Sync(); err != nil {
+			failed = append(failed, failure{r.seg, err})
+		}
+		_ = r.f.Close()
+	}
+	if f != nil {
+		s.syncs.Add(1)
+		if err := f.Sync(); err != nil {
+			failed = append(failed, failure{seg, err})
+		}
 	}
 	s.mu.Lock()
-	f, target := s.active, s.written
-	s.mu.Unlock()
-	if f == nil { // closed meanwhile, which synced it
-		return nil
-	}
-	s.syncs.Add(1)
-	if err := f.Sync(); err != nil {
-		if s.synced.Load() >= w { // a segment switch closed f after syncing it
-			return nil
-		}
-		return err
+	defer s.mu.Unlock()
+	for _, fl := range failed {
+		fl.seg.fail(fl.err, before)
 	}
 	s.bumpSynced(target)
+}
+
+// fail records a failed fsync of seg's file and seals seg, so no more
+// results go to it. Its records no successful fsync covered before
+// are not durable, and stay so whatever a later fsync returns: after a
+// failed fsync Linux may have dropped the dirty pages (marked clean, the
+// error reported once), so a retried fsync can succeed without writing
+// them. Rewriting them to a fresh segment would need their lines kept in
+// memory and, on a disk that just failed, would most likely fail too, so
+// each writer is told instead (notDurable) and handles it as a failed
+// write: a result is kept in memory and delivered from there, a run whose
+// start is not durable is not run. The records stay in the file (a
+// restart still finds any the disk kept: sent twice at worst).
+// Called with s.mu held.
+func (seg *segment) fail(err error, durableTo uint64) {
+	if seg.syncErr == nil {
+		seg.syncErr = fmt.Errorf("fsync %s: %w", segmentName(seg.first)+segmentSuffix, err)
+		seg.durableTo = durableTo
+	}
+	seg.sealed = true
+}
+
+// notDurable returns the error that left append number w of seg not
+// durable, nil if it is; w must be covered by an fsync (waitSynced).
+// Called with s.mu held.
+func (seg *segment) notDurable(w uint64) error {
+	if seg.syncErr != nil && w > seg.durableTo {
+		return seg.syncErr
+	}
 	return nil
 }
 
@@ -554,15 +651,18 @@ func (s *spool) diskBatches(size int, visit func([]spoolItem) bool) error {
 
 // close syncs and closes the files; the spool is not used afterwards.
 func (s *spool) close() {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closeActiveLocked()
+	s.retireActiveLocked()
 	for _, seg := range s.segs {
 		if seg.ack != nil {
 			_ = seg.ack.Close()
 			seg.ack = nil
 		}
 	}
+	s.mu.Unlock()
+	s.syncRound()
 }
 
 func groupBySegment(refs []spoolRef) map[*segment][]uint64 {

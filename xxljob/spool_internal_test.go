@@ -1,12 +1,16 @@
 package xxljob
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func mustOpenSpool(t testing.TB, dir string) *spool {
@@ -223,5 +227,289 @@ func BenchmarkSpoolAppendAck(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// faultyDisk stands in front of the spool's segment files and fails what a
+// failing disk fails: an fsync that returns an error has not made the data
+// durable (Linux may even drop the dirty pages, so a later fsync's success
+// proves nothing for them), and creating a new segment may fail too.
+type faultyDisk struct {
+	mu        sync.Mutex
+	files     []*faultyFile // in the order the spool created them
+	createErr error         // set: creating a segment fails with it
+}
+
+type faultyFile struct {
+	segmentFile
+	failSyncs atomic.Int64 // the next n fsyncs fail without syncing
+
+	mu      sync.Mutex
+	stalled chan struct{} // set: the next fsync closes it, waits for resume and fails
+	resume  chan struct{}
+}
+
+var errDiskSync = errors.New("input/output error (a test's failing disk)")
+
+func (f *faultyFile) Sync() error {
+	f.mu.Lock()
+	stalled, resume := f.stalled, f.resume
+	f.stalled = nil
+	f.mu.Unlock()
+	if stalled != nil {
+		close(stalled)
+		<-resume
+		return errDiskSync
+	}
+	if f.failSyncs.Add(-1) >= 0 {
+		return errDiskSync
+	}
+	f.failSyncs.Store(0)
+	return f.segmentFile.Sync()
+}
+
+// stallSync makes the next fsync wait until resume is called, then fail;
+// the returned channel closes once that fsync began.
+func (f *faultyFile) stallSync() (began <-chan struct{}, resume func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stalled, f.resume = make(chan struct{}), make(chan struct{})
+	r := f.resume
+	return f.stalled, func() { close(r) }
+}
+
+// faultySpool opens a spool in dir whose segment files are a faultyDisk's.
+func faultySpool(t *testing.T, dir string) (*spool, *faultyDisk) {
+	t.Helper()
+	s := mustOpenSpool(t, dir)
+	d := &faultyDisk{}
+	s.create = func(name string) (segmentFile, error) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.createErr != nil {
+			return nil, d.createErr
+		}
+		f, err := createSegment(name)
+		if err != nil {
+			return nil, err
+		}
+		ff := &faultyFile{segmentFile: f}
+		d.files = append(d.files, ff)
+		return ff, nil
+	}
+	return s, d
+}
+
+func (d *faultyDisk) file(t *testing.T, i int) *faultyFile {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i >= len(d.files) {
+		t.Fatalf("segment file %d not created; %d are", i, len(d.files))
+	}
+	return d.files[i]
+}
+
+// fillSegment appends results (durably, one fsync) until the active segment
+// has room for n more.
+func fillSegment(t *testing.T, s *spool, n int) {
+	t.Helper()
+	s.mu.Lock()
+	used := 0
+	if k := len(s.segs); k > 0 && s.active != nil {
+		used = len(s.segs[k-1].state)
+	}
+	s.mu.Unlock()
+	ps := make([]callbackParam, segmentRecords-n-used)
+	for i := range ps {
+		ps[i] = callbackParam{LogID: int64(1_000_000 + i), LogDateTim: 5, HandleCode: 200}
+	}
+	_, errs := s.appendAll(ps)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A kill's results that straddle a segment switch whose fsync of the old
+// segment fails: those left in the old segment are not durable, whatever
+// the new segment's fsync says.
+func TestSpoolAppendAllFailedSwitchSync(t *testing.T) {
+	t.Parallel()
+	s, d := faultySpool(t, t.TempDir())
+	defer s.close()
+	fillSegment(t, s, 1)
+	d.file(t, 0).failSyncs.Store(1 << 30) // the old segment's disk fails from now on
+	ps := []callbackParam{{LogID: 1, LogDateTim: 5, HandleCode: 500}, {LogID: 2, LogDateTim: 5, HandleCode: 500}}
+	refs, errs := s.appendAll(ps)
+	if refs[0].seg == refs[1].seg {
+		t.Fatal("both results in one segment: the test did not make the spool switch segments")
+	}
+	if !errors.Is(errs[0], errDiskSync) {
+		t.Errorf("result in the segment whose fsync failed: error %v, want the fsync's", errs[0])
+	}
+	if errs[1] != nil {
+		t.Errorf("result in the new segment, whose fsync succeeded: %v", errs[1])
+	}
+}
+
+// pauseSyncs makes writers wait before their fsync (the group commit's
+// lock held) until the returned function is called.
+func pauseSyncs(s *spool) (resume func()) {
+	s.syncMu.Lock()
+	return s.syncMu.Unlock
+}
+
+// appendAsync appends one result in a goroutine once the spool has its
+// append counter at want-1, and returns the channel of its error.
+func appendAsync(t *testing.T, s *spool, logID int64) <-chan error {
+	t.Helper()
+	s.mu.Lock()
+	want := s.written + 1
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.append(callbackParam{LogID: logID, LogDateTim: 5, HandleCode: 200}, true)
+		done <- err
+	}()
+	for {
+		s.mu.Lock()
+		w := s.written
+		s.mu.Unlock()
+		if w >= want {
+			return done
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("append %d returned before it waited for its fsync: %v", logID, err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// A writer whose result went to a segment that a switch then closed with a
+// failed fsync is told so: neither the close (nil file) nor the next
+// segment's successful fsync makes its result durable.
+func TestSpoolFailedSwitchSyncReachesWaiter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		newFails bool // creating the next segment fails too
+	}{
+		{name: "next segment synced"},
+		{name: "next segment not created", newFails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, d := faultySpool(t, t.TempDir())
+			defer s.close()
+			fillSegment(t, s, 1)
+			resume := pauseSyncs(s)
+			first := appendAsync(t, s, 1) // the old segment's last result, its fsync not yet made
+			d.file(t, 0).failSyncs.Store(1 << 30)
+			if tc.newFails {
+				d.mu.Lock()
+				d.createErr = errors.New("no space left on device (a test's failing disk)")
+				d.mu.Unlock()
+			}
+			second := make(chan error, 1)
+			go func() {
+				_, err := s.append(callbackParam{LogID: 2, LogDateTim: 5, HandleCode: 200}, true)
+				second <- err
+			}()
+			if tc.newFails {
+				if err := <-second; err == nil {
+					t.Fatal("append with no segment to write to: no error")
+				}
+			} else {
+				waitWritten(t, s, segmentRecords+1)
+			}
+			resume()
+			if err := <-first; !errors.Is(err, errDiskSync) {
+				t.Errorf("result whose segment's fsync failed: error %v, want the fsync's", err)
+			}
+			if !tc.newFails {
+				if err := <-second; err != nil {
+					t.Errorf("result in the new segment: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func waitWritten(t *testing.T, s *spool, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		w := s.written
+		s.mu.Unlock()
+		if w >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("append counter %d, want %d", w, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// One fsync covers several writers (the group commit); when it fails, every
+// one of them gets the error, though the next fsync of the same file (which
+// on Linux may succeed without writing the dropped pages) succeeds.
+func TestSpoolFailedSyncReachesEveryWaiter(t *testing.T) {
+	t.Parallel()
+	s, d := faultySpool(t, t.TempDir())
+	defer s.close()
+	if _, err := s.append(callbackParam{LogID: 100, LogDateTim: 5, HandleCode: 200}, true); err != nil {
+		t.Fatal(err)
+	}
+	resume := pauseSyncs(s)
+	a := appendAsync(t, s, 1)
+	b := appendAsync(t, s, 2)
+	d.file(t, 0).failSyncs.Store(1) // one fsync fails, the next succeeds
+	resume()
+	for i, ch := range []<-chan error{a, b} {
+		if err := <-ch; !errors.Is(err, errDiskSync) {
+			t.Errorf("writer %d covered by the failed fsync: error %v, want the fsync's", i+1, err)
+		}
+	}
+	// Later results go to a new segment and are durable again.
+	ref, err := s.append(callbackParam{LogID: 3, LogDateTim: 5, HandleCode: 200}, true)
+	if err != nil {
+		t.Fatalf("result after the failure: %v", err)
+	}
+	if ref.seg.first == 1 {
+		t.Error("result after a failed fsync appended to the same segment")
+	}
+}
+
+// Two fsyncs of one file at once: on Linux only one of them reports a
+// writeback error, the other may succeed. A writer whose own fsync failed
+// is told so even if a segment switch meanwhile synced the same file
+// without an error.
+func TestSpoolFailedSyncNotHiddenByConcurrentSync(t *testing.T) {
+	t.Parallel()
+	s, d := faultySpool(t, t.TempDir())
+	defer s.close()
+	fillSegment(t, s, 1)
+	began, resume := d.file(t, 0).stallSync()
+	first := make(chan error, 1)
+	go func() { // the old segment's last result: its fsync stalls, then fails
+		_, err := s.append(callbackParam{LogID: 1, LogDateTim: 5, HandleCode: 200}, true)
+		first <- err
+	}()
+	<-began
+	second := make(chan error, 1)
+	go func() { // switches to a new segment while that fsync is in flight
+		_, err := s.append(callbackParam{LogID: 2, LogDateTim: 5, HandleCode: 200}, true)
+		second <- err
+	}()
+	waitWritten(t, s, segmentRecords+1)
+	resume()
+	if err := <-first; !errors.Is(err, errDiskSync) {
+		t.Errorf("result whose fsync failed: error %v, want the fsync's", err)
+	}
+	if err := <-second; err != nil {
+		t.Errorf("result in the new segment: %v", err)
 	}
 }
