@@ -103,7 +103,7 @@ type MySQL struct {
 	ConnMaxIdleTime time.Duration `yaml:"connMaxIdleTime" env:"MYSQL_CONN_MAX_IDLE_TIME" default:"1m" doc:"longest a connection waits idle in the pool before it is closed (1s..24h)"`
 	// AllowDSTZone lets serve and run start when the session time zone
 	// observes daylight saving (see docs/time-zones.md).
-	AllowDSTZone bool `yaml:"allowDSTZone" env:"MYSQL_ALLOW_DST_ZONE" default:"false" doc:"start even when the session time zone observes daylight saving (orders close up to an hour early or late at each change); false refuses to start"`
+	AllowDSTZone bool `yaml:"allowDSTZone" env:"MYSQL_ALLOW_DST_ZONE" default:"false" doc:"start even when the session time zone observes daylight saving (orders close up to an hour early or late at each change); false refuses to start, unless order.schema.timeUnit is an epoch unit"`
 	// MigrationsTable is executor migrate's history table.
 	MigrationsTable string `yaml:"migrationsTable" env:"MYSQL_MIGRATIONS_TABLE" doc:"history table of executor migrate (never another tool's schema_migrations)"`
 }

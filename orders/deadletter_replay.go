@@ -205,9 +205,10 @@ func (c *Closer) closeLetter(ctx context.Context, orderNo string, tableless []*C
 // error is fatal for the run.
 func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, tableless []*Closer, st *RetryStats) error {
 	// The claim lasts as long as one CloseOrder can (its work is bounded by
-	// pageTimeout), on the run's clock advanced by the local monotonic time.
-	until := clock.closeTime().Add(c.pageTimeout())
-	ok, err := c.store.claimLetter(ctx, c.db, l, clock.now, until)
+	// pageTimeout), on the run's clock advanced by the local monotonic time,
+	// and at least that long in real time (closesql.ClaimLetter).
+	ttl := c.pageTimeout()
+	ok, err := c.store.claimLetter(ctx, c.db, l, clock.now, clock.closeTime().Add(ttl), ttl)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "CloseOrders: batch read", Query: in(sq.OrdersForClose, f.pageNos), Units: n, Plan: plantest.ByKey("o", "uk_order_no").And("d", "uk_order_stage", "eq_ref")},
 		// The dead-letter retry job.
 		{Name: "retry: due letters", Query: named(closesql.DueLetters, dueLetterParams{Now: f.now, AfterAt: firstCursor.CreateTime, AfterID: firstCursor.ID, ShardTotal: 1, Limit: 500}), Units: f.dueLetters, Plan: uses("order_dead_letter", "idx_table_status_retry", "range")},
-		{Name: "retry: claim letter", Query: named(closesql.ClaimLetter, map[string]any{"until": f.now, "id": f.letterID, "attempts": 1, "now": f.now}), Units: 1, Plan: plantest.PK("order_dead_letter")},
+		{Name: "retry: claim letter", Query: named(closesql.ClaimLetter, map[string]any{"until": f.now, "ttl_us": 14_000_000, "id": f.letterID, "attempts": 1, "now": f.now}), Units: 1, Plan: plantest.PK("order_dead_letter")},
 		{Name: "retry: settle letter", Query: named(closesql.SettleLetter, map[string]any{"status": "resolved", "reason": "r", "id": f.letterID}), Units: 1, Plan: plantest.PK("order_dead_letter")},
 		{Name: "retry: note letter", Query: named(closesql.NoteLetter, map[string]any{"reason": "r", "id": f.letterID, "status": "waiting"}), Units: 1, Plan: plantest.PK("order_dead_letter")},
 		// The close-run records a run writes and purges (package inspect

@@ -45,8 +45,9 @@ func (store) dueLetters(ctx context.Context, q sqlx.QueryerContext, p dueLetterP
 	return rows, nil
 }
 
-func (store) claimLetter(ctx context.Context, e sqlx.ExecerContext, l dueLetter, now, until time.Time) (bool, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, closesql.ClaimLetter, map[string]any{"until": until, "id": l.ID, "attempts": l.Attempts, "now": now})
+func (store) claimLetter(ctx context.Context, e sqlx.ExecerContext, l dueLetter, now, until time.Time, ttl time.Duration) (bool, error) {
+	res, err := sqlexec.ExecNamed(ctx, e, closesql.ClaimLetter, map[string]any{"until": until, "ttl_us": ttl.Microseconds(),
+		"id": l.ID, "attempts": l.Attempts, "now": now})
 	if err != nil {
 		return false, fmt.Errorf("claim dead letter of %s: %w", l.OrderNo, err)
 	}

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/redistest"
 )
 
@@ -83,19 +85,8 @@ func TestMigrateStatusAndRunWithADeclaredSchema(t *testing.T) {
 // check names the unit); then run closes its due orders, stamping the
 // close time in milliseconds, and leaves the others.
 func TestRunWithAnEpochMillisSchema(t *testing.T) {
-	ctx := context.Background()
 	db := dbtest.NewEmpty(t)
-	for _, s := range declaredShop {
-		s = strings.NewReplacer("create_time datetime", "create_time bigint", "close_time datetime(3)", "close_time bigint").Replace(s)
-		_, err := db.ExecContext(ctx, s)
-		require.NoError(t, err)
-	}
-	now := time.Now()
-	for i, age := range []time.Duration{time.Hour, 40 * time.Minute, 10 * time.Minute} {
-		_, err := db.ExecContext(ctx, `INSERT INTO t_order (order_no, user_id, status, create_time, timeout_minutes)
-			VALUES (?, 1, 0, ?, 30)`, fmt.Sprintf("EP-%d", i), now.Add(-age).UnixMilli())
-		require.NoError(t, err)
-	}
+	now := epochMillisShop(t, db.DB)
 	env := declaredEnv(t, db.DSN)
 	code, out, errOut := runCLI(t, env, "migrate")
 	require.Equal(t, 1, code, out)
@@ -108,10 +99,64 @@ func TestRunWithAnEpochMillisSchema(t *testing.T) {
 	require.Zero(t, db.Count(t, `SELECT COUNT(*) FROM t_order WHERE status <> 0`))
 
 	env["ORDER_SCHEMA_TIME_UNIT"] = "epochMillis"
-	code, out, errOut = runCLI(t, env, "run", "orderTimeoutCloseJob")
+	runEpochMillisShop(t, env, db, now)
+}
+
+// epochMillisShop creates declaredShop with its times in BIGINT epoch
+// milliseconds and places EP-0, EP-1 and EP-2, an hour, 40 and 10 minutes
+// before the returned now, each with a 30-minute timeout.
+func epochMillisShop(t *testing.T, db *sqlx.DB) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	for _, s := range declaredShop {
+		s = strings.NewReplacer("create_time datetime", "create_time bigint", "close_time datetime(3)", "close_time bigint").Replace(s)
+		_, err := db.ExecContext(ctx, s)
+		require.NoError(t, err)
+	}
+	now := time.Now()
+	for i, age := range []time.Duration{time.Hour, 40 * time.Minute, 10 * time.Minute} {
+		_, err := db.ExecContext(ctx, `INSERT INTO t_order (order_no, user_id, status, create_time, timeout_minutes)
+			VALUES (?, 1, 0, ?, 30)`, fmt.Sprintf("EP-%d", i), now.Add(-age).UnixMilli())
+		require.NoError(t, err)
+	}
+	return now
+}
+
+// runEpochMillisShop runs the close job on epochMillisShop's shop, placed
+// at now, and checks that it closed EP-0 and EP-1, stamping the close time
+// in milliseconds, and left EP-2. It returns run's standard error.
+func runEpochMillisShop(t *testing.T, env map[string]string, db *dbtest.DB, now time.Time) string {
+	t.Helper()
+	code, out, errOut := runCLI(t, env, "run", "orderTimeoutCloseJob")
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "closed=2")
 	require.Equal(t, 0, db.Count(t, `SELECT status FROM t_order WHERE order_no = 'EP-2'`), "not due for 20 minutes")
 	require.Equal(t, 2, db.Count(t, `SELECT COUNT(*) FROM t_order WHERE status = 2 AND close_time BETWEEN ? AND ?`,
 		now.UnixMilli(), time.Now().UnixMilli()), "stamped in milliseconds")
+	return errOut
+}
+
+// Through the binary: under a session time zone with daylight saving (a
+// private server in Europe/Berlin with time_zone=SYSTEM, as in
+// TestServeAndRunRefuseADSTSessionZone), run starts for a shop keeping
+// epoch times without mysql.allowDSTZone, says in one Info line why the
+// zone does not matter, and closes exactly its due orders: EP-2, placed 10
+// minutes ago with a 30-minute timeout, would be due if its time were
+// compared with the wall clock, an hour ahead of UTC in winter.
+func TestRunWithAnEpochSchemaUnderADSTZone(t *testing.T) {
+	srv := mariadbtest.Start(t, mariadbtest.Options{Env: []string{"TZ=Europe/Berlin"}})
+	sdb, dsn := srv.NewDB(t, "shop")
+	db := &dbtest.DB{DB: sdb, Name: "shop", DSN: dsn}
+	now := epochMillisShop(t, sdb)
+	var offset string
+	require.NoError(t, sdb.Get(&offset, `SELECT TIMEDIFF(NOW(), UTC_TIMESTAMP())`))
+	env := declaredEnv(t, dsn)
+	env["ORDER_SCHEMA_TIME_UNIT"] = "epochMillis"
+
+	errOut := runEpochMillisShop(t, env, db, now)
+	require.Contains(t, errOut, `"level":"INFO","msg":"the mysql session time zone observes daylight saving; `+
+		`no matter for order.schema.timeUnit epochMillis: its orders are compared with the database clock's instant`)
+	require.Contains(t, errOut, `"zone":"time_zone=SYSTEM (CET): UTC+01:00 in January, UTC+02:00 in July"`)
+	require.NotContains(t, errOut, "DAYLIGHT SAVING", "no warning that orders close early or late")
+	require.Contains(t, []string{"01:00:00", "02:00:00"}, offset, "the session runs on Berlin's wall clock")
 }

@@ -110,7 +110,12 @@ func checkSource(ctx context.Context, cfg *config.Config, src config.Source, db 
 // checkDatabase refuses to start serve or run on a database the jobs would
 // fail on later, one order at a time: a schema that lacks a table, column
 // or index they use, or a session time zone with daylight saving (unless
-// mysql.allowDSTZone accepts it, with a loud warning).
+// mysql.allowDSTZone accepts it, with a loud warning). A shop whose order
+// times are Unix epoch integers (order.schema.timeUnit, which every order
+// source shares) is not refused for the zone: its orders are compared with
+// the clock's instant, and what the executor's own tables keep on the wall
+// clock only moves retries and records by up to an hour
+// (docs/time-zones.md lists each); one Info line says so.
 func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) error {
 	mcfg, err := MigrationsConfig(cfg)
 	if err != nil {
@@ -135,6 +140,12 @@ func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger 
 		return fmt.Errorf("mysql: %w", err)
 	}
 	if !zone.ObservesDST() {
+		return nil
+	}
+	if unit := mcfg.Shop.Orders.TimeUnit; unit.Epoch() {
+		logger.Info("the mysql session time zone observes daylight saving; no matter for order.schema.timeUnit "+unit.String()+
+			": its orders are compared with the database clock's instant, which no change moves; around a change only the "+
+			"executor's own retry times and records can be up to an hour off (docs/time-zones.md)", "zone", zone.String())
 		return nil
 	}
 	if !cfg.MySQL.AllowDSTZone {

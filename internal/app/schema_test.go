@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/dbtest"
+	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
@@ -94,4 +95,22 @@ func TestDeclaredShardedHomeIsChecked(t *testing.T) {
 	cfg, err = config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 	require.ErrorContains(t, checkDatabase(ctx, cfg, db.DB, slog.New(slog.DiscardHandler)), "table t_order is missing")
+}
+
+// TestDeclaredDateTimeSchemaRefusesADSTZone: the start-up check spares a
+// session zone with daylight saving only an epoch order.schema.timeUnit;
+// a declared shop of DATETIME columns (the default unit) is refused as the
+// executor's own schema is, naming the setting that accepts the risk.
+func TestDeclaredDateTimeSchemaRefusesADSTZone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := mariadbtest.Start(t, mariadbtest.Options{Env: []string{"TZ=Europe/Berlin"}})
+	db, dsn := srv.NewDB(t, "shop")
+	ordertest.ForeignTables(t, db)
+	env := map[string]string{"MYSQL_DSN": dsn}
+	cfg, err := config.LoadWith([]byte(ordertest.ForeignYAML), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	err = checkDatabase(ctx, cfg, db, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "mysql: the session time zone observes daylight saving (time_zone=SYSTEM (CET)")
+	require.ErrorContains(t, err, "mysql.allowDSTZone")
 }

@@ -34,12 +34,20 @@ LIMIT :limit`
 // ClaimLetter takes one due letter for this run by pushing its
 // next_retry_at past the replay's worst case.
 //
-// until is the claim's end. The WHERE repeats what the scan saw (still waiting, same attempts, still due), so of
+// until is the claim's end on the run's clock (a session wall clock, as
+// next_retry_at is); ttl_us is the claim's length. The claim ends at the
+// later of until and the wall-clock reading of the instant ttl_us from now
+// (FROM_UNIXTIME of the server's clock, which knows the zone's changes):
+// where the zone springs forward within the claim, until alone would have
+// passed an hour early, and another run would replay the letter while this
+// one still does; where it falls back, until is the later one (the claim
+// then lasts an hour longer, which only delays a crashed run's letter).
+// The WHERE repeats what the scan saw (still waiting, same attempts, still due), so of
 // two runs that read the same letter only one changes the row; the other
 // gets 0 rows and leaves it. A claim that outlives a crashed executor just
-// expires: the letter is due again at until. One row or none.
+// expires: the letter is due again at its end. One row or none.
 const ClaimLetter = `
-UPDATE order_dead_letter SET next_retry_at = :until
+UPDATE order_dead_letter SET next_retry_at = GREATEST(:until, FROM_UNIXTIME(@@timestamp + :ttl_us / 1000000))
 WHERE id = :id AND status = 'waiting' AND attempts = :attempts AND next_retry_at <= :now`
 
 // SettleLetter moves a claimed letter from waiting to a final status with
