@@ -114,7 +114,9 @@ func TestSoftDeletedOrdersAreNeverClosed(t *testing.T) {
 			rs, err := b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
 			require.NoError(t, err)
 			require.Equal(t, 1, rs.AlreadyDone, rs.String())
-			require.Equal(t, "resolved", b.letters(t)["D-2"].Status)
+			letter := b.letters(t)["D-2"]
+			require.Equal(t, "resolved", letter.Status)
+			require.Equal(t, "order is no longer unpaid (closed before, further on, or soft-deleted); nothing to close", letter.StatusReason)
 
 			for sn, want := range map[string]int{"L-1": ordertest.ForeignCancelled, "L-2": ordertest.ForeignCancelled,
 				"D-1": ordertest.ForeignUnpaid, "D-2": ordertest.ForeignUnpaid, "D-3": ordertest.ForeignUnpaid} {
