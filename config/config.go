@@ -237,9 +237,19 @@ type OrderSchema struct {
 	TimeUnit       string   `yaml:"timeUnit" env:"ORDER_SCHEMA_TIME_UNIT" doc:"how createTime, dueTime, closeTime and updateTime hold their times: datetime (DATETIME or TIMESTAMP), epochSeconds or epochMillis (integer Unix epoch seconds or milliseconds, compared with the database clock's instant)"`
 	Givebacks      []string `yaml:"givebacks" env:"ORDER_SCHEMA_GIVEBACKS" doc:"other amounts a close gives back, each 'table.column += orderColumn by table.key = orderColumn', e.g. 'member.points += used_points by member.id = user_id'; table.key is the table's primary key"`
 
-	Items  OrderSchemaItems  `yaml:"items"`
-	Stock  OrderSchemaStock  `yaml:"stock"`
-	Coupon OrderSchemaCoupon `yaml:"coupon"`
+	Items      OrderSchemaItems      `yaml:"items"`
+	Stock      OrderSchemaStock      `yaml:"stock"`
+	Coupon     OrderSchemaCoupon     `yaml:"coupon"`
+	SoftDelete OrderSchemaSoftDelete `yaml:"softDelete"`
+}
+
+// OrderSchemaSoftDelete is `order.schema.softDelete`: the column marking
+// an order deleted while its row stays. A deleted unpaid order is never
+// closed, so nothing is given back twice when the shop gave it back on
+// deleting.
+type OrderSchemaSoftDelete struct {
+	Column    string `yaml:"column" env:"ORDER_SCHEMA_SOFT_DELETE_COLUMN" doc:"the order table's soft-delete column (delete_status, del_flag, is_deleted, deleted_at); empty: orders are never soft-deleted, every unpaid order past its deadline is closed"`
+	LiveValue string `yaml:"liveValue" env:"ORDER_SCHEMA_SOFT_DELETE_LIVE_VALUE" doc:"its value on an order that is NOT deleted: an integer, or a text (quoted, '0', for a text column holding digits); empty (or NULL): NULL is the live value, as with deleted_at"`
 }
 
 // OrderSchemaItems is `order.schema.items`: the order lines.

@@ -14,6 +14,12 @@ import (
 // schema when no table is named, else the shop's, checked.
 func (s OrderSchema) Schema() (schema.Schema, error) {
 	if s.Table == "" {
+		if s.SoftDelete != (OrderSchemaSoftDelete{}) {
+			// Silently ignored, it would close the orders the operator
+			// meant to keep.
+			return schema.Schema{}, errors.New("softDelete: the executor's own order_info has no soft delete; " +
+				"name the shop's order table in order.schema.table, or leave softDelete out")
+		}
 		return schema.Default(), nil
 	}
 	var errs []error
@@ -32,6 +38,7 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 		Items: schema.Items{Table: s.Items.Table, Index: s.Items.Index, OrderColumn: s.Items.OrderColumn,
 			SKU: s.Items.SKU, Quantity: s.Items.Quantity},
 	}
+	out.Orders.SoftDelete = s.SoftDelete.parse(func(err error) { errs = append(errs, err) })
 	if u, ok := schema.ParseTimeUnit(s.TimeUnit); ok || s.TimeUnit == "" {
 		out.Orders.TimeUnit = u
 	} else {
@@ -90,4 +97,24 @@ func didYouMeanValue(v string, names []string) string {
 		return "; did you mean " + guess + "?"
 	}
 	return ""
+}
+
+// parse reads the soft-delete column and its live value, reporting to bad
+// what cannot be read.
+func (d OrderSchemaSoftDelete) parse(bad func(error)) schema.SoftDelete {
+	out := schema.SoftDelete{Column: strings.TrimSpace(d.Column)}
+	v := strings.TrimSpace(d.LiveValue)
+	switch {
+	case v == "", strings.EqualFold(v, "null"):
+		// NULL is live. YAML reads a bare NULL as no value; the
+		// environment's NULL means the same, not the text 'NULL' (which
+		// no deleted_at holds: every order would count as deleted).
+	default:
+		live, err := schema.ParseValue(v)
+		if err != nil {
+			bad(fmt.Errorf("softDelete.liveValue: %w", err))
+		}
+		out.Live = live
+	}
+	return out
 }

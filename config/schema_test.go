@@ -197,3 +197,67 @@ func TestSchemaEpochRefusesADSNLoc(t *testing.T) {
 	_, err = config.LoadWith([]byte(yml), envOf(nil))
 	require.ErrorContains(t, err, "order.sources item 1 (db1): dsn: loc=Asia/Shanghai cannot go with order.schema.timeUnit: epochSeconds")
 }
+
+// TestSchemaSoftDelete: order.schema.softDelete names the column marking
+// an order deleted and its value on a live order, from the file or the
+// environment; left out, there is no soft delete. An empty liveValue, or
+// NULL unquoted, means NULL is live; a liveValue without its column,
+// softDelete without a declared table and a misspelled key are refused.
+func TestSchemaSoftDelete(t *testing.T) {
+	t.Parallel()
+	const table = "order:\n  schema:\n    table: t_order\n    timeoutMinutes: 15\n"
+	load := func(yml string, env map[string]string) (schema.SoftDelete, error) {
+		cfg, err := config.LoadWith([]byte(yml), envOf(env))
+		if err != nil {
+			return schema.SoftDelete{}, err
+		}
+		s, err := cfg.Order.Schema.Schema()
+		require.NoError(t, err, "Load checked it")
+		return s.Orders.SoftDelete, nil
+	}
+	d, err := load(table, nil)
+	require.NoError(t, err)
+	require.False(t, d.Declared(), "no soft delete unless declared")
+
+	for _, tc := range []struct {
+		name, yml      string
+		env            map[string]string
+		column, sqlLit string // sqlLit "": NULL is live
+	}{
+		{"integer flag", table + "    softDelete: {column: delete_status, liveValue: 0}\n", nil, "delete_status", "0"},
+		{"text flag", table + "    softDelete:\n      column: del_flag\n      liveValue: \"'0'\"\n", nil, "del_flag", "'0'"},
+		{"word", table + "    softDelete: {column: state, liveValue: active}\n", nil, "state", "'active'"},
+		{"NULL is live", table + "    softDelete: {column: deleted_at}\n", nil, "deleted_at", ""},
+		{"NULL written out", table + "    softDelete: {column: deleted_at, liveValue: NULL}\n", nil, "deleted_at", ""},
+		{"NULL from the environment", table, map[string]string{"ORDER_SCHEMA_SOFT_DELETE_COLUMN": "deleted_at",
+			"ORDER_SCHEMA_SOFT_DELETE_LIVE_VALUE": "null"}, "deleted_at", ""},
+		{"the text NULL", table + "    softDelete: {column: state, liveValue: \"'NULL'\"}\n", nil, "state", "'NULL'"},
+		{"environment", table, map[string]string{"ORDER_SCHEMA_SOFT_DELETE_COLUMN": "is_deleted", "ORDER_SCHEMA_SOFT_DELETE_LIVE_VALUE": "0"},
+			"is_deleted", "0"},
+	} {
+		d, err := load(tc.yml, tc.env)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.column, d.Column, tc.name)
+		if tc.sqlLit == "" {
+			require.True(t, d.Live.IsZero(), tc.name)
+		} else {
+			require.Equal(t, tc.sqlLit, d.Live.SQL(), tc.name)
+		}
+	}
+
+	for _, tc := range []struct{ yml, want string }{
+		{table + "    softDelete: {liveValue: 0}\n",
+			`order.schema.softDelete.liveValue: "0" given without softDelete.column; name the column it is the value of`},
+		{table + "    softDelete: {column: \"is deleted\", liveValue: 0}\n",
+			`order.schema.softDelete.column: "is deleted" is not a plain table or column name`},
+		{table + "    softDelete: {column: del_flag, liveValue: \"0' OR '1\"}\n", `order.schema.softDelete.liveValue: status value "0' OR '1"`},
+		{"order:\n  schema:\n    softDelete: {column: is_deleted, liveValue: 0}\n",
+			"order.schema.softDelete: the executor's own order_info has no soft delete; name the shop's order table in order.schema.table, or leave softDelete out"},
+		{table + "    softDelete: {column: is_deleted, liveVaule: 0}\n",
+			"unknown key order.schema.softDelete.liveVaule; did you mean order.schema.softDelete.liveValue?"},
+		{table + "    softDelet: {column: is_deleted}\n", "unknown key order.schema.softDelet; did you mean order.schema.softDelete?"},
+	} {
+		_, err := load(tc.yml, nil)
+		require.ErrorContains(t, err, tc.want, tc.yml)
+	}
+}

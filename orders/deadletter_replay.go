@@ -55,7 +55,7 @@ func (s RetryStats) String() string {
 const (
 	reasonClosedOnRetry = "closed by deadLetterRetryJob"
 	reasonPaid          = "order is paid; nothing to close"
-	reasonNotUnpaid     = "order is no longer unpaid (closed before, or further on); nothing to close"
+	reasonNotUnpaid     = "order is no longer unpaid (closed before, further on, or soft-deleted); nothing to close"
 )
 
 // DefaultRetryPageSize is RetryOptions.PageSize when it is zero.

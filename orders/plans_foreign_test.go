@@ -14,6 +14,7 @@ import (
 	"github.com/orderjob/executor/internal/plantest"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/closesql"
+	"github.com/orderjob/executor/orders/schema"
 )
 
 // foreignPlanTables are the foreign shop's tables whose statistics lie,
@@ -150,4 +151,30 @@ func TestForeignStockUnhintedScansSmallTable(t *testing.T) {
 	// the whole primary key.
 	require.Contains(t, run(lock), "type=ALL", "without the hint the lock scans the stock table")
 	require.Contains(t, run(release), "type=index", "without the hint the release walks the whole primary key")
+}
+
+// TestForeignSoftDeleteKeepsThePlans: a declared soft delete
+// (schema.SoftDelete) is a filter on the rows the statements already
+// read: the scan and the gauge keep their forced index range, the status
+// CAS and the reads by id the primary key, with true and with lying
+// statistics.
+func TestForeignSoftDeleteKeepsThePlans(t *testing.T) {
+	t.Parallel()
+	f := newForeignPlanFixture(t)
+	_, err := f.db.ExecContext(context.Background(), `ALTER TABLE t_order ADD COLUMN deleted_at DATETIME(3) NULL`)
+	require.NoError(t, err)
+	sch := ordertest.ForeignSchema(ordertest.LockedOnly)
+	sch.Orders.SoftDelete = schema.SoftDelete{Column: "deleted_at"}
+	s, err := closesql.Render(sch)
+	require.NoError(t, err)
+	n := len(f.ids)
+	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
+	uses := plantest.Uses
+	plantest.Check(t, f.db.DB, foreignPlanTables, []plantest.Statement{
+		{Name: "scan page", Query: named(s.ScanPage, scanParams{AfterTime: f.cursor.CreateTime, AfterID: f.cursor.ID, Now: f.now, ShardTotal: 1, Limit: n}), Units: n, Plan: uses("o", "idx_status_created", "range")},
+		{Name: "lock order rows", Query: plantest.Lit(s.LockOrders, f.ids), Units: n, Plan: plantest.PK("t_order")},
+		{Name: "status CAS", Query: named(fmt.Sprintf(s.CloseOrders, sqlexec.IntList(f.ids)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: plantest.PK("t_order")},
+		{Name: "CloseOrders: batch read", Query: plantest.In(t, s.OrdersForClose, f.nos), Units: n, Plan: uses("o", "uk_order_sn", "range", "ref", "eq_ref").And("d", "uk_order_stage", "eq_ref")},
+		{Name: "gauge: overdue", Query: named(s.Overdue, map[string]any{"now": f.now, "cap": 2000}), Units: 2000, Plan: uses("o", "idx_status_created", "range").And("d", "uk_order_stage", "eq_ref").And("<derived2>", "", "ALL")},
+	})
 }

@@ -107,32 +107,15 @@ func TestScanReadsOnlyCandidateRows(t *testing.T) {
 	b := setup(t)
 	res, _ := b.Seed(t, orderdemo.Spec{Orders: 20000, DueFraction: 0.01, NotDueFraction: 0.01, PaidFraction: 0.98, SKUs: 500})
 
-	one, err := sqlx.Open("mysql", b.DB.DSN)
-	require.NoError(t, err)
-	t.Cleanup(func() { one.Close() })
-	one.SetMaxOpenConns(1)
+	one := oneConn(t, b.DB.DSN)
 	c, err := orders.NewCloser(one, b.Locker, orders.CloserConfig{})
 	require.NoError(t, err)
 
-	reads := func() int {
-		var n int
-		rows, err := one.QueryContext(b.Ctx, `SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_key', 'Handler_read_next')`)
-		require.NoError(t, err)
-		defer rows.Close()
-		for rows.Next() {
-			var name string
-			var v sql.NullInt64
-			require.NoError(t, rows.Scan(&name, &v))
-			n += int(v.Int64)
-		}
-		require.NoError(t, rows.Err())
-		return n
-	}
 	const pageSize = 50
-	before := reads()
+	before := handlerReads(t, one)
 	st, err := c.Run(b.Ctx, orders.RunOptions{DryRun: true, PageSize: pageSize})
 	require.NoError(t, err)
-	read := reads() - before
+	read := handlerReads(t, one) - before
 	require.Equal(t, res.Due, st.Scanned, "each due order returned once")
 	require.Equal(t, res.Due/pageSize+1, st.Pages)
 
@@ -142,4 +125,33 @@ func TestScanReadsOnlyCandidateRows(t *testing.T) {
 	budget := 2*res.Due + 2*res.NotDue + 10*st.Pages + 20
 	t.Logf("due %d, not due %d, pages %d: %d handler reads (budget %d, table %d rows)", res.Due, res.NotDue, st.Pages, read, budget, res.Orders)
 	require.LessOrEqual(t, read, budget)
+}
+
+// oneConn is a pool of one connection to dsn, so that its session status
+// counts everything a Closer over it does.
+func oneConn(t *testing.T, dsn string) *sqlx.DB {
+	t.Helper()
+	one, err := sqlx.Open("mysql", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { one.Close() })
+	one.SetMaxOpenConns(1)
+	return one
+}
+
+// handlerReads is the rows one's session has read so far (its
+// Handler_read_key and Handler_read_next status).
+func handlerReads(t *testing.T, one *sqlx.DB) int {
+	t.Helper()
+	var n int
+	rows, err := one.QueryContext(t.Context(), `SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_key', 'Handler_read_next')`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var v sql.NullInt64
+		require.NoError(t, rows.Scan(&name, &v))
+		n += int(v.Int64)
+	}
+	require.NoError(t, rows.Err())
+	return n
 }

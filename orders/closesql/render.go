@@ -48,8 +48,11 @@ type Statements struct {
 	// unpaid orders are the only rows read and not returned. With one
 	// timeout for all orders the index range itself ends at now minus the
 	// timeout, so not even those are read; with a declared due time the
-	// scan walks (status, due time, id) and its range ends at now. Returns
-	// up to limit rows in key order.
+	// scan walks (status, due time, id) and its range ends at now. A
+	// declared soft delete (schema.SoftDelete) filters deleted rows out
+	// on the row, after the primary-key lookup: the range stays the same,
+	// and deleted unpaid orders in it are read by every scan. Returns up
+	// to limit rows in key order.
 	ScanPage string
 	// LockOrders locks the given orders' rows (a literal id list) for a
 	// close transaction that must read them first: a page whose status CAS
@@ -89,7 +92,9 @@ type Statements struct {
 	// declared close time, update time and reason. The WHERE repeats the
 	// unpaid status and the deadline, so an order paid or given a longer
 	// timeout in between is never closed even if the Redis lock was lost:
-	// the database is the fence. It locks the rows it reads, in ascending
+	// the database is the fence. With a soft delete it repeats that the
+	// row is live, so a delete committed before the claim wins. It locks
+	// the rows it reads, in ascending
 	// id order (the first of the close's locks); the caller expects
 	// exactly len(ids) rows affected, and when fewer change (an order was
 	// paid since it was read without a lock), rolls back and reads the
@@ -113,7 +118,8 @@ type Statements struct {
 	// table, where resolved letters pile up. Unpaid orders are walked oldest
 	// first, so the due ones come first: the count is exact up to cap and
 	// stays at cap beyond it, and the cost is bounded however large the
-	// backlog. No locks.
+	// backlog. Soft-deleted orders are filtered out before the cap: never
+	// counted, but walked like the scan walks them. No locks.
 	Overdue string
 
 	Stock  *Stock     // nil without a stock table
@@ -250,11 +256,41 @@ func (r renderer) orderCols(p string) string {
 	o := r.s.Orders
 	status := p + "status"
 	if r.s.Declared {
-		status = fmt.Sprintf("CASE %s%s WHEN %s THEN %d WHEN %s THEN %d ELSE %d END AS status", p, r.n(o.Status),
-			o.Unpaid.SQL(), orderstatus.Unpaid, o.Closed.SQL(), orderstatus.Closed, orderstatus.Paid)
+		unpaid := strconv.Itoa(orderstatus.Unpaid)
+		if live := r.live(p); live != "" {
+			// A soft-deleted unpaid order reads as closed: every close
+			// path then skips it as an order someone else closed, and a
+			// dead letter of it is resolved, never replayed into a close.
+			unpaid = fmt.Sprintf("IF(%s, %d, %d)", live, orderstatus.Unpaid, orderstatus.Closed)
+		}
+		status = fmt.Sprintf("CASE %s%s WHEN %s THEN %s WHEN %s THEN %d ELSE %d END AS status", p, r.n(o.Status),
+			o.Unpaid.SQL(), unpaid, o.Closed.SQL(), orderstatus.Closed, orderstatus.Paid)
 	}
 	return strings.Join([]string{r.sel(p, o.ID, "id"), r.sel(p, o.OrderNo, "order_no"), status,
 		r.timeCol(p), r.timeoutCol(p), r.couponCol(p)}, ", ")
+}
+
+// live is the condition that the order of the table aliased p ("" or
+// "o.") is not soft-deleted, "" when the schema has no soft delete. A
+// NULL in a column whose live value is a value is not live: the status
+// CAS, which repeats this condition, would not close it either.
+func (r renderer) live(p string) string {
+	d := r.s.Orders.SoftDelete
+	switch {
+	case !d.Declared():
+		return ""
+	case d.Live.IsZero():
+		return p + r.n(d.Column) + " IS NULL"
+	}
+	return p + r.n(d.Column) + " = " + d.Live.SQL()
+}
+
+// andLive is " AND " and live(p), or "" without soft delete.
+func (r renderer) andLive(p string) string {
+	if l := r.live(p); l != "" {
+		return " AND " + l
+	}
+	return ""
 }
 
 // scanCols are orderCols without the status (a scan reads only unpaid ones).
@@ -402,7 +438,7 @@ func (r renderer) scanPage() string {
 		"WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + "\n" +
 		"  AND (" + at + " > " + after + " OR (" + at + " = " + after + " AND " + col(o.ID) + " > :after_id))\n" +
 		due +
-		"  AND " + shard.Match(col(o.ID)) + "\n" +
+		"  AND " + shard.Match(col(o.ID)) + r.andLive("o.") + "\n" +
 		"ORDER BY " + at + ", " + col(o.ID) + "\nLIMIT :limit"
 }
 
@@ -435,7 +471,7 @@ func (r renderer) closeOrders() string {
 		set = append(set, r.n(o.CloseReason)+" = :close_reason")
 	}
 	return "\nUPDATE " + r.n(o.Table) + " FORCE INDEX (PRIMARY) SET " + strings.Join(set, ", ") + "\n" +
-		"WHERE " + r.n(o.ID) + " IN (%s) AND " + r.n(o.Status) + " = " + o.Unpaid.SQL() + " AND " + r.due("") + " <= " + r.now()
+		"WHERE " + r.n(o.ID) + " IN (%s) AND " + r.n(o.Status) + " = " + o.Unpaid.SQL() + " AND " + r.due("") + " <= " + r.now() + r.andLive("")
 }
 
 func (r renderer) overdue() string {
@@ -444,7 +480,7 @@ func (r renderer) overdue() string {
 	return "\nSELECT COUNT(*) AS n, " + r.timeOut("MIN(t.deadline)") + " AS oldest\nFROM (\n" +
 		"  SELECT " + r.sel("o.", o.OrderNo, "order_no") + ", " + r.due("o.") + " AS deadline\n" +
 		"  FROM " + r.n(o.Table) + " o FORCE INDEX (" + r.n(o.ScanIndex) + ")\n" +
-		"  WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + " AND " + col(o.ScanTime()) + " <= " + r.now() + "\n" +
+		"  WHERE " + col(o.Status) + " = " + o.Unpaid.SQL() + " AND " + col(o.ScanTime()) + " <= " + r.now() + r.andLive("o.") + "\n" +
 		"  ORDER BY " + col(o.ScanTime()) + ", " + col(o.ID) + "\n  LIMIT :cap\n) t\n" +
 		"LEFT JOIN order_dead_letter d FORCE INDEX (uk_order_stage)\n" +
 		"  ON d.order_no = t.order_no AND d.stage = 'close'\n" +

@@ -1,6 +1,7 @@
 package closesql
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -205,4 +206,46 @@ func TestEpochTimesCompareTheColumnItself(t *testing.T) {
 	s.Orders.TimeUnit = schema.TimeUnit(7)
 	_, err = Render(s)
 	require.ErrorContains(t, err, "timeUnit: TimeUnit(7) is not one of datetime, epochSeconds, epochMillis")
+}
+
+// TestSoftDeleteKeepsDeletedOrdersOpen: a schema naming a soft-delete
+// column filters deleted rows out of the scan and the gauge (a row filter:
+// the scan keeps its forced index range), repeats liveness in the status
+// CAS, and reads a deleted unpaid order as closed wherever an order is read
+// by id or number, so no close path takes it. NULL live renders IS NULL.
+func TestSoftDeleteKeepsDeletedOrdersOpen(t *testing.T) {
+	t.Parallel()
+	s := shopSchema(schema.Orders{ScanIndex: "idx_status_created", CreateTime: "created", TimeoutMinutes: 15,
+		SoftDelete: schema.SoftDelete{Column: "is_deleted", Live: schema.Int(0)}})
+	got := renderOK(t, s)
+	require.Equal(t, "\nSELECT o.`id` AS id, o.`sn` AS order_no, o.`created` AS create_time, 15 AS timeout_minutes, NULL AS coupon_id\n"+
+		"FROM `order` o FORCE INDEX (`idx_status_created`)\n"+
+		"WHERE o.`state` = 0\n"+
+		"  AND (o.`created` > :after_time OR (o.`created` = :after_time AND o.`id` > :after_id))\n"+
+		"  AND o.`created` <= :now - INTERVAL 15 MINUTE\n"+
+		"  AND "+shard.Match("o.`id`")+" AND o.`is_deleted` = 0\n"+
+		"ORDER BY o.`created`, o.`id`\nLIMIT :limit", got.ScanPage)
+	require.Equal(t, "\nUPDATE `order` FORCE INDEX (PRIMARY) SET `state` = 9\n"+
+		"WHERE `id` IN (%s) AND `state` = 0 AND `created` + INTERVAL 15 MINUTE <= :now AND `is_deleted` = 0", got.CloseOrders)
+	status := "CASE `state` WHEN 0 THEN IF(`is_deleted` = 0, 0, 2) WHEN 9 THEN 2 ELSE 1 END AS status"
+	for name, q := range map[string]string{"lock": got.LockOrders, "read": got.ReadOrders, "by number": got.OrderByNo} {
+		require.Contains(t, q, status, name)
+	}
+	require.Contains(t, got.OrdersForClose, "CASE o.`state` WHEN 0 THEN IF(o.`is_deleted` = 0, 0, 2) WHEN 9 THEN 2 ELSE 1 END AS status")
+	require.Contains(t, got.Overdue, "  WHERE o.`state` = 0 AND o.`created` <= :now AND o.`is_deleted` = 0\n")
+
+	s.Orders.SoftDelete = schema.SoftDelete{Column: "deleted_at"}
+	got = renderOK(t, s)
+	require.Contains(t, got.ScanPage, " AND o.`deleted_at` IS NULL\nORDER BY")
+	require.True(t, strings.HasSuffix(got.CloseOrders, " AND `deleted_at` IS NULL"), got.CloseOrders)
+	require.Contains(t, got.LockOrders, "WHEN 0 THEN IF(`deleted_at` IS NULL, 0, 2)")
+
+	live, err := schema.ParseValue("'0'")
+	require.NoError(t, err)
+	s.Orders.SoftDelete = schema.SoftDelete{Column: "del_flag", Live: live}
+	require.True(t, strings.HasSuffix(renderOK(t, s).CloseOrders, " AND `del_flag` = '0'"))
+
+	s.Orders.SoftDelete = schema.SoftDelete{Live: schema.Int(0)}
+	_, err = Render(s)
+	require.ErrorContains(t, err, `softDelete.liveValue: "0" given without softDelete.column`)
 }

@@ -61,7 +61,25 @@ type Orders struct {
 	// DATETIME or TIMESTAMP values (the zero value), or integer Unix
 	// epoch seconds or milliseconds.
 	TimeUnit TimeUnit
+	// SoftDelete is how the shop marks an order deleted while keeping
+	// its row; the zero value: it never does.
+	SoftDelete SoftDelete
 }
+
+// SoftDelete is a column marking an order deleted without removing its
+// row (macrozheng mall's delete_status, RuoYi's del_flag, is_deleted,
+// deleted_at). A deleted order is never closed: the shop may have given
+// back its stock and coupon when deleting it, and a close would give
+// them back again.
+type SoftDelete struct {
+	Column string // empty: no soft delete
+	// Live is the column's value on a row that is not deleted; the zero
+	// value means NULL is (deleted_at, set when the row is deleted).
+	Live Value
+}
+
+// Declared reports whether the schema names a soft-delete column.
+func (d SoftDelete) Declared() bool { return d.Column != "" }
 
 // TimeUnit is how an order table holds its times.
 type TimeUnit int
@@ -331,8 +349,12 @@ func (s Schema) Validate() error {
 	}{{"table", o.Table, true}, {"scanIndex", o.ScanIndex, true}, {"id", o.ID, true}, {"orderNo", o.OrderNo, true},
 		{"user", o.User, false}, {"status", o.Status, true}, {"createTime", o.CreateTime, o.DueTime == ""},
 		{"timeoutColumn", o.TimeoutColumn, false}, {"dueTime", o.DueTime, false}, {"closeTime", o.CloseTime, false},
-		{"updateTime", o.UpdateTime, false}, {"closeReason", o.CloseReason, false}} {
+		{"updateTime", o.UpdateTime, false}, {"closeReason", o.CloseReason, false},
+		{"softDelete.column", o.SoftDelete.Column, false}} {
 		name(f.key, f.v, f.req)
+	}
+	if !o.SoftDelete.Declared() && !o.SoftDelete.Live.IsZero() {
+		bad("softDelete.liveValue: %q given without softDelete.column; name the column it is the value of", o.SoftDelete.Live)
 	}
 	if o.TimeUnit != DateTime && !o.TimeUnit.Epoch() {
 		bad("timeUnit: %s is not one of %s", o.TimeUnit, strings.Join(TimeUnits, ", "))

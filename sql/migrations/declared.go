@@ -327,6 +327,7 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	oc.timeColumn(o.TimeUnit, need{key: "closeTime", name: o.CloseTime, add: stampDef(o.TimeUnit)})
 	oc.timeColumn(o.TimeUnit, need{key: "updateTime", name: o.UpdateTime, add: stampDef(o.TimeUnit)})
 	oc.column(need{key: "closeReason", name: o.CloseReason, kinds: kindText, add: "VARCHAR(32) NULL"})
+	oc.softDelete(o.SoftDelete)
 	if id != nil {
 		oc.unique("id", o.ID, "the close changes one order by its id")
 	}
@@ -340,6 +341,35 @@ func ordersProblems(o orderschema.Orders, live schema) (*tableCheck, *column) {
 	}
 	oc.leadingIndex("scanIndex", o.ScanIndex, scan, "the scan walks unpaid orders by "+by+" and id")
 	return oc, orderNo
+}
+
+// softDelete checks the soft-delete column and that its live value can
+// be in it, as the status values are checked against the status column:
+// a value of the wrong kind converts every row the scan reads, or matches
+// none, and then no order is ever closed, silently.
+func (c *tableCheck) softDelete(d orderschema.SoftDelete) {
+	const key, valueKey = "softDelete.column", "order.schema.softDelete.liveValue"
+	col := c.column(need{key: key, name: d.Column, optional: true})
+	if col == nil {
+		return
+	}
+	typ, fam := strings.ToUpper(col.Type), family(col.Type)
+	problem := func(detail, fix string) { c.problem("column "+col.Name, detail, fix) }
+	switch {
+	case d.Live.IsZero():
+		if !col.Nullable {
+			problem(fmt.Sprintf("is NOT NULL; %s empty means NULL marks a live order, so no order would ever be closed", valueKey),
+				fmt.Sprintf("set %s to the value of an order that is not deleted", valueKey))
+		}
+	case slices.Equal(statusKinds(d.Live), kindInteger) && (fam == "string" || fam == "enum"):
+		problem(fmt.Sprintf("is %s but %s %s is an integer", typ, valueKey, d.Live),
+			fmt.Sprintf("quote the value to compare it as a text: %s: \"'%s'\"", valueKey, d.Live))
+	case !slices.Contains(statusKinds(d.Live), fam):
+		problem(fmt.Sprintf("is %s; %s %s needs %s", typ, valueKey, d.Live.SQL(), kindWords(statusKinds(d.Live))),
+			fmt.Sprintf("leave %s empty when NULL marks a live order (deleted_at), or name the flag column in order.schema.%s", valueKey, key))
+	default:
+		c.enumHolds(col, statusValue{"softDelete.liveValue", d.Live})
+	}
 }
 
 // stampDef is the definition of a close stamp column the shop may add,

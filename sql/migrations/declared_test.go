@@ -597,3 +597,55 @@ func TestCheckTimeColumnsFollowTheTimeUnit(t *testing.T) {
 	require.NoError(t, b.migrator(t, migrations.Config{Shop: epoch(schema.EpochSeconds, "created_ms", "cancel_ms")}).Check(b.ctx),
 		"seconds fit a BIGINT too")
 }
+
+// TestCheckNamesASoftDeleteColumnItsLiveValueDoesNotSuit: the declared
+// soft-delete column must exist and hold its live value as the close
+// compares it (an integer flag, a text flag, NULL in a nullable column, a
+// member of an ENUM); otherwise no order would ever be closed, or every
+// scanned row converted.
+func TestCheckNamesASoftDeleteColumnItsLiveValueDoesNotSuit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	b.exec(t, "ALTER TABLE order_info ADD COLUMN is_deleted TINYINT NOT NULL DEFAULT 0, ADD COLUMN del_flag CHAR(1) NOT NULL DEFAULT '0', "+
+		"ADD COLUMN deleted_at DATETIME NULL, ADD COLUMN row_state ENUM('LIVE','GONE') NOT NULL DEFAULT 'LIVE'")
+	value := func(v string) schema.Value {
+		val, err := schema.ParseValue(v)
+		require.NoError(t, err)
+		return val
+	}
+	with := func(col, live string) schema.Schema {
+		s := foreignSchema(t)
+		s.Orders.SoftDelete = schema.SoftDelete{Column: col}
+		if live != "" {
+			s.Orders.SoftDelete.Live = value(live)
+		}
+		return s
+	}
+	for _, ok := range []struct{ col, live string }{{"is_deleted", "0"}, {"del_flag", "'0'"}, {"deleted_at", ""}, {"row_state", "live"}} {
+		require.NoError(t, b.migrator(t, migrations.Config{Shop: with(ok.col, ok.live)}).Check(b.ctx), "%s = %s", ok.col, ok.live)
+	}
+	for _, c := range []struct{ col, live, object, detail, fix string }{
+		{"is_delete", "0", "column is_delete", "is missing",
+			"name the column in order.schema.softDelete.column (order_info has id, order_sn, member_id, order_status, created_at, cancel_time, " +
+				"coupon_id, used_points, is_deleted, del_flag, deleted_at, row_state); or set order.schema.softDelete.column to '' (none)"},
+		{"del_flag", "0", "column del_flag", "is CHAR(1) but order.schema.softDelete.liveValue 0 is an integer",
+			`quote the value to compare it as a text: order.schema.softDelete.liveValue: "'0'"`},
+		{"is_deleted", "", "column is_deleted",
+			"is NOT NULL; order.schema.softDelete.liveValue empty means NULL marks a live order, so no order would ever be closed",
+			"set order.schema.softDelete.liveValue to the value of an order that is not deleted"},
+		{"deleted_at", "0", "column deleted_at", "is DATETIME; order.schema.softDelete.liveValue 0 needs an integer type",
+			"leave order.schema.softDelete.liveValue empty when NULL marks a live order (deleted_at), or name the flag column in order.schema.softDelete.column"},
+		{"is_deleted", "no", "column is_deleted", "is TINYINT; order.schema.softDelete.liveValue 'no' needs a text type or ENUM",
+			"leave order.schema.softDelete.liveValue empty when NULL marks a live order (deleted_at), or name the flag column in order.schema.softDelete.column"},
+		{"row_state", "alive", "column row_state",
+			"is an ENUM of live, gone, without 'alive' (order.schema.softDelete.liveValue): no row can hold it",
+			"set order.schema.softDelete.liveValue to members of the ENUM"},
+	} {
+		probs := problemsOf(t, b, with(c.col, c.live))
+		require.Len(t, probs, 1, "%s = %q: %v", c.col, c.live, probs)
+		p := probs["order_info "+c.object]
+		require.Equal(t, c.detail, p.Detail, "%s = %q", c.col, c.live)
+		require.Equal(t, c.fix, p.Fix, "%s = %q", c.col, c.live)
+	}
+}
