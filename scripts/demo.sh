@@ -19,7 +19,7 @@ export MYSQL_DSN="${dsn%/*}/${DEMO_DATABASE:-order_job_demo}${params}"
 # the run log printed below: only warnings and errors, as text, on stderr.
 export LOG_LEVEL="${LOG_LEVEL:-warn}" LOG_FORMAT="${LOG_FORMAT:-text}"
 echo "demo database: ${DEMO_DATABASE:-order_job_demo}"
-echo "building bin/executor (the first build takes minutes: about 3 CPU-minutes on an empty Go cache)…"
+echo "building bin/executor (the first build takes a few minutes)…"
 go build -o bin/executor ./cmd/executor
 # migrate prints every statement it runs: to a file, and its last line here.
 mkdir -p logs

@@ -33,7 +33,7 @@ func TestDemoScriptPrintsARunLogForPeople(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	require.Equal(t, "demo database: "+db.Name, lines[0])
-	require.Equal(t, "building bin/executor (the first build takes a minute)…", lines[1])
+	require.Equal(t, "building bin/executor (the first build takes a few minutes)…", lines[1])
 	require.Regexp(t, `^schema: schema is up to date.* \(every statement: logs/demo-migrate\.log\)$`, lines[2])
 	require.Regexp(t, `^created 300 orders \(ids 1-300\): \d+ due`, lines[3])
 	require.Equal(t, "running orderTimeoutCloseJob once; its run log:", lines[4])
