@@ -11,6 +11,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/oplist"
@@ -152,47 +154,67 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (Outcome, e
 		return 0, fmt.Errorf("pay order %s: %w", orderNo, err)
 	}
 	var out Outcome
-	err = sqlexec.InCausalTx(ctx, s.db, galera, func(tx *sqlx.Tx) error {
-		o, ok, err := s.store.lockOrderByNo(ctx, tx, orderNo)
-		switch {
-		case err != nil:
+	// A deadlock rolled the payment back whole: nothing of it was applied,
+	// and run again it sees the order as it is now. Under the order's lock
+	// and with stock rows taken in sku order, the close does not deadlock
+	// with it on one server; but a Galera cluster reports a conflict with
+	// a close committed through another node on the same stock rows as a
+	// deadlock at commit, and a shop's own statements may take rows in any
+	// order. The notification's sender should not see that as a failed
+	// payment. Not once the lease is over: no run could commit.
+	err = backoff.Retry(ctx, deadlockWait, deadlockAttempts, func(ctx context.Context, _ int) (bool, error) {
+		err := sqlexec.InCausalTx(ctx, s.db, galera, func(tx *sqlx.Tx) (err error) {
+			out, err = s.payTx(ctx, tx, lease, orderNo, n, derived)
 			return err
-		case !ok:
-			return orders.ErrOrderNotFound
-		case o.Status == orderstatus.Paid || o.Status == orderstatus.Shipped || o.Status == orderstatus.Completed:
-			accepted, found, err := s.store.orderPayment(ctx, tx, orderNo)
-			if err != nil {
-				return err
-			}
-			if !found || derived || strings.HasPrefix(accepted, legacyPaymentIDPrefix) || accepted == n.PaymentID {
-				out = AlreadyPaid // a repeat, or not to be told from one
-				return nil
-			}
-			out = Duplicate
-			return s.recordConflict(ctx, tx, o, n, conflictDuplicate)
-		case o.Status != orderstatus.Unpaid:
-			out = AlreadyClosed
-			if o.Status != orderstatus.Closed {
-				return nil
-			}
-			return s.recordConflict(ctx, tx, o, n, conflictLate)
-		}
-		if err := s.payOrder(ctx, tx, o); err != nil {
-			return err
-		}
-		if err := s.store.insertOrderPayment(ctx, tx, o, n); err != nil {
-			return err
-		}
-		if lease != nil && !lease.ValidFor(0) {
-			return orders.ErrLeaseExpired
-		}
-		out = Paid
-		return nil
+		})
+		return dbserver.ServerUnknown.Retryable(err) && (lease == nil || lease.ValidFor(0)), err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("pay order %s: %w", orderNo, err)
 	}
 	return out, nil
+}
+
+// deadlockWait spaces the runs of a payment rolled back by lock contention;
+// deadlockAttempts bounds them.
+var deadlockWait = backoff.Exponential{Base: 20 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: backoff.EqualJitter}
+
+const deadlockAttempts = 4
+
+// payTx is one run of the payment's transaction: it reads the locked order
+// and records n as its payment, a repeat, a duplicate or a late one.
+func (s *Service) payTx(ctx context.Context, tx *sqlx.Tx, lease *orderlock.Lease, orderNo string, n Notice, derived bool) (Outcome, error) {
+	o, ok, err := s.store.lockOrderByNo(ctx, tx, orderNo)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
+		return 0, orders.ErrOrderNotFound
+	case o.Status == orderstatus.Paid || o.Status == orderstatus.Shipped || o.Status == orderstatus.Completed:
+		accepted, found, err := s.store.orderPayment(ctx, tx, orderNo)
+		if err != nil {
+			return 0, err
+		}
+		if !found || derived || strings.HasPrefix(accepted, legacyPaymentIDPrefix) || accepted == n.PaymentID {
+			return AlreadyPaid, nil // a repeat, or not to be told from one
+		}
+		return Duplicate, s.recordConflict(ctx, tx, o, n, conflictDuplicate)
+	case o.Status != orderstatus.Unpaid:
+		if o.Status != orderstatus.Closed {
+			return AlreadyClosed, nil
+		}
+		return AlreadyClosed, s.recordConflict(ctx, tx, o, n, conflictLate)
+	}
+	if err := s.payOrder(ctx, tx, o); err != nil {
+		return 0, err
+	}
+	if err := s.store.insertOrderPayment(ctx, tx, o, n); err != nil {
+		return 0, err
+	}
+	if lease != nil && !lease.ValidFor(0) {
+		return 0, orders.ErrLeaseExpired
+	}
+	return Paid, nil
 }
 
 // payOrder is the payment's changes to an unpaid, locked order: the status

@@ -165,3 +165,60 @@ func TestPayWaitsForLockHeldElsewhere(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, payment.Paid, out)
 }
+
+// A payment chosen as the victim of a deadlock is run again, not failed:
+// InnoDB rolled it back whole, so nothing of it was applied. The deadlock
+// is made on purpose: another transaction, heavier (it has changed more
+// rows, so InnoDB rolls the payment back, not it), holds the order's stock
+// row while the payment holds the order row and waits for the stock; the
+// other one then asks for the order row.
+func TestPayRunAgainAfterADeadlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.Shop(t)
+	b.Place(t, "DEADLOCK-P", true, payment.Item{SKUID: 4, Quantity: 2})
+	ctx := b.Ctx
+	_, err := b.DB.ExecContext(ctx, `CREATE TABLE ballast (id INT PRIMARY KEY, n INT NOT NULL)`)
+	require.NoError(t, err)
+	_, err = b.DB.ExecContext(ctx, `INSERT INTO ballast SELECT seq, 0 FROM seq_1_to_300`)
+	require.NoError(t, err)
+
+	other, err := b.DB.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback() }()
+	_, err = other.ExecContext(ctx, `UPDATE ballast SET n = n + 1`)
+	require.NoError(t, err)
+	_, err = other.ExecContext(ctx, `SELECT available FROM inventory WHERE sku_id = 4 FOR UPDATE`)
+	require.NoError(t, err)
+
+	type result struct {
+		out payment.Outcome
+		err error
+	}
+	paid := make(chan result, 1)
+	go func() {
+		out, err := b.Svc.Pay(ctx, "DEADLOCK-P")
+		paid <- result{out, err}
+	}()
+	// The payment waits for the stock row other holds. (PROCESSLIST, not
+	// INNODB_LOCK_WAITS: InnoDB refreshes that one only when nobody has
+	// read it for 100 ms, which parallel tests polling it never allow.)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.DB.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE DB = DATABASE() AND INFO LIKE '%FROM inventory%FOR UPDATE%' AND TIME_MS > 50`))
+		return n > 0
+	}, 10*time.Second, 20*time.Millisecond)
+	// Now other waits for the payment's order row: a deadlock, and the
+	// payment, the lighter one, is rolled back.
+	_, err = other.ExecContext(ctx, `SELECT status FROM order_info WHERE order_no = 'DEADLOCK-P' FOR UPDATE`)
+	require.NoError(t, err, "InnoDB should roll back the lighter transaction, the payment")
+	require.NoError(t, other.Rollback())
+
+	r := <-paid
+	require.NoError(t, r.err)
+	require.Equal(t, payment.Paid, r.out)
+	available, locked := b.stock(t, 4)
+	require.Equal(t, []int64{98, 0}, []int64{available, locked}, "the stock consumed once")
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_payment WHERE order_no = 'DEADLOCK-P'`))
+}
