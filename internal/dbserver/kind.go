@@ -224,6 +224,19 @@ func NotNow(err error) bool {
 // transaction may succeed when run again.
 func (s Server) Retryable(err error) bool { return s.Kind(err) == KindContention }
 
+// RolledBack reports a transaction the server rolled back whole for lock
+// contention, so that running it again at once is cheap and may pass: a
+// deadlock's victim (Galera's conflicts are reported so) or the server's
+// own write conflict. A lock wait timeout is Retryable but not this: it
+// spent the whole wait already, and rolled back only its statement.
+func (s Server) RolledBack(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == errLockWaitTimeout {
+		return false
+	}
+	return s.Retryable(err)
+}
+
 // SplitPage reports whether a page whose batch transaction failed with err
 // should be closed again one order per transaction: the error is about one
 // order's rows (the fallback finds it), the rows are contended (smaller

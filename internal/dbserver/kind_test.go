@@ -66,6 +66,11 @@ func TestKindOf(t *testing.T) {
 	}
 	require.True(t, ServerUnknown.Retryable(my(1213)))
 	require.False(t, ServerUnknown.Retryable(my(1062)))
+	require.True(t, ServerUnknown.RolledBack(my(1213)))
+	require.True(t, ServerUnknown.RolledBack(fmt.Errorf("pay: %w", my(9007))))
+	require.False(t, ServerUnknown.RolledBack(my(1205)), "a lock wait timeout spent its wait")
+	require.False(t, ServerMariaDB.RolledBack(my(9007)))
+	require.False(t, ServerUnknown.RolledBack(my(1062)))
 	require.True(t, ServerUnknown.SplitPage(my(1062)))
 	require.True(t, ServerUnknown.SplitPage(my(1205)))
 	require.True(t, ServerUnknown.SplitPage(my(1206)))

@@ -161,13 +161,14 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (Outcome, e
 	// a close committed through another node on the same stock rows as a
 	// deadlock at commit, and a shop's own statements may take rows in any
 	// order. The notification's sender should not see that as a failed
-	// payment. Not once the lease is over: no run could commit.
+	// payment. Not once the lease is over: no run could commit. Not after
+	// a lock wait timeout either, which spent innodb_lock_wait_timeout.
 	err = backoff.Retry(ctx, deadlockWait, deadlockAttempts, func(ctx context.Context, _ int) (bool, error) {
 		err := sqlexec.InCausalTx(ctx, s.db, galera, func(tx *sqlx.Tx) (err error) {
 			out, err = s.payTx(ctx, tx, lease, orderNo, n, derived)
 			return err
 		})
-		return dbserver.ServerUnknown.Retryable(err) && (lease == nil || lease.ValidFor(0)), err
+		return dbserver.ServerUnknown.RolledBack(err) && (lease == nil || lease.ValidFor(0)), err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("pay order %s: %w", orderNo, err)
