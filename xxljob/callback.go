@@ -206,13 +206,24 @@ func (c *callbacker) first(ctx context.Context, batch []spoolItem) bool {
 }
 
 // unpersisted writes to the spool the results of a refused batch that
-// never reached it (the disk had failed when they came).
+// never reached it (the disk had failed when they came), for the retry
+// loop. A record whose fsync fails is still in the spool, waiting on disk:
+// the retry loop reads it back from the file and delivers it (and a
+// restart does, if the disk kept it), so only a crash before then can lose
+// it. A record that could not be written at all is lost: it is no longer
+// in memory either.
 func (c *callbacker) unpersisted(ctx context.Context, batch []spoolItem) {
 	for _, it := range batch {
 		if it.ref.seg != nil {
 			continue
 		}
-		if _, err := c.spool.append(it.p, false); err != nil {
+		ref, err := c.spool.append(it.p, false)
+		switch {
+		case err == nil:
+		case ref.seg != nil:
+			c.log.WarnContext(ctx, "callback result not durable: the spool fsync failed; the retry loop sends it from the spool file, a crash before then may lose it",
+				"log_id", it.p.LogID, "error", err)
+		default:
 			c.log.ErrorContext(ctx, "callback result lost: not accepted and the spool cannot be written", "log_id", it.p.LogID, "error", err)
 		}
 	}

@@ -238,6 +238,7 @@ type faultyDisk struct {
 	mu        sync.Mutex
 	files     []*faultyFile // in the order the spool created them
 	createErr error         // set: creating a segment fails with it
+	failNew   int64         // each file created from now on fails its first failNew fsyncs
 }
 
 type faultyFile struct {
@@ -294,6 +295,7 @@ func faultySpool(t *testing.T, dir string) (*spool, *faultyDisk) {
 			return nil, err
 		}
 		ff := &faultyFile{segmentFile: f}
+		ff.failSyncs.Store(d.failNew)
 		d.files = append(d.files, ff)
 		return ff, nil
 	}
