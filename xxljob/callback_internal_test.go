@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -81,15 +80,7 @@ func faultyCallbacker(t *testing.T) (*callbacker, *spool, *faultyDisk, *fakeAdmi
 	srv := httptest.NewServer(admin)
 	t.Cleanup(srv.Close)
 	logs := &syncBuffer{}
-	logPath := t.TempDir()
-	e, err := New(Config{OpenWithoutToken: true, AdminAddresses: []string{srv.URL}, AppName: "t", LogPath: logPath,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, d := faultySpool(t, filepath.Join(logPath, spoolDirName))
-	t.Cleanup(s.close)
-	e.callback.spool = s
+	e, s, d := faultyExecutor(t, Config{AdminAddresses: []string{srv.URL}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	return e.callback, s, d, admin, logs
 }
 

@@ -302,6 +302,25 @@ func faultySpool(t *testing.T, dir string) (*spool, *faultyDisk) {
 	return s, d
 }
 
+// faultyExecutor returns an executor (not started) whose callback spool's
+// files are a faultyDisk's; cfg's LogPath is a new temporary folder and
+// its admin, unless cfg names one, an address nothing answers.
+func faultyExecutor(t *testing.T, cfg Config) (*Executor, *spool, *faultyDisk) {
+	t.Helper()
+	cfg.OpenWithoutToken, cfg.AppName, cfg.LogPath = true, "t", t.TempDir()
+	if cfg.AdminAddresses == nil {
+		cfg.AdminAddresses = []string{"http://127.0.0.1:1/a"}
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, d := faultySpool(t, filepath.Join(cfg.LogPath, spoolDirName))
+	t.Cleanup(s.close)
+	e.callback.spool = s
+	return e, s, d
+}
+
 func (d *faultyDisk) file(t *testing.T, i int) *faultyFile {
 	t.Helper()
 	d.mu.Lock()
