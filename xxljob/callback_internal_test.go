@@ -137,3 +137,85 @@ func TestCallbackRefusedRewriteSyncFailsNotLost(t *testing.T) {
 		t.Errorf("%d results still waiting after the retry loop delivered them", got)
 	}
 }
+
+// A result whose record's fsync failed is delivered from memory; the
+// delivery marks that record too, so the segment is removed (at the next
+// switch) and a restart does not send the result again.
+func TestCallbackUnsyncedRecordMarkedOnDelivery(t *testing.T) {
+	t.Parallel()
+	c, s, d, admin, _ := faultyCallbacker(t)
+	d.failNewFiles(1 << 30) // the result's fsync fails
+	c.push(callbackParam{LogID: 42, LogDateTim: 5, HandleCode: 200})
+	first := segmentFiles(t, s.dir)
+	if !c.first(context.Background(), c.take()) {
+		t.Fatal("batch not delivered")
+	}
+	if got := admin.got(); !slices.Equal(got, []int64{42}) {
+		t.Fatalf("admin accepted %v, want [42]", got)
+	}
+	d.failNewFiles(0)
+	if _, err := s.append(callbackParam{LogID: 43, LogDateTim: 5, HandleCode: 200}, false); err != nil {
+		t.Fatal(err) // switches away from the failed segment
+	}
+	for _, name := range first {
+		if slices.Contains(segmentFiles(t, s.dir), name) {
+			t.Errorf("%s kept though its only result was delivered", name)
+		}
+	}
+	restarted := mustOpenSpool(t, s.dir)
+	defer restarted.close()
+	if ids := diskIDs(t, restarted); !slices.Equal(ids, []int64{43}) {
+		t.Errorf("a restart finds %v waiting, want [43] (42 was delivered)", ids)
+	}
+}
+
+// A result whose record's fsync failed, refused on its first delivery, is
+// written again for the retry loop: the new record replaces the first, so
+// it is not sent twice.
+func TestCallbackUnsyncedRecordReplacedWhenRewritten(t *testing.T) {
+	t.Parallel()
+	c, s, d, admin, _ := faultyCallbacker(t)
+	d.failNewFiles(1 << 30)
+	c.push(callbackParam{LogID: 42, LogDateTim: 5, HandleCode: 200})
+	d.failNewFiles(0) // the re-write is durable
+	admin.setRefuse(true)
+	ctx := context.Background()
+	if c.first(ctx, c.take()) {
+		t.Fatal("a refusing admin accepted the batch")
+	}
+	if ids := diskIDs(t, s); !slices.Equal(ids, []int64{42}) {
+		t.Errorf("waiting on disk: %v, want 42 once", ids)
+	}
+	restarted := mustOpenSpool(t, s.dir)
+	if ids := diskIDs(t, restarted); !slices.Equal(ids, []int64{42}) {
+		t.Errorf("a restart finds %v waiting, want 42 once", ids)
+	}
+	restarted.close()
+	admin.setRefuse(false)
+	c.retrySpool(ctx, make(chan struct{}))
+	if got := admin.got(); !slices.Equal(got, []int64{42}) {
+		t.Errorf("admin accepted %v, want 42 once", got)
+	}
+}
+
+// A result whose record's fsync failed and that finds the memory queue
+// closed (a run ending at shutdown) waits in the spool file for the retry
+// loop or the next start; it is not logged as lost.
+func TestCallbackUnsyncedRecordLeftToRetryWhenClosed(t *testing.T) {
+	t.Parallel()
+	c, s, d, _, logs := faultyCallbacker(t)
+	d.failNewFiles(1 << 30)
+	c.flush(context.Background()) // closes the memory queue
+	c.push(callbackParam{LogID: 42, LogDateTim: 5, HandleCode: 200})
+	if got := s.pending(); got != 1 {
+		t.Errorf("%d results waiting on disk, want 1", got)
+	}
+	if out := logs.String(); strings.Contains(out, "result lost") || !strings.Contains(out, `level=WARN msg="callback result not durable`) {
+		t.Errorf("log does not warn that the result is not durable, or says it is lost:\n%s", out)
+	}
+	restarted := mustOpenSpool(t, s.dir)
+	defer restarted.close()
+	if ids := diskIDs(t, restarted); !slices.Equal(ids, []int64{42}) {
+		t.Errorf("a restart finds %v waiting, want [42]", ids)
+	}
+}

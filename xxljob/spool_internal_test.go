@@ -302,6 +302,14 @@ func faultySpool(t *testing.T, dir string) (*spool, *faultyDisk) {
 	return s, d
 }
 
+// failNewFiles makes every file created from now on fail its first n
+// fsyncs (0: none).
+func (d *faultyDisk) failNewFiles(n int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failNew = n
+}
+
 // faultyExecutor returns an executor (not started) whose callback spool's
 // files are a faultyDisk's; cfg's LogPath is a new temporary folder and
 // its admin, unless cfg names one, an address nothing answers.
