@@ -128,11 +128,20 @@ func (c *callbacker) enqueue(p callbackParam, ref spoolRef, room bool, err error
 	case !c.closed && len(c.queue) < 2*c.size:
 		// The disk failed: memory is all that is left. The bound is
 		// stretched (to twice its size) rather than a result dropped.
-		c.queue = append(c.queue, spoolItem{p: p})
+		// A record written whose fsync failed goes with it, to be marked
+		// when the result is delivered.
+		c.queue = append(c.queue, spoolItem{p: p, ref: ref, unsynced: ref.seg != nil})
 		c.mu.Unlock()
 		c.log.Error("callback spool write failed; result kept in memory only", "log_id", p.LogID, "error", err)
 		c.signal(c.notify)
 		return
+	case ref.seg != nil:
+		// No room in memory, but the record is in the spool (its fsync
+		// failed): the retry loop sends it from the file.
+		c.mu.Unlock()
+		c.spool.release([]spoolRef{ref})
+		c.log.Warn("callback result not durable: the spool fsync failed and the memory queue is full or closed; the retry loop sends it from the spool file, a crash before then may lose it",
+			"log_id", p.LogID, "error", err)
 	default:
 		c.mu.Unlock()
 		c.log.Error("callback result lost: the spool cannot be written and the memory queue is full or closed", "log_id", p.LogID, "error", err)
@@ -206,13 +215,31 @@ func (c *callbacker) first(ctx context.Context, batch []spoolItem) bool {
 }
 
 // unpersisted writes to the spool the results of a refused batch that
-// never reached it (the disk had failed when they came).
+// never reached it durably (the disk had failed when they came), for the
+// retry loop. A record whose fsync fails is still in the spool, waiting on
+// disk: the retry loop reads it back from the file and delivers it (and a
+// restart does, if the disk kept it), so only a crash before then can lose
+// it. A result that cannot be written at all is lost (it is no longer in
+// memory either) unless an earlier, unsynced record of it is in the spool:
+// the caller released that one to the retry loop. A new record replaces
+// such an earlier one.
 func (c *callbacker) unpersisted(ctx context.Context, batch []spoolItem) {
 	for _, it := range batch {
-		if it.ref.seg != nil {
+		if it.ref.seg != nil && !it.unsynced {
 			continue
 		}
-		if _, err := c.spool.append(it.p, false); err != nil {
+		ref, err := c.spool.append(it.p, false)
+		if it.unsynced && ref.seg != nil {
+			if aerr := c.spool.ack([]spoolRef{it.ref}); aerr != nil {
+				c.log.WarnContext(ctx, "mark a callback result re-written; it may be sent twice", "log_id", it.p.LogID, "error", aerr)
+			}
+		}
+		switch {
+		case err == nil:
+		case ref.seg != nil || it.unsynced:
+			c.log.WarnContext(ctx, "callback result not durable: the spool fsync failed; the retry loop sends it from the spool file, a crash before then may lose it",
+				"log_id", it.p.LogID, "error", err)
+		default:
 			c.log.ErrorContext(ctx, "callback result lost: not accepted and the spool cannot be written", "log_id", it.p.LogID, "error", err)
 		}
 	}

@@ -23,3 +23,6 @@ func SetAuthBurst(e *Executor, burst int) {
 
 // SpoolFsyncs is how many fsyncs the callback spool's appends made.
 func SpoolFsyncs(e *Executor) uint64 { return e.callback.spool.syncs.Load() }
+
+// SyncBuffer is a log destination written by several goroutines.
+type SyncBuffer = syncBuffer

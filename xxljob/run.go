@@ -37,6 +37,16 @@ func (e *Executor) runTrigger(ctx context.Context, t *jobThread, p triggerParam)
 	// process that ends during the run still reports it (runstart.go).
 	start, err := e.callback.spool.appendStart(p, t.name, time.Now())
 	if err != nil {
+		if start.seg != nil {
+			// Written, but its fsync failed. The run never runs, so the
+			// record must not make a restart report it as interrupted
+			// (and call InterruptedFunc), which it would whenever the
+			// failure below cannot be written either: mark it finished.
+			if aerr := e.callback.spool.ack([]spoolRef{start}); aerr != nil {
+				e.log.Warn("mark a run not started finished in the callback spool; a restart may report it as interrupted",
+					"log_id", p.LogID, "error", aerr)
+			}
+		}
 		msg := msgStartNotRecorded + err.Error()
 		rl.entry(time.Now(), slog.LevelError, msg)
 		e.log.Error("run not started: its start could not be written to the callback spool", "log_id", p.LogID, "error", err)

@@ -2,7 +2,7 @@ package xxljob
 
 import (
 	"context"
-	"path/filepath"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -129,14 +129,7 @@ func TestSpoolStartParamBounded(t *testing.T) {
 // the next segment and queued for the admin.
 func TestRunNotStartedWhenStartNotDurable(t *testing.T) {
 	t.Parallel()
-	logPath := t.TempDir()
-	e, err := New(Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/a"}, AppName: "t", LogPath: logPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, d := faultySpool(t, filepath.Join(logPath, spoolDirName))
-	defer s.close()
-	e.callback.spool = s
+	e, s, d := faultyExecutor(t, Config{})
 	fillSegment(t, s, 1)
 	var called atomic.Bool
 	th := &jobThread{jobID: 7, name: "h", handler: HandlerFunc(func(context.Context, *Request) error {
@@ -182,5 +175,53 @@ func TestRunNotStartedWhenStartNotDurable(t *testing.T) {
 	}
 	if !strings.Contains(got.p.HandleMsg, errDiskSync.Error()) {
 		t.Errorf("failure message %q does not say why", got.p.HandleMsg)
+	}
+}
+
+// A run not started because its start record's fsync failed never ran: a
+// restart must not report it as interrupted, even when its failure result
+// could not be written either (kept in memory only, lost with the process).
+func TestRunNotStartedNotReportedInterrupted(t *testing.T) {
+	t.Parallel()
+	e, s, d := faultyExecutor(t, Config{})
+	ref, err := s.append(callbackParam{LogID: 1, LogDateTim: 5, HandleCode: 200}, true) // opens the segment
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ack([]spoolRef{ref}); err != nil {
+		t.Fatal(err)
+	}
+	d.file(t, 0).failSyncs.Store(1 << 30) // the start record's fsync fails
+	d.mu.Lock()
+	d.createErr = errors.New("no space left on device (a test's failing disk)") // and the failure's new segment
+	d.mu.Unlock()
+	var called atomic.Bool
+	th := &jobThread{jobID: 7, name: "h", handler: HandlerFunc(func(context.Context, *Request) error {
+		called.Store(true)
+		return nil
+	})}
+	e.runTrigger(t.Context(), th, triggerParam{JobID: 7, LogID: 42, LogDateTime: 1700000000000})
+	if called.Load() {
+		t.Fatal("handler called though its start record is not durable")
+	}
+	e.callback.mu.Lock()
+	queue := e.callback.queue
+	e.callback.mu.Unlock()
+	if len(queue) != 1 || queue[0].ref.seg != nil {
+		t.Fatalf("queued %+v, want the run's failure in memory only", queue)
+	}
+
+	// The process ends here (its memory queue with it); the next one opens
+	// the spool's files as they are.
+	restarted := mustOpenSpool(t, s.dir)
+	defer restarted.close()
+	runs, _ := e.recoverRuns(t.Context(), restarted)
+	for _, r := range runs {
+		if r.LogID == 42 {
+			t.Errorf("a restart reports the run as interrupted though it never ran: %+v", r)
+		}
+	}
+	if ids := diskIDs(t, restarted); len(ids) != 0 {
+		t.Errorf("a restart delivers %v, want nothing (no result was written)", ids)
 	}
 }

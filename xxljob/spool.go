@@ -599,6 +599,11 @@ func (s *spool) pending() int {
 type spoolItem struct {
 	p   callbackParam
 	ref spoolRef
+	// unsynced: ref's record is in the spool but its fsync failed. The
+	// item is delivered from memory; ref lets that delivery mark the
+	// record, which would otherwise keep its segment until a restart
+	// sends it again.
+	unsynced bool
 }
 
 // diskBatches reads the results waiting on disk, oldest first, and hands

@@ -238,6 +238,7 @@ type faultyDisk struct {
 	mu        sync.Mutex
 	files     []*faultyFile // in the order the spool created them
 	createErr error         // set: creating a segment fails with it
+	failNew   int64         // each file created from now on fails its first failNew fsyncs
 }
 
 type faultyFile struct {
@@ -294,10 +295,38 @@ func faultySpool(t *testing.T, dir string) (*spool, *faultyDisk) {
 			return nil, err
 		}
 		ff := &faultyFile{segmentFile: f}
+		ff.failSyncs.Store(d.failNew)
 		d.files = append(d.files, ff)
 		return ff, nil
 	}
 	return s, d
+}
+
+// failNewFiles makes every file created from now on fail its first n
+// fsyncs (0: none).
+func (d *faultyDisk) failNewFiles(n int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failNew = n
+}
+
+// faultyExecutor returns an executor (not started) whose callback spool's
+// files are a faultyDisk's; cfg's LogPath is a new temporary folder and
+// its admin, unless cfg names one, an address nothing answers.
+func faultyExecutor(t *testing.T, cfg Config) (*Executor, *spool, *faultyDisk) {
+	t.Helper()
+	cfg.OpenWithoutToken, cfg.AppName, cfg.LogPath = true, "t", t.TempDir()
+	if cfg.AdminAddresses == nil {
+		cfg.AdminAddresses = []string{"http://127.0.0.1:1/a"}
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, d := faultySpool(t, filepath.Join(cfg.LogPath, spoolDirName))
+	t.Cleanup(s.close)
+	e.callback.spool = s
+	return e, s, d
 }
 
 func (d *faultyDisk) file(t *testing.T, i int) *faultyFile {
