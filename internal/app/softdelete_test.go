@@ -63,7 +63,8 @@ func shardSoftDeleteShop(t *testing.T, db *dbtest.DB, tables []int, base int64) 
 // get a copy of the declared schema, soft delete included. Two databases,
 // two shard tables each (numbered across them, as sharded-orders.md lays
 // them out), each table with a live and two deleted overdue orders: the
-// overdue gauge and the console count the live ones of each unit, one run
+// overdue gauge and the console count the live ones of each unit (whose
+// order view shows a deleted one as deleted), one run
 // of orderTimeoutCloseJob closes exactly those in every table and gives
 // back nothing a deleted order holds, and deadLetterRetryJob resolves the
 // letter of a deleted order in each source's database without a close.
@@ -98,6 +99,11 @@ func TestSoftDeleteReachesEverySource(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `<dt>due now, not held back by a dead letter</dt><dd class="warn"><a href="/console/runs?source=`+src+`">2</a>`,
 			"%s: the live order of each of its tables", src)
+		sn := fmt.Sprintf("T%d-D2", 2*i+1)
+		code, body = get("/console/orders/" + sn + "?source=" + src)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, fmt.Sprintf("Found in the order table t_order_%d of order source %s.", 2*i+1, src))
+		require.Contains(t, body, "<dt>Soft delete</dt><dd>deleted (is_deleted = 1): the close never closes it</dd>", sn)
 	}
 
 	exec := jobsOf(t, d, "softdelete-sources-test")
