@@ -56,7 +56,7 @@ func TestConsoleOrderOfDeclaredSchema(t *testing.T) {
 		"<h2>Coupon</h2>", "<dt>State</dt><dd>used (1)</dd>", "<dt>Closed</dt><dd>—</dd>"} {
 		require.Contains(t, p.body, want)
 	}
-	for _, absent := range []string{"Amount", "Shipped", "Close reason", "Line", "Fulfilment flag"} {
+	for _, absent := range []string{"Amount", "Shipped", "Close reason", "Line", "Fulfilment flag", "Soft delete"} {
 		require.NotContains(t, p.body, absent)
 	}
 	p = b.get("/console/orders/SN-2")
@@ -70,6 +70,59 @@ func TestConsoleOrderOfDeclaredSchema(t *testing.T) {
 	require.Contains(t, p.body, "order NOPE")
 	p = b.get("/console/orders")
 	require.Contains(t, p.body, "the order table t_order")
+}
+
+// A shop that soft-deletes orders (order.schema.softDelete): the order
+// view shows the column's value and whether the close takes the order as
+// live or deleted, by the live value the schema declares (a NULL
+// deleted_at is live, a NULL flag whose live value is 0 is not), and says
+// of a deleted unpaid order that the close never closes it.
+func TestConsoleOrderOfSoftDeleteSchema(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, column string
+		decl         schema.SoftDelete
+		live, del    string // the SET clauses of a live and a deleted order
+		want         [3]string
+	}{
+		{"is_deleted", "is_deleted TINYINT NULL DEFAULT 0", schema.SoftDelete{Column: "is_deleted", Live: schema.Int(0)},
+			"is_deleted = 0", "is_deleted = 1",
+			[3]string{"live (is_deleted = 0)", "deleted (is_deleted = 1): the close never closes it", "deleted (is_deleted is NULL): the close never closes it"}},
+		{"deleted_at", "deleted_at DATETIME NULL", schema.SoftDelete{Column: "deleted_at"},
+			"deleted_at = NULL", "deleted_at = '2026-12-01 10:00:00'",
+			[3]string{"live (deleted_at is NULL)", "deleted (deleted_at = 2026-12-01 10:00:00): the close never closes it", ""}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			sch := ordertest.ForeignSchema(ordertest.LockedOnly)
+			sch.Orders.SoftDelete = c.decl
+			b := shopConsole(t, sch, func(db *dbtest.DB) {
+				for _, sn := range []string{"SN-L", "SN-D", "SN-N", "SN-C"} {
+					ordertest.ForeignOrder(t, db.DB, ordertest.ForeignOpts{OrderSn: sn, Age: time.Hour, Items: []ordertest.Item{{SKU: 5, Qty: 1}}})
+				}
+				for _, q := range []string{"ALTER TABLE t_order ADD COLUMN " + c.column,
+					"UPDATE t_order SET " + c.live + " WHERE order_sn = 'SN-L'",
+					"UPDATE t_order SET " + c.del + " WHERE order_sn IN ('SN-D', 'SN-C')",
+					"UPDATE t_order SET " + c.decl.Column + " = NULL WHERE order_sn = 'SN-N'",
+					"UPDATE t_order SET order_status = 4 WHERE order_sn = 'SN-C'"} {
+					_, err := db.Exec(q)
+					require.NoError(t, err, q)
+				}
+			})
+			for i, sn := range []string{"SN-L", "SN-D", "SN-N"} {
+				if c.want[i] == "" {
+					continue
+				}
+				p := b.get("/console/orders/" + sn)
+				require.Equal(t, http.StatusOK, p.status, p.body)
+				require.Contains(t, p.body, "<dt>Status</dt><dd>unpaid (0)</dd>\n  <dt>Soft delete</dt><dd>"+c.want[i]+"</dd>", sn)
+			}
+			p := b.get("/console/orders/SN-C")
+			require.Equal(t, http.StatusOK, p.status, p.body)
+			require.Contains(t, p.body, "<dt>Soft delete</dt><dd>deleted (", "a closed order deleted since")
+			require.NotContains(t, p.body, "never closes it", "SN-C is closed already")
+		})
+	}
 }
 
 // A shop's coupon kept by id shows its row by the schema's id and text

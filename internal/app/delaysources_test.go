@@ -27,6 +27,17 @@ import (
 	"github.com/orderjob/executor/xxljob"
 )
 
+// jobsOf is an executor named app with d's job handlers, run with RunOnce
+// (no admin answers it).
+func jobsOf(t *testing.T, d *Deps, app string) *xxljob.Executor {
+	t.Helper()
+	exec, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
+		AppName: app, LogPath: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, handlers.Register(exec, d.HandlerDeps()))
+	return exec
+}
+
 // deadAddr is a port nothing answers on.
 func deadAddr(t *testing.T) string {
 	t.Helper()
@@ -101,10 +112,7 @@ func TestDelayedTasksOfEverySource(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = blind.Register(ctx, delay.OrderTimeoutCloseIn(tableOf("B-1"), "B-1", time.Now().Add(-time.Minute)))
 	require.NoError(t, err)
-	exec, err := xxljob.New(xxljob.Config{OpenWithoutToken: true, AdminAddresses: []string{"http://127.0.0.1:1/xxl-job-admin"},
-		AppName: "delay-sources-test", LogPath: t.TempDir()})
-	require.NoError(t, err)
-	require.NoError(t, handlers.Register(exec, d.HandlerDeps()))
+	exec := jobsOf(t, d, "delay-sources-test")
 	res, err := exec.RunOnce(ctx, handlers.DelayTaskSweepJob, "", 0, 1, nil)
 	require.NoError(t, err)
 	require.Equal(t, xxljob.CodeFail, res.Code)

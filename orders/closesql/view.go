@@ -16,7 +16,11 @@ type ViewStatements struct {
 	// the status as text, create_time, timeout_minutes (a declared
 	// dueTime as create_time with timeout 0, see timeCol), close_time,
 	// close_reason, update_time, and coupon_id as the close knows it (see
-	// couponCol). Zero or one row.
+	// couponCol). With a soft delete (schema.SoftDelete) it also reads the
+	// column as text, soft_delete, and soft_delete_live, 1 when the row
+	// is live by the condition the close repeats (a NULL in a column whose
+	// live value is a value is not live), else 0; without one it reads
+	// neither. Zero or one row.
 	Order string
 	// Items reads the order's lines through the item index: sku_id and
 	// quantity, by the order's number or id (bound, Schema.Items.ByID).
@@ -51,11 +55,16 @@ func RenderView(s schema.Schema) (*ViewStatements, error) {
 		return r.timeOut(r.n(name)) + " AS " + alias
 	}
 	v := &ViewStatements{}
-	v.Order = "\nSELECT " + strings.Join([]string{r.sel("", o.ID, "id"), r.sel("", o.OrderNo, "order_no"),
+	cols := []string{r.sel("", o.ID, "id"), r.sel("", o.OrderNo, "order_no"),
 		opt(o.User, "user_id"), "CAST(" + r.n(o.Status) + " AS CHAR) AS status", r.timeCol(""),
 		r.timeoutCol(""), optTime(o.CloseTime, "close_time"), opt(o.CloseReason, "close_reason"),
-		optTime(o.UpdateTime, "update_time"), r.couponCol("")}, ", ") +
-		"\nFROM " + r.n(o.Table) + " WHERE " + r.n(o.OrderNo) + " = ?"
+		optTime(o.UpdateTime, "update_time"), r.couponCol("")}
+	if live := r.live(""); live != "" {
+		// The operator sees the value and the close's own verdict on it,
+		// so a deleted order left unpaid past its deadline is explained.
+		cols = append(cols, "CAST("+r.n(o.SoftDelete.Column)+" AS CHAR) AS soft_delete", "IF("+live+", 1, 0) AS soft_delete_live")
+	}
+	v.Order = "\nSELECT " + strings.Join(cols, ", ") + "\nFROM " + r.n(o.Table) + " WHERE " + r.n(o.OrderNo) + " = ?"
 	v.Items = "SELECT " + r.sel("", it.SKU, "sku_id") + ", " + r.sel("", it.Quantity, "quantity") + " FROM " + r.n(it.Table) +
 		" FORCE INDEX (" + r.n(it.Index) + ") WHERE " + r.n(it.OrderColumn) + " = ? ORDER BY " + r.n(it.SKU)
 	if st := s.Stock; st != nil {

@@ -27,6 +27,19 @@ func TestViewRendersDeclaredNames(t *testing.T) {
 	require.Empty(t, v.Stock)
 	require.Empty(t, v.Coupon)
 
+	// A soft delete adds its column as text and whether the row is live,
+	// by the close's condition; NULL live tests IS NULL.
+	live, err := schema.ParseValue("'0'")
+	require.NoError(t, err)
+	s.Orders.SoftDelete = schema.SoftDelete{Column: "del_flag", Live: live}
+	v, err = RenderView(s)
+	require.NoError(t, err)
+	require.Contains(t, v.Order, "NULL AS coupon_id, CAST(`del_flag` AS CHAR) AS soft_delete, IF(`del_flag` = '0', 1, 0) AS soft_delete_live\nFROM `order`")
+	s.Orders.SoftDelete = schema.SoftDelete{Column: "deleted_at"}
+	v, err = RenderView(s)
+	require.NoError(t, err)
+	require.Contains(t, v.Order, "CAST(`deleted_at` AS CHAR) AS soft_delete, IF(`deleted_at` IS NULL, 1, 0) AS soft_delete_live\n")
+
 	s.Orders.Table = "bad name"
 	_, err = RenderView(s)
 	require.ErrorContains(t, err, "not a plain table or column name")

@@ -46,6 +46,11 @@ type ShopRow struct {
 	// Coupon is the order's coupon as the close knows it: the coupon row's
 	// id, or with a matched coupon the order's id (NULL: no coupon).
 	Coupon sql.NullString `db:"coupon_id"`
+	// SoftDelete is the soft-delete column's value and SoftDeleteLive
+	// whether the close takes the row as live; both read only when the
+	// schema declares a soft delete (schema.SoftDelete).
+	SoftDelete     sql.NullString `db:"soft_delete"`
+	SoftDeleteLive bool           `db:"soft_delete_live"`
 }
 
 // ShopItem is one order line.
@@ -81,6 +86,12 @@ func (o *ShopOrder) StatusName() string {
 		return "closed"
 	}
 	return ""
+}
+
+// SoftDeleted reports whether the schema declares a soft delete and the
+// order is deleted by it: the close never closes such an order.
+func (o *ShopOrder) SoftDeleted() bool {
+	return o.Schema.Orders.SoftDelete.Declared() && !o.Row.SoftDeleteLive
 }
 
 // CouponStatusName names a coupon's status by the schema's used and
