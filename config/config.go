@@ -280,6 +280,7 @@ type OrderSchemaCoupon struct {
 	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" doc:"the coupon row's id"`
 	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
 	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
+	Optional    bool     `yaml:"optional" env:"ORDER_SCHEMA_COUPON_OPTIONAL" default:"false" doc:"with match: an order matching no used row has no coupon and closes (litemall: the coupon row names the order); false: it goes to a dead letter"`
 	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces; empty: none forced (statistics may then make the lookup scan the coupon table)"`
 }
 

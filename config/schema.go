@@ -64,7 +64,8 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 	}
 	if c := s.Coupon; c.Table != "" {
 		out.Coupon = &schema.Coupon{Table: c.Table, Status: c.Status, Used: value("coupon.used", c.Used),
-			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo, Index: c.Index}
+			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo, Index: c.Index,
+			Optional: c.Optional}
 		for _, m := range c.Match {
 			p, err := schema.ParsePair(m)
 			if err != nil {

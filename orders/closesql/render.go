@@ -156,6 +156,8 @@ type Stock struct {
 // Coupon gives the page's coupons back.
 type Coupon struct {
 	ByMatch bool // found by matching columns, not by id
+	// Optional (by match): an order matching no used row has no coupon.
+	Optional bool
 	// Lock locks the coupons of the orders being closed, after the stock
 	// locks. By id: the rows of a literal coupon id list, in ascending
 	// id order, with their status and the order using them. By match: the
@@ -520,7 +522,7 @@ func (r renderer) stock() *Stock {
 
 func (r renderer) coupon() *Coupon {
 	c, o := r.s.Coupon, r.s.Orders
-	out := &Coupon{ByMatch: c.ByMatch(), Used: c.Used.String(), OrderNo: c.OrderNo != ""}
+	out := &Coupon{ByMatch: c.ByMatch(), Optional: c.Optional, Used: c.Used.String(), OrderNo: c.OrderNo != ""}
 	if c.ByMatch() {
 		join := r.couponJoin()
 		where := "WHERE o." + r.n(o.ID) + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL()

@@ -189,6 +189,11 @@ type Coupon struct {
 	// order's columns (e.g. user_id = user_id, coupon_id = coupon_id).
 	// An order with a NULL in any matched order column has no coupon.
 	Match []Pair
+	// Optional (with Match): an order that matches no used row has no
+	// coupon and closes, instead of going to a dead letter. For a shop
+	// whose coupon row names the order (litemall's coupon_user.order_id)
+	// while the order does not say whether it used one.
+	Optional bool
 	// Index is the coupon table's index on the Match columns, forced by
 	// the matched lookup when set (statistics that lie make the join scan
 	// the coupon table otherwise).
@@ -421,6 +426,9 @@ func (c *Coupon) validate(o Orders, name func(key, v string, required bool)) []e
 		}
 		name("coupon.index", c.Index, false)
 		return errs
+	}
+	if c.Optional {
+		errs = append(errs, errors.New("coupon.optional: only with coupon.match (a coupon by id is named by the order, NULL for none)"))
 	}
 	name("coupon.orderColumn", c.OrderColumn, true)
 	name("coupon.id", c.ID, true)
