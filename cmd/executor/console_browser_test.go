@@ -245,13 +245,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	statuses := map[string]string{}
 	rows, err := db.QueryContext(ctx, `SELECT order_no, status FROM order_dead_letter`)
 	require.NoError(t, err)
+	defer rows.Close()
 	for rows.Next() {
 		var no, st string
 		require.NoError(t, rows.Scan(&no, &st))
 		statuses[no] = st
 	}
 	require.NoError(t, rows.Err())
-	rows.Close()
 	for _, no := range broken {
 		want := "parked"
 		if no == requeued {
