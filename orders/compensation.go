@@ -162,13 +162,13 @@ func (c *Closer) closeHeld(ctx context.Context, clock runClock, held []scanRow, 
 }
 
 // retryTx runs run in a transaction, and again after it rolled back on a
-// deadlock or a lock wait timeout (dbserver.KindContention), spaced by deadlockWait,
+// deadlock or a lock wait timeout (dbserver.KindContention), spaced by backoff.Contention,
 // until LockAttempts runs or the lease ran out; each such rollback counts in
 // conflicts. It returns the last run's result and error (joined with the
 // context's when the lease's deadline ended a wait: leaseRanOut then holds).
 func (c *Closer) retryTx(ctx context.Context, lease *orderlock.Lease, conflicts *int, run func(*sqlx.Tx) (txResult, error)) (txResult, error) {
 	var tr txResult
-	err := backoff.Retry(ctx, deadlockWait, c.cfg.LockAttempts, func(ctx context.Context, _ int) (bool, error) {
+	err := backoff.Retry(ctx, backoff.Contention, c.cfg.LockAttempts, func(ctx context.Context, _ int) (bool, error) {
 		err := c.inTx(ctx, func(tx *sqlx.Tx) (err error) {
 			tr, err = run(tx)
 			return err
@@ -263,11 +263,6 @@ func (c *Closer) closeOne(ctx context.Context, clock runClock, r scanRow, pd pag
 	c.log.WarnContext(orderCtx(ctx, r.OrderNo), "order close dead-lettered", "order_no", r.OrderNo, "error", err.Error())
 	return oneResult{outcome: OutcomeDeadLettered, cause: err, conflicts: conflicts}, nil
 }
-
-// deadlockWait spaces the re-runs of a transaction that lost a deadlock or
-// a lock wait: short (the other transaction is about to commit), jittered so
-// two losers do not collide again in step.
-var deadlockWait = backoff.Exponential{Base: 20 * time.Millisecond, Max: time.Second, Jitter: backoff.EqualJitter}
 
 // txResult is what one close transaction decided, per order number.
 type txResult struct {

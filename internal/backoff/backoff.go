@@ -39,6 +39,12 @@ type Exponential struct {
 	Jitter Jitter
 }
 
+// Contention spaces the re-runs of a transaction that lost a deadlock or
+// a lock wait: short (the other transaction is about to commit), jittered so
+// two losers do not collide again in step. The close's transactions and
+// payments both use it.
+var Contention = Exponential{Base: 20 * time.Millisecond, Max: time.Second, Jitter: EqualJitter}
+
 // Validate reports a schedule that cannot work: a base that is not positive,
 // or a cap below it.
 func (e Exponential) Validate() error {
