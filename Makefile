@@ -16,7 +16,7 @@ LINT        := $(GO) tool -modfile=$(CURDIR)/tools/go.mod golangci-lint
 build: ## static release binary (same flags as the Dockerfile)
 	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/executor
 
-test: ## the contributor's full check, what CI runs (about 11-13 min on 2 cores; installs missing Debian packages as root)
+test: ## the contributor's full check, what CI runs (about 15 min on 2 cores; installs missing Debian packages as root)
 	./scripts/test.sh
 
 lint: ## gofmt, vet and golangci-lint (.golangci.yml), each module

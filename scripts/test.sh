@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command (`make test`), the contributor's full check:
-# about 11-13 minutes on 2 cores.
+# about 15 minutes on 2 cores.
 #
 # It first checks every prerequisite (nothing slow runs before): Go, the
 # Debian packages the steps and the tests use (installed with apt-get when
