@@ -61,9 +61,6 @@ func (c *callbacker) pushAll(ps []callbackParam) {
 	}
 	refs, errs := c.spool.appendAll(ps)
 	for i, p := range ps {
-		if errs[i] == nil && !rooms[i] {
-			c.spool.release([]spoolRef{refs[i]})
-		}
 		c.enqueue(p, refs[i], rooms[i], errs[i])
 	}
 }
@@ -122,9 +119,9 @@ func (c *callbacker) enqueue(p callbackParam, ref spoolRef, room bool, err error
 		return
 	case err == nil: // on disk for the retry loop (the queue was full, or closed meanwhile)
 		c.mu.Unlock()
-		if room {
-			c.spool.release([]spoolRef{ref})
-		}
+		// persist released a result that found no room already; release
+		// leaves a released result as it is.
+		c.spool.release([]spoolRef{ref})
 	case !c.closed && len(c.queue) < 2*c.size:
 		// The disk failed: memory is all that is left. The bound is
 		// stretched (to twice its size) rather than a result dropped.
