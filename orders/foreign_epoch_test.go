@@ -2,7 +2,6 @@ package orders_test
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -15,10 +14,8 @@ import (
 	"github.com/orderjob/executor/internal/mariadbtest"
 	"github.com/orderjob/executor/internal/ordertest"
 	"github.com/orderjob/executor/internal/paytest"
-	"github.com/orderjob/executor/internal/redistest"
 	"github.com/orderjob/executor/orders"
 	"github.com/orderjob/executor/orders/inspect"
-	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/schema"
 )
 
@@ -102,14 +99,8 @@ func epochSetup(t *testing.T, srv *mariadbtest.Server, name string, e epochShop,
 	t.Helper()
 	db, dsn := srv.NewDB(t, name)
 	db.SetMaxOpenConns(32)
-	b := &testBundle{&paytest.Bundle{Ctx: context.Background(), DB: &dbtest.DB{DB: db, Name: name, DSN: dsn}}}
-	b.RDB, b.Prefix = redistest.Client(t)
-	var err error
-	b.Locker, err = orderlock.New(orderlock.Config{Client: b.RDB, Prefix: b.Prefix})
-	require.NoError(t, err)
 	cfg.Schema = e.schema()
-	b.Closer, err = orders.NewCloser(db, b.Locker, cfg)
-	require.NoError(t, err)
+	b := setup(t, paytest.WithDB(&dbtest.DB{DB: db, Name: name, DSN: dsn}), paytest.WithCloser(cfg))
 	ordertest.ForeignTables(t, db)
 	e.addColumns(t, db)
 	var zone string

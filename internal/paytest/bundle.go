@@ -37,6 +37,7 @@ type Bundle struct {
 type Options struct {
 	Locker orderlock.Config
 	Closer orders.CloserConfig
+	DB     *dbtest.DB // nil: a fresh database on the shared server
 }
 
 // Option changes Options.
@@ -52,6 +53,12 @@ func WithLocker(cfg orderlock.Config) Option {
 	return func(o *Options) { o.Locker = cfg }
 }
 
+// WithDB builds the bundle on db (a database of a private server, say)
+// instead of a fresh one on the shared server.
+func WithDB(db *dbtest.DB) Option {
+	return func(o *Options) { o.DB = db }
+}
+
 // Setup builds a Bundle.
 func Setup(t testing.TB, opts ...Option) *Bundle {
 	t.Helper()
@@ -59,7 +66,10 @@ func Setup(t testing.TB, opts ...Option) *Bundle {
 	for _, f := range opts {
 		f(&o)
 	}
-	b := &Bundle{Ctx: context.Background(), DB: dbtest.New(t)}
+	if o.DB == nil {
+		o.DB = dbtest.New(t)
+	}
+	b := &Bundle{Ctx: context.Background(), DB: o.DB}
 	b.RDB, b.Prefix = redistest.Client(t)
 	cfg := o.Locker
 	if cfg.Client == nil && len(cfg.Nodes) == 0 {
