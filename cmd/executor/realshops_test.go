@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/dbtest"
 	"github.com/orderjob/executor/internal/redistest"
 )
@@ -505,7 +505,7 @@ func payWhileRunning(t *testing.T, db *dbtest.DB, shop realShop, orders []*shopO
 				// order: it can deadlock with the close or another payment.
 				// InnoDB rolls it back whole and the payment provider
 				// notifies again, as the shop expects.
-				for tries := 0; isDeadlock(err) && tries < 10; tries++ {
+				for tries := 0; dbserver.ServerMariaDB.Retryable(err) && tries < 10; tries++ {
 					deadlocks.Add(1)
 					ok, err = shop.pay(context.Background(), db.DB, orders[i])
 				}
@@ -521,13 +521,6 @@ func payWhileRunning(t *testing.T, db *dbtest.DB, shop realShop, orders []*shopO
 	wg.Wait()
 	t.Logf("payments retried after a deadlock: %d", deadlocks.Load())
 	return paid
-}
-
-// isDeadlock reports whether err is InnoDB's deadlock (1213) or lock wait
-// timeout (1205), after which the transaction is retried.
-func isDeadlock(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }
 
 // realShopState reads shop.state: every value a close or a payment may

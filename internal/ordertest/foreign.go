@@ -2,14 +2,13 @@ package ordertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/schema"
 )
@@ -302,8 +301,7 @@ func placeForeign(ctx context.Context, tx *sqlx.Tx, o ForeignOpts) (int64, error
 func ForeignPay(ctx context.Context, db *sqlx.DB, orderSn string) (bool, error) {
 	for try := 1; ; try++ {
 		paid, err := foreignPayOnce(ctx, db, orderSn)
-		var me *mysql.MySQLError
-		if try < 5 && errors.As(err, &me) && me.Number == 1213 {
+		if try < 5 && dbserver.ServerMariaDB.RolledBack(err) {
 			continue
 		}
 		return paid, err
