@@ -98,9 +98,8 @@ func (c *callbacker) persist(p callbackParam, start spoolRef) (queue func()) {
 			c.log.Warn("mark a run's start finished; a restart reports it from its result", "log_id", p.LogID, "error", aerr)
 		}
 	}
-	if err == nil && !room {
-		c.spool.release([]spoolRef{ref})
-	}
+	// A result with no room in memory stays out of the retry loop's reach
+	// too until queue runs: enqueue releases it, after the log's last lines.
 	return func() { c.enqueue(p, ref, room, err) }
 }
 
@@ -119,8 +118,6 @@ func (c *callbacker) enqueue(p callbackParam, ref spoolRef, room bool, err error
 		return
 	case err == nil: // on disk for the retry loop (the queue was full, or closed meanwhile)
 		c.mu.Unlock()
-		// persist released a result that found no room already; release
-		// leaves a released result as it is.
 		c.spool.release([]spoolRef{ref})
 	case !c.closed && len(c.queue) < 2*c.size:
 		// The disk failed: memory is all that is left. The bound is

@@ -219,3 +219,26 @@ func TestCallbackUnsyncedRecordLeftToRetryWhenClosed(t *testing.T) {
 		t.Errorf("a restart finds %v waiting, want [42]", ids)
 	}
 }
+
+// A result that finds the memory queue full goes to the retry loop, but
+// only once its run's log is complete: persist is called before the log's
+// end lines are written, queue after them. Were the retry loop to see it
+// in between, the admin could get the result first and end its log page
+// without the last lines.
+func TestCallbackOverflowWaitsForTheRunLog(t *testing.T) {
+	t.Parallel()
+	c, s, _, _, _ := faultyCallbacker(t)
+	c.size = 1
+	c.push(callbackParam{LogID: 1, LogDateTim: 5, HandleCode: 200}) // fills the queue
+	queue := c.persist(callbackParam{LogID: 2, LogDateTim: 5, HandleCode: 200}, spoolRef{})
+	if got := s.pending(); got != 0 {
+		t.Errorf("before its log is complete, %d results wait for the retry loop, want 0", got)
+	}
+	if ids := diskIDs(t, s); len(ids) != 0 {
+		t.Errorf("before its log is complete, the retry loop would send %v, want none", ids)
+	}
+	queue()
+	if ids := diskIDs(t, s); !slices.Equal(ids, []int64{2}) {
+		t.Errorf("after its log is complete, the retry loop would send %v, want [2]", ids)
+	}
+}
