@@ -109,13 +109,9 @@ func checkSource(ctx context.Context, cfg *config.Config, src config.Source, db 
 
 // checkDatabase refuses to start serve or run on a database the jobs would
 // fail on later, one order at a time: a schema that lacks a table, column
-// or index they use, or a session time zone with daylight saving (unless
-// mysql.allowDSTZone accepts it, with a loud warning). A shop whose order
-// times are Unix epoch integers (order.schema.timeUnit, which every order
-// source shares) is not refused for the zone: its orders are compared with
-// the clock's instant, and what the executor's own tables keep on the wall
-// clock only moves retries and records by up to an hour
-// (docs/time-zones.md lists each); one Info line says so.
+// or index they use, or a session time zone with daylight saving
+// (checkZone). Each order source's own session is judged the same way by
+// openSource (checkSourceZone).
 func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger *slog.Logger) error {
 	mcfg, err := MigrationsConfig(cfg)
 	if err != nil {
@@ -134,29 +130,96 @@ func checkDatabase(ctx context.Context, cfg *config.Config, db *sqlx.DB, logger 
 		logger.Warn("migration steps are pending; the schema has what this executor needs, but run executor migrate",
 			"num_pending", n, "history_table", st.Table)
 	}
-
 	zone, err := dbserver.ReadSessionZone(ctx, db, time.Now().UTC().Year())
 	if err != nil {
 		return fmt.Errorf("mysql: %w", err)
 	}
+	return checkZone(cfg, zone, zoneSession{}, logger)
+}
+
+// checkSourceZone is checkZone for the session of order source src. A
+// source whose zone cannot be read (it stopped answering after the probe)
+// is logged, as checkSource logs a schema it cannot read, and the start
+// goes on. A source on mysql.dsn's database is skipped: it has a pool of
+// its own, but the same DSN once normalised and so the same session
+// settings (mysql.timeZone included), which checkDatabase has judged
+// already; judging them again would only repeat its line.
+func checkSourceZone(ctx context.Context, cfg *config.Config, src config.Source, db *sqlx.DB, logger *slog.Logger) error {
+	if cfg.OnHomeDatabase(src) {
+		return nil
+	}
+	zone, err := dbserver.ReadSessionZone(ctx, db, time.Now().UTC().Year())
+	if err != nil {
+		logger.Warn("order source session time zone not checked; if it observes daylight saving, its orders close "+
+			"up to an hour early or late around each change", "source", src.Name, "err", err)
+		return nil
+	}
+	return checkZone(cfg, zone, zoneSession{source: src.Name}, logger)
+}
+
+// zoneSession names the session checkZone judges in its messages:
+// mysql.dsn's, or order source source's.
+type zoneSession struct{ source string }
+
+// prefix starts a refusal: "mysql" or "order source NAME".
+func (s zoneSession) prefix() string {
+	if s.source == "" {
+		return "mysql"
+	}
+	return "order source " + s.source
+}
+
+// subject is the zone in a log line, loud in capitals for the warning.
+func (s zoneSession) subject(loud bool) string {
+	switch {
+	case s.source == "" && loud:
+		return "THE MYSQL SESSION TIME ZONE"
+	case s.source == "":
+		return "the mysql session time zone"
+	case loud:
+		return "THE SESSION TIME ZONE OF ORDER SOURCE " + s.source
+	}
+	return "the session time zone of order source " + s.source
+}
+
+// attrs are a log line's attributes: the zone, and the source if any.
+func (s zoneSession) attrs(zone dbserver.SessionZone) []any {
+	if s.source == "" {
+		return []any{"zone", zone.String()}
+	}
+	return []any{"source", s.source, "zone", zone.String()}
+}
+
+// checkZone judges session s's time zone: one with daylight saving is
+// refused unless mysql.allowDSTZone accepts it, with a loud warning. A
+// shop whose order times are Unix epoch integers (order.schema.timeUnit,
+// which every order source shares) is not refused for the zone: its
+// orders are compared with the clock's instant, and what the executor's
+// own tables keep on the wall clock only moves retries and records by up
+// to an hour (docs/time-zones.md lists each); one Info line says so.
+func checkZone(cfg *config.Config, zone dbserver.SessionZone, s zoneSession, logger *slog.Logger) error {
 	if !zone.ObservesDST() {
 		return nil
 	}
-	if unit := mcfg.Shop.Orders.TimeUnit; unit.Epoch() {
-		logger.Info("the mysql session time zone observes daylight saving; no matter for order.schema.timeUnit "+unit.String()+
+	sch, err := cfg.Order.Schema.Schema()
+	if err != nil {
+		return fmt.Errorf("order.schema: %w", err)
+	}
+	if unit := sch.Orders.TimeUnit; unit.Epoch() {
+		logger.Info(s.subject(false)+" observes daylight saving; no matter for order.schema.timeUnit "+unit.String()+
 			": its orders are compared with the database clock's instant, which no change moves; around a change only the "+
-			"executor's own retry times and records can be up to an hour off (docs/time-zones.md)", "zone", zone.String())
+			"executor's own retry times and records can be up to an hour off (docs/time-zones.md)", s.attrs(zone)...)
 		return nil
 	}
 	if !cfg.MySQL.AllowDSTZone {
-		return fmt.Errorf("mysql: the session time zone observes daylight saving (%s): order_info.create_time is compared "+
+		return fmt.Errorf("%s: the session time zone observes daylight saving (%s): order_info.create_time is compared "+
 			"with NOW() as a wall clock, so orders placed in the hour before a change close up to an hour early in spring "+
 			"and late in autumn. Have the order service and the executor write and compare in UTC or a fixed offset "+
 			"(mysql.timeZone, e.g. '+00:00'), or set mysql.allowDSTZone: true (MYSQL_ALLOW_DST_ZONE) to accept the risk; "+
-			"see docs/time-zones.md", zone)
+			"see docs/time-zones.md", s.prefix(), zone)
 	}
-	logger.Warn("!!! THE MYSQL SESSION TIME ZONE OBSERVES DAYLIGHT SAVING: around each change orders close up to an hour "+
+	logger.Warn("!!! "+s.subject(true)+" OBSERVES DAYLIGHT SAVING: around each change orders close up to an hour "+
 		"early (spring) or late (autumn); mysql.allowDSTZone is true, so the executor runs anyway (docs/time-zones.md)",
-		"zone", zone.String())
+		s.attrs(zone)...)
 	return nil
 }

@@ -121,11 +121,12 @@ func RetryUnits(cfg *config.Config, home *orders.Closer, units []*orders.Closer)
 }
 
 // openSource opens a source's pool, asks the server what it is and checks
-// its schema (checkSource). A source that does not answer now is logged,
-// not refused (dbserver.ServerUnknown): its units fail, each run, with what stopped
+// its schema (checkSource) and session time zone (checkSourceZone). A
+// source that does not answer now is logged, not refused
+// (dbserver.ServerUnknown): its units fail, each run, with what stopped
 // them, the other sources close as usual, and the pool connects once it
-// answers again. A source whose schema lacks something is refused, as
-// mysql.dsn's database is.
+// answers again. A source whose schema lacks something, or whose session
+// zone observes daylight saving, is refused as mysql.dsn's database is.
 func openSource(ctx context.Context, cfg *config.Config, src config.Source, logger *slog.Logger) (*sqlx.DB, dbserver.Server, error) {
 	db, err := openPool(src.MySQL)
 	if err != nil {
@@ -147,6 +148,9 @@ func openSource(ctx context.Context, cfg *config.Config, src config.Source, logg
 		return db, dbserver.ServerUnknown, nil
 	}
 	if err := checkSource(ctx, cfg, src, db, logger); err != nil {
+		return db, server, err
+	}
+	if err := checkSourceZone(ctx, cfg, src, db, logger); err != nil {
 		return db, server, err
 	}
 	return db, server, nil
