@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/orderjob/executor/config"
 	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders"
+	"github.com/orderjob/executor/orders/schema"
 	"github.com/orderjob/executor/sql/migrations"
 )
 
@@ -212,14 +214,20 @@ func checkZone(cfg *config.Config, zone dbserver.SessionZone, s zoneSession, log
 		return nil
 	}
 	if !cfg.MySQL.AllowDSTZone {
-		return fmt.Errorf("%s: the session time zone observes daylight saving (%s): order_info.create_time is compared "+
-			"with NOW() as a wall clock, so orders placed in the hour before a change close up to an hour early in spring "+
+		return fmt.Errorf("%s: the session time zone observes daylight saving (%s): %s is compared "+
+			"with NOW() as a wall clock, so orders due in the hour around a change close up to an hour early in spring "+
 			"and late in autumn. Have the order service and the executor write and compare in UTC or a fixed offset "+
 			"(mysql.timeZone, e.g. '+00:00'), or set mysql.allowDSTZone: true (MYSQL_ALLOW_DST_ZONE) to accept the risk; "+
-			"see docs/time-zones.md", s.prefix(), zone)
+			"see docs/time-zones.md", s.prefix(), zone, orderTimeColumn(sch.Orders))
 	}
 	logger.Warn("!!! "+s.subject(true)+" OBSERVES DAYLIGHT SAVING: around each change orders close up to an hour "+
 		"early (spring) or late (autumn); mysql.allowDSTZone is true, so the executor runs anyway (docs/time-zones.md)",
 		s.attrs(zone)...)
 	return nil
+}
+
+// orderTimeColumn names the column the scan compares with NOW(), as
+// table.column: the deadline itself, or the time the order was placed.
+func orderTimeColumn(o schema.Orders) string {
+	return o.Table + "." + cmp.Or(o.DueTime, o.CreateTime)
 }

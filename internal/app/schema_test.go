@@ -113,4 +113,5 @@ func TestDeclaredDateTimeSchemaRefusesADSTZone(t *testing.T) {
 	err = checkDatabase(ctx, cfg, db, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "mysql: the session time zone observes daylight saving (time_zone=SYSTEM (CET)")
 	require.ErrorContains(t, err, "mysql.allowDSTZone")
+	require.ErrorContains(t, err, "t_order.created_at is compared with NOW()", "the shop's own column is named")
 }
