@@ -277,10 +277,11 @@ type OrderSchemaCoupon struct {
 	Used        string   `yaml:"used" env:"ORDER_SCHEMA_COUPON_USED" doc:"status of a coupon used by an unpaid order"`
 	Unused      string   `yaml:"unused" env:"ORDER_SCHEMA_COUPON_UNUSED" doc:"status a close gives it back with"`
 	OrderColumn string   `yaml:"orderColumn" env:"ORDER_SCHEMA_COUPON_ORDER_COLUMN" doc:"the order's column holding the coupon row's id (NULL: no coupon); unused with match"`
-	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" doc:"the coupon row's id"`
+	ID          string   `yaml:"id" env:"ORDER_SCHEMA_COUPON_ID" doc:"the coupon row's id (with match, used only by anyCopy: the key its copies are taken and given back by)"`
 	OrderNo     string   `yaml:"orderNo" env:"ORDER_SCHEMA_COUPON_ORDER_NO" doc:"the coupon's column naming the order using it, checked and cleared on close; empty: none"`
 	Match       []string `yaml:"match" env:"ORDER_SCHEMA_COUPON_MATCH" doc:"find the coupon row by columns instead of an id: each 'column = orderColumn' (e.g. user_id = user_id, coupon_id = coupon_id); exactly one used row per order"`
 	Optional    bool     `yaml:"optional" env:"ORDER_SCHEMA_COUPON_OPTIONAL" default:"false" doc:"with match: an order matching no used row has no coupon and closes (litemall: the coupon row names the order); false: it goes to a dead letter"`
+	AnyCopy     bool     `yaml:"anyCopy" env:"ORDER_SCHEMA_COUPON_ANY_COPY" default:"false" doc:"with match: the used rows matching an order are copies of one coupon (macrozheng/mall); a close gives back one of them, distinct rows to the orders of one match key, lowest id first; an order left without one matches none; false: several used rows matching an order make it a dead letter"`
 	Index       string   `yaml:"index" env:"ORDER_SCHEMA_COUPON_INDEX" doc:"with match: the coupon table's index on the matched columns, which the close forces; empty: none forced (statistics may then make the lookup scan the coupon table)"`
 }
 

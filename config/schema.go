@@ -65,7 +65,7 @@ func (s OrderSchema) Schema() (schema.Schema, error) {
 	if c := s.Coupon; c.Table != "" {
 		out.Coupon = &schema.Coupon{Table: c.Table, Status: c.Status, Used: value("coupon.used", c.Used),
 			Unused: value("coupon.unused", c.Unused), OrderColumn: c.OrderColumn, ID: c.ID, OrderNo: c.OrderNo, Index: c.Index,
-			Optional: c.Optional}
+			Optional: c.Optional, AnyCopy: c.AnyCopy}
 		for _, m := range c.Match {
 			p, err := schema.ParsePair(m)
 			if err != nil {

@@ -73,6 +73,8 @@ func TestSchemaRefusesWhatCannotBeSQL(t *testing.T) {
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_STOCK_COLUMNS": "locked = 0"}, `order.schema.stock.columns: stock column "locked = 0": write`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_COUPON_MATCH": "user_id = user_id", "ORDER_SCHEMA_COUPON_INDEX": "idx user"}, `order.schema.coupon.index: "idx user" is not a plain`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_COUPON_OPTIONAL": "true"}, `coupon.optional: only with coupon.match`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_COUPON_ANY_COPY": "true"}, `coupon.anyCopy: only with coupon.match (a coupon by id is one row, named by the order)`},
+		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_COUPON_MATCH": "user_id = user_id", "ORDER_SCHEMA_COUPON_ANY_COPY": "true", "ORDER_SCHEMA_COUPON_ID": ""}, `order.schema.coupon.id: required`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_ITEMS_ORDER_KEY": "sn"}, `order.schema.items.orderKey: "sn" is neither orderNo nor id`},
 		{map[string]string{"ORDER_SCHEMA_TABLE": "t", "ORDER_SCHEMA_GIVEBACKS": "member.points += used_points by users.id = user_id"}, `order.schema.givebacks: giveback "member.points`},
 	} {

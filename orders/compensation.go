@@ -26,7 +26,9 @@ import (
 //     returns errNotAsRead and rolls back. A page's orders are locked in
 //     Redis, so another closer or a payment changes one only when its lock
 //     ran out, and stock or coupons are short only when data is wrong:
-//     almost every page closes this way, with writes only.
+//     almost every page closes this way, with writes only (and, for
+//     coupons whose used rows are copies, the one locking read that
+//     chooses each order's copy: restoreCopies).
 //   - the checked close (checkedClose) locks and reads the orders (by id),
 //     skips those no longer unpaid and due with their outcome, locks and
 //     checks their stock rows (by key) and coupons, and sets aside the
@@ -426,6 +428,12 @@ func (c *Closer) giveBack(ctx context.Context, tx *sqlx.Tx, good []*candidate, i
 			return unexpected("release stock", int64(len(deltas)), n)
 		}
 	}
+	if c.store.sql().Coupon != nil && c.store.sql().Coupon.AnyCopy {
+		if err := c.restoreCopies(ctx, tx, good, unexpected); err != nil {
+			return err
+		}
+		return c.giveBackExtra(ctx, tx, ids, unexpected)
+	}
 	var coupons []int64
 	var couponNos []string
 	for _, cd := range good {
@@ -502,8 +510,8 @@ func (c *Closer) attachItems(ctx context.Context, tx *sqlx.Tx, cands []*candidat
 // (ascending id) and records in bad every order that cannot be closed as its
 // data stands: an item with a quantity below 1, a missing stock row, a
 // coupon missing or not used by the order (by match: not exactly one used
-// row matching it), or a subtracted stock column below what the page would
-// take from a SKU.
+// row matching it; with copies, no copy left for it), or a subtracted
+// stock column below what the page would take from a SKU.
 func (c *Closer) validate(ctx context.Context, tx *sqlx.Tx, cands []*candidate, bad map[string]error) error {
 	if c.cfg.Compensation == CompensateOutbox {
 		validateOutbox(cands, bad)
@@ -523,6 +531,9 @@ func (c *Closer) validate(ctx context.Context, tx *sqlx.Tx, cands []*candidate, 
 	}
 	if err := c.validateStock(ctx, tx, cands, bad, markBad); err != nil {
 		return err
+	}
+	if cs := c.store.sql().Coupon; cs != nil && cs.AnyCopy {
+		return c.validateCouponCopies(ctx, tx, cands, bad, markBad)
 	}
 	return c.validateCoupons(ctx, tx, cands, markBad)
 }

@@ -83,6 +83,15 @@ func TestForeignSchemaStatementPlans(t *testing.T) {
 	byID.Coupon = ordertest.ForeignCouponByID()
 	goods, err := closesql.Render(byID)
 	require.NoError(t, err)
+	anyCopy := ordertest.ForeignSchema(ordertest.LockedOnly)
+	anyCopy.Coupon.AnyCopy, anyCopy.Coupon.ID = true, "id"
+	copies, err := closesql.Render(anyCopy)
+	require.NoError(t, err)
+	var copyIDs []int64
+	require.NoError(t, sqlx.SelectContext(context.Background(), f.db, &copyIDs, fmt.Sprintf(`SELECT h.id FROM t_order o
+		JOIN t_coupon_history h ON h.member_id = o.member_id AND h.coupon_id = o.coupon_id
+		WHERE o.id IN (%s) AND h.use_status = 1 ORDER BY h.id`, sqlexec.IntList(f.couponIDs))))
+	require.NotEmpty(t, copyIDs)
 	n := len(f.ids)
 	in := func(q string, args ...any) plantest.Query { return plantest.In(t, q, args...) }
 	named := func(q string, arg any) plantest.Query { return plantest.Named(t, q, arg) }
@@ -111,6 +120,8 @@ func TestForeignSchemaStatementPlans(t *testing.T) {
 		{Name: "lock matched coupons", Query: plantest.Lit(s.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: matched},
 		// Per order: its row, the coupon's index entry and row, and the write.
 		{Name: "restore matched coupons", Query: plantest.Lit(s.Coupon.Restore, f.couponIDs), Units: len(f.couponIDs), PerUnit: 6, Plan: matched},
+		{Name: "lock matched coupon copies", Query: plantest.Lit(copies.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: matched},
+		{Name: "restore coupon copies by id", Query: plantest.Lit(copies.Coupon.Restore, copyIDs), Units: len(copyIDs), Plan: plantest.PK("t_coupon_history")},
 		{Name: "lock coupons by id", Query: plantest.Lit(goods.Coupon.Lock, f.couponIDs), Units: len(f.couponIDs), Plan: plantest.PK("t_user_coupon")},
 		{Name: "restore coupons by id", Query: named(fmt.Sprintf(goods.Coupon.Restore, sqlexec.IntList(f.couponIDs)), map[string]any{"order_nos": f.nos}), Units: len(f.couponIDs), Plan: plantest.PK("t_user_coupon")},
 		{Name: "read givebacks", Query: plantest.Lit(s.Extra.Read, f.ids), Units: n, Plan: plantest.PK("t_order")},

@@ -203,14 +203,17 @@ func (s store) lockStock(ctx context.Context, q sqlx.QueryerContext, skus []int6
 }
 
 // couponRow is one coupon: by id, its id, status (as text) and the order
-// using it; by match, the id of the order it matches.
+// using it; by match, the id of the order it matches (and with AnyCopy,
+// the copy's own id).
 type couponRow struct {
 	ID      int64          `db:"id"`
 	Status  string         `db:"status"`
 	OrderNo sql.NullString `db:"order_no"`
+	Copy    int64          `db:"copy_id"`
 }
 
 // lockCoupons runs closesql.Coupon.Lock for ids (coupon ids; by match, order ids).
+// The rows come in the statement's order.
 func (s store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]couponRow, error) {
 	var rows []couponRow
 	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().Coupon.Lock, sqlexec.IntList(ids))); err != nil {
@@ -269,7 +272,7 @@ func (s store) releaseStock(ctx context.Context, e sqlx.ExecerContext, deltas []
 }
 
 // restoreCoupons runs closesql.Coupon.Restore for ids (coupon ids; by match,
-// order ids) of the orders orderNos.
+// order ids; with AnyCopy, copy ids) of the orders orderNos.
 func (s store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
 	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().Coupon.Restore, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
 	if err != nil {

@@ -124,6 +124,7 @@ order:
       table: sms_coupon_history
       status: use_status                 # 1 used, 0 unused
       match: ["member_id = member_id", "coupon_id = coupon_id"]
+      anyCopy: true                      # a member's copies of one coupon are interchangeable
       index: idx_member_coupon
     givebacks: ["ums_member.integration += use_integration by ums_member.id = member_id"]
 `

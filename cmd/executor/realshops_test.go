@@ -52,8 +52,11 @@ type shopOrder struct {
 	user   int64
 	kind   shopKind
 	items  []shopItem
-	coupon int64 // the coupon row's id; 0: no coupon
+	coupon int64 // the coupon row's id (mall: the coupon's, coupon_id); 0: no coupon
 	points int64 // points used on the order (mall)
+	// unpayable orders are left out of the racing payments (the mall's
+	// copies of one coupon, whose close the test must see).
+	unpayable bool
 }
 
 // seeded is the order's status, unpaid or paid as the shop numbers them,
@@ -85,6 +88,9 @@ type realShop struct {
 	// closed and paid are the changes to state a close or a payment of o
 	// makes.
 	closed, paid func(o *shopOrder) map[string]int64
+	// extra are orders seedRealShop places before its 300, past their
+	// deadline (their sn the shop's prefix and their own).
+	extra []shopOrder
 }
 
 var mallShop = realShop{
@@ -98,6 +104,10 @@ var mallShop = realShop{
 		"CREATE INDEX `idx_member_coupon` ON `sms_coupon_history` (`member_id`, `coupon_id`) ALGORITHM=INPLACE LOCK=NONE",
 	},
 	timeout: "SELECT normal_order_overtime FROM oms_order_setting WHERE id = 1",
+	// Member 1 holds three copies of coupon 999 (the mall takes the first
+	// unused one of member and coupon): two used by due orders, one by a
+	// paid order. Each due order gives back one copy (coupon.anyCopy).
+	extra: mallCopies,
 	seed: []string{
 		"INSERT INTO pms_sku_stock (id, product_id, sku_code, price, stock, low_stock, sale, lock_stock, sp_data) " +
 			"SELECT seq, 26, CONCAT('20260101', LPAD(seq, 4, '0')), 99.00, 100000, 0, 0, 0, '[]' FROM seq_1_to_12",
@@ -107,20 +117,18 @@ var mallShop = realShop{
 	// PortalOrderServiceImpl.generateOrder: the order and its items, the
 	// SKUs' lock_stock raised, the member's coupon history row marked used,
 	// the points taken from the member.
+	// The member holds a copy of the coupon per order using it: copies are
+	// interchangeable, so the state counts them per member and coupon.
 	place: func(ctx context.Context, tx *sqlx.Tx, o *shopOrder, age time.Duration) error {
 		status, deleted := o.seeded(0, 1)
 		var couponID, useIntegration any
 		if o.coupon != 0 {
-			res, err := tx.ExecContext(ctx, `INSERT INTO sms_coupon_history (coupon_id, member_id, coupon_code, member_nickname,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO sms_coupon_history (coupon_id, member_id, coupon_code, member_nickname,
 				get_type, create_time, use_status, use_time) VALUES (?, ?, ?, ?, 1, NOW() - INTERVAL 1 DAY, 1, NOW())`,
-				o.coupon, o.user, fmt.Sprintf("CODE%d", o.coupon), fmt.Sprintf("m%d", o.user))
-			if err != nil {
+				o.coupon, o.user, fmt.Sprintf("CODE%d", o.coupon), fmt.Sprintf("m%d", o.user)); err != nil {
 				return err
 			}
 			couponID = o.coupon
-			if o.coupon, err = res.LastInsertId(); err != nil {
-				return err
-			}
 		}
 		if o.points != 0 {
 			useIntegration = o.points
@@ -200,7 +208,8 @@ var mallShop = realShop{
 		"SELECT CONCAT('order ', order_sn, ' paid at') AS k, payment_time IS NOT NULL AS v FROM oms_order",
 		"SELECT CONCAT('sku ', id, ' stock') AS k, stock AS v FROM pms_sku_stock",
 		"SELECT CONCAT('sku ', id, ' lock_stock') AS k, lock_stock AS v FROM pms_sku_stock",
-		"SELECT CONCAT('coupon ', id) AS k, use_status AS v FROM sms_coupon_history",
+		"SELECT CONCAT('coupon ', member_id, '/', coupon_id, ' used') AS k, SUM(use_status = 1) AS v FROM sms_coupon_history GROUP BY member_id, coupon_id",
+		"SELECT CONCAT('coupon ', member_id, '/', coupon_id, ' unused') AS k, SUM(use_status = 0) AS v FROM sms_coupon_history GROUP BY member_id, coupon_id",
 		"SELECT CONCAT('member ', id, ' integration') AS k, integration AS v FROM ums_member",
 	},
 	// cancelOrder: status 4, lock_stock released, coupon unused, points back.
@@ -211,7 +220,8 @@ var mallShop = realShop{
 			d[fmt.Sprintf("sku %d lock_stock", it.sku)] -= it.qty
 		}
 		if o.coupon != 0 {
-			d[fmt.Sprintf("coupon %d", o.coupon)] = -1
+			d[fmt.Sprintf("coupon %d/%d used", o.user, o.coupon)] = -1
+			d[fmt.Sprintf("coupon %d/%d unused", o.user, o.coupon)] = 1
 		}
 		return d
 	},
@@ -447,10 +457,16 @@ func seedRealShop(t *testing.T, db *dbtest.DB, shop realShop, timeout time.Durat
 		require.NoError(t, err, s)
 	}
 	const n = 300
-	orders := make([]*shopOrder, n)
+	orders := make([]*shopOrder, n, n+len(shop.extra))
 	tx, err := db.BeginTxx(ctx, nil)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
+	for i := range shop.extra {
+		o := shop.extra[i]
+		o.sn = shop.prefix + o.sn
+		require.NoError(t, shop.place(ctx, tx, &o, timeout+5*time.Minute), o.sn)
+		orders = append(orders, &o)
+	}
 	for i := range n {
 		o := &shopOrder{sn: fmt.Sprintf("%s%06d", shop.prefix, i), user: int64(1 + i%20), kind: kindDue}
 		switch i % 10 {
@@ -488,7 +504,7 @@ func payWhileRunning(t *testing.T, db *dbtest.DB, shop realShop, orders []*shopO
 	t.Helper()
 	var unpaid []int
 	for i, o := range orders {
-		if o.kind != kindPaid {
+		if o.kind != kindPaid && !o.unpayable {
 			unpaid = append(unpaid, i)
 		}
 	}

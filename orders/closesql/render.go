@@ -158,16 +158,22 @@ type Coupon struct {
 	ByMatch bool // found by matching columns, not by id
 	// Optional (by match): an order matching no used row has no coupon.
 	Optional bool
+	// AnyCopy (by match): the used rows matching an order are copies of
+	// one coupon; the caller gives each order one of them (see Lock).
+	AnyCopy bool
 	// Lock locks the coupons of the orders being closed, after the stock
 	// locks. By id: the rows of a literal coupon id list, in ascending
 	// id order, with their status and the order using them. By match: the
 	// used rows matching each order of a literal order id list, one row
-	// per match, named by the order's id.
+	// per match, named by the order's id; with AnyCopy also by the copy's
+	// own id (copy_id), by order id (the caller orders each order's
+	// copies: sorting them here would sort the page in a temporary table).
 	Lock string
 	// Restore sets the coupons back to unused. By id: the rows of a
 	// literal id list still used (by the bound order numbers, when the
 	// coupon names its order), clearing the order. By match: the used rows
-	// matching the orders of a literal id list. The caller expects one row
+	// matching the orders of a literal id list; with AnyCopy, the copies
+	// of a literal copy id list still used. The caller expects one row
 	// per coupon (per order with a coupon, by match) and checked each
 	// under lock in validation.
 	Restore string
@@ -522,7 +528,10 @@ func (r renderer) stock() *Stock {
 
 func (r renderer) coupon() *Coupon {
 	c, o := r.s.Coupon, r.s.Orders
-	out := &Coupon{ByMatch: c.ByMatch(), Optional: c.Optional, Used: c.Used.String(), OrderNo: c.OrderNo != ""}
+	out := &Coupon{ByMatch: c.ByMatch(), Optional: c.Optional, AnyCopy: c.AnyCopy, Used: c.Used.String(), OrderNo: c.OrderNo != ""}
+	if c.AnyCopy {
+		return r.couponCopies(out)
+	}
 	if c.ByMatch() {
 		join := r.couponJoin()
 		where := "WHERE o." + r.n(o.ID) + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL()
@@ -541,6 +550,20 @@ func (r renderer) coupon() *Coupon {
 		"WHERE " + id + " IN (%s) ORDER BY " + id + " FOR UPDATE"
 	out.Restore = "\nUPDATE " + r.n(c.Table) + " SET " + set + "\n" +
 		"WHERE " + id + " IN (%s) AND " + st + " = " + c.Used.SQL() + check
+	return out
+}
+
+// couponCopies fills out's statements for coupons matched by columns whose
+// used rows are copies (schema.Coupon.AnyCopy): Lock returns every used
+// copy matching each order with the copy's id, and Restore gives back the
+// copies the caller chose, by their ids.
+func (r renderer) couponCopies(out *Coupon) *Coupon {
+	c, o := r.s.Coupon, r.s.Orders
+	oid, hid := "o."+r.n(o.ID), "h."+r.n(c.ID)
+	out.Lock = "\nSELECT " + oid + " AS id, " + hid + " AS copy_id FROM " + r.couponJoin() + "\n" +
+		"WHERE " + oid + " IN (%s) AND h." + r.n(c.Status) + " = " + c.Used.SQL() + " ORDER BY " + oid + " FOR UPDATE"
+	out.Restore = "\nUPDATE " + r.n(c.Table) + " SET " + r.n(c.Status) + " = " + c.Unused.SQL() + "\n" +
+		"WHERE " + r.n(c.ID) + " IN (%s) AND " + r.n(c.Status) + " = " + c.Used.SQL()
 	return out
 }
 

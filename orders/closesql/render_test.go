@@ -249,3 +249,34 @@ func TestSoftDeleteKeepsDeletedOrdersOpen(t *testing.T) {
 	_, err = Render(s)
 	require.ErrorContains(t, err, `softDelete.liveValue: "0" given without softDelete.column`)
 }
+
+// TestCouponCopiesGoBackByTheirID: a matched coupon whose used rows are
+// copies (schema.Coupon.AnyCopy) locks every used copy matching the page's
+// orders with the copy's id, in order id order, and gives back the
+// copies chosen by their ids, each still used; without AnyCopy the matched
+// statements stay as they were, and AnyCopy needs match and an id.
+func TestCouponCopiesGoBackByTheirID(t *testing.T) {
+	t.Parallel()
+	s := shopSchema(schema.Orders{ScanIndex: "idx_status_created", CreateTime: "created", TimeoutMinutes: 15, User: "member"})
+	s.Coupon = &schema.Coupon{Table: "history", Status: "use", Used: schema.Int(1), Unused: schema.Int(0), ID: "hid",
+		Match: []schema.Pair{{Column: "member", OrderColumn: "member"}, {Column: "coupon", OrderColumn: "coupon"}}, Index: "idx_mc"}
+	join := "`order` o FORCE INDEX (PRIMARY) JOIN `history` h FORCE INDEX (`idx_mc`) ON h.`member` = o.`member` AND h.`coupon` = o.`coupon`"
+	off := renderOK(t, s).Coupon
+	require.Equal(t, "\nSELECT o.`id` AS id FROM "+join+"\nWHERE o.`id` IN (%s) AND h.`use` = 1 ORDER BY o.`id` FOR UPDATE", off.Lock)
+	require.Equal(t, "\nUPDATE "+join+" SET h.`use` = 0\nWHERE o.`id` IN (%s) AND h.`use` = 1", off.Restore)
+	require.False(t, off.AnyCopy)
+
+	s.Coupon.AnyCopy = true
+	on := renderOK(t, s).Coupon
+	require.True(t, on.AnyCopy)
+	require.Equal(t, "\nSELECT o.`id` AS id, h.`hid` AS copy_id FROM "+join+"\n"+
+		"WHERE o.`id` IN (%s) AND h.`use` = 1 ORDER BY o.`id` FOR UPDATE", on.Lock)
+	require.Equal(t, "\nUPDATE `history` SET `use` = 0\nWHERE `hid` IN (%s) AND `use` = 1", on.Restore)
+
+	s.Coupon.ID = ""
+	_, err := Render(s)
+	require.ErrorContains(t, err, "coupon.id: required")
+	s.Coupon.ID, s.Coupon.Match, s.Coupon.OrderColumn = "hid", nil, "coupon"
+	_, err = Render(s)
+	require.ErrorContains(t, err, "coupon.anyCopy: only with coupon.match")
+}

@@ -194,6 +194,13 @@ type Coupon struct {
 	// whose coupon row names the order (litemall's coupon_user.order_id)
 	// while the order does not say whether it used one.
 	Optional bool
+	// AnyCopy (with Match): the used rows matching an order are copies of
+	// one coupon, any of which the order may hold (macrozheng/mall marks
+	// the first unused row of member and coupon used, and gives back the
+	// first used one). Orders of one match key get distinct rows, lowest
+	// row ID first to the lowest order id; an order left without one
+	// matches none. ID names the rows.
+	AnyCopy bool
 	// Index is the coupon table's index on the Match columns, forced by
 	// the matched lookup when set (statistics that lie make the join scan
 	// the coupon table otherwise).
@@ -425,10 +432,16 @@ func (c *Coupon) validate(o Orders, name func(key, v string, required bool)) []e
 			name("coupon.match", p.OrderColumn, true)
 		}
 		name("coupon.index", c.Index, false)
+		if c.AnyCopy {
+			name("coupon.id", c.ID, true)
+		}
 		return errs
 	}
 	if c.Optional {
 		errs = append(errs, errors.New("coupon.optional: only with coupon.match (a coupon by id is named by the order, NULL for none)"))
+	}
+	if c.AnyCopy {
+		errs = append(errs, errors.New("coupon.anyCopy: only with coupon.match (a coupon by id is one row, named by the order)"))
 	}
 	name("coupon.orderColumn", c.OrderColumn, true)
 	name("coupon.id", c.ID, true)

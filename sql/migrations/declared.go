@@ -495,6 +495,9 @@ func couponProblems(c *orderschema.Coupon, oc *tableCheck, live schema, byEvents
 		cc.column(need{key: "coupon.orderNo", name: c.OrderNo})
 		return append(oc.probs, cc.probs...)
 	}
+	if c.AnyCopy && cc.column(need{key: "coupon.id", name: c.ID}) != nil {
+		cc.unique("coupon.id", c.ID, "the close gives back each copy of a coupon by its id")
+	}
 	var cols []string
 	for _, p := range c.Match {
 		if cc.column(need{key: "coupon.match", name: p.Column}) != nil {

@@ -649,3 +649,25 @@ func TestCheckNamesASoftDeleteColumnItsLiveValueDoesNotSuit(t *testing.T) {
 		require.Equal(t, c.fix, p.Fix, "%s = %q", c.col, c.live)
 	}
 }
+
+// With coupon.anyCopy the close gives back a coupon's copies by coupon.id:
+// the check wants that column, and a unique key over it.
+func TestCheckWantsTheCouponCopiesID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.migrateDeclared(t)
+	s := foreignSchema(t)
+	s.Coupon.AnyCopy, s.Coupon.ID = true, "id"
+	require.NoError(t, b.migrator(t, migrations.Config{Shop: s}).Check(b.ctx))
+
+	s.Coupon.ID = "member_id"
+	probs := problemsOf(t, b, s)
+	require.Len(t, probs, 1, "%v", probs)
+	uk := probs["coupon_history unique key over member_id"]
+	require.Equal(t, "CREATE UNIQUE INDEX `uk_member_id` ON `coupon_history` (`member_id`) ALGORITHM=INPLACE LOCK=NONE", uk.Fix)
+	require.Contains(t, uk.String(), "(order.schema.coupon.id): the close gives back each copy of a coupon by its id")
+
+	s.Coupon.ID = "copy_id"
+	err := b.migrator(t, migrations.Config{Shop: s}).Check(b.ctx)
+	require.ErrorContains(t, err, "column coupon_history.copy_id is missing")
+}
