@@ -27,8 +27,8 @@ import (
 //     Redis, so another closer or a payment changes one only when its lock
 //     ran out, and stock or coupons are short only when data is wrong:
 //     almost every page closes this way, with writes only (and, for
-//     coupons whose used rows are copies, the one locking read that
-//     chooses each order's copy: restoreCopies).
+//     coupons found by match, the one locking read that counts each
+//     order's used rows, matchedOnce, or chooses its copy, restoreCopies).
 //   - the checked close (checkedClose) locks and reads the orders (by id),
 //     skips those no longer unpaid and due with their outcome, locks and
 //     checks their stock rows (by key) and coupons, and sets aside the
@@ -445,6 +445,9 @@ func (c *Closer) giveBack(ctx context.Context, tx *sqlx.Tx, good []*candidate, i
 	if len(coupons) > 0 {
 		slices.Sort(coupons)
 		coupons = slices.Compact(coupons)
+		if err := c.matchedOnce(ctx, tx, coupons, unexpected); err != nil {
+			return err
+		}
 		n, err := c.store.restoreCoupons(ctx, tx, coupons, couponNos)
 		if err != nil {
 			return err

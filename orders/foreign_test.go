@@ -137,6 +137,35 @@ func TestForeignSchemaBadCouponDeadLetters(t *testing.T) {
 	require.Contains(t, b.letters(t)["BAD-1"].LastError, "0 used rows of t_coupon_history match the order, not one")
 }
 
+// TestForeignSchemaCouponMatchCountedPerOrder: in one page, an order
+// whose coupon matches two used rows (a copy used by another order) and
+// one whose coupon matches none add up to the page's expected count of
+// rows. Neither can give its coupon back as its data stands: both are
+// dead-lettered with their rows untouched, and the third order closes.
+func TestForeignSchemaCouponMatchCountedPerOrder(t *testing.T) {
+	t.Parallel()
+	b := foreignSetup(t, ordertest.LockedOnly)
+	for i, sn := range []string{"OK-1", "TWO-1", "NONE-1"} {
+		ordertest.ForeignOrder(t, b.DB.DB, ordertest.ForeignOpts{OrderSn: sn, MemberID: int64(1 + i), Age: due, Coupon: int64(1 + i),
+			Items: []ordertest.Item{{SKU: 1, Qty: 1}}})
+	}
+	_, err := b.DB.ExecContext(b.Ctx, `INSERT INTO t_coupon_history (member_id, coupon_id, use_status) VALUES (2, 2, 1)`)
+	require.NoError(t, err)
+	_, err = b.DB.ExecContext(b.Ctx, `UPDATE t_coupon_history SET use_status = 0 WHERE coupon_id = 3`)
+	require.NoError(t, err)
+
+	st, err := b.Closer.Run(b.Ctx, orders.RunOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Closed, st.String())
+	require.Equal(t, 2, st.DeadLettered, st.String())
+	require.Equal(t, 2, b.DB.Count(t, `SELECT COUNT(*) FROM t_coupon_history WHERE coupon_id = 2 AND use_status = 1`),
+		"both used copies of TWO-1's coupon stay used")
+	require.Equal(t, 0, b.DB.Count(t, `SELECT COUNT(*) FROM t_coupon_history WHERE coupon_id = 1 AND use_status = 1`))
+	letters := b.letters(t)
+	require.Contains(t, letters["TWO-1"].LastError, "2 used rows of t_coupon_history match the order, not one")
+	require.Contains(t, letters["NONE-1"].LastError, "0 used rows of t_coupon_history match the order, not one")
+}
+
 // TestForeignSchemaExactlyOnceWithPayments closes a foreign shop's due
 // orders with two shards running at once while the shop pays half of
 // them: every order ends paid or cancelled, never both, and stock, coupons

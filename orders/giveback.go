@@ -153,6 +153,32 @@ func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*cand
 	return nil
 }
 
+// matchedOnce checks, for coupons found by match, that each of the orders
+// ids (ascending) matches exactly one used row, locking them: the restore
+// that follows counts only the page's total, which an order matching two
+// rows (a copy used by another order) and one matching none add up to.
+// The guarded close reads nothing else; in the checked close,
+// validateCoupons has set such orders aside already.
+func (c *Closer) matchedOnce(ctx context.Context, tx *sqlx.Tx, ids []int64, unexpected func(string, int64, int64) error) error {
+	if cs := c.store.sql().Coupon; cs == nil || !cs.ByMatch {
+		return nil
+	}
+	rows, err := c.store.lockCoupons(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	per := make(map[int64]int64, len(ids))
+	for _, r := range rows {
+		per[r.ID]++
+	}
+	for _, id := range ids {
+		if per[id] != 1 {
+			return unexpected("find one used coupon row per order", int64(len(ids)), int64(len(rows)))
+		}
+	}
+	return nil
+}
+
 // giveBackExtra gives back the per-order amounts of the closed orders ids
 // (their rows locked by this transaction's status CAS): one read of every
 // giveback's amount and key, then per giveback one statement adding each
