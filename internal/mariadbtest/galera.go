@@ -98,8 +98,10 @@ func StartGalera(t testing.TB, n int) *Cluster {
 		nd := &Node{Name: fmt.Sprintf("node%d", i+1), Dir: filepath.Join(c.dir, fmt.Sprintf("node%d", i+1)), c: c,
 			Port: freePort(t), gcommPort: freePort(t), istPort: freePort(t), sstP: freePort(t)}
 		nd.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(nd.Port))
-		if err := os.MkdirAll(filepath.Join(nd.Dir, "data"), 0o755); err != nil {
-			t.Fatalf("mariadbtest: %v", err)
+		for _, sub := range []string{"data", "tmp"} {
+			if err := os.MkdirAll(filepath.Join(nd.Dir, sub), 0o755); err != nil {
+				t.Fatalf("mariadbtest: %v", err)
+			}
 		}
 		if i == 0 { // the others get their data from the first by state transfer
 			if out, err := exec.Command("cp", "-a", tmpl+"/.", filepath.Join(nd.Dir, "data")).CombinedOutput(); err != nil {

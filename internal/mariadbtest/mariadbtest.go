@@ -97,6 +97,9 @@ func Start(t testing.TB, opts Options) *Server {
 	if out, err := exec.Command("cp", "-a", tmpl, filepath.Join(dir, "data")).CombinedOutput(); err != nil {
 		t.Fatalf("mariadbtest: copy the template data directory: %v: %s", err, out)
 	}
+	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o755); err != nil {
+		t.Fatalf("mariadbtest: %v", err)
+	}
 	s := &Server{Port: freePort(t), Dir: dir, t: t, opts: opts}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
 	t.Cleanup(s.Kill)
@@ -142,7 +145,14 @@ func template() (string, error) {
 			return
 		}
 		defer os.RemoveAll(work) // a no-op after a successful rename
-		cmd := exec.Command(InstallDBPath, append(installArgs, "--datadir="+filepath.Join(work, "data"))...)
+		// Not in installArgs, which name the template: the bootstrap
+		// server, too, deletes the #sql files of its tmpdir (serverArgs).
+		if err := os.Mkdir(filepath.Join(work, "tmp"), 0o755); err != nil {
+			tmplErr = err
+			return
+		}
+		cmd := exec.Command(InstallDBPath, append(installArgs, "--datadir="+filepath.Join(work, "data"),
+			"--tmpdir="+filepath.Join(work, "tmp"))...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			tmplErr = fmt.Errorf("mariadb-install-db: %w: %s", err, out)
 			return

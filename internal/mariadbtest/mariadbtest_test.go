@@ -50,3 +50,26 @@ func TestShiftedClock(t *testing.T) {
 	require.NoError(t, db.GetContext(context.Background(), &skew, "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), ?) ", time.Now().UTC()))
 	require.InDelta(t, -86400, skew, 5, "the server's clock is a day ahead of ours")
 }
+
+// A server starting deletes the #sql files of its tmpdir; those of a
+// server already running (the shared one, or another test's) must not be
+// among them, or its temporary tables lose their files: dropping one then
+// fails with "Error on delete of '/tmp/#sql-temptable-...' (Errcode: 2)",
+// as an internal temporary table did in CI.
+func TestStartLeavesOthersTemporaryTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := mariadbtest.Start(t, mariadbtest.Options{})
+	db, _ := a.NewDB(t, "tmpdir_test")
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, "CREATE TEMPORARY TABLE scratch (n INT) ENGINE=Aria")
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, "INSERT INTO scratch VALUES (1)")
+	require.NoError(t, err)
+
+	mariadbtest.Start(t, mariadbtest.Options{})
+	_, err = conn.ExecContext(ctx, "DROP TEMPORARY TABLE scratch")
+	require.NoError(t, err, "the temporary table's files are still there")
+}

@@ -22,6 +22,10 @@ func serverArgs(dir string, port int) []string {
 	return []string{
 		"--no-defaults",
 		"--datadir=" + filepath.Join(dir, "data"),
+		// Its own temporary files: at start mariadbd deletes every #sql
+		// file in its tmpdir, which in /tmp would be the in-use temporary
+		// tables of the shared server and of the other private ones.
+		"--tmpdir=" + filepath.Join(dir, "tmp"),
 		"--port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(dir, "mysqld.sock"),
