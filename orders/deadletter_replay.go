@@ -208,7 +208,8 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, tablel
 	// pageTimeout), on the run's clock advanced by the local monotonic time,
 	// and at least that long in real time (closesql.ClaimLetter).
 	ttl := c.pageTimeout()
-	ok, err := c.store.claimLetter(ctx, c.db, l, clock.now, clock.closeTime().Add(ttl), ttl)
+	db := rerunDB{c.db, c.cfg.Server}
+	ok, err := c.store.claimLetter(ctx, db, l, clock.now, clock.closeTime().Add(ttl), ttl)
 	if err != nil {
 		return err
 	}
@@ -220,13 +221,13 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, tablel
 	switch out {
 	case OutcomeClosed:
 		st.Closed++
-		return c.store.noteLetter(ctx, c.db, l.ID, deadletters.Resolved, reasonClosedOnRetry)
+		return c.store.noteLetter(ctx, db, l.ID, deadletters.Resolved, reasonClosedOnRetry)
 	case OutcomeSkippedPaid, OutcomeSkippedClosed:
 		reason := reasonPaid
 		if out == OutcomeSkippedClosed {
 			reason = reasonNotUnpaid
 		}
-		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Resolved, reason)
+		settled, serr := c.store.settleLetter(ctx, db, l.ID, deadletters.Resolved, reason)
 		if serr != nil {
 			return serr
 		}
@@ -237,7 +238,7 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, tablel
 		}
 		return nil
 	case OutcomeNotFound:
-		settled, serr := c.store.settleLetter(ctx, c.db, l.ID, deadletters.Parked, gone)
+		settled, serr := c.store.settleLetter(ctx, db, l.ID, deadletters.Parked, gone)
 		if serr != nil {
 			return serr
 		}
@@ -259,7 +260,7 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, tablel
 			st.Parked++
 			reason := fmt.Sprintf("parked after %d failed attempts (maximum %d); see last_error", dl.Attempts, c.cfg.DeadLetterBackoff.ParkAfter)
 			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "attempts", dl.Attempts, "error", fmt.Sprint(err))
-			return c.store.noteLetter(ctx, c.db, l.ID, deadletters.Parked, reason)
+			return c.store.noteLetter(ctx, db, l.ID, deadletters.Parked, reason)
 		}
 		st.Failed++
 		return nil

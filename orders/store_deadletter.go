@@ -2,11 +2,14 @@ package orders
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/orderjob/executor/internal/backoff"
+	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/sqlexec"
 	"github.com/orderjob/executor/orders/closesql"
 )
@@ -43,6 +46,30 @@ func (store) dueLetters(ctx context.Context, q sqlx.QueryerContext, p dueLetterP
 		return nil, fmt.Errorf("scan due dead letters of table %q after (%s, %d): %w", p.Table, p.AfterAt.Format(time.DateTime), p.AfterID, err)
 	}
 	return rows, nil
+}
+
+// rerunDB runs each statement autocommit on db, and again when the server
+// rolled it back as a deadlock's victim (server.RolledBack: nothing of it
+// was applied), up to backoff.DeadlockRuns runs spaced by
+// backoff.Contention. The retry job's claim, settle and note are single
+// UPDATEs by id that also move the letter's entries in the indexes on
+// status, next_retry_at and updated_at; runs of several executors on one
+// table, or any other transaction on those index ranges, can deadlock with
+// them, and one lost statement must not end the whole run. A lock wait timeout is not
+// run again: it spent innodb_lock_wait_timeout already. Never a
+// transaction's statement: a deadlock rolls back the whole transaction.
+type rerunDB struct {
+	db     *sqlx.DB
+	server dbserver.Server
+}
+
+func (r rerunDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := backoff.Retry(ctx, backoff.Contention, backoff.DeadlockRuns, func(ctx context.Context, _ int) (retry bool, err error) {
+		res, err = r.db.ExecContext(ctx, query, args...)
+		return r.server.RolledBack(err), err
+	})
+	return res, err
 }
 
 func (store) claimLetter(ctx context.Context, e sqlx.ExecerContext, l dueLetter, now, until time.Time, ttl time.Duration) (bool, error) {

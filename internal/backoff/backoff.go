@@ -45,6 +45,11 @@ type Exponential struct {
 // payments both use it.
 var Contention = Exponential{Base: 20 * time.Millisecond, Max: time.Second, Jitter: EqualJitter}
 
+// DeadlockRuns bounds the runs of work the server rolled back whole as a
+// deadlock's victim (a payment's transaction, a dead-letter retry's
+// statement), spaced by Contention: 10-20, 20-40 and 40-80 ms.
+const DeadlockRuns = 4
+
 // Validate reports a schedule that cannot work: a base that is not positive,
 // or a cap below it.
 func (e Exponential) Validate() error {

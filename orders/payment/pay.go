@@ -163,7 +163,7 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (Outcome, e
 	// order. The notification's sender should not see that as a failed
 	// payment. Not once the lease is over: no run could commit. Not after
 	// a lock wait timeout either, which spent innodb_lock_wait_timeout.
-	err = backoff.Retry(ctx, backoff.Contention, deadlockAttempts, func(ctx context.Context, _ int) (bool, error) {
+	err = backoff.Retry(ctx, backoff.Contention, backoff.DeadlockRuns, func(ctx context.Context, _ int) (bool, error) {
 		err := sqlexec.InCausalTx(ctx, s.db, galera, func(tx *sqlx.Tx) (err error) {
 			out, err = s.payTx(ctx, tx, lease, orderNo, n, derived)
 			return err
@@ -175,10 +175,6 @@ func (s *Service) pay(ctx context.Context, orderNo string, n Notice) (Outcome, e
 	}
 	return out, nil
 }
-
-// deadlockAttempts bounds the runs of a payment rolled back by a deadlock,
-// spaced by backoff.Contention: 10-20, 20-40 and 40-80 ms.
-const deadlockAttempts = 4
 
 // payTx is one run of the payment's transaction: it reads the locked order
 // and records n as its payment, a repeat, a duplicate or a late one.
