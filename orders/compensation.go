@@ -11,6 +11,7 @@ import (
 
 	"github.com/orderjob/executor/internal/backoff"
 	"github.com/orderjob/executor/internal/dbserver"
+	"github.com/orderjob/executor/orders/coupon"
 	"github.com/orderjob/executor/orders/orderlock"
 	"github.com/orderjob/executor/orders/orderstatus"
 )
@@ -28,7 +29,7 @@ import (
 //     ran out, and stock or coupons are short only when data is wrong:
 //     almost every page closes this way, with writes only (and, for
 //     coupons found by match, the one locking read that counts each
-//     order's used rows, matchedOnce, or chooses its copy, restoreCopies).
+//     order's used rows, or chooses its copy: coupon.GiveBack).
 //   - the checked close (checkedClose) locks and reads the orders (by id),
 //     skips those no longer unpaid and due with their outcome, locks and
 //     checks their stock rows (by key) and coupons, and sets aside the
@@ -428,33 +429,9 @@ func (c *Closer) giveBack(ctx context.Context, tx *sqlx.Tx, good []*candidate, i
 			return unexpected("release stock", int64(len(deltas)), n)
 		}
 	}
-	if c.store.sql().Coupon != nil && c.store.sql().Coupon.AnyCopy {
-		if err := c.restoreCopies(ctx, tx, good, unexpected); err != nil {
-			return err
-		}
-		return c.giveBackExtra(ctx, tx, ids, unexpected)
-	}
-	var coupons []int64
-	var couponNos []string
-	for _, cd := range good {
-		if cd.CouponID.Valid {
-			coupons = append(coupons, cd.CouponID.Int64)
-			couponNos = append(couponNos, cd.OrderNo)
-		}
-	}
-	if len(coupons) > 0 {
-		slices.Sort(coupons)
-		coupons = slices.Compact(coupons)
-		if err := c.matchedOnce(ctx, tx, coupons, unexpected); err != nil {
-			return err
-		}
-		n, err := c.store.restoreCoupons(ctx, tx, coupons, couponNos)
-		if err != nil {
-			return err
-		}
-		if n != int64(len(coupons)) {
-			return unexpected("restore coupons", int64(len(coupons)), n)
-		}
+	_, orders := couponOrders(good)
+	if err := coupon.GiveBack(ctx, tx, c.store.sql().Coupon, orders, unexpected); err != nil {
+		return err
 	}
 	return c.giveBackExtra(ctx, tx, ids, unexpected)
 }
@@ -535,10 +512,7 @@ func (c *Closer) validate(ctx context.Context, tx *sqlx.Tx, cands []*candidate, 
 	if err := c.validateStock(ctx, tx, cands, bad, markBad); err != nil {
 		return err
 	}
-	if cs := c.store.sql().Coupon; cs != nil && cs.AnyCopy {
-		return c.validateCouponCopies(ctx, tx, cands, bad, markBad)
-	}
-	return c.validateCoupons(ctx, tx, cands, markBad)
+	return c.validateCoupons(ctx, tx, cands, bad, markBad)
 }
 
 func keep(cands []*candidate, bad map[string]error) []*candidate {

@@ -15,11 +15,13 @@
 // package deadletters, the refunds owed package refunds, the lifecycle jobs
 // after payment (auto-confirm, fulfilment flags) are package lifecycle,
 // outbox mode's events, their relay and their operators' view are package
-// outbox, the lists' shared terms are package oplist and the status values
-// package orderstatus; none of them imports this package. The order service
-// (package payment), the operators' order view and the records of close
-// runs (written by Closer.Run; package inspect) import this one; this one
-// never imports them.
+// outbox, the coupon giveback (which copy an order gets, which coupons are
+// not as a close expects) is package coupon, the lists' shared terms are
+// package oplist and the status values package orderstatus; none of them
+// imports this package. The order service (package payment), the
+// operators' order view and the records of close runs (written by
+// Closer.Run; package inspect) import this one; this one never imports
+// them.
 //
 // How a close works (when an order is due, what a close changes, a run's
 // walk over the table, the guarded close and its one fallback, dead

@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/coupon"
 )
 
 // This file holds what a close gives back that depends on the schema (see
@@ -104,79 +105,40 @@ func (c *Closer) validateStock(ctx context.Context, tx *sqlx.Tx, cands []*candid
 	return nil
 }
 
-// validateCoupons locks the candidates' coupons (after the stock) and marks
-// the orders whose coupon is not as a close expects: by id, missing or not
-// used (by this order, when the coupon names it); by match, not exactly
-// one used row matching the order (none is no coupon with Optional).
-func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*candidate, markBad func(*candidate, string)) error {
+// validateCoupons locks the coupons of cands (after the stock; with
+// copies, of those not set aside yet) and, as coupon.Validate judges each,
+// sets the order aside or takes its coupon away (no coupon to give back).
+func (c *Closer) validateCoupons(ctx context.Context, tx *sqlx.Tx, cands []*candidate, bad map[string]error, markBad func(*candidate, string)) error {
 	cs := c.store.sql().Coupon
-	var ids []int64
-	for _, cd := range cands {
-		if cd.CouponID.Valid {
-			ids = append(ids, cd.CouponID.Int64)
-		}
+	if cs != nil && cs.AnyCopy {
+		cands = keep(cands, bad)
 	}
-	if cs == nil || len(ids) == 0 {
-		return nil
-	}
-	slices.Sort(ids)
-	rows, err := c.store.lockCoupons(ctx, tx, slices.Compact(ids))
+	with, orders := couponOrders(cands)
+	verdicts, err := coupon.Validate(ctx, tx, cs, orders)
 	if err != nil {
 		return err
 	}
-	found := map[int64][]couponRow{}
-	for _, cp := range rows {
-		found[cp.ID] = append(found[cp.ID], cp)
-	}
-	table := c.store.sql().Schema.Coupon.Table
-	for _, cd := range cands {
-		if !cd.CouponID.Valid {
-			continue
-		}
-		id := cd.CouponID.Int64
-		cps := found[id]
+	for i, v := range verdicts {
 		switch {
-		case cs.ByMatch && cs.Optional && len(cps) == 0:
-			// No coupon: the close gives none back. The page's fast close
-			// expected a row for every order and fell back to this one.
-			cd.CouponID.Valid = false
-		case cs.ByMatch && len(cps) != 1:
-			markBad(cd, fmt.Sprintf("%d used rows of %s match the order, not one", len(cps), table))
-		case cs.ByMatch:
-		case len(cps) == 0:
-			markBad(cd, fmt.Sprintf("coupon %d is missing", id))
-		case cps[0].Status != cs.Used || (cs.OrderNo && (!cps[0].OrderNo.Valid || cps[0].OrderNo.String != cd.OrderNo)):
-			markBad(cd, fmt.Sprintf("coupon %d is status %s for order %q, not locked by this order",
-				id, cps[0].Status, cps[0].OrderNo.String))
+		case v.Drop:
+			with[i].CouponID.Valid = false
+		case v.Reason != "":
+			markBad(with[i], v.Reason)
 		}
 	}
 	return nil
 }
 
-// matchedOnce checks, for coupons found by match, that each of the orders
-// ids (ascending) matches exactly one used row, locking them: the restore
-// that follows counts only the page's total, which an order matching two
-// rows (a copy used by another order) and one matching none add up to.
-// The guarded close reads nothing else; in the checked close,
-// validateCoupons has set such orders aside already.
-func (c *Closer) matchedOnce(ctx context.Context, tx *sqlx.Tx, ids []int64, unexpected func(string, int64, int64) error) error {
-	if cs := c.store.sql().Coupon; cs == nil || !cs.ByMatch {
-		return nil
-	}
-	rows, err := c.store.lockCoupons(ctx, tx, ids)
-	if err != nil {
-		return err
-	}
-	per := make(map[int64]int64, len(ids))
-	for _, r := range rows {
-		per[r.ID]++
-	}
-	for _, id := range ids {
-		if per[id] != 1 {
-			return unexpected("find one used coupon row per order", int64(len(ids)), int64(len(rows)))
+// couponOrders returns the orders of cands that have a coupon, as they
+// are and as package coupon takes them.
+func couponOrders(cands []*candidate) (with []*candidate, orders []coupon.Order) {
+	for _, cd := range cands {
+		if cd.CouponID.Valid {
+			with = append(with, cd)
+			orders = append(orders, coupon.Order{No: cd.OrderNo, Key: cd.CouponID.Int64})
 		}
 	}
-	return nil
+	return with, orders
 }
 
 // giveBackExtra gives back the per-order amounts of the closed orders ids

@@ -202,26 +202,6 @@ func (s store) lockStock(ctx context.Context, q sqlx.QueryerContext, skus []int6
 	return rows, nil
 }
 
-// couponRow is one coupon: by id, its id, status (as text) and the order
-// using it; by match, the id of the order it matches (and with AnyCopy,
-// the copy's own id).
-type couponRow struct {
-	ID      int64          `db:"id"`
-	Status  string         `db:"status"`
-	OrderNo sql.NullString `db:"order_no"`
-	Copy    int64          `db:"copy_id"`
-}
-
-// lockCoupons runs closesql.Coupon.Lock for ids (coupon ids; by match, order ids).
-// The rows come in the statement's order.
-func (s store) lockCoupons(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]couponRow, error) {
-	var rows []couponRow
-	if err := sqlx.SelectContext(ctx, q, &rows, fmt.Sprintf(s.sql().Coupon.Lock, sqlexec.IntList(ids))); err != nil {
-		return nil, fmt.Errorf("lock %d coupons: %w", len(ids), err)
-	}
-	return rows, nil
-}
-
 // nowSQL reads the database clock once as the session's wall clock and
 // as UTC, the frame of an epoch schema's instants. No locks; one row.
 const nowSQL = `SELECT NOW(3) AS now, UTC_TIMESTAMP(3) AS utc`
@@ -267,16 +247,6 @@ func (s store) releaseStock(ctx context.Context, e sqlx.ExecerContext, deltas []
 	res, err := e.ExecContext(ctx, fmt.Sprintf(st.Release, deltaCaseOn(st.Key, deltas), deltaSKUs(deltas)))
 	if err != nil {
 		return 0, fmt.Errorf("release stock of %d skus: %w", len(deltas), err)
-	}
-	return res.RowsAffected()
-}
-
-// restoreCoupons runs closesql.Coupon.Restore for ids (coupon ids; by match,
-// order ids; with AnyCopy, copy ids) of the orders orderNos.
-func (s store) restoreCoupons(ctx context.Context, e sqlx.ExtContext, ids []int64, orderNos []string) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(s.sql().Coupon.Restore, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
-	if err != nil {
-		return 0, fmt.Errorf("restore %d coupons: %w", len(ids), err)
 	}
 	return res.RowsAffected()
 }

@@ -179,6 +179,7 @@ type Coupon struct {
 	Restore string
 	Used    string // the used status as text, as Lock returns it
 	OrderNo bool   // the coupon names the order using it
+	Table   string // the coupon table's name, as a dead letter's reason names it
 }
 
 // Givebacks gives back the per-order amounts of schema.Schema.Extra.
@@ -528,7 +529,7 @@ func (r renderer) stock() *Stock {
 
 func (r renderer) coupon() *Coupon {
 	c, o := r.s.Coupon, r.s.Orders
-	out := &Coupon{ByMatch: c.ByMatch(), Optional: c.Optional, AnyCopy: c.AnyCopy, Used: c.Used.String(), OrderNo: c.OrderNo != ""}
+	out := &Coupon{ByMatch: c.ByMatch(), Optional: c.Optional, AnyCopy: c.AnyCopy, Used: c.Used.String(), OrderNo: c.OrderNo != "", Table: c.Table}
 	if c.AnyCopy {
 		return r.couponCopies(out)
 	}
