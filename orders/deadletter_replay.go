@@ -200,6 +200,21 @@ func (c *Closer) closeLetter(ctx context.Context, orderNo string, tableless []*C
 	return OutcomeNotFound, fmt.Sprintf("order not found in the %d order tables of source %s", len(tableless), c.Source()), nil
 }
 
+// settle moves the claimed letter id to status with reason, counting it
+// in *done, or in st.Skipped when another run settled it meanwhile.
+func (c *Closer) settle(ctx context.Context, db rerunDB, id int64, status, reason string, done *int, st *RetryStats) (bool, error) {
+	settled, err := c.store.settleLetter(ctx, db, id, status, reason)
+	switch {
+	case err != nil:
+		return false, err
+	case settled:
+		*done++
+	default:
+		st.Skipped++
+	}
+	return settled, nil
+}
+
 // replay claims one letter and closes its order with CloseOrder, then
 // settles the letter according to the outcome (see RetryDeadLetters). The
 // error is fatal for the run.
@@ -227,28 +242,14 @@ func (c *Closer) replay(ctx context.Context, clock runClock, l dueLetter, tablel
 		if out == OutcomeSkippedClosed {
 			reason = reasonNotUnpaid
 		}
-		settled, serr := c.store.settleLetter(ctx, db, l.ID, deadletters.Resolved, reason)
-		if serr != nil {
-			return serr
-		}
-		if settled {
-			st.AlreadyDone++
-		} else {
-			st.Skipped++
-		}
-		return nil
+		_, serr := c.settle(ctx, db, l.ID, deadletters.Resolved, reason, &st.AlreadyDone, st)
+		return serr
 	case OutcomeNotFound:
-		settled, serr := c.store.settleLetter(ctx, db, l.ID, deadletters.Parked, gone)
-		if serr != nil {
-			return serr
-		}
+		settled, serr := c.settle(ctx, db, l.ID, deadletters.Parked, gone, &st.Parked, st)
 		if settled {
-			st.Parked++
 			c.log.WarnContext(ctx, "dead letter parked", "order_no", l.OrderNo, "reason", gone)
-		} else {
-			st.Skipped++
 		}
-		return nil
+		return serr
 	case OutcomeDeadLettered:
 		// CloseOrder's dead-letter upsert raised attempts and set the next
 		// retry, or parked the letter at the maximum.
