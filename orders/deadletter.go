@@ -53,9 +53,12 @@ func (b DeadLetterBackoff) schedule() backoff.Exponential {
 // maxErrorLen is order_dead_letter.last_error's width.
 const maxErrorLen = 2000
 
-// deadLetter records cause for orderNo in its own statement. now is the run's
-// database time, so next_retry_at is on the same clock the scan compares it
-// with.
+// deadLetter records cause for orderNo in its own statement, run again
+// when the server rolled it back as a deadlock's victim (rerunDB): the
+// upsert locks the letter's uk_order_stage entry and row, then moves its
+// index entries, as other executors' closes and retry jobs write letters
+// of the same table. now is the run's database time, so next_retry_at is
+// on the same clock the scan compares it with.
 func (c *Closer) deadLetter(ctx context.Context, orderNo string, now time.Time, cause error) error {
-	return c.store.upsertDeadLetter(ctx, c.db, c.Table(), orderNo, sqlexec.Truncate(cause.Error(), maxErrorLen), now, c.cfg.DeadLetterBackoff)
+	return c.store.upsertDeadLetter(ctx, rerunDB{c.db, c.cfg.Server}, c.Table(), orderNo, sqlexec.Truncate(cause.Error(), maxErrorLen), now, c.cfg.DeadLetterBackoff)
 }

@@ -373,30 +373,30 @@ func TestRetryDeadLettersLockedOrderSkipped(t *testing.T) {
 	require.NoError(t, ordertest.Check(b.Ctx, b.DB, base))
 }
 
-// A claim rolled back as a deadlock's victim is run again, and the run goes
-// on: another transaction holds the gap of idx_status_retry where the
-// claim moves its letter's entry, and once the claim holds the letter's row
-// and waits for that gap, asks for the row.
-func TestRetryDeadLettersClaimRunAgainAfterADeadlock(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	const due = "DEADLOCK-L"
-	base := b.build(t, ordertest.OrderOpts{OrderNo: due, Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 2}}})
+// letterDeadlock makes the statement on order no's close dead letter that
+// matches stmt (a LIKE pattern on the PROCESSLIST's INFO) a deadlock's
+// victim while run runs, and returns run's error. It inserts that letter,
+// due a minute ago, and a later one (order LATER, due in 2030). other, a
+// transaction heavier than any single statement (300 ballast rows
+// updated), locks the later letter's entry of idx_status_retry and the gap
+// before it (a next-key lock, under REPEATABLE READ), where a statement
+// moving the due letter's entry to its next retry time puts it; not the
+// due letter's row. Once the statement has waited there 50 ms, holding
+// that row, other asks for the row: a deadlock, and InnoDB rolls back the
+// lighter one, the statement.
+func (b *testBundle) letterDeadlock(t *testing.T, no, stmt string, run func() error) error {
+	t.Helper()
 	ctx := b.Ctx
 	_, err := b.DB.ExecContext(ctx, `INSERT INTO order_dead_letter (order_no, stage, status, last_error, attempts, next_retry_at) VALUES
 		(?, 'close', 'waiting', 'old failure', 1, NOW(3) - INTERVAL 1 MINUTE),
-		('LATER-M', 'close', 'waiting', 'old failure', 1, '2030-01-01 00:00:00')`, due)
+		('LATER', 'close', 'waiting', 'old failure', 1, '2030-01-01 00:00:00')`, no)
 	require.NoError(t, err)
-	letter := b.letters(t)[due]
+	letter := b.letters(t)[no]
 	_, err = b.DB.ExecContext(ctx, `CREATE TABLE ballast (id INT PRIMARY KEY, n INT NOT NULL)`)
 	require.NoError(t, err)
 	_, err = b.DB.ExecContext(ctx, `INSERT INTO ballast SELECT seq, 0 FROM seq_1_to_300`)
 	require.NoError(t, err)
 
-	// other, the heavier transaction, locks the later letter's entry of
-	// idx_status_retry and the gap before it (a next-key lock, under
-	// REPEATABLE READ), where the claim puts the due letter's new entry;
-	// not the due letter's row.
 	other, err := b.DB.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	require.NoError(t, err)
 	defer func() { _ = other.Rollback() }()
@@ -406,33 +406,40 @@ func TestRetryDeadLettersClaimRunAgainAfterADeadlock(t *testing.T) {
 		WHERE status = 'waiting' AND next_retry_at > NOW() + INTERVAL 1 DAY FOR UPDATE`)
 	require.NoError(t, err)
 
-	type result struct {
-		st  orders.RetryStats
-		err error
-	}
-	ran := make(chan result, 1)
-	go func() {
-		st, err := b.Closer.RetryDeadLetters(ctx, orders.RetryOptions{})
-		ran <- result{st, err}
-	}()
-	// The claim holds the due letter's row and waits for the gap.
+	ran := make(chan error, 1)
+	go func() { ran <- run() }()
+	// The statement holds the due letter's row and waits for the gap.
 	require.Eventually(t, func() bool {
 		return b.Count(t, `SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE()
-			AND INFO LIKE '%UPDATE order_dead_letter SET next_retry_at%' AND TIME_MS > 50`) > 0
+			AND INFO LIKE ? AND TIME_MS > 50`, "%"+stmt+"%") > 0
 	}, 10*time.Second, 20*time.Millisecond)
-	// Now other waits for the claim's row: a deadlock, and the claim, the
-	// lighter one, is rolled back.
+	// Now other waits for the statement's row: a deadlock.
 	_, err = other.ExecContext(ctx, `SELECT id FROM order_dead_letter WHERE id = ? FOR UPDATE`, letter.ID)
-	require.NoError(t, err, "InnoDB should roll back the lighter statement, the claim")
+	require.NoError(t, err, "InnoDB should roll back the lighter statement, %s", stmt)
 	require.NoError(t, other.Rollback())
+	return <-ran
+}
 
-	r := <-ran
-	require.NoError(t, r.err)
-	require.Equal(t, orders.RetryStats{Found: 1, Closed: 1, Pages: 1}, retryStatsNoTime(r.st))
+// A claim rolled back as a deadlock's victim is run again, and the run goes
+// on: another transaction holds the gap of idx_status_retry where the
+// claim moves its letter's entry, and once the claim holds the letter's row
+// and waits for that gap, asks for the row.
+func TestRetryDeadLettersClaimRunAgainAfterADeadlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const due = "DEADLOCK-L"
+	base := b.build(t, ordertest.OrderOpts{OrderNo: due, Age: time.Hour, Items: []ordertest.Item{{SKU: 1, Qty: 2}}})
+	var st orders.RetryStats
+	err := b.letterDeadlock(t, due, "UPDATE order_dead_letter SET next_retry_at", func() (err error) {
+		st, err = b.Closer.RetryDeadLetters(b.Ctx, orders.RetryOptions{})
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, orders.RetryStats{Found: 1, Closed: 1, Pages: 1}, retryStatsNoTime(st))
 	dl := b.letters(t)[due]
 	require.Equal(t, deadletters.Resolved, dl.Status)
 	require.Equal(t, "closed by deadLetterRetryJob", dl.StatusReason)
 	require.Zero(t, b.Counts(t).Unpaid)
-	require.Equal(t, deadletters.Waiting, b.letters(t)["LATER-M"].Status)
+	require.Equal(t, deadletters.Waiting, b.letters(t)["LATER"].Status)
 	b.Check(t, base)
 }

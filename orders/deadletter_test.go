@@ -261,3 +261,33 @@ func TestLockWaitTimeoutRetriedThenSkipped(t *testing.T) {
 	require.Empty(t, b.deadLetters(t))
 	b.Check(t, base)
 }
+
+// A dead letter's upsert rolled back as a deadlock's victim is run again,
+// and the run goes on. The order's letter is due, so the run takes it and
+// its close fails (no stock row); the upsert on the existing letter locks
+// its uk_order_stage entry and row, then moves its idx_status_retry entry
+// to the next retry time, into a gap another transaction holds; that
+// transaction, once the upsert waits, asks for the letter's row.
+func TestDeadLetterUpsertRunAgainAfterADeadlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const poison = "DEADLOCK-U"
+	base := b.build(t, ordertest.OrderOpts{OrderNo: poison, Age: time.Hour,
+		Items: []ordertest.Item{{SKU: 1, Qty: 1}, {SKU: 4, Qty: 2, MissingStock: true}}})
+	var st orders.RunStats
+	err := b.letterDeadlock(t, poison, "INSERT INTO order_dead_letter", func() (err error) {
+		st, err = b.Closer.Run(b.Ctx, orders.RunOptions{})
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Scanned)
+	require.Equal(t, 1, st.DeadLettered)
+	require.Zero(t, st.Closed)
+	require.Equal(t, 1, b.Count(t, `SELECT COUNT(*) FROM order_dead_letter WHERE order_no = ?`, poison))
+	dl := b.letters(t)[poison]
+	require.Equal(t, 2, dl.Attempts, "written once")
+	require.Equal(t, "waiting", dl.Status)
+	require.Contains(t, dl.LastError, "inventory row of sku 4 is missing")
+	require.Equal(t, "old failure", b.letters(t)["LATER"].LastError)
+	b.Check(t, base)
+}

@@ -53,9 +53,11 @@ func (store) dueLetters(ctx context.Context, q sqlx.QueryerContext, p dueLetterP
 // was applied), up to backoff.DeadlockRuns runs spaced by
 // backoff.Contention. The retry job's claim, settle and note are single
 // UPDATEs by id that also move the letter's entries in the indexes on
-// status, next_retry_at and updated_at; runs of several executors on one
-// table, or any other transaction on those index ranges, can deadlock with
-// them, and one lost statement must not end the whole run. A lock wait timeout is not
+// status, next_retry_at and updated_at, and the close's dead-letter upsert
+// (Closer.deadLetter) locks a letter's uk_order_stage entry and row and
+// moves them too; runs of several executors on one table, or any other
+// transaction on those index ranges, can deadlock with them, and one lost
+// statement must not end the whole run. A lock wait timeout is not
 // run again: it spent innodb_lock_wait_timeout already. Never a
 // transaction's statement: a deadlock rolls back the whole transaction.
 type rerunDB struct {

@@ -48,7 +48,12 @@ UPDATE order_dead_letter FORCE INDEX (uk_order_stage) SET status = 'resolved'
 WHERE stage = 'close' AND status = 'waiting' AND order_no IN (?)`
 
 // UpsertDeadLetter records a failed close of one order, in its own
-// autocommit statement after the order's transaction rolled back.
+// autocommit statement after the order's transaction rolled back (run
+// again when rolled back as a deadlock's victim: orders' rerunDB).
+//
+// Locks: on an existing letter, an exclusive next-key lock on its
+// uk_order_stage entry and its row, then the moves of its entries in the
+// other indexes; on a new one, insert intention in uk_order_stage's gap.
 //
 // A first failure inserts the row with the first status ('waiting', or
 // 'parked' when park-after is 1) and the first delay; an existing row (see
