@@ -23,7 +23,8 @@ import (
 //     page's read without locks saw, and every one of its UPDATEs repeats
 //     the expected state and must change exactly the expected rows (the
 //     status CAS every order of the page, the stock one row per SKU, the
-//     coupons one per coupon, the other givebacks one per key), or it
+//     coupons one per coupon, or one per order when the coupon names its
+//     order, the other givebacks one per key), or it
 //     returns errNotAsRead and rolls back. A page's orders are locked in
 //     Redis, so another closer or a payment changes one only when its lock
 //     ran out, and stock or coupons are short only when data is wrong:
