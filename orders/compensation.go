@@ -326,8 +326,10 @@ func (c *Closer) guardedClose(ctx context.Context, tx *sqlx.Tx, clock runClock, 
 // due, locks and checks their stock rows (by key) and coupons and sets
 // aside in tr.bad, with their outcome left out, the orders that cannot be
 // closed as their data stands (validate). The rest close; an UPDATE then
-// changing other rows than expected (only a trigger or a tool bypassing
-// the row locks could do that) is a CompensationError.
+// changing other rows than expected is a CompensationError: a trigger or a
+// tool bypassing the row locks, or two orders of the page matching one
+// and the same used coupon row (by match, without copies: validation sees
+// only each order's count), which the per-order fallback then tells apart.
 func (c *Closer) checkedClose(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease) (txResult, error) {
 	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
 	cands, err := c.lockCandidates(ctx, tx, clock, rows, tr.outcomes)
