@@ -23,7 +23,8 @@ import (
 //     page's read without locks saw, and every one of its UPDATEs repeats
 //     the expected state and must change exactly the expected rows (the
 //     status CAS every order of the page, the stock one row per SKU, the
-//     coupons one per coupon, the other givebacks one per key), or it
+//     coupons one per coupon, or one per order when the coupon names its
+//     order, the other givebacks one per key), or it
 //     returns errNotAsRead and rolls back. A page's orders are locked in
 //     Redis, so another closer or a payment changes one only when its lock
 //     ran out, and stock or coupons are short only when data is wrong:
@@ -325,8 +326,10 @@ func (c *Closer) guardedClose(ctx context.Context, tx *sqlx.Tx, clock runClock, 
 // due, locks and checks their stock rows (by key) and coupons and sets
 // aside in tr.bad, with their outcome left out, the orders that cannot be
 // closed as their data stands (validate). The rest close; an UPDATE then
-// changing other rows than expected (only a trigger or a tool bypassing
-// the row locks could do that) is a CompensationError.
+// changing other rows than expected is a CompensationError: a trigger or a
+// tool bypassing the row locks, or two orders of the page matching one
+// and the same used coupon row (by match, without copies: validation sees
+// only each order's count), which the per-order fallback then tells apart.
 func (c *Closer) checkedClose(ctx context.Context, tx *sqlx.Tx, clock runClock, rows []scanRow, pd pageData, lease *orderlock.Lease) (txResult, error) {
 	tr := txResult{outcomes: make(map[string]Outcome, len(rows)), bad: map[string]error{}}
 	cands, err := c.lockCandidates(ctx, tx, clock, rows, tr.outcomes)

@@ -52,7 +52,7 @@ func TestHotStatementPlans(t *testing.T) {
 		{Name: "close: lock coupons", Query: plantest.Lit(sq.Coupon.Lock, f.coupons), Units: n, Plan: plantest.PK("user_coupon")},
 		{Name: "close: status CAS", Query: named(fmt.Sprintf(sq.CloseOrders, sqlexec.IntList(f.pageIDs)), map[string]any{"close_time": f.now, "close_reason": DefaultReason, "now": f.now}), Units: n, Plan: plantest.PK("order_info")},
 		{Name: "close: release stock", Query: q(fmt.Sprintf(sq.Stock.Release, deltaCase(f.deltas), deltaSKUs(f.deltas))), Units: n, Plan: plantest.PK("inventory")},
-		{Name: "close: restore coupons", Query: named(fmt.Sprintf(sq.Coupon.Restore, sqlexec.IntList(f.coupons)), map[string]any{"order_nos": f.couponNos}), Units: n, Plan: plantest.PK("user_coupon")},
+		{Name: "close: restore coupons", Query: named(fmt.Sprintf(sq.Coupon.Restore, sqlexec.IntList(f.coupons)), map[string]any{"coupon_ids": f.coupons, "order_nos": f.couponNos}), Units: n, Plan: plantest.PK("user_coupon")},
 		{Name: "close: close log", Query: q(closeLog, closeLogArgs...), Units: n},
 		{Name: "close: resolve dead letters", Query: in(closesql.ResolveDeadLetters, f.pageNos), Units: n, Plan: plantest.ByKey("order_dead_letter", "uk_order_stage")},
 		{Name: "close: dead-letter one order", Query: named(closesql.UpsertDeadLetter, deadLetterParams{OrderNo: one, OrderTable: "order_info", LastError: "boom", Now: f.now, FirstStatus: "waiting", FirstDelayUS: 60e6, ParkAfter: 8, BaseUS: 60e6, MaxUS: 3600e6}), Units: 1},

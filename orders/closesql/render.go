@@ -170,12 +170,14 @@ type Coupon struct {
 	// copies: sorting them here would sort the page in a temporary table).
 	Lock string
 	// Restore sets the coupons back to unused. By id: the rows of a
-	// literal id list still used (by the bound order numbers, when the
-	// coupon names its order), clearing the order. By match: the used rows
-	// matching the orders of a literal id list; with AnyCopy, the copies
-	// of a literal copy id list still used. The caller expects one row
-	// per coupon (per order with a coupon, by match) and checked each
-	// under lock in validation.
+	// literal id list still used, clearing the order; when the coupon
+	// names its order, only a row naming the very order that holds it:
+	// :coupon_ids and :order_nos bind each order's coupon and number, in
+	// the same order. By match: the
+	// used rows matching the orders of a literal id list; with AnyCopy,
+	// the copies of a literal copy id list still used. The caller expects
+	// one row per coupon (per order with a coupon, by match and when the
+	// coupon names its order) and checked each under lock in validation.
 	Restore string
 	Used    string // the used status as text, as Lock returns it
 	OrderNo bool   // the coupon names the order using it
@@ -545,7 +547,13 @@ func (r renderer) coupon() *Coupon {
 	if out.OrderNo {
 		orderNo = r.sel("", c.OrderNo, "order_no")
 		set += ", " + r.n(c.OrderNo) + " = NULL"
-		check = " AND " + r.n(c.OrderNo) + " IN (:order_nos)"
+		// Pairs, not two lists: a coupon naming another order of the
+		// page must not count for this one. FIELD finds the row's id
+		// among the orders' coupons (as numbers) and ELT takes the order
+		// of that place: a row constructor's IN would need a placeholder
+		// pair per order, and a text key of id and order misses a
+		// ZEROFILL id, which CONCAT pads.
+		check = " AND " + r.n(c.OrderNo) + " = ELT(FIELD(" + id + ", :coupon_ids), :order_nos)"
 	}
 	out.Lock = "\nSELECT " + r.sel("", c.ID, "id") + ", " + r.sel("", c.Status, "status") + ", " + orderNo + " FROM " + r.n(c.Table) + "\n" +
 		"WHERE " + id + " IN (%s) ORDER BY " + id + " FOR UPDATE"

@@ -54,7 +54,7 @@ WHERE sku_id IN (%[2]s) AND locked >= %[1]s`
 
 const restoreCouponsSQL = `
 UPDATE user_coupon SET status = 0, order_no = NULL
-WHERE id IN (%s) AND status = 1 AND order_no IN (:order_nos)`
+WHERE id IN (%s) AND status = 1 AND order_no = ELT(FIELD(id, :coupon_ids), :order_nos)`
 
 const ordersForCloseSQL = `
 SELECT o.id, o.order_no, o.status, o.create_time, o.timeout_minutes, o.coupon_id,

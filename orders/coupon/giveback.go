@@ -35,11 +35,13 @@ func Validate(ctx context.Context, q sqlx.QueryerContext, st *closesql.Coupon, o
 
 // GiveBack sets the coupons of orders, the closed orders with a coupon,
 // back to unused in one statement (in ascending key order), each still
-// used, and expects one row per coupon, else unexpected. By match it first
-// locks the orders' used rows and checks each order matches exactly one:
-// the restore counts only the page's total, which an order matching two
-// rows (a copy used by another order) and one matching none add up to.
-// With copies it locks them and gives back each order's (assign).
+// used, and expects one row per coupon, else unexpected. A coupon that
+// names its order goes back only for that order, and two orders cannot
+// share it: one row per order is expected. By match it first locks the
+// orders' used rows and checks each order matches exactly one: the
+// restore counts only the page's total, which an order matching two rows
+// (a copy used by another order) and one matching none add up to. With
+// copies it locks them and gives back each order's (assign).
 func GiveBack(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, orders []Order, unexpected Unexpected) error {
 	if len(orders) == 0 {
 		return nil
@@ -47,9 +49,9 @@ func GiveBack(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, order
 	if st.AnyCopy {
 		return giveBackCopies(ctx, e, st, orders, unexpected)
 	}
-	ids, nos := keys(orders), make([]string, len(orders))
-	for i, o := range orders {
-		nos[i] = o.No
+	ids, want := keys(orders), int64(len(orders))
+	if !st.OrderNo {
+		want = int64(len(ids)) // two orders naming one coupon give it back once
 	}
 	if st.ByMatch {
 		rows, err := lock(ctx, e, st, ids)
@@ -60,12 +62,12 @@ func GiveBack(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, order
 			return unexpected("find one used coupon row per order", int64(len(ids)), int64(len(rows)))
 		}
 	}
-	n, err := restore(ctx, e, st, ids, nos)
+	n, err := restore(ctx, e, st, ids, orders)
 	if err != nil {
 		return err
 	}
-	if n != int64(len(ids)) {
-		return unexpected("restore coupons", int64(len(ids)), n)
+	if n != want {
+		return unexpected("restore coupons", want, n)
 	}
 	return nil
 }

@@ -35,9 +35,14 @@ func lock(ctx context.Context, q sqlx.QueryerContext, st *closesql.Coupon, ids [
 }
 
 // restore runs st.Restore for ids (coupon ids; by match, order ids; with
-// AnyCopy, copy ids) of the orders orderNos.
-func restore(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, ids []int64, orderNos []string) (int64, error) {
-	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(st.Restore, sqlexec.IntList(ids)), map[string]any{"order_nos": orderNos})
+// AnyCopy, copy ids) of orders (by id, each order's coupon paired with
+// its number, when the coupon names its order).
+func restore(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, ids []int64, orders []Order) (int64, error) {
+	couponIDs, nos := make([]int64, len(orders)), make([]string, len(orders))
+	for i, o := range orders {
+		couponIDs[i], nos[i] = o.Key, o.No
+	}
+	res, err := sqlexec.ExecNamed(ctx, e, fmt.Sprintf(st.Restore, sqlexec.IntList(ids)), map[string]any{"coupon_ids": couponIDs, "order_nos": nos})
 	if err != nil {
 		return 0, fmt.Errorf("restore %d coupons: %w", len(ids), err)
 	}
