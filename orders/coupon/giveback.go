@@ -36,10 +36,13 @@ func Validate(ctx context.Context, q sqlx.QueryerContext, st *closesql.Coupon, o
 // GiveBack sets the coupons of orders, the closed orders with a coupon,
 // back to unused in one statement (in ascending key order), each still
 // used, and expects one row per coupon, else unexpected. By match it first
-// locks the orders' used rows and checks each order matches exactly one:
-// the restore counts only the page's total, which an order matching two
-// rows (a copy used by another order) and one matching none add up to.
-// With copies it locks them and gives back each order's (assign).
+// locks the orders' used rows and checks each order matches exactly one
+// (the restore counts only the page's total, which an order matching two
+// rows, a copy used by another order, and one matching none add up to);
+// with Optional, an order matching none used no coupon and the restore
+// leaves it out, as the checked close does, so a page of such orders
+// needs no second transaction. With copies it locks them and gives back
+// each order's (assign).
 func GiveBack(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, orders []Order, unexpected Unexpected) error {
 	if len(orders) == 0 {
 		return nil
@@ -56,8 +59,12 @@ func GiveBack(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, order
 		if err != nil {
 			return err
 		}
-		if !matchedOnce(ids, rows) {
+		once, ok := matchedOnce(ids, rows, st.Optional)
+		if !ok {
 			return unexpected("find one used coupon row per order", int64(len(ids)), int64(len(rows)))
+		}
+		if ids = once; len(ids) == 0 {
+			return nil
 		}
 	}
 	n, err := restore(ctx, e, st, ids, nos)
