@@ -103,19 +103,26 @@ func assign(rows []row) (copies, matched map[int64]int64) {
 	return copies, matched
 }
 
-// matchedOnce reports whether each of ids (orders, by match) has exactly
-// one of rows, the used rows matching them.
-func matchedOnce(ids []int64, rows []row) bool {
-	per := make(map[int64]int64, len(ids))
+// matchedOnce returns those of ids (orders, by match) that have exactly one
+// of rows, the used rows matching them, and whether every order's count
+// is as a close takes it: one, or none with optional (the order used no
+// coupon). Any other count is not (false).
+func matchedOnce(ids []int64, rows []row, optional bool) ([]int64, bool) {
+	per := make(map[int64]int, len(ids))
 	for _, r := range rows {
 		per[r.ID]++
 	}
+	once := make([]int64, 0, len(ids))
 	for _, id := range ids {
-		if per[id] != 1 {
-			return false
+		switch n := per[id]; {
+		case n == 1:
+			once = append(once, id)
+		case n == 0 && optional:
+		default:
+			return nil, false
 		}
 	}
-	return true
+	return once, true
 }
 
 // copyIDs returns the copies' ids, ascending.

@@ -49,20 +49,27 @@ func TestAssign(t *testing.T) {
 func TestMatchedOnce(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		ids  []int64
-		rows []row
-		want bool
+		name     string
+		ids      []int64
+		rows     []row
+		optional bool
+		once     []int64
+		ok       bool
 	}{
-		{"one row each", []int64{1, 2, 3}, []row{{ID: 1}, {ID: 2}, {ID: 3}}, true},
-		{"two and none add up to the total", []int64{1, 2, 3}, []row{{ID: 1}, {ID: 2}, {ID: 2}}, false},
-		{"one short", []int64{1, 2}, []row{{ID: 1}}, false},
-		{"two rows of one order", []int64{1}, []row{{ID: 1}, {ID: 1}}, false},
-		{"no orders", nil, nil, true},
+		{"one row each", []int64{1, 2, 3}, []row{{ID: 1}, {ID: 2}, {ID: 3}}, false, []int64{1, 2, 3}, true},
+		{"two and none add up to the total", []int64{1, 2, 3}, []row{{ID: 1}, {ID: 2}, {ID: 2}}, false, nil, false},
+		{"one short", []int64{1, 2}, []row{{ID: 1}}, false, nil, false},
+		{"two rows of one order", []int64{1}, []row{{ID: 1}, {ID: 1}}, false, nil, false},
+		{"no orders", nil, nil, false, []int64{}, true},
+		{"optional: none is no coupon", []int64{1, 2, 3}, []row{{ID: 2}}, true, []int64{2}, true},
+		{"optional: no order has one", []int64{1, 2}, nil, true, []int64{}, true},
+		{"optional: two and none still wrong", []int64{1, 2, 3}, []row{{ID: 1}, {ID: 2}, {ID: 2}}, true, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tc.want, matchedOnce(tc.ids, tc.rows))
+			once, ok := matchedOnce(tc.ids, tc.rows, tc.optional)
+			require.Equal(t, tc.ok, ok)
+			require.Equal(t, tc.once, once)
 		})
 	}
 }

@@ -38,10 +38,13 @@ func Validate(ctx context.Context, q sqlx.QueryerContext, st *closesql.Coupon, o
 // used, and expects one row per coupon, else unexpected. A coupon that
 // names its order goes back only for that order, and two orders cannot
 // share it: one row per order is expected. By match it first locks the
-// orders' used rows and checks each order matches exactly one: the
-// restore counts only the page's total, which an order matching two rows
-// (a copy used by another order) and one matching none add up to. With
-// copies it locks them and gives back each order's (assign).
+// orders' used rows and checks each order matches exactly one (the
+// restore counts only the page's total, which an order matching two rows,
+// a copy used by another order, and one matching none add up to); with
+// Optional, an order matching none used no coupon and the restore leaves
+// it out, as the checked close does, so a page of such orders needs no
+// second transaction. With copies it locks them and gives back each
+// order's (assign).
 func GiveBack(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, orders []Order, unexpected Unexpected) error {
 	if len(orders) == 0 {
 		return nil
@@ -58,8 +61,12 @@ func GiveBack(ctx context.Context, e sqlx.ExtContext, st *closesql.Coupon, order
 		if err != nil {
 			return err
 		}
-		if !matchedOnce(ids, rows) {
+		once, ok := matchedOnce(ids, rows, st.Optional)
+		if !ok {
 			return unexpected("find one used coupon row per order", int64(len(ids)), int64(len(rows)))
+		}
+		if ids, want = once, int64(len(once)); len(ids) == 0 {
+			return nil
 		}
 	}
 	n, err := restore(ctx, e, st, ids, orders)
