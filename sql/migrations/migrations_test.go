@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -648,4 +649,19 @@ func (b *bundle) indexNames(t *testing.T, tbl string) []string {
 	require.NoError(t, b.db.SelectContext(b.ctx, &names, `SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, tbl))
 	return names
+}
+
+// A DSN that names no database (…:3306/) is said so by migrate, not taken
+// for another migrate holding the lock: the lock's name carries DATABASE(),
+// which is then NULL.
+func TestMigrateSaysTheDSNNamesNoDatabase(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("mysql", dbtest.ServerDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	m, err := migrations.New(db, migrations.Config{})
+	require.NoError(t, err)
+	_, err = m.Migrate(context.Background())
+	require.EqualError(t, err, "migrations: the DSN names no database: "+
+		"end it with the database's name (user:pass@tcp(host:port)/shop)")
 }

@@ -245,6 +245,15 @@ func takeLock(ctx context.Context, c execer, tbl string, wait time.Duration) err
 	if err := c.QueryRowContext(ctx, getLockSQL, tbl, int(wait.Seconds())).Scan(&got); err != nil {
 		return fmt.Errorf("take the migration lock: %w", err)
 	}
+	if !got.Valid {
+		// GET_LOCK answers NULL for a NULL name: DATABASE() is NULL when the
+		// DSN names no database, which every step's statement would need.
+		var name sql.NullString
+		if err := c.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&name); err == nil && !name.Valid {
+			return errors.New("the DSN names no database: end it with the database's name (user:pass@tcp(host:port)/shop)")
+		}
+		return errors.New("take the migration lock: GET_LOCK answered NULL")
+	}
 	if got.Int64 != 1 {
 		return errors.New("another executor migrate held the migration lock of this database for " + wait.String())
 	}
