@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/orders"
@@ -99,7 +100,8 @@ func runUnit(ctx context.Context, req *xxljob.Request, c *orders.Closer) error {
 func summarize(req *xxljob.Request, stats orders.RunStats) string {
 	summary := stats.String()
 	if stats.LockErrors > 0 {
-		req.Logf("could not reach Redis for %d order lock(s): those orders were skipped, not closed; the next run retries them", stats.LockErrors)
+		logAt(req, slog.LevelWarn, "could not reach Redis for %d order lock(s) (%v): those orders were skipped, not closed; "+
+			"the next run retries them", stats.LockErrors, stats.LockErr)
 		summary += fmt.Sprintf(" lock_errors=%d", stats.LockErrors)
 	}
 	if stats.TradeErrors > 0 {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/orderjob/executor/internal/dbserver"
 	"github.com/orderjob/executor/internal/shard"
@@ -75,14 +76,20 @@ func shareOf(s shard.Share) string {
 	return fmt.Sprintf(" (rows of shard %d/%d)", s.RowIndex, s.RowTotal)
 }
 
-// logFailure writes a line about a failure into the run log at ERROR, so
-// that the admin UI's log sets it apart from the progress lines at INFO.
+// logFailure writes a line about a failure into the run log at ERROR.
 func logFailure(req *xxljob.Request, format string, args ...any) {
+	logAt(req, slog.LevelError, format, args...)
+}
+
+// logAt writes a line into the run log at level, so that the admin UI's
+// log sets failures (ERROR) and trouble the run went on through (WARN)
+// apart from the progress lines at INFO.
+func logAt(req *xxljob.Request, level slog.Level, format string, args ...any) {
 	if req.Log == nil { // a Request built by hand
 		req.Logf(format, args...)
 		return
 	}
-	req.Log.Error(fmt.Sprintf(format, args...))
+	req.Log.Log(context.Background(), level, fmt.Sprintf(format, args...))
 }
 
 // logUnit writes a unit's end into the run log: its summary line, or what
