@@ -278,14 +278,15 @@ func (l *Locker) decide(lease *Lease, nos, keys []string, results [][]setResult,
 
 // nodeErrors turns Acquire's errors into what it reports: the first
 // len(l.nodes) are the nodes' own (each a *redsync.RedisError naming its
-// node), any after them are the lease's own and stay as they are.
+// node and its address, nodeName), any after them are the lease's own and
+// stay as they are.
 func (l *Locker) nodeErrors(nodeErrs []error) []error {
 	var errs []error
 	for i, e := range nodeErrs {
 		switch {
 		case e == nil:
 		case i < len(l.nodes):
-			errs = append(errs, &redsync.RedisError{Node: i, Err: e})
+			errs = append(errs, &redsync.RedisError{Node: i, Err: fmt.Errorf("%s: %w", nodeName(l.nodes[i]), e)})
 		default:
 			errs = append(errs, e)
 		}
@@ -465,4 +466,19 @@ func (l *Locker) observe(ctx context.Context, keys int, lease *Lease, d time.Dur
 	}
 	held, failed := lease.Len(), len(lease.failed)
 	l.obs.LocksAcquired(ctx, Report{Keys: keys, Held: held, Failed: failed, Taken: keys - held - failed, Duration: d})
+}
+
+// nodeName says where node is, for errors: an unreachable server's own
+// error is often only the lock's deadline, which names no address.
+func nodeName(node redis.UniversalClient) string {
+	switch c := node.(type) {
+	case *redis.ClusterClient:
+		return "redis cluster " + strings.Join(c.Options().Addrs, ",")
+	case *redis.Client:
+		if addr := c.Options().Addr; addr != "FailoverClient" {
+			return "redis " + addr
+		}
+		return "redis sentinel master"
+	}
+	return "redis"
 }

@@ -3,6 +3,7 @@ package orderlock_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -134,4 +135,23 @@ func TestLeaseNil(t *testing.T) {
 	require.Zero(t, l.Len())
 	require.False(t, l.ValidFor(0))
 	require.NoError(t, l.Release(context.Background()))
+}
+
+// A Redis that does not answer is named in the lock error: the client's
+// own error is often only the deadline, which names nothing.
+func TestAcquireErrorNamesTheUnreachableRedis(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	l, err := orderlock.New(orderlock.Config{Client: c})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx, []string{"NO-1", "NO-2"})
+	require.ErrorContains(t, err, "lock 2 of 2 orders: node #0: redis "+addr+": ")
+	require.Zero(t, lease.Len())
 }
