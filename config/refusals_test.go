@@ -51,6 +51,12 @@ func TestLoadRefusals(t *testing.T) {
 		{"short tokens", "xxl.job.accessToken: default_token\n", map[string]string{"EXECUTOR_API_TOKEN": "x",
 			"EXECUTOR_API_CONSOLE_TOKENS": "alice:0123456789abcde"},
 			"config: 3 problem(s):\nxxl.job.accessToken: shorter than 16 characters (the admin's default_token and other short tokens are guessed; use a long random one on both sides)\napi.token: shorter than 16 characters\napi.consoleTokens: the token of \"alice\" is shorter than 16 characters"},
+		// Every statement names its tables without a database: before,
+		// such a DSN started and failed each query with Error 1046.
+		{"DSN without a database", "", map[string]string{"MYSQL_DSN": "u:SECRET@tcp(db:3306)/?parseTime=true",
+			"ORDER_SOURCES": "[{name: a, dsn: 'u:SECRET@tcp(h:3306)/', tables: order_info}]"},
+			"config: 2 problem(s):\nmysql.dsn: names no database: end it with the database's name (user:pass@tcp(host:port)/shop)\n" +
+				"order.sources item 1 (a): dsn: names no database: end it with the database's name (user:pass@tcp(host:port)/shop)"},
 		{"tokens of 16", "xxl.job.accessToken: 0123456789abcdef\n", map[string]string{"EXECUTOR_API_TOKEN": "0123456789abcdeF",
 			"EXECUTOR_API_CONSOLE_TOKENS": "alice:0123456789abcdEF"}, ""},
 	} {

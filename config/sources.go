@@ -225,7 +225,7 @@ func (c *Config) source(s OrderSource, sch schema.Schema) (Source, []error) {
 	m.DSN = s.DSN
 	if s.DSN == "" {
 		bad("dsn: required")
-	} else if _, err := m.NormalizedDSN(); err != nil {
+	} else if err := m.checkDSN(); err != nil {
 		bad("dsn: %v", err)
 	}
 	if s.MaxOpenConns < 0 {

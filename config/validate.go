@@ -115,7 +115,7 @@ func (c *Config) executorProblems(bad badFunc) {
 
 // mysqlProblems checks mysql.
 func (c *Config) mysqlProblems(bad badFunc) {
-	if _, err := c.MySQL.NormalizedDSN(); err != nil {
+	if err := c.MySQL.checkDSN(); err != nil {
 		bad.f("mysql.dsn: %v", err)
 	}
 	if !sqlIdent.MatchString(c.MySQL.MigrationsTable) {
@@ -346,6 +346,22 @@ func (m MySQL) NormalizedDSN() (string, error) {
 		cfg.Params["time_zone"] = "'" + strings.Trim(m.TimeZone, "'") + "'"
 	}
 	return cfg.FormatDSN(), nil
+}
+
+// checkDSN reports what keeps the DSN from serving the executor. Beyond
+// NormalizedDSN's parse, it must name a database: every statement names
+// its tables without one, so a DSN without would start and then fail each
+// query with "Error 1046: No database selected". (migrate -create-database
+// opens the server alone through NormalizedDSN, which allows that.)
+func (m MySQL) checkDSN() error {
+	dsn, err := m.NormalizedDSN()
+	if err != nil {
+		return err
+	}
+	if cfg, err := mysql.ParseDSN(dsn); err != nil || cfg.DBName == "" {
+		return errors.New("names no database: end it with the database's name (user:pass@tcp(host:port)/shop)")
+	}
+	return nil
 }
 
 // dsnSets reports whether the DSN's query string names param. The query
