@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -78,6 +80,9 @@ func LoadFileWith(name string, data []byte, lookupEnv func(string) (string, bool
 	l.environment(lookupEnv)
 	l.impliedDefaults()
 	l.problems = append(l.problems, c.validate()...)
+	for i, p := range l.problems {
+		l.problems[i] = oneLine(p)
+	}
 	if len(l.problems) > 0 {
 		return nil, fmt.Errorf("config: %d problem(s):\n%w", len(l.problems), errors.Join(l.problems...))
 	}
@@ -348,6 +353,27 @@ func (l *loader) impliedDefaults() {
 	}
 }
 
+// oneLine is the problem with its control characters written as Go
+// escapes (\n, \x1b): a key or value holding a newline or a terminal
+// escape would otherwise break the message into lines that look like
+// problems of their own, or rewrite the operator's terminal.
+func oneLine(err error) error {
+	msg := err.Error()
+	if !strings.ContainsFunc(msg, unicode.IsControl) {
+		return err
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if !unicode.IsControl(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return errors.New(b.String())
+}
+
 func orRoot(p string) string {
 	if p == "" {
 		return "the document"
@@ -437,9 +463,17 @@ func setText(v reflect.Value, s string) error {
 	return nil
 }
 
+// maxSeconds is the most whole seconds a time.Duration holds.
+const maxSeconds = math.MaxInt64 / int64(time.Second)
+
 // parseDuration accepts Go durations ("30s", "2m") and bare seconds ("30").
+// Bare seconds beyond a Duration are refused: multiplied, they would wrap
+// round to another duration (18446744074 to 290ms) and pass as it.
 func parseDuration(s string) (time.Duration, error) {
-	if n, err := strconv.Atoi(s); err == nil {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || n > maxSeconds || n < -maxSeconds {
+			return 0, fmt.Errorf("%q seconds is out of range (at most %d)", s, maxSeconds)
+		}
 		return time.Duration(n) * time.Second, nil
 	}
 	d, err := time.ParseDuration(s)
