@@ -104,6 +104,8 @@ type loader struct {
 	set      map[string][]setting // canonical path of an aliased key → the keys of the file that set it
 	leaves   map[string]setting   // normalised path of each key the file set, as written → its first setting
 	given    map[string]bool      // canonical path of each key the file or the environment set
+	// sectionNames caches didYouMean's names by normalised section path.
+	sectionNames map[string]sectionNames
 }
 
 // setting is one key of the file that set an aliased value.
@@ -115,7 +117,7 @@ type setting struct {
 
 func newLoader(file string, c *Config) *loader {
 	l := &loader{file: file, c: c, fields: map[string]field{}, sections: map[string]bool{}, set: map[string][]setting{},
-		leaves: map[string]setting{}, given: map[string]bool{}}
+		leaves: map[string]setting{}, given: map[string]bool{}, sectionNames: map[string]sectionNames{}}
 	walk(reflect.ValueOf(c).Elem(), "", func(f field) {
 		for _, p := range append([]string{f.path}, f.aliases...) {
 			np := normKey(p)
@@ -219,11 +221,32 @@ func (l *loader) applyMapping(path string, n *yaml.Node) {
 // holds, else "". Keys compare as the relaxed binding folds them, so
 // scanindex is no miss of scanIndex (it is accepted as it is).
 func (l *loader) didYouMean(path, key string) string {
+	np := normKey(path)
+	s, ok := l.sectionNames[np]
+	if !ok {
+		s = l.namesUnder(path)
+		l.sectionNames[np] = s
+	}
+	if guess := suggest.Closest(normKey(key), s.names); guess != "" {
+		return "; did you mean " + joinPath(path, s.byNorm[guess]) + "?"
+	}
+	return ""
+}
+
+// sectionNames are the names a section holds, for didYouMean: worked out
+// once per section, since a file may hold thousands of unknown keys.
+type sectionNames struct {
+	byNorm map[string]string // normalised name → as documented
+	names  []string          // the normalised names, sorted
+}
+
+// namesUnder lists the names of the keys and sections under path.
+func (l *loader) namesUnder(path string) sectionNames {
 	depth := 0
 	if path != "" {
 		depth = strings.Count(path, ".") + 1
 	}
-	byNorm := map[string]string{} // normalised name → as documented
+	byNorm := map[string]string{}
 	for np, f := range l.fields {
 		if np != normKey(f.path) {
 			continue // an alias: suggest the documented name
@@ -233,11 +256,7 @@ func (l *loader) didYouMean(path, key string) string {
 			byNorm[normKey(parts[depth])] = parts[depth]
 		}
 	}
-	names := slices.Sorted(maps.Keys(byNorm))
-	if guess := suggest.Closest(normKey(key), names); guess != "" {
-		return "; did you mean " + joinPath(path, byNorm[guess]) + "?"
-	}
-	return ""
+	return sectionNames{byNorm: byNorm, names: slices.Sorted(maps.Keys(byNorm))}
 }
 
 // ignore records the leaves of a Spring Boot section for the notice.
