@@ -284,3 +284,25 @@ func TestPropertiesEscapesContinuationsUnicode(t *testing.T) {
 	_, err = config.LoadFileWith("x.properties", []byte("xxl.job.executor.appname=a\n\nxxl.job.executor.logpath=\\u12G4\n"), noEnv)
 	require.ErrorContains(t, err, "x.properties:3: invalid unicode literal")
 }
+
+// A key continued on the next line is joined as Java joins it, the
+// continuing line's leading blanks dropped. Before, the library kept the
+// continuation in the key as a newline, and the key was unknown.
+func TestPropertiesKeyContinuedAsInJava(t *testing.T) {
+	t.Parallel()
+	c, err := config.LoadFileWith("x.properties", []byte("xxl.job.executor.app\\\n    name=shop-\\\n  orders\n"), noEnv)
+	require.NoError(t, err)
+	require.Equal(t, "shop-orders", c.XXL.Job.Executor.AppName)
+}
+
+// A line starting with its separator (a key lost in editing) is refused
+// naming its line, never its value. Before, the message was the value's
+// first ten characters, a token's for one, and the library's lexer
+// goroutine stayed blocked for good (goleak in TestMain saw it).
+func TestPropertiesValueWithoutKey(t *testing.T) {
+	t.Parallel()
+	for _, sep := range []string{"=", ":"} {
+		_, err := config.LoadFileWith("x.properties", []byte("xxl.job.executor.appname=shop-orders\n  "+sep+"tok-SECRET-0123456789\n"), noEnv)
+		require.EqualError(t, err, "config: 1 problem(s):\nx.properties:2: a value without a key: the line starts with '"+sep+"'")
+	}
+}

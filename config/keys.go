@@ -99,8 +99,17 @@ func joinPath(prefix, name string) string {
 // normKey folds the spellings Spring's relaxed binding accepts
 // (logRetentionDays, log-retention-days, log_retention_days) to one.
 func normKey(s string) string {
-	return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s))
+	return strings.ToLower(relaxedSeparators.Replace(s))
 }
+
+// relaxedSeparators and springEnvSeparators are built once: a Replacer
+// built per call cost milliseconds per unknown key (didYouMean folds every
+// known key for each), and a file of a thousand unknown keys took seconds
+// to refuse.
+var (
+	relaxedSeparators   = strings.NewReplacer("-", "", "_", "")
+	springEnvSeparators = strings.NewReplacer(".", "_", "-", "")
+)
 
 // springEnv is the environment name Spring Boot binds to a key of the Java
 // executor (xxl.job.*): upper case, dots to underscores, dashes dropped.
@@ -109,5 +118,5 @@ func springEnv(path string) string {
 	if !strings.HasPrefix(path, "xxl.job.") {
 		return ""
 	}
-	return strings.ToUpper(strings.NewReplacer(".", "_", "-", "").Replace(path))
+	return strings.ToUpper(springEnvSeparators.Replace(path))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -78,6 +80,9 @@ func LoadFileWith(name string, data []byte, lookupEnv func(string) (string, bool
 	l.environment(lookupEnv)
 	l.impliedDefaults()
 	l.problems = append(l.problems, c.validate()...)
+	for i, p := range l.problems {
+		l.problems[i] = oneLine(p)
+	}
 	if len(l.problems) > 0 {
 		return nil, fmt.Errorf("config: %d problem(s):\n%w", len(l.problems), errors.Join(l.problems...))
 	}
@@ -99,6 +104,8 @@ type loader struct {
 	set      map[string][]setting // canonical path of an aliased key → the keys of the file that set it
 	leaves   map[string]setting   // normalised path of each key the file set, as written → its first setting
 	given    map[string]bool      // canonical path of each key the file or the environment set
+	// sectionNames caches didYouMean's names by normalised section path.
+	sectionNames map[string]sectionNames
 }
 
 // setting is one key of the file that set an aliased value.
@@ -110,7 +117,7 @@ type setting struct {
 
 func newLoader(file string, c *Config) *loader {
 	l := &loader{file: file, c: c, fields: map[string]field{}, sections: map[string]bool{}, set: map[string][]setting{},
-		leaves: map[string]setting{}, given: map[string]bool{}}
+		leaves: map[string]setting{}, given: map[string]bool{}, sectionNames: map[string]sectionNames{}}
 	walk(reflect.ValueOf(c).Elem(), "", func(f field) {
 		for _, p := range append([]string{f.path}, f.aliases...) {
 			np := normKey(p)
@@ -214,11 +221,32 @@ func (l *loader) applyMapping(path string, n *yaml.Node) {
 // holds, else "". Keys compare as the relaxed binding folds them, so
 // scanindex is no miss of scanIndex (it is accepted as it is).
 func (l *loader) didYouMean(path, key string) string {
+	np := normKey(path)
+	s, ok := l.sectionNames[np]
+	if !ok {
+		s = l.namesUnder(path)
+		l.sectionNames[np] = s
+	}
+	if guess := suggest.Closest(normKey(key), s.names); guess != "" {
+		return "; did you mean " + joinPath(path, s.byNorm[guess]) + "?"
+	}
+	return ""
+}
+
+// sectionNames are the names a section holds, for didYouMean: worked out
+// once per section, since a file may hold thousands of unknown keys.
+type sectionNames struct {
+	byNorm map[string]string // normalised name → as documented
+	names  []string          // the normalised names, sorted
+}
+
+// namesUnder lists the names of the keys and sections under path.
+func (l *loader) namesUnder(path string) sectionNames {
 	depth := 0
 	if path != "" {
 		depth = strings.Count(path, ".") + 1
 	}
-	byNorm := map[string]string{} // normalised name → as documented
+	byNorm := map[string]string{}
 	for np, f := range l.fields {
 		if np != normKey(f.path) {
 			continue // an alias: suggest the documented name
@@ -228,11 +256,7 @@ func (l *loader) didYouMean(path, key string) string {
 			byNorm[normKey(parts[depth])] = parts[depth]
 		}
 	}
-	names := slices.Sorted(maps.Keys(byNorm))
-	if guess := suggest.Closest(normKey(key), names); guess != "" {
-		return "; did you mean " + joinPath(path, byNorm[guess]) + "?"
-	}
-	return ""
+	return sectionNames{byNorm: byNorm, names: slices.Sorted(maps.Keys(byNorm))}
 }
 
 // ignore records the leaves of a Spring Boot section for the notice.
@@ -348,6 +372,27 @@ func (l *loader) impliedDefaults() {
 	}
 }
 
+// oneLine is the problem with its control characters written as Go
+// escapes (\n, \x1b): a key or value holding a newline or a terminal
+// escape would otherwise break the message into lines that look like
+// problems of their own, or rewrite the operator's terminal.
+func oneLine(err error) error {
+	msg := err.Error()
+	if !strings.ContainsFunc(msg, unicode.IsControl) {
+		return err
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if !unicode.IsControl(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return errors.New(b.String())
+}
+
 func orRoot(p string) string {
 	if p == "" {
 		return "the document"
@@ -437,9 +482,17 @@ func setText(v reflect.Value, s string) error {
 	return nil
 }
 
+// maxSeconds is the most whole seconds a time.Duration holds.
+const maxSeconds = math.MaxInt64 / int64(time.Second)
+
 // parseDuration accepts Go durations ("30s", "2m") and bare seconds ("30").
+// Bare seconds beyond a Duration are refused: multiplied, they would wrap
+// round to another duration (18446744074 to 290ms) and pass as it.
 func parseDuration(s string) (time.Duration, error) {
-	if n, err := strconv.Atoi(s); err == nil {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || n > maxSeconds || n < -maxSeconds {
+			return 0, fmt.Errorf("%q seconds is out of range (at most %d)", s, maxSeconds)
+		}
 		return time.Duration(n) * time.Second, nil
 	}
 	d, err := time.ParseDuration(s)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -20,8 +21,9 @@ import (
 // it out").
 //
 // The library keeps no positions, and messages name a key's line: each
-// logical line (a line and those its trailing backslashes continue) is
-// read on its own.
+// logical line (a line and those its trailing backslashes continue, joined
+// as Java joins them, the leading blanks of each continuing line dropped)
+// is read on its own.
 func parseProperties(data []byte) (doc *yaml.Node, errLine int, err error) {
 	doc = &yaml.Node{Kind: yaml.MappingNode}
 	index := map[string]int{} // key → position of its value in doc.Content
@@ -29,12 +31,24 @@ func parseProperties(data []byte) (doc *yaml.Node, errLine int, err error) {
 	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		start := i
-		for !comment(lines[start]) && continues(lines[i]) && i+1 < len(lines) {
+		logical := lines[i]
+		// Java joins a logical line before it reads the key: the library
+		// would keep a continuation inside a key as a newline in it.
+		for !comment(lines[start]) && continues(lines[i]) {
+			logical = logical[:len(logical)-1]
+			if i+1 == len(lines) {
+				break // Java drops a continuation at the end of the file
+			}
 			i++
+			logical += strings.TrimLeft(lines[i], " \t\f")
 		}
-		// The newline closes a continuation at the end of the file, which
-		// Java drops and the library would take for a broken escape.
-		p, err := loader.LoadBytes([]byte(strings.Join(lines[start:i+1], "\n") + "\n"))
+		// A line starting with its separator has no key: the library
+		// answers it with the value's first characters (a secret, for a
+		// token whose key was lost) and a lexer goroutine left blocked.
+		if t := strings.TrimLeft(logical, " \t\f"); t != "" && (t[0] == '=' || t[0] == ':') {
+			return nil, start + 1, fmt.Errorf("a value without a key: the line starts with '%c'", t[0])
+		}
+		p, err := loader.LoadBytes([]byte(logical + "\n"))
 		if err != nil {
 			return nil, start + 1, errors.New(libPosition.ReplaceAllString(err.Error(), ""))
 		}

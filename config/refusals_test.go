@@ -1,9 +1,11 @@
 package config_test
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -159,4 +161,57 @@ func TestRedisInsecureSkipVerifyWarns(t *testing.T) {
 		}
 		require.Equal(t, tc.warn, warned, "%v", tc.env)
 	}
+}
+
+// Each problem is one line: a newline or a terminal escape in a key or a
+// value is written as its Go escape. Before, a quoted YAML key holding a
+// newline broke its problem into lines that read as problems of their own.
+func TestLoadProblemsAreOneLineEach(t *testing.T) {
+	t.Parallel()
+	_, err := config.LoadFileWith("app.yml", []byte("\"a\\nlog.level: bad\": 1\n\"\\e[2J\": 2\n"), envOf(map[string]string{
+		"ORDER_SOURCES": "[{name: \"x\\ny\", dsn: 'u:p@tcp(h:3306)/d', tables: order_info}]"}))
+	require.EqualError(t, err, "config: 3 problem(s):\n"+
+		"app.yml:1: unknown key a\\nlog.level: bad\n"+
+		"app.yml:2: unknown key \\x1b[2J\n"+
+		"order.sources item 1 (x\\ny): name: \"x\\ny\" is not 1-64 letters, digits, '_', '.' or '-'")
+}
+
+// Bare seconds beyond what a duration holds are refused: before,
+// 18446744074 wrapped round to 290ms and loaded as it.
+func TestLoadRefusesSecondsOutOfRange(t *testing.T) {
+	t.Parallel()
+	_, err := config.LoadWith([]byte("xxl.job.admin.timeout: 18446744074\n"), envOf(map[string]string{
+		"MYSQL_CONN_MAX_LIFETIME": "-99999999999999999999",
+		"ORDER_SOURCES":           "[{name: a, dsn: 'u:p@tcp(h:3306)/d', tables: order_info, connMaxIdleTime: 9223372037}]"}))
+	require.EqualError(t, err, "config: 3 problem(s):\n"+
+		"line 1: xxl.job.admin.timeout: \"18446744074\" seconds is out of range (at most 9223372036)\n"+
+		"mysql.connMaxLifetime (from MYSQL_CONN_MAX_LIFETIME): \"-99999999999999999999\" seconds is out of range (at most 9223372036)\n"+
+		"order.sources (from ORDER_SOURCES): item 1 (line 1): connMaxIdleTime: \"9223372037\" seconds is out of range (at most 9223372036)")
+	c, err := config.LoadWith([]byte("xxl.job.admin.timeout: 60\nmysql.connMaxLifetime: 86400\n"), noEnv)
+	require.NoError(t, err)
+	require.Equal(t, time.Minute, c.XXL.Job.Admin.Timeout)
+	require.Equal(t, 24*time.Hour, c.MySQL.ConnMaxLifetime)
+}
+
+// A file of many unknown keys (the wrong file given) is refused at a cost
+// that grows with the file, not with the file times every known key: each
+// unknown key's suggestion used to build its string replacers anew for
+// every known key, some 2,500 allocations a key, and a 90 KB file took
+// tens of seconds. Not run in parallel: AllocsPerRun counts the process's
+// allocations.
+func TestLoadRefusesManyUnknownKeysCheaply(t *testing.T) {
+	load := func(n int) float64 {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "order.k%d: 1\n", i)
+		}
+		return testing.AllocsPerRun(3, func() {
+			_, err := config.LoadWith([]byte(b.String()), noEnv)
+			if n > 0 {
+				require.ErrorContains(t, err, fmt.Sprintf("config: %d problem(s)", n))
+			}
+		})
+	}
+	perKey := (load(200) - load(0)) / 200
+	require.Less(t, perKey, 200.0, "allocations per unknown key")
 }
