@@ -84,9 +84,24 @@ func LoadFileWith(name string, data []byte, lookupEnv func(string) (string, bool
 		l.problems[i] = oneLine(p)
 	}
 	if len(l.problems) > 0 {
-		return nil, fmt.Errorf("config: %d problem(s):\n%w", len(l.problems), errors.Join(l.problems...))
+		return nil, fmt.Errorf("config: %d problem(s):\n%w", len(l.problems), errors.Join(listed(l.problems)...))
 	}
 	return c, nil
+}
+
+// maxListedProblems bounds the problems an error lists: a file that
+// reuses one wrong mapping under many sections (YAML aliases) can have
+// thousands, and a message of megabytes helps nobody.
+const maxListedProblems = 100
+
+// listed returns the problems to list: all of them, or the first
+// maxListedProblems and a line counting the rest.
+func listed(problems []error) []error {
+	if len(problems) <= maxListedProblems {
+		return problems
+	}
+	out := slices.Clip(problems[:maxListedProblems])
+	return append(out, fmt.Errorf("... and %d more problem(s)", len(problems)-maxListedProblems))
 }
 
 // springRoots are the top-level sections of a Spring Boot application file
