@@ -1,0 +1,61 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// What a hostile command line gets: bad usage exits 2 with a line naming
+// the flag or argument at fault, a failure exits 1 saying what failed, and
+// neither echoes a secret.
+
+// healthcheck names the URL it probed with its password masked, in every
+// line, and refuses what is not an http(s) URL as bad usage.
+func TestHealthcheckMasksTheURLsPassword(t *testing.T) {
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	withPassword := strings.Replace(failing.URL, "http://", "http://probe:Hunter2secret@", 1)
+	closed := "http://probe:Hunter2secret@127.0.0.1:1/healthz"
+
+	for _, tc := range []struct {
+		url  string
+		code int
+		want string
+	}{
+		{withPassword + "/healthz", 1, "probe http://probe:xxxxx@" + strings.TrimPrefix(failing.URL, "http://") + "/healthz: HTTP 503"},
+		{closed, 1, "probe http://probe:xxxxx@127.0.0.1:1/healthz: dial tcp 127.0.0.1:1: "},
+		{"http://probe:Hunter2secret@[::1", 2, "-url is not a URL: missing ']' in host"},
+		{"ftp://probe:Hunter2secret@127.0.0.1/", 2, "-url ftp://probe:xxxxx@127.0.0.1/: want an http:// or https:// URL"},
+		{"/healthz", 2, "-url /healthz: want an http:// or https:// URL"},
+	} {
+		code, out, errOut := runCLI(t, nil, "healthcheck", "-url", tc.url)
+		require.Equal(t, tc.code, code, "%s: %s", tc.url, errOut)
+		require.Empty(t, out)
+		require.Contains(t, errOut, tc.want, tc.url)
+		require.NotContains(t, errOut, "Hunter2secret", tc.url)
+		require.NotContains(t, errOut, `Get "`, "the URL is named once")
+	}
+}
+
+// A server that accepts the probe and never answers: the probe gives up
+// after healthcheckTimeout and says so, not "context deadline exceeded".
+func TestHealthcheckSaysWhenNoAnswerCame(t *testing.T) {
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer silent.Close()
+	defer close(release)
+	code, _, errOut := runCLI(t, nil, "healthcheck", "-url", silent.URL+"/healthz")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "executor healthcheck: probe "+silent.URL+"/healthz: no answer within 3s")
+}
