@@ -59,3 +59,30 @@ func TestHealthcheckSaysWhenNoAnswerCame(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "executor healthcheck: probe "+silent.URL+"/healthz: no answer within 3s")
 }
+
+// demo-data refuses, before it connects, numbers it cannot honour: NaN
+// fractions (which compare false to every bound and made 5000 orders of
+// nonsense shares), a -skus that would write billions of stock rows, and
+// -reset-database without the -reset it confirms.
+func TestDemoDataRefusesHostileNumbers(t *testing.T) {
+	env := map[string]string{"MYSQL_DSN": "nobody@tcp(127.0.0.1:1)/none"}
+	const fractions = "-due, -paid and -coupons are fractions from 0 to 1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-due", "NaN"}, fractions},
+		{[]string{"-paid", "nan"}, fractions},
+		{[]string{"-coupons", "NaN"}, fractions},
+		{[]string{"-skus", "2000000000"}, "-skus 2000000000: want 1 to 10000000"},
+		{[]string{"-skus", "0"}, "-skus 0: want 1 to 10000000"},
+		{[]string{"-reset-database", "shop"}, "-reset-database confirms -reset, which is not given"},
+	} {
+		args := append([]string{"demo-data"}, tc.args...)
+		code, out, errOut := runCLI(t, env, args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, errOut)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "executor demo-data: "+tc.want, tc.args)
+		require.NotContains(t, errOut, "mysql", "refused before connecting")
+	}
+}
