@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,7 +73,13 @@ func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total in
 	return nil
 }
 
-// parseShard parses "I/N" with 0 <= I < N.
+// maxShardTotal is the largest shard total: the admin sends shard totals
+// as Java ints, the close cursor keeps them in an INT column, and the
+// shard hash (a 32-bit hash times N) must fit 64 bits. -shard 1/99999999999
+// failed the run with the server's "BIGINT UNSIGNED value is out of range".
+const maxShardTotal = math.MaxInt32
+
+// parseShard parses "I/N" with 0 <= I < N <= maxShardTotal.
 func parseShard(s string) (int, int, error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(a)
@@ -82,6 +89,9 @@ func parseShard(s string) (int, int, error) {
 	}
 	if n < 1 || i < 0 || i >= n {
 		return 0, 0, fmt.Errorf("-shard %q: need 0 <= I < N", s)
+	}
+	if n > maxShardTotal {
+		return 0, 0, fmt.Errorf("-shard %q: N is at most %d (the admin's largest shard total)", s, maxShardTotal)
 	}
 	return i, n, nil
 }
