@@ -171,10 +171,16 @@ func bulkArgs(fs *flag.FlagSet, names []string) []string {
 	return out
 }
 
-// flagName maps a filter field to its command-line flag.
+// flagName maps a filter field to its command-line flag: the views name
+// their input as the API does (-type was named -eventType in the error).
 func flagName(field string) string {
-	if field == "errorLike" {
+	switch field {
+	case "errorLike":
 		return "error-like"
+	case "eventType":
+		return "type"
+	case "orderNo":
+		return "order"
 	}
 	return field
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orderjob/executor/internal/dbtest"
 )
 
 // What a hostile command line gets: bad usage exits 2 with a line naming
@@ -84,5 +86,32 @@ func TestDemoDataRefusesHostileNumbers(t *testing.T) {
 		require.Empty(t, out)
 		require.Contains(t, errOut, "executor demo-data: "+tc.want, tc.args)
 		require.NotContains(t, errOut, "mysql", "refused before connecting")
+	}
+}
+
+// outbox and refunds lists check -limit as the other lists do (-limit 0
+// listed nothing and exited 0), and a filter the view refuses names the
+// flag typed (-type, -order), not the view's field (-eventType, -orderNo),
+// in requeue -all too (exit 1 before).
+func TestOutboxAndRefundsFiltersNameTheirFlags(t *testing.T) {
+	db := dbtest.New(t)
+	env := map[string]string{"MYSQL_DSN": db.DSN}
+	long := strings.Repeat("x", 65)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"outbox", "list", "-limit", "0"}, "executor outbox list: -limit 0 is not in 1..1000"},
+		{[]string{"refunds", "list", "-limit", "0"}, "executor refunds list: -limit 0 is not in 1..1000"},
+		{[]string{"outbox", "list", "-type", "é"}, `executor outbox list: -type: eventType "é" is not printable ASCII`},
+		{[]string{"outbox", "list", "-order", long}, "executor outbox list: -order: order number must be at most 64 bytes"},
+		{[]string{"refunds", "list", "-order", long}, "executor refunds list: -order: order number must be at most 64 bytes"},
+		{[]string{"outbox", "requeue", "-all", "-type", "é"}, `executor outbox requeue: -type: eventType "é" is not printable ASCII`},
+		{[]string{"outbox", "requeue", "-all", "-type", long}, "executor outbox requeue: -type: event type is 65 bytes, at most 32"},
+	} {
+		code, out, errOut := runCLI(t, env, tc.args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, errOut)
+		require.Empty(t, out)
+		require.Contains(t, errOut, tc.want+"\nusage: ", tc.args)
 	}
 }
