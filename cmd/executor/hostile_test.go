@@ -115,3 +115,32 @@ func TestOutboxAndRefundsFiltersNameTheirFlags(t *testing.T) {
 		require.Contains(t, errOut, tc.want+"\nusage: ", tc.args)
 	}
 }
+
+// tasks show, requeue and cancel refuse a BIZUUID no task can have as bad
+// usage, without echoing a long one whole (it was "no task with bizUuid"
+// and 100 KB, exit 1); purge refuses a negative -retention (it was taken
+// for the default, silently).
+func TestTasksRefuseImpossibleBizUUIDs(t *testing.T) {
+	_, env := tasksWorld(t)
+	long := strings.Repeat("x", 100_000)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tasks", "show", ""}, "executor tasks show: BIZUUID is empty"},
+		{[]string{"tasks", "cancel", ""}, "executor tasks cancel: BIZUUID is empty"},
+		{[]string{"tasks", "show", long}, "executor tasks show: BIZUUID is 100000 bytes, at most 128"},
+		{[]string{"tasks", "requeue", long}, "executor tasks requeue: BIZUUID is 100000 bytes, at most 128"},
+		{[]string{"tasks", "show", "é😀"}, `executor tasks show: BIZUUID "é😀" is not printable ASCII`},
+		{[]string{"tasks", "purge", "-retention", "-1h"}, "executor tasks purge: -retention -1h0m0s is negative"},
+	} {
+		code, out, errOut := runCLI(t, env, tc.args...)
+		require.Equal(t, 2, code, "%.40v: %.200s", tc.args, errOut)
+		require.Empty(t, out)
+		require.Contains(t, errOut, tc.want+"\nusage: ", "%.40v", tc.args)
+		require.Less(t, len(errOut), 300, "%.40v", tc.args)
+	}
+	code, out, errOut := runCLI(t, env, "tasks", "show", "t-done")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `status\s+done`, out)
+}
