@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orderjob/executor/internal/suggest"
 	"github.com/orderjob/executor/sql/migrations"
@@ -152,7 +154,7 @@ func groupError(env *cliEnv, root *command, global *flag.FlagSet, path []*comman
 	if c != root {
 		what, prefix = "subcommand", "executor "+name
 	}
-	fmt.Fprintf(env.stderr, "%s: unknown %s %q%s\nrun '%s -h'\n", prefix, what, rest[0], didYouMean(rest[0], c.childList()), prefix)
+	fmt.Fprintf(env.stderr, "%s: unknown %s %s%s\nrun '%s -h'\n", prefix, what, quoteArg(rest[0]), didYouMean(rest[0], c.childList()), prefix)
 	return 2
 }
 
@@ -220,6 +222,21 @@ func execute(ctx context.Context, env *cliEnv, path []*command, c *command, args
 	}
 }
 
+// quoteArg is s quoted as %q quotes it, cut to its first 64 bytes when
+// longer: an argument pasted from a file (100 KB of it) came back whole in
+// the one-line error.
+func quoteArg(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}
+
 // errorText is the error without a leading "provision: " when the command
 // is provision: the line names the command once.
 func errorText(path []*command, err error) string {
@@ -251,7 +268,7 @@ func (c *command) checkArgs(pos []string) error {
 	}
 	switch {
 	case len(pos) > len(words) && len(words) == 0:
-		return usagef("unexpected argument %q", pos[0])
+		return usagef("unexpected argument %s", quoteArg(pos[0]))
 	case len(pos) > len(words), len(pos) < required:
 		if len(words) == 1 {
 			return usagef("want exactly one %s, got %d", strings.Trim(words[0], "[]"), len(pos))

@@ -144,3 +144,37 @@ func TestTasksRefuseImpossibleBizUUIDs(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `status\s+done`, out)
 }
+
+// An argument pasted by mistake (a file's 100 KB) comes back cut, in
+// every one-line error that quotes it: unknown commands, unexpected
+// arguments, handlers, shells, IDs, -shard.
+func TestLongArgumentsAreCutInErrors(t *testing.T) {
+	env := map[string]string{"MYSQL_DSN": "nobody@tcp(127.0.0.1:1)/none"}
+	long := strings.Repeat("x", 100_000)
+	cut := `"` + strings.Repeat("x", 64) + `"… (100000 bytes)`
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{long}, "executor: unknown command " + cut},
+		{[]string{"deadletter", long}, "executor deadletter: unknown subcommand " + cut},
+		{[]string{"serve", long}, "executor serve: unexpected argument " + cut},
+		{[]string{"run", long}, "executor run: unknown handler " + cut + "; the handlers are: "},
+		{[]string{"run", "demoJob", "-shard", long}, "executor run: -shard " + cut + ": want I/N"},
+		{[]string{"completion", long}, "executor completion: shell " + cut + ": only bash is supported"},
+		{[]string{"outbox", "show", long}, "executor outbox show: ID " + cut + " is not a positive integer"},
+	} {
+		code, out, errOut := runCLI(t, env, tc.args...)
+		require.Equal(t, 2, code, "%.40v: %.300s", tc.args, errOut)
+		require.Empty(t, out)
+		require.Less(t, len(errOut), 400, "%.40v: %.300s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%.40v", tc.args)
+	}
+	// A multi-byte character is never cut in two.
+	_, _, errOut := runCLI(t, env, "run", strings.Repeat("é", 40_000))
+	require.Contains(t, errOut, `unknown handler "`+strings.Repeat("é", 32)+`"… (80000 bytes)`)
+
+	// A near miss of a handler gets a guess.
+	_, _, errOut = runCLI(t, env, "run", "demojob")
+	require.Contains(t, errOut, `; did you mean "demoJob"?`)
+}

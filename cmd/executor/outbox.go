@@ -99,7 +99,7 @@ func outboxShow(ctx context.Context, oc *outboxCtx, pos []string) error {
 func eventID(arg string) (int64, error) {
 	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || id < 1 {
-		return 0, usagef("ID %q is not a positive integer", arg)
+		return 0, usagef("ID %s is not a positive integer", quoteArg(arg))
 	}
 	return id, nil
 }

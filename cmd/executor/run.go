@@ -28,7 +28,7 @@ func runFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 			return usagef("%v", err)
 		}
 		if known := handlers.Names(); !slices.Contains(known, pos[0]) {
-			return usagef("unknown handler %q; the handlers are: %s", pos[0], strings.Join(known, ", "))
+			return usagef("unknown handler %s; the handlers are: %s%s", quoteArg(pos[0]), strings.Join(known, ", "), didYouMean(pos[0], known))
 		}
 		return runOnce(ctx, env, pos[0], *param, idx, total)
 	}
@@ -85,7 +85,7 @@ func parseShard(s string) (int, int, error) {
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("-shard %q: want I/N, e.g. 0/1", s)
+		return 0, 0, fmt.Errorf("-shard %s: want I/N, e.g. 0/1", quoteArg(s))
 	}
 	if n < 1 || i < 0 || i >= n {
 		return 0, 0, fmt.Errorf("-shard %q: need 0 <= I < N", s)
