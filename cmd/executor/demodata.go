@@ -49,7 +49,7 @@ func demoData(ctx context.Context, env *cliEnv, spec orderdemo.Spec) error {
 	case spec.ResetDatabase != "" && !spec.Reset:
 		return usagef("-reset-database confirms -reset, which is not given")
 	}
-	cfg, err := loadConfig(env)
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ const healthcheckTimeout = 3 * time.Second
 
 func healthcheck(ctx context.Context, env *cliEnv, url string) error {
 	if url == "" {
-		cfg, err := loadConfig(env)
+		cfg, err := loadConfig(ctx, env)
 		if err != nil {
 			return err
 		}

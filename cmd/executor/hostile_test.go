@@ -1,10 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -177,4 +186,55 @@ func TestLongArgumentsAreCutInErrors(t *testing.T) {
 	// A near miss of a handler gets a guess.
 	_, _, errOut = runCLI(t, env, "run", "demojob")
 	require.Contains(t, errOut, `; did you mean "demoJob"?`)
+}
+
+// -config and -jobs name a file of a few KB: a device that never ends
+// (/dev/zero read until the process died out of memory) or anything over
+// 4 MiB is refused, and a FIFO no one writes to gives way to SIGINT or
+// SIGTERM (the command's context) instead of holding the command until
+// SIGKILL.
+func TestConfigAndJobsFilesThatAreNotFiles(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yml")
+	require.NoError(t, os.WriteFile(big, nil, 0o600))
+	require.NoError(t, os.Truncate(big, maxInputFile+1))
+	env := map[string]string{"MYSQL_DSN": "nobody@tcp(127.0.0.1:1)/none", "XXL_JOB_ADMIN_ADDRESSES": "http://127.0.0.1:1",
+		"XXL_JOB_ACCESS_TOKEN": "hostile-token-0123456789"}
+
+	code, _, errOut := runCLI(t, env, "-config", big, "deadletter", "list")
+	require.Equal(t, 1, code)
+	require.Equal(t, "executor deadletter list: config: "+big+" is over 4 MiB: not a settings file\n", errOut)
+	code, _, errOut = runCLI(t, env, "provision", "-dry-run", "-jobs", big)
+	require.Equal(t, 1, code)
+	require.Equal(t, "executor provision: jobs file: "+big+" is over 4 MiB: not a settings file\n", errOut)
+	code, _, errOut = runCLI(t, env, "-config", dir, "deadletter", "list")
+	require.Equal(t, 1, code)
+	require.Equal(t, "executor deadletter list: config: read "+dir+": is a directory\n", errOut, "the path named once")
+
+	for i, args := range [][]string{{"-config", "FIFO", "deadletter", "list"}, {"provision", "-jobs", "FIFO"}} {
+		// A FIFO each: a writer pairs with whichever reader has the FIFO
+		// open, so a shared one could end the first read and not the second.
+		fifo := filepath.Join(dir, fmt.Sprintf("fifo%d", i))
+		require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+		args[slices.Index(args, "FIFO")] = fifo
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // as SIGTERM does
+		done := make(chan int, 1)
+		var errb bytes.Buffer
+		go func() { done <- run(ctx, args, io.Discard, &errb) }()
+		select {
+		case code := <-done:
+			require.Equal(t, 1, code, args)
+			require.Contains(t, errb.String(), "read "+fifo+": gave up waiting for its content (context canceled)")
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: still reading the FIFO after its context was cancelled", args)
+		}
+		// A writer that opens and closes the FIFO ends the read left behind.
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+	}
 }

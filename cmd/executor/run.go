@@ -36,7 +36,7 @@ func runFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 
 // runOnce runs handler name once in-process, its run log on stdout.
 func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total int) error {
-	cfg, err := loadConfig(env)
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return err
 	}
