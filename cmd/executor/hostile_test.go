@@ -238,3 +238,13 @@ func TestConfigAndJobsFilesThatAreNotFiles(t *testing.T) {
 		require.NoError(t, w.Close())
 	}
 }
+
+// demoJob's refusal of a param is the run's one-line result: a 100 KB
+// param is cut in it, not repeated whole.
+func TestDemoJobCutsALongParamInItsRefusal(t *testing.T) {
+	env := map[string]string{"XXL_JOB_EXECUTOR_LOGPATH": t.TempDir()}
+	code, _, errOut := runCLI(t, env, "run", "demoJob", "-param", strings.Repeat("a", 100_000))
+	require.Equal(t, 1, code)
+	require.Less(t, len(errOut), 1000, "%.300s", errOut)
+	require.Contains(t, errOut, `ended with code 500: demoJob param "`+strings.Repeat("a", 40)+`"… (100000 bytes): want a whole number of seconds`)
+}
