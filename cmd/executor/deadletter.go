@@ -89,6 +89,7 @@ func printDeadLetter(w io.Writer, d *deadletters.Letter) error {
 // oneLetter runs an operation on one order's letter and prints the letter.
 func oneLetter(ctx context.Context, dc *deadLetterCtx, orderNo, stage string,
 	op func(ctx context.Context, orderNo, stage string) (*deadletters.Letter, error)) error {
+	stage = cmp.Or(stage, deadletters.StageClose) // as the view takes -stage "" ("no  dead letter" before)
 	// A resolved letter is shown, then the refusal.
 	return runOne(ctx, dc, func(ctx context.Context) (*deadletters.Letter, error) { return op(ctx, orderNo, stage) },
 		deadletters.ErrNotFound, fmt.Errorf("no %s dead letter for order %q", stage, orderNo), printDeadLetter)

@@ -125,6 +125,17 @@ func TestOutboxAndRefundsFiltersNameTheirFlags(t *testing.T) {
 	}
 }
 
+// deadletter show and requeue take -stage "" as the close stage, as the
+// view does, and say so ("no  dead letter for order" before).
+func TestDeadLetterEmptyStageIsTheCloseStage(t *testing.T) {
+	db := dbtest.New(t)
+	for _, verb := range []string{"show", "requeue"} {
+		code, _, errOut := runCLI(t, map[string]string{"MYSQL_DSN": db.DSN}, "deadletter", verb, "O-404", "-stage", "")
+		require.Equal(t, 1, code)
+		require.Equal(t, "executor deadletter "+verb+": no close dead letter for order \"O-404\"\n", errOut)
+	}
+}
+
 // tasks show, requeue and cancel refuse a BIZUUID no task can have as bad
 // usage, without echoing a long one whole (it was "no task with bizUuid"
 // and 100 KB, exit 1); purge refuses a negative -retention (it was taken
