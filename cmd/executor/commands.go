@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,10 +215,10 @@ func execute(ctx context.Context, env *cliEnv, path []*command, c *command, args
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.stderr, "executor %s: %s\nusage: %s\n", name, ue.msg, usageLine(path))
+		fmt.Fprintf(env.stderr, "executor %s: %s\nusage: %s\n", name, cutQuoted(ue.msg), usageLine(path))
 		return 2
 	default:
-		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, errorText(path, migrations.Explain(err)))
+		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, cutQuoted(errorText(path, migrations.Explain(err))))
 		return 1
 	}
 }
@@ -235,6 +236,23 @@ func quoteArg(s string) string {
 		cut--
 	}
 	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}
+
+// longQuoted is a Go-quoted string (as %q writes one) of more than 200
+// characters: no name, ID or setting the messages quote is that long.
+var longQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.){201,}"`)
+
+// cutQuoted cuts, with quoteArg, every long quoted value in a message: a
+// flag's value (-status, -limit, -since) is quoted back by the flag
+// package and the views, and a value pasted from a file came back whole.
+func cutQuoted(msg string) string {
+	return longQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return q
+		}
+		return quoteArg(s)
+	})
 }
 
 // errorText is the error without a leading "provision: " when the command
@@ -290,7 +308,7 @@ func flagError(w io.Writer, path []*command, fs *flag.FlagSet, err error) int {
 			msg += fmt.Sprintf("; did you mean -%s?", guess)
 		}
 	}
-	fmt.Fprintf(w, "%s: %s\nrun '%s -h'\n", prefix, msg, prefix)
+	fmt.Fprintf(w, "%s: %s\nrun '%s -h'\n", prefix, cutQuoted(msg), prefix)
 	return 2
 }
 

@@ -183,6 +183,11 @@ func TestLongArgumentsAreCutInErrors(t *testing.T) {
 		{[]string{"run", "demoJob", "-shard", long}, "executor run: -shard " + cut + ": want I/N"},
 		{[]string{"completion", long}, "executor completion: shell " + cut + ": only bash is supported"},
 		{[]string{"outbox", "show", long}, "executor outbox show: ID " + cut + " is not a positive integer"},
+		// Values the flag package and the views quote back.
+		{[]string{"deadletter", "list", "-limit", long}, "executor deadletter list: invalid value " + cut + " for flag -limit: parse error"},
+		{[]string{"deadletter", "list", "-status", long}, "executor deadletter list: -status " + cut + " is not waiting, parked or resolved"},
+		{[]string{"tasks", "list", "-status", long}, "executor tasks list: -status " + cut + " is not pending, running"},
+		{[]string{"deadletter", "requeue", "-status", "parked", "-since", long}, "executor deadletter requeue: -since " + cut + " is neither a time"},
 	} {
 		code, out, errOut := runCLI(t, env, tc.args...)
 		require.Equal(t, 2, code, "%.40v: %.300s", tc.args, errOut)
