@@ -20,6 +20,16 @@ const DemoJob = "demoJob"
 // maxDemoSeconds keeps a mistyped param from holding a job thread for days.
 const maxDemoSeconds = 24 * 3600
 
+// demoParamText quotes a refused param, its first 40 characters when it
+// is longer: the refusal is the run's one-line result, and a 100 KB param
+// was repeated in it whole.
+func demoParamText(p string) string {
+	if len(p) <= 40 {
+		return strconv.Quote(p)
+	}
+	return fmt.Sprintf("%.40q… (%d bytes)", p, len(p))
+}
+
 // Demo returns the demoJob handler.
 func Demo() xxljob.Handler {
 	return xxljob.HandlerFunc(func(ctx context.Context, req *xxljob.Request) error {
@@ -34,7 +44,7 @@ func Demo() xxljob.Handler {
 		if p != "" {
 			n, err := strconv.Atoi(p)
 			if err != nil || n < 0 || n > maxDemoSeconds {
-				return fmt.Errorf("demoJob param %q: want a whole number of seconds from 0 to %d, or fail, or panic", p, maxDemoSeconds)
+				return fmt.Errorf("demoJob param %s: want a whole number of seconds from 0 to %d, or fail, or panic", demoParamText(p), maxDemoSeconds)
 			}
 			secs = n
 		}

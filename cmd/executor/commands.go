@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orderjob/executor/internal/suggest"
 	"github.com/orderjob/executor/sql/migrations"
@@ -152,7 +155,7 @@ func groupError(env *cliEnv, root *command, global *flag.FlagSet, path []*comman
 	if c != root {
 		what, prefix = "subcommand", "executor "+name
 	}
-	fmt.Fprintf(env.stderr, "%s: unknown %s %q%s\nrun '%s -h'\n", prefix, what, rest[0], didYouMean(rest[0], c.childList()), prefix)
+	fmt.Fprintf(env.stderr, "%s: unknown %s %s%s\nrun '%s -h'\n", prefix, what, quoteArg(rest[0]), didYouMean(rest[0], c.childList()), prefix)
 	return 2
 }
 
@@ -212,12 +215,44 @@ func execute(ctx context.Context, env *cliEnv, path []*command, c *command, args
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.stderr, "executor %s: %s\nusage: %s\n", name, ue.msg, usageLine(path))
+		fmt.Fprintf(env.stderr, "executor %s: %s\nusage: %s\n", name, cutQuoted(ue.msg), usageLine(path))
 		return 2
 	default:
-		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, errorText(path, migrations.Explain(err)))
+		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, cutQuoted(errorText(path, migrations.Explain(err))))
 		return 1
 	}
+}
+
+// quoteArg is s quoted as %q quotes it, cut to its first 64 bytes when
+// longer: an argument pasted from a file (100 KB of it) came back whole in
+// the one-line error.
+func quoteArg(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}
+
+// longQuoted is a Go-quoted string (as %q writes one) of more than 200
+// characters: no name, ID or setting the messages quote is that long.
+var longQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.){201,}"`)
+
+// cutQuoted cuts, with quoteArg, every long quoted value in a message: a
+// flag's value (-status, -limit, -since) is quoted back by the flag
+// package and the views, and a value pasted from a file came back whole.
+func cutQuoted(msg string) string {
+	return longQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return q
+		}
+		return quoteArg(s)
+	})
 }
 
 // errorText is the error without a leading "provision: " when the command
@@ -251,7 +286,7 @@ func (c *command) checkArgs(pos []string) error {
 	}
 	switch {
 	case len(pos) > len(words) && len(words) == 0:
-		return usagef("unexpected argument %q", pos[0])
+		return usagef("unexpected argument %s", quoteArg(pos[0]))
 	case len(pos) > len(words), len(pos) < required:
 		if len(words) == 1 {
 			return usagef("want exactly one %s, got %d", strings.Trim(words[0], "[]"), len(pos))
@@ -273,7 +308,7 @@ func flagError(w io.Writer, path []*command, fs *flag.FlagSet, err error) int {
 			msg += fmt.Sprintf("; did you mean -%s?", guess)
 		}
 	}
-	fmt.Fprintf(w, "%s: %s\nrun '%s -h'\n", prefix, msg, prefix)
+	fmt.Fprintf(w, "%s: %s\nrun '%s -h'\n", prefix, cutQuoted(msg), prefix)
 	return 2
 }
 

@@ -17,7 +17,7 @@ func completionCommand() *command {
 func completionFlags(_ *flag.FlagSet, env *cliEnv) runFunc {
 	return func(_ context.Context, pos []string) error {
 		if pos[0] != "bash" {
-			return usagef("shell %q: only bash is supported", pos[0])
+			return usagef("shell %s: only bash is supported", quoteArg(pos[0]))
 		}
 		return writeBashCompletion(env.stdout, commandTree())
 	}

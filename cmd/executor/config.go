@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -13,14 +14,21 @@ import (
 )
 
 // loadConfig loads the -config file and the environment.
-func loadConfig(env *cliEnv) (*config.Config, error) {
-	return config.Load(env.configPath)
+func loadConfig(ctx context.Context, env *cliEnv) (*config.Config, error) {
+	if env.configPath == "" {
+		return config.Load("")
+	}
+	data, err := readInputFile(ctx, "config", env.configPath)
+	if err != nil {
+		return nil, err
+	}
+	return config.LoadFileWith(env.configPath, data, os.LookupEnv)
 }
 
 // loadConfigDB loads the config and opens the database, for the commands
 // that need only MySQL (migrate, demo-data, deadletter, tasks).
 func loadConfigDB(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, error) {
-	cfg, err := loadConfig(env)
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,7 +45,7 @@ func loadConfigDB(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, e
 // The source is returned with its expanded tables; for mysql.dsn it is the
 // source named "default" when there is one, else one built from mysql.*.
 func loadSourceDB(ctx context.Context, env *cliEnv, name string) (*config.Config, config.Source, *sqlx.DB, error) {
-	cfg, err := loadConfig(env)
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return nil, config.Source{}, nil, err
 	}

@@ -89,6 +89,7 @@ func printDeadLetter(w io.Writer, d *deadletters.Letter) error {
 // oneLetter runs an operation on one order's letter and prints the letter.
 func oneLetter(ctx context.Context, dc *deadLetterCtx, orderNo, stage string,
 	op func(ctx context.Context, orderNo, stage string) (*deadletters.Letter, error)) error {
+	stage = cmp.Or(stage, deadletters.StageClose) // as the view takes -stage "" ("no  dead letter" before)
 	// A resolved letter is shown, then the refusal.
 	return runOne(ctx, dc, func(ctx context.Context) (*deadletters.Letter, error) { return op(ctx, orderNo, stage) },
 		deadletters.ErrNotFound, fmt.Errorf("no %s dead letter for order %q", stage, orderNo), printDeadLetter)
@@ -171,10 +172,16 @@ func bulkArgs(fs *flag.FlagSet, names []string) []string {
 	return out
 }
 
-// flagName maps a filter field to its command-line flag.
+// flagName maps a filter field to its command-line flag: the views name
+// their input as the API does (-type was named -eventType in the error).
 func flagName(field string) string {
-	if field == "errorLike" {
+	switch field {
+	case "errorLike":
 		return "error-like"
+	case "eventType":
+		return "type"
+	case "orderNo":
+		return "order"
 	}
 	return field
 }

@@ -28,18 +28,28 @@ func demoDataFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	}
 }
 
+// maxDemoRows bounds -orders and -skus: demo-data writes a row per SKU
+// (and keeps two counters per SKU in memory), so -skus 2000000000 ran for
+// hours before.
+const maxDemoRows = 10_000_000
+
 // demoData checks the spec's numbers and generates the data.
 func demoData(ctx context.Context, env *cliEnv, spec orderdemo.Spec) error {
 	n, skus, due, paid, coupons := &spec.Orders, &spec.SKUs, &spec.DueFraction, &spec.PaidFraction, &spec.CouponFraction
+	// The fractions are checked as in range, not as out of it: NaN (which
+	// -due NaN parses to) compares false either way.
+	fraction := func(f float64) bool { return f >= 0 && f <= 1 }
 	switch {
-	case *n < 1 || *n > 10_000_000:
-		return usagef("-orders %d: want 1 to 10000000", *n)
-	case *skus < 1:
-		return usagef("-skus %d: want at least 1", *skus)
-	case *due < 0 || *paid < 0 || *coupons < 0 || *coupons > 1 || orderdemo.Remainder(*due, *paid) < 0:
+	case *n < 1 || *n > maxDemoRows:
+		return usagef("-orders %d: want 1 to %d", *n, maxDemoRows)
+	case *skus < 1 || *skus > maxDemoRows:
+		return usagef("-skus %d: want 1 to %d", *skus, maxDemoRows)
+	case !fraction(*due) || !fraction(*paid) || !fraction(*coupons) || orderdemo.Remainder(*due, *paid) < 0:
 		return usagef("-due, -paid and -coupons are fractions from 0 to 1, and -due + -paid must not exceed 1")
+	case spec.ResetDatabase != "" && !spec.Reset:
+		return usagef("-reset-database confirms -reset, which is not given")
 	}
-	cfg, err := loadConfig(env)
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"time"
 )
 
@@ -19,9 +21,13 @@ func healthcheckFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	return func(ctx context.Context, _ []string) error { return healthcheck(ctx, env, *url) }
 }
 
+// healthcheckTimeout bounds a probe: a container's healthcheck must answer
+// before its own timeout.
+const healthcheckTimeout = 3 * time.Second
+
 func healthcheck(ctx context.Context, env *cliEnv, url string) error {
 	if url == "" {
-		cfg, err := loadConfig(env)
+		cfg, err := loadConfig(ctx, env)
 		if err != nil {
 			return err
 		}
@@ -37,20 +43,41 @@ func healthcheck(ctx context.Context, env *cliEnv, url string) error {
 		}
 		url = "http://" + net.JoinHostPort(host, port) + "/healthz"
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, healthcheckTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return usagef("-url %q: %v", url, err)
+		// Not url.Error's text: it quotes the URL, password and all.
+		return usagef("-url is not a URL: %v", urlCause(err))
+	}
+	// Every line below names the URL with its password masked: a probe's
+	// error ends in a container's health log.
+	shown := req.URL.Redacted()
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return usagef("-url %s: want an http:// or https:// URL", shown)
 	}
 	resp, err := http.DefaultClient.Do(req)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("probe %s: no answer within %s", shown, healthcheckTimeout)
+	}
 	if err != nil {
-		return fmt.Errorf("probe %s: %w", url, err)
+		return fmt.Errorf("probe %s: %w", shown, urlCause(err))
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe %s: HTTP %d", url, resp.StatusCode)
+		return fmt.Errorf("probe %s: HTTP %d", shown, resp.StatusCode)
 	}
 	fmt.Fprintln(env.stdout, "healthy")
 	return nil
+}
+
+// urlCause is what a *url.Error wraps: its own text names the operation
+// and the URL (the client's with the password masked, the parser's
+// without), which the probe's line already says.
+func urlCause(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -51,6 +51,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"run"}, "want exactly one HANDLER"},
 		{[]string{"run", "demoJob", "-shard", "2/2"}, "need 0 <= I < N"},
 		{[]string{"run", "demoJob", "-shard", "x"}, "want I/N"},
+		{[]string{"run", "demoJob", "-shard", "1/99999999999"}, `-shard "1/99999999999": N is at most 2147483647`},
 		{[]string{"run", "demoJob", "-bogus"}, "flag provided but not defined"},
 		{[]string{"nosuchcommand"}, `unknown command "nosuchcommand"`},
 	} {

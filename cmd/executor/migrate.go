@@ -163,7 +163,7 @@ func dryRunCreate(ctx context.Context, env *cliEnv, mcfg migrations.Config) erro
 // openServer connects to the DSN's server without selecting its database
 // and returns the configuration and the database's name.
 func openServer(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, string, error) {
-	cfg, err := loadConfig(env)
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -45,6 +45,9 @@ func outboxList(fs *flag.FlagSet, env *cliEnv) runFunc {
 	typ := fs.String("type", "", "only this event type: stock.release or coupon.restore")
 	order := fs.String("order", "", "only this order's events")
 	return func(ctx context.Context, _ []string) error {
+		if err := lf.check(); err != nil {
+			return err
+		}
 		return listOutbox(ctx, oc, outbox.Filter{Status: strings.ToLower(*lf.status), EventType: *typ, OrderNo: *order,
 			Limit: *lf.limit, BeforeID: *lf.before})
 	}
@@ -96,7 +99,7 @@ func outboxShow(ctx context.Context, oc *outboxCtx, pos []string) error {
 func eventID(arg string) (int64, error) {
 	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || id < 1 {
-		return 0, usagef("ID %q is not a positive integer", arg)
+		return 0, usagef("ID %s is not a positive integer", quoteArg(arg))
 	}
 	return id, nil
 }
@@ -139,15 +142,13 @@ func requeueOutbox(ctx context.Context, oc *outboxCtx, pos []string, all bool, t
 }
 
 // requeueParked requeues every parked event (of typ, when not "") and
-// says how many. A -type the view refuses is its error as it stands, not a
-// usage error.
+// says how many. A -type the view refuses is bad usage, as in list.
 func requeueParked(ctx context.Context, oc *outboxCtx, typ string) error {
-	n, err := openRun(ctx, oc, func(ctx context.Context) (int, error) { return oc.view.RequeueParked(ctx, typ) })
-	if err != nil {
+	return runView(ctx, oc, func(ctx context.Context) (outbox.RequeueResult, error) {
+		n, err := oc.view.RequeueParked(ctx, typ)
+		return outbox.RequeueResult{Requeued: n}, err
+	}, func(w io.Writer, r outbox.RequeueResult) error {
+		_, err := fmt.Fprintf(w, "requeued %d parked event(s)\n", r.Requeued)
 		return err
-	}
-	return printResult(oc, outbox.RequeueResult{Requeued: n}, func(w io.Writer, r outbox.RequeueResult) error {
-		fmt.Fprintf(w, "requeued %d parked event(s)\n", r.Requeued)
-		return nil
 	})
 }

@@ -25,7 +25,7 @@ func provisionFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	dryRun := fs.Bool("dry-run", false, "print the plan and change nothing")
 	prune := fs.Bool("prune", false, "stop (never delete) marked jobs the file no longer declares")
 	return func(ctx context.Context, _ []string) error {
-		client, jobs, err := provisionSetup(env, *jobsPath)
+		client, jobs, err := provisionSetup(ctx, env, *jobsPath)
 		if err != nil {
 			return err
 		}
@@ -45,7 +45,7 @@ func triggerFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 		if len(setFlags(fs, "param")) > 0 { // -param "" means an empty param, not the job's own
 			opts.Param = param
 		}
-		client, jobs, err := provisionSetup(env, *jobsPath)
+		client, jobs, err := provisionSetup(ctx, env, *jobsPath)
 		if err != nil {
 			return err
 		}
@@ -63,13 +63,18 @@ func triggerFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 
 // provisionSetup loads the config and the jobs file and makes the console
 // client, logging to stderr (stdout carries the plan or the run log).
-func provisionSetup(env *cliEnv, jobsPath string) (*provision.Client, *provision.JobsFile, error) {
-	cfg, err := loadConfig(env)
+func provisionSetup(ctx context.Context, env *cliEnv, jobsPath string) (*provision.Client, *provision.JobsFile, error) {
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
 	admin := cfg.XXL.Job.Admin
-	jobs, err := provision.LoadJobsFile(cmp.Or(jobsPath, admin.JobsFile), cfg.XXL.Job.Executor.AppName)
+	jobsPath = cmp.Or(jobsPath, admin.JobsFile)
+	data, err := readInputFile(ctx, "jobs file", jobsPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	jobs, err := provision.ParseJobsFile(jobsPath, data, cfg.XXL.Job.Executor.AppName)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -49,6 +49,9 @@ func refundList(fs *flag.FlagSet, env *cliEnv) runFunc {
 	lf := addListFlags(fs, "payment conflicts", "owed or refunded")
 	order := fs.String("order", "", "only this order's payments")
 	return func(ctx context.Context, _ []string) error {
+		if err := lf.check(); err != nil {
+			return err
+		}
 		return listRefunds(ctx, rc, refunds.Filter{Status: strings.ToLower(*lf.status), OrderNo: *order, Limit: *lf.limit, BeforeID: *lf.before})
 	}
 }

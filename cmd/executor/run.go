@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func runFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 			return usagef("%v", err)
 		}
 		if known := handlers.Names(); !slices.Contains(known, pos[0]) {
-			return usagef("unknown handler %q; the handlers are: %s", pos[0], strings.Join(known, ", "))
+			return usagef("unknown handler %s; the handlers are: %s%s", quoteArg(pos[0]), strings.Join(known, ", "), didYouMean(pos[0], known))
 		}
 		return runOnce(ctx, env, pos[0], *param, idx, total)
 	}
@@ -35,7 +36,7 @@ func runFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 
 // runOnce runs handler name once in-process, its run log on stdout.
 func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total int) error {
-	cfg, err := loadConfig(env)
+	cfg, err := loadConfig(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -72,16 +73,25 @@ func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total in
 	return nil
 }
 
-// parseShard parses "I/N" with 0 <= I < N.
+// maxShardTotal is the largest shard total: the admin sends shard totals
+// as Java ints, the close cursor keeps them in an INT column, and the
+// shard hash (a 32-bit hash times N) must fit 64 bits. -shard 1/99999999999
+// failed the run with the server's "BIGINT UNSIGNED value is out of range".
+const maxShardTotal = math.MaxInt32
+
+// parseShard parses "I/N" with 0 <= I < N <= maxShardTotal.
 func parseShard(s string) (int, int, error) {
 	a, b, ok := strings.Cut(s, "/")
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("-shard %q: want I/N, e.g. 0/1", s)
+		return 0, 0, fmt.Errorf("-shard %s: want I/N, e.g. 0/1", quoteArg(s))
 	}
 	if n < 1 || i < 0 || i >= n {
 		return 0, 0, fmt.Errorf("-shard %q: need 0 <= I < N", s)
+	}
+	if n > maxShardTotal {
+		return 0, 0, fmt.Errorf("-shard %q: N is at most %d (the admin's largest shard total)", s, maxShardTotal)
 	}
 	return i, n, nil
 }

@@ -25,7 +25,7 @@ func serveCommand() *command {
 
 func serveFlags(_ *flag.FlagSet, env *cliEnv) runFunc {
 	return func(ctx context.Context, _ []string) error {
-		cfg, err := loadConfig(env)
+		cfg, err := loadConfig(ctx, env)
 		if err != nil {
 			return err
 		}

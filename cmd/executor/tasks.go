@@ -12,6 +12,8 @@ import (
 
 	"github.com/orderjob/executor/delay"
 	"github.com/orderjob/executor/internal/app"
+	"github.com/orderjob/executor/internal/sqlexec"
+	"github.com/orderjob/executor/orders/oplist"
 )
 
 func tasksCommand() *command {
@@ -196,8 +198,28 @@ func printTask(w io.Writer, t *delay.Task) error {
 // oneTask runs an operation on one task and prints the task.
 func oneTask(ctx context.Context, tc *tasksCtx, pos []string, op func(context.Context, string) (*delay.Task, error)) error {
 	// A conflict still shows the task.
-	return runOne(ctx, tc, func(ctx context.Context) (*delay.Task, error) { return op(ctx, pos[0]) },
-		delay.ErrNotFound, fmt.Errorf("no task with bizUuid %q", pos[0]), printTask)
+	return runOne(ctx, tc, func(ctx context.Context) (*delay.Task, error) {
+		if err := checkBizUUID(pos[0]); err != nil {
+			return nil, err
+		}
+		return op(ctx, pos[0])
+	}, delay.ErrNotFound, fmt.Errorf("no task with bizUuid %q", pos[0]), printTask)
+}
+
+// checkBizUUID refuses, as bad usage, a BIZUUID no task can have: empty,
+// longer than the column (a 100 KB one was echoed whole in "no task"), or
+// not printable ASCII. It runs once the database is open, so a command
+// that cannot open it says that first.
+func checkBizUUID(s string) error {
+	switch {
+	case s == "":
+		return oplist.Invalid("bizUuid", "BIZUUID is empty")
+	case len(s) > delay.MaxBizUUIDLen:
+		return oplist.Invalid("bizUuid", "BIZUUID is %d bytes, at most %d", len(s), delay.MaxBizUUIDLen)
+	case !sqlexec.PrintableASCII(s):
+		return oplist.Invalid("bizUuid", "BIZUUID %q is not printable ASCII", s)
+	}
+	return nil
 }
 
 func tasksShow(ctx context.Context, tc *tasksCtx, pos []string) error {
@@ -257,7 +279,12 @@ func printCheck(out io.Writer, rep *delay.CheckReport) error {
 func tasksPurge(fs *flag.FlagSet, env *cliEnv) runFunc {
 	tc := newTasksCtx(fs, env)
 	retention := fs.Duration("retention", 0, "keep tasks changed within this (default: delay.retention)")
-	return func(ctx context.Context, _ []string) error { return purgeTasks(ctx, tc, *retention) }
+	return func(ctx context.Context, _ []string) error {
+		if *retention < 0 { // was taken as the default, silently
+			return usagef("-retention %s is negative", *retention)
+		}
+		return purgeTasks(ctx, tc, *retention)
+	}
 }
 
 func purgeTasks(ctx context.Context, tc *tasksCtx, retention time.Duration) error {

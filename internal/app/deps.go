@@ -65,14 +65,33 @@ func LogNotices(logger *slog.Logger, cfg *config.Config) {
 
 // OpenDB opens and pings MySQL with the executor's DSN settings.
 func OpenDB(ctx context.Context, cfg *config.Config) (*sqlx.DB, error) {
+	return openDB(ctx, cfg, pingTimeout)
+}
+
+// openDB is OpenDB waiting at most wait for the server's first answer.
+func openDB(ctx context.Context, cfg *config.Config, wait time.Duration) (*sqlx.DB, error) {
 	db, err := openPool(cfg.MySQL)
 	if err != nil {
 		return nil, err
 	}
-	if err := PingOrClose(ctx, db); err != nil {
+	if err := pingOrClose(ctx, db, wait); err != nil {
+		if errors.Is(err, ErrNoAnswer) {
+			return nil, fmt.Errorf("mysql: %s: %w", serverAddr(cfg.MySQL), err)
+		}
 		return nil, fmt.Errorf("mysql: ping: %w", zoneHint(err, cfg.MySQL.TimeZone))
 	}
 	return db, nil
+}
+
+// serverAddr is the address the DSN of m dials, for an error that has to
+// say which server did not answer.
+func serverAddr(m config.MySQL) string {
+	if dsn, err := m.NormalizedDSN(); err == nil {
+		if mc, err := mysql.ParseDSN(dsn); err == nil && mc.Addr != "" {
+			return mc.Net + " " + mc.Addr
+		}
+	}
+	return "the DSN's server"
 }
 
 // erUnknownTimeZone is ER_UNKNOWN_TIME_ZONE: the session's time_zone,
@@ -92,13 +111,28 @@ func zoneHint(err error, zone string) error {
 		"(mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql); see docs/time-zones.md: %w", zone, err)
 }
 
-// PingOrClose checks that db answers within 10 s, and closes it when it
-// does not, so a caller giving up on it leaks no pool.
-func PingOrClose(ctx context.Context, db *sqlx.DB) error {
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// pingTimeout bounds the wait for the database's first answer.
+const pingTimeout = 10 * time.Second
+
+// ErrNoAnswer is PingOrClose's error when the server took the connection
+// (or let the dial hang) and never answered within pingTimeout: a
+// firewall that drops packets, a wrong port, a stuck server. The driver
+// says only "context deadline exceeded" or "invalid connection" then.
+var ErrNoAnswer = errors.New("no answer")
+
+// PingOrClose checks that db answers within pingTimeout, and closes it
+// when it does not, so a caller giving up on it leaks no pool.
+func PingOrClose(ctx context.Context, db *sqlx.DB) error { return pingOrClose(ctx, db, pingTimeout) }
+
+func pingOrClose(ctx context.Context, db *sqlx.DB, wait time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
+		if pctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w within %s: check that the server is up and that the DSN's address and port "+
+				"are the server's [%w]", ErrNoAnswer, wait, err)
+		}
 		return err
 	}
 	return nil

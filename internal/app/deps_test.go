@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -107,4 +108,39 @@ func TestOpenDBNamesAnUnknownTimeZone(t *testing.T) {
 	got, err := OpenDB(context.Background(), cfg)
 	require.NoError(t, err)
 	require.NoError(t, got.Close())
+}
+
+// A server that takes the connection and never answers (a firewall that
+// drops packets, a wrong port): OpenDB gives up after its wait and names
+// the address and what to check, not only "context deadline exceeded".
+func TestOpenDBNamesAServerThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(held)
+				return
+			}
+			held <- c // accepted, never written to
+		}
+	}()
+	defer func() {
+		ln.Close()
+		for c := range held {
+			c.Close()
+		}
+	}()
+	cfg, err := config.LoadWith(nil, func(k string) (string, bool) {
+		v, ok := map[string]string{"MYSQL_DSN": "app:Secret99@tcp(" + ln.Addr().String() + ")/shop"}[k]
+		return v, ok
+	})
+	require.NoError(t, err)
+	_, err = openDB(context.Background(), cfg, 300*time.Millisecond)
+	require.ErrorIs(t, err, ErrNoAnswer)
+	require.ErrorContains(t, err, "mysql: tcp "+ln.Addr().String()+": no answer within 300ms: check that the server is up")
+	require.NotContains(t, err.Error(), "Secret99")
 }

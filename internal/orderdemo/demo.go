@@ -324,7 +324,7 @@ func (spec Spec) withDefaults() (Spec, error) {
 		name string
 		p    *float64
 	}{{"due", &spec.DueFraction}, {"paid", &spec.PaidFraction}, {"not-due", &spec.NotDueFraction}, {"coupon", &spec.CouponFraction}} {
-		if *f.p < -rounding || *f.p > 1+rounding {
+		if !(*f.p >= -rounding && *f.p <= 1+rounding) { // NaN too: it compares false
 			return spec, fmt.Errorf("demo %s fraction %v out of [0, 1]", f.name, *f.p)
 		}
 		*f.p = min(max(*f.p, 0), 1)

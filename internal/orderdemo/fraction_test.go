@@ -2,6 +2,7 @@ package orderdemo_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,6 +60,8 @@ func TestGenerateFractionsAddingUpToOne(t *testing.T) {
 		{orderdemo.Spec{Orders: 10, DueFraction: 0.5, NotDueFraction: -0.01}, "demo not-due fraction -0.01 out of [0, 1]"},
 		{orderdemo.Spec{Orders: 10, DueFraction: 0.5, CouponFraction: 1.5}, "demo coupon fraction 1.5 out of [0, 1]"},
 		{orderdemo.Spec{Orders: 10, DueFraction: 0.9, PaidFraction: 0.2}, "demo fractions add up to 1.1, above 1"},
+		{orderdemo.Spec{Orders: 10, DueFraction: math.NaN()}, "demo due fraction NaN out of [0, 1]"},
+		{orderdemo.Spec{Orders: 10, DueFraction: 0.5, CouponFraction: math.NaN()}, "demo coupon fraction NaN out of [0, 1]"},
 	} {
 		_, err := orderdemo.Generate(b.ctx, b.db.DB, tc.spec)
 		require.EqualError(t, err, tc.want)
