@@ -32,6 +32,10 @@ type command struct {
 	// runs the command with its positional arguments. nil for a group.
 	flags func(fs *flag.FlagSet, env *cliEnv) runFunc
 	sub   []*command
+	// errPrefix is the "pkg" of the "pkg: " its errors start with when
+	// that is not its name (trigger's come from package provision): the
+	// error line drops it as it drops the command's own name.
+	errPrefix string
 }
 
 // runFunc runs a command once its flags are parsed and its positionals
@@ -256,11 +260,14 @@ func cutQuoted(msg string) string {
 }
 
 // errorText is the error without a leading "provision: " when the command
-// is provision: the line names the command once.
+// is provision or trigger: the line names the command once.
 func errorText(path []*command, err error) string {
 	msg := err.Error()
 	for _, c := range path {
 		msg = strings.TrimPrefix(msg, c.name+": ")
+		if c.errPrefix != "" {
+			msg = strings.TrimPrefix(msg, c.errPrefix+": ")
+		}
 	}
 	return msg
 }
