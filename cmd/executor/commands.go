@@ -80,7 +80,7 @@ const configFlagHelp = "read settings from `FILE`, YAML or .properties (optional
 // arguments name and maps its error to an exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	env := &cliEnv{stdout: stdout, stderr: stderr}
-	redisLog.use(slog.New(slog.DiscardHandler)) // until the command has its logger
+	useLibLogger(slog.New(slog.DiscardHandler)) // until the command has its logger
 	root := commandTree()
 	global := flag.NewFlagSet("executor", flag.ContinueOnError)
 	global.SetOutput(io.Discard)

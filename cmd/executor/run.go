@@ -50,7 +50,7 @@ func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total in
 		return err
 	}
 	logger := app.NewLogger(cfg, env.stderr) // stdout carries the run log here
-	redisLog.use(logger)
+	useLibLogger(logger)
 	app.LogNotices(logger, cfg)
 
 	var deps *handlers.Deps
