@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/orderjob/executor/internal/suggest"
-	"github.com/orderjob/executor/sql/migrations"
 )
 
 // command is one node of the command tree: a command that runs, a group of
@@ -222,7 +221,7 @@ func execute(ctx context.Context, env *cliEnv, path []*command, c *command, args
 		fmt.Fprintf(env.stderr, "executor %s: %s\nusage: %s\n", name, cutQuoted(ue.msg), usageLine(path))
 		return 2
 	default:
-		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, cutQuoted(errorText(path, migrations.Explain(err))))
+		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, cutQuoted(errorText(path, explain(err))))
 		return 1
 	}
 }
