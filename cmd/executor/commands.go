@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/orderjob/executor/internal/suggest"
-	"github.com/orderjob/executor/sql/migrations"
 )
 
 // command is one node of the command tree: a command that runs, a group of
@@ -32,6 +31,10 @@ type command struct {
 	// runs the command with its positional arguments. nil for a group.
 	flags func(fs *flag.FlagSet, env *cliEnv) runFunc
 	sub   []*command
+	// errPrefix is the "pkg" of the "pkg: " its errors start with when
+	// that is not its name (trigger's come from package provision): the
+	// error line drops it as it drops the command's own name.
+	errPrefix string
 }
 
 // runFunc runs a command once its flags are parsed and its positionals
@@ -76,7 +79,7 @@ const configFlagHelp = "read settings from `FILE`, YAML or .properties (optional
 // arguments name and maps its error to an exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	env := &cliEnv{stdout: stdout, stderr: stderr}
-	redisLog.use(slog.New(slog.DiscardHandler)) // until the command has its logger
+	useLibLogger(slog.New(slog.DiscardHandler)) // until the command has its logger
 	root := commandTree()
 	global := flag.NewFlagSet("executor", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
@@ -218,7 +221,7 @@ func execute(ctx context.Context, env *cliEnv, path []*command, c *command, args
 		fmt.Fprintf(env.stderr, "executor %s: %s\nusage: %s\n", name, cutQuoted(ue.msg), usageLine(path))
 		return 2
 	default:
-		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, cutQuoted(errorText(path, migrations.Explain(err))))
+		fmt.Fprintf(env.stderr, "executor %s: %s\n", name, cutQuoted(errorText(path, explain(err))))
 		return 1
 	}
 }
@@ -256,11 +259,14 @@ func cutQuoted(msg string) string {
 }
 
 // errorText is the error without a leading "provision: " when the command
-// is provision: the line names the command once.
+// is provision or trigger: the line names the command once.
 func errorText(path []*command, err error) string {
 	msg := err.Error()
 	for _, c := range path {
 		msg = strings.TrimPrefix(msg, c.name+": ")
+		if c.errPrefix != "" {
+			msg = strings.TrimPrefix(msg, c.errPrefix+": ")
+		}
 	}
 	return msg
 }

@@ -114,9 +114,9 @@ func migratePrivileges(err error) error {
 	if !errors.As(err, &me) || (me.Number != erTableAccessDenied && me.Number != erColumnAccessDenied) {
 		return err
 	}
-	return fmt.Errorf("%w; fix: migrate needs SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER and INDEX on the DSN's "+
-		"database (GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX ON db.* TO user); serve and run need "+
-		"only the first four (docs/configuration.md#the-database-user)", err)
+	return &grantError{err: err, fix: "migrate needs SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER and INDEX on the DSN's " +
+		"database (GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX ON db.* TO user); serve and run need " +
+		"only the first four (docs/configuration.md#the-database-user)"}
 }
 
 // createDatabase creates the database the DSN names, connecting to the

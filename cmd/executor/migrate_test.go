@@ -172,6 +172,7 @@ func TestMigrateNamesThePrivilegesItNeeds(t *testing.T) {
 	require.Equal(t, 1, code, errOut)
 	require.Contains(t, errOut, "CREATE command denied")
 	require.Contains(t, errOut, "; fix: migrate needs SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER and INDEX on the DSN's database")
+	require.Equal(t, 1, strings.Count(errOut, "; fix: "), "migrate's own fix, not the common one besides: %s", errOut)
 
 	code, _, errOut = runCLI(t, map[string]string{"MYSQL_DSN": db.NewUser(t, "SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX ON *")}, "migrate")
 	require.Equal(t, 0, code, errOut)

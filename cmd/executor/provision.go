@@ -16,7 +16,7 @@ func provisionCommand() *command {
 }
 
 func triggerCommand() *command {
-	return &command{name: "trigger", args: "HANDLER", flags: triggerFlags,
+	return &command{name: "trigger", args: "HANDLER", flags: triggerFlags, errPrefix: "provision",
 		summary: "ask the admin to run a declared job once; -wait follows its log and exits 0 on success, 1 on failure"}
 }
 
@@ -41,6 +41,11 @@ func triggerFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 	param := fs.String("param", "", "job param for this run (default: the job's own param)")
 	wait := fs.Bool("wait", false, "follow the run's log and exit with its result: 0 success, 1 failure")
 	return func(ctx context.Context, pos []string) error {
+		// A name the binary lacks is a typo, whatever the jobs file says;
+		// one it has but the file lacks is the file's to fix (exit 1).
+		if err := checkHandler(pos[0]); err != nil {
+			return err
+		}
 		opts := provision.TriggerOptions{Handler: pos[0], Key: *key, Wait: *wait, Out: env.stdout}
 		if len(setFlags(fs, "param")) > 0 { // -param "" means an empty param, not the job's own
 			opts.Param = param

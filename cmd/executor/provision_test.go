@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderjob/executor/handlers"
 	"github.com/orderjob/executor/internal/fakeconsole"
+	"github.com/orderjob/executor/internal/provision"
 )
 
 const provisionPassword = "cli-Secret-9z"
@@ -118,10 +120,6 @@ func TestTriggerCommand(t *testing.T) {
 	require.Equal(t, 1, code, errOut)
 	require.Contains(t, out, "failed: code 500: failed on purpose")
 
-	code, _, errOut = cli("trigger", "noSuchJob")
-	require.Equal(t, 1, code)
-	require.Contains(t, errOut, `handler "noSuchJob" is not declared`)
-
 	// Two declared jobs with one handler: the error names both keys.
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "jobs.yml"))
 	require.NoError(t, err)
@@ -138,4 +136,54 @@ func TestTriggerCommand(t *testing.T) {
 	require.Contains(t, errOut, "(keys: demo, demo-two): choose one with -key")
 
 	requireNoSecrets(t, fake, out, errOut)
+}
+
+// A handler name the binary does not know is a usage error, as for `run`:
+// exit 2, the handlers listed, a guess at the one meant, on one line that
+// names the command once. A handler the binary has but the jobs file does
+// not declare is a configuration problem: exit 1, saying what to do.
+func TestTriggerUnknownOrUndeclaredHandler(t *testing.T) {
+	_, cli := provisionCLI(t, fakeconsole.V34)
+
+	code, _, errOut := cli("trigger", "orderTimeoutClosJob")
+	require.Equal(t, 2, code, errOut)
+	first, _, _ := strings.Cut(errOut, "\n")
+	require.Equal(t, `executor trigger: unknown handler "orderTimeoutClosJob"; the handlers are: `+
+		strings.Join(handlers.Names(), ", ")+`; did you mean "orderTimeoutCloseJob"?`, first)
+	require.Contains(t, errOut, "usage: executor trigger [flags] HANDLER")
+
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "jobs.yml"))
+	require.NoError(t, err)
+	jobs, err := provision.ParseJobsFile("jobs.yml", data, "order-job-executor")
+	require.NoError(t, err)
+	var kept []string
+	for _, j := range jobs.Jobs {
+		if j.Handler != handlers.DemoJob {
+			kept = append(kept, j.Handler)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "jobs.yml")
+	require.NoError(t, os.WriteFile(path, []byte(dropJob(t, string(data), "demo")), 0o600))
+	code, _, errOut = cli("trigger", "-jobs", path, handlers.DemoJob)
+	require.Equal(t, 1, code, errOut)
+	require.Equal(t, `executor trigger: handler "demoJob" is not declared in `+path+` (declared: `+strings.Join(kept, ", ")+
+		`): declare a job for it there and run executor provision`+"\n", errOut)
+}
+
+// dropJob is the jobs file data without the job whose key is key: its
+// "  - key: KEY" line and the lines under it up to the next job.
+func dropJob(t *testing.T, data, key string) string {
+	t.Helper()
+	var out []string
+	skipping := false
+	for _, line := range strings.Split(data, "\n") {
+		if strings.HasPrefix(line, "  - ") {
+			skipping = line == "  - key: "+key
+		}
+		if !skipping {
+			out = append(out, line)
+		}
+	}
+	require.Less(t, len(out), len(strings.Split(data, "\n")), "no job %q in the jobs file", key)
+	return strings.Join(out, "\n")
 }

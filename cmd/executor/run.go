@@ -27,11 +27,20 @@ func runFlags(fs *flag.FlagSet, env *cliEnv) runFunc {
 		if err != nil {
 			return usagef("%v", err)
 		}
-		if known := handlers.Names(); !slices.Contains(known, pos[0]) {
-			return usagef("unknown handler %s; the handlers are: %s%s", quoteArg(pos[0]), strings.Join(known, ", "), didYouMean(pos[0], known))
+		if err := checkHandler(pos[0]); err != nil {
+			return err
 		}
 		return runOnce(ctx, env, pos[0], *param, idx, total)
 	}
+}
+
+// checkHandler refuses, as a usage error, a handler name the binary does
+// not have (run and trigger), listing those it has with a guess.
+func checkHandler(name string) error {
+	if known := handlers.Names(); !slices.Contains(known, name) {
+		return usagef("unknown handler %s; the handlers are: %s%s", quoteArg(name), strings.Join(known, ", "), didYouMean(name, known))
+	}
+	return nil
 }
 
 // runOnce runs handler name once in-process, its run log on stdout.
@@ -41,7 +50,7 @@ func runOnce(ctx context.Context, env *cliEnv, name, param string, idx, total in
 		return err
 	}
 	logger := app.NewLogger(cfg, env.stderr) // stdout carries the run log here
-	redisLog.use(logger)
+	useLibLogger(logger)
 	app.LogNotices(logger, cfg)
 
 	var deps *handlers.Deps

@@ -30,7 +30,7 @@ func serveFlags(_ *flag.FlagSet, env *cliEnv) runFunc {
 			return err
 		}
 		logger := app.NewLogger(cfg, env.stdout)
-		redisLog.use(logger)
+		useLibLogger(logger)
 		logger.Info("starting executor", "build", buildInfo())
 		// The whole configuration is a line of its own, in text at debug
 		// only: on a terminal the first line stays short.

@@ -78,7 +78,7 @@ func (tc *tasksCtx) open(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(tc.env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	redisLog.use(log)
+	useLibLogger(log)
 	rt, err := app.StartRabbitMQTimer(ctx, cfg, db, keys.RabbitMQPrefix, log)
 	if err != nil {
 		db.Close()

@@ -49,13 +49,9 @@ func Hint(err error) string {
 		}
 		return "a column is missing: run executor migrate"
 	case 1142, 1143:
-		cmd, user, table := "", "", ""
-		if m := reDenied.FindStringSubmatch(msg); m != nil {
-			cmd, user, table = m[1], m[2], lastName(m[3])
-		}
-		if cmd != "" {
+		if d, ok := DeniedBy(err); ok && d.Command != "" {
 			return fmt.Sprintf("the database user %s may not %s on table %s: grant SELECT, INSERT, UPDATE and DELETE on the order tables to the executor's user",
-				user, cmd, table)
+				d.User, d.Command, d.Table)
 		}
 		return "the database user lacks a privilege: grant SELECT, INSERT, UPDATE and DELETE on the order tables to the executor's user"
 	case 1044, 1045:
@@ -93,6 +89,33 @@ func Hint(err error) string {
 		return "the database is not available right now; the next run retries"
 	}
 	return ""
+}
+
+// Denial is what a privilege error (1142 on a table, 1143 on a column)
+// says: the statement's command ("UPDATE"), the user, and the table with
+// its database when the server names it ("`shop`.`t`", as MariaDB does; a
+// bare 't' leaves Database empty). Fields the message lacks are empty.
+type Denial struct {
+	Command, User, Database, Table string
+}
+
+// DeniedBy returns what err's privilege error (1142, 1143) says, and false
+// for any other error.
+func DeniedBy(err error) (Denial, bool) {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || (me.Number != 1142 && me.Number != 1143) {
+		return Denial{}, false
+	}
+	m := reDenied.FindStringSubmatch(me.Message)
+	if m == nil {
+		return Denial{}, true
+	}
+	d := Denial{Command: m[1], User: m[2], Table: lastName(m[3])}
+	name := strings.NewReplacer("`", "", "'", "").Replace(m[3])
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		d.Database = name[:i]
+	}
+	return d, true
 }
 
 var (

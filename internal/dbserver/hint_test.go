@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -35,4 +36,27 @@ func TestHint(t *testing.T) {
 	require.Empty(t, Hint(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}))
 	require.Contains(t, Hint(driver.ErrBadConn), "answered read-only", "rejectReadOnly's answer to a read-only server")
 	require.Contains(t, Hint(io.ErrUnexpectedEOF), "connection failed")
+}
+
+// DeniedBy reads the command, user, database and table of a privilege
+// error in MariaDB's form and both of MySQL's, through wrapping.
+func TestDeniedBy(t *testing.T) {
+	for msg, want := range map[string]Denial{
+		"UPDATE command denied to user 'ops'@'10.0.0.5' for table `shop`.`order_outbox`":    {"UPDATE", "ops", "shop", "order_outbox"},
+		"DELETE command denied to user 'ops'@'%' for table 'shop.job_delay_task'":           {"DELETE", "ops", "shop", "job_delay_task"},
+		"CREATE command denied to user 'ops'@'localhost' for table 'order_job_demo_batch'":  {"CREATE", "ops", "", "order_job_demo_batch"},
+		"SELECT command denied to user 'ops'@'h' for column 'status' in table 'order_info'": {"SELECT", "ops", "", "order_info"},
+	} {
+		number := uint16(1142)
+		if strings.Contains(msg, "for column") {
+			number = 1143
+		}
+		d, ok := DeniedBy(fmt.Errorf("requeue: %w", &mysql.MySQLError{Number: number, Message: msg}))
+		require.True(t, ok, msg)
+		require.Equal(t, want, d, msg)
+	}
+	_, ok := DeniedBy(&mysql.MySQLError{Number: 1146, Message: "Table 'shop.t' doesn't exist"})
+	require.False(t, ok)
+	_, ok = DeniedBy(nil)
+	require.False(t, ok)
 }

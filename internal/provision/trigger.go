@@ -104,7 +104,8 @@ func (f *JobsFile) pick(handler, key string) (*JobSpec, error) {
 		if key != "" {
 			return nil, fmt.Errorf("provision: %s declares no job with handler %q and key %q", f.Path, handler, key)
 		}
-		return nil, fmt.Errorf("provision: handler %q is not declared in %s (declared: %s)", handler, f.Path, strings.Join(handlers, ", "))
+		return nil, fmt.Errorf("provision: handler %q is not declared in %s (declared: %s): declare a job for it there and run executor provision",
+			handler, f.Path, strings.Join(handlers, ", "))
 	}
 	keys := make([]string, len(cands))
 	for i, j := range cands {
