@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -30,31 +29,18 @@ func Default() *Config {
 	return c
 }
 
-// Load reads the file at path (none if path is empty), YAML or, when its
-// name ends in .properties, Java properties; then applies the environment,
-// then validates. All problems are returned together; those in the file
-// name it and the line.
-func Load(path string) (*Config, error) {
-	var data []byte
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("config: read %s: %w", path, err)
-		}
-		data = b
-	}
-	return LoadFileWith(path, data, os.LookupEnv)
-}
-
-// LoadWith is Load with YAML content and the environment given, for tests
+// LoadWith is LoadFileWith for YAML content without a file name, for tests
 // and tools.
 func LoadWith(yamlData []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	return LoadFileWith("", yamlData, lookupEnv)
 }
 
-// LoadFileWith is Load with the file's content and the environment given:
-// name decides the format (.properties or YAML) and names the file in
-// messages ("" for none).
+// LoadFileWith loads the configuration from a file's content (nil for no
+// file), YAML or, when name ends in .properties, Java properties; then
+// applies the environment through lookupEnv, then validates. name names
+// the file in messages ("" for none). All problems are returned together;
+// those in the file name it and the line. (The executor's command line
+// reads the file itself, bounded in size and time.)
 func LoadFileWith(name string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	c := &Config{}
 	l := newLoader(name, c)

@@ -319,13 +319,22 @@ func ParseLevel(s string) (slog.Level, error) {
 
 var sqlIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
-// NormalizedDSN returns the DSN with what the executor needs: parseTime, loc
-// (UTC when unset: DATETIME values then round-trip unchanged, whatever zone
-// they mean) and, when TimeZone is set, the session time_zone.
+// NormalizedDSN returns the DSN with what the executor needs (DriverConfig).
 func (m MySQL) NormalizedDSN() (string, error) {
+	cfg, err := m.DriverConfig()
+	if err != nil {
+		return "", err
+	}
+	return cfg.FormatDSN(), nil
+}
+
+// DriverConfig is the DSN parsed, with what the executor needs: parseTime,
+// loc (UTC when unset: DATETIME values then round-trip unchanged, whatever
+// zone they mean) and, when TimeZone is set, the session time_zone.
+func (m MySQL) DriverConfig() (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(m.DSN)
 	if err != nil {
-		return "", errors.New("cannot parse the DSN (user:pass@tcp(host:port)/db?params)")
+		return nil, errors.New("cannot parse the DSN (user:pass@tcp(host:port)/db?params)")
 	}
 	cfg.ParseTime = true
 	if cfg.Loc == nil {
@@ -345,20 +354,20 @@ func (m MySQL) NormalizedDSN() (string, error) {
 		}
 		cfg.Params["time_zone"] = "'" + strings.Trim(m.TimeZone, "'") + "'"
 	}
-	return cfg.FormatDSN(), nil
+	return cfg, nil
 }
 
 // checkDSN reports what keeps the DSN from serving the executor. Beyond
-// NormalizedDSN's parse, it must name a database: every statement names
+// DriverConfig's parse, it must name a database: every statement names
 // its tables without one, so a DSN without would start and then fail each
 // query with "Error 1046: No database selected". (migrate -create-database
-// opens the server alone through NormalizedDSN, which allows that.)
+// opens the server alone through DriverConfig, which allows that.)
 func (m MySQL) checkDSN() error {
-	dsn, err := m.NormalizedDSN()
+	cfg, err := m.DriverConfig()
 	if err != nil {
 		return err
 	}
-	if cfg, err := mysql.ParseDSN(dsn); err != nil || cfg.DBName == "" {
+	if cfg.DBName == "" {
 		return errors.New("names no database: end it with the database's name (user:pass@tcp(host:port)/shop)")
 	}
 	return nil

@@ -15,12 +15,12 @@ import (
 
 // loadConfig loads the -config file and the environment.
 func loadConfig(ctx context.Context, env *cliEnv) (*config.Config, error) {
-	if env.configPath == "" {
-		return config.Load("")
-	}
-	data, err := readInputFile(ctx, "config", env.configPath)
-	if err != nil {
-		return nil, err
+	var data []byte
+	if env.configPath != "" {
+		var err error
+		if data, err = readInputFile(ctx, "config", env.configPath); err != nil {
+			return nil, err
+		}
 	}
 	return config.LoadFileWith(env.configPath, data, os.LookupEnv)
 }

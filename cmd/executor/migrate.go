@@ -167,16 +167,10 @@ func openServer(ctx context.Context, env *cliEnv) (*config.Config, *sqlx.DB, str
 	if err != nil {
 		return nil, nil, "", err
 	}
-	dsn, err := cfg.MySQL.NormalizedDSN()
+	// The loader refused a DSN without a database.
+	mc, err := cfg.MySQL.DriverConfig()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("mysql: %w", err)
-	}
-	mc, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("mysql: %w", err)
-	}
-	if mc.DBName == "" {
-		return nil, nil, "", usagef("-create-database: the DSN names no database")
 	}
 	name := mc.DBName
 	mc.DBName = ""

@@ -86,10 +86,8 @@ func openDB(ctx context.Context, cfg *config.Config, wait time.Duration) (*sqlx.
 // serverAddr is the address the DSN of m dials, for an error that has to
 // say which server did not answer.
 func serverAddr(m config.MySQL) string {
-	if dsn, err := m.NormalizedDSN(); err == nil {
-		if mc, err := mysql.ParseDSN(dsn); err == nil && mc.Addr != "" {
-			return mc.Net + " " + mc.Addr
-		}
+	if mc, err := m.DriverConfig(); err == nil && mc.Addr != "" {
+		return mc.Net + " " + mc.Addr
 	}
 	return "the DSN's server"
 }

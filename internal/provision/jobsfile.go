@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -119,16 +118,6 @@ var builtinDefaults = JobSpec{
 	Misfire:      "DO_NOTHING",
 	Route:        "FIRST",
 	Block:        "SERIAL_EXECUTION",
-}
-
-// LoadJobsFile reads and validates the jobs file at path for the executor
-// group appname.
-func LoadJobsFile(path, appname string) (*JobsFile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("jobs file: %w", err)
-	}
-	return ParseJobsFile(path, data, appname)
 }
 
 // ParseJobsFile parses and validates a jobs file; name is used in messages.

@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestLoadJobsFile_ShippedFile(t *testing.T) {
+func TestParseJobsFile_ShippedFile(t *testing.T) {
 	t.Parallel()
-	f, err := LoadJobsFile("../../config/jobs.yml", "order-job-executor")
+	data, err := os.ReadFile("../../config/jobs.yml")
+	require.NoError(t, err)
+	f, err := ParseJobsFile("../../config/jobs.yml", data, "order-job-executor")
 	require.NoError(t, err)
 	require.Equal(t, "Order jobs", f.Group.Title)
 
